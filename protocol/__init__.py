@@ -1,0 +1,138 @@
+"""nativemcp.protocol: wire types, response constructors and typed unwrapping.
+
+Pure: no I/O, and nothing from ``nativemcp.workers`` or ``nativemcp.proxy``.
+"""
+
+from ._codec import JSONRPCMessage as JSONRPCMessage
+from ._codec import decode as decode
+from ._codec import decode_message as decode_message
+from ._codec import decode_response as decode_response
+from ._codec import encode as encode
+from ._constants import FASTMCP_WRAP_SCHEMA_KEY as FASTMCP_WRAP_SCHEMA_KEY
+from ._constants import INTERNAL_ERROR as INTERNAL_ERROR
+from ._constants import INVALID_PARAMS as INVALID_PARAMS
+from ._constants import INVALID_REQUEST as INVALID_REQUEST
+from ._constants import JSONRPC_VERSION as JSONRPC_VERSION
+from ._constants import METHOD_NOT_FOUND as METHOD_NOT_FOUND
+from ._constants import PARSE_ERROR as PARSE_ERROR
+from ._constants import REQUEST_TIMEOUT as REQUEST_TIMEOUT
+from ._constants import STRUCTURED_RESULT_META_KEY as STRUCTURED_RESULT_META_KEY
+from ._errortext import ErrorInfo as ErrorInfo
+from ._errortext import extract_error_info as extract_error_info
+from ._exceptions import NativeMCPError as NativeMCPError
+from ._exceptions import ProtocolError as ProtocolError
+from ._exceptions import ToolError as ToolError
+from ._exceptions import ToolNameError as ToolNameError
+from ._exceptions import UnwrapError as UnwrapError
+from ._naming import BUILTIN_PREFIX as BUILTIN_PREFIX
+from ._naming import SEPARATOR as SEPARATOR
+from ._naming import BackendType as BackendType
+from ._naming import ServiceInfo as ServiceInfo
+from ._naming import full_tool_name as full_tool_name
+from ._naming import is_valid_tool_name as is_valid_tool_name
+from ._naming import parse_tool_name as parse_tool_name
+from ._naming import validate_tool_name as validate_tool_name
+from ._responses import compact as compact
+from ._responses import empty_response as empty_response
+from ._responses import error_response as error_response
+from ._responses import expand as expand
+from ._responses import structured_response as structured_response
+from ._responses import text_resource_response as text_resource_response
+from ._responses import text_response as text_response
+from ._responses import to_structured_content as to_structured_content
+from ._responses import tool_error_response as tool_error_response
+from ._sdk import from_sdk as from_sdk
+from ._sdk import response_from_sdk as response_from_sdk
+from ._sdk import response_to_sdk as response_to_sdk
+from ._sdk import to_sdk as to_sdk
+from ._types import Annotations as Annotations
+from ._types import AudioContent as AudioContent
+from ._types import CallToolResult as CallToolResult
+from ._types import ContentBlock as ContentBlock
+from ._types import EmbeddedResource as EmbeddedResource
+from ._types import ErrorObject as ErrorObject
+from ._types import ImageContent as ImageContent
+from ._types import JSONRPCErrorResponse as JSONRPCErrorResponse
+from ._types import JSONRPCNotification as JSONRPCNotification
+from ._types import JSONRPCRequest as JSONRPCRequest
+from ._types import JSONRPCResponse as JSONRPCResponse
+from ._types import KnownContentBlock as KnownContentBlock
+from ._types import NativeMCPResponse as NativeMCPResponse
+from ._types import RequestId as RequestId
+from ._types import ResourceLink as ResourceLink
+from ._types import TextContent as TextContent
+from ._types import ResourceContents as ResourceContents
+from ._types import Tool as Tool
+from ._types import ToolAnnotations as ToolAnnotations
+from ._types import UnknownContent as UnknownContent
+from ._unwrap import raise_for_error as raise_for_error
+from ._unwrap import result_text as result_text
+from ._unwrap import unwrap as unwrap
+
+__all__ = [
+    "BUILTIN_PREFIX",
+    "FASTMCP_WRAP_SCHEMA_KEY",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "JSONRPC_VERSION",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_TIMEOUT",
+    "SEPARATOR",
+    "STRUCTURED_RESULT_META_KEY",
+    "Annotations",
+    "AudioContent",
+    "BackendType",
+    "CallToolResult",
+    "ContentBlock",
+    "EmbeddedResource",
+    "ErrorInfo",
+    "ErrorObject",
+    "ImageContent",
+    "JSONRPCErrorResponse",
+    "JSONRPCMessage",
+    "JSONRPCNotification",
+    "JSONRPCRequest",
+    "JSONRPCResponse",
+    "KnownContentBlock",
+    "NativeMCPError",
+    "NativeMCPResponse",
+    "ProtocolError",
+    "RequestId",
+    "ResourceLink",
+    "ServiceInfo",
+    "TextContent",
+    "ResourceContents",
+    "Tool",
+    "ToolAnnotations",
+    "ToolError",
+    "ToolNameError",
+    "UnknownContent",
+    "UnwrapError",
+    "compact",
+    "decode",
+    "decode_message",
+    "decode_response",
+    "empty_response",
+    "encode",
+    "error_response",
+    "expand",
+    "extract_error_info",
+    "from_sdk",
+    "full_tool_name",
+    "is_valid_tool_name",
+    "parse_tool_name",
+    "raise_for_error",
+    "response_from_sdk",
+    "response_to_sdk",
+    "result_text",
+    "structured_response",
+    "text_resource_response",
+    "text_response",
+    "to_sdk",
+    "to_structured_content",
+    "tool_error_response",
+    "unwrap",
+    "validate_tool_name",
+]

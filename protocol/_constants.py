@@ -1,0 +1,33 @@
+"""Protocol constants: JSON-RPC version, error codes and the metadata keys we use."""
+
+from __future__ import annotations
+
+from typing import Final
+
+JSONRPC_VERSION: Final = "2.0"
+"""The only JSON-RPC version MCP speaks."""
+
+PARSE_ERROR: Final = -32700
+"""Invalid JSON was received."""
+
+INVALID_REQUEST: Final = -32600
+"""The JSON sent is not a valid request object."""
+
+METHOD_NOT_FOUND: Final = -32601
+"""The method (or tool) does not exist."""
+
+INVALID_PARAMS: Final = -32602
+"""Invalid method parameters (for tools: arguments that fail the input schema)."""
+
+INTERNAL_ERROR: Final = -32603
+"""Internal error; the default code of an error response built without one."""
+
+REQUEST_TIMEOUT: Final = -32001
+"""The call did not finish in time (the code the official SDK uses)."""
+
+STRUCTURED_RESULT_META_KEY: Final = "io.github.nativemcp/structuredResult"
+"""Where a `structuredResult` that differs from `structuredContent` travels in `_meta`
+at the MCP boundary, since spec clients drop unknown top-level fields."""
+
+FASTMCP_WRAP_SCHEMA_KEY: Final = "x-fastmcp-wrap-result"
+"""FastMCP's output-schema marker: the structured content is `{"result": value}`."""

@@ -1,0 +1,125 @@
+"""Tool naming: the spec's validity rule, full names, and parsing a full name back.
+
+External tools are ``server__tool``; built-in ones ``builtin_server__tool``. A full
+name splits at its first ``__``, so server names may not contain ``__`` and external
+server names may not start with ``builtin_`` (that would read as a built-in).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Container
+from typing import Final
+
+import msgspec
+
+from ._exceptions import ToolNameError
+
+__all__ = [
+    "BUILTIN_PREFIX",
+    "SEPARATOR",
+    "BackendType",
+    "ServiceInfo",
+    "full_tool_name",
+    "is_valid_tool_name",
+    "parse_tool_name",
+    "validate_tool_name",
+]
+
+SEPARATOR: Final = "__"
+"""Between server and tool in a full tool name."""
+
+BUILTIN_PREFIX: Final = "builtin_"
+"""Starts the full name of every built-in server's tool."""
+
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+class BackendType(enum.StrEnum):
+    """Where a tool runs."""
+
+    EXTERNAL_MCP = "ExternalMCP"
+    """An external MCP server (stdio or HTTP)."""
+    BUILTIN_WEB = "BuiltInWeb"
+    """A built-in server in a worker process."""
+    BUILTIN_NATIVE = "BuiltInNative"
+    """A built-in server in the app's own process."""
+
+
+class ServiceInfo(msgspec.Struct, frozen=True):
+    """Which service a full tool name belongs to."""
+
+    server_name: str
+    tool_name: str
+    backend_type: BackendType
+
+
+def is_valid_tool_name(name: str) -> bool:
+    """True when ``name`` is 1-128 characters of ``[A-Za-z0-9_.-]`` (the MCP spec's rule)."""
+    return isinstance(name, str) and _TOOL_NAME.fullmatch(name) is not None
+
+
+def validate_tool_name(name: str, *, what: str = "tool name") -> str:
+    """Return ``name`` when valid.
+
+    Raises:
+        ToolNameError: names the offending name and the rule it breaks.
+    """
+    if not isinstance(name, str):
+        raise ToolNameError(f"{what} must be a str, got {type(name).__name__}")
+    if not name:
+        raise ToolNameError(f"{what} must not be empty")
+    if len(name) > 128:
+        raise ToolNameError(f"{what} {name[:40]!r}... is {len(name)} characters; at most 128")
+    if not is_valid_tool_name(name):
+        bad = sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9_.\-]", c)})
+        raise ToolNameError(
+            f"{what} {name!r} contains {''.join(bad)!r}; only A-Z a-z 0-9 _ . - are allowed"
+        )
+    return name
+
+
+def full_tool_name(server_name: str, tool_name: str, backend_type: BackendType) -> str:
+    """The name a router lists: ``server__tool`` or ``builtin_server__tool``.
+
+    Raises:
+        ToolNameError: a part is invalid, a server name contains ``__``, an external
+            server name starts with ``builtin_``, or the whole exceeds 128 characters.
+    """
+    validate_tool_name(server_name, what="server name")
+    validate_tool_name(tool_name)
+    if SEPARATOR in server_name:
+        raise ToolNameError(f"server name {server_name!r} must not contain {SEPARATOR!r}")
+    builtin = backend_type is not BackendType.EXTERNAL_MCP
+    if not builtin and server_name.startswith(BUILTIN_PREFIX):
+        raise ToolNameError(
+            f"external server name {server_name!r} must not start with {BUILTIN_PREFIX!r}"
+        )
+    prefix = BUILTIN_PREFIX if builtin else ""
+    return validate_tool_name(f"{prefix}{server_name}{SEPARATOR}{tool_name}", what="full tool name")
+
+
+def parse_tool_name(name: str, *, native_servers: Container[str] = ()) -> ServiceInfo:
+    """Parse a full tool name back into `ServiceInfo`.
+
+    Built-in names do not say whether the server runs in a worker or in-process:
+    servers listed in ``native_servers`` are `BackendType.BUILTIN_NATIVE`, the
+    others `BackendType.BUILTIN_WEB`.
+
+    Raises:
+        ToolNameError: the name is invalid or has no ``server__tool`` shape.
+    """
+    validate_tool_name(name, what="full tool name")
+    builtin = name.startswith(BUILTIN_PREFIX)
+    body = name[len(BUILTIN_PREFIX) :] if builtin else name
+    server, sep, tool = body.partition(SEPARATOR)
+    if not sep or not server or not tool:
+        raise ToolNameError(f"full tool name {name!r} is not of the form server{SEPARATOR}tool")
+    if not builtin:
+        backend = BackendType.EXTERNAL_MCP
+    elif server in native_servers:
+        backend = BackendType.BUILTIN_NATIVE
+    else:
+        backend = BackendType.BUILTIN_WEB
+    return ServiceInfo(server_name=server, tool_name=tool, backend_type=backend)

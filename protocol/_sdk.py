@@ -1,0 +1,166 @@
+"""Conversion both ways between nativemcp's wire types and the official SDK's ``mcp_types``.
+
+The SDK's pydantic models are imported on first use, so importing ``nativemcp.protocol``
+(and starting a worker) does not pay for pydantic.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ._codec import preview
+from ._constants import STRUCTURED_RESULT_META_KEY
+from ._exceptions import ProtocolError
+from ._types import (
+    Annotations,
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ErrorObject,
+    ImageContent,
+    JSONRPCErrorResponse,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    NativeMCPResponse,
+    ResourceLink,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+    UnknownContent,
+)
+
+if TYPE_CHECKING:
+    import mcp_types
+    from pydantic import BaseModel
+
+__all__ = ["from_sdk", "response_from_sdk", "response_to_sdk", "to_sdk"]
+
+_OURS: frozenset[type[msgspec.Struct]] = frozenset({
+    Annotations,
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+    JSONRPCRequest,
+    JSONRPCNotification,
+    JSONRPCResponse,
+    ErrorObject,
+    JSONRPCErrorResponse,
+})
+_SAME_NAME = _OURS - {ErrorObject, JSONRPCErrorResponse}
+
+
+@functools.cache
+def _pairs() -> dict[type[Any], type[Any]]:
+    """Our type → the SDK's type, and the SDK's type → ours."""
+    import mcp_types
+
+    ours_to_sdk: dict[type[Any], type[Any]] = {
+        cls: getattr(mcp_types, cls.__name__) for cls in _SAME_NAME
+    }
+    ours_to_sdk[ErrorObject] = mcp_types.ErrorData
+    ours_to_sdk[JSONRPCErrorResponse] = mcp_types.JSONRPCError
+    pairs = dict(ours_to_sdk)
+    pairs.update({sdk: ours for ours, sdk in ours_to_sdk.items()})
+    return pairs
+
+
+def _builtins(obj: msgspec.Struct) -> Any:
+    builtins = msgspec.to_builtins(obj)
+    if isinstance(obj, CallToolResult):
+        for block in obj.content:
+            if isinstance(block, UnknownContent):
+                raise ProtocolError(
+                    f"the official SDK has no type for content block {block.type!r}; "
+                    "it cannot be converted"
+                )
+    return builtins
+
+
+def to_sdk(obj: msgspec.Struct) -> BaseModel:
+    """The official SDK model equal to ``obj`` (``_meta`` and every field kept).
+
+    Raises:
+        ProtocolError: ``obj`` has no SDK counterpart (or holds an unknown content
+            block, which the SDK cannot represent).
+    """
+    sdk_type = _pairs().get(type(obj)) if type(obj) in _OURS else None
+    if sdk_type is None:
+        raise ProtocolError(f"no official SDK type for {type(obj).__name__}")
+    from pydantic import ValidationError
+
+    try:
+        model: BaseModel = sdk_type.model_validate(_builtins(obj))
+    except ValidationError as exc:
+        raise ProtocolError(f"the SDK rejects this {type(obj).__name__}: {exc}") from exc
+    return model
+
+
+def from_sdk(model: BaseModel) -> Any:
+    """Our wire type equal to an official SDK model (``_meta`` and every field kept).
+
+    Raises:
+        ProtocolError: the model's type has no counterpart here.
+    """
+    ours = _pairs().get(type(model))
+    if ours is None or ours not in _OURS:
+        raise ProtocolError(f"no nativemcp type for SDK type {type(model).__name__}")
+    data = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    try:
+        return msgspec.convert(data, ours)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"cannot read SDK {type(model).__name__}: {exc}") from exc
+
+
+def response_to_sdk(response: NativeMCPResponse[Any]) -> mcp_types.CallToolResult:
+    """The spec-conformant ``CallToolResult`` for the MCP boundary.
+
+    Spec clients drop unknown top-level fields, so a ``structuredResult`` that differs
+    from ``structuredContent`` travels in ``_meta["io.github.nativemcp/structuredResult"]``.
+    A JSON-RPC error response has no ``CallToolResult`` form.
+
+    Raises:
+        ProtocolError: ``response`` is a JSON-RPC error response.
+    """
+    import mcp_types
+
+    if response.result is None:
+        raise ProtocolError("a JSON-RPC error response has no CallToolResult form")
+    result = response.result
+    structured = response.structured_result
+    if structured is not None:
+        builtins = msgspec.to_builtins(structured, str_keys=True)
+        if builtins != result.structured_content:
+            meta = dict(result.meta or {})
+            meta[STRUCTURED_RESULT_META_KEY] = builtins
+            result = msgspec.structs.replace(result, meta=meta)
+    model = to_sdk(result)
+    assert isinstance(model, mcp_types.CallToolResult)
+    return model
+
+
+def response_from_sdk(
+    result: mcp_types.CallToolResult, *, id: int | str | None = None
+) -> NativeMCPResponse[Any]:
+    """A `NativeMCPResponse` from an SDK ``CallToolResult``, restoring ``structuredResult``.
+
+    Raises:
+        ProtocolError: ``result`` is not a ``CallToolResult``.
+    """
+    ours = from_sdk(result)
+    if not isinstance(ours, CallToolResult):
+        raise ProtocolError(f"expected a CallToolResult, got {preview(result)}")
+    structured: Any = None
+    if ours.meta and STRUCTURED_RESULT_META_KEY in ours.meta:
+        meta = dict(ours.meta)
+        structured = meta.pop(STRUCTURED_RESULT_META_KEY)
+        ours = msgspec.structs.replace(ours, meta=meta or None)
+    return NativeMCPResponse(id=id, result=ours, structured_result=structured)

@@ -1,0 +1,225 @@
+"""Unwrapping a response into the exact value the caller asked for.
+
+Priority: ``structuredResult`` → ``structuredContent`` → JSON parsed from the text →
+the raw text. The first source that converts to the requested type wins; when none
+does, `UnwrapError` lists what was tried. Errors are raised, never returned as values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar, overload
+
+import msgspec
+
+from ._codec import decode_response, preview
+from ._constants import FASTMCP_WRAP_SCHEMA_KEY
+from ._errortext import extract_error_info
+from ._exceptions import ProtocolError, ToolError, UnwrapError
+from ._types import CallToolResult, NativeMCPResponse, TextContent
+
+__all__ = ["raise_for_error", "result_text", "unwrap"]
+
+T = TypeVar("T")
+
+_MISSING: Final = object()
+
+
+def result_text(result: CallToolResult) -> str:
+    """The text blocks of a result joined in order by newlines."""
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def raise_for_error(response: NativeMCPResponse[Any], *, tool: str | None = None) -> None:
+    """Raise `ToolError` when ``response`` is a JSON-RPC error or an ``isError`` result.
+
+    Everything that came with the error travels on the exception: code, message,
+    data, structured content and the full text.
+
+    Raises:
+        ToolError: the response is an error.
+    """
+    if response.error is not None:
+        error = response.error
+        raise ToolError(error.message, code=error.code, data=error.data, tool=tool)
+    result = response.result
+    if result is not None and result.is_error:
+        text = result_text(result)
+        info = extract_error_info(text) if text else None
+        structured = result.structured_content
+        code = info.code if info else None
+        if code is None and structured is not None and isinstance(structured.get("code"), int):
+            code = structured["code"]
+        message = info.message if info and info.message else (text or "the tool reported an error")
+        raise ToolError(
+            message,
+            code=code,
+            data=structured,
+            structured_content=structured,
+            text=text,
+            tool=tool,
+        )
+
+
+def _is_object_type(type_: Any) -> bool | None:
+    """True for types that decode from a JSON object; None when the target says nothing."""
+    if type_ is object or type_ is Any:
+        return None
+    origin = typing.get_origin(type_)
+    if origin is typing.Union or origin is types.UnionType:
+        flags = [_is_object_type(arg) for arg in typing.get_args(type_) if arg is not type(None)]
+        return any(flags)
+    if origin is typing.Annotated:
+        return _is_object_type(typing.get_args(type_)[0])
+    target = origin or type_
+    if not isinstance(target, type):
+        return False
+    if typing.is_typeddict(target) or dataclasses.is_dataclass(target):
+        return True
+    return issubclass(target, msgspec.Struct | Mapping)
+
+
+def _is_list_type(type_: Any) -> bool:
+    target = typing.get_origin(type_) or type_
+    return isinstance(target, type) and issubclass(target, list | tuple | set | frozenset)
+
+
+def _marked_wrapped(result: CallToolResult, output_schema: Mapping[str, Any] | None) -> bool:
+    if output_schema is not None and output_schema.get(FASTMCP_WRAP_SCHEMA_KEY):
+        return True
+    fastmcp = (result.meta or {}).get("fastmcp")
+    return isinstance(fastmcp, Mapping) and bool(fastmcp.get("wrap_result"))
+
+
+def _texts(result: CallToolResult) -> list[str]:
+    return [block.text for block in result.content if isinstance(block, TextContent)]
+
+
+def _parse_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _MISSING
+
+
+def _mirrors(texts: list[str], value: Any) -> bool:
+    """True when the text blocks are the SDK's mirror of ``value`` (whole or per item)."""
+    if len(texts) == 1 and (texts[0] == value or _parse_json(texts[0]) == value):
+        return True
+    return (
+        isinstance(value, list)
+        and len(value) == len(texts) > 0
+        and all(_parse_json(text) == item for text, item in zip(texts, value, strict=True))
+    )
+
+
+def _structured_variants(
+    result: CallToolResult, content: dict[str, Any], type_: Any, schema: Mapping[str, Any] | None
+) -> list[Any]:
+    if not (len(content) == 1 and "result" in content):
+        return [content]
+    inner = content["result"]
+    if _marked_wrapped(result, schema):
+        return [inner]
+    wants_object = _is_object_type(type_)
+    if wants_object is None:
+        # `object`: unwrap only what is recognisably the SDK's unmarked wrapper.
+        return [inner] if _mirrors(_texts(result), inner) else [content]
+    return [content, inner] if wants_object else [inner, content]
+
+
+def _text_candidates(texts: list[str], type_: Any) -> list[tuple[str, Any]]:
+    if not texts:
+        return []
+    candidates: list[tuple[str, Any]] = []
+    parsed = [_parse_json(text) for text in texts]
+    # The SDK mirrors a list result as one text block per item.
+    per_item = len(texts) > 1 and all(item is not _MISSING for item in parsed)
+    if per_item and (_is_list_type(type_) or _is_object_type(type_) is None):
+        candidates.append(("JSON in the text blocks", parsed))
+    if parsed[0] is not _MISSING:
+        candidates.append(("JSON in the first text block", parsed[0]))
+    candidates.append(("raw text", "\n".join(texts)))
+    return candidates
+
+
+def _convert(value: Any, type_: Any) -> Any:
+    if type_ is object or type_ is Any:
+        return value
+    return msgspec.convert(value, type_, from_attributes=True)
+
+
+@overload
+def unwrap(
+    response: NativeMCPResponse[Any] | bytes | str | Mapping[str, Any],
+    type_: type[T],
+    *,
+    tool: str | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+) -> T: ...
+@overload
+def unwrap(
+    response: NativeMCPResponse[Any] | bytes | str | Mapping[str, Any],
+    type_: Any = object,
+    *,
+    tool: str | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+) -> Any: ...
+def unwrap(
+    response: NativeMCPResponse[Any] | bytes | str | Mapping[str, Any],
+    type_: Any = object,
+    *,
+    tool: str | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+) -> Any:
+    """The value of a response as ``type_``.
+
+    Sources by priority: ``structuredResult`` → ``structuredContent`` (the SDK's
+    ``{"result": x}`` wrapper removed when marked, or when ``type_`` is not an object
+    type) → JSON in the text (one block, or one block per list item) → raw text. The
+    conversion is exact for msgspec Structs, dataclasses, TypedDicts, datetime, date,
+    UUID, Decimal, bytes, enums and containers of them. With ``type_=object`` the
+    value comes back as it arrived.
+
+    Args:
+        response: a decoded response, or JSON bytes/str or a dict to decode.
+        type_: the type to convert to.
+        tool: the tool's name, for error messages.
+        output_schema: the tool's output schema, to recognise FastMCP's wrap marker.
+
+    Raises:
+        ToolError: the response is an error (JSON-RPC error or ``isError``).
+        UnwrapError: no source converts to ``type_``.
+        ProtocolError: ``response`` is bytes/str/dict that is not a valid response.
+    """
+    if not isinstance(response, NativeMCPResponse):
+        response = decode_response(response)
+    raise_for_error(response, tool=tool)
+    result = response.result
+    if result is None:  # pragma: no cover - decode_response guarantees result or error
+        raise ProtocolError("malformed response: no result")
+
+    candidates: list[tuple[str, Any]] = []
+    if response.structured_result is not None:
+        candidates.append(("structuredResult", response.structured_result))
+    if result.structured_content is not None:
+        for variant in _structured_variants(
+            result, result.structured_content, type_, output_schema
+        ):
+            candidates.append(("structuredContent", variant))
+    candidates.extend(_text_candidates(_texts(result), type_))
+    if not candidates:
+        candidates.append(("empty result", None))
+
+    failures: list[str] = []
+    for source, value in candidates:
+        try:
+            return _convert(value, type_)
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            failures.append(f"{source}: {exc}")
+    arrived = ", ".join(f"{source}={preview(value)}" for source, value in candidates)
+    raise UnwrapError(expected=type_, arrived=arrived, reason="; ".join(failures), tool=tool)

@@ -1,0 +1,44 @@
+"""The public surface: ``__all__`` lists exactly what each package makes public."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import pytest
+
+import nativemcp.protocol
+import nativemcp.proxy
+import nativemcp.workers
+
+
+@pytest.mark.parametrize("module", [nativemcp.protocol, nativemcp.workers, nativemcp.proxy])
+def test_all_lists_exactly_the_public_names(module: types.ModuleType) -> None:
+    public = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert set(module.__all__) == public
+    assert len(module.__all__) == len(set(module.__all__))
+
+
+def test_protocol_imports_alone_without_workers_proxy_or_pydantic() -> None:
+    code = (
+        "import sys, nativemcp.protocol\n"
+        "bad = [m for m in sys.modules if m.startswith(('nativemcp.workers', 'nativemcp.proxy'))]\n"
+        "bad += [m for m in ('pydantic', 'mcp', 'mcp_types') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_no_bare_top_level_package_names_are_installed() -> None:
+    code = (
+        "import importlib.util\n"
+        "for name in ('protocol', 'workers', 'proxy'):\n"
+        "    spec = importlib.util.find_spec(name)\n"
+        "    assert spec is None or 'site-packages' in (spec.origin or ''), name\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
