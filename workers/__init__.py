@@ -1,3 +1,29 @@
 """nativemcp.workers: the server-definition API, the worker-process host, built-in servers."""
 
-__all__: list[str] = []
+from ._config import BUILTIN_SERVERS as BUILTIN_SERVERS
+from ._config import ServerConfig as ServerConfig
+from ._config import ServerSource as ServerSource
+from ._config import load_server as load_server
+from ._context import Context as Context
+from ._context import LogLevel as LogLevel
+from ._context import LogNotification as LogNotification
+from ._context import Notification as Notification
+from ._context import ProgressNotification as ProgressNotification
+from ._render import render_default as render_default
+from ._server import Server as Server
+from ._server import ToolFunction as ToolFunction
+
+__all__ = [
+    "BUILTIN_SERVERS",
+    "Context",
+    "LogLevel",
+    "LogNotification",
+    "Notification",
+    "ProgressNotification",
+    "Server",
+    "ServerConfig",
+    "ServerSource",
+    "ToolFunction",
+    "load_server",
+    "render_default",
+]

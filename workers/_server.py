@@ -1,0 +1,389 @@
+"""The server-definition API: a named server and its tools, declared on typed functions.
+
+```python
+server = Server("greeter", description="Says hello")
+
+@server.tool
+def greet(name: str, times: int = 1) -> Greeting:
+    return Greeting(text=" ".join([f"Hello, {name}!"] * times))
+```
+
+Input and output JSON Schemas come from the annotations (msgspec Structs, dataclasses,
+TypedDicts, plain types). A tool returns a plain typed value, and the server builds the
+response: rich text (the tool's renderer, or a readable default) plus structured
+content; or it returns a full `NativeMCPResponse` built with the protocol constructors.
+`Server.call_tool` never raises for a failing tool or bad arguments: it answers with an
+error response, so the worker keeps serving.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar, overload
+
+import anyio.to_thread
+import msgspec
+
+from nativemcp.protocol import (
+    INVALID_PARAMS,
+    NativeMCPResponse,
+    Tool,
+    ToolAnnotations,
+    ToolError,
+    empty_response,
+    error_response,
+    structured_response,
+    text_response,
+    tool_error_response,
+    validate_tool_name,
+)
+
+from ._context import Context
+from ._render import render_default
+from ._typeref import RETURN_TYPE_META_KEY, describe_type
+
+__all__ = ["Server", "ToolFunction"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+ToolFunction = Callable[..., Any]
+"""A tool implementation: a sync or async function with annotated parameters."""
+
+Renderer = Callable[[Any], str]
+_logger = logging.getLogger("nativemcp.server")
+_SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
+
+
+@dataclass(frozen=True, slots=True)
+class _ToolSpec:
+    name: str
+    fn: ToolFunction
+    is_async: bool
+    threaded: bool
+    args_type: type[msgspec.Struct]
+    param_names: tuple[str, ...]
+    context_param: str | None
+    value_type: Any
+    renderer: Renderer | None
+    definition: Tool
+
+
+def _schema_of(type_: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The schema of ``type_`` at the top level, and the ``$defs`` it still needs."""
+    (schema,), components = msgspec.json.schema_components([type_], ref_template="#/$defs/{name}")
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        # A recursive type still refers to its own definition: keep it in $defs then.
+        if f'"{ref}"'.encode() in msgspec.json.encode(components):
+            schema = dict(components[name])
+        else:
+            schema = components.pop(name)
+    return schema, components
+
+
+def _with_defs(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    out = {"$schema": _SCHEMA_DIALECT, **schema}
+    if defs:
+        out["$defs"] = defs
+    return out
+
+
+def _is_object_schema(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "object"
+
+
+class Server:
+    """A named MCP tool server: tools, plus optional service-context and scope hooks.
+
+    Args:
+        name: the server's name (``[A-Za-z0-9_.-]``, no ``__``).
+        version: the server's version, reported at the worker handshake.
+        description: one line on what the server offers.
+    """
+
+    def __init__(self, name: str, *, version: str = "0.1.0", description: str = "") -> None:
+        validate_tool_name(name, what="server name")
+        if "__" in name:
+            raise ValueError(f"server name {name!r} must not contain '__'")
+        self.name = name
+        self.version = version
+        self.description = description
+        self.session_id: str | None = None
+        self.thread_id: str | None = None
+        self.data_dir: Path | None = None
+        self._tools: dict[str, _ToolSpec] = {}
+        self._service_context: Callable[[], str | Awaitable[str]] | None = None
+        self._switch_hook: Callable[[str | None, str | None], Any] | None = None
+        self._shutdown_hooks: list[Callable[[], Any]] = []
+
+    # -- declaring -------------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        render: Renderer | None = None,
+        annotations: ToolAnnotations | None = None,
+        threaded: bool = False,
+    ) -> Callable[[F], F]: ...
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        render: Renderer | None = None,
+        annotations: ToolAnnotations | None = None,
+        threaded: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Declare a tool; use bare (``@server.tool``) or with options.
+
+        Args:
+            name: the tool's name (default: the function's name).
+            title: a human-readable title.
+            description: what the tool does (default: the function's docstring).
+            render: turns the returned value into the text the model reads.
+            annotations: behaviour hints (read-only, destructive, ...).
+            threaded: run a sync tool in a worker thread instead of on the event loop
+                (for blocking work that must not hold up the server's other calls).
+
+        Raises:
+            ValueError: a parameter lacks an annotation, has no schema, or the name is
+                taken or invalid.
+        """
+
+        def register(func: F) -> F:
+            spec = self._build_spec(func, name, title, description, render, annotations, threaded)
+            if spec.name in self._tools:
+                raise ValueError(f"server {self.name!r} already has a tool {spec.name!r}")
+            self._tools[spec.name] = spec
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def service_context(self, fn: Callable[[], str | Awaitable[str]]) -> Callable[[], Any]:
+        """Declare the hook that returns text for an agent's system prompt."""
+        self._service_context = fn
+        return fn
+
+    def on_switch_context(
+        self, fn: Callable[[str | None, str | None], Any]
+    ) -> Callable[[str | None, str | None], Any]:
+        """Declare the hook called with ``(session_id, thread_id)`` when the scope changes."""
+        self._switch_hook = fn
+        return fn
+
+    def on_shutdown(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        """Declare a hook run when the server stops (close files, databases)."""
+        self._shutdown_hooks.append(fn)
+        return fn
+
+    def _build_spec(
+        self,
+        fn: ToolFunction,
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        render: Renderer | None,
+        annotations: ToolAnnotations | None,
+        threaded: bool,
+    ) -> _ToolSpec:
+        tool_name = validate_tool_name(name or fn.__name__)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        context_param: str | None = None
+        names: list[str] = []
+        for param in inspect.signature(fn).parameters.values():
+            annotation = hints.get(param.name, inspect.Parameter.empty)
+            if annotation is Context:
+                context_param = param.name
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ValueError(f"tool {tool_name!r}: *args/**kwargs are not supported")
+            if annotation is inspect.Parameter.empty:
+                raise ValueError(f"tool {tool_name!r}: parameter {param.name!r} needs a type")
+            names.append(param.name)
+            if param.default is inspect.Parameter.empty:
+                fields.append((param.name, annotation))
+            else:
+                fields.append((param.name, annotation, param.default))
+        args_type = msgspec.defstruct(
+            f"{tool_name}_arguments", fields, kw_only=True, forbid_unknown_fields=True
+        )
+        try:
+            input_schema, input_defs = _schema_of(args_type)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"tool {tool_name!r}: no JSON Schema for its parameters: {exc}") from exc
+        input_schema.pop("title", None)
+
+        value_type = hints.get("return", Any)
+        if typing.get_origin(value_type) is NativeMCPResponse:
+            value_type = typing.get_args(value_type)[0]
+        elif value_type is NativeMCPResponse:
+            value_type = Any
+        output_schema: dict[str, Any] | None = None
+        if value_type not in (Any, None, type(None), str):
+            try:
+                schema, defs = _schema_of(value_type)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"tool {tool_name!r}: no JSON Schema for its result: {exc}") from exc
+            if not _is_object_schema(schema):
+                schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+            output_schema = _with_defs(schema, defs)
+
+        meta: dict[str, Any] | None = None
+        descriptor = describe_type(value_type)
+        if descriptor is not None:
+            meta = {RETURN_TYPE_META_KEY: descriptor}
+        definition = Tool(
+            name=tool_name,
+            title=title,
+            description=description or inspect.getdoc(fn) or None,
+            input_schema=_with_defs(input_schema, input_defs),
+            output_schema=output_schema,
+            annotations=annotations,
+            meta=meta,
+        )
+        return _ToolSpec(
+            name=tool_name,
+            fn=fn,
+            is_async=inspect.iscoroutinefunction(fn),
+            threaded=threaded,
+            args_type=args_type,
+            param_names=tuple(names),
+            context_param=context_param,
+            value_type=value_type,
+            renderer=render,
+            definition=definition,
+        )
+
+    # -- serving ---------------------------------------------------------------------
+
+    def list_tools(self) -> list[Tool]:
+        """The tool definitions, in declaration order."""
+        return [spec.definition for spec in self._tools.values()]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The tool names, in declaration order."""
+        return list(self._tools)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: Context | None = None,
+    ) -> NativeMCPResponse[Any]:
+        """Run a tool and return its response; failures become error responses.
+
+        An unknown tool or invalid arguments answer with JSON-RPC -32602 (naming the
+        available tools or the offending field); a tool that raises answers with an
+        ``isError`` result carrying the exception's message (the traceback goes to the
+        log, not to the model). Cancellation propagates.
+        """
+        spec = self._tools.get(name)
+        if spec is None:
+            available = ", ".join(self._tools) or "(none)"
+            return error_response(
+                f"Unknown tool {name!r} on server {self.name!r}; available tools: {available}",
+                code=INVALID_PARAMS,
+                data={"tool": name, "available": list(self._tools)},
+            )
+        if arguments is not None and not isinstance(arguments, Mapping):
+            return error_response(
+                f"Invalid arguments for tool {name!r}: expected an object, "
+                f"got {type(arguments).__name__}",
+                code=INVALID_PARAMS,
+            )
+        try:
+            args = msgspec.convert(dict(arguments or {}), spec.args_type)
+        except msgspec.ValidationError as exc:
+            return error_response(
+                f"Invalid arguments for tool {name!r}: {exc}",
+                code=INVALID_PARAMS,
+                data={"tool": name, "detail": str(exc)},
+            )
+        kwargs = {field: getattr(args, field) for field in spec.param_names}
+        if spec.context_param is not None:
+            kwargs[spec.context_param] = context or Context(
+                server_name=self.name,
+                tool_name=name,
+                session_id=self.session_id,
+                thread_id=self.thread_id,
+                data_dir=self.data_dir,
+            )
+        try:
+            if spec.is_async:
+                value = await spec.fn(**kwargs)
+            elif spec.threaded:
+                value = await anyio.to_thread.run_sync(lambda: spec.fn(**kwargs))
+            else:
+                value = spec.fn(**kwargs)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except ToolError as exc:
+            # A deliberate failure: its message is written for the model.
+            return tool_error_response(
+                exc.message,
+                structured_content=exc.structured_content
+                or ({"code": exc.code} if exc.code is not None else None),
+            )
+        except Exception as exc:
+            _logger.exception("tool %s.%s raised", self.name, name)
+            return tool_error_response(f"Error: {type(exc).__name__}: {exc}")
+        return self._respond(spec, value)
+
+    def _respond(self, spec: _ToolSpec, value: Any) -> NativeMCPResponse[Any]:
+        if isinstance(value, NativeMCPResponse):
+            return value
+        if value is None:
+            return empty_response()
+        if isinstance(value, str) and spec.renderer is None:
+            return text_response(value)
+        try:
+            text = spec.renderer(value) if spec.renderer else render_default(spec.name, value)
+            return structured_response(text, value)
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            _logger.exception("tool %s.%s returned a value that cannot be sent", self.name, spec.name)
+            return tool_error_response(
+                f"Error: the tool's result cannot be sent ({type(value).__name__}): {exc}"
+            )
+
+    async def get_service_context(self) -> str:
+        """Text for an agent's system prompt ('' when the server declares none)."""
+        if self._service_context is None:
+            return ""
+        text = self._service_context()
+        if inspect.isawaitable(text):
+            text = await text
+        return str(text)
+
+    async def switch_context(self, session_id: str | None, thread_id: str | None) -> None:
+        """Scope the following calls to ``(session_id, thread_id)``."""
+        self.session_id = session_id
+        self.thread_id = thread_id
+        if self._switch_hook is not None:
+            outcome = self._switch_hook(session_id, thread_id)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    async def aclose(self) -> None:
+        """Run the shutdown hooks (each once, in reverse order of declaration)."""
+        hooks, self._shutdown_hooks = self._shutdown_hooks, []
+        for hook in reversed(hooks):
+            outcome = hook()
+            if inspect.isawaitable(outcome):
+                await outcome
