@@ -51,6 +51,7 @@ from ._types import CallToolResult as CallToolResult
 from ._types import ContentBlock as ContentBlock
 from ._types import EmbeddedResource as EmbeddedResource
 from ._types import ErrorObject as ErrorObject
+from ._types import Icon as Icon
 from ._types import ImageContent as ImageContent
 from ._types import JSONRPCErrorResponse as JSONRPCErrorResponse
 from ._types import JSONRPCNotification as JSONRPCNotification
@@ -59,11 +60,12 @@ from ._types import JSONRPCResponse as JSONRPCResponse
 from ._types import KnownContentBlock as KnownContentBlock
 from ._types import NativeMCPResponse as NativeMCPResponse
 from ._types import RequestId as RequestId
+from ._types import ResourceContents as ResourceContents
 from ._types import ResourceLink as ResourceLink
 from ._types import TextContent as TextContent
-from ._types import ResourceContents as ResourceContents
 from ._types import Tool as Tool
 from ._types import ToolAnnotations as ToolAnnotations
+from ._types import ToolExecution as ToolExecution
 from ._types import UnknownContent as UnknownContent
 from ._unwrap import raise_for_error as raise_for_error
 from ._unwrap import result_text as result_text
@@ -89,6 +91,7 @@ __all__ = [
     "EmbeddedResource",
     "ErrorInfo",
     "ErrorObject",
+    "Icon",
     "ImageContent",
     "JSONRPCErrorResponse",
     "JSONRPCMessage",
@@ -100,13 +103,14 @@ __all__ = [
     "NativeMCPResponse",
     "ProtocolError",
     "RequestId",
+    "ResourceContents",
     "ResourceLink",
     "ServiceInfo",
     "TextContent",
-    "ResourceContents",
     "Tool",
     "ToolAnnotations",
     "ToolError",
+    "ToolExecution",
     "ToolNameError",
     "UnknownContent",
     "UnwrapError",

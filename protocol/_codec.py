@@ -7,6 +7,7 @@ path that keeps the block as `UnknownContent` instead of failing.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeVar, overload
 
@@ -57,12 +58,19 @@ _ENVELOPES: Final = (
     JSONRPCErrorResponse,
 )
 _JSONRPC_PREFIX: Final = b'{"jsonrpc":"2.0",'
+_FORMATS: Final = frozenset({"json", "msgpack"})
+_MSGPACK_NATIVE: Final = (bytes, bytearray, memoryview, datetime.datetime)
 
 
 def preview(value: Any) -> str:
     """A short, single-line representation of ``value`` for error messages."""
     text = repr(value)
     return text if len(text) <= _MAX_PREVIEW else text[: _MAX_PREVIEW - 3] + "..."
+
+
+def _check_format(format: str) -> None:
+    if format not in _FORMATS:
+        raise ValueError(f"unknown wire format {format!r}; expected 'json' or 'msgpack'")
 
 
 def _has_unknown_blocks(obj: Any) -> bool:
@@ -90,15 +98,20 @@ def encode(obj: Any, format: Format = "json") -> bytes:
 
     Raises:
         ProtocolError: ``obj`` holds a value that has no wire form.
+        ValueError: ``format`` is neither ``"json"`` nor ``"msgpack"``.
     """
+    _check_format(format)
     original = obj
     try:
         if _has_unknown_blocks(obj):
-            obj = _restore_unknown_blocks(msgspec.to_builtins(obj))
+            # msgspec cannot write a Struct as something else, so go through builtins;
+            # keep the types msgpack has its own forms for (timestamps, binary).
+            builtin_types = _MSGPACK_NATIVE if format == "msgpack" else None
+            obj = _restore_unknown_blocks(msgspec.to_builtins(obj, builtin_types=builtin_types))
         if format == "msgpack":
             return _msgpack_encoder.encode(obj)
         encoded = _json_encoder.encode(obj)
-    except (TypeError, ValueError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProtocolError(f"cannot encode {type(obj).__name__} as {format}: {exc}") from exc
     # `omit_defaults` drops `"jsonrpc": "2.0"`, which every JSON-RPC message must carry
     # on a JSON wire; put it back (msgpack frames inside nativemcp go without it).
@@ -107,21 +120,38 @@ def encode(obj: Any, format: Format = "json") -> bytes:
     return encoded
 
 
-def _mark_unknown_blocks(raw: Any) -> Any:
-    # The slow path: tag blocks of unknown types so they decode as UnknownContent.
-    result = raw.get("result") if isinstance(raw, dict) else None
-    container = result if isinstance(result, dict) else raw
-    if isinstance(container, dict) and isinstance(container.get("content"), list):
-        container["content"] = [
-            {"type": _UNKNOWN_TAG, "data": block}
-            if isinstance(block, dict) and block.get("type") not in _KNOWN_BLOCK_TYPES
-            else block
-            for block in container["content"]
-        ]
-    return raw
+def _mark_unknown_blocks(raw: dict[str, Any]) -> dict[str, Any]:
+    """The slow path: a copy of ``raw`` whose unknown blocks decode as `UnknownContent`.
+
+    Copies only the dicts on the way to the content list: the caller's dict stays as
+    it was.
+
+    Raises:
+        ProtocolError: a content block has no string ``type``.
+    """
+    result = raw.get("result")
+    if not isinstance(result, dict) or not isinstance(result.get("content"), list):
+        return raw
+    blocks: list[Any] = []
+    for index, block in enumerate(result["content"]):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(block, dict) and not isinstance(kind, str):
+            raise ProtocolError(
+                f"malformed response: content block {index} has no string `type` "
+                f"(got {preview(kind)})"
+            )
+        if isinstance(kind, str) and kind not in _KNOWN_BLOCK_TYPES:
+            block = {"type": _UNKNOWN_TAG, "data": block}
+        blocks.append(block)
+    return {**raw, "result": {**result, "content": blocks}}
 
 
 def _check_response(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
+    if response.jsonrpc != JSONRPC_VERSION:
+        raise ProtocolError(
+            f"malformed response: jsonrpc must be {JSONRPC_VERSION!r}, "
+            f"got {preview(response.jsonrpc)}"
+        )
     if response.result is None and response.error is None:
         raise ProtocolError("malformed response: it has neither `result` nor `error`")
     if response.result is not None and response.error is not None:
@@ -129,10 +159,24 @@ def _check_response(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
     return response
 
 
-def _raw_bytes(data: bytes | bytearray | memoryview | str) -> bytes | str:
-    if isinstance(data, memoryview | bytearray):
-        return bytes(data)
-    return data
+def _decode_raw(decoder: Any, data: Any, format: str, what: str) -> Any:
+    """``decoder.decode(data)`` with every malformed-input failure as `ProtocolError`.
+
+    ``msgspec.ValidationError`` (the data parsed but has the wrong shape) propagates
+    so that callers can choose a slower, more lenient path.
+    """
+    if format == "msgpack" and isinstance(data, str):
+        raise ProtocolError(f"malformed msgpack {what}: msgpack data must be bytes, got str")
+    try:
+        return decoder.decode(data)
+    except msgspec.ValidationError:
+        raise
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(f"malformed {format} {what}: {exc}") from exc
+    except UnicodeError as exc:
+        raise ProtocolError(f"malformed {format} {what}: not valid UTF-8 ({exc})") from exc
+    except RecursionError as exc:
+        raise ProtocolError(f"malformed {format} {what}: nested too deeply") from exc
 
 
 def decode_response(
@@ -143,11 +187,13 @@ def decode_response(
     """Decode a ``tools/call`` response from JSON (bytes or str), msgpack or a dict.
 
     Content blocks of unknown types are kept as `UnknownContent`. A response must have
-    exactly one of ``result`` and ``error``.
+    exactly one of ``result`` and ``error``. A dict is read as its JSON form would be
+    (strictly) and is not modified.
 
     Raises:
         ProtocolError: the input is not valid JSON/msgpack, not UTF-8, or not shaped
             like a response; the message says what and where.
+        ValueError: ``format`` is neither ``"json"`` nor ``"msgpack"``.
     """
     if isinstance(data, Mapping):
         return _decode_builtins(dict(data))
@@ -156,19 +202,19 @@ def decode_response(
             f"cannot decode a response from {type(data).__name__}; "
             "expected JSON bytes/str, msgpack bytes or a dict"
         )
-    raw = _raw_bytes(data)
-    strict = _json_response if format == "json" else _msgpack_response
+    _check_format(format)
+    json_format = format == "json"
     try:
-        return _check_response(strict.decode(raw))
+        response = _decode_raw(
+            _json_response if json_format else _msgpack_response, data, format, "response"
+        )
     except msgspec.ValidationError:
         pass  # perhaps an unknown content block type: take the slow path below
-    except msgspec.DecodeError as exc:
-        raise ProtocolError(f"malformed {format} response: {exc}") from exc
-    generic = _json_any if format == "json" else _msgpack_any
-    try:
-        builtins = generic.decode(raw)
-    except msgspec.DecodeError as exc:  # pragma: no cover - strict decode saw the same bytes
-        raise ProtocolError(f"malformed {format} response: {exc}") from exc
+    else:
+        # The fast path only meets `UnknownContent` when a peer forged our private tag.
+        if not _has_unknown_blocks(response):
+            return _check_response(response)
+    builtins = _decode_raw(_json_any if json_format else _msgpack_any, data, format, "response")
     return _decode_builtins(builtins)
 
 
@@ -178,11 +224,11 @@ def _decode_builtins(builtins: Any) -> NativeMCPResponse[Any]:
             f"malformed response: expected an object, got {type(builtins).__name__}"
         )
     try:
-        response = msgspec.convert(
-            _mark_unknown_blocks(builtins), NativeMCPResponse[Any], strict=False
-        )
+        response = msgspec.convert(_mark_unknown_blocks(builtins), NativeMCPResponse[Any])
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"malformed response: {exc}") from exc
+    except RecursionError as exc:
+        raise ProtocolError("malformed response: nested too deeply") from exc
     return _check_response(response)
 
 
@@ -195,30 +241,37 @@ def decode(data: bytes | str, type_: Any, *, format: Format = "json") -> Any:
 
     Raises:
         ProtocolError: the bytes are malformed or do not match ``type_``.
+        ValueError: ``format`` is neither ``"json"`` nor ``"msgpack"``.
     """
+    _check_format(format)
+    module = msgspec.json if format == "json" else msgspec.msgpack
+    name = getattr(type_, "__name__", repr(type_))
     try:
-        if format == "json":
-            return msgspec.json.decode(data, type=type_)
-        if isinstance(data, str):
-            raise ProtocolError("msgpack data must be bytes, got str")
-        return msgspec.msgpack.decode(data, type=type_)
-    except msgspec.MsgspecError as exc:
-        name = getattr(type_, "__name__", repr(type_))
+        return _decode_raw(module.Decoder(type_), data, format, name)
+    except msgspec.ValidationError as exc:
         raise ProtocolError(f"malformed {format} {name}: {exc}") from exc
 
 
 def decode_message(data: bytes | str, *, format: Format = "json") -> JSONRPCMessage:
     """Decode any JSON-RPC 2.0 message: request, notification, response or error.
 
+    msgpack frames may leave out ``jsonrpc`` (`encode` does); JSON must carry it.
+
     Raises:
         ProtocolError: malformed input, a wrong ``jsonrpc`` version, or a shape that is
             none of the four message kinds.
+        ValueError: ``format`` is neither ``"json"`` nor ``"msgpack"``.
     """
     raw: Any = decode(data, Any, format=format)
     if not isinstance(raw, dict):
         raise ProtocolError(f"malformed JSON-RPC message: expected an object, got {preview(raw)}")
-    if raw.get("jsonrpc") != "2.0":
-        raise ProtocolError(f"malformed JSON-RPC message: jsonrpc must be '2.0', got {preview(raw.get('jsonrpc'))}")
+    if format == "msgpack":
+        raw.setdefault("jsonrpc", JSONRPC_VERSION)
+    if raw.get("jsonrpc") != JSONRPC_VERSION:
+        raise ProtocolError(
+            f"malformed JSON-RPC message: jsonrpc must be {JSONRPC_VERSION!r}, "
+            f"got {preview(raw.get('jsonrpc'))}"
+        )
     kind: type[Any]
     if "method" in raw:
         kind = JSONRPCRequest if "id" in raw else JSONRPCNotification
@@ -232,4 +285,6 @@ def decode_message(data: bytes | str, *, format: Format = "json") -> JSONRPCMess
         message: JSONRPCMessage = msgspec.convert(raw, kind)
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"malformed JSON-RPC {kind.__name__}: {exc}") from exc
+    except RecursionError as exc:
+        raise ProtocolError(f"malformed JSON-RPC {kind.__name__}: nested too deeply") from exc
     return message

@@ -8,6 +8,10 @@ Clients and transports stack prefixes onto an MCP error as it travels, e.g.::
 itself; a trailing ``(Code: N)`` is what an outer layer that did not understand the
 error wrapped it in (typically -32603, internal error), so it is used only when no
 ``Mcp error`` code is present.
+
+``Mcp error: N`` is found anywhere in the text, as the original client did: the official
+SDK server reports a raised error as ``Error executing tool t: Mcp error: -32602: ...``.
+Text before it is kept in the message (minus leading ``Error:`` prefixes).
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ import msgspec
 
 __all__ = ["ErrorInfo", "extract_error_info"]
 
-_MCP_PREFIX: Final = re.compile(r"^\s*mcp\s+error\s*:?\s*(-?\d+)\s*:?\s*", re.IGNORECASE)
+# No two adjacent optional-whitespace runs: they backtrack quadratically on long blanks.
+_MCP_PREFIX: Final = re.compile(
+    r"\bmcp\s+error\s*(?::\s*)?(-?\d+)\s*(?::\s*)?", re.IGNORECASE
+)
 _ERROR_PREFIX: Final = re.compile(r"^\s*error\s*:\s*", re.IGNORECASE)
-_TRAILING_CODE: Final = re.compile(r"\s*\(\s*code\s*:\s*(-?\d+)\s*\)\s*$", re.IGNORECASE)
+_TRAILING_CODE: Final = re.compile(r"\(\s*code\s*:\s*(-?\d+)\s*\)\s*$", re.IGNORECASE)
 
 
 class ErrorInfo(msgspec.Struct, frozen=True):
@@ -31,30 +38,36 @@ class ErrorInfo(msgspec.Struct, frozen=True):
     message: str
 
 
+def _strip_prefixes(text: str) -> tuple[str, bool]:
+    """``text`` without its chain of leading ``Error:`` / ``Mcp error N:`` prefixes."""
+    stripped = False
+    while True:
+        match = _ERROR_PREFIX.match(text) or _MCP_PREFIX.match(text)
+        if match is None:
+            return text, stripped
+        text = text[match.end() :]
+        stripped = True
+
+
 def extract_error_info(text: str) -> ErrorInfo:
     """Read the code and message out of an MCP error text.
 
-    ``Mcp error: N: msg`` (any nesting, any case) gives code N and ``msg``; ``Error: msg``
-    gives ``msg`` and no code; any other text is the message as it is.
+    ``Mcp error: N: msg`` (anywhere, any nesting, any case) gives code N and ``msg``;
+    ``Error: msg`` gives ``msg`` and no code (unless a trailing ``(Code: N)`` gives
+    one); any other text is the message as it is.
     """
     rest = text.strip()
     trailing = _TRAILING_CODE.search(rest)
-    trailing_code = int(trailing.group(1)) if trailing else None
     if trailing:
-        rest = rest[: trailing.start()]
-    code: int | None = None
-    saw_prefix = False
-    while True:
-        if match := _ERROR_PREFIX.match(rest):
-            rest = rest[match.end() :]
-            saw_prefix = True
-        elif match := _MCP_PREFIX.match(rest):
-            if code is None:
-                code = int(match.group(1))
-            rest = rest[match.end() :]
-            saw_prefix = True
-        else:
-            break
-    if not saw_prefix and trailing_code is None:
+        rest = rest[: trailing.start()].rstrip()
+    mcp = _MCP_PREFIX.search(rest)
+    if mcp is not None:
+        lead, _ = _strip_prefixes(rest[: mcp.start()])
+        body, _ = _strip_prefixes(rest[mcp.end() :])
+        return ErrorInfo(code=int(mcp.group(1)), message=(lead + body).strip())
+    body, stripped = _strip_prefixes(rest)
+    if trailing:
+        return ErrorInfo(code=int(trailing.group(1)), message=body.strip())
+    if not stripped:
         return ErrorInfo(code=None, message=text)
-    return ErrorInfo(code=code if code is not None else trailing_code, message=rest.strip())
+    return ErrorInfo(code=None, message=body.strip())

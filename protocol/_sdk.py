@@ -7,7 +7,7 @@ The SDK's pydantic models are imported on first use, so importing ``nativemcp.pr
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -20,16 +20,19 @@ from ._types import (
     CallToolResult,
     EmbeddedResource,
     ErrorObject,
+    Icon,
     ImageContent,
     JSONRPCErrorResponse,
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
     NativeMCPResponse,
+    ResourceContents,
     ResourceLink,
     TextContent,
     Tool,
     ToolAnnotations,
+    ToolExecution,
     UnknownContent,
 )
 
@@ -39,23 +42,29 @@ if TYPE_CHECKING:
 
 __all__ = ["from_sdk", "response_from_sdk", "response_to_sdk", "to_sdk"]
 
-_OURS: frozenset[type[msgspec.Struct]] = frozenset({
+_SAME_NAME: Final[frozenset[type[msgspec.Struct]]] = frozenset({
     Annotations,
     AudioContent,
     CallToolResult,
     EmbeddedResource,
+    Icon,
     ImageContent,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
     ResourceLink,
     TextContent,
     Tool,
     ToolAnnotations,
-    JSONRPCRequest,
-    JSONRPCNotification,
-    JSONRPCResponse,
+    ToolExecution,
+})
+_OURS: Final[frozenset[type[msgspec.Struct]]] = _SAME_NAME | {
     ErrorObject,
     JSONRPCErrorResponse,
-})
-_SAME_NAME = _OURS - {ErrorObject, JSONRPCErrorResponse}
+    ResourceContents,
+}
+# `omit_defaults` drops `jsonrpc`, but the SDK's envelopes require it.
+_ENVELOPES: Final = (JSONRPCRequest, JSONRPCNotification, JSONRPCResponse, JSONRPCErrorResponse)
 
 
 @functools.cache
@@ -70,11 +79,23 @@ def _pairs() -> dict[type[Any], type[Any]]:
     ours_to_sdk[JSONRPCErrorResponse] = mcp_types.JSONRPCError
     pairs = dict(ours_to_sdk)
     pairs.update({sdk: ours for ours, sdk in ours_to_sdk.items()})
+    # The SDK splits resource contents in two; here they are one type.
+    pairs[mcp_types.TextResourceContents] = ResourceContents
+    pairs[mcp_types.BlobResourceContents] = ResourceContents
     return pairs
 
 
+def _sdk_type(obj: msgspec.Struct) -> type[Any] | None:
+    if isinstance(obj, ResourceContents):
+        import mcp_types
+
+        return mcp_types.TextResourceContents if obj.text is not None else (
+            mcp_types.BlobResourceContents
+        )
+    return _pairs().get(type(obj)) if type(obj) in _OURS else None
+
+
 def _builtins(obj: msgspec.Struct) -> Any:
-    builtins = msgspec.to_builtins(obj)
     if isinstance(obj, CallToolResult):
         for block in obj.content:
             if isinstance(block, UnknownContent):
@@ -82,17 +103,22 @@ def _builtins(obj: msgspec.Struct) -> Any:
                     f"the official SDK has no type for content block {block.type!r}; "
                     "it cannot be converted"
                 )
+    builtins = msgspec.to_builtins(obj)
+    if isinstance(obj, _ENVELOPES):
+        builtins["jsonrpc"] = obj.jsonrpc
     return builtins
 
 
 def to_sdk(obj: msgspec.Struct) -> BaseModel:
     """The official SDK model equal to ``obj`` (``_meta`` and every field kept).
 
+    `ResourceContents` becomes ``TextResourceContents`` or ``BlobResourceContents``.
+
     Raises:
         ProtocolError: ``obj`` has no SDK counterpart (or holds an unknown content
-            block, which the SDK cannot represent).
+            block, which the SDK cannot represent), or the SDK rejects a value.
     """
-    sdk_type = _pairs().get(type(obj)) if type(obj) in _OURS else None
+    sdk_type = _sdk_type(obj)
     if sdk_type is None:
         raise ProtocolError(f"no official SDK type for {type(obj).__name__}")
     from pydantic import ValidationError
@@ -111,6 +137,8 @@ def from_sdk(model: BaseModel) -> Any:
         ProtocolError: the model's type has no counterpart here.
     """
     ours = _pairs().get(type(model))
+    # The map goes both ways: a type found in it that is not ours is an SDK type, so
+    # ``model`` was one of ours, not an SDK model.
     if ours is None or ours not in _OURS:
         raise ProtocolError(f"no nativemcp type for SDK type {type(model).__name__}")
     data = model.model_dump(by_alias=True, mode="json", exclude_none=True)

@@ -21,6 +21,7 @@ __all__ = [
     "ContentBlock",
     "EmbeddedResource",
     "ErrorObject",
+    "Icon",
     "ImageContent",
     "JSONRPCErrorResponse",
     "JSONRPCNotification",
@@ -34,6 +35,7 @@ __all__ = [
     "TextContent",
     "Tool",
     "ToolAnnotations",
+    "ToolExecution",
     "UnknownContent",
 ]
 
@@ -88,6 +90,15 @@ class AudioContent(
     meta: dict[str, Any] | None = _META
 
 
+class Icon(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
+    """An icon for a resource link or a tool: a URL or data URI, with optional hints."""
+
+    src: str
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+
 class ResourceLink(
     msgspec.Struct,
     tag="resource_link",
@@ -105,6 +116,7 @@ class ResourceLink(
     description: str | None = None
     mime_type: str | None = None
     size: int | None = None
+    icons: list[Icon] | None = None
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = _META
 
@@ -160,7 +172,9 @@ class UnknownContent(
         return str(self.data.get("type", ""))
 
 
-KnownContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+KnownContentBlock: TypeAlias = (
+    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+)
 """The five content block types of the MCP spec."""
 
 ContentBlock: TypeAlias = KnownContentBlock | UnknownContent
@@ -184,7 +198,9 @@ class ErrorObject(msgspec.Struct, omit_defaults=True, kw_only=True):
     data: Any = None
 
 
-class NativeMCPResponse(msgspec.Struct, Generic[T], omit_defaults=True, rename="camel", kw_only=True):
+class NativeMCPResponse(
+    msgspec.Struct, Generic[T], omit_defaults=True, rename="camel", kw_only=True
+):
     """A JSON-RPC response to ``tools/call`` plus ``structuredResult``, the exact typed value.
 
     Exactly one of ``result`` and ``error`` is set. ``structured_result`` is the tool's
@@ -247,6 +263,12 @@ class ToolAnnotations(msgspec.Struct, omit_defaults=True, rename="camel", kw_onl
     open_world_hint: bool | None = None
 
 
+class ToolExecution(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
+    """How a tool may be executed (whether it supports running as a task)."""
+
+    task_support: Literal["forbidden", "optional", "required"] | None = None
+
+
 class Tool(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
     """A tool definition as listed by ``tools/list``."""
 
@@ -257,5 +279,7 @@ class Tool(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
     title: str | None = None
     description: str | None = None
     output_schema: dict[str, Any] | None = None
+    execution: ToolExecution | None = None
+    icons: list[Icon] | None = None
     annotations: ToolAnnotations | None = None
     meta: dict[str, Any] | None = _META

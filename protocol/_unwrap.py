@@ -52,8 +52,11 @@ def raise_for_error(response: NativeMCPResponse[Any], *, tool: str | None = None
         info = extract_error_info(text) if text else None
         structured = result.structured_content
         code = info.code if info else None
-        if code is None and structured is not None and isinstance(structured.get("code"), int):
-            code = structured["code"]
+        structured_code = structured.get("code") if structured is not None else None
+        if code is None and isinstance(structured_code, int) and not isinstance(
+            structured_code, bool
+        ):
+            code = structured_code
         message = info.message if info and info.message else (text or "the tool reported an error")
         raise ToolError(
             message,
@@ -106,8 +109,11 @@ def _parse_json(text: str) -> Any:
         return _MISSING
 
 
-def _mirrors(texts: list[str], value: Any) -> bool:
-    """True when the text blocks are the SDK's mirror of ``value`` (whole or per item)."""
+def _mirrors(result: CallToolResult, texts: list[str], value: Any) -> bool:
+    """True when the content is the SDK's mirror of ``value`` (whole or per item)."""
+    if not result.content:
+        # The SDK writes no block at all for None and for an empty list.
+        return value is None or value == []
     if len(texts) == 1 and (texts[0] == value or _parse_json(texts[0]) == value):
         return True
     return (
@@ -128,7 +134,7 @@ def _structured_variants(
     wants_object = _is_object_type(type_)
     if wants_object is None:
         # `object`: unwrap only what is recognisably the SDK's unmarked wrapper.
-        return [inner] if _mirrors(_texts(result), inner) else [content]
+        return [inner] if _mirrors(result, _texts(result), inner) else [content]
     return [content, inner] if wants_object else [inner, content]
 
 
@@ -137,12 +143,16 @@ def _text_candidates(texts: list[str], type_: Any) -> list[tuple[str, Any]]:
         return []
     candidates: list[tuple[str, Any]] = []
     parsed = [_parse_json(text) for text in texts]
-    # The SDK mirrors a list result as one text block per item.
-    per_item = len(texts) > 1 and all(item is not _MISSING for item in parsed)
-    if per_item and (_is_list_type(type_) or _is_object_type(type_) is None):
+    # The SDK mirrors a list result as one text block per item; a one-item list is
+    # then one block, tried whole first and as the only item after.
+    per_item = all(item is not _MISSING for item in parsed)
+    wants_list = _is_list_type(type_)
+    if per_item and len(texts) > 1 and (wants_list or _is_object_type(type_) is None):
         candidates.append(("JSON in the text blocks", parsed))
     if parsed[0] is not _MISSING:
         candidates.append(("JSON in the first text block", parsed[0]))
+    if per_item and len(texts) == 1 and wants_list:
+        candidates.append(("JSON in the text block as a one-item list", parsed))
     candidates.append(("raw text", "\n".join(texts)))
     return candidates
 
@@ -219,7 +229,9 @@ def unwrap(
     for source, value in candidates:
         try:
             return _convert(value, type_)
-        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+        except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
             failures.append(f"{source}: {exc}")
+        except RecursionError:
+            failures.append(f"{source}: nested too deeply")
     arrived = ", ".join(f"{source}={preview(value)}" for source, value in candidates)
     raise UnwrapError(expected=type_, arrived=arrived, reason="; ".join(failures), tool=tool)
