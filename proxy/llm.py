@@ -1,0 +1,38 @@
+"""Handing tool results to an LLM provider: messages, streams, history hygiene.
+
+`tool_result_message` turns a `NativeMCPResponse` (or the exception a call raised) into
+the tool-result message of OpenAI Chat Completions, OpenAI Responses, Anthropic or
+Gemini. It never guesses and never warns: JSON text stays JSON, plain text stays text,
+errors keep their code and message, images reach Anthropic as images and everyone else
+as a one-line note, UI resources become a one-line summary instead of raw HTML.
+
+`StreamAccumulator` / `parse_stream_chunk` read streamed model output that mixes JSON
+envelopes with plain text; `clean_history` drops orphan tool results and unmatched
+tool calls; `response_stats` counts tool results by kind.
+"""
+
+from ._llm_history import ResponseStats as ResponseStats
+from ._llm_history import clean_history as clean_history
+from ._llm_history import response_stats as response_stats
+from ._llm_messages import tool_result_message as tool_result_message
+from ._llm_provider import PROVIDERS as PROVIDERS
+from ._llm_provider import Provider as Provider
+from ._llm_provider import UnknownProviderError as UnknownProviderError
+from ._llm_render import EMPTY_RESULT_TEXT as EMPTY_RESULT_TEXT
+from ._llm_stream import StreamAccumulator as StreamAccumulator
+from ._llm_stream import StreamChunk as StreamChunk
+from ._llm_stream import parse_stream_chunk as parse_stream_chunk
+
+__all__ = [
+    "EMPTY_RESULT_TEXT",
+    "PROVIDERS",
+    "Provider",
+    "ResponseStats",
+    "StreamAccumulator",
+    "StreamChunk",
+    "UnknownProviderError",
+    "clean_history",
+    "parse_stream_chunk",
+    "response_stats",
+    "tool_result_message",
+]
