@@ -1,0 +1,245 @@
+"""The planning server: a goal, todos and observations per (session, thread) scope.
+
+Every tool answers with the whole plan twice: as text the model reads (what changed,
+the plan, the next step) and as the typed `PlanningState` code reads. Mistakes the
+model can fix (an empty goal, an unknown todo id) are ``isError`` results that say how.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import msgspec
+from nativemcp.protocol import (
+    NativeMCPResponse,
+    ToolAnnotations,
+    ToolError,
+    structured_response,
+    to_structured_content,
+)
+from nativemcp.workers import Server, ServerConfig
+
+from ._models import DEFAULT_SCOPE, MAX_OBSERVATIONS, MAX_TEXT_CHARS, PlanningState
+from ._render import quote, render_service_context, render_state, todo_line
+from ._store import DB_FILENAME, PlanningStore, Scope, UnknownTodoIds
+
+__all__ = ["SERVER_NAME", "create_server"]
+
+SERVER_NAME: Final = "planning"
+"""The built-in server's name (``pool.server("planning")``)."""
+
+Response = NativeMCPResponse[PlanningState]
+
+_TodoId = Annotated[int, msgspec.Meta(description="A todo's id, as shown after 'ID:'.")]
+
+
+def _scope_of(session_id: str | None, thread_id: str | None) -> Scope:
+    return (session_id or DEFAULT_SCOPE, thread_id or DEFAULT_SCOPE)
+
+
+def _checked_text(value: str, argument: str, limit: int) -> str:
+    """``value`` without surrounding whitespace, or a ToolError saying what is wrong."""
+    text = value.strip()
+    if not text:
+        raise ToolError(
+            f"Error: {argument} must not be empty.",
+            structured_content={"error": "empty_argument", "argument": argument},
+        )
+    if len(text) > limit:
+        raise ToolError(
+            f"Error: {argument} is {len(text):,} characters long; the limit is {limit:,}. "
+            f"Shorten it (keep details in a document, not in the plan).",
+            structured_content={
+                "error": "argument_too_long",
+                "argument": argument,
+                "length": len(text),
+                "limit": limit,
+            },
+        )
+    return text
+
+
+def _unknown_ids_error(exc: UnknownTodoIds) -> ToolError:
+    state = exc.state
+    plural = "s" if len(exc.unknown) > 1 else ""
+    wrong = ", ".join(str(todo_id) for todo_id in exc.unknown)
+    if state.todos:
+        valid = "\n".join(todo_line(todo, "  ") for todo in state.todos)
+        hint = f"Valid todo ids: {', '.join(str(todo.id) for todo in state.todos)}\n{valid}"
+    else:
+        hint = "There are no todos in this plan; add one with add_todo."
+    return ToolError(
+        f"Error: unknown todo id{plural} {wrong}. Nothing was changed.\n{hint}",
+        structured_content={
+            "error": "unknown_todo_id",
+            "unknownIds": exc.unknown,
+            "validIds": [todo.id for todo in state.todos],
+            "state": to_structured_content(state),
+        },
+    )
+
+
+def create_server(config: ServerConfig) -> Server:
+    """The planning server; its state lives in ``config.data_dir / "planning"``.
+
+    Without a ``data_dir`` the state is kept in memory (lost when the server stops).
+    Option ``max_text_chars`` (default `MAX_TEXT_CHARS`) bounds a goal, todo name or
+    observation.
+
+    Raises:
+        ValueError: ``max_text_chars`` is not a positive integer.
+    """
+    limit: Any = config.options.get("max_text_chars", MAX_TEXT_CHARS)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(f"planning option max_text_chars must be a positive int, not {limit!r}")
+
+    server = Server(
+        SERVER_NAME,
+        description="A goal, todos and observations for the current session and thread.",
+    )
+    data_dir: Path | None = None
+    if config.data_dir is not None:
+        data_dir = config.data_dir / SERVER_NAME
+        server.data_dir = data_dir
+    store = PlanningStore(data_dir / DB_FILENAME if data_dir is not None else None)
+    scope: Scope = _scope_of(server.session_id, server.thread_id)
+
+    @server.on_switch_context
+    def switch(session_id: str | None, thread_id: str | None) -> None:
+        nonlocal scope
+        scope = _scope_of(session_id, thread_id)
+
+    @server.on_shutdown
+    def close() -> None:
+        store.close()
+
+    @server.service_context
+    def service_context() -> str:
+        return render_service_context(store.state(scope))
+
+    @server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+    def create_goal(
+        goal: Annotated[str, msgspec.Meta(description="What the plan should achieve.")],
+    ) -> Response:
+        """Set the plan's goal (replacing any current goal, which is remembered as the
+        previous goal). Returns the whole plan and the next step."""
+        text = _checked_text(goal, "goal", limit)
+        state, previous = store.set_goal(scope, text)
+        headline = f"Goal created: {quote(text)}"
+        if previous is not None and previous != text:
+            headline += f"\nReplaced previous goal: {quote(previous)}"
+        return structured_response(render_state(state, headline), state)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+    def clear_goal() -> Response:
+        """Clear the current goal (it is remembered as the previous goal); todos and
+        observations stay. Returns the whole plan."""
+        state, cleared = store.clear_goal(scope)
+        if cleared is None:
+            headline = "No active goal to clear; nothing changed."
+        else:
+            headline = f"Goal cleared: {quote(cleared)}"
+        return structured_response(render_state(state, headline), state)
+
+    @server.tool
+    def add_todo(
+        name: Annotated[str, msgspec.Meta(description="The step to do, as one short sentence.")],
+    ) -> Response:
+        """Add a pending todo (a step towards the goal). Returns the plan with the new
+        todo's id."""
+        text = _checked_text(name, "name", limit)
+        state, todo = store.add_todo(scope, text)
+        return structured_response(render_state(state, f"Todo added: {todo_line(todo)}"), state)
+
+    @server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+    def mark_todo(
+        id: _TodoId,
+        completed: Annotated[
+            bool, msgspec.Meta(description="true: done (the default); false: pending again.")
+        ] = True,
+    ) -> Response:
+        """Mark a todo as completed (or, with completed=false, as pending again).
+        Returns the whole plan and the next step."""
+        try:
+            state, before, changed = store.mark_todo(scope, id, completed)
+        except UnknownTodoIds as exc:
+            raise _unknown_ids_error(exc) from None
+        status = "completed" if completed else "pending"
+        if changed:
+            headline = f"Todo ID:{id} marked {status}: {quote(before.name)}"
+        else:
+            headline = f"Todo ID:{id} was already {status}: {quote(before.name)}"
+        return structured_response(render_state(state, headline), state)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def clear_todos(
+        ids: Annotated[
+            list[int] | None,
+            msgspec.Meta(description="The todo ids to remove; omit to remove every todo."),
+        ] = None,
+    ) -> Response:
+        """Remove the given todos, or every todo when no ids are given. Unknown ids are
+        an error and nothing is removed. Returns the whole plan."""
+        if ids is not None and not ids:
+            raise ToolError(
+                "Error: ids is an empty list. Omit ids to remove every todo, "
+                "or list the ids to remove.",
+                structured_content={"error": "empty_argument", "argument": "ids"},
+            )
+        try:
+            state, removed = store.clear_todos(scope, ids)
+        except UnknownTodoIds as exc:
+            raise _unknown_ids_error(exc) from None
+        if not removed:
+            headline = "No todos to clear; nothing changed."
+        else:
+            listed = "\n".join(todo_line(todo, "  ") for todo in removed)
+            headline = f"Cleared {len(removed)} todo{'s' if len(removed) != 1 else ''}:\n{listed}"
+        return structured_response(render_state(state, headline), state)
+
+    @server.tool
+    def add_observation(
+        observation: Annotated[
+            str, msgspec.Meta(description="What was learned or done, in a sentence or two.")
+        ],
+    ) -> Response:
+        """Record an observation (a finding, a result, a decision). Only the newest
+        10 are kept. Returns the whole plan."""
+        text = _checked_text(observation, "observation", limit)
+        state, dropped = store.add_observation(scope, text)
+        headline = f"Observation added: {quote(text)}"
+        if dropped:
+            headline += (
+                f"\nOnly the newest {MAX_OBSERVATIONS} observations are kept; dropped the oldest: "
+                + "; ".join(quote(old) for old in dropped)
+            )
+        return structured_response(render_state(state, headline), state)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+    def clear_session() -> Response:
+        """Reset this session's plan: goal, previous goal, todos and observations.
+        Returns the (empty) plan."""
+        before, state = store.clear_session(scope)
+        removed = []
+        if before.goal is not None:
+            removed.append("the goal")
+        if before.todos:
+            removed.append(f"{len(before.todos)} todo{'s' if len(before.todos) != 1 else ''}")
+        if before.observations:
+            count = len(before.observations)
+            removed.append(f"{count} observation{'s' if count != 1 else ''}")
+        headline = (
+            f"Session cleared: removed {', '.join(removed)}."
+            if removed
+            else "Session cleared (it was already empty)."
+        )
+        return structured_response(render_state(state, headline), state)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def get_current_state() -> Response:
+        """The whole plan: goal, todos with ids and marks, observations, next step."""
+        state = store.state(scope)
+        return structured_response(render_state(state, "Planning state retrieved."), state)
+
+    return server
