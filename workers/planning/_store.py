@@ -84,15 +84,22 @@ class PlanningStore:
         )
         self._lock = threading.Lock()
         self._closed = False
+        try:
+            self._prepare()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _prepare(self) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-        if path is not None:
+        if self.path is not None:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
         with self._write():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version > _SCHEMA_VERSION:
                 raise RuntimeError(
-                    f"planning database {path} has schema version {version}; "
+                    f"planning database {self.path} has schema version {version}; "
                     f"this nativemcp understands up to {_SCHEMA_VERSION}"
                 )
             for statement in _SCHEMA.split(";"):
