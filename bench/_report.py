@@ -13,7 +13,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["emit_json", "median_us", "parse_args", "print_table", "ratio", "time_us"]
+__all__ = [
+    "emit_json",
+    "median_us",
+    "parse_args",
+    "print_table",
+    "ratio",
+    "time_interleaved",
+    "time_us",
+]
 
 
 def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -47,6 +55,24 @@ def time_us(fn: Callable[[], object], *, rounds: int, number: int = 1) -> float:
             fn()
         samples.append((time.perf_counter() - start) / number)
     return median_us(samples)
+
+
+def time_interleaved(
+    fns: Sequence[Callable[[], object]], *, rounds: int, number: int = 1
+) -> list[float]:
+    """Median microseconds per call of each of ``fns``, timed in turn within every round.
+
+    Interleaving spreads machine noise (other processes, frequency changes) over all
+    contenders alike, so their ratios hold even when the absolute times drift.
+    """
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, bucket in zip(fns, samples, strict=True):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            bucket.append((time.perf_counter() - start) / number)
+    return [median_us(bucket) for bucket in samples]
 
 
 def ratio(value: float, baseline: float) -> float:

@@ -12,21 +12,30 @@ import json
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, Generic, TypeVar, overload
 
 import msgspec
 
-from ._codec import decode_response, preview
-from ._constants import FASTMCP_WRAP_SCHEMA_KEY
+from ._codec import Format, decode_response, preview
+from ._constants import FASTMCP_WRAP_SCHEMA_KEY, JSONRPC_VERSION
 from ._errortext import extract_error_info
 from ._exceptions import ProtocolError, ToolError, UnwrapError
-from ._types import CallToolResult, NativeMCPResponse, TextContent
+from ._types import (
+    CallToolResult,
+    ContentBlock,
+    ErrorObject,
+    NativeMCPResponse,
+    TextContent,
+    UnknownContent,
+)
 
 __all__ = ["raise_for_error", "result_text", "unwrap"]
 
 T = TypeVar("T")
 
 _MISSING: Final = object()
+_FORMATS: Final = ("json", "msgpack")
+_WIRE: Final = (bytes, bytearray, memoryview, str)
 
 
 def result_text(result: CallToolResult) -> str:
@@ -91,10 +100,12 @@ def _is_list_type(type_: Any) -> bool:
     return isinstance(target, type) and issubclass(target, list | tuple | set | frozenset)
 
 
-def _marked_wrapped(result: CallToolResult, output_schema: Mapping[str, Any] | None) -> bool:
+def _marked_wrapped(
+    meta: Mapping[str, Any] | None, output_schema: Mapping[str, Any] | None
+) -> bool:
     if output_schema is not None and output_schema.get(FASTMCP_WRAP_SCHEMA_KEY):
         return True
-    fastmcp = (result.meta or {}).get("fastmcp")
+    fastmcp = (meta or {}).get("fastmcp")
     return isinstance(fastmcp, Mapping) and bool(fastmcp.get("wrap_result"))
 
 
@@ -129,7 +140,7 @@ def _structured_variants(
     if not (len(content) == 1 and "result" in content):
         return [content]
     inner = content["result"]
-    if _marked_wrapped(result, schema):
+    if _marked_wrapped(result.meta, schema):
         return [inner]
     wants_object = _is_object_type(type_)
     if wants_object is None:
@@ -163,28 +174,165 @@ def _convert(value: Any, type_: Any) -> Any:
     return msgspec.convert(value, type_, from_attributes=True)
 
 
+# The typed fast path. `unwrap` on wire bytes first tries one pass: the envelope and
+# the content blocks are decoded and validated, the structured payloads are kept as
+# raw bytes, and only the one that the priority order picks is decoded, straight into
+# the requested type. Anything unusual (an error, an unknown block, a value that does
+# not convert) returns _MISSING and the general path decides, so both give the same
+# answer and the same errors.
+
+_ABSENT: Final = msgspec.Raw(b"")
+_NULL: Final = {"json": b"null", "msgpack": b"\xc0"}
+
+
+class _LazyResult(msgspec.Struct, rename="camel", kw_only=True):
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+    structured_content: msgspec.Raw = _ABSENT
+    is_error: bool = False
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class _LazyResponse(msgspec.Struct, rename="camel", kw_only=True):
+    jsonrpc: str = JSONRPC_VERSION
+    id: int | str | None = None
+    result: _LazyResult | None = None
+    error: ErrorObject | None = None
+    structured_result: msgspec.Raw = _ABSENT
+
+
+class _Wrapped(msgspec.Struct, Generic[T], forbid_unknown_fields=True):
+    result: T
+
+
+class _Plan(msgspec.Struct, frozen=True):
+    envelope: Any
+    value: Any
+    wrapped: Any
+    wants_object: bool
+
+
+_ENVELOPE_DECODERS: Final = {
+    "json": msgspec.json.Decoder(_LazyResponse),
+    "msgpack": msgspec.msgpack.Decoder(_LazyResponse),
+}
+
+
+_PLANS: Final[dict[tuple[Any, str], _Plan | None]] = {}
+_MAX_PLANS: Final = 1024
+
+
+def _plan(type_: Any, format: str) -> _Plan | None:
+    # A plain dict beats lru_cache here; the cap only guards against a caller that
+    # makes a new type per call.
+    key = (type_, format)
+    try:
+        return _PLANS[key]
+    except KeyError:
+        pass
+    plan = _make_plan(type_, format)
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _make_plan(type_: Any, format: str) -> _Plan | None:
+    wants_object = _is_object_type(type_)
+    if wants_object is None:
+        return None  # `object`: nothing to convert, the general path is as fast
+    module: Any = msgspec.json if format == "json" else msgspec.msgpack
+    try:
+        value = module.Decoder(type_)
+        wrapped = module.Decoder(_Wrapped[type_])
+    except TypeError:
+        return None  # a type msgspec cannot decode: the general path explains why
+    return _Plan(_ENVELOPE_DECODERS[format], value, wrapped, wants_object)
+
+
+def _is_present(raw: msgspec.Raw, format: str) -> bool:
+    """False for an absent field and for an explicit null (both mean "not sent")."""
+    size = len(raw)
+    return size > 4 or (size != 0 and bytes(raw) != _NULL[format])
+
+
+def _is_object_raw(raw: msgspec.Raw, format: str) -> bool:
+    first = memoryview(raw)[0]
+    if format == "json":
+        return first == 0x7B  # {
+    return 0x80 <= first <= 0x8F or first in (0xDE, 0xDF)  # fixmap, map16, map32
+
+
+def _has_unknown(content: list[ContentBlock]) -> bool:
+    return UnknownContent in map(type, content)  # no generator: this runs per call
+
+
+def _unwrap_direct(
+    data: bytes | bytearray | memoryview | str,
+    type_: Any,
+    format: str,
+    output_schema: Mapping[str, Any] | None,
+) -> Any:
+    try:
+        plan = _plan(type_, format)
+    except TypeError:  # unhashable type_
+        return _MISSING
+    if plan is None or (format == "msgpack" and isinstance(data, str)):
+        return _MISSING
+    try:
+        lazy: _LazyResponse = plan.envelope.decode(data)
+    except (msgspec.MsgspecError, UnicodeError, RecursionError):
+        return _MISSING
+    result = lazy.result
+    if (
+        result is None
+        or lazy.error is not None
+        or result.is_error
+        or lazy.jsonrpc != JSONRPC_VERSION
+        or _has_unknown(result.content)
+    ):
+        return _MISSING
+    structured = result.structured_content
+    has_structured = _is_present(structured, format)
+    if has_structured and not _is_object_raw(structured, format):
+        return _MISSING  # malformed: the general path raises ProtocolError
+    try:
+        if _is_present(lazy.structured_result, format):
+            return plan.value.decode(lazy.structured_result)
+        if not has_structured:
+            return _MISSING
+        marked = _marked_wrapped(result.meta, output_schema)
+        if plan.wants_object and not marked:
+            return plan.value.decode(structured)
+        return plan.wrapped.decode(structured).result
+    except (msgspec.ValidationError, RecursionError):
+        return _MISSING
+
+
 @overload
 def unwrap(
-    response: NativeMCPResponse[Any] | bytes | str | Mapping[str, Any],
+    response: NativeMCPResponse[Any] | bytes | bytearray | memoryview | str | Mapping[str, Any],
     type_: type[T],
     *,
     tool: str | None = None,
     output_schema: Mapping[str, Any] | None = None,
+    format: Format = "json",
 ) -> T: ...
 @overload
 def unwrap(
-    response: NativeMCPResponse[Any] | bytes | str | Mapping[str, Any],
+    response: NativeMCPResponse[Any] | bytes | bytearray | memoryview | str | Mapping[str, Any],
     type_: Any = object,
     *,
     tool: str | None = None,
     output_schema: Mapping[str, Any] | None = None,
+    format: Format = "json",
 ) -> Any: ...
 def unwrap(
-    response: NativeMCPResponse[Any] | bytes | str | Mapping[str, Any],
+    response: NativeMCPResponse[Any] | bytes | bytearray | memoryview | str | Mapping[str, Any],
     type_: Any = object,
     *,
     tool: str | None = None,
     output_schema: Mapping[str, Any] | None = None,
+    format: Format = "json",
 ) -> Any:
     """The value of a response as ``type_``.
 
@@ -195,19 +343,31 @@ def unwrap(
     UUID, Decimal, bytes, enums and containers of them. With ``type_=object`` the
     value comes back as it arrived.
 
+    Given wire bytes, the value is decoded straight from them into ``type_`` in one
+    pass when it can be (several times faster than `decode_response` then `unwrap`);
+    the answer is the same either way.
+
     Args:
-        response: a decoded response, or JSON bytes/str or a dict to decode.
+        response: a decoded response, or JSON (bytes/str), msgpack bytes or a dict
+            to decode.
         type_: the type to convert to.
         tool: the tool's name, for error messages.
         output_schema: the tool's output schema, to recognise FastMCP's wrap marker.
+        format: the wire format of ``response`` when it is bytes: ``"json"`` or
+            ``"msgpack"``.
 
     Raises:
         ToolError: the response is an error (JSON-RPC error or ``isError``).
         UnwrapError: no source converts to ``type_``.
         ProtocolError: ``response`` is bytes/str/dict that is not a valid response.
+        ValueError: ``format`` is neither ``"json"`` nor ``"msgpack"``.
     """
+    if isinstance(response, _WIRE) and format in _FORMATS:
+        value = _unwrap_direct(response, type_, format, output_schema)
+        if value is not _MISSING:
+            return value
     if not isinstance(response, NativeMCPResponse):
-        response = decode_response(response)
+        response = decode_response(response, format=format)
     raise_for_error(response, tool=tool)
     result = response.result
     if result is None:  # pragma: no cover - decode_response guarantees result or error

@@ -161,6 +161,14 @@ async def test_create_goal_replacing_a_goal_remembers_the_replaced_one(server: S
     assert 'Replaced previous goal: "plan A"' in text
 
 
+async def test_setting_the_same_goal_again_changes_nothing(server: Server) -> None:
+    await ok(server, "create_goal", goal="plan A")
+    await ok(server, "create_goal", goal="plan B")
+    text, state = await ok(server, "create_goal", goal=" plan B ")
+    assert text.startswith('Goal unchanged (already set): "plan B"')
+    assert state == PlanningState(goal="plan B", last_cleared_goal="plan A")
+
+
 async def test_goal_is_stored_without_surrounding_whitespace(server: Server) -> None:
     _, state = await ok(server, "create_goal", goal="  trimmed \n")
     assert state.goal == "trimmed"

@@ -49,11 +49,11 @@ class PlanningMachine(RuleBasedStateMachine):
     def switch(self, index: int) -> None:
         self.scope = SCOPES[index]
 
-    @rule(goal=texts)
+    @rule(goal=st.one_of(texts, st.just("same")))
     def set_goal(self, goal: str) -> None:
         _, previous = self.store.set_goal(self.scope, goal)
         assert previous == self.current.goal
-        if self.current.goal is not None:
+        if self.current.goal not in (None, goal):
             self.current.last_cleared_goal = self.current.goal
         self.current.goal = goal
 

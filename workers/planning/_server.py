@@ -126,9 +126,12 @@ def create_server(config: ServerConfig) -> Server:
         previous goal). Returns the whole plan and the next step."""
         text = _checked_text(goal, "goal", limit)
         state, previous = store.set_goal(scope, text)
-        headline = f"Goal created: {quote(text)}"
-        if previous is not None and previous != text:
-            headline += f"\nReplaced previous goal: {quote(previous)}"
+        if previous == text:
+            headline = f"Goal unchanged (already set): {quote(text)}"
+        else:
+            headline = f"Goal created: {quote(text)}"
+            if previous is not None:
+                headline += f"\nReplaced previous goal: {quote(previous)}"
         return structured_response(render_state(state, headline), state)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))

@@ -169,19 +169,21 @@ class PlanningStore:
         )
 
     def set_goal(self, scope: Scope, goal: str) -> tuple[PlanningState, str | None]:
-        """Make ``goal`` the active goal; returns the new state and the goal it replaced.
+        """Make ``goal`` the active goal; returns the new state and the goal before.
 
-        A replaced goal is remembered as the last cleared goal.
+        A different goal it replaces is remembered as the last cleared goal; setting the
+        same goal again changes nothing.
         """
         with self._write() as db:
             self._touch(db, scope)
             (previous,) = db.execute(
                 "SELECT goal FROM scopes WHERE session_id = ? AND thread_id = ?", scope
             ).fetchone()
+            replaced = previous if previous != goal else None
             db.execute(
                 "UPDATE scopes SET goal = ?, last_cleared_goal = coalesce(?, last_cleared_goal)"
                 " WHERE session_id = ? AND thread_id = ?",
-                (goal, previous, *scope),
+                (goal, replaced, *scope),
             )
             return self._read(scope), previous
 
