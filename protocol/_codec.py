@@ -8,6 +8,7 @@ path that keeps the block as `UnknownContent` instead of failing.
 from __future__ import annotations
 
 import datetime
+import typing
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeVar, overload
 
@@ -120,18 +121,18 @@ def encode(obj: Any, format: Format = "json") -> bytes:
     return encoded
 
 
-def _mark_unknown_blocks(raw: dict[str, Any]) -> dict[str, Any]:
-    """The slow path: a copy of ``raw`` whose unknown blocks decode as `UnknownContent`.
+def _mark_unknown_blocks(result: Any) -> Any:
+    """The slow path: a copy of a result dict whose unknown blocks decode as `UnknownContent`.
 
-    Copies only the dicts on the way to the content list: the caller's dict stays as
-    it was.
+    Only the dicts on the way to the content list are copied: the caller's data stays
+    as it was. Anything that is not shaped like a result is returned as it is, for the
+    decoder to reject.
 
     Raises:
         ProtocolError: a content block has no string ``type``.
     """
-    result = raw.get("result")
     if not isinstance(result, dict) or not isinstance(result.get("content"), list):
-        return raw
+        return result
     blocks: list[Any] = []
     for index, block in enumerate(result["content"]):
         kind = block.get("type") if isinstance(block, dict) else None
@@ -143,7 +144,7 @@ def _mark_unknown_blocks(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(kind, str) and kind not in _KNOWN_BLOCK_TYPES:
             block = {"type": _UNKNOWN_TAG, "data": block}
         blocks.append(block)
-    return {**raw, "result": {**result, "content": blocks}}
+    return {**result, "content": blocks}
 
 
 def _check_response(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
@@ -224,7 +225,10 @@ def _decode_builtins(builtins: Any) -> NativeMCPResponse[Any]:
             f"malformed response: expected an object, got {type(builtins).__name__}"
         )
     try:
-        response = msgspec.convert(_mark_unknown_blocks(builtins), NativeMCPResponse[Any])
+        marked = {**builtins, "result": _mark_unknown_blocks(builtins["result"])} if (
+            "result" in builtins
+        ) else builtins
+        response = msgspec.convert(marked, NativeMCPResponse[Any])
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"malformed response: {exc}") from exc
     except RecursionError as exc:
@@ -244,12 +248,34 @@ def decode(data: bytes | str, type_: Any, *, format: Format = "json") -> Any:
         ValueError: ``format`` is neither ``"json"`` nor ``"msgpack"``.
     """
     _check_format(format)
+    if typing.get_origin(type_) is NativeMCPResponse or type_ is NativeMCPResponse:
+        return _typed_response(decode_response(data, format=format), type_)
     module = msgspec.json if format == "json" else msgspec.msgpack
     name = getattr(type_, "__name__", repr(type_))
     try:
         return _decode_raw(module.Decoder(type_), data, format, name)
     except msgspec.ValidationError as exc:
+        if type_ is not CallToolResult:
+            raise ProtocolError(f"malformed {format} {name}: {exc}") from exc
+    # A result with a block of a type this version does not know: keep the block.
+    builtins = _decode_raw(module.Decoder(), data, format, name)
+    try:
+        return msgspec.convert(_mark_unknown_blocks(builtins), CallToolResult)
+    except msgspec.ValidationError as exc:
         raise ProtocolError(f"malformed {format} {name}: {exc}") from exc
+    except RecursionError as exc:
+        raise ProtocolError(f"malformed {format} {name}: nested too deeply") from exc
+
+
+def _typed_response(response: NativeMCPResponse[Any], type_: Any) -> Any:
+    args = typing.get_args(type_)
+    if not args or args[0] is Any or response.structured_result is None:
+        return response
+    try:
+        structured = msgspec.convert(response.structured_result, args[0])
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"malformed structuredResult for {preview(type_)}: {exc}") from exc
+    return msgspec.structs.replace(response, structured_result=structured)
 
 
 def decode_message(data: bytes | str, *, format: Format = "json") -> JSONRPCMessage:

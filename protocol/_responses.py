@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ._constants import INTERNAL_ERROR
+from ._exceptions import ProtocolError
 from ._types import (
     CallToolResult,
     ContentBlock,
@@ -41,8 +42,16 @@ def to_structured_content(value: Any) -> dict[str, Any]:
 
     Objects (Structs, dataclasses, dicts) stay objects; anything else is wrapped as
     ``{"result": value}``, the wrapper the official SDK uses for non-object outputs.
+
+    Raises:
+        ProtocolError: ``value`` holds something with no JSON form.
     """
-    builtins = msgspec.to_builtins(value, str_keys=True)
+    try:
+        builtins = msgspec.to_builtins(value, str_keys=True)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise ProtocolError(
+            f"cannot build structured content from {type(value).__name__}: {exc}"
+        ) from exc
     if isinstance(builtins, dict):
         return builtins
     return {"result": builtins}
@@ -70,6 +79,9 @@ def structured_response(
     ``structuredContent`` is the JSON object form of ``value`` (see
     `to_structured_content`); ``structuredResult`` is ``value`` itself.
     ``extra_content`` blocks follow the text block.
+
+    Raises:
+        ProtocolError: ``value`` holds something with no JSON form.
     """
     content: list[ContentBlock] = [TextContent(text=text), *(extra_content or ())]
     return NativeMCPResponse(

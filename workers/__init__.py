@@ -9,6 +9,13 @@ from ._context import LogLevel as LogLevel
 from ._context import LogNotification as LogNotification
 from ._context import Notification as Notification
 from ._context import ProgressNotification as ProgressNotification
+from ._exceptions import FrameTooLarge as FrameTooLarge
+from ._exceptions import WorkerClosed as WorkerClosed
+from ._exceptions import WorkerCrashed as WorkerCrashed
+from ._exceptions import WorkerError as WorkerError
+from ._exceptions import WorkerStartError as WorkerStartError
+from ._exceptions import WorkerTimeout as WorkerTimeout
+from ._exceptions import describe_exit as describe_exit
 from ._render import render_default as render_default
 from ._server import Server as Server
 from ._server import ToolFunction as ToolFunction
@@ -16,6 +23,7 @@ from ._server import ToolFunction as ToolFunction
 __all__ = [
     "BUILTIN_SERVERS",
     "Context",
+    "FrameTooLarge",
     "LogLevel",
     "LogNotification",
     "Notification",
@@ -24,6 +32,12 @@ __all__ = [
     "ServerConfig",
     "ServerSource",
     "ToolFunction",
+    "WorkerClosed",
+    "WorkerCrashed",
+    "WorkerError",
+    "WorkerStartError",
+    "WorkerTimeout",
+    "describe_exit",
     "load_server",
     "render_default",
 ]

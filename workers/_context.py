@@ -9,7 +9,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-__all__ = ["Context", "LogLevel", "Notification", "ProgressNotification", "LogNotification"]
+__all__ = ["Context", "LogLevel", "LogNotification", "Notification", "ProgressNotification"]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 """The MCP logging levels (RFC 5424 names)."""

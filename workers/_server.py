@@ -18,8 +18,10 @@ error response, so the worker keeps serving.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
+import sys
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -97,6 +99,13 @@ def _is_object_schema(schema: dict[str, Any]) -> bool:
     return schema.get("type") == "object"
 
 
+def _import_server(module: str, attribute: str) -> Server:
+    server = getattr(importlib.import_module(module), attribute)
+    if not isinstance(server, Server):
+        raise TypeError(f"{module}:{attribute} is {type(server).__name__}, not a Server")
+    return server
+
+
 class Server:
     """A named MCP tool server: tools, plus optional service-context and scope hooks.
 
@@ -113,6 +122,8 @@ class Server:
         self.name = name
         self.version = version
         self.description = description
+        # Where the server is defined, so a worker process can import it by reference.
+        self._module: str | None = sys._getframe(1).f_globals.get("__name__")
         self.session_id: str | None = None
         self.thread_id: str | None = None
         self.data_dir: Path | None = None
@@ -121,6 +132,19 @@ class Server:
         self._switch_hook: Callable[[str | None, str | None], Any] | None = None
         self._shutdown_hooks: list[Callable[[], Any]] = []
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Tools hold functions and generated types that do not pickle by value; a
+        # worker imports the server by reference instead, as multiprocessing does for
+        # module-level functions (the spawned child re-imports the main module too).
+        module = sys.modules.get(self._module or "")
+        for attribute, value in vars(module).items() if module else ():
+            if value is self:
+                return (_import_server, (self._module, attribute))
+        raise TypeError(
+            f"server {self.name!r} cannot be sent to a worker process: define it at module "
+            "level, or pass a factory or a 'module:attribute' string to the pool"
+        )
+
     # -- declaring -------------------------------------------------------------------
 
     @overload
@@ -128,6 +152,7 @@ class Server:
     @overload
     def tool(
         self,
+        /,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -138,7 +163,7 @@ class Server:
     ) -> Callable[[F], F]: ...
     def tool(
         self,
-        fn: F | None = None,
+        fn: Any = None,
         /,
         *,
         name: str | None = None,
@@ -147,7 +172,7 @@ class Server:
         render: Renderer | None = None,
         annotations: ToolAnnotations | None = None,
         threaded: bool = False,
-    ) -> F | Callable[[F], F]:
+    ) -> Any:
         """Declare a tool; use bare (``@server.tool``) or with options.
 
         Args:
@@ -225,7 +250,9 @@ class Server:
         try:
             input_schema, input_defs = _schema_of(args_type)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"tool {tool_name!r}: no JSON Schema for its parameters: {exc}") from exc
+            raise ValueError(
+                f"tool {tool_name!r}: no JSON Schema for its parameters: {exc}"
+            ) from exc
         input_schema.pop("title", None)
 
         value_type = hints.get("return", Any)
@@ -238,9 +265,15 @@ class Server:
             try:
                 schema, defs = _schema_of(value_type)
             except (TypeError, ValueError) as exc:
-                raise ValueError(f"tool {tool_name!r}: no JSON Schema for its result: {exc}") from exc
+                raise ValueError(
+                    f"tool {tool_name!r}: no JSON Schema for its result: {exc}"
+                ) from exc
             if not _is_object_schema(schema):
-                schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+                schema = {
+                    "type": "object",
+                    "properties": {"result": schema},
+                    "required": ["result"],
+                }
             output_schema = _with_defs(schema, defs)
 
         meta: dict[str, Any] | None = None
@@ -357,7 +390,9 @@ class Server:
             text = spec.renderer(value) if spec.renderer else render_default(spec.name, value)
             return structured_response(text, value)
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
-            _logger.exception("tool %s.%s returned a value that cannot be sent", self.name, spec.name)
+            _logger.exception(
+                "tool %s.%s returned a value that cannot be sent", self.name, spec.name
+            )
             return tool_error_response(
                 f"Error: the tool's result cannot be sent ({type(value).__name__}): {exc}"
             )

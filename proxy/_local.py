@@ -1,0 +1,86 @@
+"""A server run in this process (backend ``BuiltInNative``), behind the same handle."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import anyio
+
+from nativemcp.protocol import NativeMCPResponse, Tool
+from nativemcp.workers import Context, Notification, Server, WorkerTimeout
+
+from ._handle import LogHandler, ProgressCallback, deliver
+
+__all__ = ["LocalServer"]
+
+
+class LocalServer:
+    """Calls a `Server` directly: no process, no frames, same timeouts and callbacks."""
+
+    backend = "BuiltInNative"
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.name = server.name
+        self.description = server.description
+        self._next_id = 0
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The server's tool definitions."""
+        return self.server.list_tools()
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        on_log: LogHandler | None,
+    ) -> NativeMCPResponse[Any]:
+        """Run the tool in this process; notifications reach the callbacks in order."""
+        self._next_id += 1
+
+        async def notify(notification: Notification) -> None:
+            await deliver(notification, on_progress, on_log)
+
+        context = Context(
+            server_name=self.name,
+            tool_name=tool,
+            request_id=self._next_id,
+            session_id=self.server.session_id,
+            thread_id=self.server.thread_id,
+            data_dir=self.server.data_dir,
+            notify=notify,
+        )
+        try:
+            with anyio.fail_after(timeout if timeout > 0 else math.inf):
+                return await self.server.call_tool(tool, arguments, context=context)
+        except TimeoutError as exc:
+            raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout) from exc
+
+    async def list_tools(self, *, timeout: float) -> list[Tool]:
+        """The server's tool definitions."""
+        return self.server.list_tools()
+
+    async def get_service_context(self, *, timeout: float) -> str:
+        """The server's service-context text."""
+        with anyio.fail_after(timeout):
+            return await self.server.get_service_context()
+
+    async def switch_context(
+        self, session_id: str | None, thread_id: str | None, *, timeout: float
+    ) -> None:
+        """Scope later calls to ``(session_id, thread_id)``."""
+        with anyio.fail_after(timeout):
+            await self.server.switch_context(session_id, thread_id)
+
+    async def ping(self, *, timeout: float) -> None:
+        """Always answers: the server is this process."""
+
+    async def aclose(self) -> None:
+        """Run the server's shutdown hooks."""
+        with anyio.CancelScope(shield=True):
+            await self.server.aclose()

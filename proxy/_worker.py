@@ -1,0 +1,508 @@
+"""A server in its own worker process: start-up handshake, calls, crash recovery, shutdown.
+
+One supervisor task per worker owns the process: it spawns it, waits for READY under a
+bounded timeout, reads frames until the channel closes, then fails every pending call
+with `WorkerCrashed` and restarts the worker (bounded restarts with backoff). Calls are
+correlated by id in a pending map; the timeout is around the wait only, and the entry
+is always popped, so late replies are dropped. Nothing blocks the event loop: frames go
+through non-blocking socket streams, one writer task per worker coalesces them, and
+process exit is awaited on the process sentinel.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+import msgspec
+
+from nativemcp.protocol import NativeMCPResponse, Tool, expand
+from nativemcp.workers import (
+    FrameTooLarge,
+    ServerConfig,
+    ServerSource,
+    WorkerClosed,
+    WorkerCrashed,
+    WorkerError,
+    WorkerStartError,
+    WorkerTimeout,
+    describe_exit,
+)
+from nativemcp.workers._channel import FrameChannel, Inbox, open_channel
+from nativemcp.workers._host import worker_main
+from nativemcp.workers._wire import (
+    Call,
+    Cancel,
+    FromWorker,
+    GetServiceContext,
+    ListTools,
+    Log,
+    Notify,
+    Ping,
+    Ready,
+    Reply,
+    Result,
+    Shutdown,
+    StartFailed,
+    SwitchContext,
+    encode_frame,
+)
+
+from ._handle import LogHandler, ProgressCallback, deliver
+
+__all__ = ["RestartPolicy", "WorkerProcess"]
+
+_logger = logging.getLogger("nativemcp.worker")
+
+SHUTDOWN_GRACE: Final = 3.0
+"""Seconds a worker has to exit after the shutdown message."""
+TERMINATE_GRACE: Final = 2.0
+"""Seconds a worker has to exit after SIGTERM before SIGKILL."""
+KILL_GRACE: Final = 2.0
+"""Seconds to wait for the kernel to reap a killed worker."""
+EXIT_STATUS_WAIT: Final = 1.0
+"""Seconds to wait for the exit status of a worker whose channel closed."""
+_HEADER_SIZE: Final = 4
+
+
+class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """How a crashed worker is restarted: at most ``max_restarts`` per ``window`` seconds,
+    waiting ``backoff`` seconds, doubled each time up to ``max_backoff``."""
+
+    max_restarts: int = 5
+    window: float = 60.0
+    backoff: float = 0.05
+    max_backoff: float = 2.0
+
+
+_Item = Reply | Result | Notify | BaseException
+_decoder: Final = msgspec.msgpack.Decoder(FromWorker)
+
+
+class _Connection:
+    """One live worker process and its channel; frames are dispatched as they arrive."""
+
+    def __init__(self, process: Any, label: str) -> None:
+        self.process = process
+        self.label = label
+        self.channel: FrameChannel | None = None
+        self.ready: Ready | None = None
+        self.handshake: Inbox[Ready | StartFailed | None] = Inbox()
+        self.pending: dict[int, tuple[str, Inbox[_Item]]] = {}
+        self.next_id = 0
+
+    @property
+    def open(self) -> bool:
+        return self.channel is not None and self.channel.is_open
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def send(self, frame: bytes) -> None:
+        """Send a frame now (never blocks; dropped if the channel closed)."""
+        if self.channel is not None:
+            self.channel.write(frame)
+
+    def on_message(self, message: Any) -> None:
+        if isinstance(message, Log):
+            _emit_log(self.ready.name if self.ready else self.label, message)
+        elif isinstance(message, Ready | StartFailed):
+            self.handshake.put(message)
+        else:
+            entry = self.pending.get(message.id)
+            if entry is not None:  # else: a late reply to a timed-out or cancelled call
+                entry[1].put(message)
+
+    def fail_pending(self, make_error: Callable[[str], BaseException]) -> None:
+        for tool, inbox in list(self.pending.values()):
+            inbox.put(make_error(tool))
+        self.pending.clear()
+
+
+def _emit_log(server: str, message: Log) -> None:
+    logger = logging.getLogger(
+        message.name if message.name != "root" else f"nativemcp.worker.{server}"
+    )
+    if logger.isEnabledFor(message.level):
+        record = logger.makeRecord(
+            logger.name, message.level, f"<worker {server}>", 0, "%s", (message.message,), None
+        )
+        record.worker = server
+        logger.handle(record)
+
+
+async def _wait_exit(process: Any, timeout: float) -> bool:
+    """True when ``process`` has exited within ``timeout`` seconds (never blocks the loop).
+
+    Polls the non-blocking ``exitcode`` (a WNOHANG wait) with a short, growing interval:
+    several tasks may wait for the same process, which a shared sentinel fd forbids.
+    """
+    delay = 0.002
+    with anyio.move_on_after(timeout):
+        while process.exitcode is None:
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+    return process.exitcode is not None
+
+
+async def _stop_process(process: Any, grace: float) -> None:
+    """Escalate until the process is gone: (grace) → terminate → kill → reap. Shielded."""
+    with anyio.CancelScope(shield=True):
+        if await _wait_exit(process, grace):
+            return
+        process.terminate()
+        if await _wait_exit(process, TERMINATE_GRACE):
+            return
+        process.kill()
+        await _wait_exit(process, KILL_GRACE)
+
+
+class WorkerProcess:
+    """A server in its own process, restarted when it crashes."""
+
+    backend = "BuiltInWeb"
+
+    def __init__(
+        self,
+        source: ServerSource,
+        *,
+        config: ServerConfig,
+        mp_context: Any,
+        start_timeout: float,
+        max_frame: int,
+        restart: RestartPolicy,
+        label: str,
+    ) -> None:
+        self._source = source
+        self._config = config
+        self._mp_context = mp_context
+        self._start_timeout = start_timeout
+        self._max_frame = max_frame
+        self._restart = restart
+        self.label = label
+        self.name = label
+        self.description = ""
+        self._tools: list[Tool] = []
+        self._conn: _Connection | None = None
+        self._connected = anyio.Event()
+        self._closing = False
+        self._failure: WorkerError | None = None
+        self._finished = anyio.Event()
+        self.restarts = 0
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools listed at the last handshake."""
+        return self._tools
+
+    @property
+    def pid(self) -> int | None:
+        """The live worker's process id (None between a crash and the restart)."""
+        return self._conn.process.pid if self._conn is not None else None
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Supervise the worker until closed; ``task_status.started()`` after the first READY.
+
+        Raises:
+            WorkerStartError: the first start failed (later failures are retried).
+        """
+        started = False
+        recent: list[float] = []
+        backoff = self._restart.backoff
+        try:
+            while not self._closing:
+                try:
+                    conn = await self._spawn()
+                except WorkerStartError as exc:
+                    if not started:
+                        raise
+                    if not self._may_restart(recent):
+                        self._give_up(exc)
+                        return
+                    _logger.error("%s; retrying in %.2f s", exc, backoff)
+                    await anyio.sleep(backoff)
+                    backoff = min(backoff * 2, self._restart.max_backoff)
+                    continue
+                self._conn = conn
+                self._connected.set()
+                if not started:
+                    started = True
+                    task_status.started()
+                await self._serve(conn)
+                if self._closing:
+                    return
+                if not self._may_restart(recent):
+                    self._give_up(
+                        WorkerCrashed(
+                            server=self.name, exitcode=conn.process.exitcode, pid=conn.process.pid
+                        )
+                    )
+                    return
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, self._restart.max_backoff)
+                self.restarts += 1
+        finally:
+            self._finished.set()
+
+    def _may_restart(self, recent: list[float]) -> bool:
+        now = time.monotonic()
+        recent[:] = [t for t in recent if now - t < self._restart.window]
+        recent.append(now)
+        return len(recent) <= self._restart.max_restarts
+
+    def _give_up(self, cause: WorkerError) -> None:
+        self._failure = WorkerStartError(
+            f"worker for server {self.name!r} stopped restarting after "
+            f"{self._restart.max_restarts} restarts in {self._restart.window:g} s: {cause}",
+            server=self.name,
+        )
+        _logger.error("%s", self._failure)
+        self._connected.set()  # wake waiting callers: they get the failure
+
+    async def _spawn(self) -> _Connection:
+        parent_sock, child_sock = socket.socketpair()
+        process = self._mp_context.Process(
+            target=worker_main,
+            args=(child_sock, self._source, self._config, self._max_frame),
+            name=f"nativemcp-worker-{self.label}",
+            daemon=True,
+        )
+        try:
+            await anyio.to_thread.run_sync(process.start)
+        except BaseException:
+            parent_sock.close()
+            raise
+        finally:
+            child_sock.close()
+        conn = _Connection(process, self.label)
+        try:
+            conn.channel = await open_channel(
+                parent_sock, _decoder, self._max_frame, conn.on_message
+            )
+            # A channel that closes before READY wakes the handshake with None.
+            conn.channel.closed.add_done_callback(lambda _: conn.handshake.put(None))
+            with anyio.fail_after(self._start_timeout):
+                message = await conn.handshake.get()
+                if message is None:
+                    await _wait_exit(process, EXIT_STATUS_WAIT)
+                    raise WorkerStartError(
+                        f"worker for {self.label!r} {_exit_text(process)} during start-up",
+                        server=self.label,
+                    )
+                if isinstance(message, StartFailed):
+                    raise WorkerStartError(
+                        f"server {self.label!r} failed to start: {message.message}",
+                        server=self.label,
+                    )
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                if conn.channel is not None:
+                    conn.channel.close()
+                else:
+                    parent_sock.close()
+                await _stop_process(process, 0.5)
+            if isinstance(exc, TimeoutError):
+                raise WorkerStartError(
+                    f"worker for {self.label!r} did not become ready within "
+                    f"{self._start_timeout:g} s",
+                    server=self.label,
+                ) from exc
+            raise
+        conn.ready = message
+        self.name = message.name
+        self.description = message.description
+        self._tools = message.tools
+        return conn
+
+    async def _serve(self, conn: _Connection) -> None:
+        assert conn.channel is not None
+        try:
+            error = await conn.channel.closed
+            if error is not None and not isinstance(error, OSError):
+                _logger.error("worker channel of %r failed: %s", self.name, error)
+        finally:
+            with anyio.CancelScope(shield=True):
+                self._connected = anyio.Event()
+                self._conn = None
+                conn.channel.close()
+                await _stop_process(conn.process, EXIT_STATUS_WAIT)
+                process = conn.process
+                if self._closing:
+                    conn.fail_pending(
+                        lambda tool: WorkerClosed(
+                            f"pool closed during a call to {self.name}.{tool}", server=self.name
+                        )
+                    )
+                else:
+                    _logger.error(
+                        "worker for server %r (pid %s) %s; restarting",
+                        self.name,
+                        process.pid,
+                        _exit_text(process),
+                    )
+                    conn.fail_pending(
+                        lambda tool: WorkerCrashed(
+                            server=self.name, exitcode=process.exitcode, pid=process.pid, tool=tool
+                        )
+                    )
+
+    async def aclose(self) -> None:
+        """Shut the worker down: shutdown message → grace → terminate → kill. Shielded,
+        bounded, idempotent."""
+        with anyio.CancelScope(shield=True):
+            self._closing = True
+            self._connected.set()
+            conn = self._conn
+            if conn is not None:
+                conn.send(encode_frame(Shutdown()))
+                await _stop_process(conn.process, SHUTDOWN_GRACE)
+            with anyio.move_on_after(SHUTDOWN_GRACE + TERMINATE_GRACE + KILL_GRACE):
+                await self._finished.wait()
+
+    # -- calls -----------------------------------------------------------------------
+
+    async def _connection(self, what: str) -> _Connection:
+        while True:
+            if self._closing:
+                raise WorkerClosed(
+                    f"server {self.name!r} is closed; cannot {what}", server=self.name
+                )
+            if self._failure is not None:
+                raise self._failure
+            if self._conn is not None and self._conn.open:
+                return self._conn
+            await self._connected.wait()
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        on_log: LogHandler | None,
+    ) -> NativeMCPResponse[Any]:
+        """Run ``tool`` in the worker and return its response.
+
+        Raises:
+            WorkerTimeout: no reply within ``timeout`` (the call is cancelled in the worker).
+            WorkerCrashed: the worker died before replying.
+            WorkerClosed: the pool is closing.
+            FrameTooLarge: the arguments exceed the frame limit.
+        """
+        conn: _Connection | None = None
+        call_id = 0
+        try:
+            with anyio.fail_after(timeout if timeout > 0 else math.inf):
+                conn = await self._connection(f"call {tool!r}")
+                call_id = conn.new_id()
+                frame = encode_frame(
+                    Call(
+                        id=call_id, tool=tool, arguments=arguments, progress=on_progress is not None
+                    )
+                )
+                if len(frame) - _HEADER_SIZE > self._max_frame:
+                    raise FrameTooLarge(
+                        server=self.name,
+                        size=len(frame) - _HEADER_SIZE,
+                        limit=self._max_frame,
+                        what=f"the call to {tool!r}",
+                    )
+                inbox: Inbox[_Item] = Inbox()
+                conn.pending[call_id] = (tool, inbox)
+                conn.send(frame)
+                return await self._await_reply(inbox, on_progress, on_log)
+        except TimeoutError as exc:
+            if conn is not None and call_id:
+                conn.send(encode_frame(Cancel(id=call_id)))
+            raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout) from exc
+        except anyio.get_cancelled_exc_class():
+            if conn is not None and call_id:
+                conn.send(encode_frame(Cancel(id=call_id)))
+            raise
+        finally:
+            if conn is not None and call_id:
+                conn.pending.pop(call_id, None)
+
+    async def _await_reply(
+        self,
+        inbox: Inbox[_Item],
+        on_progress: ProgressCallback | None,
+        on_log: LogHandler | None,
+    ) -> NativeMCPResponse[Any]:
+        while True:
+            item = await inbox.get()
+            if isinstance(item, Reply):
+                return expand(item.response)
+            if isinstance(item, Notify):
+                await deliver(item.notification, on_progress, on_log)
+            elif isinstance(item, BaseException):
+                raise item
+
+    async def _request(self, make: Callable[[int], Any], what: str, timeout: float) -> Any:
+        conn: _Connection | None = None
+        call_id = 0
+        try:
+            with anyio.fail_after(timeout if timeout > 0 else math.inf):
+                conn = await self._connection(what)
+                call_id = conn.new_id()
+                inbox: Inbox[_Item] = Inbox()
+                conn.pending[call_id] = (what, inbox)
+                conn.send(encode_frame(make(call_id)))
+                while True:
+                    item = await inbox.get()
+                    if isinstance(item, BaseException):
+                        raise item
+                    if isinstance(item, Result):
+                        if item.error is not None:
+                            raise WorkerError(
+                                f"server {self.name!r} could not {what}: {item.error}",
+                                server=self.name,
+                            )
+                        return item.value
+        except TimeoutError as exc:
+            raise WorkerTimeout(server=self.name, tool=what, timeout=timeout) from exc
+        finally:
+            if conn is not None and call_id:
+                conn.pending.pop(call_id, None)
+
+    async def list_tools(self, *, timeout: float) -> list[Tool]:
+        """The worker's current tool list."""
+        value = await self._request(lambda i: ListTools(id=i), "list tools", timeout)
+        self._tools = msgspec.convert(value, list[Tool])
+        return self._tools
+
+    async def get_service_context(self, *, timeout: float) -> str:
+        """The server's service-context text."""
+        return str(
+            await self._request(lambda i: GetServiceContext(id=i), "get service context", timeout)
+        )
+
+    async def switch_context(
+        self, session_id: str | None, thread_id: str | None, *, timeout: float
+    ) -> None:
+        """Scope the worker's later calls to ``(session_id, thread_id)``."""
+        await self._request(
+            lambda i: SwitchContext(id=i, session_id=session_id, thread_id=thread_id),
+            "switch context",
+            timeout,
+        )
+
+    async def ping(self, *, timeout: float) -> None:
+        """Round-trip an empty message."""
+        await self._request(lambda i: Ping(id=i), "ping", timeout)
+
+
+def _exit_text(process: Any) -> str:
+    return describe_exit(process.exitcode)

@@ -1,0 +1,164 @@
+"""The frame channel on an asyncio transport: no task hop and no syscall per message
+beyond the socket's own read and write.
+
+Both ends speak length-prefixed msgpack frames (see `_wire`). Incoming frames are
+decoded in ``data_received`` and handed to a callback at once; writing is a
+synchronous ``transport.write`` that never blocks the loop (the transport buffers,
+and `FrameChannel.drain` waits while the peer is behind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, cast
+
+import msgspec
+
+from nativemcp.protocol import ProtocolError
+
+__all__ = ["FrameChannel", "Inbox", "open_channel"]
+
+T = TypeVar("T")
+
+
+class FrameChannel(asyncio.Protocol):
+    """One end of a worker channel: decodes frames as they arrive, writes frames."""
+
+    def __init__(
+        self,
+        decoder: msgspec.msgpack.Decoder[Any],
+        max_frame: int,
+        on_message: Callable[[Any], None],
+    ) -> None:
+        self._decoder = decoder
+        self._max_frame = max_frame
+        self._on_message = on_message
+        self._buffer = bytearray()
+        self._transport: asyncio.Transport | None = None
+        loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[BaseException | None] = loop.create_future()
+        self._resumed: asyncio.Future[None] | None = None
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, only alike.
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        position = 0
+        available = len(buffer)
+        while available - position >= 4:
+            size = int.from_bytes(buffer[position : position + 4], "big")
+            if size > self._max_frame:
+                self._fail(
+                    ProtocolError(f"incoming frame of {size} bytes exceeds {self._max_frame}")
+                )
+                return
+            end = position + 4 + size
+            if end > available:
+                break
+            try:
+                message = self._decoder.decode(bytes(buffer[position + 4 : end]))
+            except msgspec.MsgspecError as exc:
+                self._fail(ProtocolError(f"undecodable frame: {exc}"))
+                return
+            position = end
+            self._on_message(message)
+            if self.closed.done():
+                return
+        if position:
+            del buffer[:position]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(exc)
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._resumed is None or self._resumed.done():
+            self._resumed = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_result(None)
+
+    # -- use -----------------------------------------------------------------------------
+
+    def _fail(self, error: BaseException) -> None:
+        # The stream is out of step: nothing after this point can be trusted.
+        if not self.closed.done():
+            self.closed.set_result(error)
+        if self._transport is not None:
+            self._transport.abort()
+
+    @property
+    def is_open(self) -> bool:
+        """False once the channel closed or failed."""
+        return not self.closed.done() and self._transport is not None
+
+    def write(self, frame: bytes) -> bool:
+        """Send a frame now (buffered by the transport); False when the channel is closed."""
+        transport = self._transport
+        if transport is None or transport.is_closing() or self.closed.done():
+            return False
+        transport.write(frame)
+        return True
+
+    async def drain(self) -> None:
+        """Wait while the transport's buffer is over its high-water mark."""
+        resumed = self._resumed
+        if resumed is not None and not resumed.done():
+            await resumed
+
+    def close(self) -> None:
+        """Close the transport (pending writes are flushed first)."""
+        if self._transport is not None:
+            self._transport.close()
+
+
+async def open_channel(
+    sock: socket.socket,
+    decoder: msgspec.msgpack.Decoder[Any],
+    max_frame: int,
+    on_message: Callable[[Any], None],
+) -> FrameChannel:
+    """Wrap a connected stream socket in a `FrameChannel` on the running asyncio loop."""
+    loop = asyncio.get_running_loop()
+    _, channel = await loop.connect_accepted_socket(
+        lambda: FrameChannel(decoder, max_frame, on_message), sock=sock
+    )
+    return channel
+
+
+class Inbox(Generic[T]):
+    """Items for one waiting task, delivered in order; `put` never blocks."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[T] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: T) -> None:
+        """Queue ``item`` and wake the reader (event loop thread only)."""
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> T:
+        """The next item, waiting for it if needed."""
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()

@@ -1,0 +1,295 @@
+"""The worker process: loads one server and serves it over the frame channel.
+
+Started by the proxy with `multiprocess` (spawn or forkserver). Stdout and stderr are
+not the channel: ``print`` output and log records are forwarded as `Log` frames to the
+parent's ``logging``. The worker exits when told to shut down or when the channel
+closes (the parent is gone), so it never outlives its pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import os
+import socket
+import sys
+import threading
+import traceback
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+import msgspec
+
+from nativemcp.protocol import INTERNAL_ERROR, NativeMCPResponse, compact, error_response
+
+from ._channel import FrameChannel, Inbox, open_channel
+from ._config import ServerConfig, ServerSource, load_server
+from ._context import Context, Notification
+from ._server import Server
+from ._wire import (
+    Call,
+    Cancel,
+    GetServiceContext,
+    ListTools,
+    Log,
+    Notify,
+    Ping,
+    Ready,
+    Reply,
+    Result,
+    Shutdown,
+    StartFailed,
+    SwitchContext,
+    ToWorker,
+    encode_frame,
+)
+
+__all__ = ["worker_main"]
+
+try:  # uvloop halves the event loop's cost per message; it is optional
+    import uvloop  # noqa: F401
+
+    _HAS_UVLOOP = True
+except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
+    _HAS_UVLOOP = False
+
+_SHUTDOWN_HOOK_TIMEOUT: Final = 5.0
+"""How long the server's shutdown hooks may take before the worker exits anyway."""
+
+
+class _Outbox:
+    """Frames to the parent; `put_threadsafe` works from any thread without blocking it."""
+
+    def __init__(self, channel: FrameChannel) -> None:
+        self._channel = channel
+        # The worker always runs on asyncio (or uvloop): anyio.run's default backend.
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    def put(self, frame: bytes) -> None:
+        """Send a frame (event loop thread only); dropped once the channel is closed."""
+        self._channel.write(frame)
+
+    def put_threadsafe(self, frame: bytes) -> None:
+        """Send a frame from any thread."""
+        if threading.get_ident() == self._loop_thread:
+            self.put(frame)
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is exiting
+            self._loop.call_soon_threadsafe(self.put, frame)
+
+
+class _ForwardHandler(logging.Handler):
+    """Sends every log record to the parent as a `Log` frame."""
+
+    def __init__(self, outbox: _Outbox) -> None:
+        super().__init__()
+        self._outbox = outbox
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            if record.exc_info:
+                message += "\n" + "".join(traceback.format_exception(*record.exc_info))
+            frame = encode_frame(Log(name=record.name, level=record.levelno, message=message))
+        except Exception:  # a broken record must never take the worker down
+            self.handleError(record)
+            return
+        self._outbox.put_threadsafe(frame)
+
+
+class _LogWriter(io.TextIOBase):
+    """Stands in for stdout/stderr: each printed line becomes a log record."""
+
+    def __init__(self, logger: logging.Logger, level: int) -> None:
+        self._logger = logger
+        self._level = level
+        self._buffer = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        *lines, self._buffer = self._buffer.split("\n")
+        for line in lines:
+            self._logger.log(self._level, "%s", line)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._buffer:
+            self._logger.log(self._level, "%s", self._buffer)
+            self._buffer = ""
+
+
+class _Worker:
+    def __init__(self, server: Server, outbox: _Outbox, max_frame: int) -> None:
+        self.server = server
+        self.outbox = outbox
+        self.max_frame = max_frame
+        # Calls run as plain asyncio tasks: a third of the cost of a task-group task,
+        # and a Cancel frame cancels the task itself.
+        self.running: dict[int, asyncio.Task[None]] = {}
+
+    def start_call(self, call: Call) -> None:
+        task = asyncio.get_running_loop().create_task(self.run_call(call))
+        self.running[call.id] = task
+        task.add_done_callback(lambda _: self.running.pop(call.id, None))
+
+    async def cancel_all(self) -> None:
+        tasks = list(self.running.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=_SHUTDOWN_HOOK_TIMEOUT)
+
+    async def run_call(self, call: Call) -> None:
+
+        async def notify(notification: Notification) -> None:
+            self.outbox.put(encode_frame(Notify(id=call.id, notification=notification)))
+
+        context = Context(
+            server_name=self.server.name,
+            tool_name=call.tool,
+            request_id=call.id,
+            session_id=self.server.session_id,
+            thread_id=self.server.thread_id,
+            data_dir=self.server.data_dir,
+            notify=notify,
+        )
+        try:
+            response = await self.server.call_tool(call.tool, call.arguments, context=context)
+        except asyncio.CancelledError:
+            return  # the caller gave up (timeout or cancellation): no reply is wanted
+        self.send_reply(call, response)
+
+    def send_reply(self, call: Call, response: NativeMCPResponse[Any]) -> None:
+        response = compact(response)
+        response.id = call.id
+        problem: str | None = None
+        try:
+            frame = encode_frame(Reply(id=call.id, response=response))
+        except (TypeError, ValueError, OverflowError) as exc:
+            logging.getLogger("nativemcp.worker").exception("cannot encode a reply")
+            problem = f"the result of {call.tool!r} cannot be encoded: {exc}"
+        else:
+            if len(frame) - 4 > self.max_frame:
+                problem = (
+                    f"the result of {call.tool!r} is {len(frame) - 4} bytes, over the "
+                    f"frame limit of {self.max_frame} bytes; ask for less (page or filter)"
+                )
+        if problem is not None:
+            frame = encode_frame(
+                Reply(id=call.id, response=error_response(problem, code=INTERNAL_ERROR, id=call.id))
+            )
+        self.outbox.put(frame)
+
+    async def answer(self, request_id: int, get: Any) -> None:
+        try:
+            value = await get()
+            self.outbox.put(encode_frame(Result(id=request_id, value=value)))
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            logging.getLogger("nativemcp.worker").exception("request failed")
+            self.outbox.put(
+                encode_frame(Result(id=request_id, error=f"{type(exc).__name__}: {exc}"))
+            )
+
+
+async def _serve(
+    sock: socket.socket, source: ServerSource, config: ServerConfig, max_frame: int
+) -> None:
+    inbox: Inbox[Any] = Inbox()
+    channel = await open_channel(sock, msgspec.msgpack.Decoder(ToWorker), max_frame, inbox.put)
+    outbox = _Outbox(channel)
+    root = logging.getLogger()
+    root.handlers[:] = [_ForwardHandler(outbox)]
+    root.setLevel(config.options.get("log_level", logging.INFO))
+    sys.stdout = _LogWriter(logging.getLogger("nativemcp.worker.stdout"), logging.INFO)
+    sys.stderr = _LogWriter(logging.getLogger("nativemcp.worker.stderr"), logging.WARNING)
+    try:
+        server = load_server(source, config)
+    except Exception as exc:
+        outbox.put(encode_frame(StartFailed(message=f"{type(exc).__name__}: {exc}")))
+        await _close(channel)
+        return
+    worker = _Worker(server, outbox, max_frame)
+    outbox.put(
+        encode_frame(
+            Ready(
+                name=server.name,
+                version=server.version,
+                description=server.description,
+                tools=server.list_tools(),
+                pid=os.getpid(),
+            )
+        )
+    )
+
+    async def watch_channel() -> None:
+        await channel.closed
+        inbox.put(None)  # the parent is gone: stop as if told to
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_channel)
+            await _dispatch(inbox, worker, tg)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await worker.cancel_all()
+            with anyio.move_on_after(_SHUTDOWN_HOOK_TIMEOUT):
+                await server.aclose()
+            await _close(channel)
+
+
+async def _close(channel: FrameChannel) -> None:
+    """Flush what is queued and close (bounded: the parent may be gone)."""
+    channel.close()
+    with anyio.move_on_after(1, shield=True):
+        await channel.closed
+
+
+async def _dispatch(inbox: Inbox[Any], worker: _Worker, tg: anyio.abc.TaskGroup) -> None:
+    server = worker.server
+    while True:
+        message = await inbox.get()
+        match message:
+            case Call():
+                worker.start_call(message)
+            case Cancel(id=call_id):
+                task = worker.running.get(call_id)
+                if task is not None:
+                    task.cancel()
+            case Ping(id=request_id):
+                worker.outbox.put(encode_frame(Result(id=request_id)))
+            case ListTools(id=request_id):
+                worker.outbox.put(encode_frame(Result(id=request_id, value=server.list_tools())))
+            case GetServiceContext(id=request_id):
+                tg.start_soon(worker.answer, request_id, server.get_service_context)
+            case SwitchContext(id=request_id, session_id=session_id, thread_id=thread_id):
+                # Awaited here, before reading on, so later calls see the new scope.
+                async def switch(s: str | None = session_id, t: str | None = thread_id) -> None:
+                    await server.switch_context(s, t)
+
+                await worker.answer(request_id, switch)
+            case Shutdown() | None:
+                return
+
+
+def worker_main(
+    sock: socket.socket, source: ServerSource, config: ServerConfig, max_frame: int
+) -> None:
+    """The worker process's entry point: serve ``source`` over ``sock`` until told to stop."""
+    try:
+        anyio.run(
+            _serve, sock, source, config, max_frame, backend_options={"use_uvloop": _HAS_UVLOOP}
+        )
+    except KeyboardInterrupt:  # the parent's Ctrl-C reaches the whole process group
+        pass
+    finally:
+        sock.close()

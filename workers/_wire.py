@@ -1,0 +1,146 @@
+"""The worker channel: msgpack frames with a length prefix over a socket pair.
+
+Each frame is a 4-byte big-endian length followed by one msgspec-msgpack message.
+Messages are tagged Structs: `ToWorker` from the proxy, `FromWorker` from the worker.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Final
+
+import msgspec
+
+from nativemcp.protocol import NativeMCPResponse, Tool
+
+from ._context import Notification
+
+__all__ = [
+    "DEFAULT_MAX_FRAME",
+    "Call",
+    "Cancel",
+    "FromWorker",
+    "GetServiceContext",
+    "ListTools",
+    "Log",
+    "Notify",
+    "Ping",
+    "Ready",
+    "Reply",
+    "Result",
+    "Shutdown",
+    "StartFailed",
+    "SwitchContext",
+    "ToWorker",
+    "encode_frame",
+]
+
+DEFAULT_MAX_FRAME: Final = 64 * 1024 * 1024
+"""Default largest frame, in bytes, either way (64 MiB)."""
+
+_HEADER: Final = struct.Struct(">I")
+
+
+class Call(msgspec.Struct, tag="call", array_like=True):
+    """Run a tool."""
+
+    id: int
+    tool: str
+    arguments: dict[str, Any]
+    progress: bool = False
+
+
+class Cancel(msgspec.Struct, tag="cancel", array_like=True):
+    """Cancel the call with this id (no reply)."""
+
+    id: int
+
+
+class Ping(msgspec.Struct, tag="ping", array_like=True):
+    """Answered with an empty `Result`."""
+
+    id: int
+
+
+class ListTools(msgspec.Struct, tag="list_tools", array_like=True):
+    """Answered with the tool list."""
+
+    id: int
+
+
+class GetServiceContext(msgspec.Struct, tag="service_context", array_like=True):
+    """Answered with the service-context text."""
+
+    id: int
+
+
+class SwitchContext(msgspec.Struct, tag="switch_context", array_like=True):
+    """Scope later calls to a session and thread; answered with an empty `Result`."""
+
+    id: int
+    session_id: str | None
+    thread_id: str | None
+
+
+class Shutdown(msgspec.Struct, tag="shutdown", array_like=True):
+    """Finish: cancel running calls, run shutdown hooks, exit."""
+
+
+ToWorker = Call | Cancel | Ping | ListTools | GetServiceContext | SwitchContext | Shutdown
+
+
+class Ready(msgspec.Struct, tag="ready", array_like=True):
+    """The handshake: the server is loaded and serving."""
+
+    name: str
+    version: str
+    description: str
+    tools: list[Tool]
+    pid: int
+
+
+class StartFailed(msgspec.Struct, tag="start_failed", array_like=True):
+    """The server could not be loaded; the worker exits after sending this."""
+
+    message: str
+
+
+class Reply(msgspec.Struct, tag="reply", array_like=True):
+    """The response to a `Call` (compacted: structured data once)."""
+
+    id: int
+    response: NativeMCPResponse[Any]
+
+
+class Result(msgspec.Struct, tag="result", array_like=True):
+    """The answer to a non-call request; ``error`` set when it failed."""
+
+    id: int
+    value: Any = None
+    error: str | None = None
+
+
+class Notify(msgspec.Struct, tag="notify", array_like=True):
+    """Progress or a log message of a running call."""
+
+    id: int
+    notification: Notification
+
+
+class Log(msgspec.Struct, tag="log", array_like=True):
+    """A log record from the worker process, for the parent's ``logging``."""
+
+    name: str
+    level: int
+    message: str
+
+
+FromWorker = Ready | StartFailed | Reply | Result | Notify | Log
+
+_encoder: Final = msgspec.msgpack.Encoder()
+
+
+def encode_frame(message: ToWorker | FromWorker) -> bytes:
+    """The frame bytes of ``message`` (length prefix included)."""
+    payload = _encoder.encode(message)
+    return _HEADER.pack(len(payload)) + payload
