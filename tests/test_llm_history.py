@@ -9,6 +9,15 @@ from typing import Any
 import pytest
 from anthropic.types import MessageParam
 from google.genai import types as genai_types
+from openai.types.chat import (
+    ChatCompletionMessage,
+    ChatCompletionMessageParam,
+    ChatCompletionMessageToolCall,
+)
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.responses import ResponseInputItemParam
+from pydantic import TypeAdapter
+
 from nativemcp.protocol import (
     NativeMCPResponse,
     empty_response,
@@ -25,14 +34,6 @@ from nativemcp.proxy.llm import (
     response_stats,
     tool_result_message,
 )
-from openai.types.chat import (
-    ChatCompletionMessage,
-    ChatCompletionMessageParam,
-    ChatCompletionMessageToolCall,
-)
-from openai.types.chat.chat_completion_message_function_tool_call import Function
-from openai.types.responses import ResponseInputItemParam
-from pydantic import TypeAdapter
 
 
 def _materialise(value: Any) -> Any:

@@ -15,10 +15,15 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import nativemcp.proxy.llm as llm
 import pytest
 from anthropic.types import ToolResultBlockParam
 from google.genai import types as genai_types
+from openai.types.chat import ChatCompletionToolMessageParam
+from openai.types.responses import ResponseInputItemParam
+from openai.types.responses.response_input_item_param import FunctionCallOutput
+from pydantic import TypeAdapter
+
+import nativemcp.proxy.llm as llm
 from nativemcp.protocol import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -47,10 +52,6 @@ from nativemcp.proxy.llm import (
     UnknownProviderError,
     tool_result_message,
 )
-from openai.types.chat import ChatCompletionToolMessageParam
-from openai.types.responses import ResponseInputItemParam
-from openai.types.responses.response_input_item_param import FunctionCallOutput
-from pydantic import TypeAdapter
 
 SEED_ERROR = (
     "Error: Mcp error: -32602: MCP error -32602: Invalid arguments for tool manipulateCube: [] "

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from nativemcp.proxy.llm import StreamAccumulator, StreamChunk, parse_stream_chunk
 
 JSON_VALUES = st.recursive(
