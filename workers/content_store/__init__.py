@@ -1,0 +1,34 @@
+"""The built-in content store: files and text in SQLite, with BM25 full-text search.
+
+Reached as ``pool.server("content-store")``; built in its worker by `create_server`.
+"""
+
+from ._models import AddContentResult as AddContentResult
+from ._models import ContentSummary as ContentSummary
+from ._models import DeleteContentResult as DeleteContentResult
+from ._models import DeleteStoreResult as DeleteStoreResult
+from ._models import ListContentResult as ListContentResult
+from ._models import ListStoresResult as ListStoresResult
+from ._models import ReadContentResult as ReadContentResult
+from ._models import RelevanceType as RelevanceType
+from ._models import SearchHit as SearchHit
+from ._models import SearchResult as SearchResult
+from ._models import StoreInfo as StoreInfo
+from ._server import ContentStoreOptions as ContentStoreOptions
+from ._server import create_server as create_server
+
+__all__ = [
+    "AddContentResult",
+    "ContentStoreOptions",
+    "ContentSummary",
+    "DeleteContentResult",
+    "DeleteStoreResult",
+    "ListContentResult",
+    "ListStoresResult",
+    "ReadContentResult",
+    "RelevanceType",
+    "SearchHit",
+    "SearchResult",
+    "StoreInfo",
+    "create_server",
+]

@@ -1,0 +1,422 @@
+"""The content store's SQLite database: stores, contents, line chunks and their FTS5 index.
+
+One file in WAL mode. Two connections: the writer, used under the server's write lock
+(possibly from a worker thread, for long inserts), and the reader, used on the event
+loop; WAL lets reads go on while a long write is in progress and shows them only
+committed data. Every change is one transaction, so a process killed mid-way leaves
+the change wholly applied or wholly absent.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, NamedTuple
+
+from ._chunking import Chunk
+from ._models import ContentSummary, SearchHit, StoreInfo
+from ._snippet import describe_match
+from ._tokenize import index_text, match_expression, query_terms
+
+__all__ = ["ContentDB", "NewContent", "new_id"]
+
+SCHEMA_VERSION: Final = 1
+"""Bumped when the schema or the index rewrite changes (a mismatch rebuilds the index)."""
+INSERT_BATCH: Final = 500
+"""Chunks inserted between two progress reports."""
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS stores (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    description TEXT,
+    session_id TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS contents (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    store_id TEXT NOT NULL REFERENCES stores(id) ON DELETE CASCADE,
+    filename TEXT NOT NULL,
+    mime_type TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    line_count INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    preview TEXT NOT NULL,
+    uploaded_at TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (store_id, sha256)
+);
+CREATE INDEX IF NOT EXISTS contents_by_store ON contents (store_id, rid);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    content_rid INTEGER NOT NULL REFERENCES contents(rid) ON DELETE CASCADE,
+    store_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_content ON chunks (content_rid);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    body, tokenize = 'unicode61 remove_diacritics 2'
+);
+"""
+
+_CONTENT_COLUMNS: Final = (
+    "store_id, id, filename, mime_type, size, line_count, chunk_count, preview, uploaded_at, sha256"
+)
+_PREVIEW_CHARS: Final = 200
+_SPACES: Final = re.compile(r"\s+")
+
+
+def new_id(prefix: str) -> str:
+    """A short random id such as ``ct_3f9a1b2c4d5e``."""
+    return f"{prefix}_{secrets.token_hex(6)}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _preview(text: str) -> str:
+    flat = _SPACES.sub(" ", text[: _PREVIEW_CHARS * 4]).strip()
+    return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
+
+
+class NewContent(NamedTuple):
+    """A content item ready to insert: its text already extracted and chunked."""
+
+    filename: str
+    mime_type: str
+    text: str
+    sha256: str
+    line_count: int
+    chunks: Sequence[Chunk]
+
+
+def _store(row: Sequence[Any]) -> StoreInfo:
+    return StoreInfo(
+        store_id=row[0],
+        name=row[1],
+        description=row[2],
+        session_id=row[3],
+        created_at=datetime.fromisoformat(row[4]),
+        updated_at=datetime.fromisoformat(row[5]),
+        content_count=row[6],
+    )
+
+
+def _summary(row: Sequence[Any]) -> ContentSummary:
+    return ContentSummary(
+        store_id=row[0],
+        content_id=row[1],
+        filename=row[2],
+        mime_type=row[3],
+        size=row[4],
+        line_count=row[5],
+        chunk_count=row[6],
+        preview=row[7],
+        uploaded_at=datetime.fromisoformat(row[8]),
+        content_hash=row[9],
+    )
+
+
+def _connect(path: Path | str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+class ContentDB:
+    """Stores, contents and search over one SQLite file (see the module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._write = _connect(path)
+        self._write.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode survives a killed process (not a power cut): the
+        # committed transactions are in the WAL file the next opener replays.
+        self._write.execute("PRAGMA synchronous = NORMAL")
+        self._write.executescript(_SCHEMA)
+        self._check_version()
+        self._read = _connect(path)
+        self._closed = False
+
+    def _check_version(self) -> None:
+        row = self._write.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is not None and int(row[0]) == SCHEMA_VERSION:
+            return
+        with self._transaction():
+            if row is not None:
+                # The index rewrite changed: re-index every chunk from its stored text.
+                rows = self._write.execute("SELECT id, body FROM chunks").fetchall()
+                self._write.execute("DELETE FROM chunks_fts")
+                self._write.executemany(
+                    "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+                    ((rid, index_text(body)) for rid, body in rows),
+                )
+            self._write.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self._write
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close both connections (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._read.close()
+        self._write.close()
+
+    # -- stores ----------------------------------------------------------------------
+
+    def create_store(self, name: str, description: str | None, session_id: str | None) -> StoreInfo:
+        """Add an empty store."""
+        store_id = new_id("st")
+        now = _now()
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO stores (id, name, description, session_id, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (store_id, name, description, session_id, now, now),
+            )
+        store = self.get_store(store_id)
+        assert store is not None
+        return store
+
+    _STORE_SELECT: Final = (
+        "SELECT s.id, s.name, s.description, s.session_id, s.created_at, s.updated_at,"
+        " (SELECT count(*) FROM contents c WHERE c.store_id = s.id) FROM stores s"
+    )
+
+    def get_store(self, store_id: str) -> StoreInfo | None:
+        """The store, or None."""
+        row = self._read.execute(f"{self._STORE_SELECT} WHERE s.id = ?", (store_id,)).fetchone()
+        return _store(row) if row else None
+
+    def list_stores(self, session_id: str | None = None) -> list[StoreInfo]:
+        """Every store (or a session's), oldest first."""
+        if session_id is None:
+            rows = self._read.execute(f"{self._STORE_SELECT} ORDER BY s.rowid").fetchall()
+        else:
+            rows = self._read.execute(
+                f"{self._STORE_SELECT} WHERE s.session_id = ? ORDER BY s.rowid", (session_id,)
+            ).fetchall()
+        return [_store(row) for row in rows]
+
+    def delete_store(self, store_id: str) -> int:
+        """Remove a store and its contents; the number of contents removed."""
+        with self._transaction() as conn:
+            conn.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE store_id = ?)",
+                (store_id,),
+            )
+            conn.execute("DELETE FROM chunks WHERE store_id = ?", (store_id,))
+            count: int = conn.execute(
+                "SELECT count(*) FROM contents WHERE store_id = ?", (store_id,)
+            ).fetchone()[0]
+            conn.execute("DELETE FROM contents WHERE store_id = ?", (store_id,))
+            conn.execute("DELETE FROM stores WHERE id = ?", (store_id,))
+        return count
+
+    # -- contents --------------------------------------------------------------------
+
+    def find_duplicate(self, store_id: str, sha256: str) -> ContentSummary | None:
+        """The store's content with this text hash, or None."""
+        row = self._read.execute(
+            f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE store_id = ? AND sha256 = ?",
+            (store_id, sha256),
+        ).fetchone()
+        return _summary(row) if row else None
+
+    def add_content(
+        self,
+        store_id: str,
+        item: NewContent,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> tuple[ContentSummary, bool]:
+        """Insert a content item and index its chunks, in one transaction.
+
+        Returns the stored summary and whether it was a duplicate (then nothing was
+        written and the summary is the existing item's). ``progress(done, total)`` is
+        called after each batch of chunks.
+        """
+        content_id = new_id("ct")
+        now = _now()
+        size = len(item.text.encode("utf-8"))
+        total = len(item.chunks)
+        with self._transaction() as conn:
+            existing = conn.execute(
+                "SELECT id FROM contents WHERE store_id = ? AND sha256 = ?",
+                (store_id, item.sha256),
+            ).fetchone()
+            if existing is None:
+                cursor = conn.execute(
+                    "INSERT INTO contents (id, store_id, filename, mime_type, size, line_count,"
+                    " chunk_count, preview, uploaded_at, sha256, body)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        content_id,
+                        store_id,
+                        item.filename,
+                        item.mime_type,
+                        size,
+                        item.line_count,
+                        total,
+                        _preview(item.text),
+                        now,
+                        item.sha256,
+                        item.text,
+                    ),
+                )
+                rid = cursor.lastrowid
+                first: int = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[
+                    0
+                ]
+                for start in range(0, total, INSERT_BATCH):
+                    batch = item.chunks[start : start + INSERT_BATCH]
+                    ids = range(first + start, first + start + len(batch))
+                    conn.executemany(
+                        "INSERT INTO chunks (id, content_rid, store_id, seq, start_line,"
+                        " end_line, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            (cid, rid, store_id, start + n, c.start_line, c.end_line, c.text)
+                            for n, (cid, c) in enumerate(zip(ids, batch, strict=True))
+                        ),
+                    )
+                    conn.executemany(
+                        "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+                        ((cid, index_text(c.text)) for cid, c in zip(ids, batch, strict=True)),
+                    )
+                    if progress is not None:
+                        progress(start + len(batch), total)
+                conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (now, store_id))
+                existing_id = content_id
+            else:
+                existing_id = existing[0]
+            row = conn.execute(
+                f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE id = ?", (existing_id,)
+            ).fetchone()
+        return _summary(row), existing is not None
+
+    def get_content(self, store_id: str, content_id: str) -> ContentSummary | None:
+        """A content item's summary, or None."""
+        row = self._read.execute(
+            f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE store_id = ? AND id = ?",
+            (store_id, content_id),
+        ).fetchone()
+        return _summary(row) if row else None
+
+    def content_text(self, content_id: str) -> str:
+        """The stored text of a content item ('' if it is gone)."""
+        row = self._read.execute("SELECT body FROM contents WHERE id = ?", (content_id,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def count_contents(self, store_id: str) -> int:
+        """How many contents the store holds."""
+        count: int = self._read.execute(
+            "SELECT count(*) FROM contents WHERE store_id = ?", (store_id,)
+        ).fetchone()[0]
+        return count
+
+    def list_contents(self, store_id: str, offset: int, limit: int) -> list[ContentSummary]:
+        """A page of the store's contents, oldest first."""
+        rows = self._read.execute(
+            f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE store_id = ?"
+            " ORDER BY rid LIMIT ? OFFSET ?",
+            (store_id, limit, offset),
+        ).fetchall()
+        return [_summary(row) for row in rows]
+
+    def delete_content(self, store_id: str, content_id: str) -> int:
+        """Remove a content item and its chunks; the number of chunks removed."""
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT rid FROM contents WHERE store_id = ? AND id = ?", (store_id, content_id)
+            ).fetchone()
+            if row is None:
+                return 0
+            conn.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN"
+                " (SELECT id FROM chunks WHERE content_rid = ?)",
+                (row[0],),
+            )
+            deleted: int = conn.execute(
+                "DELETE FROM chunks WHERE content_rid = ?", (row[0],)
+            ).rowcount
+            conn.execute("DELETE FROM contents WHERE rid = ?", (row[0],))
+            conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (_now(), store_id))
+        return deleted
+
+    # -- search ----------------------------------------------------------------------
+
+    def search(
+        self, store_id: str, query: str, top_n: int, threshold: float | None
+    ) -> list[SearchHit]:
+        """The best ``top_n`` chunks for a plain-terms query, best first (BM25).
+
+        Scores are normalised to the best hit (1.0); hits below ``threshold`` and hits
+        with no positive score are left out.
+        """
+        expression = match_expression(query)
+        if expression is None:
+            return []
+        rows = self._read.execute(
+            "SELECT c.seq, c.start_line, c.end_line, c.body, ct.id, ct.filename,"
+            " -bm25(chunks_fts) AS score"
+            " FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
+            " JOIN contents ct ON ct.rid = c.content_rid"
+            " WHERE chunks_fts MATCH ? AND c.store_id = ?"
+            " ORDER BY bm25(chunks_fts) LIMIT ?",
+            (expression, store_id, top_n),
+        ).fetchall()
+        rows = [row for row in rows if row[6] > 0]
+        if not rows:
+            return []
+        best = rows[0][6]
+        terms = query_terms(query)
+        hits: list[SearchHit] = []
+        for seq, start, end, body, content_id, filename, raw in rows:
+            score = raw / best
+            if threshold is not None and score < threshold:
+                continue
+            match = describe_match(body, terms)
+            hits.append(
+                SearchHit(
+                    content_id=content_id,
+                    chunk_id=f"{content_id}:{seq}",
+                    filename=filename,
+                    line_range=(start, end),
+                    score=round(score, 4),
+                    raw_score=raw,
+                    relevance_type=match.relevance_type,
+                    matched_terms=match.matched_terms,
+                    context=match.context,
+                )
+            )
+        return hits

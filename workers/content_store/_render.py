@@ -1,0 +1,208 @@
+"""The text the model reads for each content-store result: the facts it needs to act
+next (ids, line ranges, scores, what to call next), never a bare status line.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ._models import (
+    AddContentResult,
+    ContentSummary,
+    DeleteContentResult,
+    DeleteStoreResult,
+    ListContentResult,
+    ListStoresResult,
+    ReadContentResult,
+    SearchResult,
+    StoreInfo,
+)
+from ._snippet import highlight
+
+__all__ = [
+    "format_size",
+    "render_add_content",
+    "render_create_store",
+    "render_delete_content",
+    "render_delete_store",
+    "render_list_content",
+    "render_list_stores",
+    "render_read_content",
+    "render_search",
+]
+
+
+def format_size(size: int) -> str:
+    """``1.5 KB``-style sizes."""
+    value = float(size)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024 or unit == "MB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _when(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _store_line(store: StoreInfo) -> str:
+    extra = f" — {store.description}" if store.description else ""
+    session = f" | Session: {store.session_id}" if store.session_id else ""
+    items = f"{store.content_count} item{'s' if store.content_count != 1 else ''}"
+    return (
+        f'"{store.name}"{extra}\n   Store ID: {store.store_id} | {items}{session}'
+        f" | Created: {_when(store.created_at)}"
+    )
+
+
+def render_create_store(store: StoreInfo) -> str:
+    """Text for `create_store`."""
+    lines = [
+        f'Created store "{store.name}"',
+        f"  Store ID: {store.store_id}",
+    ]
+    if store.description:
+        lines.append(f"  Description: {store.description}")
+    if store.session_id:
+        lines.append(f"  Session: {store.session_id}")
+    lines.append(f"  Created: {_when(store.created_at)}")
+    lines.append(
+        f'Next: add_content(store_id="{store.store_id}", path=... or content=..., filename=...)'
+    )
+    return "\n".join(lines)
+
+
+def _content_facts(item: ContentSummary | AddContentResult) -> str:
+    return (
+        f"Content ID: {item.content_id} | Type: {item.mime_type} | "
+        f"Size: {format_size(item.size)} | Lines: {item.line_count} | Chunks: {item.chunk_count}"
+    )
+
+
+def render_add_content(result: AddContentResult) -> str:
+    """Text for `add_content` (new item, or the existing duplicate)."""
+    if result.duplicate:
+        head = (
+            f'Not added: "{result.filename}" has exactly the text of content '
+            f"{result.content_id} already in store {result.store_id} (SHA-256 "
+            f"{result.content_hash[:12]}…); use that id."
+        )
+    else:
+        head = f'Added "{result.filename}" to store {result.store_id}'
+    return "\n".join(
+        [
+            head,
+            f"  {_content_facts(result)}",
+            f"  Uploaded: {_when(result.uploaded_at)}",
+            f"  Preview: {result.preview}",
+            f'Read: read_content(store_id="{result.store_id}", content_id="{result.content_id}",'
+            f" from_line=1, to_line={min(result.line_count, 200)})"
+            f' | Search: keyword_similarity_search(store_id="{result.store_id}", query=...)',
+        ]
+    )
+
+
+def render_list_content(result: ListContentResult) -> str:
+    """Text for `list_content`: numbered files with their facts and a preview."""
+    if result.total == 0:
+        return f"No files in store {result.store_id}. Add one with add_content."
+    if not result.contents:
+        return (
+            f"No files at offset {result.offset}: store {result.store_id} has "
+            f"{result.total} file{'s' if result.total != 1 else ''}."
+        )
+    first = result.offset + 1
+    last = result.offset + len(result.contents)
+    lines = [f"Files {first}-{last} of {result.total} in store {result.store_id}:", ""]
+    for number, item in enumerate(result.contents, first):
+        preview = item.preview if len(item.preview) <= 150 else item.preview[:150] + "…"
+        lines.extend(
+            [
+                f"{number}. {item.filename} ({format_size(item.size)}, {item.line_count} lines)",
+                f"   Type: {item.mime_type} | ID: {item.content_id} | Chunks: {item.chunk_count}",
+                f"   Uploaded: {_when(item.uploaded_at)}",
+                f"   Preview: {preview}",
+                "",
+            ]
+        )
+    if result.has_more:
+        lines.append(f'More: list_content(store_id="{result.store_id}", offset={last})')
+    return "\n".join(lines).rstrip("\n")
+
+
+def render_read_content(result: ReadContentResult) -> str:
+    """Text for `read_content`: the lines, numbered."""
+    start, end = result.line_range
+    width = len(str(end))
+    head = (
+        f"{result.filename} — lines {start}-{end} of {result.total_lines} "
+        f"(content {result.content_id}, store {result.store_id})"
+    )
+    body = [
+        f"{number:>{width}} | {line}"
+        for number, line in enumerate(result.content.split("\n"), start)
+    ]
+    tail = []
+    if end < result.total_lines:
+        tail.append(f"(more: from_line={end + 1})")
+    return "\n".join([head, *body, *tail])
+
+
+def render_search(result: SearchResult) -> str:
+    """Text for `keyword_similarity_search`: located, scored, highlighted contexts."""
+    if not result.results:
+        floor = f" at threshold {result.threshold}" if result.threshold is not None else ""
+        return (
+            f'No matches for "{result.query}" in store {result.store_id}{floor}. '
+            "Try fewer or different terms."
+        )
+    count = len(result.results)
+    lines = [
+        f'{count} result{"s" if count != 1 else ""} for "{result.query}" in store '
+        f"{result.store_id} (BM25; relevance 1.00 = best hit):",
+        "",
+    ]
+    for number, hit in enumerate(result.results, 1):
+        start, end = hit.line_range
+        lines.extend(
+            [
+                f"{number}. {hit.filename}:{start}-{end} (relevance: {hit.score:.2f}, "
+                f"BM25 {hit.raw_score:.3g})",
+                f"   Match Type: {hit.relevance_type}"
+                + (f" — {', '.join(hit.matched_terms)}" if hit.matched_terms else ""),
+                f"   Context: {highlight(hit.context, hit.matched_terms)}",
+                f"   Content ID: {hit.content_id} | Chunk ID: {hit.chunk_id}",
+                "",
+            ]
+        )
+    lines.append(
+        "Read more: read_content(store_id, content_id, from_line, to_line) with a line range above."
+    )
+    return "\n".join(lines)
+
+
+def render_delete_content(result: DeleteContentResult) -> str:
+    """Text for `delete_content`."""
+    return (
+        f'Deleted "{result.filename}" (content {result.content_id}, '
+        f"{result.deleted_chunks} chunks) from store {result.store_id}."
+    )
+
+
+def render_delete_store(result: DeleteStoreResult) -> str:
+    """Text for `delete_store`."""
+    return (
+        f'Deleted store "{result.name}" ({result.store_id}) and its '
+        f"{result.deleted_contents} content item{'s' if result.deleted_contents != 1 else ''}."
+    )
+
+
+def render_list_stores(result: ListStoresResult) -> str:
+    """Text for `list_stores`."""
+    if not result.stores:
+        return "No stores yet. Create one with create_store(name=...)."
+    lines = [f"{result.total} store{'s' if result.total != 1 else ''}:", ""]
+    for number, store in enumerate(result.stores, 1):
+        lines.append(f"{number}. {_store_line(store)}")
+    return "\n".join(lines)

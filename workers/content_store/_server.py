@@ -1,0 +1,417 @@
+"""The content-store server: its tools, wired to the database."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import msgspec
+
+from nativemcp.protocol import ToolAnnotations, ToolError
+from nativemcp.workers import Context, Server, ServerConfig
+
+from ._chunking import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_LINES,
+    DEFAULT_OVERLAP_LINES,
+    chunk_lines,
+    split_lines,
+)
+from ._db import ContentDB, NewContent
+from ._extract import ExtractError, extract_text, guess_mime_type, text_to_text
+from ._models import (
+    AddContentResult,
+    DeleteContentResult,
+    DeleteStoreResult,
+    ListContentResult,
+    ListStoresResult,
+    ReadContentResult,
+    SearchResult,
+    StoreInfo,
+)
+from ._render import (
+    format_size,
+    render_add_content,
+    render_create_store,
+    render_delete_content,
+    render_delete_store,
+    render_list_content,
+    render_list_stores,
+    render_read_content,
+    render_search,
+)
+
+__all__ = ["SERVER_NAME", "ContentStoreOptions", "create_server"]
+
+SERVER_NAME: Final = "content-store"
+"""The built-in server's name."""
+DB_FILENAME: Final = "content.sqlite3"
+"""The database file inside the server's data folder."""
+MIB: Final = 1024 * 1024
+
+_READ_ONLY: Final = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
+_DESTRUCTIVE: Final = ToolAnnotations(destructive_hint=True, idempotent_hint=True)
+
+
+class ContentStoreOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """The content store's ``ServerConfig.options`` (all optional)."""
+
+    max_file_bytes: int = 50 * MIB
+    """Largest file `add_content` reads from ``path``."""
+    max_text_bytes: int = 10 * MIB
+    """Largest text (UTF-8 bytes) stored for one content item."""
+    chunk_max_chars: int = DEFAULT_MAX_CHARS
+    chunk_max_lines: int = DEFAULT_MAX_LINES
+    chunk_overlap_lines: int = DEFAULT_OVERLAP_LINES
+
+
+def _options(raw: Mapping[str, Any]) -> ContentStoreOptions:
+    try:
+        return msgspec.convert(dict(raw), ContentStoreOptions)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"invalid content-store options: {exc}") from exc
+
+
+def _store_missing(store_id: str, known: list[StoreInfo]) -> ToolError:
+    names = ", ".join(f"{s.store_id} ({s.name})" for s in known[:10]) or "none yet"
+    return ToolError(
+        f"Store not found: {store_id}. Known stores: {names}. Use list_stores() or create_store().",
+        structured_content={"code": "STORE_NOT_FOUND", "storeId": store_id},
+    )
+
+
+class _ContentStore:
+    """The server's state: options, the database (opened on first use), the write lock."""
+
+    def __init__(self, server: Server, options: ContentStoreOptions) -> None:
+        self.server = server
+        self.options = options
+        self._db: ContentDB | None = None
+        self._scratch: Path | None = None
+        self.write_lock = anyio.Lock()
+
+    @property
+    def db(self) -> ContentDB:
+        if self._db is None:
+            folder = self.server.data_dir
+            if folder is None:
+                # No data folder configured: keep the data for this process only.
+                self._scratch = Path(tempfile.mkdtemp(prefix="nativemcp-content-"))
+                folder = self._scratch
+            self._db = ContentDB(folder / DB_FILENAME)
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def store(self, store_id: str) -> StoreInfo:
+        found = self.db.get_store(store_id)
+        if found is None:
+            raise _store_missing(store_id, self.db.list_stores())
+        return found
+
+    def check_text_size(self, text: str, what: str) -> None:
+        size = len(text.encode("utf-8"))
+        if size > self.options.max_text_bytes:
+            raise ToolError(
+                f"{what} is too large: {format_size(size)} of text "
+                f"(limit {format_size(self.options.max_text_bytes)})",
+                structured_content={"code": "CONTENT_TOO_LARGE", "size": size},
+            )
+
+    def read_path(self, raw_path: str) -> tuple[bytes, str]:
+        """The bytes of the file at ``raw_path`` and its name (runs in a thread)."""
+        path = Path(raw_path).expanduser()
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            raise ToolError(
+                f"File not found: {raw_path}",
+                structured_content={"code": "FILE_NOT_FOUND", "path": raw_path},
+            ) from None
+        except OSError as exc:
+            raise ToolError(f"Cannot access {raw_path}: {exc.strerror}") from exc
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise ToolError(
+                f"Not a regular file: {raw_path} is {kind}",
+                structured_content={"code": "NOT_A_FILE", "path": raw_path},
+            )
+        if info.st_size > self.options.max_file_bytes:
+            raise ToolError(
+                f"File too large: {raw_path} is {format_size(info.st_size)} "
+                f"(limit {format_size(self.options.max_file_bytes)})",
+                structured_content={"code": "FILE_TOO_LARGE", "size": info.st_size},
+            )
+        try:
+            return path.read_bytes(), path.name
+        except OSError as exc:
+            raise ToolError(f"Cannot read {raw_path}: {exc.strerror}") from exc
+
+    def prepare(
+        self,
+        content: str | None,
+        data: bytes | None,
+        filename: str,
+        mime_type: str | None,
+    ) -> NewContent:
+        """Extract, check and chunk a content item (runs in a thread)."""
+        try:
+            if data is not None:
+                text, mime = extract_text(data, filename, mime_type)
+            else:
+                assert content is not None
+                text, mime = text_to_text(
+                    content, mime_type or guess_mime_type(filename) or "text/plain"
+                )
+        except ExtractError as exc:
+            raise ToolError(str(exc), structured_content={"code": "UNSUPPORTED_CONTENT"}) from exc
+        self.check_text_size(text, filename)
+        if not text.strip():
+            raise ToolError(
+                f"{filename} has no text to store (empty, or no extractable text)",
+                structured_content={"code": "EMPTY_CONTENT"},
+            )
+        lines = split_lines(text)
+        chunks = chunk_lines(
+            lines,
+            max_chars=self.options.chunk_max_chars,
+            max_lines=self.options.chunk_max_lines,
+            overlap_lines=self.options.chunk_overlap_lines,
+        )
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return NewContent(filename, mime, text, digest, len(lines), chunks)
+
+
+def create_server(config: ServerConfig) -> Server:
+    """The content store: stores of text contents with BM25 full-text search.
+
+    Raises:
+        ValueError: ``config.options`` holds an unknown or ill-typed option.
+    """
+    server = Server(
+        SERVER_NAME,
+        description=(
+            "Stores files and text, split into line chunks, with BM25 full-text search "
+            "(Korean, Japanese, Chinese and accented text included)."
+        ),
+    )
+    state = _ContentStore(server, _options(config.options))
+    server.on_shutdown(state.close)
+
+    @server.tool(render=render_create_store)
+    async def create_store(
+        name: str | None = None,
+        description: str | None = None,
+        session_id: str | None = None,
+    ) -> StoreInfo:
+        """Create an empty content store (a named collection of files searched together).
+
+        session_id groups the store with a chat session (defaults to the current one).
+        """
+        async with state.write_lock:
+            return state.db.create_store(
+                name or "Unnamed Store", description, session_id or server.session_id
+            )
+
+    @server.tool(render=render_add_content)
+    async def add_content(
+        ctx: Context,
+        store_id: str,
+        content: str | None = None,
+        path: str | None = None,
+        filename: str | None = None,
+        mime_type: str | None = None,
+    ) -> AddContentResult:
+        """Add a file (path) or text (content) to a store: parsed, chunked by lines, indexed.
+
+        Supports text, Markdown, code, JSON, CSV, HTML, and PDF/DOCX/XLSX files. The same
+        text added twice returns the existing content id (duplicate=true).
+        """
+        state.store(store_id)
+        if (content is None) == (path is None):
+            raise ToolError(
+                "Pass exactly one of content (text) or path (a file to read)",
+                structured_content={"code": "INVALID_ARGUMENTS"},
+            )
+        data: bytes | None = None
+        if path is not None:
+            data, file_name = await anyio.to_thread.run_sync(state.read_path, path)
+            filename = filename or file_name
+        else:
+            assert content is not None
+            state.check_text_size(content, filename or "The content")
+        name = filename or "untitled.txt"
+        await ctx.report_progress(0, None, f"reading {name}")
+        item = await anyio.to_thread.run_sync(state.prepare, content, data, name, mime_type)
+        existing = state.db.find_duplicate(store_id, item.sha256)
+        if existing is None:
+            total = len(item.chunks)
+            await ctx.report_progress(0, total, f"indexing {name}: {total} chunks")
+
+            def progress(done: int, total: int) -> None:
+                anyio.from_thread.run(ctx.report_progress, done, total, f"indexed {done} chunks")
+
+            async with state.write_lock:
+                summary, duplicate = await anyio.to_thread.run_sync(
+                    lambda: state.db.add_content(store_id, item, progress)
+                )
+        else:
+            summary, duplicate = existing, True
+        return AddContentResult(**msgspec.structs.asdict(summary), duplicate=duplicate)
+
+    @server.tool(render=render_list_content, annotations=_READ_ONLY)
+    def list_content(
+        store_id: str,
+        offset: Annotated[int, msgspec.Meta(ge=0)] = 0,
+        limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 50,
+    ) -> ListContentResult:
+        """List a store's files (oldest first) with size, lines, type, id, date and preview.
+
+        Pages with offset/limit (limit at most 100); has_more tells if more follow.
+        """
+        state.store(store_id)
+        total = state.db.count_contents(store_id)
+        contents = state.db.list_contents(store_id, offset, limit)
+        return ListContentResult(
+            store_id=store_id,
+            contents=contents,
+            total=total,
+            offset=offset,
+            limit=limit,
+            has_more=offset + len(contents) < total,
+        )
+
+    @server.tool(render=render_read_content, annotations=_READ_ONLY)
+    def read_content(
+        store_id: str,
+        content_id: str,
+        from_line: Annotated[int, msgspec.Meta(ge=1)] = 1,
+        to_line: Annotated[int, msgspec.Meta(ge=1)] | None = None,
+    ) -> ReadContentResult:
+        """Read lines from_line..to_line (1-based, inclusive; to_line defaults to the end)."""
+        state.store(store_id)
+        summary = state.db.get_content(store_id, content_id)
+        if summary is None:
+            raise ToolError(
+                f"Content not found: {content_id} in store {store_id}. "
+                f'Use list_content(store_id="{store_id}") to see its files.',
+                structured_content={
+                    "code": "CONTENT_NOT_FOUND",
+                    "storeId": store_id,
+                    "contentId": content_id,
+                },
+            )
+        total = summary.line_count
+        last = total if to_line is None else min(to_line, total)
+        if from_line > total or last < from_line:
+            raise ToolError(
+                f"Invalid line range {from_line}-{to_line if to_line is not None else 'end'} "
+                f"for content {content_id} ({summary.filename}), which has {total} lines",
+                structured_content={
+                    "code": "INVALID_LINE_RANGE",
+                    "contentId": content_id,
+                    "fromLine": from_line,
+                    "toLine": to_line,
+                    "totalLines": total,
+                },
+            )
+        lines = split_lines(state.db.content_text(content_id))
+        return ReadContentResult(
+            store_id=store_id,
+            content_id=content_id,
+            filename=summary.filename,
+            content="\n".join(lines[from_line - 1 : last]),
+            line_range=(from_line, last),
+            total_lines=total,
+        )
+
+    @server.tool(render=render_search, annotations=_READ_ONLY)
+    def keyword_similarity_search(
+        store_id: str,
+        query: str,
+        top_n: Annotated[int, msgspec.Meta(ge=1, le=100)] = 5,
+        threshold: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None,
+    ) -> SearchResult:
+        """Full-text search (BM25) over a store's chunks; plain terms, any language.
+
+        Each result has the file, exact line range, relevance 0..1 (1 = best hit) and
+        raw BM25 score, match type and a context snippet. threshold drops weaker hits.
+        """
+        state.store(store_id)
+        hits = state.db.search(store_id, query, top_n, threshold)
+        return SearchResult(store_id=store_id, query=query, results=hits, threshold=threshold)
+
+    @server.tool(render=render_delete_content, annotations=_DESTRUCTIVE)
+    async def delete_content(store_id: str, content_id: str) -> DeleteContentResult:
+        """Remove a file and its search index entries from a store."""
+        state.store(store_id)
+        summary = state.db.get_content(store_id, content_id)
+        if summary is None:
+            raise ToolError(
+                f"Content not found: {content_id} in store {store_id}",
+                structured_content={
+                    "code": "CONTENT_NOT_FOUND",
+                    "storeId": store_id,
+                    "contentId": content_id,
+                },
+            )
+        async with state.write_lock:
+            deleted = state.db.delete_content(store_id, content_id)
+        return DeleteContentResult(
+            store_id=store_id,
+            content_id=content_id,
+            filename=summary.filename,
+            deleted_chunks=deleted,
+        )
+
+    @server.tool(render=render_list_stores, annotations=_READ_ONLY)
+    def list_stores() -> ListStoresResult:
+        """List every store with its id, name, item count and creation date."""
+        stores = state.db.list_stores()
+        return ListStoresResult(stores=stores, total=len(stores))
+
+    @server.tool(render=render_delete_store, annotations=_DESTRUCTIVE)
+    async def delete_store(store_id: str) -> DeleteStoreResult:
+        """Remove a store and everything in it."""
+        store = state.store(store_id)
+        async with state.write_lock:
+            deleted = state.db.delete_store(store_id)
+        return DeleteStoreResult(store_id=store_id, name=store.name, deleted_contents=deleted)
+
+    @server.service_context
+    def attached_files() -> str:
+        """The current session's stores and files, for the system prompt."""
+        stores = state.db.list_stores(server.session_id)
+        if not stores:
+            return ""
+        lines = ["Attached files (content store):"]
+        for store in stores:
+            lines.append(f'- store "{store.name}" (store_id: {store.store_id})')
+            for item in state.db.list_contents(store.store_id, 0, 100):
+                lines.append(
+                    f"  - {item.filename} (content_id: {item.content_id}, "
+                    f"{item.line_count} lines, {item.mime_type})"
+                )
+            if store.content_count > 100:
+                lines.append(f"  - … {store.content_count - 100} more: use list_content")
+        lines.append(
+            "Use read_content(store_id, content_id, from_line, to_line) to read a file and "
+            "keyword_similarity_search(store_id, query) to search."
+        )
+        return "\n".join(lines)
+
+    return server

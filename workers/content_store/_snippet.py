@@ -1,0 +1,111 @@
+"""Where a search's terms occur in a chunk: the match type, the matched terms, and a
+context snippet around the first match (case- and accent-insensitive, like the index).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, NamedTuple
+
+from ._models import RelevanceType
+from ._tokenize import fold
+
+__all__ = ["Match", "describe_match", "highlight"]
+
+CONTEXT_CHARS: Final = 240
+"""Length of a context snippet."""
+_LEAD: Final = 60
+_WORD_PART: Final = re.compile(r"[^\W_]+")
+_CJK: Final = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+class Match(NamedTuple):
+    """How a chunk matched a query."""
+
+    relevance_type: RelevanceType
+    matched_terms: list[str]
+    context: str
+
+
+def _pattern(term: str) -> re.Pattern[str] | None:
+    """A regex over folded text for one query term, token by token."""
+    parts = _WORD_PART.findall(fold(term))
+    if not parts:
+        return None
+    body = r"[\W_]+".join(re.escape(part) for part in parts)
+    # Latin-like words match whole tokens (as FTS5 does); CJK matches inside runs.
+    head = "" if _CJK.match(parts[0][0]) else r"(?<![^\W_])"
+    tail = "" if _CJK.match(parts[-1][-1]) else r"(?![^\W_])"
+    return re.compile(head + body + tail)
+
+
+def _spans(folded: str, terms: list[str]) -> dict[str, tuple[int, int]]:
+    found: dict[str, tuple[int, int]] = {}
+    for term in terms:
+        pattern = _pattern(term)
+        if pattern is None:
+            continue
+        hit = pattern.search(folded)
+        if hit is not None:
+            found[term] = hit.span()
+    return found
+
+
+def describe_match(body: str, terms: list[str]) -> Match:
+    """The match type, matched terms and a snippet of ``body`` for ``terms``."""
+    folded = fold(body)
+    spans = _spans(folded, terms)
+    matched = [term for term in terms if term in spans]
+    if len(terms) > 1 and len(matched) == len(terms):
+        phrase = _pattern(" ".join(terms))
+        kind: RelevanceType = (
+            "exact_phrase" if phrase is not None and phrase.search(folded) else "all_terms"
+        )
+    elif matched and len(matched) == len(terms):
+        kind = "all_terms"
+    else:
+        kind = "some_terms"
+    first = min((span[0] for span in spans.values()), default=0)
+    return Match(kind, matched, _window(body, first))
+
+
+def _window(body: str, position: int) -> str:
+    if len(body) <= CONTEXT_CHARS:
+        return " ".join(body.split())
+    start = max(0, position - _LEAD)
+    if start > 0:
+        space = body.find(" ", start, position)
+        start = space + 1 if space != -1 else start
+    end = min(len(body), start + CONTEXT_CHARS)
+    if end < len(body):
+        space = body.rfind(" ", start + CONTEXT_CHARS // 2, end)
+        end = space if space != -1 else end
+    text = " ".join(body[start:end].split())
+    return ("…" if start > 0 else "") + text + ("…" if end < len(body) else "")
+
+
+def highlight(text: str, terms: list[str]) -> str:
+    """``text`` with each occurrence of the terms wrapped in ``**``, for the model."""
+    folded = fold(text)
+    marks: list[tuple[int, int]] = []
+    for term in terms:
+        pattern = _pattern(term)
+        if pattern is not None:
+            marks.extend(hit.span() for hit in pattern.finditer(folded) if hit.end() > hit.start())
+    if not marks:
+        return text
+    marks.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in marks:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    out: list[str] = []
+    last = 0
+    for start, end in merged:
+        out.append(text[last:start])
+        out.append(f"**{text[start:end]}**")
+        last = end
+    out.append(text[last:])
+    return "".join(out)

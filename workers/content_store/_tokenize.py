@@ -1,0 +1,120 @@
+"""Text → FTS5 tokens, and user queries → safe FTS5 match expressions.
+
+SQLite's ``unicode61`` tokenizer (with ``remove_diacritics 2``) handles Latin, Greek and
+Cyrillic words well: ``muller`` matches ``Müller``. It does not segment Chinese,
+Japanese or Korean, which are written without spaces between words (or, in Korean,
+with particles glued to the word): a whole run like ``東京都庁`` or ``학교에서`` would
+be one token, and a search for ``東京`` or ``학교`` would find nothing.
+
+So before text reaches FTS5, every CJK run is rewritten as its overlapping character
+bigrams plus its last character on its own (``학교에서`` → ``학교 교에 에서 서``).
+A query runs through the same rewrite, minus the trailing unigram, and becomes a
+phrase, so any substring of two or more characters of a run is found, whatever is
+glued around it. A one-character CJK query becomes a prefix token, which finds the
+character at any position of a run.
+
+User queries are plain terms. Each whitespace-separated term is reduced to its word
+tokens and quoted as an FTS5 phrase, and the phrases are joined with ``OR``: no
+operator, column filter, ``*``, ``^``, quote, parenthesis or NUL in the query can
+reach the FTS5 parser as syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Final
+
+__all__ = ["fold", "index_text", "match_expression", "query_terms"]
+
+# Han (with extensions and compatibility ideographs), kana, Hangul syllables and jamo,
+# bopomofo, and the CJK symbols block's iteration marks.
+_CJK_CLASS: Final = (
+    "\u1100-\u11ff\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3040-\u309f\u30a0-\u30ff"
+    "\u3100-\u312f\u3130-\u318f\u31a0-\u31bf\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0003134f"
+)
+_CJK_RUN: Final = re.compile(f"[{_CJK_CLASS}]+")
+# What unicode61 keeps as token characters, near enough: letters, digits, marks.
+# Anything else (including every FTS5 operator character) separates tokens.
+_WORD: Final = re.compile(r"[^\W_]+")
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _rewrite_cjk(text: str, *, trailing_unigram: bool) -> str:
+    def repl(match: re.Match[str]) -> str:
+        run = match.group()
+        if len(run) == 1:
+            return f" {run} "
+        grams = _bigrams(run)
+        if trailing_unigram:
+            grams.append(run[-1])
+        return " " + " ".join(grams) + " "
+
+    return _CJK_RUN.sub(repl, text)
+
+
+def index_text(text: str) -> str:
+    """The text to store in the FTS5 column for ``text`` (CJK runs as bigrams)."""
+    text = unicodedata.normalize("NFC", text)
+    if not _CJK_RUN.search(text):
+        return text
+    return _rewrite_cjk(text, trailing_unigram=True)
+
+
+def query_terms(query: str) -> list[str]:
+    """The plain terms of a user query: whitespace-separated, NUL removed, de-duplicated."""
+    seen: dict[str, None] = {}
+    for raw in unicodedata.normalize("NFC", query.replace("\x00", " ")).split():
+        if _WORD.search(raw):
+            seen.setdefault(raw, None)
+    return list(seen)
+
+
+def _phrase(term: str) -> str | None:
+    """One term as an FTS5 phrase (or prefix phrase), or None if it holds no word."""
+    tokens: list[str] = []
+    for match in _WORD.finditer(_rewrite_cjk(term, trailing_unigram=False)):
+        tokens.append(match.group())
+    if not tokens:
+        return None
+    # Tokens are letters/digits only: nothing inside the quotes can be syntax.
+    phrase = '"' + " ".join(tokens) + '"'
+    last = tokens[-1]
+    if len(last) == 1 and _CJK_RUN.fullmatch(last):
+        # A lone CJK character: match it at the start of any bigram (or as a unigram).
+        phrase += " *"
+    return phrase
+
+
+def match_expression(query: str) -> str | None:
+    """A safe FTS5 MATCH expression for a plain-terms query (None: no searchable term).
+
+    Every term becomes a quoted phrase; the phrases are joined with ``OR`` so BM25
+    ranks chunks holding more (and rarer) terms first.
+    """
+    phrases = [p for p in (_phrase(term) for term in query_terms(query)) if p is not None]
+    if not phrases:
+        return None
+    return " OR ".join(dict.fromkeys(phrases))
+
+
+def fold(text: str) -> str:
+    """Case- and accent-folded text, one output character per input character.
+
+    Used to find matched terms in the original text for snippets: because lengths are
+    kept, an index into the folded text is an index into the original.
+    """
+    out: list[str] = []
+    for char in text:
+        if char.isascii():
+            out.append(char.lower())
+            continue
+        base = unicodedata.normalize("NFKD", char)
+        stripped = "".join(c for c in base if not unicodedata.combining(c)).casefold()
+        out.append(stripped[0] if len(stripped) == 1 else char.lower()[:1] or char)
+    return "".join(out)
