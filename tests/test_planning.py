@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import nativemcp.workers.planning as planning_pkg
 import pytest
+
+import nativemcp.workers.planning as planning_pkg
 from nativemcp.protocol import INVALID_PARAMS, NativeMCPResponse, encode, unwrap
 from nativemcp.workers import Server, ServerConfig, load_server
 from nativemcp.workers.planning import MAX_OBSERVATIONS, PlanningState, Todo

@@ -10,6 +10,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
 from nativemcp.workers.planning import MAX_OBSERVATIONS, PlanningState, Todo
 from nativemcp.workers.planning._store import PlanningStore, Scope, UnknownTodoIds
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Final
 
 import msgspec
+
 from nativemcp.protocol import (
     NativeMCPResponse,
     ToolAnnotations,
