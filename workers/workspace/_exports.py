@@ -1,0 +1,221 @@
+"""``export_file`` and ``export_zip``: copies under ``exports/`` that tell the agent what happened.
+
+Each answers ``[text, resource]``: a plain sentence an agent can repeat ("did you export
+it?"), then the HTML card (a UIResource). Sources go through the same sandbox as every
+other tool; a missing or refused source fails the whole export with one error that lists
+every such path (the original skipped missing files silently).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+import uuid
+import zipfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Any, Final, Literal
+
+from nativemcp.protocol import NativeMCPResponse, ToolError, text_resource_response
+
+from ._i18n import format_size, message
+from ._models import ExportedFile, ExportResult
+from ._options import WorkspaceOptions
+from ._sandbox import Resolved, Sandbox
+from ._ui import export_card, export_uri
+
+__all__ = ["EXPORT_FILES_DIR", "EXPORT_PACKAGES_DIR", "export_file", "export_zip"]
+
+EXPORT_FILES_DIR: Final = "exports/files"
+"""Where `export_file` puts its copies, relative to the workspace root."""
+EXPORT_PACKAGES_DIR: Final = "exports/packages"
+"""Where `export_zip` puts its packages, relative to the workspace root."""
+
+_UNSAFE_NAME: Final = re.compile(r"[^\w.-]+")
+_MAX_COLLISIONS: Final = 100
+
+
+def _safe_name(name: str, fallback: str) -> str:
+    """``name`` as one file-name component: word characters (any script), '.', '-'."""
+    cleaned = _UNSAFE_NAME.sub("_", name).lstrip(".")  # no hidden files
+    return cleaned[:100] or fallback
+
+
+def _write_new(
+    sandbox: Sandbox, folder: str, stem: str, suffix: str, data: bytes, limit: int
+) -> Resolved:
+    """Write ``data`` to ``folder/<stem>_<UTC timestamp><suffix>``, never over another file."""
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime())
+    for attempt in range(1, _MAX_COLLISIONS + 1):
+        extra = "" if attempt == 1 else f"_{attempt}"
+        target = sandbox.resolve(f"{folder}/{stem}_{stamp}{extra}{suffix}")
+        try:
+            sandbox.write_bytes(target, data, mode="x", limit=limit)
+        except ToolError as exc:
+            if (exc.structured_content or {}).get("rule") == "exists":
+                continue
+            raise
+        return target
+    raise ToolError(f"Could not find a free export name for {stem}{suffix} in {folder}")
+
+
+def _respond(
+    options: WorkspaceOptions,
+    *,
+    kind: Literal["file", "zip"],
+    name: str,
+    description: str | None,
+    target: Resolved,
+    size: int,
+    files: list[ExportedFile],
+) -> NativeMCPResponse[ExportResult]:
+    created_at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    uri = export_uri(kind, uuid.uuid4().hex)
+    result = ExportResult(
+        kind=kind,
+        uri=uri,
+        export_path=target.display,
+        size=size,
+        count=len(files),
+        files=files,
+        created_at=created_at,
+        name=name,
+        description=description,
+    )
+    if kind == "file":
+        text = message(
+            options.locale,
+            "file_done",
+            name=name,
+            size=format_size(size),
+            source=files[0].path,
+            target=target.display,
+        )
+    else:
+        text = message(
+            options.locale,
+            "zip_done",
+            name=name,
+            size=format_size(size),
+            target=target.display,
+            count=len(files),
+            files=", ".join(item.path for item in files),
+        )
+    card = export_card(
+        uri=uri,
+        kind=kind,
+        locale=options.locale,
+        name=name,
+        description=description,
+        export_path=target.display,
+        size=size,
+        files=files,
+        created_at=created_at,
+        download_tool=options.download_tool,
+    )
+    response: NativeMCPResponse[Any] = text_resource_response(text, card, value=result)
+    return response
+
+
+def export_file(
+    sandbox: Sandbox,
+    options: WorkspaceOptions,
+    path: str,
+    display_name: str | None,
+    description: str | None,
+) -> NativeMCPResponse[ExportResult]:
+    """Copy ``path`` to ``exports/files/<stem>_<timestamp><ext>`` and show a card."""
+    source = sandbox.resolve(path)
+    try:
+        data = sandbox.read_bytes(source, limit=options.max_export_bytes)
+    except ToolError as exc:
+        raise _failed(options, [(path, exc)]) from exc
+    original = PurePosixPath(source.name)
+    extension = _safe_name(original.suffix.lstrip("."), "")
+    target = _write_new(
+        sandbox,
+        EXPORT_FILES_DIR,
+        _safe_name(original.stem, "file"),
+        f".{extension}" if extension else "",
+        data,
+        options.max_export_bytes,
+    )
+    return _respond(
+        options,
+        kind="file",
+        name=display_name or original.name,
+        description=description,
+        target=target,
+        size=len(data),
+        files=[ExportedFile(path=source.display, size=len(data))],
+    )
+
+
+def export_zip(
+    sandbox: Sandbox, options: WorkspaceOptions, files: Sequence[str], package_name: str
+) -> NativeMCPResponse[ExportResult]:
+    """Pack ``files`` into ``exports/packages/<name>_<timestamp>.zip`` and show a card."""
+    sources: list[tuple[Resolved, bytes]] = []
+    problems: list[tuple[str, ToolError]] = []
+    seen: set[tuple[str, ...]] = set()
+    total = 0
+    for path in files:
+        try:
+            source = sandbox.resolve(path)
+            data = sandbox.read_bytes(source, limit=options.max_export_bytes)
+        except ToolError as exc:
+            problems.append((path, exc))
+            continue
+        if source.parts in seen:
+            continue
+        seen.add(source.parts)
+        total += len(data)
+        sources.append((source, data))
+    if problems:
+        raise _failed(options, problems)
+    if total > options.max_export_bytes:
+        raise ToolError(
+            f"Refused the package: its files total {total} bytes, over the export limit of "
+            f"{options.max_export_bytes} bytes (rule: too_large)",
+            structured_content={"rule": "too_large", "size": total},
+        )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for source, data in sources:
+            archive.writestr("/".join(source.parts), data)
+    package = _safe_name(package_name.removesuffix(".zip"), "package")
+    target = _write_new(
+        sandbox, EXPORT_PACKAGES_DIR, package, ".zip", buffer.getvalue(), options.max_export_bytes
+    )
+    return _respond(
+        options,
+        kind="zip",
+        name=package_name,
+        description=None,
+        target=target,
+        size=len(buffer.getvalue()),
+        files=[ExportedFile(path=source.display, size=len(data)) for source, data in sources],
+    )
+
+
+def _failed(options: WorkspaceOptions, problems: list[tuple[str, ToolError]]) -> ToolError:
+    """One error naming every path that could not be exported, and why."""
+    details = [
+        {"path": path, **(exc.structured_content or {"error": exc.message})}
+        for path, exc in problems
+    ]
+    missing = [item["path"] for item in details if item.get("rule") == "not_found"]
+    listed = "; ".join(
+        f"{item['path']!r}: {item.get('error', '')} (rule: {item.get('rule', 'error')})"
+        for item in details
+    )
+    return ToolError(
+        message(options.locale, "missing", count=len(details), paths=listed),
+        structured_content={
+            "rule": "missing_files" if len(missing) == len(details) else "invalid_files",
+            "missing": missing,
+            "problems": details,
+        },
+    )

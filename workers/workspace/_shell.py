@@ -1,0 +1,128 @@
+"""``execute_shell``: one command in the workspace root, bounded in time and output.
+
+The command runs in a new session (its own process group). At the timeout the whole
+group gets SIGKILL, so ``sleep 100 & wait`` dies with its children; the group is also
+killed when the shell exits, so a background job cannot outlive the call or hold the
+pipes open. Both pipes are drained the whole time (the child never blocks on a full
+pipe), but only the first ``max_output_bytes`` of each are kept.
+
+The shell is not a sandbox: the command runs with the server's rights and can reach
+outside the root. Deployments that must not allow that set ``shell_enabled = false``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Final
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from ._models import ShellResult
+
+__all__ = ["render_shell", "run_shell"]
+
+_DRAIN_GRACE: Final = 2.0
+"""Seconds to wait for the pipes to close after the group is killed (a process that
+left the group with ``setsid`` may still hold them)."""
+
+
+class _Capture:
+    """Keeps the first ``cap`` bytes of a stream and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.total = 0
+        self.done = anyio.Event()
+
+    async def drain(self, stream: ByteReceiveStream | None) -> None:
+        try:
+            if stream is None:
+                return
+            async for chunk in stream:
+                self.total += len(chunk)
+                room = self.cap - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            self.done.set()
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", "replace")
+        if self.total > len(self.kept):
+            text += (
+                f"\n[output truncated: showing the first {len(self.kept)} of {self.total} bytes]"
+            )
+        return text
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def run_shell(
+    command: str, *, cwd: Path, kill_after: float, max_output_bytes: int
+) -> ShellResult:
+    """Run ``command`` with ``/bin/sh`` in ``cwd``; kill its group after ``kill_after`` seconds."""
+    out, err = _Capture(max_output_bytes), _Capture(max_output_bytes)
+    timed_out = False
+    process = await anyio.open_process(
+        command,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    # The child leads its own session, so its pid is its process group id.
+    pgid = process.pid
+    try:
+        async with process, anyio.create_task_group() as tg:
+            tg.start_soon(out.drain, process.stdout)
+            tg.start_soon(err.drain, process.stderr)
+            with anyio.move_on_after(kill_after) as scope:
+                await process.wait()
+            timed_out = scope.cancelled_caught
+            _kill_group(pgid)
+            await process.wait()
+            with anyio.move_on_after(_DRAIN_GRACE):
+                await out.done.wait()
+                await err.done.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        # Also on cancellation of the call: nothing started here outlives it.
+        _kill_group(pgid)
+    return ShellResult(
+        command=command,
+        exit_code=None if timed_out else process.returncode,
+        stdout=out.text(),
+        stderr=err.text(),
+        timed_out=timed_out,
+        truncated=out.total > len(out.kept) or err.total > len(err.kept),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+    )
+
+
+def render_shell(result: ShellResult) -> str:
+    """The outcome, then stdout and stderr (each only when not empty)."""
+    if result.timed_out:
+        head = f"$ {result.command}\nKilled at the timeout (the whole process group)."
+    else:
+        head = f"$ {result.command}\nExit code {result.exit_code}."
+    parts = [head]
+    if result.stdout:
+        parts.append(f"stdout:\n{result.stdout}")
+    if result.stderr:
+        parts.append(f"stderr:\n{result.stderr}")
+    if not result.stdout and not result.stderr:
+        parts.append("(no output)")
+    return "\n".join(parts)
