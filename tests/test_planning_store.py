@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,3 +168,30 @@ def test_a_database_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(RuntimeError, match="schema version 99"):
         PlanningStore(path)
+
+
+@pytest.mark.real_process
+def test_committed_changes_survive_the_process_being_killed(tmp_path: Path) -> None:
+    # No close, no checkpoint: the process dies by SIGKILL right after its last change.
+    code = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from nativemcp.workers.planning._store import PlanningStore\n"
+        "store = PlanningStore(Path(sys.argv[1]))\n"
+        "store.set_goal(('s', 't'), 'survive')\n"
+        "store.add_todo(('s', 't'), 'after the kill')\n"
+        "store.add_observation(('s', 't'), 'last words')\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    path = tmp_path / "planning.sqlite3"
+    finished = subprocess.run([sys.executable, "-c", code, str(path)], timeout=60, check=False)
+    assert finished.returncode == -signal.SIGKILL
+    store = PlanningStore(path)
+    try:
+        assert store.state(("s", "t")) == PlanningState(
+            goal="survive",
+            todos=[Todo(id=1, name="after the kill")],
+            observations=["last words"],
+        )
+    finally:
+        store.close()
