@@ -1,0 +1,131 @@
+"""The content store in a real worker process, through `WorkerPool`: typed calls,
+durability across pool restarts, and a worker killed (SIGKILL) in the middle of
+`add_content`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import multiprocess
+import pytest
+
+from nativemcp.protocol import ToolError, result_text
+from nativemcp.proxy import WorkerCrashed, WorkerPool
+from nativemcp.workers.content_store import (
+    AddContentResult,
+    ListContentResult,
+    ReadContentResult,
+    SearchResult,
+    StoreInfo,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
+
+
+def store_pool(data_dir: Path) -> WorkerPool:
+    return WorkerPool(data_dir=data_dir, builtins=["content-store"], in_process=())
+
+
+async def test_tools_return_typed_values_and_rich_text_through_a_worker(tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        async with store_pool(tmp_path) as pool:
+            store = pool.server("content-store")
+            created = await store.create_store(name="문서", description="notes")
+            assert isinstance(created, StoreInfo) and created.name == "문서"
+            added = await store.add_content(
+                store_id=created.store_id,
+                content="첫 줄\n우리는 학교에서 공부했다\n셋째 줄",
+                filename="notes.md",
+            )
+            assert isinstance(added, AddContentResult)
+            assert (added.line_count, added.mime_type) == (3, "text/markdown")
+            listing = await store.list_content(store_id=created.store_id)
+            assert isinstance(listing, ListContentResult)
+            assert listing.contents[0].filename == "notes.md" and not listing.has_more
+            found = await store.keyword_similarity_search(store_id=created.store_id, query="학교")
+            assert isinstance(found, SearchResult)
+            assert found.results[0].line_range == (1, 3)
+            read = await store.read_content(
+                store_id=created.store_id, content_id=added.content_id, from_line=2, to_line=2
+            )
+            assert (
+                isinstance(read, ReadContentResult) and read.content == "우리는 학교에서 공부했다"
+            )
+
+            raw = await store.call_tool(
+                "keyword_similarity_search", {"store_id": created.store_id, "query": "학교"}
+            )
+            assert raw.result is not None
+            text = result_text(raw.result)
+            assert "notes.md:1-3" in text and "**학교**" in text and added.content_id in text
+            assert raw.result.structured_content is not None
+            assert raw.result.structured_content["results"][0]["lineRange"] == [1, 3]
+
+            with pytest.raises(ToolError) as caught:
+                await store.read_content(store_id=created.store_id, content_id="ct_missing")
+            assert "ct_missing" in caught.value.message
+            assert (await store.list_stores()).total == 1  # the worker keeps serving
+
+
+async def test_stores_contents_and_search_survive_closing_and_reopening_the_pool(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(30):
+        async with store_pool(tmp_path) as pool:
+            store = pool.server("content-store")
+            created = await store.create_store(name="durable")
+            added = await store.add_content(
+                store_id=created.store_id, content="東京都庁の展望台\nMüller", filename="a.txt"
+            )
+        async with store_pool(tmp_path) as pool:
+            store = pool.server("content-store")
+            stores = await store.list_stores()
+            assert [s.store_id for s in stores.stores] == [created.store_id]
+            listing = await store.list_content(store_id=created.store_id)
+            assert [c.content_id for c in listing.contents] == [added.content_id]
+            for query in ("都庁", "muller"):
+                found = await store.keyword_similarity_search(
+                    store_id=created.store_id, query=query
+                )
+                assert [hit.content_id for hit in found.results] == [added.content_id]
+
+
+async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
+    tmp_path: Path,
+) -> None:
+    lines = 200_000
+    text = "\n".join(f"line {n} of the big file with some words" for n in range(lines))
+    with anyio.fail_after(60):
+        async with store_pool(tmp_path) as pool:
+            store = pool.server("content-store")
+            created = await store.create_store(name="crash")
+            (worker,) = multiprocess.active_children()
+            killed = anyio.Event()
+
+            def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                # Kill as soon as chunks are being written: inside the transaction.
+                if total and progress > 0 and not killed.is_set():
+                    os.kill(worker.pid, signal.SIGKILL)
+                    killed.set()
+
+            with pytest.raises(WorkerCrashed):
+                await store.add_content(
+                    store_id=created.store_id,
+                    content=text,
+                    filename="big.txt",
+                    on_progress=on_progress,
+                )
+            assert killed.is_set()
+            # The restarted worker serves the store: the content is all there or not at all.
+            listing = await store.list_content(store_id=created.store_id)
+            assert [c.line_count for c in listing.contents] in ([], [lines])
+            again = await store.add_content(
+                store_id=created.store_id, content=text, filename="big.txt"
+            )
+            assert again.line_count == lines
+            found = await store.keyword_similarity_search(store_id=created.store_id, query="199999")
+            assert found.results[0].line_range[0] <= lines <= found.results[0].line_range[1]
