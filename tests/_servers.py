@@ -1,0 +1,186 @@
+"""Servers for the runtime tests; a module so worker processes can import them."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import os
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import anyio
+import msgspec
+
+from nativemcp.protocol import (
+    NativeMCPResponse,
+    ResourceContents,
+    ToolError,
+    text_resource_response,
+)
+from nativemcp.workers import Context, Server, ServerConfig
+
+
+class Item(msgspec.Struct, rename="camel"):
+    file_name: str
+    size: int
+    added: dt.datetime
+    item_id: uuid.UUID
+
+
+class Listing(msgspec.Struct, rename="camel"):
+    contents: list[Item]
+    total: int
+    has_more: bool
+
+
+@dataclasses.dataclass
+class Money:
+    amount: Decimal
+    currency: str
+
+
+server = Server("testing", description="Tools for the runtime tests")
+
+# Per-process state the tests query through tools.
+_cancelled: dict[str, anyio.Event] = {}
+
+
+def _cancel_event(key: str) -> anyio.Event:
+    return _cancelled.setdefault(key, anyio.Event())
+
+
+def make_items(n: int) -> list[Item]:
+    base = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)
+    return [
+        Item(
+            file_name=f"file{i}.md",
+            size=i * 100,
+            added=base + dt.timedelta(minutes=i),
+            item_id=uuid.UUID(int=i),
+        )
+        for i in range(n)
+    ]
+
+
+@server.tool
+def listing(count: int = 20) -> Listing:
+    """A page of items."""
+    items = make_items(count)
+    return Listing(contents=items, total=count, has_more=False)
+
+
+@server.tool
+def items(count: int = 20) -> list[Item]:
+    """Items as a bare list."""
+    return make_items(count)
+
+
+@server.tool
+def money(amount: Decimal) -> Money:
+    """Echo an amount of money."""
+    return Money(amount=amount, currency="EUR")
+
+
+@server.tool
+def echo(text: str) -> str:
+    """Echo text back."""
+    return text
+
+
+@server.tool
+def blob(size: int) -> str:
+    """A string of `size` characters."""
+    return "x" * size
+
+
+@server.tool
+def pid() -> int:
+    """The worker's process id."""
+    return os.getpid()
+
+
+@server.tool
+def chatty(lines: int = 3) -> int:
+    """Prints and logs; returns how many lines it printed."""
+    for number in range(lines):
+        print(f"printed line {number}")
+    logging.getLogger("tests.chatty").warning("logged from the worker")
+    return lines
+
+
+@server.tool
+async def progress(ctx: Context, steps: int = 3) -> str:
+    """Reports progress and logs, then returns."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+        await ctx.info(f"did step {step}")
+    return "finished"
+
+
+@server.tool
+async def hang(ctx: Context, key: str) -> str:
+    """Waits forever (until cancelled); records the cancellation under `key`."""
+    await ctx.report_progress(0, None, "started")
+    try:
+        await anyio.sleep_forever()
+    except BaseException:
+        _cancel_event(key).set()
+        raise
+    return "never"
+
+
+@server.tool
+async def was_cancelled(key: str) -> bool:
+    """Whether the call started with `key` was cancelled (waits briefly for it)."""
+    event = _cancel_event(key)
+    with anyio.move_on_after(5):
+        await event.wait()
+    return event.is_set()
+
+
+@server.tool
+def fail(message: str) -> int:
+    """Raises an ordinary exception."""
+    raise RuntimeError(message)
+
+
+@server.tool
+def refuse(store_id: str) -> int:
+    """Raises a deliberate tool error."""
+    raise ToolError(f"Store {store_id!r} not found", structured_content={"storeId": store_id})
+
+
+@server.tool
+def card(title: str) -> NativeMCPResponse[dict[str, Any]]:
+    """Text then a resource."""
+    return text_resource_response(
+        f"Made a card titled {title}",
+        ResourceContents(uri="ui://tests/card/1", mime_type="text/html", text="<p>card</p>"),
+        value={"title": title},
+    )
+
+
+@server.tool
+def scope() -> dict[str, Any]:
+    """The current session and thread."""
+    return {"session": server.session_id, "thread": server.thread_id}
+
+
+@server.service_context
+def _context() -> str:
+    return f"testing server, session {server.session_id}"
+
+
+def broken_factory(config: ServerConfig) -> Server:
+    """A server factory that fails while loading."""
+    raise RuntimeError("the database is missing")
+
+
+def slow_factory(config: ServerConfig) -> Server:
+    """A server factory that never finishes loading."""
+    import time
+
+    time.sleep(60)
+    return server
