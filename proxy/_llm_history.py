@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 import msgspec
+
 from nativemcp.protocol import extract_error_info
 
 from ._llm_provider import Provider, check_provider
@@ -58,7 +59,7 @@ def clean_history(history: Sequence[object], *, provider: Provider) -> list[dict
 
     Entries are dicts in the provider's wire shape, or the SDK's message objects
     (pydantic models), read as ``model_dump(mode="json", exclude_none=True)``. The
-    input is not changed: the result holds copies.
+    input is not changed: the result holds shallow copies.
 
     Raises:
         UnknownProviderError: ``provider`` is not one of `PROVIDERS`.
@@ -156,9 +157,9 @@ def _unpaired(provider: Provider, refs: list[tuple[list[_Ref], list[_Ref]]]) -> 
     return dropped + open_calls
 
 
-def _without(provider: Provider, message: Mapping[str, Any], blocks: set[int | None]) -> (
-    dict[str, Any] | None
-):
+def _without(
+    provider: Provider, message: Mapping[str, Any], blocks: set[int | None]
+) -> dict[str, Any] | None:
     """A copy of ``message`` without the given blocks, or None when nothing is left."""
     key = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts"}[provider]
     items = message.get(key)
