@@ -185,7 +185,10 @@ def export_zip(
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for source, data in sources:
             archive.writestr("/".join(source.parts), data)
-    package = _safe_name(package_name.removesuffix(".zip"), "package")
+    # A name, not a path: "../../x" names the package "x", inside exports/packages.
+    package = _safe_name(
+        PurePosixPath(package_name.replace("\\", "/")).name.removesuffix(".zip"), "package"
+    )
     target = _write_new(
         sandbox, EXPORT_PACKAGES_DIR, package, ".zip", buffer.getvalue(), options.max_export_bytes
     )

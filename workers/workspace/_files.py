@@ -26,7 +26,7 @@ from ._models import (
     SearchFilesResult,
     WriteFileResult,
 )
-from ._sandbox import Sandbox
+from ._sandbox import BINARY_PROBE, Sandbox
 
 __all__ = [
     "grep",
@@ -45,7 +45,6 @@ __all__ = [
 
 _MAX_LINE_CHARS: Final = 500
 """A grep match longer than this is cut (minified files would flood the model)."""
-_BINARY_PROBE: Final = 8192
 
 
 def _count(number: int, noun: str, plural: str | None = None) -> str:
@@ -258,7 +257,7 @@ class _Grep:
         self.truncated = False
 
     def scan(self, display: str, data: bytes | None) -> None:
-        if data is None or b"\x00" in data[:_BINARY_PROBE]:
+        if data is None or b"\x00" in data[:BINARY_PROBE]:
             self.skipped += 1
             return
         self.searched += 1

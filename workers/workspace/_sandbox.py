@@ -33,7 +33,7 @@ from typing import Final, Literal, NamedTuple
 
 from nativemcp.protocol import ToolError
 
-__all__ = ["Resolved", "Rule", "Sandbox", "WalkStep", "sandbox_error"]
+__all__ = ["BINARY_PROBE", "Resolved", "Rule", "Sandbox", "WalkStep", "sandbox_error"]
 
 Rule = Literal[
     "empty_path",
@@ -60,6 +60,8 @@ _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
 _DRIVE: Final = re.compile(r"^[A-Za-z]:")
 _READ_CHUNK: Final = 1024 * 1024
+BINARY_PROBE: Final = 8192
+"""How much of a file is looked at for NUL bytes to call it binary (as grep does)."""
 
 
 def sandbox_error(path: str, rule: Rule, reason: str) -> ToolError:
@@ -275,6 +277,10 @@ class Sandbox:
             ToolError: as `read_bytes`, or the file is not UTF-8 text.
         """
         data = self.read_bytes(target)
+        if b"\x00" in data[:BINARY_PROBE]:
+            raise sandbox_error(
+                target.requested, "not_text", "the file is binary (it has NUL bytes)"
+            )
         try:
             return data.decode("utf-8"), len(data)
         except UnicodeDecodeError as exc:
