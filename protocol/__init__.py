@@ -31,6 +31,7 @@ from ._naming import ServiceInfo as ServiceInfo
 from ._naming import full_tool_name as full_tool_name
 from ._naming import is_valid_tool_name as is_valid_tool_name
 from ._naming import parse_tool_name as parse_tool_name
+from ._naming import tool_name_index as tool_name_index
 from ._naming import validate_tool_name as validate_tool_name
 from ._responses import compact as compact
 from ._responses import empty_response as empty_response
@@ -137,6 +138,7 @@ __all__ = [
     "to_sdk",
     "to_structured_content",
     "tool_error_response",
+    "tool_name_index",
     "unwrap",
     "validate_tool_name",
 ]

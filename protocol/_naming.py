@@ -1,15 +1,17 @@
 """Tool naming: the spec's validity rule, full names, and parsing a full name back.
 
 External tools are ``server__tool``; built-in ones ``builtin_server__tool``. A full
-name splits at its first ``__``, so server names may not contain ``__`` and external
-server names may not start with ``builtin_`` (that would read as a built-in).
+name splits at its first ``__``, so a server name may not contain ``__`` nor end with
+``_`` (``a_`` + ``b`` would read back as ``a`` + ``_b``), and an external server name
+may not be ``builtin`` nor start with ``builtin_`` (it would read as a built-in). With
+these rules every full name parses back to the one (server, tool) it came from.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from typing import Final
 
 import msgspec
@@ -24,6 +26,7 @@ __all__ = [
     "full_tool_name",
     "is_valid_tool_name",
     "parse_tool_name",
+    "tool_name_index",
     "validate_tool_name",
 ]
 
@@ -84,17 +87,24 @@ def full_tool_name(server_name: str, tool_name: str, backend_type: BackendType) 
     """The name a router lists: ``server__tool`` or ``builtin_server__tool``.
 
     Raises:
-        ToolNameError: a part is invalid, a server name contains ``__``, an external
-            server name starts with ``builtin_``, or the whole exceeds 128 characters.
+        ToolNameError: a part is invalid, a server name contains ``__`` or ends with
+            ``_``, an external server name is ``builtin`` or starts with ``builtin_``,
+            or the whole exceeds 128 characters.
     """
     validate_tool_name(server_name, what="server name")
     validate_tool_name(tool_name)
     if SEPARATOR in server_name:
         raise ToolNameError(f"server name {server_name!r} must not contain {SEPARATOR!r}")
-    builtin = backend_type is not BackendType.EXTERNAL_MCP
-    if not builtin and server_name.startswith(BUILTIN_PREFIX):
+    if server_name.endswith("_"):
         raise ToolNameError(
-            f"external server name {server_name!r} must not start with {BUILTIN_PREFIX!r}"
+            f"server name {server_name!r} must not end with '_': the full name would not "
+            "parse back"
+        )
+    builtin = backend_type is not BackendType.EXTERNAL_MCP
+    if not builtin and (server_name + SEPARATOR).startswith(BUILTIN_PREFIX):
+        raise ToolNameError(
+            f"external server name {server_name!r} must not be {BUILTIN_PREFIX[:-1]!r} or "
+            f"start with {BUILTIN_PREFIX!r}: it would read as a built-in server"
         )
     prefix = BUILTIN_PREFIX if builtin else ""
     return validate_tool_name(f"{prefix}{server_name}{SEPARATOR}{tool_name}", what="full tool name")
@@ -123,3 +133,31 @@ def parse_tool_name(name: str, *, native_servers: Container[str] = ()) -> Servic
     else:
         backend = BackendType.BUILTIN_WEB
     return ServiceInfo(server_name=server, tool_name=tool, backend_type=backend)
+
+
+def tool_name_index(services: Iterable[ServiceInfo]) -> dict[str, ServiceInfo]:
+    """Every service's full tool name → the service, refusing collisions.
+
+    Two services collide when they get the same full name: the same tool listed twice,
+    or a worker and an in-process built-in server of the same name. Nothing is chosen
+    silently: every collision is reported at once.
+
+    Raises:
+        ToolNameError: a name is invalid, or names collide (all collisions listed).
+    """
+    index: dict[str, ServiceInfo] = {}
+    clashes: dict[str, list[ServiceInfo]] = {}
+    for service in services:
+        name = full_tool_name(service.server_name, service.tool_name, service.backend_type)
+        if name in index:
+            clashes.setdefault(name, [index[name]]).append(service)
+        else:
+            index[name] = service
+    if clashes:
+        described = "; ".join(
+            f"{name!r} from "
+            + ", ".join(f"{s.server_name}/{s.tool_name} ({s.backend_type})" for s in owners)
+            for name, owners in clashes.items()
+        )
+        raise ToolNameError(f"{len(clashes)} tool name collision(s): {described}")
+    return index
