@@ -22,6 +22,7 @@ import re
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 import msgspec
+
 from nativemcp.protocol import (
     AudioContent,
     EmbeddedResource,
@@ -91,8 +92,7 @@ def render(outcome: NativeMCPResponse[Any] | Exception) -> ToolOutput:
     if isinstance(outcome, Exception):
         return _error_output(outcome)
     raise TypeError(
-        f"expected a NativeMCPResponse or the Exception a call raised, "
-        f"got {type(outcome).__name__}"
+        f"expected a NativeMCPResponse or the Exception a call raised, got {type(outcome).__name__}"
     )
 
 
@@ -117,9 +117,7 @@ def _result_output(response: NativeMCPResponse[Any]) -> ToolOutput:
     result = response.result
     if result is None:  # pragma: no cover - a decoded response has a result or an error
         return ToolOutput("empty", EMPTY_RESULT_TEXT)
-    extras = tuple(
-        _extra(block) for block in result.content if not isinstance(block, TextContent)
-    )
+    extras = tuple(_extra(block) for block in result.content if not isinstance(block, TextContent))
     body = result_text(result)
     if body.strip():
         value = _parse_json(body)
@@ -181,8 +179,10 @@ def _extra(block: Any) -> Extra:
         if _is_ui(block.uri, block.mime_type):
             return Extra(_ui_summary(block.uri, block.mime_type, block.size))
         label = _one_line(block.title or block.name)
-        return Extra(f"[resource link: {label} <{_one_line(block.uri)}>"
-                     f"{_paren(block.mime_type, block.size)}]")
+        return Extra(
+            f"[resource link: {label} <{_one_line(block.uri)}>"
+            f"{_paren(block.mime_type, block.size)}]"
+        )
     if isinstance(block, EmbeddedResource):
         resource = block.resource
         if resource.text is not None:

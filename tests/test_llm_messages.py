@@ -9,6 +9,7 @@ so an unknown key that validation would drop fails too); Gemini Parts are valida
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import types
@@ -57,9 +58,8 @@ SEED_ERROR = (
     "Error: Mcp error: -32602: MCP error -32602: Invalid arguments for tool manipulateCube: [] "
     "(Code: -32603)"
 )
-PNG_B64 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
+# The PNG signature and padding: providers get base64 data, nothing decodes it here.
+PNG_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(62)).decode()
 PNG_SIZE = 70
 HTML = "<!doctype html><html><body><button onclick='go()'>Run</button></body></html>"
 
