@@ -12,7 +12,13 @@ import mimetypes
 from pathlib import PurePath
 from typing import Final
 
-__all__ = ["ExtractError", "extract_text", "guess_mime_type", "normalize_newlines"]
+__all__ = [
+    "ExtractError",
+    "UnsupportedType",
+    "extract_text",
+    "guess_mime_type",
+    "normalize_newlines",
+]
 
 PDF: Final = "application/pdf"
 DOCX: Final = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -99,6 +105,10 @@ class ExtractError(ValueError):
     """The file cannot be turned into text (unsupported type, damaged, missing parser)."""
 
 
+class UnsupportedType(ExtractError):
+    """The file's type is not one the store reads (an image, an archive...)."""
+
+
 def guess_mime_type(filename: str | None) -> str | None:
     """The MIME type the file name suggests (None: no idea)."""
     if not filename:
@@ -131,8 +141,8 @@ def _describe(filename: str | None, mime_type: str | None) -> str:
     return " / ".join(parts) or "unknown type"
 
 
-def _unsupported(filename: str | None, mime_type: str | None) -> ExtractError:
-    return ExtractError(
+def _unsupported(filename: str | None, mime_type: str | None) -> UnsupportedType:
+    return UnsupportedType(
         f"Unsupported file type {_describe(filename, mime_type)} for {filename or 'the content'}: "
         f"supported are {_SUPPORTED_TEXT}, PDF, DOCX and XLSX"
     )

@@ -26,7 +26,13 @@ from ._chunking import (
     split_lines,
 )
 from ._db import ContentDB, NewContent
-from ._extract import ExtractError, extract_text, guess_mime_type, text_to_text
+from ._extract import (
+    ExtractError,
+    UnsupportedType,
+    extract_text,
+    guess_mime_type,
+    text_to_text,
+)
 from ._models import (
     AddContentResult,
     DeleteContentResult,
@@ -178,7 +184,8 @@ class _ContentStore:
                     content, mime_type or guess_mime_type(filename) or "text/plain"
                 )
         except ExtractError as exc:
-            raise ToolError(str(exc), structured_content={"code": "UNSUPPORTED_CONTENT"}) from exc
+            code = "UNSUPPORTED_TYPE" if isinstance(exc, UnsupportedType) else "UNREADABLE_CONTENT"
+            raise ToolError(str(exc), structured_content={"code": code}) from exc
         self.check_text_size(text, filename)
         if not text.strip():
             raise ToolError(
