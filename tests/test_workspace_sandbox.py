@@ -14,6 +14,8 @@ from typing import Any, get_args
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nativemcp.protocol import NativeMCPResponse, ToolError
 from nativemcp.workers import Server, ServerConfig, load_server
@@ -325,3 +327,51 @@ async def test_without_a_root_each_session_gets_its_own_folder_under_data_dir(
     await server.switch_context(None, None)
     response = await server.call_tool("read_file", {"path": "a.txt"})
     assert response.structured_result.content == "default"  # type: ignore[union-attr]
+
+
+async def test_a_planted_exports_symlink_cannot_redirect_an_export(
+    server: Server, layout: tuple[Path, Path]
+) -> None:
+    root, outside = layout
+    (root / "exports").symlink_to(outside)
+    before = snapshot(outside)
+    for tool, args in [
+        ("export_file", {"path": "ok.txt"}),
+        ("export_zip", {"files": ["ok.txt"], "package_name": "p"}),
+    ]:
+        response = await server.call_tool(tool, args)
+        assert response.result is not None and response.result.is_error
+        assert rules_of(response) == {"symlink_escape"}
+    assert snapshot(outside) == before
+
+
+SEGMENTS = st.sampled_from(
+    ["..", ".", "", "sub", "ok.txt", "link_out", "linkdir_out", "linkdir_in", "loop", "x\x00", "C:"]
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(parts=st.lists(SEGMENTS, max_size=6), separator=st.sampled_from(["/", "\\"]))
+def test_any_path_is_refused_by_a_rule_or_lands_inside_the_root(
+    layout: tuple[Path, Path], parts: list[str], separator: str
+) -> None:
+    root = layout[0]
+    sandbox = Sandbox(root, max_read_bytes=1000, max_write_bytes=1000)
+    path = separator.join(parts)
+    try:
+        target = sandbox.resolve(path)
+    except ToolError as exc:
+        assert exc.structured_content is not None
+        assert exc.structured_content["rule"] in RULES
+        return
+    landed = Path(os.path.realpath(root.joinpath(*target.parts)))
+    assert landed == sandbox.root or landed.is_relative_to(sandbox.root)
+    try:
+        data = sandbox.read_bytes(target)
+    except ToolError as exc:
+        assert exc.structured_content is not None
+        assert exc.structured_content["rule"] in RULES
+    else:
+        assert SECRET.encode() not in data
