@@ -335,10 +335,11 @@ async def test_a_planted_exports_symlink_cannot_redirect_an_export(
     root, outside = layout
     (root / "exports").symlink_to(outside)
     before = snapshot(outside)
-    for tool, args in [
+    attempts: list[tuple[str, dict[str, Any]]] = [
         ("export_file", {"path": "ok.txt"}),
         ("export_zip", {"files": ["ok.txt"], "package_name": "p"}),
-    ]:
+    ]
+    for tool, args in attempts:
         response = await server.call_tool(tool, args)
         assert response.result is not None and response.result.is_error
         assert rules_of(response) == {"symlink_escape"}
