@@ -4,7 +4,9 @@ A path is checked twice. First as text: absolute paths, drive letters, NUL bytes
 ``..`` that climbs above the root are refused, and backslashes count as separators (so
 ``..\\..\\x`` is caught everywhere). Then against the disk: ``realpath`` must stay under
 the root, so a symlink pointing out (one planted before the call, or a symlinked parent
-directory) is refused.
+directory) is refused. ``..`` is applied to the text before any symlink is looked at
+(like ``os.path.normpath``), so ``link/..`` is the folder holding ``link``, never the
+parent of wherever ``link`` points.
 
 Between that check and the actual open, a hostile process could swap a directory for a
 symlink. So nothing is opened by its full path: the file is reached from a descriptor of
@@ -167,7 +169,9 @@ class Sandbox:
         if isinstance(exc, FileNotFoundError):
             return sandbox_error(target.requested, "not_found", "no such file or directory")
         if isinstance(exc, NotADirectoryError):
-            return sandbox_error(target.requested, "not_a_directory", "a parent is not a directory")
+            return sandbox_error(
+                target.requested, "not_a_directory", "it, or a folder on its path, is not a folder"
+            )
         if isinstance(exc, FileExistsError):
             return sandbox_error(target.requested, "exists", "the file already exists")
         if exc.errno == errno.ELOOP:
