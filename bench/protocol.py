@@ -26,6 +26,8 @@ from typing import Any, Final
 import mcp_types
 import msgspec
 import pydantic
+
+from bench._report import emit_json, parse_args, print_table, ratio, time_interleaved
 from nativemcp.protocol import (
     NativeMCPResponse,
     decode_response,
@@ -33,8 +35,6 @@ from nativemcp.protocol import (
     structured_response,
     unwrap,
 )
-
-from bench._report import emit_json, parse_args, print_table, ratio, time_interleaved
 
 ITEMS: Final = 20
 GOAL: Final = 10.0

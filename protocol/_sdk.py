@@ -142,6 +142,8 @@ def from_sdk(model: BaseModel) -> Any:
     if ours is None or ours not in _OURS:
         raise ProtocolError(f"no nativemcp type for SDK type {type(model).__name__}")
     data = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if ours is JSONRPCErrorResponse:
+        data.setdefault("id", None)  # a null id is required there, not absent
     try:
         return msgspec.convert(data, ours)
     except msgspec.ValidationError as exc:
@@ -156,7 +158,8 @@ def response_to_sdk(response: NativeMCPResponse[Any]) -> mcp_types.CallToolResul
     A JSON-RPC error response has no ``CallToolResult`` form.
 
     Raises:
-        ProtocolError: ``response`` is a JSON-RPC error response.
+        ProtocolError: ``response`` is a JSON-RPC error response, or its
+            ``structuredResult`` has no JSON form.
     """
     import mcp_types
 
@@ -165,7 +168,10 @@ def response_to_sdk(response: NativeMCPResponse[Any]) -> mcp_types.CallToolResul
     result = response.result
     structured = response.structured_result
     if structured is not None:
-        builtins = msgspec.to_builtins(structured, str_keys=True)
+        try:
+            builtins = msgspec.to_builtins(structured, str_keys=True)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ProtocolError(f"structuredResult has no JSON form: {exc}") from exc
         if builtins != result.structured_content:
             meta = dict(result.meta or {})
             meta[STRUCTURED_RESULT_META_KEY] = builtins
@@ -176,16 +182,29 @@ def response_to_sdk(response: NativeMCPResponse[Any]) -> mcp_types.CallToolResul
 
 
 def response_from_sdk(
-    result: mcp_types.CallToolResult, *, id: int | str | None = None
+    result: mcp_types.CallToolResult | mcp_types.ErrorData | mcp_types.JSONRPCError,
+    *,
+    id: int | str | None = None,
 ) -> NativeMCPResponse[Any]:
-    """A `NativeMCPResponse` from an SDK ``CallToolResult``, restoring ``structuredResult``.
+    """A `NativeMCPResponse` from what an SDK client got back from ``tools/call``.
+
+    A ``CallToolResult`` gives a result, with ``structuredResult`` restored from
+    ``_meta`` (and the key removed from it). An ``ErrorData`` (the ``.error`` of the
+    SDK's ``MCPError``) or a ``JSONRPCError`` gives an error response, code, message
+    and data kept; a ``JSONRPCError`` brings its own ``id``.
 
     Raises:
-        ProtocolError: ``result`` is not a ``CallToolResult``.
+        ProtocolError: ``result`` is none of these.
     """
     ours = from_sdk(result)
+    if isinstance(ours, ErrorObject):
+        return NativeMCPResponse(id=id, error=ours)
+    if isinstance(ours, JSONRPCErrorResponse):
+        return NativeMCPResponse(id=ours.id if id is None else id, error=ours.error)
     if not isinstance(ours, CallToolResult):
-        raise ProtocolError(f"expected a CallToolResult, got {preview(result)}")
+        raise ProtocolError(
+            f"expected a CallToolResult, ErrorData or JSONRPCError, got {preview(result)}"
+        )
     structured: Any = None
     if ours.meta and STRUCTURED_RESULT_META_KEY in ours.meta:
         meta = dict(ours.meta)
