@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html.parser
 import io
 import os
@@ -17,6 +18,7 @@ import pytest
 from nativemcp.protocol import EmbeddedResource, NativeMCPResponse, TextContent, unwrap
 from nativemcp.workers import Server, ServerConfig
 from nativemcp.workers.workspace import (
+    DownloadResult,
     ExportResult,
     GrepResult,
     ListDirectoryResult,
@@ -395,6 +397,32 @@ async def test_export_card_escapes_every_user_string_and_posts_a_tool_action(
     )
 
 
+async def test_the_card_button_action_downloads_the_export(server: Server, root: Path) -> None:
+    response = await server.call_tool("export_zip", {"files": ["notes.md"], "package_name": "n"})
+    _, resource, value = export_parts(response)
+    card = _Card()
+    card.feed(resource.resource.text or "")
+    tool, path = card.button["data-tool"], card.button["data-path"]
+    assert tool is not None and path is not None
+    # What the host does with the UI action {type: "tool", payload: {toolName, params}}.
+    download = await server.call_tool(tool, {"path": path})
+    assert download.result is not None and not download.result.is_error
+    text, blob = download.result.content
+    assert isinstance(text, TextContent) and isinstance(blob, EmbeddedResource)
+    assert blob.resource.blob is not None
+    assert base64.b64decode(blob.resource.blob) == (root / value.export_path).read_bytes()
+    assert blob.resource.mime_type == "application/zip"
+    assert download.structured_result == DownloadResult(
+        path=value.export_path,
+        uri=f"workspace:///{value.export_path}",
+        mime_type="application/zip",
+        size=value.size,
+    )
+    assert text.text == (
+        f"Sent {value.export_path} ({value.size} bytes, application/zip) for download."
+    )
+
+
 async def test_export_zip_packs_every_file_and_says_so(server: Server, root: Path) -> None:
     response = await server.call_tool(
         "export_zip",
@@ -466,6 +494,7 @@ async def test_tools_are_listed_with_output_schemas_from_their_types(server: Ser
         "execute_shell",
         "export_file",
         "export_zip",
+        "download_file",
     ]
     export_schema = tools["export_zip"].output_schema
     assert export_schema is not None and "exportPath" in export_schema["properties"]

@@ -118,6 +118,7 @@ def calls_for(path: str) -> list[tuple[str, dict[str, Any]]]:
         ),
         ("export_file", {"path": path}),
         ("export_zip", {"files": ["ok.txt", path], "package_name": "p"}),
+        ("download_file", {"path": path}),
     ]
 
 

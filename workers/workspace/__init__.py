@@ -31,6 +31,7 @@ from nativemcp.workers import Server, ServerConfig
 from . import _exports, _files
 from ._models import (
     DirectoryEntry,
+    DownloadResult,
     ExportedFile,
     ExportResult,
     GrepMatch,
@@ -50,6 +51,7 @@ from ._shell import render_shell, run_shell
 __all__ = [
     "DEFAULT_SESSION",
     "DirectoryEntry",
+    "DownloadResult",
     "ExportResult",
     "ExportedFile",
     "GrepMatch",
@@ -223,5 +225,10 @@ def create_server(config: ServerConfig) -> Server:
     ) -> NativeMCPResponse[ExportResult]:
         """Pack files into exports/packages/<name>_<time>.zip and show a download card."""
         return _exports.export_zip(workspace.sandbox, options, files, package_name)
+
+    @server.tool(annotations=_READ_ONLY, threaded=True)
+    def download_file(path: str) -> NativeMCPResponse[DownloadResult]:
+        """Send a workspace file (an export) to the user as a download: an export card's action."""
+        return _exports.download_file(workspace.sandbox, options, path)
 
     return server

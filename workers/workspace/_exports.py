@@ -8,7 +8,9 @@ every such path (the original skipped missing files silently).
 
 from __future__ import annotations
 
+import base64
 import io
+import mimetypes
 import re
 import time
 import uuid
@@ -17,16 +19,22 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any, Final, Literal
+from urllib.parse import quote
 
-from nativemcp.protocol import NativeMCPResponse, ToolError, text_resource_response
+from nativemcp.protocol import (
+    NativeMCPResponse,
+    ResourceContents,
+    ToolError,
+    text_resource_response,
+)
 
 from ._i18n import format_size, message
-from ._models import ExportedFile, ExportResult
+from ._models import DownloadResult, ExportedFile, ExportResult
 from ._options import WorkspaceOptions
 from ._sandbox import Resolved, Sandbox
 from ._ui import export_card, export_uri
 
-__all__ = ["EXPORT_FILES_DIR", "EXPORT_PACKAGES_DIR", "export_file", "export_zip"]
+__all__ = ["EXPORT_FILES_DIR", "EXPORT_PACKAGES_DIR", "download_file", "export_file", "export_zip"]
 
 EXPORT_FILES_DIR: Final = "exports/files"
 """Where `export_file` puts its copies, relative to the workspace root."""
@@ -222,3 +230,20 @@ def _failed(options: WorkspaceOptions, problems: list[tuple[str, ToolError]]) ->
             "problems": details,
         },
     )
+
+
+def download_file(
+    sandbox: Sandbox, options: WorkspaceOptions, path: str
+) -> NativeMCPResponse[DownloadResult]:
+    """``path`` as a base64 blob resource: what an export card's button asks the host for."""
+    target = sandbox.resolve(path)
+    data = sandbox.read_bytes(target, limit=options.max_export_bytes)
+    mime_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    uri = "workspace:///" + quote(target.display)
+    result = DownloadResult(path=target.display, uri=uri, mime_type=mime_type, size=len(data))
+    blob = ResourceContents(
+        uri=uri, mime_type=mime_type, blob=base64.b64encode(data).decode("ascii")
+    )
+    text = f"Sent {target.display} ({format_size(len(data))}, {mime_type}) for download."
+    response: NativeMCPResponse[Any] = text_resource_response(text, blob, value=result)
+    return response

@@ -8,6 +8,7 @@ import msgspec
 
 __all__ = [
     "DirectoryEntry",
+    "DownloadResult",
     "ExportResult",
     "ExportedFile",
     "GrepMatch",
@@ -161,3 +162,13 @@ class ExportResult(_Result):
     name: str
     """The display name (export_file) or the package name (export_zip)."""
     description: str | None = None
+
+
+class DownloadResult(_Result):
+    """A file sent to the host as a blob resource (the export card's download action)."""
+
+    path: str
+    uri: str
+    """The resource URI, ``workspace:///<percent-encoded path>``."""
+    mime_type: str
+    size: int
