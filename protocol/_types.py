@@ -181,10 +181,20 @@ ContentBlock: TypeAlias = KnownContentBlock | UnknownContent
 """Any content block, including blocks of types this version does not know."""
 
 
-class CallToolResult(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
-    """The result of ``tools/call``: content for the model plus structured data."""
+def _no_blocks() -> list[ContentBlock]:
+    # Not `list` itself: `omit_defaults` drops an empty list made by the builtin factory,
+    # but the spec requires `content` on the wire even when it is empty.
+    return []
 
-    content: list[ContentBlock] = msgspec.field(default_factory=list)
+
+class CallToolResult(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
+    """The result of ``tools/call``: content for the model plus structured data.
+
+    ``content`` is always written (the spec requires it), and read as empty when a
+    sender left it out.
+    """
+
+    content: list[ContentBlock] = msgspec.field(default_factory=_no_blocks)
     structured_content: dict[str, Any] | None = None
     is_error: bool = False
     meta: dict[str, Any] | None = _META
