@@ -22,7 +22,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, Tool, expand
+from nativemcp.protocol import NativeMCPResponse, Tool
 from nativemcp.workers import (
     FrameTooLarge,
     ServerConfig,
@@ -52,6 +52,7 @@ from nativemcp.workers._wire import (
     StartFailed,
     SwitchContext,
     encode_frame,
+    unpack_reply,
 )
 
 from ._handle import LogHandler, ProgressCallback, deliver
@@ -444,7 +445,7 @@ class WorkerProcess:
         while True:
             item = await inbox.get()
             if isinstance(item, Reply):
-                return expand(item.response)
+                return unpack_reply(item)
             if isinstance(item, Notify):
                 await deliver(item.notification, on_progress, on_log)
             elif isinstance(item, BaseException):

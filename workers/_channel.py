@@ -153,6 +153,9 @@ class Inbox(Generic[T]):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     async def get(self) -> T:
         """The next item, waiting for it if needed."""
         while not self._items:

@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from nativemcp.protocol import INTERNAL_ERROR, NativeMCPResponse, compact, error_response
+from nativemcp.protocol import INTERNAL_ERROR, NativeMCPResponse, error_response
 
 from ._channel import FrameChannel, Inbox, open_channel
 from ._config import ServerConfig, ServerSource, load_server
@@ -45,6 +45,7 @@ from ._wire import (
     SwitchContext,
     ToWorker,
     encode_frame,
+    pack_reply,
 )
 
 __all__ = ["worker_main"]
@@ -130,11 +131,16 @@ class _Worker:
         self.server = server
         self.outbox = outbox
         self.max_frame = max_frame
+        self.idle = True  # False while the dispatcher awaits a message's handling
         # Calls run as plain asyncio tasks: a third of the cost of a task-group task,
         # and a Cancel frame cancels the task itself.
         self.running: dict[int, asyncio.Task[None]] = {}
 
     def start_call(self, call: Call) -> None:
+        response = self.server.call_tool_now(call.tool, call.arguments)
+        if response is not None:  # a plain sync tool ran on the spot
+            self.send_reply(call, response)
+            return
         task = asyncio.get_running_loop().create_task(self.run_call(call))
         self.running[call.id] = task
         task.add_done_callback(lambda _: self.running.pop(call.id, None))
@@ -167,11 +173,9 @@ class _Worker:
         self.send_reply(call, response)
 
     def send_reply(self, call: Call, response: NativeMCPResponse[Any]) -> None:
-        response = compact(response)
-        response.id = call.id
         problem: str | None = None
         try:
-            frame = encode_frame(Reply(id=call.id, response=response))
+            frame = encode_frame(pack_reply(call.id, response))
         except (TypeError, ValueError, OverflowError) as exc:
             logging.getLogger("nativemcp.worker").exception("cannot encode a reply")
             problem = f"the result of {call.tool!r} cannot be encoded: {exc}"
@@ -204,7 +208,17 @@ async def _serve(
     sock: socket.socket, source: ServerSource, config: ServerConfig, max_frame: int
 ) -> None:
     inbox: Inbox[Any] = Inbox()
-    channel = await open_channel(sock, msgspec.msgpack.Decoder(ToWorker), max_frame, inbox.put)
+    worker: _Worker | None = None
+
+    def on_message(message: ToWorker) -> None:
+        # Calls start as they arrive, unless messages wait in order before them (a
+        # context switch in progress): then they queue behind, in the inbox.
+        if worker is not None and isinstance(message, Call) and not len(inbox) and worker.idle:
+            worker.start_call(message)
+        else:
+            inbox.put(message)
+
+    channel = await open_channel(sock, msgspec.msgpack.Decoder(ToWorker), max_frame, on_message)
     outbox = _Outbox(channel)
     root = logging.getLogger()
     root.handlers[:] = [_ForwardHandler(outbox)]
@@ -276,7 +290,11 @@ async def _dispatch(inbox: Inbox[Any], worker: _Worker, tg: anyio.abc.TaskGroup)
                 async def switch(s: str | None = session_id, t: str | None = thread_id) -> None:
                     await server.switch_context(s, t)
 
-                await worker.answer(request_id, switch)
+                worker.idle = False
+                try:
+                    await worker.answer(request_id, switch)
+                finally:
+                    worker.idle = True
             case Shutdown() | None:
                 return
 

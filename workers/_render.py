@@ -21,6 +21,16 @@ def _scalar(value: Any) -> str:
     return text
 
 
+def _flat(value: dict[str, Any]) -> bool:
+    return all(not isinstance(item, dict | list) or not item for item in value.values())
+
+
+def _pairs(value: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{key}: {_scalar(item) if item != [] else '(none)'}" for key, item in value.items()
+    )
+
+
 def _lines(value: Any, indent: str) -> list[str]:
     if isinstance(value, dict):
         if not value:
@@ -38,7 +48,10 @@ def _lines(value: Any, indent: str) -> list[str]:
             return [f"{indent}(none)"]
         out = []
         for number, item in enumerate(value, 1):
-            if isinstance(item, dict | list) and item:
+            if isinstance(item, dict) and item and _flat(item):
+                # A flat record reads best (and renders fastest) as one line.
+                out.append(f"{indent}{number}. {_pairs(item)}")
+            elif isinstance(item, dict | list) and item:
                 out.append(f"{indent}{number}.")
                 out.extend(_lines(item, indent + "   "))
             else:

@@ -327,29 +327,10 @@ class Server:
         ``isError`` result carrying the exception's message (the traceback goes to the
         log, not to the model). Cancellation propagates.
         """
-        spec = self._tools.get(name)
-        if spec is None:
-            available = ", ".join(self._tools) or "(none)"
-            return error_response(
-                f"Unknown tool {name!r} on server {self.name!r}; available tools: {available}",
-                code=INVALID_PARAMS,
-                data={"tool": name, "available": list(self._tools)},
-            )
-        if arguments is not None and not isinstance(arguments, Mapping):
-            return error_response(
-                f"Invalid arguments for tool {name!r}: expected an object, "
-                f"got {type(arguments).__name__}",
-                code=INVALID_PARAMS,
-            )
-        try:
-            args = msgspec.convert(dict(arguments or {}), spec.args_type)
-        except msgspec.ValidationError as exc:
-            return error_response(
-                f"Invalid arguments for tool {name!r}: {exc}",
-                code=INVALID_PARAMS,
-                data={"tool": name, "detail": str(exc)},
-            )
-        kwargs = {field: getattr(args, field) for field in spec.param_names}
+        prepared = self._prepare(name, arguments)
+        if isinstance(prepared, NativeMCPResponse):
+            return prepared
+        spec, kwargs = prepared
         if spec.context_param is not None:
             kwargs[spec.context_param] = context or Context(
                 server_name=self.name,
@@ -367,17 +348,72 @@ class Server:
                 value = spec.fn(**kwargs)
         except anyio.get_cancelled_exc_class():
             raise
-        except ToolError as exc:
+        except Exception as exc:
+            return self._failed(name, exc)
+        return self._respond(spec, value)
+
+    def call_tool_now(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> NativeMCPResponse[Any] | None:
+        """Run a plain sync tool right here, without awaiting; None for any other tool.
+
+        The worker's fast path: a sync tool that takes no `Context` and is not threaded
+        runs to completion on the spot, with no task to create or schedule. Errors are
+        responses, as with `call_tool`.
+        """
+        spec = self._tools.get(name)
+        if spec is None or spec.is_async or spec.threaded or spec.context_param is not None:
+            return None
+        prepared = self._prepare(name, arguments)
+        if isinstance(prepared, NativeMCPResponse):
+            return prepared
+        try:
+            value = spec.fn(**prepared[1])
+        except Exception as exc:
+            return self._failed(name, exc)
+        return self._respond(spec, value)
+
+    def _prepare(
+        self, name: str, arguments: Mapping[str, Any] | None
+    ) -> NativeMCPResponse[Any] | tuple[_ToolSpec, dict[str, Any]]:
+        """The tool and its validated keyword arguments, or the error response."""
+        spec = self._tools.get(name)
+        if spec is None:
+            available = ", ".join(self._tools) or "(none)"
+            return error_response(
+                f"Unknown tool {name!r} on server {self.name!r}; available tools: {available}",
+                code=INVALID_PARAMS,
+                data={"tool": name, "available": list(self._tools)},
+            )
+        if arguments is not None and not isinstance(arguments, Mapping):
+            return error_response(
+                f"Invalid arguments for tool {name!r}: expected an object, "
+                f"got {type(arguments).__name__}",
+                code=INVALID_PARAMS,
+            )
+        try:
+            args = msgspec.convert(
+                arguments if isinstance(arguments, dict) else dict(arguments or {}),
+                spec.args_type,
+            )
+        except msgspec.ValidationError as exc:
+            return error_response(
+                f"Invalid arguments for tool {name!r}: {exc}",
+                code=INVALID_PARAMS,
+                data={"tool": name, "detail": str(exc)},
+            )
+        return spec, {field: getattr(args, field) for field in spec.param_names}
+
+    def _failed(self, name: str, exc: Exception) -> NativeMCPResponse[Any]:
+        if isinstance(exc, ToolError):
             # A deliberate failure: its message is written for the model.
             return tool_error_response(
                 exc.message,
                 structured_content=exc.structured_content
                 or ({"code": exc.code} if exc.code is not None else None),
             )
-        except Exception as exc:
-            _logger.exception("tool %s.%s raised", self.name, name)
-            return tool_error_response(f"Error: {type(exc).__name__}: {exc}")
-        return self._respond(spec, value)
+        _logger.exception("tool %s.%s raised", self.name, name, exc_info=exc)
+        return tool_error_response(f"Error: {type(exc).__name__}: {exc}")
 
     def _respond(self, spec: _ToolSpec, value: Any) -> NativeMCPResponse[Any]:
         if isinstance(value, NativeMCPResponse):

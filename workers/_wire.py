@@ -17,6 +17,9 @@ from ._context import Notification
 
 __all__ = [
     "DEFAULT_MAX_FRAME",
+    "FROM_CONTENT",
+    "FROM_WRAPPED",
+    "KEEP",
     "Call",
     "Cancel",
     "FromWorker",
@@ -33,6 +36,8 @@ __all__ = [
     "SwitchContext",
     "ToWorker",
     "encode_frame",
+    "pack_reply",
+    "unpack_reply",
 ]
 
 DEFAULT_MAX_FRAME: Final = 64 * 1024 * 1024
@@ -106,10 +111,57 @@ class StartFailed(msgspec.Struct, tag="start_failed", array_like=True):
 
 
 class Reply(msgspec.Struct, tag="reply", array_like=True):
-    """The response to a `Call` (compacted: structured data once)."""
+    """The response to a `Call`, with its structured data sent once.
+
+    ``rebuild`` says how the receiver restores the dropped ``structuredResult``:
+    `KEEP` (it was sent), `FROM_CONTENT` (equal to ``structuredContent``) or
+    `FROM_WRAPPED` (equal to ``structuredContent["result"]``).
+    """
 
     id: int
     response: NativeMCPResponse[Any]
+    rebuild: int = 0
+
+
+KEEP: Final = 0
+"""`Reply.rebuild`: ``structuredResult`` was sent as it is (or there is none)."""
+FROM_CONTENT: Final = 1
+"""`Reply.rebuild`: ``structuredResult`` equals ``structuredContent``."""
+FROM_WRAPPED: Final = 2
+"""`Reply.rebuild`: ``structuredResult`` equals ``structuredContent["result"]``."""
+
+
+def pack_reply(call_id: int, response: NativeMCPResponse[Any]) -> Reply:
+    """A `Reply` carrying the structured payload once (see `Reply.rebuild`)."""
+    response.id = call_id
+    value = response.structured_result
+    result = response.result
+    if value is None or result is None or result.structured_content is None:
+        return Reply(id=call_id, response=response)
+    content = result.structured_content
+    builtins = msgspec.to_builtins(value, str_keys=True)
+    if builtins == content:
+        rebuild = FROM_CONTENT
+    elif len(content) == 1 and content.get("result", content) == builtins:
+        rebuild = FROM_WRAPPED
+    else:
+        return Reply(id=call_id, response=response)
+    return Reply(
+        id=call_id,
+        response=msgspec.structs.replace(response, structured_result=None),
+        rebuild=rebuild,
+    )
+
+
+def unpack_reply(reply: Reply) -> NativeMCPResponse[Any]:
+    """The response as the tool returned it, ``structuredResult`` restored (as JSON data)."""
+    response = reply.response
+    result = response.result
+    if reply.rebuild == KEEP or result is None or result.structured_content is None:
+        return response
+    content = result.structured_content
+    response.structured_result = content if reply.rebuild == FROM_CONTENT else content["result"]
+    return response
 
 
 class Result(msgspec.Struct, tag="result", array_like=True):
