@@ -293,6 +293,17 @@ async def test_execute_shell_kills_the_whole_process_group_at_the_timeout(
         await wait_gone(background)
 
 
+async def test_cancelling_execute_shell_kills_its_process_group(server: Server, root: Path) -> None:
+    with anyio.move_on_after(2) as scope:  # the caller gives up long before the tool's timeout
+        await server.call_tool(
+            "execute_shell", {"command": "sleep 60 & echo $! > bg.pid; wait", "timeout": 60}
+        )
+    assert scope.cancelled_caught
+    background = int((root / "bg.pid").read_text())
+    with anyio.fail_after(5):
+        await wait_gone(background)
+
+
 async def test_execute_shell_caps_output_with_a_note(root: Path) -> None:
     server = create_server(ServerConfig(workspace_root=root, options={"max_output_bytes": 100}))
     with anyio.fail_after(10):
