@@ -72,12 +72,17 @@ class ToolMethod:
         arguments: Mapping[str, Any] | str | None = None,
         /,
         *,
-        timeout: float | None = None,
+        call_timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
         **kwargs: Any,
     ) -> Any:
         """Call the tool and unwrap its value.
+
+        Tool arguments come as keywords, a mapping or a JSON object string. The call's
+        own options are named so that no tool argument is taken for them (a tool may
+        well have a ``timeout`` argument): ``call_timeout`` (seconds; default the
+        pool's), ``on_progress`` and ``on_log``.
 
         Raises:
             ToolError: the tool answered with an error.
@@ -88,7 +93,7 @@ class ToolMethod:
         response = await self._proxy.call_tool(
             self.tool.name,
             coerce_arguments(self.tool.name, arguments, kwargs),
-            timeout=timeout,
+            timeout=call_timeout,
             on_progress=on_progress,
             on_log=on_log,
         )

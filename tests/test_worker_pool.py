@@ -212,7 +212,7 @@ async def test_a_timed_out_call_names_server_and_tool_and_the_worker_goes_on(
 ) -> None:
     testing = pool.server("testing")
     with pytest.raises(WorkerTimeout) as caught:
-        await testing.hang(key="timeout-1", timeout=0.2)
+        await testing.hang(key="timeout-1", call_timeout=0.2)
     assert caught.value.server == "testing"
     assert caught.value.tool == "hang"
     assert "testing.hang" in str(caught.value)

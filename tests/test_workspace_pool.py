@@ -73,9 +73,8 @@ async def test_a_shell_timeout_in_a_worker_kills_the_command_not_the_worker(tmp_
             in_process=(),
         ) as pool:
             ws = pool.server("workspace")
-            # The arguments go as one object: a ``timeout=`` keyword would be the proxy's
-            # own per-call timeout, not the tool's argument.
-            killed = await ws.execute_shell({"command": "sleep 60", "timeout": 0.5})
+            # `timeout` is the tool's own argument; the call's is `call_timeout`.
+            killed = await ws.execute_shell(command="sleep 60", timeout=0.5)
             assert isinstance(killed, ShellResult) and killed.timed_out
             after = await ws.execute_shell({"command": "echo still serving"})
             assert after.stdout == "still serving\n" and after.exit_code == 0
