@@ -1,10 +1,12 @@
 """The content store's SQLite database: stores, contents, line chunks and their FTS5 index.
 
-One file in WAL mode. Two connections: the writer, used under the server's write lock
-(possibly from a worker thread, for long inserts), and the reader, used on the event
-loop; WAL lets reads go on while a long write is in progress and shows them only
-committed data. Every change is one transaction, so a process killed mid-way leaves
-the change wholly applied or wholly absent.
+One file in WAL mode. Each store has its own FTS5 table (``fts_<store rowid>``), so
+BM25's statistics are the store's own and a search reads only that store's index,
+with FTS5's fast ``ORDER BY rank LIMIT n`` path. Two connections: the writer, used
+under the server's write lock (possibly from a worker thread, for long inserts), and
+the reader, used on the event loop; WAL lets reads go on while a long write is in
+progress and shows them only committed data. Every change is one transaction, so a
+process killed mid-way leaves the change wholly applied or wholly absent.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ CREATE TABLE IF NOT EXISTS meta (
     value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS stores (
-    id TEXT PRIMARY KEY,
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
     name TEXT NOT NULL,
     description TEXT,
     session_id TEXT,
@@ -69,16 +72,21 @@ CREATE TABLE IF NOT EXISTS chunks (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_content ON chunks (content_rid);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    body, tokenize = 'unicode61 remove_diacritics 2'
-);
+CREATE INDEX IF NOT EXISTS chunks_by_store ON chunks (store_id);
 """
+_FTS_TOKENIZER: Final = "unicode61 remove_diacritics 2"
+"""Words split on Unicode classes, case and accents folded; CJK arrives as bigrams."""
 
 _CONTENT_COLUMNS: Final = (
     "store_id, id, filename, mime_type, size, line_count, chunk_count, preview, uploaded_at, sha256"
 )
 _PREVIEW_CHARS: Final = 200
 _SPACES: Final = re.compile(r"\s+")
+
+
+def _fts(store_rid: int) -> str:
+    """The name of a store's FTS5 table (from its integer rowid: never user text)."""
+    return f"fts_{int(store_rid)}"
 
 
 def new_id(prefix: str) -> str:
@@ -163,12 +171,17 @@ class ContentDB:
         with self._transaction():
             if row is not None:
                 # The index rewrite changed: re-index every chunk from its stored text.
-                rows = self._write.execute("SELECT id, body FROM chunks").fetchall()
-                self._write.execute("DELETE FROM chunks_fts")
-                self._write.executemany(
-                    "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
-                    ((rid, index_text(body)) for rid, body in rows),
-                )
+                for (store_rid,) in self._write.execute("SELECT rid FROM stores").fetchall():
+                    self._write.execute(f"DELETE FROM {_fts(store_rid)}")
+                    rows = self._write.execute(
+                        "SELECT c.id, c.body FROM chunks c JOIN stores s ON s.id = c.store_id"
+                        " WHERE s.rid = ?",
+                        (store_rid,),
+                    ).fetchall()
+                    self._write.executemany(
+                        f"INSERT INTO {_fts(store_rid)} (rowid, body) VALUES (?, ?)",
+                        ((rid, index_text(body)) for rid, body in rows),
+                    )
             self._write.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
                 (str(SCHEMA_VERSION),),
@@ -200,10 +213,15 @@ class ContentDB:
         store_id = new_id("st")
         now = _now()
         with self._transaction() as conn:
-            conn.execute(
+            cursor = conn.execute(
                 "INSERT INTO stores (id, name, description, session_id, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (store_id, name, description, session_id, now, now),
+            )
+            assert cursor.lastrowid is not None
+            conn.execute(
+                f"CREATE VIRTUAL TABLE {_fts(cursor.lastrowid)} USING fts5("
+                f"body, tokenize = '{_FTS_TOKENIZER}')"
             )
         store = self.get_store(store_id)
         assert store is not None
@@ -222,20 +240,20 @@ class ContentDB:
     def list_stores(self, session_id: str | None = None) -> list[StoreInfo]:
         """Every store (or a session's), oldest first."""
         if session_id is None:
-            rows = self._read.execute(f"{self._STORE_SELECT} ORDER BY s.rowid").fetchall()
+            rows = self._read.execute(f"{self._STORE_SELECT} ORDER BY s.rid").fetchall()
         else:
             rows = self._read.execute(
-                f"{self._STORE_SELECT} WHERE s.session_id = ? ORDER BY s.rowid", (session_id,)
+                f"{self._STORE_SELECT} WHERE s.session_id = ? ORDER BY s.rid", (session_id,)
             ).fetchall()
         return [_store(row) for row in rows]
 
     def delete_store(self, store_id: str) -> int:
         """Remove a store and its contents; the number of contents removed."""
         with self._transaction() as conn:
-            conn.execute(
-                "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE store_id = ?)",
-                (store_id,),
-            )
+            store_rid = self._store_rid(conn, store_id)
+            if store_rid is None:
+                return 0
+            conn.execute(f"DROP TABLE IF EXISTS {_fts(store_rid)}")
             conn.execute("DELETE FROM chunks WHERE store_id = ?", (store_id,))
             count: int = conn.execute(
                 "SELECT count(*) FROM contents WHERE store_id = ?", (store_id,)
@@ -243,6 +261,11 @@ class ContentDB:
             conn.execute("DELETE FROM contents WHERE store_id = ?", (store_id,))
             conn.execute("DELETE FROM stores WHERE id = ?", (store_id,))
         return count
+
+    @staticmethod
+    def _store_rid(conn: sqlite3.Connection, store_id: str) -> int | None:
+        row = conn.execute("SELECT rid FROM stores WHERE id = ?", (store_id,)).fetchone()
+        return int(row[0]) if row else None
 
     # -- contents --------------------------------------------------------------------
 
@@ -271,6 +294,10 @@ class ContentDB:
         size = len(item.text.encode("utf-8"))
         total = len(item.chunks)
         with self._transaction() as conn:
+            store_rid = self._store_rid(conn, store_id)
+            if store_rid is None:
+                raise LookupError(f"store {store_id} is gone")
+            fts = _fts(store_rid)
             existing = conn.execute(
                 "SELECT id FROM contents WHERE store_id = ? AND sha256 = ?",
                 (store_id, item.sha256),
@@ -310,7 +337,7 @@ class ContentDB:
                         ),
                     )
                     conn.executemany(
-                        "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+                        f"INSERT INTO {fts} (rowid, body) VALUES (?, ?)",
                         ((cid, index_text(c.text)) for cid, c in zip(ids, batch, strict=True)),
                     )
                     if progress is not None:
@@ -359,10 +386,11 @@ class ContentDB:
             row = conn.execute(
                 "SELECT rid FROM contents WHERE store_id = ? AND id = ?", (store_id, content_id)
             ).fetchone()
-            if row is None:
+            store_rid = self._store_rid(conn, store_id)
+            if row is None or store_rid is None:
                 return 0
             conn.execute(
-                "DELETE FROM chunks_fts WHERE rowid IN"
+                f"DELETE FROM {_fts(store_rid)} WHERE rowid IN"
                 " (SELECT id FROM chunks WHERE content_rid = ?)",
                 (row[0],),
             )
@@ -386,16 +414,32 @@ class ContentDB:
         expression = match_expression(query)
         if expression is None:
             return []
-        rows = self._read.execute(
-            "SELECT c.seq, c.start_line, c.end_line, c.body, ct.id, ct.filename,"
-            " -bm25(chunks_fts) AS score"
-            " FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
-            " JOIN contents ct ON ct.rid = c.content_rid"
-            " WHERE chunks_fts MATCH ? AND c.store_id = ?"
-            " ORDER BY bm25(chunks_fts) LIMIT ?",
-            (expression, store_id, top_n),
-        ).fetchall()
-        rows = [row for row in rows if row[6] > 0]
+        store_rid = self._store_rid(self._read, store_id)
+        if store_rid is None:
+            return []
+        fts = _fts(store_rid)
+        # FTS5 alone first: its ORDER BY rank LIMIT path scores without a join.
+        ranked = [
+            (rowid, score)
+            for rowid, score in self._read.execute(
+                f"SELECT rowid, -rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank LIMIT ?",
+                (expression, top_n),
+            )
+            if score > 0
+        ]
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        chunks = {
+            row[0]: row[1:]
+            for row in self._read.execute(
+                "SELECT c.id, c.seq, c.start_line, c.end_line, c.body, ct.id, ct.filename"
+                " FROM chunks c JOIN contents ct ON ct.rid = c.content_rid"
+                f" WHERE c.id IN ({marks})",
+                [rowid for rowid, _ in ranked],
+            )
+        }
+        rows = [(*chunks[rowid], score) for rowid, score in ranked if rowid in chunks]
         if not rows:
             return []
         best = rows[0][6]

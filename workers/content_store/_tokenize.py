@@ -103,18 +103,30 @@ def match_expression(query: str) -> str | None:
     return " OR ".join(dict.fromkeys(phrases))
 
 
+class _FoldTable(dict[int, str]):
+    """``str.translate`` table that folds each character on first sight, then caches it."""
+
+    def __missing__(self, codepoint: int) -> str:
+        char = chr(codepoint)
+        base = unicodedata.normalize("NFKD", char)
+        stripped = "".join(c for c in base if not unicodedata.combining(c)).casefold()
+        # Keep one character per character (ß → ss, ﬁ → fi would shift indexes).
+        folded = (
+            stripped if len(stripped) == 1 else (char.lower() if len(char.lower()) == 1 else char)
+        )
+        self[codepoint] = folded
+        return folded
+
+
+_FOLD: Final = _FoldTable()
+
+
 def fold(text: str) -> str:
     """Case- and accent-folded text, one output character per input character.
 
     Used to find matched terms in the original text for snippets: because lengths are
     kept, an index into the folded text is an index into the original.
     """
-    out: list[str] = []
-    for char in text:
-        if char.isascii():
-            out.append(char.lower())
-            continue
-        base = unicodedata.normalize("NFKD", char)
-        stripped = "".join(c for c in base if not unicodedata.combining(c)).casefold()
-        out.append(stripped[0] if len(stripped) == 1 else char.lower()[:1] or char)
-    return "".join(out)
+    if text.isascii():
+        return text.lower()
+    return text.translate(_FOLD)

@@ -1,0 +1,330 @@
+"""Full-text search: the content store through the worker pool against rank-bm25 and
+bm25s in process, on the same generated corpus and queries, in the same run.
+
+- a generated corpus of at least 10,000 chunks (Zipf-distributed words, with Korean and
+  Japanese lines mixed in), ingested through ``add_content``: MB/s of text;
+- search latency p50/p95 for ``keyword_similarity_search`` through the proxy (IPC,
+  unwrapping into typed results included), top 5;
+- rank-bm25 (``BM25Okapi``) and bm25s over the very chunks the store made, tokenised
+  the way the store's index is (accents folded, CJK runs as bigrams), top 5 in process;
+- overlap@5: the share of the store's top 5 chunks that each baseline also ranks top 5;
+- a payload table per tool: the rich text a model reads against a status-only text
+  like the original's "Found 5 content items" (bytes, and tokens estimated as
+  characters / 4).
+
+Run: ``python -m bench.search [--quick] [--json]`` (needs the ``bench`` extra).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import sqlite3
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+
+from bench._report import emit_json, parse_args, print_table, ratio
+from nativemcp.protocol import NativeMCPResponse, result_text
+from nativemcp.proxy import WorkerPool
+from nativemcp.workers.content_store._tokenize import fold, index_text, query_terms
+
+SEED: Final = 20261125
+MIN_CHUNKS: Final = 10_000
+DOCUMENTS: Final = 400
+LINES_PER_DOCUMENT: Final = 500
+TOP_N: Final = 5
+_WORD: Final = re.compile(r"[^\W_]+")
+_HANGUL: Final = [chr(c) for c in range(0xAC00, 0xAC00 + 400, 7)]
+_KANA_KANJI: Final = list("東京都庁展望台大阪駅新宿区役所学校図書館研究所会議資料")
+_PARTICLES: Final = ["에서", "에", "는", "을", "를", "이", "가", "의", "으로"]
+
+
+def _vocabulary(rng: random.Random) -> list[str]:
+    syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in "aeiou"]
+    words: dict[str, None] = {}
+    while len(words) < 8000:
+        words.setdefault("".join(rng.choices(syllables, k=rng.randint(2, 4))), None)
+    return list(words)
+
+
+def make_corpus(rng: random.Random) -> tuple[list[str], list[str]]:
+    """``(documents, vocabulary)``: Zipf-weighted words, about 1 line in 8 Korean/Japanese."""
+    vocabulary = _vocabulary(rng)
+    cumulative = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(vocabulary))))
+    korean = ["".join(rng.choices(_HANGUL, k=rng.randint(2, 3))) for _ in range(300)]
+    japanese = ["".join(rng.choices(_KANA_KANJI, k=rng.randint(2, 4))) for _ in range(200)]
+    documents = []
+    for _ in range(DOCUMENTS):
+        lines = []
+        for _ in range(LINES_PER_DOCUMENT):
+            roll = rng.random()
+            if roll < 0.07:
+                lines.append(
+                    " ".join(rng.choice(korean) + rng.choice(_PARTICLES) for _ in range(5))
+                )
+            elif roll < 0.12:
+                lines.append("".join(rng.choices(japanese, k=6)) + "。")
+            else:
+                words = rng.choices(vocabulary, cum_weights=cumulative, k=rng.randint(6, 11))
+                lines.append(" ".join(words).capitalize() + ".")
+        documents.append("\n".join(lines))
+    return documents, vocabulary + korean + japanese
+
+
+def make_queries(rng: random.Random, vocabulary: list[str], count: int) -> list[str]:
+    """1-3 mid-frequency terms each; some Korean stems and Japanese words."""
+    latin = vocabulary[40:3000]
+    cjk = vocabulary[8000:]
+    queries = []
+    for n in range(count):
+        pool = cjk if n % 6 == 0 else latin
+        queries.append(" ".join(rng.sample(pool, rng.randint(1, 3))))
+    return queries
+
+
+def tokens(text: str) -> list[str]:
+    """The store's index tokens for ``text`` (for the in-process baselines)."""
+    return _WORD.findall(fold(index_text(text)))
+
+
+def query_tokens(query: str) -> list[str]:
+    """The store's query tokens (CJK bigrams without the trailing unigram)."""
+    out: list[str] = []
+    for term in query_terms(query):
+        grams = _WORD.findall(fold(term))
+        for gram in grams:
+            if len(gram) > 1 and not gram.isascii():
+                out.extend(gram[i : i + 2] for i in range(len(gram) - 1))
+            else:
+                out.append(gram)
+    return out
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _ms(samples: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": statistics.median(samples) * 1e3,
+        "p95_ms": percentile(samples, 0.95) * 1e3,
+    }
+
+
+def _text(response: NativeMCPResponse[Any]) -> str:
+    assert response.result is not None
+    return result_text(response.result)
+
+
+async def run_store(
+    data_dir: Path, documents: list[str], queries: list[str]
+) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, dict[str, int]]]:
+    """Ingest, search and payload numbers for the content store through the pool."""
+    async with WorkerPool(data_dir=data_dir, builtins=["content-store"], in_process=()) as pool:
+        store = pool.server("content-store")
+        store_id = (await store.create_store(name="bench")).store_id
+        size = sum(len(doc.encode()) for doc in documents)
+        start = time.perf_counter()
+        last: Any = None
+        for number, document in enumerate(documents):
+            last = await store.add_content(
+                store_id=store_id, content=document, filename=f"doc{number:04d}.txt", timeout=120
+            )
+        ingest_s = time.perf_counter() - start
+
+        for query in queries[:10]:  # warm-up: page cache, statement cache
+            await store.keyword_similarity_search(store_id=store_id, query=query, top_n=TOP_N)
+        samples: list[float] = []
+        tops: dict[str, list[str]] = {}
+        for query in queries:
+            start = time.perf_counter()
+            found = await store.keyword_similarity_search(
+                store_id=store_id, query=query, top_n=TOP_N
+            )
+            samples.append(time.perf_counter() - start)
+            tops[query] = [hit.chunk_id for hit in found.results]
+
+        payload = await _payloads(store, store_id, last, tops)
+    return (
+        {**_ms(samples), "ingest_mb_s": size / 1e6 / ingest_s, "ingest_s": ingest_s},
+        tops,
+        payload,
+    )
+
+
+async def _payloads(
+    store: Any, store_id: str, last: Any, tops: dict[str, list[str]]
+) -> dict[str, dict[str, int]]:
+    """Rich text vs a status-only line, per tool, on real results."""
+    query = max(tops, key=lambda q: len(tops[q]))
+    calls: list[tuple[str, dict[str, Any], str]] = [
+        ("create_store", {"name": "payload"}, "Store created"),
+        (
+            "add_content",
+            {"store_id": store_id, "content": "payload probe\nsecond line", "filename": "p.txt"},
+            "Content added successfully",
+        ),
+        ("list_content", {"store_id": store_id, "limit": 20}, "Found 20 content items"),
+        (
+            "keyword_similarity_search",
+            {"store_id": store_id, "query": query, "top_n": TOP_N},
+            f"Search completed: {TOP_N} results found",
+        ),
+        (
+            "read_content",
+            {"store_id": store_id, "content_id": last.content_id, "from_line": 1, "to_line": 20},
+            "Content read successfully",
+        ),
+    ]
+    table: dict[str, dict[str, int]] = {}
+    for tool, args, status in calls:
+        response = await store.call_tool(tool, args)
+        rich = _text(response)
+        table[tool] = {
+            "rich_bytes": len(rich.encode()),
+            "rich_tokens": len(rich) // 4,
+            "status_bytes": len(status.encode()),
+            "status_tokens": max(1, len(status) // 4),
+        }
+    return table
+
+
+def load_chunks(data_dir: Path) -> tuple[list[str], list[str]]:
+    """``(chunk ids, chunk texts)`` exactly as the store made them."""
+    path = data_dir / "content-store" / "content.sqlite3"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT ct.id || ':' || c.seq, c.body FROM chunks c"
+            " JOIN contents ct ON ct.rid = c.content_rid ORDER BY c.id"
+        ).fetchall()
+    return [row[0] for row in rows], [row[1] for row in rows]
+
+
+def run_rank_bm25(
+    ids: list[str], texts: list[str], queries: list[str]
+) -> tuple[dict[str, float], dict[str, list[str]]]:
+    import numpy as np
+    from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
+
+    start = time.perf_counter()
+    index = BM25Okapi([tokens(text) for text in texts])
+    build = time.perf_counter() - start
+    samples: list[float] = []
+    tops: dict[str, list[str]] = {}
+    for query in queries:
+        start = time.perf_counter()
+        scores = index.get_scores(query_tokens(query))
+        best = np.argsort(scores)[::-1][:TOP_N]
+        samples.append(time.perf_counter() - start)
+        tops[query] = [ids[i] for i in best if scores[i] > 0]
+    return {**_ms(samples), "index_s": build}, tops
+
+
+def run_bm25s(
+    ids: list[str], texts: list[str], queries: list[str]
+) -> tuple[dict[str, float], dict[str, list[str]]]:
+    import bm25s  # type: ignore[import-untyped]
+
+    start = time.perf_counter()
+    index = bm25s.BM25()
+    index.index([tokens(text) for text in texts], show_progress=False)
+    build = time.perf_counter() - start
+    vocab = index.vocab_dict
+    samples: list[float] = []
+    tops: dict[str, list[str]] = {}
+    for query in queries:
+        start = time.perf_counter()
+        known = [t for t in query_tokens(query) if t in vocab]
+        if known:
+            docs, scores = index.retrieve([known], k=TOP_N, show_progress=False, n_threads=1)
+            found = [ids[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+        else:
+            found = []
+        samples.append(time.perf_counter() - start)
+        tops[query] = found
+    return {**_ms(samples), "index_s": build}, tops
+
+
+def overlap(ours: dict[str, list[str]], theirs: dict[str, list[str]]) -> float:
+    """Mean share of our top 5 that the baseline also ranks top 5 (queries with hits)."""
+    shares = [len(set(ours[q]) & set(theirs.get(q, []))) / len(ours[q]) for q in ours if ours[q]]
+    return statistics.mean(shares) if shares else 0.0
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.search")
+    rng = random.Random(SEED)
+    documents, vocabulary = make_corpus(rng)
+    queries = make_queries(rng, vocabulary, 60 if args.quick else 300)
+    with tempfile.TemporaryDirectory(prefix="nativemcp-bench-") as folder:
+        data_dir = Path(folder)
+        ours, our_tops, payload = anyio.run(run_store, data_dir, documents, queries)
+        ids, texts = load_chunks(data_dir)
+    if len(ids) < MIN_CHUNKS:
+        raise SystemExit(f"corpus too small: {len(ids)} chunks (< {MIN_CHUNKS})")
+    rank, rank_tops = run_rank_bm25(ids, texts, queries)
+    fast, fast_tops = run_bm25s(ids, texts, queries)
+    overlaps = {"rank_bm25": overlap(our_tops, rank_tops), "bm25s": overlap(our_tops, fast_tops)}
+
+    mb = sum(len(doc.encode()) for doc in documents) / 1e6
+    print(
+        f"corpus: {len(documents)} documents, {mb:.1f} MB, {len(ids)} chunks; "
+        f"{len(queries)} queries, top {TOP_N}"
+    )
+    print(f"ingest through the proxy: {ours['ingest_mb_s']:.2f} MB/s ({ours['ingest_s']:.1f} s)\n")
+    print_table(
+        "search latency (ms per query)",
+        ["engine", "p50", "p95", "p50 vs nativemcp", "overlap@5"],
+        [
+            ["nativemcp (worker, via proxy)", ours["p50_ms"], ours["p95_ms"], 1.0, "-"],
+            [
+                "bm25s (in process)",
+                fast["p50_ms"],
+                fast["p95_ms"],
+                ratio(fast["p50_ms"], ours["p50_ms"]),
+                overlaps["bm25s"],
+            ],
+            [
+                "rank-bm25 (in process)",
+                rank["p50_ms"],
+                rank["p95_ms"],
+                ratio(rank["p50_ms"], ours["p50_ms"]),
+                overlaps["rank_bm25"],
+            ],
+        ],
+    )
+    print()
+    print_table(
+        "payload per tool: what the model reads (tokens ~ characters / 4)",
+        ["tool", "rich bytes", "rich tokens", "status-only bytes", "status-only tokens"],
+        [
+            [tool, row["rich_bytes"], row["rich_tokens"], row["status_bytes"], row["status_tokens"]]
+            for tool, row in payload.items()
+        ],
+    )
+    if args.json:
+        emit_json(
+            {
+                "chunks": len(ids),
+                "nativemcp": {
+                    "p50_ms": ours["p50_ms"],
+                    "p95_ms": ours["p95_ms"],
+                    "ingest_mb_s": ours["ingest_mb_s"],
+                },
+                "rank_bm25": {"p50_ms": rank["p50_ms"], "p95_ms": rank["p95_ms"]},
+                "bm25s": {"p50_ms": fast["p50_ms"], "p95_ms": fast["p95_ms"]},
+                "overlap_at_5": overlaps,
+                "payload": payload,
+            }
+        )
+
+
+if __name__ == "__main__":
+    main()
