@@ -135,7 +135,10 @@ async def run_store(
         last: Any = None
         for number, document in enumerate(documents):
             last = await store.add_content(
-                store_id=store_id, content=document, filename=f"doc{number:04d}.txt", timeout=120
+                store_id=store_id,
+                content=document,
+                filename=f"doc{number:04d}.txt",
+                call_timeout=120,
             )
         ingest_s = time.perf_counter() - start
 

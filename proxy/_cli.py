@@ -162,7 +162,7 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
                         store_id=store_id,
                         path=str(path),
                         on_progress=on_progress,
-                        timeout=_CALL_TIMEOUT,
+                        call_timeout=_CALL_TIMEOUT,
                     )
                 except ToolError as exc:
                     code = (exc.structured_content or {}).get("code")
