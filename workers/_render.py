@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["render_default"]
+__all__ = ["render_builtins", "render_default"]
 
 _MAX_SCALAR: Final = 500
 
@@ -21,14 +21,19 @@ def _scalar(value: Any) -> str:
     return text
 
 
-def _flat(value: dict[str, Any]) -> bool:
-    return all(not isinstance(item, dict | list) or not item for item in value.values())
-
-
-def _pairs(value: dict[str, Any]) -> str:
-    return ", ".join(
-        f"{key}: {_scalar(item) if item != [] else '(none)'}" for key, item in value.items()
-    )
+def _record_line(value: dict[str, Any]) -> str | None:
+    """A flat record as one ``key: value, ...`` line; None when a field is nested."""
+    parts = []
+    for key, item in value.items():
+        kind = item.__class__
+        if kind is dict or kind is list:
+            if item:
+                return None
+            item = "(none)" if kind is list else "(empty)"
+        elif kind is str and len(item) > _MAX_SCALAR:
+            item = _scalar(item)
+        parts.append(f"{key}: {item}")
+    return ", ".join(parts)
 
 
 def _lines(value: Any, indent: str) -> list[str]:
@@ -48,9 +53,10 @@ def _lines(value: Any, indent: str) -> list[str]:
             return [f"{indent}(none)"]
         out = []
         for number, item in enumerate(value, 1):
-            if isinstance(item, dict) and item and _flat(item):
-                # A flat record reads best (and renders fastest) as one line.
-                out.append(f"{indent}{number}. {_pairs(item)}")
+            # A flat record reads best (and renders fastest) as one line.
+            line = _record_line(item) if isinstance(item, dict) and item else None
+            if line is not None:
+                out.append(f"{indent}{number}. {line}")
             elif isinstance(item, dict | list) and item:
                 out.append(f"{indent}{number}.")
                 out.extend(_lines(item, indent + "   "))
@@ -62,7 +68,11 @@ def _lines(value: Any, indent: str) -> list[str]:
 
 def render_default(tool_name: str, value: Any) -> str:
     """Readable text for ``value``, headed by the tool's name."""
-    builtins = msgspec.to_builtins(value, str_keys=True)
+    return render_builtins(tool_name, msgspec.to_builtins(value, str_keys=True))
+
+
+def render_builtins(tool_name: str, builtins: Any) -> str:
+    """`render_default` for a value already in JSON form (`msgspec.to_builtins`)."""
     if isinstance(builtins, str):
         return builtins
     if isinstance(builtins, list):

@@ -33,20 +33,21 @@ import msgspec
 
 from nativemcp.protocol import (
     INVALID_PARAMS,
+    CallToolResult,
     NativeMCPResponse,
+    TextContent,
     Tool,
     ToolAnnotations,
     ToolError,
     empty_response,
     error_response,
-    structured_response,
     text_response,
     tool_error_response,
     validate_tool_name,
 )
 
 from ._context import Context
-from ._render import render_default
+from ._render import render_builtins
 from ._typeref import RETURN_TYPE_META_KEY, describe_type
 
 __all__ = ["Server", "ToolFunction"]
@@ -423,8 +424,19 @@ class Server:
         if isinstance(value, str) and spec.renderer is None:
             return text_response(value)
         try:
-            text = spec.renderer(value) if spec.renderer else render_default(spec.name, value)
-            return structured_response(text, value)
+            # One conversion to JSON form serves the default text and the structured
+            # content (`structured_response` would convert again).
+            builtins = msgspec.to_builtins(value, str_keys=True)
+            text = spec.renderer(value) if spec.renderer else render_builtins(spec.name, builtins)
+            return NativeMCPResponse(
+                result=CallToolResult(
+                    content=[TextContent(text=text)],
+                    structured_content=builtins
+                    if isinstance(builtins, dict)
+                    else {"result": builtins},
+                ),
+                structured_result=value,
+            )
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
             _logger.exception(
                 "tool %s.%s returned a value that cannot be sent", self.name, spec.name
