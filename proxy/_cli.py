@@ -1,5 +1,6 @@
 """The ``nativemcp`` command line.
 
+``nativemcp demo`` runs the main job (see `nativemcp.proxy._demo`).
 ``nativemcp ingest PATH... [--store NAME]`` adds files (folders are walked) to a content
 store, with a progress bar; ``nativemcp search QUERY [--store NAME]`` prints what a
 model would read for that search. Both run the content store in a worker process,
@@ -64,6 +65,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"nativemcp {version('nativemcp')}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="the main job: content store + planning in workers on a bundled sample corpus",
+    )
+    demo.add_argument(
+        "--data-dir", type=Path, default=None, help="data folder (default: a temporary one)"
+    )
 
     ingest = commands.add_parser("ingest", help="add files to a content store (folders are walked)")
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
@@ -228,6 +237,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "demo":
+        from rich.console import Console
+
+        from ._demo import run_demo
+
+        console = Console()
+        if not console.is_terminal:
+            # Piped or captured: wide enough for the side-by-side tables.
+            console = Console(width=120)
+        return anyio.run(run_demo, args.data_dir, console)
     data_dir = (args.data_dir or default_data_dir()).expanduser()
     if args.command == "ingest":
         return anyio.run(_ingest, args, data_dir)
