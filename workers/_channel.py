@@ -2,9 +2,9 @@
 beyond the socket's own read and write.
 
 Both ends speak length-prefixed msgpack frames (see `_wire`). Incoming frames are
-decoded in ``data_received`` and handed to a callback at once; writing is a
-synchronous ``transport.write`` that never blocks the loop (the transport buffers,
-and `FrameChannel.drain` waits while the peer is behind).
+decoded in ``data_received`` and handed to a callback at once; writing never blocks
+the loop: frames queue and go out together on the loop's next pass (the transport
+buffers whatever the peer has not read yet).
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ class FrameChannel(asyncio.Protocol):
         self._on_message = on_message
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
-        loop = asyncio.get_running_loop()
-        self.closed: asyncio.Future[BaseException | None] = loop.create_future()
-        self._resumed: asyncio.Future[None] | None = None
+        self._loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[BaseException | None] = self._loop.create_future()
+        self._outgoing: list[bytes] = []
+        self._flush_scheduled = False
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -78,16 +79,6 @@ class FrameChannel(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():
             self.closed.set_result(exc)
-        if self._resumed is not None and not self._resumed.done():
-            self._resumed.set_result(None)
-
-    def pause_writing(self) -> None:
-        if self._resumed is None or self._resumed.done():
-            self._resumed = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        if self._resumed is not None and not self._resumed.done():
-            self._resumed.set_result(None)
 
     # -- use -----------------------------------------------------------------------------
 
@@ -104,21 +95,31 @@ class FrameChannel(asyncio.Protocol):
         return not self.closed.done() and self._transport is not None
 
     def write(self, frame: bytes) -> bool:
-        """Send a frame now (buffered by the transport); False when the channel is closed."""
+        """Queue a frame; False when the channel is closed.
+
+        Frames queued in one pass of the event loop go out in one write on the next
+        pass: many concurrent calls (or many replies to one batch of frames) cost one
+        system call, not one each, and a lone call waits only one loop pass.
+        """
         transport = self._transport
         if transport is None or transport.is_closing() or self.closed.done():
             return False
-        transport.write(frame)
+        self._outgoing.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
         return True
 
-    async def drain(self) -> None:
-        """Wait while the transport's buffer is over its high-water mark."""
-        resumed = self._resumed
-        if resumed is not None and not resumed.done():
-            await resumed
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        frames, self._outgoing = self._outgoing, []
+        transport = self._transport
+        if frames and transport is not None and not transport.is_closing():
+            transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
 
     def close(self) -> None:
-        """Close the transport (pending writes are flushed first)."""
+        """Close the transport after sending what is queued."""
+        self._flush()
         if self._transport is not None:
             self._transport.close()
 
