@@ -29,6 +29,10 @@ __all__ = ["ContentDB", "NewContent", "new_id"]
 
 SCHEMA_VERSION: Final = 1
 """Bumped when the schema or the index rewrite changes (a mismatch rebuilds the index)."""
+CACHE_KIB: Final = 16 * 1024
+"""Page cache per connection (KiB)."""
+MMAP_BYTES: Final = 256 * 1024 * 1024
+"""How much of the database file SQLite may memory-map."""
 INSERT_BATCH: Final = 500
 """Chunks inserted between two progress reports."""
 
@@ -145,6 +149,10 @@ def _connect(path: Path | str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 10000")
     conn.execute("PRAGMA foreign_keys = ON")
+    # Searches read the index pages over and over: keep them in this connection's
+    # cache and map the file, instead of a read() call per page.
+    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
 
 
@@ -405,17 +413,18 @@ class ContentDB:
 
     def search(
         self, store_id: str, query: str, top_n: int, threshold: float | None
-    ) -> list[SearchHit]:
-        """The best ``top_n`` chunks for a plain-terms query, best first (BM25).
+    ) -> list[SearchHit] | None:
+        """The best ``top_n`` chunks for a plain-terms query, best first (BM25); None
+        when the store does not exist.
 
         Scores are normalised to the best hit (1.0); hits below ``threshold`` and hits
         with no positive score are left out.
         """
-        expression = match_expression(query)
-        if expression is None:
-            return []
         store_rid = self._store_rid(self._read, store_id)
         if store_rid is None:
+            return None
+        expression = match_expression(query)
+        if expression is None:
             return []
         fts = _fts(store_rid)
         # FTS5 alone first: its ORDER BY rank LIMIT path scores without a join.

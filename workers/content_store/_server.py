@@ -358,8 +358,9 @@ def create_server(config: ServerConfig) -> Server:
         Each result has the file, exact line range, relevance 0..1 (1 = best hit) and
         raw BM25 score, match type and a context snippet. threshold drops weaker hits.
         """
-        state.store(store_id)
         hits = state.db.search(store_id, query, top_n, threshold)
+        if hits is None:
+            raise _store_missing(store_id, state.db.list_stores())
         return SearchResult(store_id=store_id, query=query, results=hits, threshold=threshold)
 
     @server.tool(render=render_delete_content, annotations=_DESTRUCTIVE)

@@ -4,6 +4,7 @@ context snippet around the first match (case- and accent-insensitive, like the i
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final, NamedTuple
 
@@ -27,8 +28,10 @@ class Match(NamedTuple):
     context: str
 
 
+@functools.lru_cache(maxsize=1024)
 def _pattern(term: str) -> re.Pattern[str] | None:
-    """A regex over folded text for one query term, token by token."""
+    """A regex over folded text for one query term, token by token (cached: every hit
+    of a search, and its rendering, look for the same terms)."""
     parts = _WORD_PART.findall(fold(term))
     if not parts:
         return None
