@@ -593,3 +593,16 @@ async def test_stores_contents_and_search_survive_a_restart(tmp_path: Path) -> N
         assert (await search(second, store_id, "학교")).results[0].content_id == added.content_id
     finally:
         await second.aclose()
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    import types
+
+    import nativemcp.workers.content_store as package
+
+    public = {
+        name
+        for name, value in vars(package).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert set(package.__all__) == public

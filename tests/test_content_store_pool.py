@@ -129,3 +129,28 @@ async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
             assert again.line_count == lines
             found = await store.keyword_similarity_search(store_id=created.store_id, query="199999")
             assert found.results[0].line_range[0] <= lines <= found.results[0].line_range[1]
+
+
+async def test_paging_hostile_queries_and_service_context_through_a_worker(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(60):
+        async with store_pool(tmp_path) as pool:
+            store = pool.server("content-store")
+            await store.switch_context("session-a", None)
+            created = await store.create_store(name="many")
+            for n in range(130):
+                await store.add_content(
+                    store_id=created.store_id, content=f"note {n} 東京", filename=f"n{n}.txt"
+                )
+            first = await store.list_content(store_id=created.store_id, limit=100)
+            rest = await store.list_content(store_id=created.store_id, offset=100, limit=100)
+            assert (first.total, len(first.contents), first.has_more) == (130, 100, True)
+            assert (len(rest.contents), rest.has_more) == (30, False)
+            names = [c.filename for c in first.contents + rest.contents]
+            assert names == [f"n{n}.txt" for n in range(130)]
+            for query in ['"', "NEAR(a b)", "content:*", "x AND", "\x00", "^東京"]:
+                await store.keyword_similarity_search(store_id=created.store_id, query=query)
+            context = await store.get_service_context()
+            assert created.store_id in context and "n129.txt" not in context  # capped at 100
+            assert "more: use list_content" in context
