@@ -75,7 +75,7 @@ def _side_by_side(console: Console, call: _Call) -> None:
     )
     table.add_column(
         f"What the app gets — {type(call.value).__name__}, "
-        f"{len(call.json.encode()):,} bytes as JSON",
+        f"{len(call.json.encode()):,} bytes as JSON (≈{_tokens(call.json)} tokens if sent)",
         ratio=1,
     )
     table.add_row(
@@ -190,7 +190,7 @@ async def run_demo(data_dir: Path | None, console: Console) -> int:
             _side_by_side(console, call)
 
         cost = Table(title="payload per call: LLM text vs typed value", expand=True)
-        for header in ("call", "LLM text bytes", "≈ tokens", "app JSON bytes", "ms"):
+        for header in ("call", "LLM text bytes", "≈ tokens", "app JSON bytes", "≈ tokens", "ms"):
             cost.add_column(header, justify="left" if header == "call" else "right")
         for call in [created, *searches, listing, *plan, state]:
             cost.add_row(
@@ -198,6 +198,7 @@ async def run_demo(data_dir: Path | None, console: Console) -> int:
                 f"{call.text_bytes:,}",
                 str(_tokens(call.text)),
                 f"{len(call.json.encode()):,}",
+                str(_tokens(call.json)),
                 f"{call.elapsed_ms:.1f}",
             )
         console.print(cost)
