@@ -245,8 +245,9 @@ def create_server(config: ServerConfig) -> Server:
     ) -> AddContentResult:
         """Add a file (path) or text (content) to a store: parsed, chunked by lines, indexed.
 
-        Supports text, Markdown, code, JSON, CSV, HTML, and PDF/DOCX/XLSX files. The same
-        text added twice returns the existing content id (duplicate=true).
+        Supports text, Markdown, code, JSON, CSV, HTML, and PDF/DOCX/XLSX files (by
+        default at most 50 MB per file and 10 MB of text). The same text added twice
+        returns the existing content id (duplicate=true).
         """
         state.store(store_id)
         if (content is None) == (path is None):
@@ -256,13 +257,13 @@ def create_server(config: ServerConfig) -> Server:
             )
         data: bytes | None = None
         if path is not None:
+            await ctx.report_progress(0, None, f"reading {path}")
             data, file_name = await anyio.to_thread.run_sync(state.read_path, path)
             filename = filename or file_name
         else:
             assert content is not None
             state.check_text_size(content, filename or "The content")
         name = filename or "untitled.txt"
-        await ctx.report_progress(0, None, f"reading {name}")
         item = await anyio.to_thread.run_sync(state.prepare, content, data, name, mime_type)
         existing = state.db.find_duplicate(store_id, item.sha256)
         if existing is None:
