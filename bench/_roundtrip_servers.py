@@ -1,6 +1,7 @@
-"""The same 20-item list tool as a nativemcp server and as an official-SDK server.
+"""The 20-item list tool of bench.roundtrip as a nativemcp server.
 
-Run as ``python -m bench._roundtrip_servers`` it serves the SDK version over stdio.
+The official-SDK twin lives in `bench._roundtrip_sdk`, so that this module (which the
+worker imports) does not pull pydantic into the worker's memory.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import datetime as dt
 import os
 
 import msgspec
-from pydantic import BaseModel
 
 from nativemcp.workers import Server
 
@@ -51,33 +51,3 @@ def list_items(count: int = ITEMS) -> list[Item]:
 def pid() -> int:
     """The worker's process id (for its RSS)."""
     return os.getpid()
-
-
-class SdkItem(BaseModel):
-    """The same item as a pydantic model, for the official SDK server."""
-
-    fileName: str
-    size: int
-    mimeType: str
-    added: dt.datetime
-
-
-def sdk_server() -> object:
-    """The official SDK's MCPServer with the same tool."""
-    from mcp.server.mcpserver import MCPServer
-
-    app = MCPServer("bench")
-
-    @app.tool()
-    def list_items(count: int = ITEMS) -> list[SdkItem]:
-        """List ``count`` items."""
-        return [
-            SdkItem(fileName=i.file_name, size=i.size, mimeType=i.mime_type, added=i.added)
-            for i in make_items(count)
-        ]
-
-    return app
-
-
-if __name__ == "__main__":
-    sdk_server().run("stdio")  # type: ignore[attr-defined]

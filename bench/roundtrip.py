@@ -136,7 +136,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    from bench._roundtrip_servers import sdk_server
+    from bench._roundtrip_sdk import sdk_server
 
     rounds = 5 if quick else 15
     number = 100 if quick else 400
@@ -149,7 +149,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
     }
     try:
         stdio = StdioServerParameters(
-            command=sys.executable, args=["-m", "bench._roundtrip_servers"]
+            command=sys.executable, args=["-m", "bench._roundtrip_sdk"]
         )
         async with (
             WorkerPool(["bench._roundtrip_servers:server"], timeout=60) as pool,

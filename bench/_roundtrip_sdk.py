@@ -1,0 +1,42 @@
+"""The 20-item list tool of bench.roundtrip as an official-SDK ``MCPServer``.
+
+Run as ``python -m bench._roundtrip_sdk`` it serves over stdio.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pydantic import BaseModel
+
+from bench._roundtrip_servers import ITEMS, make_items
+
+
+class SdkItem(BaseModel):
+    """The same item as a pydantic model, for the official SDK server."""
+
+    fileName: str
+    size: int
+    mimeType: str
+    added: dt.datetime
+
+
+def sdk_server() -> object:
+    """The official SDK's MCPServer with the same tool."""
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("bench")
+
+    @app.tool()
+    def list_items(count: int = ITEMS) -> list[SdkItem]:
+        """List ``count`` items."""
+        return [
+            SdkItem(fileName=i.file_name, size=i.size, mimeType=i.mime_type, added=i.added)
+            for i in make_items(count)
+        ]
+
+    return app
+
+
+if __name__ == "__main__":
+    sdk_server().run("stdio")  # type: ignore[attr-defined]
