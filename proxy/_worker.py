@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import pickle
 import socket
 import time
 from collections.abc import Callable
@@ -282,6 +283,12 @@ class WorkerProcess:
         )
         try:
             await anyio.to_thread.run_sync(process.start)
+        except (TypeError, AttributeError, pickle.PicklingError) as exc:
+            parent_sock.close()
+            raise WorkerStartError(
+                f"server {self.label!r} cannot be sent to a worker process: {exc}",
+                server=self.label,
+            ) from exc
         except BaseException:
             parent_sock.close()
             raise

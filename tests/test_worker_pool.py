@@ -26,6 +26,7 @@ from nativemcp.proxy import (
     WorkerStartError,
     WorkerTimeout,
 )
+from nativemcp.workers import Server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
@@ -331,4 +332,16 @@ async def test_a_server_that_fails_to_load_is_a_start_error_with_the_reason() ->
 async def test_a_worker_that_never_becomes_ready_times_out_at_start() -> None:
     with pytest.raises(WorkerStartError, match="did not become ready"):
         async with WorkerPool(["_servers:slow_factory"], start_timeout=1):
+            pass
+
+
+async def test_a_server_that_cannot_reach_a_worker_is_a_start_error() -> None:
+    local = Server("local")  # not importable by name: defined inside a function
+
+    @local.tool
+    def hello() -> str:
+        return "hi"
+
+    with pytest.raises(WorkerStartError, match="define it at module level"):
+        async with WorkerPool([local]):
             pass
