@@ -27,7 +27,7 @@ from nativemcp.protocol import INTERNAL_ERROR, NativeMCPResponse, error_response
 
 from ._channel import FrameChannel, Inbox, open_channel
 from ._config import ServerConfig, ServerSource, load_server
-from ._context import Context, Notification
+from ._context import Context, Notification, ProgressNotification
 from ._server import Server
 from ._wire import (
     Call,
@@ -153,9 +153,10 @@ class _Worker:
             await asyncio.wait(tasks, timeout=_SHUTDOWN_HOOK_TIMEOUT)
 
     async def run_call(self, call: Call) -> None:
-
         async def notify(notification: Notification) -> None:
-            self.outbox.put(encode_frame(Notify(id=call.id, notification=notification)))
+            # Progress goes only to a caller that asked for it; log messages always go.
+            if call.progress or not isinstance(notification, ProgressNotification):
+                self.outbox.put(encode_frame(Notify(id=call.id, notification=notification)))
 
         context = Context(
             server_name=self.server.name,

@@ -47,7 +47,7 @@ _HEADER: Final = struct.Struct(">I")
 
 
 class Call(msgspec.Struct, tag="call", array_like=True):
-    """Run a tool."""
+    """Run a tool; ``progress``: the caller wants progress notifications."""
 
     id: int
     tool: str
