@@ -10,7 +10,7 @@ async with WorkerPool(data_dir="~/.local/share/app") as pool:
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, Self, TypeVar, overload
@@ -224,9 +224,12 @@ class WorkerPool:
 
     @overload
     def server(self, name: str, /) -> ServerProxy: ...
+    # Typed as a callable, not `type[P]`: type checkers refuse a Protocol class where
+    # `type[P]` is expected (only concrete classes may be; mypy's [type-abstract]), and
+    # an interface is a Protocol. The body checks that it is a class.
     @overload
-    def server(self, interface: type[P], /) -> P: ...
-    def server(self, name_or_interface: str | type[Any], /) -> Any:
+    def server(self, interface: Callable[..., P], /) -> P: ...
+    def server(self, name_or_interface: str | Callable[..., Any], /) -> Any:
         """A proxy for a server, by name or by a typed interface.
 
         A typed interface is a class (typically a `typing.Protocol`) with a
@@ -236,10 +239,13 @@ class WorkerPool:
         Raises:
             UnknownServer: no server by that name (the message lists the servers).
             WorkerClosed: the pool is closed.
+            TypeError: not a name, or an interface without ``server_name``.
         """
         interface: type[Any] | None = None
         if isinstance(name_or_interface, str):
             name = name_or_interface
+        elif not isinstance(name_or_interface, type):
+            raise TypeError(f"a server name or an interface class, not {name_or_interface!r}")
         else:
             interface = name_or_interface
             declared = getattr(interface, "server_name", None)

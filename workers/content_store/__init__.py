@@ -3,6 +3,7 @@
 Reached as ``pool.server("content-store")``; built in its worker by `create_server`.
 """
 
+from ._api import ContentStoreAPI as ContentStoreAPI
 from ._models import AddContentResult as AddContentResult
 from ._models import ContentSummary as ContentSummary
 from ._models import DeleteContentResult as DeleteContentResult
@@ -19,6 +20,7 @@ from ._server import create_server as create_server
 
 __all__ = [
     "AddContentResult",
+    "ContentStoreAPI",
     "ContentStoreOptions",
     "ContentSummary",
     "DeleteContentResult",

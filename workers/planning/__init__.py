@@ -8,6 +8,7 @@ async with WorkerPool(data_dir=path) as pool:
 ```
 """
 
+from ._api import PlanningAPI as PlanningAPI
 from ._models import DEFAULT_SCOPE as DEFAULT_SCOPE
 from ._models import MAX_OBSERVATIONS as MAX_OBSERVATIONS
 from ._models import MAX_TEXT_CHARS as MAX_TEXT_CHARS
@@ -21,6 +22,7 @@ __all__ = [
     "MAX_OBSERVATIONS",
     "MAX_TEXT_CHARS",
     "SERVER_NAME",
+    "PlanningAPI",
     "PlanningState",
     "Todo",
     "create_server",

@@ -29,6 +29,7 @@ from nativemcp.protocol import (
 from nativemcp.workers import Server, ServerConfig
 
 from . import _exports, _files
+from ._api import WorkspaceAPI as WorkspaceAPI
 from ._models import (
     DirectoryEntry,
     DownloadResult,
@@ -62,6 +63,7 @@ __all__ = [
     "ReplaceLinesResult",
     "SearchFilesResult",
     "ShellResult",
+    "WorkspaceAPI",
     "WorkspaceOptions",
     "WriteFileResult",
     "create_server",
