@@ -174,19 +174,21 @@ def main(argv: list[str] | None = None) -> None:
     verdict = "met" if best >= GOAL else "NOT met"
     print(f"goal: one-pass unwrap >= {GOAL:g}x faster than pydantic: {verdict} (best {best:.1f}x)")
     if args.json:
-        emit_json({
-            "bench": "protocol",
-            "quick": args.quick,
-            "items": ITEMS,
-            "unit": "us",
-            "goal_ratio": GOAL,
-            "best_ratio": round(best, 2),
-            "goal_met": best >= GOAL,
-            "contenders": [
-                {"name": name, "bytes": size, "median_us": round(us, 3), "ratio": round(r, 2)}
-                for (name, size, _), us, r in zip(contenders, medians, ratios, strict=True)
-            ],
-        })
+        emit_json(
+            {
+                "bench": "protocol",
+                "quick": args.quick,
+                "items": ITEMS,
+                "unit": "us",
+                "goal_ratio": GOAL,
+                "best_ratio": round(best, 2),
+                "goal_met": best >= GOAL,
+                "contenders": [
+                    {"name": name, "bytes": size, "median_us": round(us, 3), "ratio": round(r, 2)}
+                    for (name, size, _), us, r in zip(contenders, medians, ratios, strict=True)
+                ],
+            }
+        )
 
 
 if __name__ == "__main__":

@@ -148,9 +148,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
         n: [] for n in ("raw_pipe", "nativemcp", "sdk_inprocess", "sdk_stdio")
     }
     try:
-        stdio = StdioServerParameters(
-            command=sys.executable, args=["-m", "bench._roundtrip_sdk"]
-        )
+        stdio = StdioServerParameters(command=sys.executable, args=["-m", "bench._roundtrip_sdk"])
         async with (
             WorkerPool(["bench._roundtrip_servers:server"], timeout=60) as pool,
             Client(sdk_server()) as sdk_local,  # type: ignore[arg-type]

@@ -225,9 +225,11 @@ def _decode_builtins(builtins: Any) -> NativeMCPResponse[Any]:
             f"malformed response: expected an object, got {type(builtins).__name__}"
         )
     try:
-        marked = {**builtins, "result": _mark_unknown_blocks(builtins["result"])} if (
-            "result" in builtins
-        ) else builtins
+        marked = (
+            {**builtins, "result": _mark_unknown_blocks(builtins["result"])}
+            if ("result" in builtins)
+            else builtins
+        )
         response = msgspec.convert(marked, NativeMCPResponse[Any])
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"malformed response: {exc}") from exc

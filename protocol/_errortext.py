@@ -24,9 +24,7 @@ import msgspec
 __all__ = ["ErrorInfo", "extract_error_info"]
 
 # No two adjacent optional-whitespace runs: they backtrack quadratically on long blanks.
-_MCP_PREFIX: Final = re.compile(
-    r"\bmcp\s+error\s*(?::\s*)?(-?\d+)\s*(?::\s*)?", re.IGNORECASE
-)
+_MCP_PREFIX: Final = re.compile(r"\bmcp\s+error\s*(?::\s*)?(-?\d+)\s*(?::\s*)?", re.IGNORECASE)
 _ERROR_PREFIX: Final = re.compile(r"^\s*error\s*:\s*", re.IGNORECASE)
 _TRAILING_CODE: Final = re.compile(r"\(\s*code\s*:\s*(-?\d+)\s*\)\s*$", re.IGNORECASE)
 

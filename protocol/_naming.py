@@ -97,8 +97,7 @@ def full_tool_name(server_name: str, tool_name: str, backend_type: BackendType) 
         raise ToolNameError(f"server name {server_name!r} must not contain {SEPARATOR!r}")
     if server_name.endswith("_"):
         raise ToolNameError(
-            f"server name {server_name!r} must not end with '_': the full name would not "
-            "parse back"
+            f"server name {server_name!r} must not end with '_': the full name would not parse back"
         )
     builtin = backend_type is not BackendType.EXTERNAL_MCP
     if not builtin and (server_name + SEPARATOR).startswith(BUILTIN_PREFIX):

@@ -105,8 +105,8 @@ def text_resource_response(
 
     With ``value``, the response also carries it as structured content and result.
     """
-    block = resource if isinstance(resource, EmbeddedResource) else EmbeddedResource(
-        resource=resource
+    block = (
+        resource if isinstance(resource, EmbeddedResource) else EmbeddedResource(resource=resource)
     )
     result = CallToolResult(content=[TextContent(text=text), block], meta=meta)
     if value is None:

@@ -42,22 +42,24 @@ if TYPE_CHECKING:
 
 __all__ = ["from_sdk", "response_from_sdk", "response_to_sdk", "to_sdk"]
 
-_SAME_NAME: Final[frozenset[type[msgspec.Struct]]] = frozenset({
-    Annotations,
-    AudioContent,
-    CallToolResult,
-    EmbeddedResource,
-    Icon,
-    ImageContent,
-    JSONRPCNotification,
-    JSONRPCRequest,
-    JSONRPCResponse,
-    ResourceLink,
-    TextContent,
-    Tool,
-    ToolAnnotations,
-    ToolExecution,
-})
+_SAME_NAME: Final[frozenset[type[msgspec.Struct]]] = frozenset(
+    {
+        Annotations,
+        AudioContent,
+        CallToolResult,
+        EmbeddedResource,
+        Icon,
+        ImageContent,
+        JSONRPCNotification,
+        JSONRPCRequest,
+        JSONRPCResponse,
+        ResourceLink,
+        TextContent,
+        Tool,
+        ToolAnnotations,
+        ToolExecution,
+    }
+)
 _OURS: Final[frozenset[type[msgspec.Struct]]] = _SAME_NAME | {
     ErrorObject,
     JSONRPCErrorResponse,
@@ -89,8 +91,10 @@ def _sdk_type(obj: msgspec.Struct) -> type[Any] | None:
     if isinstance(obj, ResourceContents):
         import mcp_types
 
-        return mcp_types.TextResourceContents if obj.text is not None else (
-            mcp_types.BlobResourceContents
+        return (
+            mcp_types.TextResourceContents
+            if obj.text is not None
+            else (mcp_types.BlobResourceContents)
         )
     return _pairs().get(type(obj)) if type(obj) in _OURS else None
 

@@ -155,9 +155,7 @@ class EmbeddedResource(
     meta: dict[str, Any] | None = _META
 
 
-class UnknownContent(
-    msgspec.Struct, tag="__nativemcp_unknown__", tag_field="type", kw_only=True
-):
+class UnknownContent(msgspec.Struct, tag="__nativemcp_unknown__", tag_field="type", kw_only=True):
     """A content block of a type this version does not know, kept as it arrived.
 
     ``data`` is the whole block as decoded (``type`` included); encoders write it back

@@ -62,8 +62,10 @@ def raise_for_error(response: NativeMCPResponse[Any], *, tool: str | None = None
         structured = result.structured_content
         code = info.code if info else None
         structured_code = structured.get("code") if structured is not None else None
-        if code is None and isinstance(structured_code, int) and not isinstance(
-            structured_code, bool
+        if (
+            code is None
+            and isinstance(structured_code, int)
+            and not isinstance(structured_code, bool)
         ):
             code = structured_code
         message = info.message if info and info.message else (text or "the tool reported an error")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import pytest
@@ -60,7 +60,7 @@ json_values = st.recursive(
 )
 json_objects = st.dictionaries(texts, json_values, max_size=3)
 metas = st.none() | json_objects
-annotations = st.none() | st.builds(
+annotation_values = st.none() | st.builds(
     Annotations,
     audience=st.none() | st.lists(st.sampled_from(["user", "assistant"]), max_size=2),
     priority=st.none() | st.floats(min_value=0, max_value=1),
@@ -90,9 +90,9 @@ unknown_blocks = st.builds(
     st.dictionaries(texts.filter(lambda k: k != "type"), json_values, max_size=3),
 )
 known_blocks: st.SearchStrategy[ContentBlock] = st.one_of(
-    st.builds(TextContent, text=texts, annotations=annotations, meta=metas),
-    st.builds(ImageContent, data=texts, mime_type=texts, annotations=annotations, meta=metas),
-    st.builds(AudioContent, data=texts, mime_type=texts, annotations=annotations, meta=metas),
+    st.builds(TextContent, text=texts, annotations=annotation_values, meta=metas),
+    st.builds(ImageContent, data=texts, mime_type=texts, annotations=annotation_values, meta=metas),
+    st.builds(AudioContent, data=texts, mime_type=texts, annotations=annotation_values, meta=metas),
     st.builds(
         ResourceLink,
         uri=texts,
@@ -102,11 +102,11 @@ known_blocks: st.SearchStrategy[ContentBlock] = st.one_of(
         mime_type=st.none() | texts,
         size=st.none() | st.integers(min_value=0, max_value=2**40),
         icons=icons,
-        annotations=annotations,
+        annotations=annotation_values,
         meta=metas,
     ),
     st.builds(
-        EmbeddedResource, resource=resource_contents, annotations=annotations, meta=metas
+        EmbeddedResource, resource=resource_contents, annotations=annotation_values, meta=metas
     ),
 )
 blocks = known_blocks | unknown_blocks
@@ -119,7 +119,7 @@ results = st.builds(
 )
 ids = st.none() | st.integers(min_value=-(2**53), max_value=2**53) | texts
 errors = st.builds(ErrorObject, code=st.integers(-33000, 33000), message=texts, data=json_values)
-responses = st.builds(
+responses: st.SearchStrategy[NativeMCPResponse[Any]] = st.builds(
     lambda id, result, structured: NativeMCPResponse(
         id=id, result=result, structured_result=structured
     ),
@@ -136,11 +136,11 @@ tools = st.builds(
     description=st.none() | texts,
     input_schema=st.just({"type": "object", "properties": {"q": {"type": "string"}}}),
     output_schema=st.none() | st.just({"type": "object", "x-fastmcp-wrap-result": True}),
-    execution=st.none() | st.builds(
-        ToolExecution, task_support=st.sampled_from(["forbidden", "optional", "required"])
-    ),
+    execution=st.none()
+    | st.builds(ToolExecution, task_support=st.sampled_from(["forbidden", "optional", "required"])),
     icons=icons,
-    annotations=st.none() | st.builds(
+    annotations=st.none()
+    | st.builds(
         ToolAnnotations,
         title=st.none() | texts,
         read_only_hint=st.none() | st.booleans(),
@@ -188,7 +188,7 @@ def test_every_json_rpc_message_round_trips_unchanged(format: Any, message: Any)
 
 
 @pytest.mark.parametrize("format", FORMATS)
-@given(value=st.one_of(blocks, tools, resource_contents, annotations, errors, results))
+@given(value=st.one_of(blocks, tools, resource_contents, annotation_values, errors, results))
 def test_every_wire_type_round_trips_alone(format: Any, value: Any) -> None:
     if value is None or isinstance(value, UnknownContent):
         return  # UnknownContent only exists inside a result; see the test below
@@ -218,15 +218,19 @@ def test_unknown_content_blocks_are_kept_and_re_emitted_unchanged(
 
 
 def test_json_wire_messages_carry_the_jsonrpc_version() -> None:
-    assert msgspec.json.decode(encode(NativeMCPResponse(id=1, result=CallToolResult())))[
-        "jsonrpc"
-    ] == "2.0"
+    assert (
+        msgspec.json.decode(encode(NativeMCPResponse(id=1, result=CallToolResult())))["jsonrpc"]
+        == "2.0"
+    )
     assert encode(JSONRPCNotification(method="ping")) == b'{"jsonrpc":"2.0","method":"ping"}'
 
 
 def test_wire_names_are_camel_case_and_meta_is_underscored() -> None:
     response = structured_response(
-        "one", {"a": 1}, id=3, meta={"k": 1},
+        "one",
+        {"a": 1},
+        id=3,
+        meta={"k": 1},
         extra_content=[ImageContent(data="AA==", mime_type="image/png")],
     )
     wire = msgspec.json.decode(encode(response))
@@ -264,41 +268,73 @@ MALFORMED: list[tuple[str, Any, str, str]] = [
     ("bad msgpack", b"\xc1", "msgpack", "malformed msgpack"),
     ("truncated msgpack", b"\x82\xa2id", "msgpack", "malformed msgpack"),
     ("msgpack given as str", "\x81", "msgpack", "must be bytes"),
-    ("non-UTF-8 JSON", b'{"id":1,"result":{"content":[{"type":"text","text":"\xff"}]}}', "json",
-     "UTF-8"),
-    ("lone surrogate in str", '{"id":1,"result":{"content":[{"type":"text","text":"\ud800"}]}}',
-     "json", "UTF-8"),
+    (
+        "non-UTF-8 JSON",
+        b'{"id":1,"result":{"content":[{"type":"text","text":"\xff"}]}}',
+        "json",
+        "UTF-8",
+    ),
+    (
+        "lone surrogate in str",
+        '{"id":1,"result":{"content":[{"type":"text","text":"\ud800"}]}}',
+        "json",
+        "UTF-8",
+    ),
     ("JSON list", b"[1, 2]", "json", "expected an object"),
     ("JSON number", b"42", "json", "expected an object"),
     ("JSON null", b"null", "json", "expected an object"),
     ("msgpack list", msgspec.msgpack.encode([1]), "msgpack", "expected an object"),
     ("neither result nor error", b'{"id": 1}', "json", "neither `result` nor `error`"),
-    ("both result and error", b'{"id":1,"result":{},"error":{"code":1,"message":"m"}}', "json",
-     "both `result` and `error`"),
+    (
+        "both result and error",
+        b'{"id":1,"result":{},"error":{"code":1,"message":"m"}}',
+        "json",
+        "both `result` and `error`",
+    ),
     ("wrong jsonrpc", b'{"jsonrpc":"1.0","id":1,"result":{}}', "json", "jsonrpc must be"),
     ("content not a list", b'{"id":1,"result":{"content":{}}}', "json", "result.content"),
     ("block not an object", b'{"id":1,"result":{"content":["x"]}}', "json", "content[0]"),
-    ("block without type", b'{"id":1,"result":{"content":[{"text":"x"}]}}', "json",
-     "content block 0 has no string `type`"),
-    ("block with numeric type", b'{"id":1,"result":{"content":[{"type":3}]}}', "json",
-     "no string `type`"),
-    ("text block without text", b'{"id":1,"result":{"content":[{"type":"text"}]}}', "json",
-     "text"),
-    ("resource with text and blob",
-     b'{"id":1,"result":{"content":[{"type":"resource","resource":'
-     b'{"uri":"u","text":"t","blob":"b"}}]}}', "json", "exactly one of"),
-    ("structuredContent not an object",
-     b'{"id":1,"result":{"content":[],"structuredContent":[1]}}', "json", "structuredContent"),
+    (
+        "block without type",
+        b'{"id":1,"result":{"content":[{"text":"x"}]}}',
+        "json",
+        "content block 0 has no string `type`",
+    ),
+    (
+        "block with numeric type",
+        b'{"id":1,"result":{"content":[{"type":3}]}}',
+        "json",
+        "no string `type`",
+    ),
+    ("text block without text", b'{"id":1,"result":{"content":[{"type":"text"}]}}', "json", "text"),
+    (
+        "resource with text and blob",
+        b'{"id":1,"result":{"content":[{"type":"resource","resource":'
+        b'{"uri":"u","text":"t","blob":"b"}}]}}',
+        "json",
+        "exactly one of",
+    ),
+    (
+        "structuredContent not an object",
+        b'{"id":1,"result":{"content":[],"structuredContent":[1]}}',
+        "json",
+        "structuredContent",
+    ),
     ("isError not a bool", b'{"id":1,"result":{"isError":"yes"}}', "json", "isError"),
     ("error without code", b'{"id":1,"error":{"message":"m"}}', "json", "code"),
     ("boolean id", b'{"id":true,"result":{}}', "json", "id"),
-    ("nested too deeply", b'{"id":1,"result":{"structuredContent":{"a":' + b"[" * 50_000
-     + b"]" * 50_000 + b"}}}", "json", "nested too deeply"),
+    (
+        "nested too deeply",
+        b'{"id":1,"result":{"structuredContent":{"a":' + b"[" * 50_000 + b"]" * 50_000 + b"}}}",
+        "json",
+        "nested too deeply",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("data", "format", "says"), [m[1:] for m in MALFORMED],
-                         ids=[m[0] for m in MALFORMED])
+@pytest.mark.parametrize(
+    ("data", "format", "says"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED]
+)
 def test_malformed_responses_raise_protocol_error_saying_what_is_wrong(
     data: Any, format: Any, says: str
 ) -> None:
@@ -384,14 +420,16 @@ def test_values_without_a_wire_form_raise_protocol_error() -> None:
 
 @given(data=st.binary(max_size=64))
 def test_arbitrary_bytes_decode_or_raise_protocol_error(data: bytes) -> None:
-    for format in ("json", "msgpack"):
+    formats: tuple[Literal["json", "msgpack"], ...] = ("json", "msgpack")
+    for format in formats:
         with contextlib.suppress(ProtocolError):
-            decode_response(data, format=format)  # type: ignore[arg-type]
+            decode_response(data, format=format)
 
 
 @given(value=json_values)
 def test_arbitrary_json_values_decode_or_raise_protocol_error(value: Any) -> None:
-    for format in ("json", "msgpack"):
+    formats: tuple[Literal["json", "msgpack"], ...] = ("json", "msgpack")
+    for format in formats:
         codec: Any = msgspec.json if format == "json" else msgspec.msgpack
         with contextlib.suppress(ProtocolError):
-            decode_response(codec.encode(value), format=format)  # type: ignore[arg-type]
+            decode_response(codec.encode(value), format=format)

@@ -123,9 +123,7 @@ def test_names_that_would_not_parse_back_raise_tool_name_error(
     assert says in str(caught.value)
 
 
-@pytest.mark.parametrize(
-    "name", ["plain", "builtin_only", "__tool", "server__", "bad name__x", ""]
-)
+@pytest.mark.parametrize("name", ["plain", "builtin_only", "__tool", "server__", "bad name__x", ""])
 def test_names_without_a_server__tool_shape_do_not_parse(name: str) -> None:
     with pytest.raises(ToolNameError):
         parse_tool_name(name)

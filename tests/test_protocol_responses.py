@@ -73,7 +73,9 @@ def test_an_error_response_is_a_json_rpc_error_with_internal_error_by_default() 
     assert response.error is not None and response.result is None
     assert (response.error.code, response.error.message) == (INTERNAL_ERROR, "boom")
     assert msgspec.json.decode(encode(response)) == {
-        "jsonrpc": "2.0", "id": 4, "error": {"code": -32603, "message": "boom"}
+        "jsonrpc": "2.0",
+        "id": 4,
+        "error": {"code": -32603, "message": "boom"},
     }
     coded = error_response("bad", code=-32602, data={"f": 1})
     assert coded.error is not None and (coded.error.code, coded.error.data) == (-32602, {"f": 1})
@@ -91,7 +93,9 @@ def test_an_empty_response_is_a_result_without_content() -> None:
     assert response == NativeMCPResponse(id=5, result=response.result)
     assert response.result is not None and response.result.content == []
     assert msgspec.json.decode(encode(response)) == {
-        "jsonrpc": "2.0", "id": 5, "result": {"content": []}
+        "jsonrpc": "2.0",
+        "id": 5,
+        "result": {"content": []},
     }
 
 

@@ -50,57 +50,110 @@ from nativemcp.protocol import (
 )
 
 META = {"io.example/trace": {"id": "t-1", "hops": [1, 2]}, "note": None}
-ANNOTATIONS = Annotations(audience=["user", "assistant"], priority=0.5,
-                          last_modified="2026-01-05T09:30:00Z")
-ICON = Icon(src="https://example.com/i.png", mime_type="image/png", sizes=["48x48"],
-            theme="dark")
-TEXT_RESOURCE = ResourceContents(uri="file:///a.md", mime_type="text/markdown", text="# a",
-                                 meta=META)
+ANNOTATIONS = Annotations(
+    audience=["user", "assistant"], priority=0.5, last_modified="2026-01-05T09:30:00Z"
+)
+ICON = Icon(src="https://example.com/i.png", mime_type="image/png", sizes=["48x48"], theme="dark")
+TEXT_RESOURCE = ResourceContents(
+    uri="file:///a.md", mime_type="text/markdown", text="# a", meta=META
+)
 BLOB_RESOURCE = ResourceContents(uri="file:///a.bin", blob="AAE=", meta=META)
 
 EVERY_TYPE: list[tuple[str, Any, type[pydantic.BaseModel]]] = [
     ("text", TextContent(text="hi", annotations=ANNOTATIONS, meta=META), mcp_types.TextContent),
-    ("image", ImageContent(data="AAE=", mime_type="image/png", annotations=ANNOTATIONS,
-                           meta=META), mcp_types.ImageContent),
-    ("audio", AudioContent(data="AAE=", mime_type="audio/wav", meta=META),
-     mcp_types.AudioContent),
-    ("resource link", ResourceLink(uri="file:///a.md", name="a.md", title="A",
-                                   description="d", mime_type="text/markdown", size=3,
-                                   icons=[ICON], annotations=ANNOTATIONS, meta=META),
-     mcp_types.ResourceLink),
-    ("embedded text", EmbeddedResource(resource=TEXT_RESOURCE, annotations=ANNOTATIONS,
-                                       meta=META), mcp_types.EmbeddedResource),
-    ("embedded blob", EmbeddedResource(resource=BLOB_RESOURCE, meta=META),
-     mcp_types.EmbeddedResource),
+    (
+        "image",
+        ImageContent(data="AAE=", mime_type="image/png", annotations=ANNOTATIONS, meta=META),
+        mcp_types.ImageContent,
+    ),
+    ("audio", AudioContent(data="AAE=", mime_type="audio/wav", meta=META), mcp_types.AudioContent),
+    (
+        "resource link",
+        ResourceLink(
+            uri="file:///a.md",
+            name="a.md",
+            title="A",
+            description="d",
+            mime_type="text/markdown",
+            size=3,
+            icons=[ICON],
+            annotations=ANNOTATIONS,
+            meta=META,
+        ),
+        mcp_types.ResourceLink,
+    ),
+    (
+        "embedded text",
+        EmbeddedResource(resource=TEXT_RESOURCE, annotations=ANNOTATIONS, meta=META),
+        mcp_types.EmbeddedResource,
+    ),
+    (
+        "embedded blob",
+        EmbeddedResource(resource=BLOB_RESOURCE, meta=META),
+        mcp_types.EmbeddedResource,
+    ),
     ("text resource contents", TEXT_RESOURCE, mcp_types.TextResourceContents),
     ("blob resource contents", BLOB_RESOURCE, mcp_types.BlobResourceContents),
     ("annotations", ANNOTATIONS, mcp_types.Annotations),
     ("icon", ICON, mcp_types.Icon),
-    ("call tool result", CallToolResult(
-        content=[TextContent(text="t", meta=META), EmbeddedResource(resource=TEXT_RESOURCE)],
-        structured_content={"a": [1, None]}, is_error=True, meta=META,
-    ), mcp_types.CallToolResult),
-    ("tool", Tool(name="list_content", title="List", description="Lists.",
-                  input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
-                  output_schema={"type": "object"}, execution=ToolExecution(
-                      task_support="optional"), icons=[ICON],
-                  annotations=ToolAnnotations(title="L", read_only_hint=True,
-                                              destructive_hint=False, idempotent_hint=True,
-                                              open_world_hint=False), meta=META),
-     mcp_types.Tool),
+    (
+        "call tool result",
+        CallToolResult(
+            content=[TextContent(text="t", meta=META), EmbeddedResource(resource=TEXT_RESOURCE)],
+            structured_content={"a": [1, None]},
+            is_error=True,
+            meta=META,
+        ),
+        mcp_types.CallToolResult,
+    ),
+    (
+        "tool",
+        Tool(
+            name="list_content",
+            title="List",
+            description="Lists.",
+            input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
+            output_schema={"type": "object"},
+            execution=ToolExecution(task_support="optional"),
+            icons=[ICON],
+            annotations=ToolAnnotations(
+                title="L",
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+            meta=META,
+        ),
+        mcp_types.Tool,
+    ),
     ("tool annotations", ToolAnnotations(read_only_hint=True), mcp_types.ToolAnnotations),
     ("tool execution", ToolExecution(task_support="required"), mcp_types.ToolExecution),
-    ("error data", ErrorObject(code=-32602, message="bad", data={"field": "n"}),
-     mcp_types.ErrorData),
-    ("request", JSONRPCRequest(id=1, method="tools/call",
-                               params={"name": "x", "_meta": META}), mcp_types.JSONRPCRequest),
-    ("notification", JSONRPCNotification(method="notifications/progress",
-                                         params={"_meta": META}), mcp_types.JSONRPCNotification),
-    ("response", JSONRPCResponse(id="r", result={"_meta": META, "tools": []}),
-     mcp_types.JSONRPCResponse),
-    ("error response", JSONRPCErrorResponse(id=None, error=ErrorObject(code=-32700,
-                                                                       message="parse")),
-     mcp_types.JSONRPCError),
+    (
+        "error data",
+        ErrorObject(code=-32602, message="bad", data={"field": "n"}),
+        mcp_types.ErrorData,
+    ),
+    (
+        "request",
+        JSONRPCRequest(id=1, method="tools/call", params={"name": "x", "_meta": META}),
+        mcp_types.JSONRPCRequest,
+    ),
+    (
+        "notification",
+        JSONRPCNotification(method="notifications/progress", params={"_meta": META}),
+        mcp_types.JSONRPCNotification,
+    ),
+    (
+        "response",
+        JSONRPCResponse(id="r", result={"_meta": META, "tools": []}),
+        mcp_types.JSONRPCResponse,
+    ),
+    (
+        "error response",
+        JSONRPCErrorResponse(id=None, error=ErrorObject(code=-32700, message="parse")),
+        mcp_types.JSONRPCError,
+    ),
 ]
 IDS = [t[0] for t in EVERY_TYPE]
 

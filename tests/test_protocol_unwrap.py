@@ -107,8 +107,14 @@ EXACT_VALUES: list[tuple[str, Any, Any]] = [
     ("str", "hello", str),
     ("none", None, type(None)),
 ]
-PATHS = ["in memory", "json bytes", "msgpack bytes", "json decoded", "msgpack decoded",
-         "json compacted"]
+PATHS = [
+    "in memory",
+    "json bytes",
+    "msgpack bytes",
+    "json decoded",
+    "msgpack decoded",
+    "json compacted",
+]
 
 
 def _through(path: str, response: NativeMCPResponse[Any], type_: Any) -> Any:
@@ -126,8 +132,9 @@ def _through(path: str, response: NativeMCPResponse[Any], type_: Any) -> Any:
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize(("value", "type_"), [v[1:] for v in EXACT_VALUES],
-                         ids=[v[0] for v in EXACT_VALUES])
+@pytest.mark.parametrize(
+    ("value", "type_"), [v[1:] for v in EXACT_VALUES], ids=[v[0] for v in EXACT_VALUES]
+)
 def test_unwrap_returns_the_exact_value_and_type(path: str, value: Any, type_: Any) -> None:
     got = _through(path, structured_response("rich text", value), type_)
     assert got == value
@@ -275,14 +282,19 @@ def test_with_structured_content_the_mirror_text_is_not_needed() -> None:
 def test_a_json_rpc_error_raises_tool_error_with_code_message_and_data() -> None:
     response = error_response("unknown tool: nope", code=-32601, data={"tool": "nope"}, id=4)
     sources: list[tuple[Any, Any]] = [
-        (response, "json"), (encode(response), "json"), (encode(response, "msgpack"), "msgpack")
+        (response, "json"),
+        (encode(response), "json"),
+        (encode(response, "msgpack"), "msgpack"),
     ]
     for source, format in sources:
         with pytest.raises(ToolError) as caught:
             unwrap(source, dict[str, Any], tool="nope", format=format)
         error = caught.value
-        assert (error.code, error.message, error.data) == (-32601, "unknown tool: nope",
-                                                           {"tool": "nope"})
+        assert (error.code, error.message, error.data) == (
+            -32601,
+            "unknown tool: nope",
+            {"tool": "nope"},
+        )
         assert error.tool == "nope"
         assert "nope" in str(error) and "-32601" in str(error)
 
@@ -312,8 +324,9 @@ def test_an_is_error_result_raises_tool_error_keeping_text_and_structured_conten
 
 def test_an_is_error_result_takes_its_code_from_structured_content_when_the_text_has_none() -> None:
     with pytest.raises(ToolError) as caught:
-        raise_for_error(tool_error_response("path escapes the root", structured_content={
-            "code": -32602}))
+        raise_for_error(
+            tool_error_response("path escapes the root", structured_content={"code": -32602})
+        )
     assert (caught.value.code, caught.value.message) == (-32602, "path escapes the root")
     with pytest.raises(ToolError) as caught:
         raise_for_error(tool_error_response("x", structured_content={"code": True}))
@@ -328,8 +341,10 @@ def test_an_is_error_result_without_text_still_says_it_failed() -> None:
 
 def test_raise_for_error_passes_successful_responses() -> None:
     raise_for_error(text_response("fine"))
-    assert result_text(CallToolResult(content=[TextContent(text="a"), TextContent(text="b")])) \
+    assert (
+        result_text(CallToolResult(content=[TextContent(text="a"), TextContent(text="b")]))
         == "a\nb"
+    )
 
 
 def test_unwrap_error_names_the_tool_the_type_and_what_arrived() -> None:
@@ -388,34 +403,67 @@ def test_compact_drops_a_structured_result_equal_to_the_structured_content() -> 
 # --- properties --------------------------------------------------------------------------
 
 TARGETS: list[Any] = [
-    object, int, str, float, bool, bytes, type(None), list[int], list[Item], dict[str, Any],
-    dict[str, int], Item, Entry, Movie, Wrapped, dt.datetime, dt.date, uuid.UUID,
-    decimal.Decimal, Color, Level, tuple[int, ...], int | None, list[dict[str, Any]],
+    object,
+    int,
+    str,
+    float,
+    bool,
+    bytes,
+    type(None),
+    list[int],
+    list[Item],
+    dict[str, Any],
+    dict[str, int],
+    Item,
+    Entry,
+    Movie,
+    Wrapped,
+    dt.datetime,
+    dt.date,
+    uuid.UUID,
+    decimal.Decimal,
+    Color,
+    Level,
+    tuple[int, ...],
+    int | None,
+    list[dict[str, Any]],
 ]
 scalars = (
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
     | st.sampled_from(["2026-01-05", "2026-01-05T09:30:00Z", str(ITEM.id), "red", "1.5"])
 )
 values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.sampled_from(["result", "n", "name", "code", "a"]) | st.text(max_size=4),
-                      inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["result", "n", "name", "code", "a"]) | st.text(max_size=4),
+            inner,
+            max_size=3,
+        )
+    ),
     max_leaves=8,
 )
-objects = st.dictionaries(st.sampled_from(["result", "n", "a"]) | st.text(max_size=4), values,
-                          max_size=3)
+objects = st.dictionaries(
+    st.sampled_from(["result", "n", "a"]) | st.text(max_size=4), values, max_size=3
+)
 content = st.lists(
-    st.builds(TextContent, text=st.text(max_size=10) | values.map(lambda v: msgspec.json.encode(
-        v).decode())),
+    st.builds(
+        TextContent,
+        text=st.text(max_size=10) | values.map(lambda v: msgspec.json.encode(v).decode()),
+    ),
     max_size=3,
 )
 responses = st.builds(
     lambda content, structured, result, is_error, meta: NativeMCPResponse(
         id=1,
-        result=CallToolResult(content=content, structured_content=structured,
-                              is_error=is_error, meta=meta),
+        result=CallToolResult(
+            content=content, structured_content=structured, is_error=is_error, meta=meta
+        ),
         structured_result=result,
     ),
     content,
@@ -423,8 +471,12 @@ responses = st.builds(
     values,
     st.booleans(),
     st.none() | st.just({"fastmcp": {"wrap_result": True}}),
-) | st.builds(lambda code, message, data: error_response(message, code=code, data=data),
-              st.integers(-33000, 33000), st.text(max_size=10), values)
+) | st.builds(
+    lambda code, message, data: error_response(message, code=code, data=data),
+    st.integers(-33000, 33000),
+    st.text(max_size=10),
+    values,
+)
 
 
 def _outcome(fn: Any) -> tuple[str, Any]:
@@ -434,8 +486,9 @@ def _outcome(fn: Any) -> tuple[str, Any]:
         return type(exc).__name__, None
 
 
-@given(response=responses, type_=st.sampled_from(TARGETS),
-       format=st.sampled_from(["json", "msgpack"]))
+@given(
+    response=responses, type_=st.sampled_from(TARGETS), format=st.sampled_from(["json", "msgpack"])
+)
 def test_unwrap_raises_only_documented_errors_and_bytes_agree_with_decoded(
     response: NativeMCPResponse[Any], type_: Any, format: Any
 ) -> None:
@@ -447,16 +500,22 @@ def test_unwrap_raises_only_documented_errors_and_bytes_agree_with_decoded(
         assert msgspec.convert(direct[1], type_) == direct[1]
 
 
-@given(data=st.binary(max_size=80) | values.map(msgspec.json.encode),
-       type_=st.sampled_from(TARGETS))
+@given(
+    data=st.binary(max_size=80) | values.map(msgspec.json.encode), type_=st.sampled_from(TARGETS)
+)
 def test_unwrap_on_arbitrary_bytes_raises_only_documented_errors(data: bytes, type_: Any) -> None:
     for format in ("json", "msgpack"):
         _outcome(lambda: unwrap(data, type_, format=format))  # noqa: B023
 
 
-@given(data=st.dictionaries(st.sampled_from(["id", "result", "error", "structuredResult",
-                                             "jsonrpc"]), values, max_size=4),
-       type_=st.sampled_from(TARGETS))
+@given(
+    data=st.dictionaries(
+        st.sampled_from(["id", "result", "error", "structuredResult", "jsonrpc"]),
+        values,
+        max_size=4,
+    ),
+    type_=st.sampled_from(TARGETS),
+)
 def test_unwrap_on_arbitrary_dicts_raises_only_documented_errors(
     data: dict[str, Any], type_: Any
 ) -> None:
