@@ -170,6 +170,18 @@ def _text_candidates(texts: list[str], type_: Any) -> list[tuple[str, Any]]:
     return candidates
 
 
+def _first_converted(candidates: list[tuple[str, Any]], type_: Any, failures: list[str]) -> Any:
+    """The first candidate that converts to ``type_``, or _MISSING (reasons in failures)."""
+    for source, value in candidates:
+        try:
+            return _convert(value, type_)
+        except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
+            failures.append(f"{source}: {exc}")
+        except RecursionError:
+            failures.append(f"{source}: nested too deeply")
+    return _MISSING
+
+
 def _convert(value: Any, type_: Any) -> Any:
     if type_ is object or type_ is Any:
         return value
@@ -383,17 +395,18 @@ def unwrap(
             result, result.structured_content, type_, output_schema
         ):
             candidates.append(("structuredContent", variant))
-    candidates.extend(_text_candidates(_texts(result), type_))
-    if not candidates:
-        candidates.append(("empty result", None))
-
     failures: list[str] = []
-    for source, value in candidates:
-        try:
-            return _convert(value, type_)
-        except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
-            failures.append(f"{source}: {exc}")
-        except RecursionError:
-            failures.append(f"{source}: nested too deeply")
+    converted = _first_converted(candidates, type_, failures)
+    if converted is not _MISSING:
+        return converted
+    # Only now parse the text: most results convert from their structured data, and
+    # parsing a long rich text as JSON costs more than the whole conversion.
+    text_candidates = _text_candidates(_texts(result), type_)
+    if not candidates and not text_candidates:
+        text_candidates.append(("empty result", None))
+    converted = _first_converted(text_candidates, type_, failures)
+    if converted is not _MISSING:
+        return converted
+    candidates.extend(text_candidates)
     arrived = ", ".join(f"{source}={preview(value)}" for source, value in candidates)
     raise UnwrapError(expected=type_, arrived=arrived, reason="; ".join(failures), tool=tool)

@@ -23,16 +23,18 @@ def _scalar(value: Any) -> str:
 
 def _record_line(value: dict[str, Any]) -> str | None:
     """A flat record as one ``key: value, ...`` line; None when a field is nested."""
-    parts = []
+    parts: list[str] = []
+    append = parts.append  # the hot loop of every list result: keep it lean
     for key, item in value.items():
         kind = item.__class__
-        if kind is dict or kind is list:
+        if kind is str:
+            if len(item) > _MAX_SCALAR:
+                item = _scalar(item)
+        elif kind is dict or kind is list:
             if item:
                 return None
             item = "(none)" if kind is list else "(empty)"
-        elif kind is str and len(item) > _MAX_SCALAR:
-            item = _scalar(item)
-        parts.append(f"{key}: {item}")
+        append(f"{key}: {item}")
     return ", ".join(parts)
 
 
