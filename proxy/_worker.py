@@ -109,7 +109,7 @@ class _Connection:
         return self.next_id
 
     def send(self, frame: bytes) -> None:
-        """Send a frame now (never blocks; dropped if the channel closed)."""
+        """Queue a frame for the next loop pass (never blocks; dropped once closed)."""
         if self.channel is not None:
             self.channel.write(frame)
 
