@@ -251,7 +251,7 @@ def load_chunks(data_dir: Path) -> tuple[list[str], list[str]]:
 def rank_bm25_search(ids: list[str], texts: list[str]) -> Callable[[str], list[str]]:
     """rank-bm25's BM25Okapi over the store's chunks: query → top chunk ids."""
     import numpy as np
-    from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
+    from rank_bm25 import BM25Okapi
 
     index = BM25Okapi([tokens(text) for text in texts])
 
@@ -265,7 +265,7 @@ def rank_bm25_search(ids: list[str], texts: list[str]) -> Callable[[str], list[s
 
 def bm25s_search(ids: list[str], texts: list[str]) -> Callable[[str], list[str]]:
     """bm25s over the store's chunks (single-threaded retrieval): query → top chunk ids."""
-    import bm25s  # type: ignore[import-untyped]
+    import bm25s
 
     index = bm25s.BM25()
     index.index([tokens(text) for text in texts], show_progress=False)
