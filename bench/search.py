@@ -17,6 +17,7 @@ Run: ``python -m bench.search [--quick] [--json]`` (needs the ``bench`` extra).
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import random
 import re
@@ -287,8 +288,19 @@ def overlap(ours: dict[str, list[str]], theirs: dict[str, list[str]]) -> float:
     return statistics.mean(shares) if shares else 0.0
 
 
+def _require_peers() -> None:
+    """Fail at once, saying what to install, when the peers measured beside us are missing."""
+    missing = [name for name in ("rank_bm25", "bm25s") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise SystemExit(
+            f"bench.search compares against {', '.join(missing)}, which is not installed: "
+            "pip install -e '.[bench]'"
+        )
+
+
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.search")
+    _require_peers()
     rng = random.Random(SEED)
     documents, vocabulary = make_corpus(rng)
     queries = make_queries(rng, vocabulary, 60 if args.quick else 300)
