@@ -293,7 +293,7 @@ def _require_peers() -> None:
     missing = [name for name in ("rank_bm25", "bm25s") if importlib.util.find_spec(name) is None]
     if missing:
         raise SystemExit(
-            f"bench.search compares against {', '.join(missing)}, which is not installed: "
+            f"bench.search measures peers that are not installed ({', '.join(missing)}): "
             "pip install -e '.[bench]'"
         )
 
