@@ -13,7 +13,7 @@ import asyncio
 import socket
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 import msgspec
 
@@ -22,6 +22,9 @@ from nativemcp.protocol import ProtocolError
 __all__ = ["FrameChannel", "Inbox", "open_channel"]
 
 T = TypeVar("T")
+
+_BATCH: Final = 4
+"""Frames queued before they go out without waiting for the end of the loop pass."""
 
 
 class FrameChannel(asyncio.Protocol):
@@ -97,21 +100,28 @@ class FrameChannel(asyncio.Protocol):
     def write(self, frame: bytes) -> bool:
         """Queue a frame; False when the channel is closed.
 
-        Frames queued in one pass of the event loop go out in one write on the next
-        pass: many concurrent calls (or many replies to one batch of frames) cost one
-        system call, not one each, and a lone call waits only one loop pass.
+        Frames go out in small batches: every `_BATCH` frames, and whatever is left at
+        the end of the loop pass. Many concurrent calls (or many replies to one batch of
+        frames) then cost a few system calls, not one each, while the peer can start on
+        the first frames before this side has queued the last; a lone call waits only
+        for the end of the pass.
         """
         transport = self._transport
         if transport is None or transport.is_closing() or self.closed.done():
             return False
         self._outgoing.append(frame)
-        if not self._flush_scheduled:
+        if len(self._outgoing) >= _BATCH:
+            self._flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            self._loop.call_soon(self._end_of_pass)
         return True
 
-    def _flush(self) -> None:
+    def _end_of_pass(self) -> None:
         self._flush_scheduled = False
+        self._flush()
+
+    def _flush(self) -> None:
         frames, self._outgoing = self._outgoing, []
         transport = self._transport
         if frames and transport is not None and not transport.is_closing():
