@@ -436,9 +436,7 @@ class WorkerProcess:
         # A timer handle rather than a cancel scope: a tenth of the cost per call. At
         # the deadline the call's inbox gets the timeout error, so it wakes at once.
         timer = (
-            loop.call_at(
-                deadline, inbox.put, WorkerTimeout(server=self.name, tool=tool, timeout=timeout)
-            )
+            loop.call_at(deadline, self._time_out, inbox, tool, timeout)
             if deadline != math.inf
             else None
         )
@@ -452,6 +450,10 @@ class WorkerProcess:
             if timer is not None:
                 timer.cancel()
             conn.pending.pop(call_id, None)
+
+    def _time_out(self, inbox: Inbox[_Item], tool: str, timeout: float) -> None:
+        # The error is made only when a call does time out, not for every call.
+        inbox.put(WorkerTimeout(server=self.name, tool=tool, timeout=timeout))
 
     async def _await_reply(
         self,
