@@ -104,6 +104,25 @@ def _walk(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
             yield path, False
 
 
+def _allowed_paths(given: Sequence[Path], files: Sequence[tuple[Path, bool]]) -> list[str]:
+    """What the store may read: the paths the user typed, resolved, and any walked file
+    that resolves outside them (a symlink in a given folder); the user chose them all."""
+    roots = [os.path.realpath(path) for path in given]
+    outside = {
+        os.path.realpath(path)
+        for path, _ in files
+        if not any(_is_within(os.path.realpath(path), root) for root in roots)
+    }
+    return roots + sorted(outside)
+
+
+def _is_within(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # different drives
+        return False
+
+
 async def _find_store(store: Any, name: str) -> str | None:
     listing = await store.list_stores()
     for info in listing.stores:
@@ -142,7 +161,10 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
         return 2
     tally = _Tally()
     started = time.perf_counter()
-    async with WorkerPool(data_dir=data_dir, builtins=[CONTENT_STORE], in_process=()) as pool:
+    options = {CONTENT_STORE: {"allowed_paths": _allowed_paths(args.paths, files)}}
+    async with WorkerPool(
+        data_dir=data_dir, builtins=[CONTENT_STORE], in_process=(), options=options
+    ) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _find_store(store, args.store)
         if store_id is None:

@@ -111,7 +111,7 @@ async def run_demo(data_dir: Path | None, console: Console) -> int:
             data_dir=data_dir,
             builtins=["content-store", "planning"],
             in_process=(),
-            options={"content-store": DEMO_CHUNKS},
+            options={"content-store": {**DEMO_CHUNKS, "allowed_paths": [str(samples)]}},
         ) as pool:
             store = pool.server("content-store")
             planning = pool.server("planning")

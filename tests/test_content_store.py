@@ -35,7 +35,7 @@ def make_server(data_dir: Path, **options: Any) -> Server:
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[Server]:
-    srv = make_server(tmp_path)
+    srv = make_server(tmp_path, allowed_paths=[str(tmp_path)])
     yield srv
     await srv.aclose()
 
@@ -400,7 +400,9 @@ async def test_add_content_argument_errors_are_clear(server: Server, tmp_path: P
 
 
 async def test_size_limits_are_configurable_and_reported(tmp_path: Path) -> None:
-    srv = make_server(tmp_path, max_text_bytes=100, max_file_bytes=200)
+    srv = make_server(
+        tmp_path, max_text_bytes=100, max_file_bytes=200, allowed_paths=[str(tmp_path)]
+    )
     try:
         store_id = await new_store(srv)
         big_text = await call(srv, "add_content", store_id=store_id, content="x" * 101)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import stat
 import tempfile
@@ -70,6 +71,9 @@ _DESTRUCTIVE: Final = ToolAnnotations(destructive_hint=True, idempotent_hint=Tru
 class ContentStoreOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """The content store's ``ServerConfig.options`` (all optional)."""
 
+    allowed_paths: tuple[str, ...] = ()
+    """Folders (or files) `add_content` may read ``path`` from, symlinks resolved; empty
+    (the default): reading by path is disabled, only ``content`` is accepted."""
     max_file_bytes: int = 50 * MIB
     """Largest file `add_content` reads from ``path``."""
     max_text_bytes: int = 10 * MIB
@@ -80,10 +84,36 @@ class ContentStoreOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unkn
 
 
 def _options(raw: Mapping[str, Any]) -> ContentStoreOptions:
+    values = dict(raw)
+    paths = values.get("allowed_paths")
+    if isinstance(paths, (list, tuple)):
+        values["allowed_paths"] = [os.fspath(p) if isinstance(p, os.PathLike) else p for p in paths]
     try:
-        return msgspec.convert(dict(raw), ContentStoreOptions)
+        options = msgspec.convert(values, ContentStoreOptions)
     except msgspec.ValidationError as exc:
         raise ValueError(f"invalid content-store options: {exc}") from exc
+    for root in options.allowed_paths:
+        if not root or "\0" in root:
+            raise ValueError(f"invalid content-store options: bad allowed_paths entry {root!r}")
+    return options
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether the resolved ``path`` is ``root`` or lies under it (both absolute, real)."""
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # different drives
+        return False
+
+
+_OPEN_FLAGS: Final = (
+    os.O_RDONLY
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
+"""No symlink swapped in after the check, and a FIFO swapped in never blocks the open."""
 
 
 def _store_missing(store_id: str, known: list[StoreInfo]) -> ToolError:
@@ -100,6 +130,9 @@ class _ContentStore:
     def __init__(self, server: Server, options: ContentStoreOptions) -> None:
         self.server = server
         self.options = options
+        self.allowed_roots = tuple(
+            os.path.realpath(os.path.expanduser(root)) for root in options.allowed_paths
+        )
         self._db: ContentDB | None = None
         self._scratch: Path | None = None
         self.write_lock = anyio.Lock()
@@ -138,11 +171,35 @@ class _ContentStore:
                 structured_content={"code": "CONTENT_TOO_LARGE", "size": size},
             )
 
+    def resolve_path(self, raw_path: str) -> str:
+        """``raw_path`` resolved (symlinks followed), if inside `allowed_roots`."""
+        if "\0" in raw_path:
+            raise ToolError(
+                f"Invalid path: {raw_path!r} contains a NUL byte",
+                structured_content={"code": "INVALID_PATH", "path": raw_path},
+            )
+        if not self.allowed_roots:
+            raise ToolError(
+                f"Cannot read {raw_path}: reading files by path is disabled; configure "
+                "allowed_paths (content-store option) to allow folders, or pass the text "
+                "as content",
+                structured_content={"code": "PATH_NOT_ALLOWED", "path": raw_path},
+            )
+        resolved = os.path.realpath(os.path.expanduser(raw_path))
+        if not any(_inside(resolved, root) for root in self.allowed_roots):
+            shown = f"{raw_path} (resolves to {resolved})" if resolved != raw_path else raw_path
+            raise ToolError(
+                f"Path not allowed: {shown} is outside the allowed_paths folders "
+                f"({', '.join(self.allowed_roots)})",
+                structured_content={"code": "PATH_NOT_ALLOWED", "path": raw_path},
+            )
+        return resolved
+
     def read_path(self, raw_path: str) -> tuple[bytes, str]:
         """The bytes of the file at ``raw_path`` and its name (runs in a thread)."""
-        path = Path(raw_path).expanduser()
+        resolved = self.resolve_path(raw_path)
         try:
-            info = path.stat()
+            info = os.stat(resolved)
         except FileNotFoundError:
             raise ToolError(
                 f"File not found: {raw_path}",
@@ -156,16 +213,34 @@ class _ContentStore:
                 f"Not a regular file: {raw_path} is {kind}",
                 structured_content={"code": "NOT_A_FILE", "path": raw_path},
             )
-        if info.st_size > self.options.max_file_bytes:
-            raise ToolError(
-                f"File too large: {raw_path} is {format_size(info.st_size)} "
-                f"(limit {format_size(self.options.max_file_bytes)})",
-                structured_content={"code": "FILE_TOO_LARGE", "size": info.st_size},
-            )
+        limit = self.options.max_file_bytes
+        if info.st_size > limit:
+            raise self._too_large(raw_path, info.st_size)
         try:
-            return path.read_bytes(), path.name
+            fd = os.open(resolved, _OPEN_FLAGS)
         except OSError as exc:
             raise ToolError(f"Cannot read {raw_path}: {exc.strerror}") from exc
+        with open(fd, "rb", closefd=True) as file:
+            opened = os.fstat(fd)
+            if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                raise ToolError(
+                    f"Cannot read {raw_path}: it changed while being opened",
+                    structured_content={"code": "FILE_CHANGED", "path": raw_path},
+                )
+            try:
+                data = file.read(limit + 1)
+            except OSError as exc:
+                raise ToolError(f"Cannot read {raw_path}: {exc.strerror}") from exc
+        if len(data) > limit:
+            raise self._too_large(raw_path, len(data))
+        return data, Path(raw_path).name or os.path.basename(resolved)
+
+    def _too_large(self, raw_path: str, size: int) -> ToolError:
+        return ToolError(
+            f"File too large: {raw_path} is {format_size(size)} "
+            f"(limit {format_size(self.options.max_file_bytes)})",
+            structured_content={"code": "FILE_TOO_LARGE", "size": size},
+        )
 
     def prepare(
         self,
@@ -246,8 +321,9 @@ def create_server(config: ServerConfig) -> Server:
         """Add a file (path) or text (content) to a store: parsed, chunked by lines, indexed.
 
         Supports text, Markdown, code, JSON, CSV, HTML, and PDF/DOCX/XLSX files (by
-        default at most 50 MB per file and 10 MB of text). The same text added twice
-        returns the existing content id (duplicate=true).
+        default at most 50 MB per file and 10 MB of text). path is read only inside the
+        folders the server allows (none by default: then pass the text as content). The
+        same text added twice returns the existing content id (duplicate=true).
         """
         state.store(store_id)
         if (content is None) == (path is None):
