@@ -38,6 +38,17 @@ class ServerHandle(Protocol):
         on_log: LogHandler | None,
     ) -> NativeMCPResponse[Any]: ...
 
+    async def call_value(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        result_type: Any,
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        on_log: LogHandler | None,
+    ) -> Any: ...
+
     async def list_tools(self, *, timeout: float) -> list[Tool]: ...
 
     async def get_service_context(self, *, timeout: float) -> str: ...

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from nativemcp.protocol import NativeMCPResponse, Tool
+from nativemcp.protocol import NativeMCPResponse, Tool, unwrap
 from nativemcp.workers import Context, Notification, Server, WorkerTimeout
 
 from ._handle import LogHandler, ProgressCallback, deliver
@@ -60,6 +60,30 @@ class LocalServer:
                 return await self.server.call_tool(tool, arguments, context=context)
         except TimeoutError as exc:
             raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout) from exc
+
+    async def call_value(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        result_type: Any,
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        on_log: LogHandler | None,
+    ) -> Any:
+        """Run the tool and return its value as ``result_type``.
+
+        Raises:
+            ToolError: the tool answered with an error.
+            UnwrapError: the value does not convert to ``result_type``.
+            WorkerTimeout: no answer within ``timeout``.
+        """
+        response = await self.call(
+            tool, arguments, timeout=timeout, on_progress=on_progress, on_log=on_log
+        )
+        definition = next((t for t in self.tools if t.name == tool), None)
+        schema = definition.output_schema if definition is not None else None
+        return unwrap(response, result_type, tool=tool, output_schema=schema)
 
     async def list_tools(self, *, timeout: float) -> list[Tool]:
         """The server's tool definitions."""

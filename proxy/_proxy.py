@@ -90,19 +90,23 @@ class ToolMethod:
             WorkerError: the worker timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
-        response = await self._proxy.call_tool(
-            self.tool.name,
-            coerce_arguments(self.tool.name, arguments, kwargs),
-            timeout=call_timeout,
+        name = self.tool.name
+        merged = coerce_arguments(name, arguments, kwargs)
+        if self.result_type is Any:
+            response = await self._proxy.call_tool(
+                name, merged, timeout=call_timeout, on_progress=on_progress, on_log=on_log
+            )
+            return to_records(
+                unwrap(response, object, tool=name, output_schema=self.tool.output_schema)
+            )
+        # A known type: the handle decodes the value straight into it, skipping the text.
+        return await self._proxy._handle.call_value(
+            name,
+            merged,
+            self.result_type,
+            timeout=self._proxy.timeout if call_timeout is None else call_timeout,
             on_progress=on_progress,
             on_log=on_log,
-        )
-        if self.result_type is Any:
-            return to_records(
-                unwrap(response, object, tool=self.tool.name, output_schema=self.tool.output_schema)
-            )
-        return unwrap(
-            response, self.result_type, tool=self.tool.name, output_schema=self.tool.output_schema
         )
 
     def __repr__(self) -> str:
@@ -124,6 +128,11 @@ class ServerProxy:
     def name(self) -> str:
         """The server's name."""
         return self._handle.name
+
+    @property
+    def timeout(self) -> float:
+        """The default seconds per call."""
+        return self._timeout
 
     @property
     def tools(self) -> list[Tool]:

@@ -54,6 +54,7 @@ from nativemcp.workers._wire import (
     StartFailed,
     SwitchContext,
     encode_frame,
+    reply_value,
     unpack_reply,
 )
 
@@ -410,6 +411,38 @@ class WorkerProcess:
             WorkerClosed: the pool is closing.
             FrameTooLarge: the arguments exceed the frame limit.
         """
+        return unpack_reply(await self._call(tool, arguments, timeout, on_progress, on_log))
+
+    async def call_value(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        result_type: Any,
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        on_log: LogHandler | None,
+    ) -> Any:
+        """Run ``tool`` and return its value as ``result_type``, decoded in one pass.
+
+        Raises:
+            ToolError: the tool answered with an error.
+            UnwrapError: the value does not convert to ``result_type``.
+            WorkerError: as `call`.
+        """
+        reply = await self._call(tool, arguments, timeout, on_progress, on_log)
+        definition = next((t for t in self._tools if t.name == tool), None)
+        schema = definition.output_schema if definition is not None else None
+        return reply_value(reply, result_type, tool=tool, output_schema=schema)
+
+    async def _call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        on_log: LogHandler | None,
+    ) -> Reply:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout > 0 else math.inf
         conn = self._conn
@@ -460,11 +493,11 @@ class WorkerProcess:
         inbox: Inbox[_Item],
         on_progress: ProgressCallback | None,
         on_log: LogHandler | None,
-    ) -> NativeMCPResponse[Any]:
+    ) -> Reply:
         while True:
             item = await inbox.get()
             if isinstance(item, Reply):
-                return unpack_reply(item)
+                return item
             if isinstance(item, Notify):
                 await deliver(item.notification, on_progress, on_log)
             elif isinstance(item, BaseException):

@@ -38,7 +38,6 @@ from ._wire import (
     Notify,
     Ping,
     Ready,
-    Reply,
     Result,
     Shutdown,
     StartFailed,
@@ -188,7 +187,7 @@ class _Worker:
                 )
         if problem is not None:
             frame = encode_frame(
-                Reply(id=call.id, response=error_response(problem, code=INTERNAL_ERROR, id=call.id))
+                pack_reply(call.id, error_response(problem, code=INTERNAL_ERROR, id=call.id))
             )
         self.outbox.put(frame)
 

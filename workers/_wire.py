@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, Tool
+from nativemcp.protocol import NativeMCPResponse, ProtocolError, Tool, unwrap
 
 from ._context import Notification
 
@@ -37,6 +37,7 @@ __all__ = [
     "ToWorker",
     "encode_frame",
     "pack_reply",
+    "reply_value",
     "unpack_reply",
 ]
 
@@ -119,7 +120,9 @@ class Reply(msgspec.Struct, tag="reply", array_like=True):
     """
 
     id: int
-    response: NativeMCPResponse[Any]
+    response: msgspec.Raw
+    """The `NativeMCPResponse`, still encoded: a typed call decodes only the part it
+    needs, straight into its type (`reply_value`); `unpack_reply` decodes it all."""
     rebuild: int = 0
 
 
@@ -132,36 +135,60 @@ FROM_WRAPPED: Final = 2
 
 
 def pack_reply(call_id: int, response: NativeMCPResponse[Any]) -> Reply:
-    """A `Reply` carrying the structured payload once (see `Reply.rebuild`)."""
+    """A `Reply` carrying the structured payload once (see `Reply.rebuild`).
+
+    Raises:
+        TypeError: the response holds a value that msgpack cannot encode.
+    """
     response.id = call_id
     value = response.structured_result
     result = response.result
-    if value is None or result is None or result.structured_content is None:
-        return Reply(id=call_id, response=response)
-    content = result.structured_content
-    builtins = msgspec.to_builtins(value, str_keys=True)
-    if builtins == content:
-        rebuild = FROM_CONTENT
-    elif len(content) == 1 and content.get("result", content) == builtins:
-        rebuild = FROM_WRAPPED
-    else:
-        return Reply(id=call_id, response=response)
-    return Reply(
-        id=call_id,
-        response=msgspec.structs.replace(response, structured_result=None),
-        rebuild=rebuild,
-    )
+    rebuild = KEEP
+    if value is not None and result is not None and result.structured_content is not None:
+        content = result.structured_content
+        builtins = msgspec.to_builtins(value, str_keys=True)
+        if builtins == content:
+            rebuild = FROM_CONTENT
+        elif len(content) == 1 and content.get("result", content) == builtins:
+            rebuild = FROM_WRAPPED
+        if rebuild != KEEP:
+            response = msgspec.structs.replace(response, structured_result=None)
+    return Reply(id=call_id, response=msgspec.Raw(_encoder.encode(response)), rebuild=rebuild)
 
 
 def unpack_reply(reply: Reply) -> NativeMCPResponse[Any]:
-    """The response as the tool returned it, ``structuredResult`` restored (as JSON data)."""
-    response = reply.response
+    """The response as the tool returned it, ``structuredResult`` restored (as JSON data).
+
+    Raises:
+        ProtocolError: the response inside the reply does not decode.
+    """
+    try:
+        response = _response_decoder.decode(reply.response)
+    except msgspec.MsgspecError as exc:
+        raise ProtocolError(f"undecodable response in a worker reply: {exc}") from exc
     result = response.result
     if reply.rebuild == KEEP or result is None or result.structured_content is None:
         return response
     content = result.structured_content
     response.structured_result = content if reply.rebuild == FROM_CONTENT else content["result"]
     return response
+
+
+def reply_value(
+    reply: Reply, type_: Any, *, tool: str, output_schema: dict[str, Any] | None
+) -> Any:
+    """The reply's value as ``type_`` (not ``object``/``Any``), decoded in one pass.
+
+    Raises:
+        ToolError, UnwrapError, ProtocolError: as `nativemcp.protocol.unwrap`.
+    """
+    return unwrap(
+        bytes(reply.response),
+        type_,
+        tool=tool,
+        output_schema=output_schema,
+        format="msgpack",
+    )
 
 
 class Result(msgspec.Struct, tag="result", array_like=True):
@@ -190,6 +217,7 @@ class Log(msgspec.Struct, tag="log", array_like=True):
 FromWorker = Ready | StartFailed | Reply | Result | Notify | Log
 
 _encoder: Final = msgspec.msgpack.Encoder()
+_response_decoder: Final = msgspec.msgpack.Decoder(NativeMCPResponse[Any])
 
 
 def encode_frame(message: ToWorker | FromWorker) -> bytes:
