@@ -179,7 +179,12 @@ def create_server(config: ServerConfig) -> Server:
     ) -> NativeMCPResponse[GrepResult]:
         """Search file contents with a regular expression; matches come with file and line."""
         result = _files.grep(
-            workspace.sandbox, pattern, path, ignore_case, max_results or options.max_results
+            workspace.sandbox,
+            pattern,
+            path,
+            ignore_case,
+            max_results or options.max_results,
+            options.grep_timeout,
         )
         return structured_response(_files.render_grep(result, line_numbers), result)
 

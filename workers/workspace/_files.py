@@ -6,12 +6,17 @@ result into the text the model reads.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
 import stat
+import time
 from collections.abc import Sequence
-from typing import Final, Literal
+from re import _parser as _re_parser  # type: ignore[attr-defined]
+from typing import Any, Final, Literal
+
+import regex
 
 from nativemcp.protocol import ToolError
 
@@ -45,6 +50,16 @@ __all__ = [
 
 _MAX_LINE_CHARS: Final = 500
 """A grep match longer than this is cut (minified files would flood the model)."""
+
+MAX_PATTERN_CHARS: Final = 1000
+"""The longest grep pattern accepted."""
+
+MAX_PATTERN_WEIGHT: Final = 100_000
+"""The most pattern nodes a grep pattern may expand to once repeat counts multiply out.
+
+The `regex` module's compiler takes time in proportion to that product (about half a
+second for ``(?:x{1000}){1000}``, unbounded for ``((x{1000}){1000}){1000}``) and cannot be
+interrupted, so a pattern above this is refused before it is compiled."""
 
 
 def _count(number: int, noun: str, plural: str | None = None) -> str:
@@ -224,15 +239,114 @@ def render_search_files(result: SearchFilesResult) -> str:
 # -- grep --------------------------------------------------------------------------------
 
 
-def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+def _pattern_error(pattern: str, rule: str, reason: str) -> ToolError:
+    return ToolError(
+        f"Invalid regular expression {pattern!r}: {reason}",
+        structured_content={"pattern": pattern, "rule": rule, "error": reason},
+    )
+
+
+_REPEATS: Final = frozenset(
+    {_re_parser.MAX_REPEAT, _re_parser.MIN_REPEAT, _re_parser.POSSESSIVE_REPEAT}
+)
+
+
+def _weight(items: Any, cap: int) -> int:
+    """Nodes in the parsed ``items`` with each repeat's body counted max(min, 1) times.
+
+    Saturates just above ``cap``. Sub-patterns are found wherever the parser nests them
+    (groups, branches, lookarounds, conditionals), so every node is counted.
+    """
+    total = 0
+    for op, av in items:
+        inner = 0
+        for part in av if isinstance(av, tuple | list) else (av,):
+            if isinstance(part, _re_parser.SubPattern):
+                inner += _weight(part, cap)
+            elif isinstance(part, list):  # a BRANCH's alternatives
+                inner += sum(_weight(sub, cap) for sub in part)
+        if op in _REPEATS:
+            inner *= max(av[0], 1)
+        total = min(total + 1 + inner, cap + 1)
+    return total
+
+
+_QUANTIFIER: Final = re.compile(r"\{(?:\d+(?:,\d*)?|,\d*)\}")
+
+
+def _for_regex(pattern: str) -> str:
+    """``pattern`` with what `re` reads literally, but `regex` would not, escaped.
+
+    Two constructs differ: a ``{`` that is no counted repeat (``x{e<=1}`` is literal
+    text to `re`, fuzzy matching to `regex`) and ``[:`` inside a character class (literal
+    characters to `re`, a POSIX class such as ``[[:alpha:]]`` to `regex`). Backslash
+    pairs are skipped as `re`'s tokenizer does; escaping a literal never changes it.
+    """
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            # \N{NAME} keeps its braces; any other escape is the backslash and one char.
+            end = pattern.find("}", i) + 1 if pattern.startswith("N{", i + 1) else i + 2
+            out.append(pattern[i : end or i + 2])
+            i = end or i + 2
+            continue
+        if char == "{" and not _QUANTIFIER.match(pattern, i):
+            char = "\\{"
+        elif in_class:
+            if char == "]":
+                in_class = False
+            elif char == "[" and pattern.startswith(":", i + 1):
+                char = "\\["
+        elif char == "[":
+            in_class = True
+            start = i + 1 + pattern.startswith("^", i + 1)
+            if pattern.startswith("]", start):  # a leading ']' is a literal
+                out.append(pattern[i : start + 1])
+                i = start + 1
+                continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _compile(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
+    """``pattern`` compiled by `regex` (whose matching can time out) with `re` syntax.
+
+    The stdlib `re` validates first: its messages name the problem and position, and it
+    defines the accepted syntax (`regex` would take extensions such as ``\\p{L}``); the
+    two constructs `regex` would read differently are escaped (`_for_regex`).
+    """
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise _pattern_error(
+            pattern[:50] + "…",
+            "pattern_too_long",
+            f"the pattern is {len(pattern)} characters; at most {MAX_PATTERN_CHARS} are accepted",
+        )
+    flags = re.IGNORECASE if ignore_case else re.NOFLAG
     try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
+        re.compile(pattern, flags)
+        weight = _weight(_re_parser.parse(pattern, flags), MAX_PATTERN_WEIGHT)
+        if weight > MAX_PATTERN_WEIGHT:
+            raise _pattern_error(
+                pattern,
+                "pattern_too_complex",
+                f"its repeat counts multiply out to more than {MAX_PATTERN_WEIGHT} steps "
+                "(as in '(x{1000}){1000}'); use smaller counts or + and *",
+            )
+        return regex.compile(
+            _for_regex(pattern), regex.V0 | (regex.IGNORECASE if ignore_case else 0)
+        )
+    except (re.error, regex.error) as exc:
         where = f" at position {exc.pos}" if exc.pos is not None else ""
         raise ToolError(
             f"Invalid regular expression {pattern!r}: {exc.msg}{where}",
             structured_content={"pattern": pattern, "rule": "regex", "error": exc.msg},
         ) from exc
+    except RecursionError as exc:
+        raise _pattern_error(pattern, "pattern_too_complex", "groups nested too deeply") from exc
 
 
 def _read_limited(fd: int, limit: int) -> bytes | None:
@@ -246,24 +360,55 @@ def _read_limited(fd: int, limit: int) -> bytes | None:
 
 
 class _Grep:
-    def __init__(self, regex: re.Pattern[str], limit: int, max_bytes: int) -> None:
-        self.regex = regex
+    def __init__(
+        self, pattern: regex.Pattern[str], limit: int, max_bytes: int, budget: float, start: float
+    ) -> None:
+        self.pattern = pattern
         self.limit = limit
         self.max_bytes = max_bytes
+        self.budget = budget
+        self.deadline = start + budget
         self.matches: list[GrepMatch] = []
         self.files_matched: list[str] = []
         self.searched = 0
         self.skipped = 0
         self.truncated = False
 
+    def _too_slow(self, display: str, number: int) -> ToolError:
+        where = f"{display} line {number}" if number else display
+        reason = (
+            f"the search took longer than its {self.budget:g} s budget "
+            f"(option grep_timeout) and stopped at {where}"
+        )
+        return ToolError(
+            f"grep {self.pattern.pattern!r} took too long: {reason}. Simplify the pattern "
+            "(nested repeats such as (a+)+ backtrack catastrophically) or narrow the path.",
+            structured_content={
+                "pattern": self.pattern.pattern,
+                "rule": "timeout",
+                "error": reason,
+                "path": display,
+                "line": number,
+            },
+        )
+
     def scan(self, display: str, data: bytes | None) -> None:
+        if time.monotonic() >= self.deadline:
+            raise self._too_slow(display, 0)
         if data is None or b"\x00" in data[:BINARY_PROBE]:
             self.skipped += 1
             return
         self.searched += 1
         hit = False
         for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-            if self.regex.search(line):
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise self._too_slow(display, number)
+            try:
+                found = self.pattern.search(line, timeout=left)
+            except TimeoutError:
+                raise self._too_slow(display, number) from None
+            if found:
                 if len(self.matches) == self.limit:
                     self.truncated = True
                     return
@@ -273,17 +418,38 @@ class _Grep:
         if hit:
             self.files_matched.append(display)
 
+    def result(self, path: str) -> GrepResult:
+        return GrepResult(
+            pattern=self.pattern.pattern,
+            path=path,
+            matches=self.matches,
+            files_matched=self.files_matched,
+            files_searched=self.searched,
+            files_skipped=self.skipped,
+            truncated=self.truncated,
+        )
 
-def grep(sandbox: Sandbox, pattern: str, path: str, ignore_case: bool, limit: int) -> GrepResult:
-    """Lines matching the regex ``pattern`` in the file ``path`` or the files under it."""
-    regex = _compile(pattern, ignore_case)
+
+def grep(
+    sandbox: Sandbox, pattern: str, path: str, ignore_case: bool, limit: int, budget: float
+) -> GrepResult:
+    """Lines matching the regex ``pattern`` in the file ``path`` or the files under it.
+
+    The whole call, matching included, gets ``budget`` seconds; past it the call fails
+    with a ``timeout`` error naming the file and line where it stopped. An error rather
+    than partial matches: a list cut short by time is easily taken for the whole answer.
+    """
+    start = time.monotonic()
+    compiled = _compile(pattern, ignore_case)
+    state = _Grep(compiled, limit, sandbox.max_read_bytes, budget, start)
     target = sandbox.resolve(path)
-    state = _Grep(regex, limit, sandbox.max_read_bytes)
     info = sandbox.lstat(target)
     if info is not None and stat.S_ISREG(info.st_mode):
         state.scan(target.display, sandbox.read_bytes(target))
-    else:
-        for step in sandbox.walk(target):
+        return state.result(target.display)
+    # closing: a timeout raised mid-walk releases the walk's directory descriptors at once.
+    with contextlib.closing(sandbox.walk(target)) as steps:
+        for step in steps:
             base = "" if step.directory == "." else step.directory + "/"
             for name in step.filenames:
                 fd = sandbox.open_regular_in(step.dir_fd, name)
@@ -293,15 +459,7 @@ def grep(sandbox: Sandbox, pattern: str, path: str, ignore_case: bool, limit: in
                     break
             if state.truncated:
                 break
-    return GrepResult(
-        pattern=pattern,
-        path=target.display,
-        matches=state.matches,
-        files_matched=state.files_matched,
-        files_searched=state.searched,
-        files_skipped=state.skipped,
-        truncated=state.truncated,
-    )
+    return state.result(target.display)
 
 
 def render_grep(result: GrepResult, line_numbers: bool = True) -> str:

@@ -30,6 +30,8 @@ class WorkspaceOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown
     """The largest single export (a copied file, or a ZIP's total input)."""
     max_results: _Positive = 200
     """How many matches `grep` and `search_files` return when the call sets no limit."""
+    grep_timeout: _Seconds = 5.0
+    """The time budget of one `grep` call, matching included, in seconds."""
     max_entries: _Positive = 1000
     """How many entries `list_directory` returns."""
     max_output_bytes: _Positive = 64 * 1024

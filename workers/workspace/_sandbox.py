@@ -28,7 +28,7 @@ import os
 import re
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final, Literal, NamedTuple
@@ -395,7 +395,9 @@ class Sandbox:
         finally:
             os.close(fd)
 
-    def walk(self, target: Resolved, *, max_depth: int | None = None) -> Iterator[WalkStep]:
+    def walk(
+        self, target: Resolved, *, max_depth: int | None = None
+    ) -> Generator[WalkStep, None, None]:
         """``os.fwalk`` under the directory ``target``, never following symlinks.
 
         Symlinks are listed among the files. Prune ``dirnames`` in place to skip
