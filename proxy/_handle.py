@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from nativemcp.protocol import NativeMCPResponse, Tool
@@ -43,6 +43,7 @@ class ServerHandle(Protocol):
         tool: str,
         arguments: dict[str, Any],
         result_type: Any,
+        output_schema: Mapping[str, Any] | None,
         *,
         timeout: float,
         on_progress: ProgressCallback | None,

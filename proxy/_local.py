@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -66,6 +67,7 @@ class LocalServer:
         tool: str,
         arguments: dict[str, Any],
         result_type: Any,
+        output_schema: Mapping[str, Any] | None,
         *,
         timeout: float,
         on_progress: ProgressCallback | None,
@@ -81,9 +83,7 @@ class LocalServer:
         response = await self.call(
             tool, arguments, timeout=timeout, on_progress=on_progress, on_log=on_log
         )
-        definition = next((t for t in self.tools if t.name == tool), None)
-        schema = definition.output_schema if definition is not None else None
-        return unwrap(response, result_type, tool=tool, output_schema=schema)
+        return unwrap(response, result_type, tool=tool, output_schema=output_schema)
 
     async def list_tools(self, *, timeout: float) -> list[Tool]:
         """The server's tool definitions."""

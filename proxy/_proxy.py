@@ -92,19 +92,21 @@ class ToolMethod:
         """
         name = self.tool.name
         merged = coerce_arguments(name, arguments, kwargs)
+        handle = self._proxy._handle
+        timeout = self._proxy.timeout if call_timeout is None else call_timeout
+        schema = self.tool.output_schema
         if self.result_type is Any:
-            response = await self._proxy.call_tool(
-                name, merged, timeout=call_timeout, on_progress=on_progress, on_log=on_log
+            response = await handle.call(
+                name, merged, timeout=timeout, on_progress=on_progress, on_log=on_log
             )
-            return to_records(
-                unwrap(response, object, tool=name, output_schema=self.tool.output_schema)
-            )
+            return to_records(unwrap(response, object, tool=name, output_schema=schema))
         # A known type: the handle decodes the value straight into it, skipping the text.
-        return await self._proxy._handle.call_value(
+        return await handle.call_value(
             name,
             merged,
             self.result_type,
-            timeout=self._proxy.timeout if call_timeout is None else call_timeout,
+            schema,
+            timeout=timeout,
             on_progress=on_progress,
             on_log=on_log,
         )

@@ -17,7 +17,7 @@ import math
 import pickle
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import anyio
@@ -418,6 +418,7 @@ class WorkerProcess:
         tool: str,
         arguments: dict[str, Any],
         result_type: Any,
+        output_schema: Mapping[str, Any] | None,
         *,
         timeout: float,
         on_progress: ProgressCallback | None,
@@ -431,9 +432,7 @@ class WorkerProcess:
             WorkerError: as `call`.
         """
         reply = await self._call(tool, arguments, timeout, on_progress, on_log)
-        definition = next((t for t in self._tools if t.name == tool), None)
-        schema = definition.output_schema if definition is not None else None
-        return reply_value(reply, result_type, tool=tool, output_schema=schema)
+        return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
 
     async def _call(
         self,

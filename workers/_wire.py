@@ -7,6 +7,7 @@ Messages are tagged Structs: `ToWorker` from the proxy, `FromWorker` from the wo
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -175,7 +176,7 @@ def unpack_reply(reply: Reply) -> NativeMCPResponse[Any]:
 
 
 def reply_value(
-    reply: Reply, type_: Any, *, tool: str, output_schema: dict[str, Any] | None
+    reply: Reply, type_: Any, *, tool: str, output_schema: Mapping[str, Any] | None
 ) -> Any:
     """The reply's value as ``type_`` (not ``object``/``Any``), decoded in one pass.
 
