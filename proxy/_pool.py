@@ -30,6 +30,7 @@ from nativemcp.workers import (
 )
 from nativemcp.workers._wire import DEFAULT_MAX_FRAME
 
+from ._bootstrap import exit_if_bootstrapping
 from ._exceptions import UnknownServer
 from ._handle import ServerHandle
 from ._local import LocalServer
@@ -90,8 +91,14 @@ class WorkerPool:
         start_method: StartMethod = "spawn",
         restart: RestartPolicy | None = None,
     ) -> None:
+        exit_if_bootstrapping()
         self._sources = list(servers)
         self._data_dir = Path(data_dir).expanduser() if data_dir is not None else None
+        if self._data_dir is not None and self._data_dir.exists() and not self._data_dir.is_dir():
+            raise NotADirectoryError(
+                f"data_dir {str(self._data_dir)!r} is a file, not a folder: give a folder "
+                "(it is created if missing)"
+            )
         self._workspace_root = Path(workspace_root).expanduser() if workspace_root else None
         if builtins is None:
             chosen = [n for n in BUILTIN_SERVERS if _builtin_available(n)] if data_dir else []
@@ -107,6 +114,12 @@ class WorkerPool:
                 raise ValueError("built-in servers need a data_dir for their data")
         self._builtins = chosen
         self._in_process = frozenset(in_process)
+        for source in self._sources:
+            if isinstance(source, Server) and source.name in self._in_process:
+                continue
+            if isinstance(source, Server) and source._reference() is None:
+                # Now, with a short traceback, rather than when the worker is spawned.
+                raise TypeError(source._not_importable_message())
         self._options = {name: dict(value) for name, value in (options or {}).items()}
         self._timeout = timeout
         self._start_timeout = start_timeout
@@ -189,7 +202,10 @@ class WorkerPool:
                 if handle not in self._handles.values():
                     await handle.aclose()
             if len(errors) == 1:
-                raise errors[0]
+                # The frames of a worker that failed to start say nothing to the caller;
+                # the message does (why, and what to do).
+                error = errors[0]
+                raise error.with_traceback(None) if isinstance(error, WorkerError) else error
             raise ExceptionGroup("several servers failed to start", errors)  # type: ignore[type-var]
 
     async def __aexit__(

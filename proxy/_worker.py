@@ -58,6 +58,7 @@ from nativemcp.workers._wire import (
     unpack_reply,
 )
 
+from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._handle import LogHandler, ProgressCallback, deliver
 
 __all__ = ["RestartPolicy", "WorkerProcess"]
@@ -286,10 +287,11 @@ class WorkerProcess:
             await anyio.to_thread.run_sync(process.start)
         except (TypeError, AttributeError, pickle.PicklingError) as exc:
             parent_sock.close()
-            raise WorkerStartError(
-                f"server {self.label!r} cannot be sent to a worker process: {exc}",
-                server=self.label,
-            ) from exc
+            # `Server.__reduce__` already names the server and the fix: say it once.
+            reason = str(exc)
+            if not reason.startswith(f"server {self.label!r}"):
+                reason = f"server {self.label!r} cannot be sent to a worker process: {reason}"
+            raise WorkerStartError(reason, server=self.label) from exc
         except BaseException:
             parent_sock.close()
             raise
@@ -306,6 +308,8 @@ class WorkerProcess:
                 message = await conn.handshake.get()
                 if message is None:
                     await _wait_exit(process, EXIT_STATUS_WAIT)
+                    if process.exitcode == EXIT_NO_MAIN_GUARD:
+                        raise WorkerStartError(no_main_guard_message(self.label), server=self.label)
                     raise WorkerStartError(
                         f"worker for {self.label!r} {_exit_text(process)} during start-up",
                         server=self.label,

@@ -65,4 +65,95 @@ def test_ingest_and_search_report_what_went_wrong(
     assert "2 failed" in captured.out
 
     assert main(["search", "anything", "--store", "nope", *data]) == 2
-    assert "No store named 'nope'" in capsys.readouterr().err
+    assert "no store named 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.real_process
+def test_ingest_names_skipped_files_adds_no_empty_store_and_draws_no_bar_when_redirected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path / "data")]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
+    assert main(["ingest", str(docs), "--store", "images", *data]) == 0
+    captured = capsys.readouterr()
+    assert f"skipped {docs / 'logo.png'}" in captured.err
+    assert "ingesting" not in captured.err  # no progress bar on a captured stderr
+    assert captured.out.startswith("No store in")
+
+    assert main(["stores", "--json", *data]) == 0
+    assert json.loads(capsys.readouterr().out)["stores"] == []
+
+
+@pytest.mark.real_process
+def test_stores_list_read_and_delete_walk_a_store_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path / "data")]
+    note = tmp_path / "note.txt"
+    note.write_text("first line\nsecond line\nthird line\n", encoding="utf-8")
+    assert main(["ingest", str(note), "--store", "notes", "--json", *data]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["added"] == 1 and summary["store"] == "notes"
+
+    assert main(["stores", *data]) == 0
+    assert '"notes"' in capsys.readouterr().out
+
+    assert main(["list", "--store", "notes", "--json", *data]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    content_id = listing["contents"][0]["contentId"]
+    assert listing["contents"][0]["filename"] == "note.txt"
+
+    assert main(["read", content_id, "--store", "notes", "--from", "2", "--to", "2", *data]) == 0
+    assert "second line" in capsys.readouterr().out
+    assert main(["read", content_id, "--store", "notes", "--from", "2", "--json", *data]) == 0
+    assert json.loads(capsys.readouterr().out)["content"] == "second line\nthird line"
+
+    assert main(["delete", content_id, "--store", "notes", "--json", *data]) == 0
+    assert json.loads(capsys.readouterr().out)["filename"] == "note.txt"
+    assert main(["delete", "--store", "notes", *data]) == 0
+    capsys.readouterr()
+    assert main(["list", "--store", "notes", *data]) == 2
+    assert "no store named 'notes'" in capsys.readouterr().err
+
+
+@pytest.mark.real_process
+def test_call_prints_the_models_text_or_the_value_and_reports_errors_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path / "data")]
+    todo = ["call", "planning", "add_todo", "--args", '{"name": "write tests"}']
+    assert main([*todo, *data]) == 0
+    assert "ID:1 [ ] write tests" in capsys.readouterr().out
+    assert main(["call", "planning", "get_current_state", "--json", *data]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert state["todos"] == [{"id": 1, "name": "write tests", "completed": False}]
+
+    assert main(["call", "planning", "add_todo", "--args", "{name}", *data]) == 2
+    assert "--args is not JSON" in capsys.readouterr().err
+    assert main(["call", "planning", "mark_todo", "--args", '{"id": 9}', *data]) == 1
+    assert "9" in capsys.readouterr().err
+    assert main(["call", "nowhere", "tool", *data]) == 2
+    assert "content-store, planning, workspace" in capsys.readouterr().err
+
+
+def test_arguments_out_of_range_are_refused_in_the_users_words(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["search", "x", "--top", "0"])
+    assert exit_.value.code == 2
+    assert "argument --top: must be between 1 and 100, got 0" in capsys.readouterr().err
+    assert main(["delete", "ct_1"]) == 2
+    assert "say which store" in capsys.readouterr().err
+
+
+def test_a_data_dir_that_is_a_file_is_one_line_of_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert main(["stores", "--data-dir", str(afile)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a file, not a folder" in err

@@ -124,7 +124,12 @@ class Server:
         self.version = version
         self.description = description
         # Where the server is defined, so a worker process can import it by reference.
-        self._module: str | None = sys._getframe(1).f_globals.get("__name__")
+        caller = sys._getframe(1)
+        self._module: str | None = caller.f_globals.get("__name__")
+        # A server built inside a function cannot be imported by a worker; say which.
+        self._defined_in: str | None = (
+            None if caller.f_code.co_name == "<module>" else caller.f_code.co_name
+        )
         self.session_id: str | None = None
         self.thread_id: str | None = None
         self.data_dir: Path | None = None
@@ -137,13 +142,28 @@ class Server:
         # Tools hold functions and generated types that do not pickle by value; a
         # worker imports the server by reference instead, as multiprocessing does for
         # module-level functions (the spawned child re-imports the main module too).
+        reference = self._reference()
+        if reference is None:
+            raise TypeError(self._not_importable_message())
+        return (_import_server, reference)
+
+    def _reference(self) -> tuple[str, str] | None:
+        """``(module, attribute)`` a worker process imports this server by, or None."""
         module = sys.modules.get(self._module or "")
         for attribute, value in vars(module).items() if module else ():
             if value is self:
-                return (_import_server, (self._module, attribute))
-        raise TypeError(
-            f"server {self.name!r} cannot be sent to a worker process: define it at module "
-            "level, or pass a factory or a 'module:attribute' string to the pool"
+                return (self._module or "", attribute)
+        return None
+
+    def _not_importable_message(self) -> str:
+        where = (
+            f"is defined inside the function {self._defined_in}()"
+            if self._defined_in
+            else f"is not a module-level attribute of {self._module}"
+        )
+        return (
+            f"server {self.name!r} {where}, so a worker process cannot import it: define "
+            "it at module level, or pass a factory or a 'module:attribute' string to the pool"
         )
 
     # -- declaring -------------------------------------------------------------------

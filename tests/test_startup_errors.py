@@ -1,0 +1,75 @@
+"""Start-up mistakes a new user makes are one clear error saying what to do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nativemcp.proxy import WorkerPool
+from nativemcp.workers import Server
+
+SCRIPT_WITHOUT_GUARD = """
+import anyio
+from nativemcp.proxy import WorkerPool
+from nativemcp.workers import Server
+
+server = Server("greeter")
+
+@server.tool
+async def hello(name: str) -> str:
+    return "hi " + name
+
+async def main() -> None:
+    async with WorkerPool([server]) as pool:
+        print(await pool.server("greeter").hello(name="x"))
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.real_process
+def test_a_script_without_the_main_guard_gets_an_error_naming_the_guard(tmp_path: Path) -> None:
+    (tmp_path / "noguard.py").write_text(SCRIPT_WITHOUT_GUARD)
+    done = subprocess.run(
+        [sys.executable, "noguard.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("nativemcp.workers._exceptions.WorkerStartError: worker for 'greeter'")
+    guard = '`if __name__ == "__main__":`'
+    assert f"noguard.py opens a WorkerPool in code that is not under {guard}" in last
+    # The worker's side is one line too, not multiprocessing's "bootstrapping" traceback.
+    assert "bootstrapping phase" not in done.stderr
+    assert "nativemcp: noguard.py opened a WorkerPool while a worker process" in done.stderr
+
+
+def test_a_server_defined_inside_a_function_is_refused_before_any_process_starts() -> None:
+    def build() -> Server:
+        server = Server("inner")
+
+        @server.tool
+        async def ping() -> str:
+            return "pong"
+
+        return server
+
+    with pytest.raises(TypeError) as caught:
+        WorkerPool([build()])
+    message = str(caught.value)
+    assert message == (
+        "server 'inner' is defined inside the function build(), so a worker process cannot "
+        "import it: define it at module level, or pass a factory or a 'module:attribute' "
+        "string to the pool"
+    )
+    # In-process, where nothing is imported by reference, it is fine.
+    WorkerPool([build()], in_process=["inner"])
+
+
+def test_a_data_dir_that_is_a_file_is_refused_naming_it(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
+        WorkerPool(data_dir=afile)
