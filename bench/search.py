@@ -93,14 +93,14 @@ def make_queries(rng: random.Random, vocabulary: list[str], count: int) -> list[
 
 def tokens(text: str) -> list[str]:
     """The store's index tokens for ``text`` (for the in-process baselines)."""
-    return _WORD.findall(fold(index_text(text)))
+    return _WORD.findall(fold(index_text(text)).text)
 
 
 def query_tokens(query: str) -> list[str]:
     """The store's query tokens (CJK bigrams without the trailing unigram)."""
     out: list[str] = []
     for term in query_terms(query):
-        grams = _WORD.findall(fold(term))
+        grams = _WORD.findall(fold(term).text)
         for gram in grams:
             if len(gram) > 1 and not gram.isascii():
                 out.extend(gram[i : i + 2] for i in range(len(gram) - 1))

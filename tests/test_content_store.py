@@ -95,6 +95,10 @@ async def search(server: Server, store_id: str, query: str, **options: Any) -> S
         ("東京都庁", "庁"),  # one CJK character, at the end of a run
         ("東京都庁", "京"),  # one CJK character, inside a run
         ("Python으로 코드를 작성", "Python으로"),
+        ("Die Straße ist lang", "strasse"),  # ß folds to ss (NFKC + casefold)
+        ("Die Strasse ist lang", "Straße"),
+        ("\uff26\uff35\uff2c\uff2c width letters", "full"),  # full-width: compatibility forms
+        ("the ﬁle is here", "file"),  # ligature
     ],
 )
 async def test_search_finds_words_the_way_a_reader_expects(
@@ -208,6 +212,89 @@ async def test_search_results_are_scored_located_and_explained(server: Server) -
     text = text_of(await call(server, "keyword_similarity_search", store_id=store_id, query="fox"))
     assert "story.txt:" in text and "Chunk ID:" in text and "**fox**" in text
     assert "relevance:" in text and "Match Type:" in text
+
+
+async def test_relevance_says_how_much_of_the_query_a_hit_holds_even_alone(
+    server: Server,
+) -> None:
+    store_id = await new_store(server)
+    await add(server, store_id, "a note about apples", "only.txt")
+    # One document: BM25 says nothing (FTS5's floor idf), the share of terms does.
+    weak = await search(server, store_id, "apples oranges")
+    assert [hit.filename for hit in weak.results] == ["only.txt"]
+    assert weak.results[0].score <= 0.5 and weak.results[0].matched_terms == ["apples"]
+    full = await search(server, store_id, "apples")
+    assert full.results[0].score == 1.0
+
+
+async def test_a_hit_with_every_term_outranks_a_stronger_bm25_hit_with_some(
+    server: Server,
+) -> None:
+    store_id = await new_store(server)
+    await add(server, store_id, "zebra zebra zebra zebra", "many.txt")
+    await add(server, store_id, "a zebra and a yak " + "filler " * 30, "both.txt")
+    for n in range(5):
+        await add(server, store_id, f"yak notes {n}", f"yak{n}.txt")
+    result = await search(server, store_id, "zebra yak", top_n=3)
+    assert result.results[0].filename == "both.txt"
+    assert result.results[0].relevance_type == "all_terms"
+    scores = [hit.score for hit in result.results]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_search_text_ends_with_the_call_that_reads_the_top_hit(server: Server) -> None:
+    store_id = await new_store(server)
+    added = await add(server, store_id, "one\ntwo\nDie Straße\nfour", "street.txt")
+    response = await call(server, "keyword_similarity_search", store_id=store_id, query="strasse")
+    text = text_of(response)
+    assert "**Straße**" in text
+    hit = unwrap(response, SearchResult).results[0]
+    start, end = hit.line_range
+    assert text.splitlines()[-1].startswith(
+        f'Read the top hit: read_content(store_id="{store_id}", '
+        f'content_id="{added.content_id}", from_line={start}, to_line={end})'
+    )
+
+
+def test_an_index_written_before_case_folding_is_rebuilt_when_opened(tmp_path: Path) -> None:
+    import sqlite3
+
+    from nativemcp.workers.content_store._db import ContentDB, NewContent
+
+    path = tmp_path / "content.sqlite3"
+    db = ContentDB(path)
+    store = db.create_store("old", None, None)
+    text = "Die Straße ist lang"
+    chunks = chunk_lines(split_lines(text))
+    db.add_content(store.store_id, NewContent("a.txt", "text/plain", text, "0" * 64, 1, chunks))
+    db.close()
+    # What a version-1 database holds: the text as written, not case-folded.
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+        conn.execute("DELETE FROM fts_1")
+        conn.execute("INSERT INTO fts_1 (rowid, body) SELECT id, body FROM chunks")
+    conn.close()
+    reopened = ContentDB(path)
+    try:
+        hits = reopened.search(store.store_id, "strasse", 5, None)
+        assert hits is not None and [hit.filename for hit in hits] == ["a.txt"]
+    finally:
+        reopened.close()
+
+
+def test_ranking_is_a_pure_function_of_the_candidates_any_backend_returns() -> None:
+    from nativemcp.workers.content_store._relevance import Candidate, rank_hits, relevance
+
+    candidates = [
+        Candidate("ct_a", 0, 1, 4, "apples apples apples", "a.txt", bm25=3.0),
+        Candidate("ct_b", 0, 1, 2, "apples and pears", "b.txt", bm25=1.5),
+        Candidate("ct_c", 0, 1, 1, "nothing", "c.txt", bm25=0.0),
+    ]
+    hits = rank_hits(candidates, "apples pears", top_n=5, threshold=None)
+    assert [hit.filename for hit in hits] == ["b.txt", "a.txt"]  # c.txt: no positive BM25
+    assert hits[0].score == round(relevance(2, 2, 1.5, 3.0), 4) == 0.875
+    assert hits[1].score == 0.5  # half the terms, the best BM25
+    assert rank_hits(candidates, "apples pears", top_n=5, threshold=0.6) == hits[:1]
 
 
 async def test_search_never_returns_zero_score_hits_and_honours_threshold(server: Server) -> None:

@@ -22,13 +22,14 @@ from typing import Any, Final, NamedTuple
 
 from ._chunking import Chunk
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._snippet import describe_match
-from ._tokenize import index_text, match_expression, query_terms
+from ._relevance import Candidate, candidate_count, rank_hits
+from ._tokenize import index_text, match_expression
 
 __all__ = ["ContentDB", "NewContent", "new_id"]
 
-SCHEMA_VERSION: Final = 1
-"""Bumped when the schema or the index rewrite changes (a mismatch rebuilds the index)."""
+SCHEMA_VERSION: Final = 2
+"""Bumped when the schema or the index rewrite changes (a mismatch rebuilds the index).
+2: text is NFKC-normalized and case-folded before indexing (``ß`` → ``ss``)."""
 CACHE_KIB: Final = 16 * 1024
 """Page cache per connection (KiB)."""
 MMAP_BYTES: Final = 256 * 1024 * 1024
@@ -417,8 +418,8 @@ class ContentDB:
         """The best ``top_n`` chunks for a plain-terms query, best first (BM25); None
         when the store does not exist.
 
-        Scores are normalised to the best hit (1.0); hits below ``threshold`` and hits
-        with no positive score are left out.
+        Each hit's score is its relevance (`rank_hits`); hits below ``threshold`` and
+        hits with no positive score are left out.
         """
         store_rid = self._store_rid(self._read, store_id)
         if store_rid is None:
@@ -432,7 +433,7 @@ class ContentDB:
             (rowid, score)
             for rowid, score in self._read.execute(
                 f"SELECT rowid, -rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank LIMIT ?",
-                (expression, top_n),
+                (expression, candidate_count(top_n)),
             )
             if score > 0
         ]
@@ -442,34 +443,13 @@ class ContentDB:
         chunks = {
             row[0]: row[1:]
             for row in self._read.execute(
-                "SELECT c.id, c.seq, c.start_line, c.end_line, c.body, ct.id, ct.filename"
+                "SELECT c.id, ct.id, c.seq, c.start_line, c.end_line, c.body, ct.filename"
                 " FROM chunks c JOIN contents ct ON ct.rid = c.content_rid"
                 f" WHERE c.id IN ({marks})",
                 [rowid for rowid, _ in ranked],
             )
         }
-        rows = [(*chunks[rowid], score) for rowid, score in ranked if rowid in chunks]
-        if not rows:
-            return []
-        best = rows[0][6]
-        terms = query_terms(query)
-        hits: list[SearchHit] = []
-        for seq, start, end, body, content_id, filename, raw in rows:
-            score = raw / best
-            if threshold is not None and score < threshold:
-                continue
-            match = describe_match(body, terms)
-            hits.append(
-                SearchHit(
-                    content_id=content_id,
-                    chunk_id=f"{content_id}:{seq}",
-                    filename=filename,
-                    line_range=(start, end),
-                    score=round(score, 4),
-                    raw_score=raw,
-                    relevance_type=match.relevance_type,
-                    matched_terms=match.matched_terms,
-                    context=match.context,
-                )
-            )
-        return hits
+        candidates = [
+            Candidate(*chunks[rowid], bm25=score) for rowid, score in ranked if rowid in chunks
+        ]
+        return rank_hits(candidates, query, top_n, threshold)

@@ -96,7 +96,9 @@ class SearchHit(msgspec.Struct, rename="camel", kw_only=True):
     filename: str
     line_range: tuple[int, int]
     score: float
-    """Relevance in 0..1: the BM25 score over the best hit's (1.0 = best of this search)."""
+    """Relevance in 0..1: the share of the query's terms the chunk holds, weighted by
+    its BM25 against the search's best (``_relevance``); 1.0 only for a chunk with every
+    term that is also the best by BM25."""
     raw_score: float
     """The BM25 score (higher is better; unbounded)."""
     relevance_type: RelevanceType

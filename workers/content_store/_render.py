@@ -18,6 +18,7 @@ from ._models import (
     StoreInfo,
 )
 from ._snippet import highlight
+from ._tokenize import query_terms
 
 __all__ = [
     "format_size",
@@ -158,9 +159,11 @@ def render_search(result: SearchResult) -> str:
             "Try fewer or different terms."
         )
     count = len(result.results)
+    terms = len(query_terms(result.query))
     lines = [
         f'{count} result{"s" if count != 1 else ""} for "{result.query}" in store '
-        f"{result.store_id} (BM25; relevance 1.00 = best hit):",
+        f"{result.store_id} (relevance 0..1: the share of the query's {terms} "
+        f"term{'s' if terms != 1 else ''} a hit holds, weighted by BM25):",
         "",
     ]
     for number, hit in enumerate(result.results, 1):
@@ -168,7 +171,7 @@ def render_search(result: SearchResult) -> str:
         lines.extend(
             [
                 f"{number}. {hit.filename}:{start}-{end} (relevance: {hit.score:.2f}, "
-                f"BM25 {hit.raw_score:.3g})",
+                f"BM25 {hit.raw_score:.2f})",
                 f"   Match Type: {hit.relevance_type}"
                 + (f" — {', '.join(hit.matched_terms)}" if hit.matched_terms else ""),
                 f"   Context: {highlight(hit.context, hit.matched_terms)}",
@@ -176,8 +179,11 @@ def render_search(result: SearchResult) -> str:
                 "",
             ]
         )
+    top = result.results[0]
     lines.append(
-        "Read more: read_content(store_id, content_id, from_line, to_line) with a line range above."
+        f'Read the top hit: read_content(store_id="{result.store_id}", '
+        f'content_id="{top.content_id}", from_line={top.line_range[0]}, '
+        f"to_line={top.line_range[1]}) (or another hit's id and line range above)"
     )
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ import re
 from typing import Final, NamedTuple
 
 from ._models import RelevanceType
-from ._tokenize import fold
+from ._tokenize import Folded, fold
 
 __all__ = ["Match", "describe_match", "highlight"]
 
@@ -32,7 +32,7 @@ class Match(NamedTuple):
 def _pattern(term: str) -> re.Pattern[str] | None:
     """A regex over folded text for one query term, token by token (cached: every hit
     of a search, and its rendering, look for the same terms)."""
-    parts = _WORD_PART.findall(fold(term))
+    parts = _WORD_PART.findall(fold(term).text)
     if not parts:
         return None
     body = r"[\W_]+".join(re.escape(part) for part in parts)
@@ -42,15 +42,16 @@ def _pattern(term: str) -> re.Pattern[str] | None:
     return re.compile(head + body + tail)
 
 
-def _spans(folded: str, terms: list[str]) -> dict[str, tuple[int, int]]:
+def _spans(folded: Folded, terms: list[str]) -> dict[str, tuple[int, int]]:
+    """Where each term first occurs, as spans of the original text."""
     found: dict[str, tuple[int, int]] = {}
     for term in terms:
         pattern = _pattern(term)
         if pattern is None:
             continue
-        hit = pattern.search(folded)
+        hit = pattern.search(folded.text)
         if hit is not None:
-            found[term] = hit.span()
+            found[term] = folded.span(*hit.span())
     return found
 
 
@@ -62,7 +63,7 @@ def describe_match(body: str, terms: list[str]) -> Match:
     if len(terms) > 1 and len(matched) == len(terms):
         phrase = _pattern(" ".join(terms))
         kind: RelevanceType = (
-            "exact_phrase" if phrase is not None and phrase.search(folded) else "all_terms"
+            "exact_phrase" if phrase is not None and phrase.search(folded.text) else "all_terms"
         )
     elif matched and len(matched) == len(terms):
         kind = "all_terms"
@@ -94,7 +95,11 @@ def highlight(text: str, terms: list[str]) -> str:
     for term in terms:
         pattern = _pattern(term)
         if pattern is not None:
-            marks.extend(hit.span() for hit in pattern.finditer(folded) if hit.end() > hit.start())
+            marks.extend(
+                folded.span(*hit.span())
+                for hit in pattern.finditer(folded.text)
+                if hit.end() > hit.start()
+            )
     if not marks:
         return text
     marks.sort()

@@ -13,6 +13,11 @@ phrase, so any substring of two or more characters of a run is found, whatever i
 glued around it. A one-character CJK query becomes a prefix token, which finds the
 character at any position of a run.
 
+Text and queries are first brought to one form: NFKC (full-width letters, ligatures
+and other compatibility forms become the plain letters) and then case-folded (``ß`` →
+``ss``), so ``strasse`` finds ``Straße`` and ``ﬁle`` finds ``file``. The FTS5 tokenizer
+then folds accents.
+
 User queries are plain terms. Each whitespace-separated term is reduced to its word
 tokens and quoted as an FTS5 phrase, and the phrases are joined with ``OR``: no
 operator, column filter, ``*``, ``^``, quote, parenthesis or NUL in the query can
@@ -23,9 +28,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Final
+from typing import Final, NamedTuple
 
-__all__ = ["fold", "index_text", "match_expression", "query_terms"]
+__all__ = ["Folded", "fold", "index_text", "match_expression", "normalize", "query_terms"]
 
 # Han (with extensions and compatibility ideographs), kana, Hangul syllables and jamo,
 # bopomofo, and the CJK symbols block's iteration marks.
@@ -58,18 +63,27 @@ def _rewrite_cjk(text: str, *, trailing_unigram: bool) -> str:
     return _CJK_RUN.sub(repl, text)
 
 
+def normalize(text: str) -> str:
+    """NFKC, then case-folded: the one form indexed text and query terms share."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
 def index_text(text: str) -> str:
-    """The text to store in the FTS5 column for ``text`` (CJK runs as bigrams)."""
-    text = unicodedata.normalize("NFC", text)
+    """The text to store in the FTS5 column for ``text`` (normalized; CJK runs as
+    bigrams)."""
+    text = normalize(text)
     if not _CJK_RUN.search(text):
         return text
     return _rewrite_cjk(text, trailing_unigram=True)
 
 
 def query_terms(query: str) -> list[str]:
-    """The plain terms of a user query: whitespace-separated, NUL removed, de-duplicated."""
+    """The plain terms of a user query: whitespace-separated, NUL removed, normalized
+    (`normalize`), de-duplicated."""
     seen: dict[str, None] = {}
-    for raw in unicodedata.normalize("NFC", query.replace("\x00", " ")).split():
+    for raw in normalize(query.replace("\x00", " ")).split():
         if _WORD.search(raw):
             seen.setdefault(raw, None)
     return list(seen)
@@ -104,16 +118,13 @@ def match_expression(query: str) -> str | None:
 
 
 class _FoldTable(dict[int, str]):
-    """``str.translate`` table that folds each character on first sight, then caches it."""
+    """``str.translate``-style table: each character folded on first sight, then cached."""
 
     def __missing__(self, codepoint: int) -> str:
-        char = chr(codepoint)
-        base = unicodedata.normalize("NFKD", char)
-        stripped = "".join(c for c in base if not unicodedata.combining(c)).casefold()
-        # Keep one character per character (ß → ss, ﬁ → fi would shift indexes).
-        folded = (
-            stripped if len(stripped) == 1 else (char.lower() if len(char.lower()) == 1 else char)
-        )
+        base = unicodedata.normalize("NFKD", chr(codepoint))
+        stripped = "".join(c for c in base if not unicodedata.combining(c))
+        # Recomposed: a Hangul syllable decomposes into jamo and must stay one syllable.
+        folded = unicodedata.normalize("NFC", stripped).casefold()
         self[codepoint] = folded
         return folded
 
@@ -121,12 +132,35 @@ class _FoldTable(dict[int, str]):
 _FOLD: Final = _FoldTable()
 
 
-def fold(text: str) -> str:
-    """Case- and accent-folded text, one output character per input character.
+class Folded(NamedTuple):
+    """Folded text, and where each of its characters came from in the original."""
 
-    Used to find matched terms in the original text for snippets: because lengths are
-    kept, an index into the folded text is an index into the original.
+    text: str
+    origin: list[int] | None
+    """``origin[i]``: the original index of folded character ``i`` (one entry more, for
+    the end); None when every character folded to exactly one."""
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The original text's span for the folded span ``start:end``."""
+        if self.origin is None:
+            return start, end
+        if end <= start:
+            return self.origin[start], self.origin[start]
+        return self.origin[start], self.origin[end - 1] + 1
+
+
+def fold(text: str) -> Folded:
+    """Case-, accent- and compatibility-folded text (``Straße`` → ``strasse``, ``ﬁle``
+    → ``file``), with the way back to the original's indexes.
+
+    Used to find matched terms in the original text for snippets and highlights.
     """
     if text.isascii():
-        return text.lower()
-    return text.translate(_FOLD)
+        return Folded(text.lower(), None)
+    pieces = [_FOLD[ord(char)] for char in text]
+    folded = "".join(pieces)
+    if len(folded) == len(text) and all(len(piece) == 1 for piece in pieces):
+        return Folded(folded, None)
+    origin = [index for index, piece in enumerate(pieces) for _ in piece]
+    origin.append(len(text))
+    return Folded(folded, origin)
