@@ -450,6 +450,6 @@ class ContentDB:
             )
         }
         candidates = [
-            Candidate(*chunks[rowid], bm25=score) for rowid, score in ranked if rowid in chunks
+            Candidate(*chunks[rowid], score) for rowid, score in ranked if rowid in chunks
         ]
         return rank_hits(candidates, query, top_n, threshold)
