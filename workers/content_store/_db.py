@@ -440,8 +440,8 @@ class ContentDB:
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
-        chunks = {
-            row[0]: row[1:]
+        chunks: dict[int, tuple[str, int, int, int, str, str]] = {
+            row[0]: (row[1], row[2], row[3], row[4], row[5], row[6])
             for row in self._read.execute(
                 "SELECT c.id, ct.id, c.seq, c.start_line, c.end_line, c.body, ct.filename"
                 " FROM chunks c JOIN contents ct ON ct.rid = c.content_rid"
@@ -450,6 +450,6 @@ class ContentDB:
             )
         }
         candidates = [
-            Candidate(*chunks[rowid], score) for rowid, score in ranked if rowid in chunks
+            Candidate(*chunks[rowid], bm25=score) for rowid, score in ranked if rowid in chunks
         ]
         return rank_hits(candidates, query, top_n, threshold)
