@@ -38,8 +38,17 @@ _FORMATS: Final = ("json", "msgpack")
 _WIRE: Final = (bytes, bytearray, memoryview, str)
 
 
-def result_text(result: CallToolResult) -> str:
-    """The text blocks of a result joined in order by newlines."""
+def result_text(result: CallToolResult | NativeMCPResponse[Any]) -> str:
+    """The text a model reads: the text blocks of a result (or of a response's result)
+    joined in order by newlines; for a JSON-RPC error response, its message.
+
+    The typed way to read ``response.result.content[0].text``, which a strict type
+    checker refuses (``result`` may be None, and a block may be an image).
+    """
+    if isinstance(result, NativeMCPResponse):
+        if result.result is None:
+            return result.error.message if result.error is not None else ""
+        result = result.result
     return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 

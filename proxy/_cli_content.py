@@ -110,7 +110,9 @@ def add_content_commands(commands: Any) -> dict[str, Runner]:
     add_pool_options(listing)
 
     read = commands.add_parser("read", help="read lines of a stored file")
-    read.add_argument("content_id", metavar="CONTENT_ID", help="as `list` or `search` shows it")
+    read.add_argument(
+        "content_id", metavar="CONTENT", help="a content id (as `list` shows it) or a file name"
+    )
     _add_store(read)
     read.add_argument("--from", dest="from_line", type=_bounded_int(1, 10**9), default=1)
     read.add_argument("--to", dest="to_line", type=_bounded_int(1, 10**9), default=None)
@@ -118,9 +120,11 @@ def add_content_commands(commands: Any) -> dict[str, Runner]:
     add_pool_options(read)
 
     delete = commands.add_parser(
-        "delete", help="delete a file from a store, or (no CONTENT_ID) the whole store"
+        "delete", help="delete a file from a store, or (no CONTENT) the whole store"
     )
-    delete.add_argument("content_id", nargs="?", metavar="CONTENT_ID")
+    delete.add_argument(
+        "content_id", nargs="?", metavar="CONTENT", help="a content id or a file name"
+    )
     _add_store(delete, default=None)
     _add_json(delete)
     add_pool_options(delete)
@@ -178,6 +182,20 @@ async def _require_store(store: Any, name_or_id: str, data_dir: Path) -> str:
         known = ", ".join(names) or "none; add files with `nativemcp ingest`"
         raise UsageError(f"no store named {name_or_id!r} in {data_dir} (stores: {known})")
     return store_id
+
+
+async def _resolve_content(store: Any, store_id: str, name_or_id: str) -> str:
+    """The content id for a content id or a file name in the store (the first file of
+    that name); unknown, it is passed on as given, for the tool to report."""
+    offset = 0
+    while True:
+        page = await store.list_content(store_id=store_id, offset=offset, limit=100)
+        for item in page.contents:
+            if name_or_id in (item.content_id, item.filename):
+                return str(item.content_id)
+        if not page.has_more:
+            return name_or_id
+        offset += len(page.contents)
 
 
 def _show(response: NativeMCPResponse[Any], as_json: bool) -> int:
@@ -377,7 +395,7 @@ async def _read(args: argparse.Namespace, data_dir: Path) -> int:
         store_id = await _require_store(store, args.store, data_dir)
         arguments: dict[str, Any] = {
             "store_id": store_id,
-            "content_id": args.content_id,
+            "content_id": await _resolve_content(store, store_id, args.content_id),
             "from_line": args.from_line,
         }
         if args.to_line is not None:
@@ -389,7 +407,7 @@ async def _read(args: argparse.Namespace, data_dir: Path) -> int:
 async def _delete(args: argparse.Namespace, data_dir: Path) -> int:
     if args.store is None:
         raise UsageError(
-            "say which store: `delete CONTENT_ID --store NAME` removes a file, "
+            "say which store: `delete CONTENT --store NAME` removes a file, "
             "`delete --store NAME` the whole store"
         )
     async with _content_pool(data_dir) as pool:
@@ -398,8 +416,9 @@ async def _delete(args: argparse.Namespace, data_dir: Path) -> int:
         if args.content_id is None:
             response = await store.call_tool("delete_store", {"store_id": store_id})
         else:
+            content_id = await _resolve_content(store, store_id, args.content_id)
             response = await store.call_tool(
-                "delete_content", {"store_id": store_id, "content_id": args.content_id}
+                "delete_content", {"store_id": store_id, "content_id": content_id}
             )
     return _show(response, args.json)
 

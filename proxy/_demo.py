@@ -31,6 +31,8 @@ SEARCHES: Final = [
     ("図書館", "Japanese word inside a kanji/kana run"),
     ("北京", "Chinese"),
     ("muller", "accents folded: finds Müller"),
+    ("vanillesosse", "ß folded to ss: finds Vanillesoße"),
+    ("muller pizza", "one term of two: relevance ≤ 0.5"),
     ("search index", "English, two terms"),
     ('NOT "vanilla" OR (', "FTS5 syntax is plain text: no error"),
 ]
@@ -97,21 +99,27 @@ async def run_demo(data_dir: Path | None, console: Console) -> int:
 
     began = time.perf_counter()
     with ExitStack() as stack:
+        temporary = data_dir is None
         if data_dir is None:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nativemcp-")))
         samples = stack.enter_context(
             importlib.resources.as_file(importlib.resources.files(SAMPLES_PACKAGE) / "samples")
         )
-        files = sorted(p for p in samples.iterdir() if p.is_file())
+        # An editable install (strict mode) links each file: read them where they are.
+        files = sorted(p.resolve() for p in samples.iterdir() if p.is_file())
+        folders = sorted({str(path.parent) for path in files})
         console.rule("[bold]nativemcp demo")
-        console.print(f"data folder: {data_dir}")
+        if temporary:
+            console.print("data folder: a temporary one, deleted when the demo ends (--data-dir)")
+        else:
+            console.print(f"data folder: {data_dir}")
 
         start = time.perf_counter()
         async with WorkerPool(
             data_dir=data_dir,
             builtins=["content-store", "planning"],
             in_process=(),
-            options={"content-store": {**DEMO_CHUNKS, "allowed_paths": [str(samples)]}},
+            options={"content-store": {**DEMO_CHUNKS, "allowed_paths": folders}},
         ) as pool:
             store = pool.server("content-store")
             planning = pool.server("planning")
@@ -140,12 +148,7 @@ async def run_demo(data_dir: Path | None, console: Console) -> int:
                 + ", ".join(a.filename for a in added)
             )
 
-            overview = Table(title="searches (keyword_similarity_search, top 3)", expand=True)
-            overview.add_column("query")
-            overview.add_column("what it shows")
-            overview.add_column("best hit")
-            overview.add_column("relevance", justify="right")
-            overview.add_column("ms", justify="right")
+            rows: list[tuple[str, str, str, str, str]] = []
             searches: list[_Call] = []
             for query, why in SEARCHES:
                 call = await _call(
@@ -163,7 +166,16 @@ async def run_demo(data_dir: Path | None, console: Console) -> int:
                     else "(no match)"
                 )
                 score = f"{hits[0].score:.2f}" if hits else "-"
-                overview.add_row(query, why, best, score, f"{call.elapsed_ms:.1f}")
+                rows.append((query, why, best, score, f"{call.elapsed_ms:.1f}"))
+            overview = Table(title="searches (keyword_similarity_search, top 3)", expand=True)
+            overview.add_column("query", ratio=1)
+            overview.add_column("what it shows", ratio=2)
+            # The hit's line range is the point of the table: never cut it, even on 80 columns.
+            overview.add_column("best hit", no_wrap=True, min_width=max(len(r[2]) for r in rows))
+            overview.add_column("rel.", justify="right", no_wrap=True)
+            overview.add_column("ms", justify="right", no_wrap=True)
+            for row in rows:
+                overview.add_row(*row)
             console.print(overview)
 
             listing = await _call(

@@ -1,0 +1,71 @@
+"""Every code block of the README runs as written: each Python block as its own script
+in an empty folder (as a reader would paste it), the command-line block line by line."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+_BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
+
+
+def _blocks(language: str) -> list[str]:
+    return [body for lang, body in _BLOCK.findall(README.read_text("utf-8")) if lang == language]
+
+
+PYTHON_BLOCKS = _blocks("python")
+
+
+def test_the_readme_has_the_blocks_this_file_runs() -> None:
+    assert len(PYTHON_BLOCKS) >= 6
+    assert {lang for lang, _ in _BLOCK.findall(README.read_text("utf-8"))} == {"python", "bash"}
+
+
+@pytest.mark.real_process
+@pytest.mark.parametrize("number", range(len(PYTHON_BLOCKS)))
+def test_each_python_block_runs_as_its_own_script(number: int, tmp_path: Path) -> None:
+    (tmp_path / "snippet.py").write_text(PYTHON_BLOCKS[number], encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "snippet.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    # Run again in the same folder: nothing in a snippet may hold only the first time.
+    again = subprocess.run(
+        [sys.executable, "snippet.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 0, again.stderr
+
+
+def test_the_setup_commands_are_the_ones_ci_runs() -> None:
+    setup = _blocks("bash")[0]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install -q -e '.[test]' --config-settings editable_mode=strict" in setup
+    assert "-e '.[test]' --config-settings editable_mode=strict" in ci
+    assert "python -m pytest -q" in setup and "python -m pytest -q" in ci
+
+
+@pytest.mark.real_process
+def test_the_command_line_block_runs_line_by_line(tmp_path: Path) -> None:
+    commands = [
+        line.split("  #")[0].strip()
+        for line in _blocks("bash")[1].splitlines()
+        if line.startswith("nativemcp ")
+    ]
+    assert len(commands) >= 8
+    env = {**os.environ, "NATIVEMCP_DATA_DIR": str(tmp_path / "data")}
+    script = Path(sys.executable).parent / "nativemcp"
+    for command in commands:
+        argv = shlex.split(command)
+        done = subprocess.run(
+            [str(script), *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, f"{command}\n{done.stderr}"
+        assert done.stdout.strip(), command
