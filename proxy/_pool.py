@@ -74,6 +74,16 @@ class WorkerPool:
         max_frame: the largest message in bytes, either way.
         start_method: ``"spawn"`` (default) or ``"forkserver"``.
         restart: how crashed workers are restarted.
+
+    Raises:
+        ValueError: an unknown built-in, or built-ins without a ``data_dir``.
+        NotADirectoryError: ``data_dir`` is a file.
+        TypeError: a `Server` to run in a worker is not importable by name (defined
+            inside a function); raised here, before any process starts.
+
+    A script that opens a pool must do so under ``if __name__ == "__main__":``: each
+    worker imports the script again. Without the guard, the worker exits at once and
+    the pool raises `WorkerStartError` naming the guard.
     """
 
     def __init__(

@@ -432,8 +432,9 @@ def create_server(config: ServerConfig) -> Server:
     ) -> SearchResult:
         """Full-text search (BM25) over a store's chunks; plain terms, any language.
 
-        Each result has the file, exact line range, relevance 0..1 (1 = best hit) and
-        raw BM25 score, match type and a context snippet. threshold drops weaker hits.
+        Each result has the file, exact line range, relevance 0..1 (the share of the
+        query's terms it holds, weighted by BM25) and raw BM25 score, match type and a
+        context snippet. threshold drops hits with a lower relevance.
         """
         hits = state.db.search(store_id, query, top_n, threshold)
         if hits is None:
