@@ -15,7 +15,7 @@ SCRIPTS = sorted(EXAMPLES.glob("*.py"))
 
 
 def test_there_are_examples() -> None:
-    assert [path.name for path in SCRIPTS] == ["notes_server.py"]
+    assert [path.name for path in SCRIPTS] == ["notes_server.py", "sync_script.py"]
 
 
 @pytest.mark.real_process
