@@ -17,6 +17,7 @@ from typing import Any
 from nativemcp.protocol import NativeMCPResponse, Tool, unwrap
 from nativemcp.workers._typeref import RETURN_TYPE_META_KEY, resolve_type
 
+from ._arguments import check_arguments, check_tool_name
 from ._exceptions import ArgumentsError
 from ._handle import LogHandler, ProgressCallback, ServerHandle
 from ._records import to_records
@@ -30,9 +31,11 @@ def coerce_arguments(
     """Call arguments as one dict: keyword arguments, a mapping, or a JSON object string.
 
     Raises:
-        ArgumentsError: a string that is not a JSON object, a non-mapping, or a key given
-            both in ``arguments`` and as a keyword.
+        ArgumentsError: a string that is not a JSON object, a non-mapping, a key given
+            both in ``arguments`` and as a keyword, a tool name or key that is not a
+            string, or a value that cannot be sent (see `check_arguments`).
     """
+    tool = check_tool_name(tool)
     if isinstance(arguments, str | bytes):
         try:
             parsed = json.loads(arguments)
@@ -54,6 +57,7 @@ def coerce_arguments(
     if clash:
         raise ArgumentsError(f"arguments for {tool!r} given twice: {', '.join(sorted(clash))}")
     merged.update(kwargs)
+    check_arguments(tool, merged)
     return merged
 
 

@@ -78,12 +78,18 @@ _HEADER_SIZE: Final = 4
 
 class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """How a crashed worker is restarted: at most ``max_restarts`` per ``window`` seconds,
-    waiting ``backoff`` seconds, doubled each time up to ``max_backoff``."""
+    waiting ``backoff`` seconds, doubled each time up to ``max_backoff``.
+
+    A worker that served ``healthy_after`` seconds before it crashed earns the whole
+    budget back (its earlier crashes are forgotten, the backoff starts over): a server
+    that runs for days is not given up on for a few crashes spread over them.
+    """
 
     max_restarts: int = 5
     window: float = 60.0
     backoff: float = 0.05
     max_backoff: float = 2.0
+    healthy_after: float = 30.0
 
 
 _Item = Reply | Result | Notify | BaseException
@@ -244,16 +250,26 @@ class WorkerProcess:
                 if not started:
                     started = True
                     task_status.started()
+                served_from = time.monotonic()
                 await self._serve(conn)
                 if self._closing:
                     return
+                if time.monotonic() - served_from >= self._restart.healthy_after:
+                    recent.clear()
+                    backoff = self._restart.backoff
+                process = conn.process
                 if not self._may_restart(recent):
                     self._give_up(
-                        WorkerCrashed(
-                            server=self.name, exitcode=conn.process.exitcode, pid=conn.process.pid
-                        )
+                        WorkerCrashed(server=self.name, exitcode=process.exitcode, pid=process.pid)
                     )
                     return
+                _logger.error(
+                    "worker for server %r (pid %s) %s; restarting in %.2f s",
+                    self.name,
+                    process.pid,
+                    _exit_text(process),
+                    backoff,
+                )
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, self._restart.max_backoff)
                 self.restarts += 1
@@ -359,12 +375,7 @@ class WorkerProcess:
                         )
                     )
                 else:
-                    _logger.error(
-                        "worker for server %r (pid %s) %s; restarting",
-                        self.name,
-                        process.pid,
-                        _exit_text(process),
-                    )
+                    # Whether it restarts is logged by `run`, once it has decided.
                     conn.fail_pending(
                         lambda tool: WorkerCrashed(
                             server=self.name, exitcode=process.exitcode, pid=process.pid, tool=tool

@@ -35,10 +35,12 @@ class FrameChannel(asyncio.Protocol):
         decoder: msgspec.msgpack.Decoder[Any],
         max_frame: int,
         on_message: Callable[[Any], None],
+        on_undecodable: Callable[[bytes, msgspec.MsgspecError], None] | None = None,
     ) -> None:
         self._decoder = decoder
         self._max_frame = max_frame
         self._on_message = on_message
+        self._on_undecodable = on_undecodable
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
@@ -67,13 +69,19 @@ class FrameChannel(asyncio.Protocol):
             end = position + 4 + size
             if end > available:
                 break
-            try:
-                message = self._decoder.decode(bytes(buffer[position + 4 : end]))
-            except msgspec.MsgspecError as exc:
-                self._fail(ProtocolError(f"undecodable frame: {exc}"))
-                return
+            payload = bytes(buffer[position + 4 : end])
             position = end
-            self._on_message(message)
+            try:
+                message = self._decoder.decode(payload)
+            except msgspec.MsgspecError as exc:
+                if self._on_undecodable is None:
+                    self._fail(ProtocolError(f"undecodable frame: {exc}"))
+                    return
+                # The length prefix was valid, so the stream is still in step: only
+                # this one message is bad, and the receiver answers or drops it.
+                self._on_undecodable(payload, exc)
+            else:
+                self._on_message(message)
             if self.closed.done():
                 return
         if position:
@@ -139,11 +147,16 @@ async def open_channel(
     decoder: msgspec.msgpack.Decoder[Any],
     max_frame: int,
     on_message: Callable[[Any], None],
+    on_undecodable: Callable[[bytes, msgspec.MsgspecError], None] | None = None,
 ) -> FrameChannel:
-    """Wrap a connected stream socket in a `FrameChannel` on the running asyncio loop."""
+    """Wrap a connected stream socket in a `FrameChannel` on the running asyncio loop.
+
+    ``on_undecodable`` gets each well-framed message that does not decode; without it
+    such a message fails the channel.
+    """
     loop = asyncio.get_running_loop()
     _, channel = await loop.connect_accepted_socket(
-        lambda: FrameChannel(decoder, max_frame, on_message), sock=sock
+        lambda: FrameChannel(decoder, max_frame, on_message, on_undecodable), sock=sock
     )
     return channel
 

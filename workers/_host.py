@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from nativemcp.protocol import INTERNAL_ERROR, NativeMCPResponse, error_response
+from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, NativeMCPResponse, error_response
 
 from ._channel import FrameChannel, Inbox, open_channel
 from ._config import ServerConfig, ServerSource, load_server
@@ -204,6 +204,41 @@ class _Worker:
             )
 
 
+_REQUEST_TAGS: Final = frozenset({"ping", "list_tools", "service_context", "switch_context"})
+"""Tags of the requests answered with a `Result` (a `Call` gets a `Reply`)."""
+
+
+def _undecodable_answer(payload: bytes, error: msgspec.MsgspecError) -> bytes | None:
+    """The frame answering a request that does not decode, when its id can be read.
+
+    A call whose tool name or argument keys are not strings, say, still carries its
+    tag and id up front (messages are arrays): that call fails alone, with an error
+    naming the problem, and the worker serves on. None when there is nobody to answer
+    (no readable id, or a message that takes no answer).
+    """
+    try:
+        raw = msgspec.msgpack.decode(payload)
+    except msgspec.MsgspecError:
+        return None
+    if not (
+        isinstance(raw, list)
+        and len(raw) >= 2
+        and isinstance(raw[0], str)
+        and type(raw[1]) is int
+        and 0 <= raw[1] < 2**63
+    ):
+        return None
+    tag, request_id = raw[0], raw[1]
+    problem = f"the worker could not read this {tag!r} request: {error}"
+    if tag == "call":
+        return encode_frame(
+            pack_reply(request_id, error_response(problem, code=INVALID_PARAMS, id=request_id))
+        )
+    if tag in _REQUEST_TAGS:
+        return encode_frame(Result(id=request_id, error=problem))
+    return None
+
+
 async def _serve(
     sock: socket.socket, source: ServerSource, config: ServerConfig, max_frame: int
 ) -> None:
@@ -218,7 +253,18 @@ async def _serve(
         else:
             inbox.put(message)
 
-    channel = await open_channel(sock, msgspec.msgpack.Decoder(ToWorker), max_frame, on_message)
+    def on_undecodable(payload: bytes, error: msgspec.MsgspecError) -> None:
+        answer = _undecodable_answer(payload, error)
+        if answer is None:
+            logging.getLogger("nativemcp.worker").warning(
+                "dropped a message that does not decode (%d bytes): %s", len(payload), error
+            )
+        else:
+            channel.write(answer)
+
+    channel = await open_channel(
+        sock, msgspec.msgpack.Decoder(ToWorker), max_frame, on_message, on_undecodable
+    )
     outbox = _Outbox(channel)
     root = logging.getLogger()
     root.handlers[:] = [_ForwardHandler(outbox)]
