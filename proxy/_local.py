@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from nativemcp.protocol import NativeMCPResponse, Tool, unwrap
-from nativemcp.workers import Context, Notification, Server, WorkerTimeout
+from nativemcp.workers import Notification, Server, WorkerTimeout
 
 from ._handle import LogHandler, ProgressCallback, deliver
 
@@ -47,15 +47,7 @@ class LocalServer:
         async def notify(notification: Notification) -> None:
             await deliver(notification, on_progress, on_log)
 
-        context = Context(
-            server_name=self.name,
-            tool_name=tool,
-            request_id=self._next_id,
-            session_id=self.server.session_id,
-            thread_id=self.server.thread_id,
-            data_dir=self.server.data_dir,
-            notify=notify,
-        )
+        context = self.server.make_context(tool, request_id=self._next_id, notify=notify)
         try:
             with anyio.fail_after(timeout if timeout > 0 else math.inf):
                 return await self.server.call_tool(tool, arguments, context=context)

@@ -168,6 +168,55 @@ def scope() -> dict[str, Any]:
     return {"session": server.session_id, "thread": server.thread_id}
 
 
+_saw_cancel: dict[str, bool] = {}
+
+
+@server.tool
+def sleepy(ctx: Context, key: str, seconds: float) -> str:
+    """A cooperative sync tool: sleeps in steps until done or cancelled."""
+    import time
+
+    anyio.from_thread.run(ctx.report_progress, 0, None, "started")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ctx.cancelled:
+            _saw_cancel[key] = True
+            return "stopped"
+        time.sleep(0.01)
+    return "slept"
+
+
+@server.tool
+def saw_cancel(key: str) -> bool:
+    """Whether `sleepy` with `key` saw its cancellation (waits briefly for it)."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while key not in _saw_cancel and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _saw_cancel.get(key, False)
+
+
+@server.tool
+def block(seconds: float) -> str:
+    """A sync tool that blocks and cannot be stopped."""
+    import time
+
+    time.sleep(seconds)
+    return "done"
+
+
+@server.tool(inline=True)
+def block_inline(seconds: float, marker: str) -> str:
+    """Blocks the worker's event loop itself (an inline tool), after creating `marker`."""
+    import time
+    from pathlib import Path
+
+    Path(marker).touch()
+    time.sleep(seconds)
+    return "done"
+
+
 @server.service_context
 def _context() -> str:
     return f"testing server, session {server.session_id}"

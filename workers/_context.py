@@ -77,6 +77,20 @@ class Context:
         self.data_dir = data_dir
         self._notify = notify or _drop
         self._logger = logging.getLogger(f"nativemcp.server.{server_name}")
+        self._cancelled = False
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the call was cancelled (its caller timed out or gave up).
+
+        A sync tool runs in a worker thread that cannot be interrupted: a long one
+        checks this between steps and returns early (its result is discarded).
+        """
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Mark the call cancelled (done by the server when the call is cancelled)."""
+        self._cancelled = True
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

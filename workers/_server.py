@@ -46,7 +46,7 @@ from nativemcp.protocol import (
     validate_tool_name,
 )
 
-from ._context import Context
+from ._context import Context, Notify
 from ._render import render_builtins
 from ._typeref import RETURN_TYPE_META_KEY, describe_type
 
@@ -60,13 +60,17 @@ Renderer = Callable[[Any], str]
 _logger = logging.getLogger("nativemcp.server")
 _SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
+TOOL_THREADS: Final = 32
+"""Sync tools of one server running at once in worker threads; more calls wait their turn
+(calls that were abandoned, by a timeout or a cancelled caller, no longer count)."""
+
 
 @dataclass(frozen=True, slots=True)
 class _ToolSpec:
     name: str
     fn: ToolFunction
     is_async: bool
-    threaded: bool
+    inline: bool
     args_type: type[msgspec.Struct]
     param_names: tuple[str, ...]
     context_param: str | None
@@ -137,6 +141,7 @@ class Server:
         self._service_context: Callable[[], str | Awaitable[str]] | None = None
         self._switch_hook: Callable[[str | None, str | None], Any] | None = None
         self._shutdown_hooks: list[Callable[[], Any]] = []
+        self._threads: anyio.CapacityLimiter | None = None  # made in the event loop
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Tools hold functions and generated types that do not pickle by value; a
@@ -180,7 +185,8 @@ class Server:
         description: str | None = None,
         render: Renderer | None = None,
         annotations: ToolAnnotations | None = None,
-        threaded: bool = False,
+        inline: bool = False,
+        threaded: bool = True,
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -192,7 +198,8 @@ class Server:
         description: str | None = None,
         render: Renderer | None = None,
         annotations: ToolAnnotations | None = None,
-        threaded: bool = False,
+        inline: bool = False,
+        threaded: bool = True,
     ) -> Any:
         """Declare a tool; use bare (``@server.tool``) or with options.
 
@@ -202,8 +209,12 @@ class Server:
             description: what the tool does (default: the function's docstring).
             render: turns the returned value into the text the model reads.
             annotations: behaviour hints (read-only, destructive, ...).
-            threaded: run a sync tool in a worker thread instead of on the event loop
-                (for blocking work that must not hold up the server's other calls).
+            inline: run a sync tool on the event loop itself rather than in a worker
+                thread. Only for tiny, pure functions (microseconds, no I/O): an inline
+                tool cannot be stopped by a timeout or cancellation and holds up every
+                other call while it runs; in return it skips the thread hop.
+            threaded: kept for compatibility: sync tools run in worker threads unless
+                ``inline`` (``threaded=False`` is the same as ``inline=True``).
 
         Raises:
             ValueError: a parameter lacks an annotation, has no schema, or the name is
@@ -211,7 +222,9 @@ class Server:
         """
 
         def register(func: F) -> F:
-            spec = self._build_spec(func, name, title, description, render, annotations, threaded)
+            spec = self._build_spec(
+                func, name, title, description, render, annotations, inline or not threaded
+            )
             if spec.name in self._tools:
                 raise ValueError(f"server {self.name!r} already has a tool {spec.name!r}")
             self._tools[spec.name] = spec
@@ -244,7 +257,7 @@ class Server:
         description: str | None,
         render: Renderer | None,
         annotations: ToolAnnotations | None,
-        threaded: bool,
+        inline: bool,
     ) -> _ToolSpec:
         tool_name = validate_tool_name(name or fn.__name__)
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -314,7 +327,7 @@ class Server:
             name=tool_name,
             fn=fn,
             is_async=inspect.iscoroutinefunction(fn),
-            threaded=threaded,
+            inline=inline,
             args_type=args_type,
             param_names=tuple(names),
             context_param=context_param,
@@ -352,38 +365,59 @@ class Server:
         if isinstance(prepared, NativeMCPResponse):
             return prepared
         spec, kwargs = prepared
+        if context is None:
+            context = self.make_context(name)
         if spec.context_param is not None:
-            kwargs[spec.context_param] = context or Context(
-                server_name=self.name,
-                tool_name=name,
-                session_id=self.session_id,
-                thread_id=self.thread_id,
-                data_dir=self.data_dir,
-            )
+            kwargs[spec.context_param] = context
         try:
             if spec.is_async:
                 value = await spec.fn(**kwargs)
-            elif spec.threaded:
-                value = await anyio.to_thread.run_sync(lambda: spec.fn(**kwargs))
-            else:
+            elif spec.inline:
                 value = spec.fn(**kwargs)
+            else:
+                if self._threads is None:
+                    self._threads = anyio.CapacityLimiter(TOOL_THREADS)
+                # Abandoned on cancellation: the caller is freed at once and the
+                # thread's slot is given back; the tool sees `context.cancelled`.
+                value = await anyio.to_thread.run_sync(
+                    lambda: spec.fn(**kwargs), abandon_on_cancel=True, limiter=self._threads
+                )
         except anyio.get_cancelled_exc_class():
+            context.cancel()
             raise
         except Exception as exc:
             return self._failed(name, exc)
         return self._respond(spec, value)
 
+    def make_context(
+        self,
+        tool_name: str,
+        *,
+        request_id: int | str | None = None,
+        notify: Notify | None = None,
+    ) -> Context:
+        """The `Context` of one call of ``tool_name``, in the server's current scope."""
+        return Context(
+            server_name=self.name,
+            tool_name=tool_name,
+            request_id=request_id,
+            session_id=self.session_id,
+            thread_id=self.thread_id,
+            data_dir=self.data_dir,
+            notify=notify,
+        )
+
     def call_tool_now(
         self, name: str, arguments: Mapping[str, Any] | None = None
     ) -> NativeMCPResponse[Any] | None:
-        """Run a plain sync tool right here, without awaiting; None for any other tool.
+        """Run an inline sync tool right here, without awaiting; None for any other tool.
 
-        The worker's fast path: a sync tool that takes no `Context` and is not threaded
+        The worker's fast path: a sync tool declared ``inline`` that takes no `Context`
         runs to completion on the spot, with no task to create or schedule. Errors are
         responses, as with `call_tool`.
         """
         spec = self._tools.get(name)
-        if spec is None or spec.is_async or spec.threaded or spec.context_param is not None:
+        if spec is None or not spec.inline or spec.is_async or spec.context_param is not None:
             return None
         prepared = self._prepare(name, arguments)
         if isinstance(prepared, NativeMCPResponse):
@@ -467,9 +501,13 @@ class Server:
 
     async def get_service_context(self) -> str:
         """Text for an agent's system prompt ('' when the server declares none)."""
-        if self._service_context is None:
+        hook = self._service_context
+        if hook is None:
             return ""
-        text = self._service_context()
+        if inspect.iscoroutinefunction(hook):
+            return str(await hook())
+        # A sync hook may read a database: in a worker thread, as sync tools run.
+        text = await anyio.to_thread.run_sync(hook, abandon_on_cancel=True)
         if inspect.isawaitable(text):
             text = await text
         return str(text)

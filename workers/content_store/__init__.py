@@ -15,10 +15,12 @@ from ._models import RelevanceType as RelevanceType
 from ._models import SearchHit as SearchHit
 from ._models import SearchResult as SearchResult
 from ._models import StoreInfo as StoreInfo
+from ._server import MAX_OFFSET as MAX_OFFSET
 from ._server import ContentStoreOptions as ContentStoreOptions
 from ._server import create_server as create_server
 
 __all__ = [
+    "MAX_OFFSET",
     "AddContentResult",
     "ContentStoreAPI",
     "ContentStoreOptions",

@@ -7,7 +7,9 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -55,6 +57,7 @@ from ._render import (
     render_read_content,
     render_search,
 )
+from ._tokenize import query_terms
 
 __all__ = ["SERVER_NAME", "ContentStoreOptions", "create_server"]
 
@@ -81,6 +84,15 @@ class ContentStoreOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unkn
     chunk_max_chars: int = DEFAULT_MAX_CHARS
     chunk_max_lines: int = DEFAULT_MAX_LINES
     chunk_overlap_lines: int = DEFAULT_OVERLAP_LINES
+    max_query_chars: int = 2_000
+    """Longest search query, in characters: a search costs time and memory in its length."""
+    max_query_terms: int = 64
+    """Most distinct terms in one search query (each is one more index lookup)."""
+
+
+MAX_OFFSET: Final = 2**62
+"""Largest ``offset`` a page may start at (far past any real store; SQLite's own limit
+is 2**63 - 1, and an offset past it would be SQLite's error, not ours)."""
 
 
 def _options(raw: Mapping[str, Any]) -> ContentStoreOptions:
@@ -135,10 +147,32 @@ class _ContentStore:
         )
         self._db: ContentDB | None = None
         self._scratch: Path | None = None
-        self.write_lock = anyio.Lock()
+        # The database is used from worker threads only, never from the event loop: a
+        # write waiting for another process's lock (up to SQLite's busy timeout) or a
+        # long search then holds up that call alone. Reads and writes go through
+        # separate connections; each connection serves one thread at a time.
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._open_lock = threading.Lock()
+
+    @contextmanager
+    def writing(self) -> Iterator[ContentDB]:
+        """The database, for writes (one writer at a time)."""
+        with self._write_lock:
+            yield self.db
+
+    @contextmanager
+    def reading(self) -> Iterator[ContentDB]:
+        """The database, for reads (one reader at a time on the read connection)."""
+        with self._read_lock:
+            yield self.db
 
     @property
     def db(self) -> ContentDB:
+        with self._open_lock:
+            return self._open()
+
+    def _open(self) -> ContentDB:
         if self._db is None:
             folder = self.server.data_dir
             if folder is None:
@@ -157,10 +191,29 @@ class _ContentStore:
             self._scratch = None
 
     def store(self, store_id: str) -> StoreInfo:
-        found = self.db.get_store(store_id)
-        if found is None:
-            raise _store_missing(store_id, self.db.list_stores())
+        with self.reading() as db:
+            found = db.get_store(store_id)
+            if found is None:
+                raise _store_missing(store_id, db.list_stores())
         return found
+
+    def check_query(self, query: str) -> None:
+        """Refuse a query over the length or distinct-term limits (before any work)."""
+        limit = self.options.max_query_chars
+        if len(query) > limit:
+            raise ToolError(
+                f"Query too long: {len(query)} characters; at most {limit} are searched "
+                "(content-store option max_query_chars). Search for fewer, more telling terms.",
+                structured_content={"code": "QUERY_TOO_LONG", "length": len(query), "limit": limit},
+            )
+        terms = len(query_terms(query))
+        limit = self.options.max_query_terms
+        if terms > limit:
+            raise ToolError(
+                f"Query has too many terms: {terms} distinct terms; at most {limit} are "
+                "searched (content-store option max_query_terms). Keep the telling ones.",
+                structured_content={"code": "QUERY_TOO_MANY_TERMS", "terms": terms, "limit": limit},
+            )
 
     def check_text_size(self, text: str, what: str) -> None:
         size = len(text.encode("utf-8"))
@@ -295,7 +348,7 @@ def create_server(config: ServerConfig) -> Server:
     server.on_shutdown(state.close)
 
     @server.tool(render=render_create_store)
-    async def create_store(
+    def create_store(
         name: str | None = None,
         description: str | None = None,
         session_id: str | None = None,
@@ -304,8 +357,8 @@ def create_server(config: ServerConfig) -> Server:
 
         session_id groups the store with a chat session (defaults to the current one).
         """
-        async with state.write_lock:
-            return state.db.create_store(
+        with state.writing() as db:
+            return db.create_store(
                 name or "Unnamed Store", description, session_id or server.session_id
             )
 
@@ -325,7 +378,7 @@ def create_server(config: ServerConfig) -> Server:
         folders the server allows (none by default: then pass the text as content). The
         same text added twice returns the existing content id (duplicate=true).
         """
-        state.store(store_id)
+        await anyio.to_thread.run_sync(state.store, store_id)
         if (content is None) == (path is None):
             raise ToolError(
                 "Pass exactly one of content (text) or path (a file to read)",
@@ -341,7 +394,12 @@ def create_server(config: ServerConfig) -> Server:
             state.check_text_size(content, filename or "The content")
         name = filename or "untitled.txt"
         item = await anyio.to_thread.run_sync(state.prepare, content, data, name, mime_type)
-        existing = state.db.find_duplicate(store_id, item.sha256)
+
+        def find_duplicate() -> Any:
+            with state.reading() as db:
+                return db.find_duplicate(store_id, item.sha256)
+
+        existing = await anyio.to_thread.run_sync(find_duplicate)
         if existing is None:
             total = len(item.chunks)
             await ctx.report_progress(0, total, f"indexing {name}: {total} chunks")
@@ -349,10 +407,11 @@ def create_server(config: ServerConfig) -> Server:
             def progress(done: int, total: int) -> None:
                 anyio.from_thread.run(ctx.report_progress, done, total, f"indexed {done} chunks")
 
-            async with state.write_lock:
-                summary, duplicate = await anyio.to_thread.run_sync(
-                    lambda: state.db.add_content(store_id, item, progress)
-                )
+            def add() -> Any:
+                with state.writing() as db:
+                    return db.add_content(store_id, item, progress)
+
+            summary, duplicate = await anyio.to_thread.run_sync(add)
         else:
             summary, duplicate = existing, True
         return AddContentResult(**msgspec.structs.asdict(summary), duplicate=duplicate)
@@ -360,7 +419,7 @@ def create_server(config: ServerConfig) -> Server:
     @server.tool(render=render_list_content, annotations=_READ_ONLY)
     def list_content(
         store_id: str,
-        offset: Annotated[int, msgspec.Meta(ge=0)] = 0,
+        offset: Annotated[int, msgspec.Meta(ge=0, le=MAX_OFFSET)] = 0,
         limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 50,
     ) -> ListContentResult:
         """List a store's files (oldest first) with size, lines, type, id, date and preview.
@@ -368,8 +427,9 @@ def create_server(config: ServerConfig) -> Server:
         Pages with offset/limit (limit at most 100); has_more tells if more follow.
         """
         state.store(store_id)
-        total = state.db.count_contents(store_id)
-        contents = state.db.list_contents(store_id, offset, limit)
+        with state.reading() as db:
+            total = db.count_contents(store_id)
+            contents = db.list_contents(store_id, offset, limit)
         return ListContentResult(
             store_id=store_id,
             contents=contents,
@@ -388,7 +448,8 @@ def create_server(config: ServerConfig) -> Server:
     ) -> ReadContentResult:
         """Read lines from_line..to_line (1-based, inclusive; to_line defaults to the end)."""
         state.store(store_id)
-        summary = state.db.get_content(store_id, content_id)
+        with state.reading() as db:
+            summary = db.get_content(store_id, content_id)
         if summary is None:
             raise ToolError(
                 f"Content not found: {content_id} in store {store_id}. "
@@ -413,7 +474,9 @@ def create_server(config: ServerConfig) -> Server:
                     "totalLines": total,
                 },
             )
-        lines = split_lines(state.db.content_text(content_id))
+        with state.reading() as db:
+            text = db.content_text(content_id)
+        lines = split_lines(text)
         return ReadContentResult(
             store_id=store_id,
             content_id=content_id,
@@ -436,16 +499,19 @@ def create_server(config: ServerConfig) -> Server:
         query's terms it holds, weighted by BM25) and raw BM25 score, match type and a
         context snippet. threshold drops hits with a lower relevance.
         """
-        hits = state.db.search(store_id, query, top_n, threshold)
-        if hits is None:
-            raise _store_missing(store_id, state.db.list_stores())
+        state.check_query(query)
+        with state.reading() as db:
+            hits = db.search(store_id, query, top_n, threshold)
+            if hits is None:
+                raise _store_missing(store_id, db.list_stores())
         return SearchResult(store_id=store_id, query=query, results=hits, threshold=threshold)
 
     @server.tool(render=render_delete_content, annotations=_DESTRUCTIVE)
-    async def delete_content(store_id: str, content_id: str) -> DeleteContentResult:
+    def delete_content(store_id: str, content_id: str) -> DeleteContentResult:
         """Remove a file and its search index entries from a store."""
         state.store(store_id)
-        summary = state.db.get_content(store_id, content_id)
+        with state.reading() as db:
+            summary = db.get_content(store_id, content_id)
         if summary is None:
             raise ToolError(
                 f"Content not found: {content_id} in store {store_id}",
@@ -455,8 +521,8 @@ def create_server(config: ServerConfig) -> Server:
                     "contentId": content_id,
                 },
             )
-        async with state.write_lock:
-            deleted = state.db.delete_content(store_id, content_id)
+        with state.writing() as db:
+            deleted = db.delete_content(store_id, content_id)
         return DeleteContentResult(
             store_id=store_id,
             content_id=content_id,
@@ -467,37 +533,44 @@ def create_server(config: ServerConfig) -> Server:
     @server.tool(render=render_list_stores, annotations=_READ_ONLY)
     def list_stores() -> ListStoresResult:
         """List every store with its id, name, item count and creation date."""
-        stores = state.db.list_stores()
+        with state.reading() as db:
+            stores = db.list_stores()
         return ListStoresResult(stores=stores, total=len(stores))
 
     @server.tool(render=render_delete_store, annotations=_DESTRUCTIVE)
-    async def delete_store(store_id: str) -> DeleteStoreResult:
+    def delete_store(store_id: str) -> DeleteStoreResult:
         """Remove a store and everything in it."""
         store = state.store(store_id)
-        async with state.write_lock:
-            deleted = state.db.delete_store(store_id)
+        with state.writing() as db:
+            deleted = db.delete_store(store_id)
         return DeleteStoreResult(store_id=store_id, name=store.name, deleted_contents=deleted)
 
     @server.service_context
     def attached_files() -> str:
         """The current session's stores and files, for the system prompt."""
-        stores = state.db.list_stores(server.session_id)
-        if not stores:
-            return ""
-        lines = ["Attached files (content store):"]
-        for store in stores:
-            lines.append(f'- store "{store.name}" (store_id: {store.store_id})')
-            for item in state.db.list_contents(store.store_id, 0, 100):
-                lines.append(
-                    f"  - {item.filename} (content_id: {item.content_id}, "
-                    f"{item.line_count} lines, {item.mime_type})"
-                )
-            if store.content_count > 100:
-                lines.append(f"  - … {store.content_count - 100} more: use list_content")
-        lines.append(
-            "Use read_content(store_id, content_id, from_line, to_line) to read a file and "
-            "keyword_similarity_search(store_id, query) to search."
-        )
-        return "\n".join(lines)
+        with state.reading() as db:
+            return _attached_files(db, server.session_id)
 
     return server
+
+
+def _attached_files(db: ContentDB, session_id: str | None) -> str:
+    """The service-context text: the session's stores and their files."""
+    stores = db.list_stores(session_id)
+    if not stores:
+        return ""
+    lines = ["Attached files (content store):"]
+    for store in stores:
+        lines.append(f'- store "{store.name}" (store_id: {store.store_id})')
+        for item in db.list_contents(store.store_id, 0, 100):
+            lines.append(
+                f"  - {item.filename} (content_id: {item.content_id}, "
+                f"{item.line_count} lines, {item.mime_type})"
+            )
+        if store.content_count > 100:
+            lines.append(f"  - … {store.content_count - 100} more: use list_content")
+    lines.append(
+        "Use read_content(store_id, content_id, from_line, to_line) to read a file and "
+        "keyword_similarity_search(store_id, query) to search."
+    )
+    return "\n".join(lines)

@@ -145,31 +145,31 @@ def create_server(config: ServerConfig) -> Server:
             "files land under exports/."
         )
 
-    @server.tool(render=_files.render_read_file, annotations=_READ_ONLY, threaded=True)
+    @server.tool(render=_files.render_read_file, annotations=_READ_ONLY)
     def read_file(
         path: str, start_line: _Line | None = None, end_line: _Line | None = None
     ) -> ReadFileResult:
         """Read a UTF-8 text file, or lines start_line..end_line of it (1-based, inclusive)."""
         return _files.read_file(workspace.sandbox, path, start_line, end_line)
 
-    @server.tool(render=_files.render_write_file, annotations=_WRITES, threaded=True)
+    @server.tool(render=_files.render_write_file, annotations=_WRITES)
     def write_file(path: str, content: str, mode: Literal["w", "a"] = "w") -> WriteFileResult:
         """Write a text file (mode "w" replaces it, "a" appends); parent folders are created."""
         return _files.write_file(workspace.sandbox, path, content, mode)
 
-    @server.tool(render=_files.render_list_directory, annotations=_READ_ONLY, threaded=True)
+    @server.tool(render=_files.render_list_directory, annotations=_READ_ONLY)
     def list_directory(path: str = ".") -> ListDirectoryResult:
         """List a directory's entries with their types and sizes (symlinks are not followed)."""
         return _files.list_directory(workspace.sandbox, path, options.max_entries)
 
-    @server.tool(render=_files.render_search_files, annotations=_READ_ONLY, threaded=True)
+    @server.tool(render=_files.render_search_files, annotations=_READ_ONLY)
     def search_files(
         pattern: str, path: str = ".", max_depth: _Limit | None = None
     ) -> SearchFilesResult:
         """Find paths by glob: "*.py" matches names at any depth, "src/*.py" relative paths."""
         return _files.search_files(workspace.sandbox, pattern, path, max_depth, options.max_results)
 
-    @server.tool(annotations=_READ_ONLY, threaded=True)
+    @server.tool(annotations=_READ_ONLY)
     def grep(
         pattern: str,
         path: str = ".",
@@ -188,7 +188,7 @@ def create_server(config: ServerConfig) -> Server:
         )
         return structured_response(_files.render_grep(result, line_numbers), result)
 
-    @server.tool(render=_files.render_replace_lines, annotations=_WRITES, threaded=True)
+    @server.tool(render=_files.render_replace_lines, annotations=_WRITES)
     def replace_lines_in_file(path: str, replacements: list[LineReplacement]) -> ReplaceLinesResult:
         """Replace line ranges (start_line..end_line, inclusive); empty new_content deletes."""
         return _files.replace_lines_in_file(workspace.sandbox, path, replacements)
@@ -219,21 +219,21 @@ def create_server(config: ServerConfig) -> Server:
             max_output_bytes=options.max_output_bytes,
         )
 
-    @server.tool(annotations=_ADDS, threaded=True)
+    @server.tool(annotations=_ADDS)
     def export_file(
         path: str, display_name: str | None = None, description: str | None = None
     ) -> NativeMCPResponse[ExportResult]:
         """Copy a file to exports/files/ and show a download card; says what was exported."""
         return _exports.export_file(workspace.sandbox, options, path, display_name, description)
 
-    @server.tool(annotations=_ADDS, threaded=True)
+    @server.tool(annotations=_ADDS)
     def export_zip(
         files: Annotated[list[str], msgspec.Meta(min_length=1)], package_name: str
     ) -> NativeMCPResponse[ExportResult]:
         """Pack files into exports/packages/<name>_<time>.zip and show a download card."""
         return _exports.export_zip(workspace.sandbox, options, files, package_name)
 
-    @server.tool(annotations=_READ_ONLY, threaded=True)
+    @server.tool(annotations=_READ_ONLY)
     def download_file(path: str) -> NativeMCPResponse[DownloadResult]:
         """Send a workspace file (an export) to the user as a download: an export card's action."""
         return _exports.download_file(workspace.sandbox, options, path)
