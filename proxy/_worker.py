@@ -12,8 +12,10 @@ process exit is awaited on the process sentinel.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import math
+import os
 import pickle
 import socket
 import time
@@ -91,6 +93,13 @@ class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
     max_backoff: float = 2.0
     healthy_after: float = 30.0
 
+
+_SPAWNER: Final = concurrent.futures.ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="nativemcp-spawner"
+)
+"""Starts every worker process, from one thread that lives as long as this process: a
+worker's parent-death signal fires when the thread that started it exits (Linux), so
+that thread must not be a pooled one that retires when idle."""
 
 _Item = Reply | Result | Notify | BaseException
 _decoder: Final = msgspec.msgpack.Decoder(FromWorker)
@@ -295,12 +304,14 @@ class WorkerProcess:
         parent_sock, child_sock = socket.socketpair()
         process = self._mp_context.Process(
             target=worker_main,
-            args=(child_sock, self._source, self._config, self._max_frame),
+            args=(child_sock, self._source, self._config, self._max_frame, os.getpid()),
             name=f"nativemcp-worker-{self.label}",
             daemon=True,
         )
         try:
-            await anyio.to_thread.run_sync(process.start)
+            # Shielded: a started process must be seen through (closed below).
+            with anyio.CancelScope(shield=True):
+                await asyncio.get_running_loop().run_in_executor(_SPAWNER, process.start)
         except (TypeError, AttributeError, pickle.PicklingError) as exc:
             parent_sock.close()
             # `Server.__reduce__` already names the server and the fix: say it once.

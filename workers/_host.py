@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import io
 import logging
 import os
+import select
+import signal
 import socket
 import sys
 import threading
@@ -27,7 +30,7 @@ from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, NativeMCPResponse
 
 from ._channel import FrameChannel, Inbox, open_channel
 from ._config import ServerConfig, ServerSource, load_server
-from ._context import Context, Notification, ProgressNotification
+from ._context import Notification, ProgressNotification
 from ._server import Server
 from ._wire import (
     Call,
@@ -58,6 +61,69 @@ except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
 
 _SHUTDOWN_HOOK_TIMEOUT: Final = 5.0
 """How long the server's shutdown hooks may take before the worker exits anyway."""
+_PARENT_POLL: Final = 0.1
+"""Seconds between parent checks where the parent cannot be waited on (no pidfd)."""
+_PR_SET_PDEATHSIG: Final = 1
+"""prctl(2) option: the signal this process gets when its parent thread exits."""
+
+
+def _exit_now() -> None:
+    """Leave at once, whatever the other threads are doing (the parent is gone)."""
+    os._exit(1)
+
+
+def _parent_alive(parent_pid: int, first_ppid: int) -> bool:
+    if os.getppid() != first_ppid:  # reparented: whoever started us has exited
+        return False
+    try:
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, under another user
+        return True
+    return True
+
+
+def _watch_parent(parent_pid: int, first_ppid: int) -> None:
+    """Watchdog thread body: exit the process as soon as the pool's process is gone."""
+    try:
+        pidfd = os.pidfd_open(parent_pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    if pidfd >= 0:
+        # A pidfd turns readable when its process exits: no polling, no wake-ups.
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        while not poller.poll():
+            pass
+        _exit_now()
+    while _parent_alive(parent_pid, first_ppid):
+        threading.Event().wait(_PARENT_POLL)
+    _exit_now()
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Make this process exit within moments of ``parent_pid``'s death, whatever it runs.
+
+    Two guards: on Linux the kernel's parent-death signal (SIGKILL when the thread that
+    started this process exits: the parent keeps one long-lived thread for starting
+    workers), which works even while a C call holds the interpreter; and everywhere a
+    daemon watchdog thread waiting on the parent (a pidfd, else a short poll), which
+    also covers a worker started through a forkserver.
+    """
+    first_ppid = os.getppid()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if not _parent_alive(parent_pid, first_ppid):  # died before the guards were set
+        _exit_now()
+    threading.Thread(
+        target=_watch_parent,
+        args=(parent_pid, first_ppid),
+        name="nativemcp-parent-watchdog",
+        daemon=True,
+    ).start()
 
 
 class _Outbox:
@@ -157,15 +223,7 @@ class _Worker:
             if call.progress or not isinstance(notification, ProgressNotification):
                 self.outbox.put(encode_frame(Notify(id=call.id, notification=notification)))
 
-        context = Context(
-            server_name=self.server.name,
-            tool_name=call.tool,
-            request_id=call.id,
-            session_id=self.server.session_id,
-            thread_id=self.server.thread_id,
-            data_dir=self.server.data_dir,
-            notify=notify,
-        )
+        context = self.server.make_context(call.tool, request_id=call.id, notify=notify)
         try:
             response = await self.server.call_tool(call.tool, call.arguments, context=context)
         except asyncio.CancelledError:
@@ -346,9 +404,18 @@ async def _dispatch(inbox: Inbox[Any], worker: _Worker, tg: anyio.abc.TaskGroup)
 
 
 def worker_main(
-    sock: socket.socket, source: ServerSource, config: ServerConfig, max_frame: int
+    sock: socket.socket,
+    source: ServerSource,
+    config: ServerConfig,
+    max_frame: int,
+    parent_pid: int | None = None,
 ) -> None:
-    """The worker process's entry point: serve ``source`` over ``sock`` until told to stop."""
+    """The worker process's entry point: serve ``source`` over ``sock`` until told to stop.
+
+    With ``parent_pid`` the worker exits as soon as that process dies (`die_with_parent`).
+    """
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     try:
         anyio.run(
             _serve, sock, source, config, max_frame, backend_options={"use_uvloop": _HAS_UVLOOP}
@@ -357,3 +424,15 @@ def worker_main(
         pass
     finally:
         sock.close()
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
+        # A sync tool abandoned by its caller still runs in a thread: exiting normally
+        # would wait for it. Nobody wants its result; leave without it.
+        for stream in (sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.flush()
+        os._exit(0)
