@@ -3,8 +3,13 @@
 The command runs in a new session (its own process group). At the timeout the whole
 group gets SIGKILL, so ``sleep 100 & wait`` dies with its children; the group is also
 killed when the shell exits, so a background job cannot outlive the call or hold the
-pipes open. Both pipes are drained the whole time (the child never blocks on a full
-pipe), but only the first ``max_output_bytes`` of each are kept.
+pipes open. A process can leave the group (``setsid``, a double fork): every process
+the command starts inherits an environment marker unique to the call, and on Linux
+each process still carrying it is found in ``/proc`` and killed too. (A process that
+both leaves the session and wipes its environment escapes; so does everything on a
+platform without ``/proc``, where only the group is killed.) Both pipes are drained
+the whole time (the child never blocks on a full pipe), but only the first
+``max_output_bytes`` of each are kept.
 
 The shell is not a sandbox: the command runs with the server's rights and can reach
 outside the root. Deployments that must not allow that set ``shell_enabled = false``.
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 from pathlib import Path
@@ -63,9 +69,56 @@ class _Capture:
         return text
 
 
+MARKER_VARIABLE: Final = "NATIVEMCP_SHELL_CALL"
+"""The environment variable that marks every process one ``execute_shell`` call starts."""
+_SWEEPS: Final = 50
+"""Most passes over ``/proc`` per call (each pass kills what it finds; a pass that finds
+nothing ends the sweep; more passes only matter against a fork bomb)."""
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _marked(needle: bytes) -> list[int]:
+    """The live processes whose environment holds the entry ``needle`` (``\\0name=value\\0``)."""
+    found: list[int] = []
+    me = os.getpid()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as file:
+                environ = file.read()
+        except OSError:  # gone, or not ours to read
+            continue
+        if needle in b"\0" + environ:
+            found.append(int(entry))
+    return found
+
+
+def kill_marked(marker: str) -> int:
+    """SIGKILL every process carrying ``marker`` in its environment; how many were killed.
+
+    Repeats until a pass finds none, so a process forked between two passes dies too. A
+    killed process's environment reads empty once it exits, so it is not found again.
+    """
+    needle = b"\0" + marker.encode() + b"\0"
+    killed = 0
+    for _ in range(_SWEEPS):
+        pids = _marked(needle)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 async def run_shell(
@@ -74,9 +127,12 @@ async def run_shell(
     """Run ``command`` with ``/bin/sh`` in ``cwd``; kill its group after ``kill_after`` seconds."""
     out, err = _Capture(max_output_bytes), _Capture(max_output_bytes)
     timed_out = False
+    marker = f"{MARKER_VARIABLE}={secrets.token_hex(16)}"
+    env = {**os.environ, MARKER_VARIABLE: marker.partition("=")[2]}
     process = await anyio.open_process(
         command,
         cwd=cwd,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -92,6 +148,7 @@ async def run_shell(
                 await process.wait()
             timed_out = scope.cancelled_caught
             _kill_group(pgid)
+            await anyio.to_thread.run_sync(kill_marked, marker)
             await process.wait()
             with anyio.move_on_after(_DRAIN_GRACE):
                 await out.done.wait()
@@ -100,6 +157,7 @@ async def run_shell(
     finally:
         # Also on cancellation of the call: nothing started here outlives it.
         _kill_group(pgid)
+        kill_marked(marker)
     return ShellResult(
         command=command,
         exit_code=None if timed_out else process.returncode,
