@@ -47,6 +47,12 @@ def list_items(count: int = ITEMS) -> list[Item]:
     return _PREBUILT if count == ITEMS else make_items(count)
 
 
+@server.tool(inline=True)
+def list_items_inline(count: int = ITEMS) -> list[Item]:
+    """`list_items` run on the worker's event loop (a tiny pure function: no thread hop)."""
+    return _PREBUILT if count == ITEMS else make_items(count)
+
+
 @server.tool
 def pid() -> int:
     """The worker's process id (for its RSS)."""

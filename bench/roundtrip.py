@@ -4,7 +4,10 @@ Contenders, measured in the same run on the same list-shaped result:
 
 - ``raw_pipe``: a bare multiprocess pipe; the child encodes the list with msgpack, the
   parent decodes it into the typed list. No framework at all: the floor.
-- ``nativemcp``: a typed proxy method call to a worker process.
+- ``nativemcp``: a typed proxy method call to a worker process (a sync tool: it runs
+  in one of the worker's threads, the default).
+- ``nativemcp_inline``: the same tool declared ``inline=True`` (runs on the worker's
+  event loop: no thread hop).
 - ``sdk_inprocess``: the official ``mcp.Client`` against an equivalent ``MCPServer``
   in the same process.
 - ``sdk_stdio``: the same over stdio (a child process).
@@ -145,7 +148,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
 
     raw = RawPipe()
     samples: dict[str, list[float]] = {
-        n: [] for n in ("raw_pipe", "nativemcp", "sdk_inprocess", "sdk_stdio")
+        n: [] for n in ("raw_pipe", "nativemcp", "nativemcp_inline", "sdk_inprocess", "sdk_stdio")
     }
     try:
         stdio = StdioServerParameters(command=sys.executable, args=["-m", "bench._roundtrip_sdk"])
@@ -162,6 +165,9 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
             async def native_call() -> object:
                 return await proxy.list_items(count=ITEMS)
 
+            async def native_inline_call() -> object:
+                return await proxy.list_items_inline(count=ITEMS)
+
             async def sdk_local_call() -> object:
                 return await sdk_local.call_tool("list_items", {"count": ITEMS})
 
@@ -171,6 +177,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
             contenders = [
                 ("raw_pipe", raw_call, number),
                 ("nativemcp", native_call, number),
+                ("nativemcp_inline", native_inline_call, number),
                 ("sdk_inprocess", sdk_local_call, number // 4),
                 ("sdk_stdio", sdk_remote_call, stdio_number),
             ]
@@ -182,6 +189,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
                     samples[name].append(await _per_call_us(call, count))
 
             native_concurrent = await _concurrent(native_call, concurrent_total)
+            inline_concurrent = await _concurrent(native_inline_call, concurrent_total)
             raw_concurrent = raw.pipelined(concurrent_total)
             worker_pid = await proxy.pid()
             idle_rss = _rss_mb(worker_pid)
@@ -214,6 +222,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
         [
             ("raw_pipe (pipelined)", raw_concurrent, 1.0),
             ("nativemcp", native_concurrent, ratio(native_concurrent, raw_concurrent)),
+            ("nativemcp_inline", inline_concurrent, ratio(inline_concurrent, raw_concurrent)),
         ],
     )
     print()
@@ -244,6 +253,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
         "concurrent": {
             "callers": CALLERS,
             "nativemcp_calls_per_s": round(native_concurrent),
+            "nativemcp_inline_calls_per_s": round(inline_concurrent),
             "raw_pipe_calls_per_s": round(raw_concurrent),
         },
         "payload_bytes": payload,

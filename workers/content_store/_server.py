@@ -20,6 +20,7 @@ import msgspec
 
 from nativemcp.protocol import ToolAnnotations, ToolError
 from nativemcp.workers import Context, Server, ServerConfig
+from nativemcp.workers._safe_open import UnsafeFile, open_regular
 
 from ._chunking import (
     DEFAULT_MAX_CHARS,
@@ -84,6 +85,9 @@ class ContentStoreOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unkn
     chunk_max_chars: int = DEFAULT_MAX_CHARS
     chunk_max_lines: int = DEFAULT_MAX_LINES
     chunk_overlap_lines: int = DEFAULT_OVERLAP_LINES
+    allow_hardlinks: bool = False
+    """True lets `add_content` read files with more than one hard link (another name
+    of such a file may lie outside ``allowed_paths``; off by default)."""
     max_query_chars: int = 2_000
     """Longest search query, in characters: a search costs time and memory in its length."""
     max_query_terms: int = 64
@@ -116,16 +120,6 @@ def _inside(path: str, root: str) -> bool:
         return os.path.commonpath([path, root]) == root
     except ValueError:  # different drives
         return False
-
-
-_OPEN_FLAGS: Final = (
-    os.O_RDONLY
-    | getattr(os, "O_BINARY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-)
-"""No symlink swapped in after the check, and a FIFO swapped in never blocks the open."""
 
 
 def _store_missing(store_id: str, known: list[StoreInfo]) -> ToolError:
@@ -270,16 +264,16 @@ class _ContentStore:
         if info.st_size > limit:
             raise self._too_large(raw_path, info.st_size)
         try:
-            fd = os.open(resolved, _OPEN_FLAGS)
+            fd, _ = open_regular(resolved, allow_hardlinks=self.options.allow_hardlinks)
+        except UnsafeFile as exc:
+            code = {"hardlink": "HARDLINK", "changed": "FILE_CHANGED"}.get(exc.rule, "NOT_A_FILE")
+            raise ToolError(
+                f"Cannot read {raw_path}: {exc.reason}",
+                structured_content={"code": code, "path": raw_path},
+            ) from None
         except OSError as exc:
             raise ToolError(f"Cannot read {raw_path}: {exc.strerror}") from exc
         with open(fd, "rb", closefd=True) as file:
-            opened = os.fstat(fd)
-            if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
-                raise ToolError(
-                    f"Cannot read {raw_path}: it changed while being opened",
-                    structured_content={"code": "FILE_CHANGED", "path": raw_path},
-                )
             try:
                 data = file.read(limit + 1)
             except OSError as exc:

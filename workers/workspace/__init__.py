@@ -114,6 +114,7 @@ class _Workspace:
                 root,
                 max_read_bytes=self._options.max_read_bytes,
                 max_write_bytes=self._options.max_write_bytes,
+                allow_hardlinks=self._options.allow_hardlinks,
             )
         return self._sandbox
 

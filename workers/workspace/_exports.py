@@ -12,6 +12,7 @@ import base64
 import io
 import mimetypes
 import re
+import secrets
 import time
 import uuid
 import zipfile
@@ -42,6 +43,8 @@ EXPORT_PACKAGES_DIR: Final = "exports/packages"
 """Where `export_zip` puts its packages, relative to the workspace root."""
 
 _UNSAFE_NAME: Final = re.compile(r"[^\w.-]+")
+_NUMBERED: Final = 9
+"""Collisions named ``_2`` .. ``_9`` before names take a random part instead."""
 _MAX_COLLISIONS: Final = 100
 
 
@@ -57,7 +60,14 @@ def _write_new(
     """Write ``data`` to ``folder/<stem>_<UTC timestamp><suffix>``, never over another file."""
     stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime())
     for attempt in range(1, _MAX_COLLISIONS + 1):
-        extra = "" if attempt == 1 else f"_{attempt}"
+        # A second-resolution stamp collides for every export of one file within a
+        # second: a few get a readable number, any number after that a random part.
+        if attempt == 1:
+            extra = ""
+        elif attempt <= _NUMBERED:
+            extra = f"_{attempt}"
+        else:
+            extra = f"_{secrets.token_hex(4)}"
         target = sandbox.resolve(f"{folder}/{stem}_{stamp}{extra}{suffix}")
         try:
             sandbox.write_bytes(target, data, mode="x", limit=limit)

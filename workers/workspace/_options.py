@@ -42,6 +42,9 @@ class WorkspaceOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown
     """The longest timeout a call may ask for, in seconds."""
     shell_enabled: bool = True
     """False turns `execute_shell` into an error (the shell is not sandboxed)."""
+    allow_hardlinks: bool = False
+    """True lets tools read and append to files with more than one hard link (another
+    name of such a file may lie outside the root; off by default)."""
     locale: Locale = "en"
     """The language of the export texts and cards."""
     download_tool: str = "download_file"

@@ -14,7 +14,15 @@ the root, one component at a time, each with ``O_NOFOLLOW`` (``openat``). A swap
 symlink then fails the open instead of being followed. Before opening, the final
 component is ``lstat``-ed and anything but a regular file is refused; the open itself
 uses ``O_NONBLOCK``, so even a FIFO slipped in after the check cannot block the call,
-and ``fstat`` on the open descriptor has the last word.
+and ``fstat`` on the open descriptor has the last word (the shared routine of
+`nativemcp.workers._safe_open`).
+
+Hard links: a regular file with more than one name is refused for reading and
+appending (another of its names may lie outside the root, and the file is the same
+file), unless the ``allow_hardlinks`` option is set. Writing a whole file (mode
+``"w"``) replaces the name with a new file, so it never changes another name's file.
+
+No error text holds a host path: refusals name the path as the caller gave it.
 
 Every refusal is a `ToolError` whose text names the path and the rule, with
 ``{"path", "rule", "error"}`` as structured content.
@@ -35,6 +43,8 @@ from typing import Final, Literal, NamedTuple
 
 from nativemcp.protocol import ToolError
 
+from .._safe_open import UnsafeFile, check_regular, open_regular
+
 __all__ = ["BINARY_PROBE", "Resolved", "Rule", "Sandbox", "WalkStep", "sandbox_error"]
 
 Rule = Literal[
@@ -48,6 +58,7 @@ Rule = Literal[
     "not_a_file",
     "not_a_directory",
     "special_file",
+    "hardlink",
     "too_large",
     "not_text",
     "exists",
@@ -140,11 +151,19 @@ class Sandbox:
         max_write_bytes: the largest file written.
     """
 
-    def __init__(self, root: Path, *, max_read_bytes: int, max_write_bytes: int) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        max_read_bytes: int,
+        max_write_bytes: int,
+        allow_hardlinks: bool = False,
+    ) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self.root = Path(os.path.realpath(root))
         self.max_read_bytes = max_read_bytes
         self.max_write_bytes = max_write_bytes
+        self.allow_hardlinks = allow_hardlinks
 
     # -- checking --------------------------------------------------------------------
 
@@ -155,7 +174,16 @@ class Sandbox:
             ToolError: the path breaks a sandbox rule.
         """
         lexical = _lexical_parts(path)
-        real = Path(os.path.realpath(self.root.joinpath(*lexical)))
+        try:
+            real = Path(os.path.realpath(self.root.joinpath(*lexical)))
+        except (OSError, RuntimeError, ValueError) as exc:
+            # A symlink swapped (or a loop made) while realpath walked the path. The
+            # exception's own text holds the host path: it stays out of the message.
+            raise sandbox_error(
+                path,
+                "symlink_escape",
+                "the path changed while it was being resolved (a symlink swapped during the call)",
+            ) from exc
         if real != self.root and not real.is_relative_to(self.root):
             raise sandbox_error(
                 path,
@@ -179,7 +207,8 @@ class Sandbox:
             return sandbox_error(
                 target.requested, "symlink_escape", "a symlink appeared in the path during the call"
             )
-        return sandbox_error(target.requested, "io_error", exc.strerror or str(exc))
+        # strerror only: str(exc) would show the host path of the file.
+        return sandbox_error(target.requested, "io_error", exc.strerror or type(exc).__name__)
 
     # -- walking ---------------------------------------------------------------------
 
@@ -212,21 +241,32 @@ class Sandbox:
         finally:
             os.close(fd)
 
-    def _check_regular(self, target: Resolved, mode: int) -> None:
-        if stat.S_ISDIR(mode):
-            raise sandbox_error(target.requested, "not_a_file", "it is a directory")
-        if stat.S_ISLNK(mode):
+    def _check_regular(
+        self, target: Resolved, info: os.stat_result, *, hardlinks: bool | None = None
+    ) -> None:
+        try:
+            check_regular(
+                info, allow_hardlinks=self.allow_hardlinks if hardlinks is None else hardlinks
+            )
+        except UnsafeFile as exc:
+            raise self._unsafe(target, exc) from None
+
+    def _unsafe(self, target: Resolved, exc: UnsafeFile) -> ToolError:
+        if exc.rule == "symlink":
             # resolve() saw no symlink here: it loops, or appeared during the call.
-            raise sandbox_error(
+            return sandbox_error(
                 target.requested,
                 "symlink_escape",
                 "it is a symlink that does not resolve "
                 "inside the workspace (a loop, or one that appeared during the call)",
             )
-        if not stat.S_ISREG(mode):
-            raise sandbox_error(
-                target.requested, "special_file", "devices, FIFOs and sockets are refused"
+        if exc.rule == "changed":
+            return sandbox_error(
+                target.requested,
+                "symlink_escape",
+                "it was swapped for another file during the call",
             )
+        return sandbox_error(target.requested, exc.rule, exc.reason)
 
     def _too_large(self, target: Resolved, size: int, limit: int) -> ToolError:
         return sandbox_error(
@@ -247,18 +287,14 @@ class Sandbox:
         try:
             dir_fd = self._open_dirs(target.parts[:-1], create=False)
             try:
-                # lstat first: opening some devices has side effects, even non-blocking.
-                self._check_regular(
-                    target, os.stat(target.name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+                fd, info = open_regular(
+                    target.name, dir_fd=dir_fd, allow_hardlinks=self.allow_hardlinks
                 )
-                fd = os.open(
-                    target.name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=dir_fd
-                )
+            except UnsafeFile as exc:
+                raise self._unsafe(target, exc) from None
             finally:
                 os.close(dir_fd)
             try:
-                info = os.fstat(fd)
-                self._check_regular(target, info.st_mode)
                 if info.st_size > limit:
                     raise self._too_large(target, info.st_size, limit)
                 chunks: list[bytes] = []
@@ -361,9 +397,11 @@ class Sandbox:
         if existing is not None:
             if mode == "x":
                 raise FileExistsError(errno.EEXIST, "exists")
-            self._check_regular(target, existing.st_mode)
+            # "w" replaces the name: a hard-linked file's other names keep their data.
+            self._check_regular(target, existing, hardlinks=True if mode == "w" else None)
         if mode == "w":
-            temp = f".{name}.{uuid.uuid4().hex[:12]}.tmp"
+            # Short whatever the name: a name near the 255-byte limit still gets one.
+            temp = f".nmcp-{uuid.uuid4().hex[:16]}.tmp"
             fd = os.open(
                 temp,
                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC,
@@ -387,7 +425,7 @@ class Sandbox:
         fd = os.open(name, flags, 0o666, dir_fd=dir_fd)
         try:
             info = os.fstat(fd)
-            self._check_regular(target, info.st_mode)
+            self._check_regular(target, info)
             if info.st_size + len(data) > limit:
                 raise self._too_large(target, info.st_size + len(data), limit)
             _write_all(fd, data)
@@ -423,16 +461,12 @@ class Sandbox:
     def open_regular_in(self, dir_fd: int, name: str) -> int | None:
         """A read descriptor of ``name`` in ``dir_fd`` if it is a regular file, else None.
 
-        Symlinks, FIFOs and devices give None without being opened.
+        Symlinks, FIFOs and devices give None without being opened; so do hard-linked
+        files unless allowed.
         """
         try:
-            if not stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-                return None
-            fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=dir_fd)
-        except OSError:
-            return None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
+            fd, _ = open_regular(name, dir_fd=dir_fd, allow_hardlinks=self.allow_hardlinks)
+        except (OSError, UnsafeFile):
             return None
         return fd
 
