@@ -56,6 +56,8 @@ from nativemcp.workers._wire import (
     StartFailed,
     SwitchContext,
     encode_frame,
+    frame_fits,
+    payload_size,
     reply_value,
     unpack_reply,
 )
@@ -75,7 +77,6 @@ KILL_GRACE: Final = 2.0
 """Seconds to wait for the kernel to reap a killed worker."""
 EXIT_STATUS_WAIT: Final = 1.0
 """Seconds to wait for the exit status of a worker whose channel closed."""
-_HEADER_SIZE: Final = 4
 
 
 class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -482,10 +483,10 @@ class WorkerProcess:
         frame = encode_frame(
             Call(id=call_id, tool=tool, arguments=arguments, progress=on_progress is not None)
         )
-        if len(frame) - _HEADER_SIZE > self._max_frame:
+        if not frame_fits(payload_size(frame), self._max_frame):
             raise FrameTooLarge(
                 server=self.name,
-                size=len(frame) - _HEADER_SIZE,
+                size=payload_size(frame),
                 limit=self._max_frame,
                 what=f"the call to {tool!r}",
             )

@@ -19,6 +19,8 @@ import msgspec
 
 from nativemcp.protocol import ProtocolError
 
+from ._wire import HEADER_SIZE, frame_fits
+
 __all__ = ["FrameChannel", "Inbox", "open_channel"]
 
 T = TypeVar("T")
@@ -59,17 +61,17 @@ class FrameChannel(asyncio.Protocol):
         buffer += data
         position = 0
         available = len(buffer)
-        while available - position >= 4:
-            size = int.from_bytes(buffer[position : position + 4], "big")
-            if size > self._max_frame:
+        while available - position >= HEADER_SIZE:
+            size = int.from_bytes(buffer[position : position + HEADER_SIZE], "big")
+            if not frame_fits(size, self._max_frame):
                 self._fail(
                     ProtocolError(f"incoming frame of {size} bytes exceeds {self._max_frame}")
                 )
                 return
-            end = position + 4 + size
+            end = position + HEADER_SIZE + size
             if end > available:
                 break
-            payload = bytes(buffer[position + 4 : end])
+            payload = bytes(buffer[position + HEADER_SIZE : end])
             position = end
             try:
                 message = self._decoder.decode(payload)

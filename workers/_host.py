@@ -47,7 +47,9 @@ from ._wire import (
     SwitchContext,
     ToWorker,
     encode_frame,
+    frame_fits,
     pack_reply,
+    payload_size,
 )
 
 __all__ = ["worker_main"]
@@ -238,9 +240,9 @@ class _Worker:
             logging.getLogger("nativemcp.worker").exception("cannot encode a reply")
             problem = f"the result of {call.tool!r} cannot be encoded: {exc}"
         else:
-            if len(frame) - 4 > self.max_frame:
+            if not frame_fits(payload_size(frame), self.max_frame):
                 problem = (
-                    f"the result of {call.tool!r} is {len(frame) - 4} bytes, over the "
+                    f"the result of {call.tool!r} is {payload_size(frame)} bytes, over the "
                     f"frame limit of {self.max_frame} bytes; ask for less (page or filter)"
                 )
         if problem is not None:

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME",
     "FROM_CONTENT",
     "FROM_WRAPPED",
+    "HEADER_SIZE",
     "KEEP",
     "Call",
     "Cancel",
@@ -37,7 +38,9 @@ __all__ = [
     "SwitchContext",
     "ToWorker",
     "encode_frame",
+    "frame_fits",
     "pack_reply",
+    "payload_size",
     "reply_value",
     "unpack_reply",
 ]
@@ -46,6 +49,19 @@ DEFAULT_MAX_FRAME: Final = 64 * 1024 * 1024
 """Default largest frame, in bytes, either way (64 MiB)."""
 
 _HEADER: Final = struct.Struct(">I")
+HEADER_SIZE: Final = _HEADER.size
+"""Bytes of the length prefix before each frame's payload."""
+
+
+def frame_fits(size: int, limit: int) -> bool:
+    """Whether a frame payload of ``size`` bytes is within ``limit``: the one frame-size
+    rule, applied by both ends to what they send and what they receive."""
+    return size <= limit
+
+
+def payload_size(frame: bytes) -> int:
+    """The payload size of an encoded frame (its length prefix left out)."""
+    return len(frame) - HEADER_SIZE
 
 
 class Call(msgspec.Struct, tag="call", array_like=True):
