@@ -94,8 +94,35 @@ async def test_stores_contents_and_search_survive_closing_and_reopening_the_pool
                 assert [hit.content_id for hit in found.results] == [added.content_id]
 
 
+def _stored_chunks(data_dir: Path) -> dict[str, tuple[int, int, int]]:
+    """Per content id: the chunk count its row claims, its chunk rows and its index rows,
+    read from the database file itself."""
+    import sqlite3
+
+    db = sqlite3.connect(data_dir / "content-store" / "content.sqlite3")
+    try:
+        out: dict[str, tuple[int, int, int]] = {}
+        for content_id, rid, claimed, store_rid in db.execute(
+            "SELECT ct.id, ct.rid, ct.chunk_count, s.rid FROM contents ct"
+            " JOIN stores s ON s.id = ct.store_id"
+        ).fetchall():
+            (chunks,) = db.execute(
+                "SELECT count(*) FROM chunks WHERE content_rid = ?", (rid,)
+            ).fetchone()
+            (indexed,) = db.execute(
+                f"SELECT count(*) FROM fts_{store_rid} WHERE rowid IN"
+                " (SELECT id FROM chunks WHERE content_rid = ?)",
+                (rid,),
+            ).fetchone()
+            out[content_id] = (claimed, chunks, indexed)
+        return out
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("kill_at", ["first batch", "last batch"])
 async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
-    tmp_path: Path,
+    tmp_path: Path, kill_at: str
 ) -> None:
     lines = 200_000
     text = "\n".join(f"line {n} of the big file with some words" for n in range(lines))
@@ -107,8 +134,10 @@ async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
             killed = anyio.Event()
 
             def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                # Kill as soon as chunks are being written: inside the transaction.
-                if total and progress > 0 and not killed.is_set():
+                # Kill while chunks are being written: after the first batch, or after
+                # the last (when everything is written but perhaps not committed).
+                due = progress > 0 if kill_at == "first batch" else progress == total
+                if total and due and not killed.is_set():
                     os.kill(worker.pid, signal.SIGKILL)
                     killed.set()
 
@@ -120,7 +149,11 @@ async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
                     on_progress=on_progress,
                 )
             assert killed.is_set()
-            # The restarted worker serves the store: the content is all there or not at all.
+            # Whole or absent, checked in the file: every chunk the row claims is
+            # stored and indexed, or there is no row (and no orphan chunk) at all.
+            stored = await anyio.to_thread.run_sync(_stored_chunks, tmp_path)
+            for claimed, chunks, indexed in stored.values():
+                assert claimed == chunks == indexed
             listing = await store.list_content(store_id=created.store_id)
             assert [c.line_count for c in listing.contents] in ([], [lines])
             again = await store.add_content(
@@ -129,6 +162,10 @@ async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
             assert again.line_count == lines
             found = await store.keyword_similarity_search(store_id=created.store_id, query="199999")
             assert found.results[0].line_range[0] <= lines <= found.results[0].line_range[1]
+            stored = await anyio.to_thread.run_sync(_stored_chunks, tmp_path)
+            assert [
+                claimed == chunks == indexed > 0 for claimed, chunks, indexed in stored.values()
+            ] == [True]
 
 
 async def test_paging_hostile_queries_and_service_context_through_a_worker(

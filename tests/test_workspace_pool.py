@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
+import multiprocess
 import pytest
 
 from nativemcp.protocol import EmbeddedResource, TextContent, ToolError
@@ -83,6 +85,11 @@ async def test_a_shell_timeout_in_a_worker_kills_the_command_not_the_worker(tmp_
 async def test_the_pool_runs_the_workspace_in_process_by_default(tmp_path: Path) -> None:
     async with WorkerPool(data_dir=tmp_path, builtins=["workspace"]) as pool:
         ws = pool.server("workspace")
+        # No worker process: the tool runs in this one.
+        assert ws.backend == "BuiltInNative"
+        assert multiprocess.active_children() == []
+        pid = await ws.execute_shell(command="echo $PPID")
+        assert int(pid.stdout) == os.getpid()
         await ws.write_file(path="x.txt", content="in process")
         assert (await ws.read_file(path="x.txt")).content == "in process"
         await ws.switch_context("other")
