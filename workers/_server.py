@@ -48,6 +48,7 @@ from nativemcp.protocol import (
 
 from ._context import Context, Notify
 from ._render import render_builtins
+from ._threads import ToolThreads
 from ._typeref import RETURN_TYPE_META_KEY, describe_type
 
 __all__ = ["Server", "ToolFunction"]
@@ -141,7 +142,7 @@ class Server:
         self._service_context: Callable[[], str | Awaitable[str]] | None = None
         self._switch_hook: Callable[[str | None, str | None], Any] | None = None
         self._shutdown_hooks: list[Callable[[], Any]] = []
-        self._threads: anyio.CapacityLimiter | None = None  # made in the event loop
+        self._threads = ToolThreads(TOOL_THREADS)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Tools hold functions and generated types that do not pickle by value; a
@@ -375,13 +376,9 @@ class Server:
             elif spec.inline:
                 value = spec.fn(**kwargs)
             else:
-                if self._threads is None:
-                    self._threads = anyio.CapacityLimiter(TOOL_THREADS)
                 # Abandoned on cancellation: the caller is freed at once and the
                 # thread's slot is given back; the tool sees `context.cancelled`.
-                value = await anyio.to_thread.run_sync(
-                    lambda: spec.fn(**kwargs), abandon_on_cancel=True, limiter=self._threads
-                )
+                value = await self._threads.run(lambda: spec.fn(**kwargs))
         except anyio.get_cancelled_exc_class():
             context.cancel()
             raise
