@@ -1,6 +1,7 @@
 """The 20-item list tool of bench.roundtrip as an official-SDK ``MCPServer``.
 
-Run as ``python -m bench._roundtrip_sdk`` it serves over stdio.
+Run as ``python -m bench._roundtrip_sdk`` it serves over stdio; with ``--http PORT``,
+over Streamable HTTP at ``http://127.0.0.1:PORT/mcp``.
 """
 
 from __future__ import annotations
@@ -39,4 +40,11 @@ def sdk_server() -> object:
 
 
 if __name__ == "__main__":
-    sdk_server().run("stdio")  # type: ignore[attr-defined]
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        sdk_server().run(  # type: ignore[attr-defined]
+            "streamable-http", host="127.0.0.1", port=int(sys.argv[2])
+        )
+    else:
+        sdk_server().run("stdio")  # type: ignore[attr-defined]

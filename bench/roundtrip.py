@@ -15,6 +15,10 @@ Contenders, measured in the same run on the same list-shaped result:
 Also: calls/s with 64 concurrent callers (raw pipe pipelined, nativemcp), bytes on
 the wire per call, worker cold start to ready, and idle RSS per worker.
 
+The MCP boundary (`bench._roundtrip_bridge`): the official SDK client calling the tool
+through ``nativemcp serve`` (``bridge_stdio``, ``bridge_http``) next to the SDK's own
+``MCPServer`` over stdio and Streamable HTTP, and 64 concurrent HTTP clients.
+
 Run: ``python -m bench.roundtrip [--quick] [--json] [--uvloop]`` (``--uvloop``: the
 calling process runs on uvloop; the workers always do).
 """
@@ -237,6 +241,10 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
             ("idle RSS (MB)", idle_rss, "≤ 40"),
         ],
     )
+    print()
+    from bench._roundtrip_bridge import measure as measure_bridge
+
+    boundary = await measure_bridge(quick)
     goals = {
         "nativemcp ≤ 2x raw_pipe": p50["nativemcp"] <= 2 * p50["raw_pipe"],
         "sdk_inprocess / nativemcp ≥ 10": p50["sdk_inprocess"] / base >= 10,
@@ -260,6 +268,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
         "cold_start_ms": round(cold_ms, 1),
         "idle_rss_mb": round(idle_rss, 1),
         "goals_met": goals,
+        "mcp_boundary": boundary,
     }
 
 

@@ -1,4 +1,8 @@
-"""nativemcp.proxy: the worker pool, typed proxies and the command line."""
+"""nativemcp.proxy: the worker pool, typed proxies, the MCP boundary and the command line."""
+
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from nativemcp.workers import FrameTooLarge as FrameTooLarge
 from nativemcp.workers import WorkerClosed as WorkerClosed
@@ -12,6 +16,7 @@ from ._exceptions import UnknownServer as UnknownServer
 from ._handle import LogHandler as LogHandler
 from ._handle import ProgressCallback as ProgressCallback
 from ._pool import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from ._pool import ClientHandler as ClientHandler
 from ._pool import WorkerPool as WorkerPool
 from ._proxy import ServerProxy as ServerProxy
 from ._proxy import ToolMethod as ToolMethod
@@ -20,9 +25,12 @@ from ._worker import RestartPolicy as RestartPolicy
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "TOKEN_ENV",
     "ArgumentsError",
+    "ClientHandler",
     "FrameTooLarge",
     "LogHandler",
+    "McpBridge",
     "ProgressCallback",
     "Record",
     "RestartPolicy",
@@ -35,4 +43,35 @@ __all__ = [
     "WorkerPool",
     "WorkerStartError",
     "WorkerTimeout",
+    "http_app",
+    "serve_stdio",
 ]
+
+# The MCP boundary pulls in the official SDK (pydantic, starlette, uvicorn). Every worker
+# process re-imports the script that opened its pool, and with it this package: loaded
+# on first use, these names keep that cost (about 40 MB per worker) out of the workers.
+_LAZY: dict[str, tuple[str, str]] = {
+    "McpBridge": ("._bridge", "McpBridge"),
+    "TOKEN_ENV": ("._serve", "TOKEN_ENV"),
+    "http_app": ("._serve", "http_app"),
+    "serve_stdio": ("._serve", "serve_stdio"),
+}
+
+if _TYPE_CHECKING:
+    from ._bridge import McpBridge as McpBridge
+    from ._serve import TOKEN_ENV as TOKEN_ENV
+    from ._serve import http_app as http_app
+    from ._serve import serve_stdio as serve_stdio
+
+
+def __getattr__(name: str) -> _Any:
+    entry = _LAZY.get(name)
+    if entry is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(entry[0], __name__), entry[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -59,7 +59,11 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
         "--data-dir", type=Path, default=None, help="data folder (default: a temporary one)"
     )
 
-    return parser, add_content_commands(commands)
+    runners = add_content_commands(commands)
+    from ._cli_serve import add_serve_parser
+
+    add_serve_parser(commands)
+    return parser, runners
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 console = Console(width=120)
             return anyio.run(run_demo, args.data_dir, console)
         data_dir = (args.data_dir or default_data_dir()).expanduser()
+        if args.command == "serve":  # runs its own event loop (uvicorn's, over HTTP)
+            from ._cli_serve import run_serve
+
+            return run_serve(args, data_dir)
         return int(anyio.run(runners[args.command], args, data_dir))
     except UsageError as exc:
         print(f"nativemcp {args.command}: error: {exc}", file=sys.stderr)

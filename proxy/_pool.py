@@ -10,7 +10,8 @@ async with WorkerPool(data_dir="~/.local/share/app") as pool:
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterable, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, Self, TypeVar, overload
@@ -21,6 +22,7 @@ import multiprocess
 
 from nativemcp.workers import (
     BUILTIN_SERVERS,
+    ClientRequestError,
     Server,
     ServerConfig,
     ServerSource,
@@ -32,12 +34,16 @@ from nativemcp.workers._wire import DEFAULT_MAX_FRAME
 
 from ._bootstrap import exit_if_bootstrapping
 from ._exceptions import UnknownServer
-from ._handle import ServerHandle
+from ._handle import ResourceListener, ServerHandle
 from ._local import LocalServer
 from ._proxy import ServerProxy
 from ._worker import RestartPolicy, WorkerProcess
 
-__all__ = ["DEFAULT_TIMEOUT", "WorkerPool"]
+__all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool"]
+
+ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
+"""Answers a tool's request to its client: spec-shaped params in (``sampling/createMessage``
+or ``elicitation/create``), spec-shaped result out; sync or async."""
 
 DEFAULT_TIMEOUT: Final = 30.0
 """Seconds a call may take unless the pool or the call says otherwise."""
@@ -74,6 +80,10 @@ class WorkerPool:
         max_frame: the largest message in bytes, either way.
         start_method: ``"spawn"`` (default) or ``"forkserver"``.
         restart: how crashed workers are restarted.
+        sampling_handler: answers tools' ``ctx.sample(...)`` (``sampling/createMessage``
+            params in, ``CreateMessageResult`` JSON out); without it they get a
+            `ClientRequestError`.
+        elicitation_handler: answers tools' ``ctx.elicit(...)`` (``elicitation/create``).
 
     Raises:
         ValueError: an unknown built-in, or built-ins without a ``data_dir``.
@@ -100,9 +110,19 @@ class WorkerPool:
         max_frame: int = DEFAULT_MAX_FRAME,
         start_method: StartMethod = "spawn",
         restart: RestartPolicy | None = None,
+        sampling_handler: ClientHandler | None = None,
+        elicitation_handler: ClientHandler | None = None,
     ) -> None:
         exit_if_bootstrapping()
         self._sources = list(servers)
+        self._client_handlers = {
+            method: handler
+            for method, handler in (
+                ("sampling/createMessage", sampling_handler),
+                ("elicitation/create", elicitation_handler),
+            )
+            if handler is not None
+        }
         self._data_dir = Path(data_dir).expanduser() if data_dir is not None else None
         if self._data_dir is not None and self._data_dir.exists() and not self._data_dir.is_dir():
             raise NotADirectoryError(
@@ -137,6 +157,7 @@ class WorkerPool:
         self._mp_context = multiprocess.get_context(start_method)
         self._restart = restart or RestartPolicy()
         self._handles: dict[str, ServerHandle] = {}
+        self._resource_listeners: list[ResourceListener] = []
         self._task_group: anyio.abc.TaskGroup | None = None
         self._closed = False
 
@@ -203,6 +224,7 @@ class WorkerPool:
             for label, source in self._plan():
                 tg.start_soon(start, label, source)
         for handle in started:
+            handle.on_resource_updated = self._resource_updated
             if handle.name in self._handles:
                 errors.append(ValueError(f"two servers are named {handle.name!r}"))
             self._handles.setdefault(handle.name, handle)
@@ -242,6 +264,43 @@ class WorkerPool:
             async with anyio.create_task_group() as tg:
                 for handle in self._handles.values():
                     tg.start_soon(handle.aclose)
+
+    async def answer_client_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer a tool's request to its client with the pool's handler for ``method``.
+
+        Raises:
+            ClientRequestError: the pool has no handler for ``method``.
+        """
+        handler = self._client_handlers.get(method)
+        if handler is None:
+            kind = "sampling_handler" if method.startswith("sampling") else "elicitation_handler"
+            raise ClientRequestError(
+                f"a tool sent {method!r}, but the pool has no {kind}: pass "
+                f"WorkerPool({kind}=...), or serve the server to an MCP client"
+            )
+        result = handler(params)
+        if inspect.isawaitable(result):
+            result = await result
+        return dict(result)
+
+    def add_resource_listener(self, listener: ResourceListener) -> None:
+        """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed
+        (``await ctx.resource_updated(uri)``); the MCP boundary notifies subscribers."""
+        self._resource_listeners.append(listener)
+
+    async def _resource_updated(self, uri: str) -> None:
+        for listener in list(self._resource_listeners):
+            await listener(uri)
+
+    @property
+    def is_running(self) -> bool:
+        """True between entering the pool and closing it."""
+        return self._task_group is not None and not self._closed
+
+    @property
+    def handles(self) -> dict[str, ServerHandle]:
+        """The running servers' handles, by name (what the MCP boundary serves)."""
+        return dict(self._handles)
 
     @property
     def names(self) -> list[str]:
@@ -287,4 +346,9 @@ class WorkerPool:
             raise UnknownServer(
                 f"no server named {name!r}; servers: {', '.join(self._handles) or '(none)'}"
             )
-        return ServerProxy(handle, timeout=self._timeout, interface=interface)
+        return ServerProxy(
+            handle,
+            timeout=self._timeout,
+            interface=interface,
+            on_request=self.answer_client_request,
+        )

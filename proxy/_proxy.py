@@ -14,12 +14,22 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from nativemcp.protocol import NativeMCPResponse, Tool, unwrap
+import msgspec
+
+from nativemcp.protocol import NativeMCPResponse, ResourceContents, Tool, unwrap
+from nativemcp.workers import (
+    ClientRequest,
+    CompletionRef,
+    GetPromptResult,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+)
 from nativemcp.workers._typeref import RETURN_TYPE_META_KEY, resolve_type
 
 from ._arguments import check_arguments, check_tool_name
 from ._exceptions import ArgumentsError
-from ._handle import LogHandler, ProgressCallback, ServerHandle
+from ._handle import CallScope, LogHandler, ProgressCallback, ServerHandle
 from ._records import to_records
 
 __all__ = ["ServerProxy", "ToolMethod", "coerce_arguments"]
@@ -59,6 +69,10 @@ def coerce_arguments(
     merged.update(kwargs)
     check_arguments(tool, merged)
     return merged
+
+
+def _scope(session_id: str | None, thread_id: str | None) -> CallScope | None:
+    return (session_id, thread_id) if session_id is not None or thread_id is not None else None
 
 
 class ToolMethod:
@@ -101,7 +115,12 @@ class ToolMethod:
         schema = self.tool.output_schema
         if self.result_type is Any:
             response = await handle.call(
-                name, merged, timeout=timeout, on_progress=on_progress, on_log=on_log
+                name,
+                merged,
+                timeout=timeout,
+                on_progress=on_progress,
+                on_log=on_log,
+                on_request=self._proxy._on_request,
             )
             return to_records(unwrap(response, object, tool=name, output_schema=schema))
         # A known type: the handle decodes the value straight into it, skipping the text.
@@ -113,6 +132,7 @@ class ToolMethod:
             timeout=timeout,
             on_progress=on_progress,
             on_log=on_log,
+            on_request=self._proxy._on_request,
         )
 
     def __repr__(self) -> str:
@@ -123,9 +143,15 @@ class ServerProxy:
     """The caller's side of one server: raw calls, typed tool methods and hooks."""
 
     def __init__(
-        self, handle: ServerHandle, *, timeout: float, interface: type[Any] | None = None
+        self,
+        handle: ServerHandle,
+        *,
+        timeout: float,
+        interface: type[Any] | None = None,
+        on_request: ClientRequest | None = None,
     ) -> None:
         self._handle = handle
+        self._on_request = on_request
         self._timeout = timeout
         self._interface = interface
         self._methods: dict[str, ToolMethod] = {}
@@ -158,8 +184,13 @@ class ServerProxy:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
+        session_id: str | None = None,
+        thread_id: str | None = None,
     ) -> NativeMCPResponse[Any]:
         """Call a tool and return the raw response (errors are responses, not raised).
+
+        ``session_id``/``thread_id`` scope this one call (the tool's `Context` sees
+        them); without them the call uses the server's scope (`switch_context`).
 
         Raises:
             WorkerError: the worker timed out, crashed or is closed.
@@ -171,7 +202,62 @@ class ServerProxy:
             timeout=self._timeout if timeout is None else timeout,
             on_progress=on_progress,
             on_log=on_log,
+            on_request=self._on_request,
+            scope=_scope(session_id, thread_id),
         )
+
+    async def list_resources(self) -> list[Resource]:
+        """The server's resources."""
+        found = await self._handle.feature("resources/list", {}, timeout=self._timeout)
+        return msgspec.convert(found["resources"], list[Resource])
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        """The server's resource templates."""
+        found = await self._handle.feature("resources/templates/list", {}, timeout=self._timeout)
+        return msgspec.convert(found["resourceTemplates"], list[ResourceTemplate])
+
+    async def read_resource(self, uri: str) -> list[ResourceContents]:
+        """The contents of the resource at ``uri``.
+
+        Raises:
+            FeatureError: no resource or template of the server matches ``uri``.
+            WorkerError: the worker timed out, crashed or is closed.
+        """
+        found = await self._handle.feature("resources/read", {"uri": uri}, timeout=self._timeout)
+        return msgspec.convert(found["contents"], list[ResourceContents])
+
+    async def list_prompts(self) -> list[Prompt]:
+        """The server's prompts."""
+        found = await self._handle.feature("prompts/list", {}, timeout=self._timeout)
+        return msgspec.convert(found["prompts"], list[Prompt])
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> GetPromptResult:
+        """The prompt ``name`` filled in with ``arguments``.
+
+        Raises:
+            FeatureError: unknown prompt, or missing/unknown arguments.
+            WorkerError: the worker timed out, crashed or is closed.
+        """
+        found = await self._handle.feature(
+            "prompts/get", {"name": name, "arguments": dict(arguments or {})}, timeout=self._timeout
+        )
+        return msgspec.convert(found, GetPromptResult)
+
+    async def complete(self, ref: CompletionRef, argument: str, value: str) -> list[str]:
+        """Completion suggestions for one argument of a prompt or resource template."""
+        wire_ref = (
+            {"type": ref.type, "name": ref.name}
+            if ref.type == "ref/prompt"
+            else {"type": ref.type, "uri": ref.name}
+        )
+        found = await self._handle.feature(
+            "completion/complete",
+            {"ref": wire_ref, "argument": {"name": argument, "value": value}},
+            timeout=self._timeout,
+        )
+        return list(found["completion"]["values"])
 
     async def list_tools(self) -> list[Tool]:
         """Ask the server for its tools."""

@@ -28,6 +28,7 @@ import msgspec
 
 from nativemcp.protocol import NativeMCPResponse, Tool
 from nativemcp.workers import (
+    ClientRequest,
     FrameTooLarge,
     ServerConfig,
     ServerSource,
@@ -40,9 +41,13 @@ from nativemcp.workers import (
 )
 from nativemcp.workers._channel import FrameChannel, Inbox, open_channel
 from nativemcp.workers._host import worker_main
+from nativemcp.workers._resources import FeatureError
 from nativemcp.workers._wire import (
+    Answer,
+    Ask,
     Call,
     Cancel,
+    FeatureRequest,
     FromWorker,
     GetServiceContext,
     ListTools,
@@ -63,7 +68,14 @@ from nativemcp.workers._wire import (
 )
 
 from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
-from ._handle import LogHandler, ProgressCallback, deliver
+from ._handle import (
+    CallScope,
+    LogHandler,
+    ProgressCallback,
+    ResourceListener,
+    answer_client_request,
+    deliver,
+)
 
 __all__ = ["RestartPolicy", "WorkerProcess"]
 
@@ -102,7 +114,7 @@ _SPAWNER: Final = concurrent.futures.ThreadPoolExecutor(
 worker's parent-death signal fires when the thread that started it exits (Linux), so
 that thread must not be a pooled one that retires when idle."""
 
-_Item = Reply | Result | Notify | BaseException
+_Item = Reply | Result | Notify | Ask | BaseException
 _decoder: Final = msgspec.msgpack.Decoder(FromWorker)
 
 
@@ -136,6 +148,12 @@ class _Connection:
             _emit_log(self.ready.name if self.ready else self.label, message)
         elif isinstance(message, Ready | StartFailed):
             self.handshake.put(message)
+        elif isinstance(message, Ask):
+            entry = self.pending.get(message.call)
+            if entry is not None:
+                entry[1].put(message)
+            else:  # the call is gone: answer so the tool does not wait forever
+                self.send(encode_frame(Answer(id=message.id, error="the call has ended")))
         else:
             entry = self.pending.get(message.id)
             if entry is not None:  # else: a late reply to a timed-out or cancelled call
@@ -217,6 +235,7 @@ class WorkerProcess:
         self._failure: WorkerError | None = None
         self._finished = anyio.Event()
         self.restarts = 0
+        self.on_resource_updated: ResourceListener | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -429,6 +448,8 @@ class WorkerProcess:
         timeout: float,
         on_progress: ProgressCallback | None,
         on_log: LogHandler | None,
+        on_request: ClientRequest | None = None,
+        scope: CallScope | None = None,
     ) -> NativeMCPResponse[Any]:
         """Run ``tool`` in the worker and return its response.
 
@@ -438,7 +459,9 @@ class WorkerProcess:
             WorkerClosed: the pool is closing.
             FrameTooLarge: the arguments exceed the frame limit.
         """
-        return unpack_reply(await self._call(tool, arguments, timeout, on_progress, on_log))
+        return unpack_reply(
+            await self._call(tool, arguments, timeout, on_progress, on_log, on_request, scope)
+        )
 
     async def call_value(
         self,
@@ -450,6 +473,8 @@ class WorkerProcess:
         timeout: float,
         on_progress: ProgressCallback | None,
         on_log: LogHandler | None,
+        on_request: ClientRequest | None = None,
+        scope: CallScope | None = None,
     ) -> Any:
         """Run ``tool`` and return its value as ``result_type``, decoded in one pass.
 
@@ -458,7 +483,7 @@ class WorkerProcess:
             UnwrapError: the value does not convert to ``result_type``.
             WorkerError: as `call`.
         """
-        reply = await self._call(tool, arguments, timeout, on_progress, on_log)
+        reply = await self._call(tool, arguments, timeout, on_progress, on_log, on_request, scope)
         return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
 
     async def _call(
@@ -468,6 +493,8 @@ class WorkerProcess:
         timeout: float,
         on_progress: ProgressCallback | None,
         on_log: LogHandler | None,
+        on_request: ClientRequest | None = None,
+        scope: CallScope | None = None,
     ) -> Reply:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout > 0 else math.inf
@@ -480,8 +507,16 @@ class WorkerProcess:
             except TimeoutError as exc:
                 raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout) from exc
         call_id = conn.new_id()
+        session_id, thread_id = scope if scope is not None else (None, None)
         frame = encode_frame(
-            Call(id=call_id, tool=tool, arguments=arguments, progress=on_progress is not None)
+            Call(
+                id=call_id,
+                tool=tool,
+                arguments=arguments,
+                progress=on_progress is not None,
+                session_id=session_id,
+                thread_id=thread_id,
+            )
         )
         if not frame_fits(payload_size(frame), self._max_frame):
             raise FrameTooLarge(
@@ -501,7 +536,7 @@ class WorkerProcess:
         )
         try:
             conn.send(frame)
-            return await self._await_reply(inbox, on_progress, on_log)
+            return await self._await_reply(conn, inbox, on_progress, on_log, on_request)
         except (WorkerTimeout, anyio.get_cancelled_exc_class()):
             conn.send(encode_frame(Cancel(id=call_id)))  # the worker stops the tool
             raise
@@ -516,16 +551,24 @@ class WorkerProcess:
 
     async def _await_reply(
         self,
+        conn: _Connection,
         inbox: Inbox[_Item],
         on_progress: ProgressCallback | None,
         on_log: LogHandler | None,
+        on_request: ClientRequest | None,
     ) -> Reply:
         while True:
             item = await inbox.get()
             if isinstance(item, Reply):
                 return item
             if isinstance(item, Notify):
-                await deliver(item.notification, on_progress, on_log)
+                await deliver(item.notification, on_progress, on_log, self.on_resource_updated)
+            elif isinstance(item, Ask):
+                # The tool waits for this answer, so awaiting it here holds up nothing.
+                value, error, code = await answer_client_request(
+                    on_request, item.method, item.params
+                )
+                conn.send(encode_frame(Answer(id=item.id, value=value, error=error, code=code)))
             elif isinstance(item, BaseException):
                 raise item
 
@@ -544,6 +587,8 @@ class WorkerProcess:
                     if isinstance(item, BaseException):
                         raise item
                     if isinstance(item, Result):
+                        if item.error is not None and item.code is not None:
+                            raise FeatureError(item.error, code=item.code)
                         if item.error is not None:
                             raise WorkerError(
                                 f"server {self.name!r} could not {what}: {item.error}",
@@ -576,6 +621,17 @@ class WorkerProcess:
             lambda i: SwitchContext(id=i, session_id=session_id, thread_id=thread_id),
             "switch context",
             timeout,
+        )
+
+    async def feature(self, method: str, params: dict[str, Any], *, timeout: float) -> Any:
+        """Answer a resources/prompts/completion request (spec-shaped JSON result).
+
+        Raises:
+            FeatureError: the server refused it (unknown resource or prompt, bad params).
+            WorkerError: the worker timed out, crashed or is closed.
+        """
+        return await self._request(
+            lambda i: FeatureRequest(id=i, method=method, params=params), method, timeout
         )
 
     async def ping(self, *, timeout: float) -> None:

@@ -20,6 +20,10 @@ def test_all_lists_exactly_the_public_names(module: types.ModuleType) -> None:
         for name, value in vars(module).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
+    # Names loaded on first use (PEP 562): public too, and each one resolves.
+    lazy = set(getattr(module, "_LAZY", ()))
+    assert all(getattr(module, name) is not None for name in lazy)
+    public |= lazy
     assert set(module.__all__) == public
     assert len(module.__all__) == len(set(module.__all__))
 
@@ -30,6 +34,18 @@ def test_protocol_imports_alone_without_workers_proxy_or_pydantic() -> None:
         "bad = [m for m in sys.modules if m.startswith(('nativemcp.workers', 'nativemcp.proxy'))]\n"
         "bad += [m for m in ('pydantic', 'mcp', 'mcp_types') if m in sys.modules]\n"
         "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_proxy_imports_without_the_mcp_sdk_until_the_boundary_is_used() -> None:
+    # Workers re-import the pool's script and so this package: it must stay light.
+    code = (
+        "import sys, nativemcp.proxy\n"
+        "bad = [m for m in ('pydantic', 'mcp', 'mcp_types', 'starlette', 'uvicorn')"
+        " if m in sys.modules]\n"
+        "assert not bad, bad\n"
+        "assert nativemcp.proxy.http_app.__name__ == 'http_app'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -26,7 +26,8 @@ PYTHON_BLOCKS = _blocks("python")
 
 def test_the_readme_has_the_blocks_this_file_runs() -> None:
     assert len(PYTHON_BLOCKS) >= 6
-    assert {lang for lang, _ in _BLOCK.findall(README.read_text("utf-8"))} == {"python", "bash"}
+    languages = {lang for lang, _ in _BLOCK.findall(README.read_text("utf-8"))}
+    assert languages == {"python", "bash", "json"}
 
 
 @pytest.mark.real_process
@@ -54,10 +55,9 @@ def test_the_setup_commands_are_the_ones_ci_runs() -> None:
 
 @pytest.mark.real_process
 def test_the_command_line_block_runs_line_by_line(tmp_path: Path) -> None:
+    block = next(b for b in _blocks("bash") if "nativemcp ingest" in b)
     commands = [
-        line.split("  #")[0].strip()
-        for line in _blocks("bash")[1].splitlines()
-        if line.startswith("nativemcp ")
+        line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("nativemcp ")
     ]
     assert len(commands) >= 8
     env = {**os.environ, "NATIVEMCP_DATA_DIR": str(tmp_path / "data")}
@@ -69,3 +69,26 @@ def test_the_command_line_block_runs_line_by_line(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, f"{command}\n{done.stderr}"
         assert done.stdout.strip(), command
+
+
+def test_the_mcp_client_config_and_serve_commands_parse() -> None:
+    """The `mcpServers` snippet is JSON whose commands the CLI accepts, and so is every
+    `nativemcp serve` line (parsed only: serving runs until the client leaves)."""
+    import json
+
+    from nativemcp.proxy._cli import _build_parser
+
+    parser, _ = _build_parser()
+    (config,) = [json.loads(body) for body in _blocks("json")]
+    entries = config["mcpServers"].values()
+    assert entries
+    lines = [entry["args"] for entry in entries if entry["command"] == "nativemcp"]
+    for block in _blocks("bash"):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.strip().startswith(("nativemcp serve", "NATIVEMCP_TOKEN=")):
+                argv = shlex.split(line.split("  #")[0])
+                lines.append(argv[argv.index("serve") :])
+    assert len(lines) >= 4
+    for argv in lines:
+        args = parser.parse_args(argv)
+        assert args.command == "serve" and args.servers

@@ -1,4 +1,5 @@
-"""What a running tool sees of its call: ids, session scope, progress and logging."""
+"""What a running tool sees of its call: ids, session scope, progress, logging, and
+requests to the client (sampling, elicitation)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,20 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-__all__ = ["Context", "LogLevel", "LogNotification", "Notification", "ProgressNotification"]
+from nativemcp.protocol import ContentBlock, NativeMCPError, TextContent
+
+__all__ = [
+    "ClientRequest",
+    "ClientRequestError",
+    "Context",
+    "ElicitResult",
+    "LogLevel",
+    "LogNotification",
+    "Notification",
+    "ProgressNotification",
+    "ResourceUpdatedNotification",
+    "SampleResult",
+]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 """The MCP logging levels (RFC 5424 names)."""
@@ -42,10 +56,65 @@ class LogNotification(msgspec.Struct, tag="log", kw_only=True, omit_defaults=Tru
     logger: str | None = None
 
 
-Notification = ProgressNotification | LogNotification
+class ResourceUpdatedNotification(
+    msgspec.Struct, tag="resource_updated", kw_only=True, omit_defaults=True
+):
+    """A resource changed (MCP ``notifications/resources/updated`` to its subscribers)."""
+
+    uri: str
+
+
+Notification = ProgressNotification | LogNotification | ResourceUpdatedNotification
 """What a tool can send to its caller while it runs."""
 
 Notify = Callable[[Notification], Awaitable[None]]
+
+ClientRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+"""Sends a request to the caller's client: ``(method, params) -> result`` (spec JSON
+shapes, e.g. ``"sampling/createMessage"``); raises `ClientRequestError`."""
+
+
+class ClientRequestError(NativeMCPError):
+    """A request to the client (sampling, elicitation) failed or has nobody to answer it."""
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class SampleResult(msgspec.Struct, kw_only=True, rename="camel"):
+    """What the client's model answered to `Context.sample`."""
+
+    role: Literal["user", "assistant"]
+    content: ContentBlock
+    model: str
+    stop_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The answer's text ('' when the content is not text)."""
+        return self.content.text if isinstance(self.content, TextContent) else ""
+
+
+class ElicitResult(msgspec.Struct, kw_only=True):
+    """The user's answer to `Context.elicit`: ``content`` is set when ``accept``ed."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: Any = None
+
+
+def _object_schema(schema: Any) -> dict[str, Any]:
+    """A flat JSON object schema (what elicitation accepts) for a type or a schema dict."""
+    if isinstance(schema, dict):
+        return schema
+    (top,), components = msgspec.json.schema_components([schema], ref_template="#/$defs/{name}")
+    ref = top.get("$ref", "")
+    body = dict(components[ref.removeprefix("#/$defs/")]) if ref else dict(top)
+    body.pop("title", None)
+    if body.get("type") != "object":
+        raise TypeError(f"an elicitation schema must describe an object, not {schema!r}")
+    return body
 
 
 async def _drop(_: Notification) -> None:
@@ -68,6 +137,7 @@ class Context:
         thread_id: str | None = None,
         data_dir: Path | None = None,
         notify: Notify | None = None,
+        request: ClientRequest | None = None,
     ) -> None:
         self.server_name = server_name
         self.tool_name = tool_name
@@ -76,6 +146,7 @@ class Context:
         self.thread_id = thread_id
         self.data_dir = data_dir
         self._notify = notify or _drop
+        self._request = request
         self._logger = logging.getLogger(f"nativemcp.server.{server_name}")
         self._cancelled = False
 
@@ -103,6 +174,10 @@ class Context:
         self._logger.log(_PY_LEVELS.get(level, logging.INFO), "%s: %s", self.tool_name, data)
         await self._notify(LogNotification(level=level, data=data, logger=logger))
 
+    async def resource_updated(self, uri: str) -> None:
+        """Tell the clients subscribed to ``uri`` that it changed."""
+        await self._notify(ResourceUpdatedNotification(uri=uri))
+
     async def debug(self, data: Any) -> None:
         """`log` at debug level."""
         await self.log("debug", data)
@@ -118,3 +193,73 @@ class Context:
     async def error(self, data: Any) -> None:
         """`log` at error level."""
         await self.log("error", data)
+
+    async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send an MCP request to the caller's client and return its result (raw JSON).
+
+        Raises:
+            ClientRequestError: no client can answer (no handler configured), or it
+                answered with an error.
+        """
+        if self._request is None:
+            raise ClientRequestError(
+                f"tool {self.tool_name!r} sent {method!r} to its client, but no client "
+                "can answer here: serve it over MCP to a client that supports it, or give "
+                "the pool a handler (WorkerPool(sampling_handler=..., elicitation_handler=...))"
+            )
+        return await self._request(method, params)
+
+    async def sample(
+        self,
+        messages: str | list[Any],
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+    ) -> SampleResult:
+        """Ask the client's model for a completion (MCP ``sampling/createMessage``).
+
+        ``messages`` is one user text, or a list of ``{"role", "content"}`` messages.
+
+        Raises:
+            ClientRequestError: nobody can sample here, or the client refused.
+        """
+        if isinstance(messages, str):
+            wire: list[Any] = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        else:
+            wire = msgspec.to_builtins(messages)
+        params: dict[str, Any] = {"messages": wire, "maxTokens": max_tokens}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        if temperature is not None:
+            params["temperature"] = temperature
+        if stop_sequences is not None:
+            params["stopSequences"] = stop_sequences
+        result = await self.request_client("sampling/createMessage", params)
+        try:
+            return msgspec.convert(result, SampleResult)
+        except msgspec.ValidationError as exc:
+            raise ClientRequestError(f"the client's sampling result is malformed: {exc}") from exc
+
+    async def elicit(self, message: str, schema: Any) -> ElicitResult:
+        """Ask the user for input shaped by ``schema`` (MCP ``elicitation/create``, form mode).
+
+        ``schema`` is a type (a Struct, dataclass or TypedDict of primitive fields; the
+        accepted content is converted to it) or a JSON Schema object.
+
+        Raises:
+            ClientRequestError: nobody can ask the user here, the client refused, or the
+                answer does not fit the schema.
+        """
+        params = {"message": message, "requestedSchema": _object_schema(schema)}
+        result = await self.request_client("elicitation/create", params)
+        try:
+            answer = msgspec.convert(result, ElicitResult)
+            if answer.action == "accept" and not isinstance(schema, dict):
+                answer.content = msgspec.convert(answer.content or {}, schema)
+        except msgspec.ValidationError as exc:
+            raise ClientRequestError(
+                f"the client's elicitation answer is malformed: {exc}"
+            ) from exc
+        return answer

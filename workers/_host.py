@@ -30,11 +30,16 @@ from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, NativeMCPResponse
 
 from ._channel import FrameChannel, Inbox, open_channel
 from ._config import ServerConfig, ServerSource, load_server
-from ._context import Notification, ProgressNotification
+from ._context import ClientRequestError, Notification, ProgressNotification
+from ._feature_dispatch import answer_feature
+from ._resources import FeatureError
 from ._server import Server
 from ._wire import (
+    Answer,
+    Ask,
     Call,
     Cancel,
+    FeatureRequest,
     GetServiceContext,
     ListTools,
     Log,
@@ -202,6 +207,47 @@ class _Worker:
         # Calls run as plain asyncio tasks: a third of the cost of a task-group task,
         # and a Cancel frame cancels the task itself.
         self.running: dict[int, asyncio.Task[None]] = {}
+        # Requests from running calls to their clients (sampling, elicitation), by id.
+        self.asks: dict[int, asyncio.Future[Answer]] = {}
+        self.next_ask = 0
+
+    async def ask(self, call_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a call's request to its client (through the parent) and await the answer."""
+        self.next_ask += 1
+        ask_id = self.next_ask
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self.asks[ask_id] = future
+        try:
+            self.outbox.put(
+                encode_frame(Ask(id=ask_id, call=call_id, method=method, params=params))
+            )
+            answer = await future
+        finally:
+            self.asks.pop(ask_id, None)
+        if answer.error is not None:
+            raise ClientRequestError(answer.error, code=answer.code)
+        return dict(answer.value or {})
+
+    def on_answer(self, answer: Answer) -> None:
+        future = self.asks.get(answer.id)
+        if future is not None and not future.done():
+            future.set_result(answer)
+
+    async def answer_feature(self, request: FeatureRequest) -> None:
+        try:
+            value = await answer_feature(self.server, request.method, request.params)
+        except FeatureError as exc:
+            self.outbox.put(encode_frame(Result(id=request.id, error=exc.message, code=exc.code)))
+            return
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            logging.getLogger("nativemcp.worker").exception("%s failed", request.method)
+            self.outbox.put(
+                encode_frame(Result(id=request.id, error=f"{type(exc).__name__}: {exc}"))
+            )
+            return
+        self.outbox.put(encode_frame(Result(id=request.id, value=value)))
 
     def start_call(self, call: Call) -> None:
         response = self.server.call_tool_now(call.tool, call.arguments)
@@ -225,7 +271,17 @@ class _Worker:
             if call.progress or not isinstance(notification, ProgressNotification):
                 self.outbox.put(encode_frame(Notify(id=call.id, notification=notification)))
 
-        context = self.server.make_context(call.tool, request_id=call.id, notify=notify)
+        async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return await self.ask(call.id, method, params)
+
+        scope = (
+            (call.session_id, call.thread_id)
+            if call.session_id is not None or call.thread_id is not None
+            else None
+        )
+        context = self.server.make_context(
+            call.tool, request_id=call.id, notify=notify, request=request, scope=scope
+        )
         try:
             response = await self.server.call_tool(call.tool, call.arguments, context=context)
         except asyncio.CancelledError:
@@ -389,6 +445,10 @@ async def _dispatch(inbox: Inbox[Any], worker: _Worker, tg: anyio.abc.TaskGroup)
                 worker.outbox.put(encode_frame(Result(id=request_id)))
             case ListTools(id=request_id):
                 worker.outbox.put(encode_frame(Result(id=request_id, value=server.list_tools())))
+            case FeatureRequest():
+                tg.start_soon(worker.answer_feature, message)
+            case Answer():
+                worker.on_answer(message)
             case GetServiceContext(id=request_id):
                 tg.start_soon(worker.answer, request_id, server.get_service_context)
             case SwitchContext(id=request_id, session_id=session_id, thread_id=thread_id):

@@ -18,6 +18,7 @@ error response, so the worker keeps serving.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import logging
@@ -35,6 +36,7 @@ from nativemcp.protocol import (
     INVALID_PARAMS,
     CallToolResult,
     NativeMCPResponse,
+    ResourceContents,
     TextContent,
     Tool,
     ToolAnnotations,
@@ -46,8 +48,17 @@ from nativemcp.protocol import (
     validate_tool_name,
 )
 
-from ._context import Context, Notify
+from ._context import ClientRequest, Context, Notify
 from ._render import render_builtins
+from ._resources import (
+    CompletionHook,
+    CompletionRef,
+    GetPromptResult,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    ServerFeatures,
+)
 from ._threads import ToolThreads
 from ._typeref import RETURN_TYPE_META_KEY, describe_type
 
@@ -143,6 +154,7 @@ class Server:
         self._switch_hook: Callable[[str | None, str | None], Any] | None = None
         self._shutdown_hooks: list[Callable[[], Any]] = []
         self._threads = ToolThreads(TOOL_THREADS)
+        self._features = ServerFeatures()
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Tools hold functions and generated types that do not pickle by value; a
@@ -188,6 +200,7 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool = False,
         threaded: bool = True,
+        input_schema: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -201,6 +214,7 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool = False,
         threaded: bool = True,
+        input_schema: dict[str, Any] | None = None,
     ) -> Any:
         """Declare a tool; use bare (``@server.tool``) or with options.
 
@@ -216,6 +230,9 @@ class Server:
                 other call while it runs; in return it skips the thread hop.
             threaded: kept for compatibility: sync tools run in worker threads unless
                 ``inline`` (``threaded=False`` is the same as ``inline=True``).
+            input_schema: advertise this JSON Schema instead of the one derived from the
+                parameters (for keywords types cannot express, such as ``if``/``then``);
+                arguments are still validated against the parameters.
 
         Raises:
             ValueError: a parameter lacks an annotation, has no schema, or the name is
@@ -226,12 +243,76 @@ class Server:
             spec = self._build_spec(
                 func, name, title, description, render, annotations, inline or not threaded
             )
+            if input_schema is not None:
+                definition = msgspec.structs.replace(spec.definition, input_schema=input_schema)
+                spec = dataclasses.replace(spec, definition=definition)
             if spec.name in self._tools:
                 raise ValueError(f"server {self.name!r} already has a tool {spec.name!r}")
             self._tools[spec.name] = spec
             return func
 
         return register(fn) if fn is not None else register
+
+    def resource(
+        self,
+        uri: str,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[F], F]:
+        """Declare a resource at ``uri``; with ``{placeholders}``, a resource template.
+
+        The function returns ``str`` (text), ``bytes`` (binary), `ResourceContents`, or
+        data (sent as JSON). A template's placeholders are the function's parameters.
+
+        Raises:
+            ValueError: the URI is taken, or a template's placeholders do not match.
+        """
+
+        def register(fn: F) -> F:
+            self._features.add_resource(
+                fn, uri, name=name, title=title, description=description, mime_type=mime_type
+            )
+            return fn
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        /,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> Callable[[F], F]:
+        """Declare a prompt; its parameters are its (string) arguments.
+
+        The function returns text (one user message), a `PromptMessage`, a content
+        block, or a list of them.
+
+        Raises:
+            ValueError: the name is taken.
+        """
+
+        def register(fn: F) -> F:
+            self._features.add_prompt(fn, name=name, title=title, description=description)
+            return fn
+
+        return register
+
+    def resource_lister(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        """Declare a hook listing resources that exist now (``() -> list[Resource]``),
+        such as stored items a resource template reads; sync or async."""
+        self._features.listers.append(fn)
+        return fn
+
+    def completion(self, fn: CompletionHook) -> CompletionHook:
+        """Declare the completion hook: ``(ref, argument, value) -> list[str]``."""
+        self._features.completion = fn
+        return fn
 
     def service_context(self, fn: Callable[[], str | Awaitable[str]]) -> Callable[[], Any]:
         """Declare the hook that returns text for an agent's system prompt."""
@@ -392,16 +473,21 @@ class Server:
         *,
         request_id: int | str | None = None,
         notify: Notify | None = None,
+        request: ClientRequest | None = None,
+        scope: tuple[str | None, str | None] | None = None,
     ) -> Context:
-        """The `Context` of one call of ``tool_name``, in the server's current scope."""
+        """The `Context` of one call of ``tool_name``: in ``scope`` (the call's own
+        ``(session_id, thread_id)``) when given, else in the server's current scope."""
+        session_id, thread_id = scope if scope is not None else (self.session_id, self.thread_id)
         return Context(
             server_name=self.name,
             tool_name=tool_name,
             request_id=request_id,
-            session_id=self.session_id,
-            thread_id=self.thread_id,
+            session_id=session_id,
+            thread_id=thread_id,
             data_dir=self.data_dir,
             notify=notify,
+            request=request,
         )
 
     def call_tool_now(
@@ -495,6 +581,46 @@ class Server:
             return tool_error_response(
                 f"Error: the tool's result cannot be sent ({type(value).__name__}): {exc}"
             )
+
+    async def list_resources(self) -> list[Resource]:
+        """The declared resources, then those the resource listers find now."""
+        return await self._features.all_resources()
+
+    def list_resource_templates(self) -> list[ResourceTemplate]:
+        """The resource templates, in declaration order."""
+        return self._features.list_resource_templates()
+
+    def list_prompts(self) -> list[Prompt]:
+        """The prompts, in declaration order."""
+        return self._features.list_prompts()
+
+    async def read_resource(self, uri: str) -> list[ResourceContents]:
+        """The contents of the resource at ``uri``.
+
+        Raises:
+            FeatureError: no resource or template matches ``uri``.
+        """
+        return await self._features.read_resource(uri)
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> GetPromptResult:
+        """The prompt ``name`` filled in with ``arguments``.
+
+        Raises:
+            FeatureError: unknown prompt, or missing/unknown arguments.
+        """
+        return await self._features.get_prompt(name, dict(arguments or {}))
+
+    async def complete(
+        self,
+        ref: CompletionRef,
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+    ) -> list[str]:
+        """Completion suggestions for one argument of a prompt or resource template."""
+        return await self._features.complete(ref, argument, value, dict(context or {}))
 
     async def get_service_context(self) -> str:
         """Text for an agent's system prompt ('' when the server declares none)."""

@@ -22,8 +22,11 @@ __all__ = [
     "FROM_WRAPPED",
     "HEADER_SIZE",
     "KEEP",
+    "Answer",
+    "Ask",
     "Call",
     "Cancel",
+    "FeatureRequest",
     "FromWorker",
     "GetServiceContext",
     "ListTools",
@@ -71,6 +74,9 @@ class Call(msgspec.Struct, tag="call", array_like=True):
     tool: str
     arguments: dict[str, Any]
     progress: bool = False
+    session_id: str | None = None
+    """The caller's session scope for this call (None: the server's current scope)."""
+    thread_id: str | None = None
 
 
 class Cancel(msgspec.Struct, tag="cancel", array_like=True):
@@ -105,11 +111,39 @@ class SwitchContext(msgspec.Struct, tag="switch_context", array_like=True):
     thread_id: str | None
 
 
+class FeatureRequest(msgspec.Struct, tag="feature", array_like=True):
+    """A resources/prompts/completion request (MCP method and params); answered with a
+    `Result` whose value is the spec-shaped result, or ``error`` and ``code``."""
+
+    id: int
+    method: str
+    params: dict[str, Any]
+
+
+class Answer(msgspec.Struct, tag="answer", array_like=True):
+    """The client's answer to an `Ask` (its result, or an error message and code)."""
+
+    id: int
+    value: Any = None
+    error: str | None = None
+    code: int | None = None
+
+
 class Shutdown(msgspec.Struct, tag="shutdown", array_like=True):
     """Finish: cancel running calls, run shutdown hooks, exit."""
 
 
-ToWorker = Call | Cancel | Ping | ListTools | GetServiceContext | SwitchContext | Shutdown
+ToWorker = (
+    Call
+    | Cancel
+    | Ping
+    | ListTools
+    | GetServiceContext
+    | SwitchContext
+    | FeatureRequest
+    | Answer
+    | Shutdown
+)
 
 
 class Ready(msgspec.Struct, tag="ready", array_like=True):
@@ -214,6 +248,17 @@ class Result(msgspec.Struct, tag="result", array_like=True):
     id: int
     value: Any = None
     error: str | None = None
+    code: int | None = None
+
+
+class Ask(msgspec.Struct, tag="ask", array_like=True):
+    """A running call's request to its client (sampling, elicitation), by MCP method;
+    the parent sends back an `Answer` with the same ``id``."""
+
+    id: int
+    call: int
+    method: str
+    params: dict[str, Any]
 
 
 class Notify(msgspec.Struct, tag="notify", array_like=True):
@@ -231,7 +276,7 @@ class Log(msgspec.Struct, tag="log", array_like=True):
     message: str
 
 
-FromWorker = Ready | StartFailed | Reply | Result | Notify | Log
+FromWorker = Ready | StartFailed | Reply | Result | Notify | Ask | Log
 
 _encoder: Final = msgspec.msgpack.Encoder()
 _response_decoder: Final = msgspec.msgpack.Decoder(NativeMCPResponse[Any])

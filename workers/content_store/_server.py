@@ -19,7 +19,7 @@ import anyio.to_thread
 import msgspec
 
 from nativemcp.protocol import ToolAnnotations, ToolError
-from nativemcp.workers import Context, Server, ServerConfig
+from nativemcp.workers import Context, FeatureError, Resource, Server, ServerConfig
 from nativemcp.workers._safe_open import UnsafeFile, open_regular
 
 from ._chunking import (
@@ -325,6 +325,12 @@ class _ContentStore:
         return NewContent(filename, mime, text, digest, len(lines), chunks)
 
 
+RESOURCE_TEMPLATE: Final = "nativemcp://content-store/{store}/{content}"
+"""Each stored item is a resource at this URI (its text, as stored)."""
+MAX_LISTED: Final = 1000
+"""At most this many items are listed as resources (all stay readable by URI)."""
+
+
 def create_server(config: ServerConfig) -> Server:
     """The content store: stores of text contents with BM25 full-text search.
 
@@ -538,6 +544,34 @@ def create_server(config: ServerConfig) -> Server:
         with state.writing() as db:
             deleted = db.delete_store(store_id)
         return DeleteStoreResult(store_id=store_id, name=store.name, deleted_contents=deleted)
+
+    @server.resource(RESOURCE_TEMPLATE, name="content", mime_type="text/plain")
+    def content_resource(store: str, content: str) -> str:
+        """A stored item's full text (store id, content id)."""
+        summary = state.db.get_content(store, content)
+        if summary is None:
+            raise FeatureError(
+                f"no content {content!r} in store {store!r}; list_content shows what is stored"
+            )
+        return state.db.content_text(content)
+
+    @server.resource_lister
+    def stored_items() -> list[Resource]:
+        """Every stored item as a resource (the newest stores' first MAX_LISTED)."""
+        found: list[Resource] = []
+        for store in state.db.list_stores():
+            for item in state.db.list_contents(store.store_id, 0, MAX_LISTED - len(found)):
+                found.append(
+                    Resource(
+                        uri=RESOURCE_TEMPLATE.format(store=item.store_id, content=item.content_id),
+                        name=item.filename,
+                        description=f"{item.line_count} lines in store {store.name}",
+                        mime_type="text/plain",
+                    )
+                )
+            if len(found) >= MAX_LISTED:
+                break
+        return found
 
     @server.service_context
     def attached_files() -> str:

@@ -14,9 +14,11 @@ Options (``ServerConfig.options``) are listed on `WorkspaceOptions`.
 from __future__ import annotations
 
 import hashlib
+import mimetypes
 import re
 from pathlib import Path
 from typing import Annotated, Final, Literal
+from urllib.parse import quote, unquote
 
 import msgspec
 
@@ -26,7 +28,7 @@ from nativemcp.protocol import (
     ToolError,
     structured_response,
 )
-from nativemcp.workers import Server, ServerConfig
+from nativemcp.workers import FeatureError, Resource, Server, ServerConfig
 
 from . import _exports, _files
 from ._api import WorkspaceAPI as WorkspaceAPI
@@ -117,6 +119,10 @@ class _Workspace:
                 allow_hardlinks=self._options.allow_hardlinks,
             )
         return self._sandbox
+
+
+EXPORT_TEMPLATE: Final = "workspace:///exports/{kind}/{name}"
+"""Each exported file is a resource at this URI (``kind``: files or packages)."""
 
 
 def create_server(config: ServerConfig) -> Server:
@@ -238,5 +244,31 @@ def create_server(config: ServerConfig) -> Server:
     def download_file(path: str) -> NativeMCPResponse[DownloadResult]:
         """Send a workspace file (an export) to the user as a download: an export card's action."""
         return _exports.download_file(workspace.sandbox, options, path)
+
+    @server.resource(EXPORT_TEMPLATE, name="export")
+    def export_resource(kind: str, name: str) -> bytes:
+        """An exported file (exports/<kind>/<name>), as bytes."""
+        try:
+            target = workspace.sandbox.resolve(f"exports/{kind}/{unquote(name)}")
+            return workspace.sandbox.read_bytes(target, limit=options.max_export_bytes)
+        except ToolError as exc:
+            raise FeatureError(exc.message) from exc
+
+    @server.resource_lister
+    def exports() -> list[Resource]:
+        """Every exported file, as a resource."""
+        root = workspace.sandbox.root / "exports"
+        found: list[Resource] = []
+        for kind in sorted(p for p in root.glob("*") if p.is_dir()):
+            for item in sorted(p for p in kind.iterdir() if p.is_file()):
+                found.append(
+                    Resource(
+                        uri=EXPORT_TEMPLATE.format(kind=kind.name, name=quote(item.name)),
+                        name=item.name,
+                        description=f"exported to exports/{kind.name}/",
+                        mime_type=mimetypes.guess_type(item.name)[0] or "application/octet-stream",
+                    )
+                )
+        return found
 
     return server

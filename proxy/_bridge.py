@@ -1,0 +1,407 @@
+"""The MCP boundary: an official `mcp` low-level server whose requests go to the pool.
+
+No MCP protocol handling is written here: the SDK's low-level `Server` parses, validates
+and dispatches; its stdio transport and Streamable HTTP session manager carry the
+messages (see `_serve`). Each handler forwards to the pool's handles, so tools keep
+running in their workers. Results leave as spec ``CallToolResult``s, with a typed value
+that differs from its JSON form in ``_meta["io.github.nativemcp/structuredResult"]``.
+
+Per call, the MCP request's context travels with it: progress and log notifications
+ride the request's own stream, a tool's ``ctx.sample``/``ctx.elicit`` become requests
+to the client that made the call, and the client's session id is the call's scope.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server as LowLevelServer
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+
+from nativemcp.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    SEPARATOR,
+    BackendType,
+    ProtocolError,
+    Tool,
+    full_tool_name,
+    response_to_sdk,
+)
+from nativemcp.workers import ClientRequestError, FeatureError, WorkerError
+
+from ._handle import ServerHandle
+
+__all__ = ["SERVICE_META_KEY", "McpBridge", "select_handles"]
+
+_logger = logging.getLogger("nativemcp.serve")
+
+SERVICE_META_KEY: Final = "io.github.nativemcp/service"
+"""``_meta`` key of each served tool: ``{"serverName", "toolName", "backendType"}``."""
+
+_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    handle: ServerHandle
+    name: str  # the tool's or prompt's own name on its server
+
+
+class McpBridge:
+    """One MCP server over some of a pool's servers.
+
+    With one server, tools and prompts keep their own names; with several, they are
+    listed under full names (``builtin_server__tool``), as the pool's catalog names them.
+
+    Args:
+        handles: the servers to serve, by name.
+        name: the MCP server's name (``serverInfo.name``).
+        timeout: seconds per call (0 or less: no limit).
+    """
+
+    def __init__(
+        self,
+        handles: dict[str, ServerHandle],
+        *,
+        name: str = "nativemcp",
+        version: str = "",
+        timeout: float = 0,
+    ) -> None:
+        self.handles = handles
+        self.name = name
+        self.version = version
+        self.timeout = timeout
+        self._single = len(handles) == 1
+        # logging/setLevel is per client connection; the connection object is the key.
+        self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+    # -- naming ----------------------------------------------------------------------
+
+    def _public(self, handle: ServerHandle, name: str) -> str:
+        if self._single:
+            return name
+        return full_tool_name(handle.name, name, BackendType(handle.backend))
+
+    def _route(self, public: str, what: str) -> _Route:
+        if self._single:
+            (handle,) = self.handles.values()
+            return _Route(handle, public)
+        body = public.removeprefix("builtin_")
+        server, sep, own = body.partition(SEPARATOR)
+        found = self.handles.get(server)
+        if not sep or found is None:
+            raise MCPError(INVALID_PARAMS, f"unknown {what} {public!r}")
+        return _Route(found, own)
+
+    def _tool(self, handle: ServerHandle, tool: Tool) -> types.Tool:
+        data: dict[str, Any] = {
+            "name": self._public(handle, tool.name),
+            "inputSchema": tool.input_schema,
+            "description": tool.description or tool.title or tool.name,
+        }
+        if tool.title is not None:
+            data["title"] = tool.title
+        if tool.output_schema is not None:
+            data["outputSchema"] = tool.output_schema
+        if tool.annotations is not None:
+            data["annotations"] = _builtins(tool.annotations)
+        meta = dict(tool.meta or {})
+        meta[SERVICE_META_KEY] = {
+            "serverName": handle.name,
+            "toolName": tool.name,
+            "backendType": handle.backend,
+        }
+        data["_meta"] = meta
+        return types.Tool.model_validate(data)
+
+    # -- handlers --------------------------------------------------------------------
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        """Every served tool, in server order."""
+        tools = [
+            self._tool(handle, tool) for handle in self.handles.values() for tool in handle.tools
+        ]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """Run the tool in its worker; progress, logs and client requests ride along."""
+        route = self._route(params.name, "tool")
+        session = ctx.session
+        token = (ctx.meta or {}).get("progress_token")
+        connection = getattr(session, "_connection", None)
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            await session.report_progress(progress, total, message)
+
+        async def on_log(level: str, data: Any, logger: str | None) -> None:
+            floor = self._levels.get(connection, 0) if connection is not None else 0
+            rank = _LEVELS.index(level) if level in _LEVELS else 1
+            if rank < floor:
+                return
+            await session.send_notification(
+                types.LoggingMessageNotification(
+                    params=types.LoggingMessageNotificationParams(
+                        level=level,  # type: ignore[arg-type]
+                        data=data,
+                        logger=logger,
+                    )
+                ),
+                related_request_id=ctx.request_id,
+            )
+
+        async def on_request(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
+            return await _ask_client(ctx, method, request_params)
+
+        session_id = _session_id(ctx)
+        try:
+            response = await route.handle.call(
+                route.name,
+                dict(params.arguments or {}),
+                timeout=self.timeout,
+                on_progress=on_progress if token is not None else None,
+                on_log=on_log,
+                on_request=on_request,
+                scope=(session_id, None) if session_id is not None else None,
+            )
+        except WorkerError as exc:
+            # The tool did not run to an answer: the model reads why, as a tool error.
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"Error: {exc}")], is_error=True
+            )
+        if response.error is not None:
+            raise MCPError(response.error.code, response.error.message, response.error.data)
+        try:
+            return response_to_sdk(response)
+        except ProtocolError as exc:
+            raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
+
+    async def _feature(self, handle: ServerHandle, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await handle.feature(method, params, timeout=self.timeout)
+        except FeatureError as exc:
+            raise MCPError(exc.code, exc.message) from exc
+        except WorkerError as exc:
+            raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+
+    async def list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        """Every served server's resources."""
+        resources: list[Any] = []
+        for handle in self.handles.values():
+            resources += (await self._feature(handle, "resources/list", {}))["resources"]
+        return types.ListResourcesResult.model_validate({"resources": resources})
+
+    async def list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        """Every served server's resource templates."""
+        templates: list[Any] = []
+        for handle in self.handles.values():
+            found = await self._feature(handle, "resources/templates/list", {})
+            templates += found["resourceTemplates"]
+        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates})
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        """The resource's contents, from the first server that has it."""
+        uri = str(params.uri)
+        problems: list[str] = []
+        for handle in self.handles.values():
+            try:
+                result = await handle.feature("resources/read", {"uri": uri}, timeout=self.timeout)
+            except FeatureError as exc:
+                problems.append(exc.message)
+                continue
+            except WorkerError as exc:
+                raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+            return types.ReadResourceResult.model_validate(result)
+        raise MCPError(
+            INVALID_PARAMS,
+            "; ".join(problems) or f"unknown resource {uri!r}",
+            {"uri": uri},
+        )
+
+    async def list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        """Every served server's prompts (full names when several servers are served)."""
+        prompts: list[Any] = []
+        for handle in self.handles.values():
+            for prompt in (await self._feature(handle, "prompts/list", {}))["prompts"]:
+                prompts.append({**prompt, "name": self._public(handle, prompt["name"])})
+        return types.ListPromptsResult.model_validate({"prompts": prompts})
+
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        """The prompt, filled in by its server."""
+        route = self._route(params.name, "prompt")
+        result = await self._feature(
+            route.handle,
+            "prompts/get",
+            {"name": route.name, "arguments": dict(params.arguments or {})},
+        )
+        return types.GetPromptResult.model_validate(result)
+
+    async def complete(
+        self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        """Suggestions from the server that owns the prompt or resource template."""
+        ref = params.ref
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = {"arguments": dict(params.context.arguments or {})} if params.context else {}
+        if isinstance(ref, types.PromptReference):
+            route = self._route(ref.name, "prompt")
+            handles = [route.handle]
+            wire_ref = {"type": "ref/prompt", "name": route.name}
+        else:
+            handles = list(self.handles.values())
+            wire_ref = {"type": "ref/resource", "uri": ref.uri}
+        values: list[str] = []
+        for handle in handles:
+            result = await self._feature(
+                handle,
+                "completion/complete",
+                {"ref": wire_ref, "argument": argument, "context": context},
+            )
+            values += result["completion"]["values"]
+        return types.CompleteResult(
+            completion=types.Completion(values=values[:100], total=len(values), has_more=False)
+        )
+
+    async def subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        """Note the connection's interest in a resource."""
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None:
+            self._subscriptions.setdefault(connection, set()).add(str(params.uri))
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        """Forget the connection's interest in a resource."""
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None:
+            self._subscriptions.get(connection, set()).discard(str(params.uri))
+        return types.EmptyResult()
+
+    async def resource_updated(self, uri: str) -> None:
+        """Notify the connections subscribed to ``uri`` (a tool reported it changed)."""
+        for connection, uris in list(self._subscriptions.items()):
+            if uri in uris:
+                try:
+                    await connection.send_resource_updated(uri)
+                except Exception:  # a client gone mid-send must not fail the tool's call
+                    _logger.debug("could not notify a subscriber of %s", uri, exc_info=True)
+
+    async def set_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        """Send this connection only log messages at ``level`` or above."""
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None:
+            self._levels[connection] = _LEVELS.index(params.level)
+        return types.EmptyResult()
+
+    def server(self) -> LowLevelServer[Any]:
+        """A new official low-level MCP server wired to this bridge."""
+        server: LowLevelServer[Any] = LowLevelServer(
+            self.name,
+            version=self.version,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources,
+            on_list_resource_templates=self.list_resource_templates,
+            on_read_resource=self.read_resource,
+            on_subscribe_resource=self.subscribe,
+            on_unsubscribe_resource=self.unsubscribe,
+            on_list_prompts=self.list_prompts,
+            on_get_prompt=self.get_prompt,
+            on_completion=self.complete,
+        )
+        # Registered here, not as a constructor argument: the constructor warns that
+        # logging is deprecated in a future protocol version, which clients still use.
+        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+        return server
+
+
+def _session_id(ctx: ServerRequestContext[Any]) -> str | None:
+    connection = getattr(ctx.session, "_connection", None)
+    value = getattr(connection, "session_id", None)
+    return value if isinstance(value, str) else None
+
+
+async def _ask_client(
+    ctx: ServerRequestContext[Any], method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """Send a tool's request to the client that made the call, on that call's stream."""
+    request: types.ServerRequest
+    result_type: type[types.Result]
+    try:
+        if method == "sampling/createMessage":
+            request = types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams.model_validate(params)
+            )
+            result_type = types.CreateMessageResult
+        elif method == "elicitation/create":
+            request = types.ElicitRequest(
+                params=types.ElicitRequestFormParams.model_validate(params)
+            )
+            result_type = types.ElicitResult
+        else:
+            raise ClientRequestError(f"a tool may not send {method!r} to its client")
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise ClientRequestError(f"malformed {method} request: {exc}") from exc
+    try:
+        result = await ctx.session.send_request(
+            request,
+            result_type,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+        )
+    except MCPError as exc:
+        raise ClientRequestError(
+            f"the client refused {method}: {exc.message}", code=exc.code
+        ) from exc
+    dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+def _builtins(value: Any) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(value)
+
+
+def select_handles(
+    handles: dict[str, ServerHandle], names: Sequence[str] | None
+) -> dict[str, ServerHandle]:
+    """The handles named (all of them for None), in the order given.
+
+    Raises:
+        ValueError: a name is not a running server.
+    """
+    if names is None:
+        return dict(handles)
+    missing = [name for name in names if name not in handles]
+    if missing:
+        raise ValueError(
+            f"no server named {', '.join(missing)}; servers: {', '.join(handles) or '(none)'}"
+        )
+    return {name: handles[name] for name in names}

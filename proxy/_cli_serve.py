@@ -1,0 +1,160 @@
+"""``nativemcp serve SERVER...``: serve nativemcp servers to MCP clients.
+
+SERVER is a built-in name (``content-store``, ``planning``, ``workspace``), a
+``module:attribute`` or a ``path/to/file.py:attribute`` naming a `Server` (or a factory).
+``--transport stdio`` (default) speaks MCP on stdin/stdout (logs go to stderr);
+``--transport http`` serves Streamable HTTP with uvicorn at ``/mcp`` and ``/mcp/<name>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+
+__all__ = ["add_serve_parser", "run_serve"]
+
+DEFAULT_GRACE: Final = 10.0
+"""Seconds in-flight HTTP requests get to finish after SIGTERM."""
+
+
+def add_serve_parser(commands: Any) -> None:
+    """Add the ``serve`` verb to the CLI's subcommands."""
+    from nativemcp.workers import BUILTIN_SERVERS
+
+    from ._serve_defaults import DEFAULT_MAX_BODY, TOKEN_ENV
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve servers to MCP clients over stdio or Streamable HTTP",
+        description=(
+            "Serve nativemcp servers over MCP. SERVER is a built-in "
+            f"({', '.join(BUILTIN_SERVERS)}), module:attribute or path/to/file.py:attribute."
+        ),
+    )
+    serve.add_argument("servers", nargs="+", metavar="SERVER")
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP: port")
+    serve.add_argument(
+        "--token",
+        default=None,
+        help=f"HTTP: require this bearer token (default: ${TOKEN_ENV}, else none)",
+    )
+    serve.add_argument(
+        "--stateless", action="store_true", help="HTTP: no sessions (for replicas behind a LB)"
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="HTTP: accept this Host header too (DNS-rebinding allow-list; repeatable)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="HTTP: accept this Origin header too (repeatable)",
+    )
+    serve.add_argument(
+        "--max-body", type=int, default=DEFAULT_MAX_BODY, help="HTTP: largest request in bytes"
+    )
+    serve.add_argument(
+        "--grace",
+        type=float,
+        default=DEFAULT_GRACE,
+        help="HTTP: seconds in-flight calls get to finish on SIGTERM",
+    )
+    serve.add_argument("--data-dir", type=Path, default=None, help="built-in servers' data")
+    serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
+
+
+def _sources(specs: list[str]) -> tuple[list[str], list[str]]:
+    """``(built-in names, module:attribute sources)``; a file path's folder joins sys.path
+    (and PYTHONPATH, so worker processes import it the same way)."""
+    from nativemcp.workers import BUILTIN_SERVERS
+
+    builtins: list[str] = []
+    sources: list[str] = []
+    for spec in specs:
+        if spec in BUILTIN_SERVERS:
+            builtins.append(spec)
+            continue
+        target, sep, attribute = spec.rpartition(":")
+        if not sep or not target or not attribute:
+            raise SystemExit(
+                f"nativemcp serve: {spec!r} is neither a built-in ({', '.join(BUILTIN_SERVERS)}) "
+                "nor module:attribute nor path/to/file.py:attribute"
+            )
+        if target.endswith(".py"):
+            path = Path(target).resolve()
+            if not path.is_file():
+                raise SystemExit(f"nativemcp serve: no file {target!r}")
+            folder = str(path.parent)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                p for p in (folder, os.environ.get("PYTHONPATH")) if p
+            )
+            target = path.stem
+        sources.append(f"{target}:{attribute}")
+    return builtins, sources
+
+
+def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
+    """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
+    from ._graceful import GracefulServer
+    from ._pool import WorkerPool
+    from ._serve import TOKEN_ENV, Drain, http_app, serve_stdio
+
+    # stdout is the MCP channel on stdio: every log line goes to stderr.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    builtins, sources = _sources(args.servers)
+    pool = WorkerPool(
+        sources,
+        data_dir=data_dir if builtins else None,
+        builtins=builtins,
+        timeout=args.timeout,
+    )
+    if args.transport == "stdio":
+
+        async def main() -> None:
+            async with pool:
+                await serve_stdio(pool, timeout=args.timeout)
+
+        anyio.run(main)
+        return 0
+
+    import uvicorn
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    app = http_app(
+        pool,
+        token=token,
+        allowed_hosts=args.allow_host,
+        allowed_origins=args.allow_origin,
+        stateless=args.stateless,
+        max_body_size=args.max_body,
+        timeout=args.timeout,
+    )
+    drain = Drain(app)
+    config = uvicorn.Config(
+        drain,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        # The calls have drained by the time uvicorn shuts down (GracefulServer).
+        timeout_graceful_shutdown=1,
+        lifespan="on",
+    )
+    server = GracefulServer(config, drain, args.grace)
+    print(f"nativemcp serving MCP at http://{args.host}:{args.port}/mcp", file=sys.stderr)
+    server.run()
+    return 0

@@ -1,0 +1,272 @@
+"""Serving a pool's servers to MCP clients: over stdio, or as an ASGI app (Streamable HTTP).
+
+```python
+async with WorkerPool(["myapp.tools:server"]) as pool:
+    await serve_stdio(pool)                      # Claude Desktop, Cursor, VS Code...
+
+app = http_app(WorkerPool(["myapp.tools:server"]), token="s3cret")   # uvicorn app
+```
+
+Both are the official `mcp` package's transports around `McpBridge`. Over HTTP the whole
+pool answers at ``/mcp`` and each server at ``/mcp/<name>``; every route has its own
+Streamable HTTP session manager. The HTTP app is safe by default: DNS-rebinding checks
+on Host and Origin (localhost names, plus an allow-list), an optional bearer token
+(answered 401 when missing or wrong), and a request-body size limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any, Final
+
+import anyio
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._bridge import McpBridge, select_handles
+from ._pool import WorkerPool
+from ._serve_defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
+from ._serve_defaults import TOKEN_ENV as TOKEN_ENV
+
+__all__ = ["DEFAULT_MAX_BODY", "TOKEN_ENV", "Drain", "http_app", "serve_stdio"]
+
+_LOCAL_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
+
+
+async def serve_stdio(
+    pool: WorkerPool,
+    servers: Sequence[str] | None = None,
+    *,
+    name: str = "nativemcp",
+    timeout: float = 0,
+) -> None:
+    """Serve ``servers`` of a running pool (default: all) over this process's stdin/stdout.
+
+    Runs until the client closes stdin. With one server its tools keep their names;
+    with several they are listed under full names (``builtin_server__tool``).
+
+    Raises:
+        ValueError: a named server is not running in the pool.
+    """
+    bridge = McpBridge(select_handles(pool.handles, servers), name=name, timeout=timeout)
+    pool.add_resource_listener(bridge.resource_updated)
+    server = bridge.server()
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _security(
+    allowed_hosts: Iterable[str], allowed_origins: Iterable[str]
+) -> TransportSecuritySettings:
+    hosts = [*_LOCAL_HOSTS, *(f"{h}:*" for h in _LOCAL_HOSTS), *allowed_hosts]
+    origins = [
+        *(f"{scheme}://{h}" for scheme in ("http", "https") for h in _LOCAL_HOSTS),
+        *(f"{scheme}://{h}:*" for scheme in ("http", "https") for h in _LOCAL_HOSTS),
+        *allowed_origins,
+    ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class _BearerToken:
+    """Answers 401 unless ``Authorization: Bearer <token>`` carries the token."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+            # A constant-time comparison: the token must not leak through timing.
+            if not hmac.compare_digest(given, self._expected):
+                body = json.dumps(
+                    {
+                        "error": "unauthorized",
+                        "error_description": "a valid bearer token is required",
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="nativemcp"'),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+class Drain:
+    """Counts in-flight POST requests (tool calls ride them) and, once draining, answers
+    new ones 503, so a shutdown can wait for the calls already running."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.in_flight = 0
+        self.draining = False
+        self._idle = anyio.Event()
+
+    async def wait_idle(self, grace: float) -> bool:
+        """Stop taking requests; True when the in-flight ones finished within ``grace`` s."""
+        self.draining = True
+        if self.in_flight == 0:
+            return True
+        with anyio.move_on_after(grace):
+            await self._idle.wait()
+        return self.in_flight == 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        if self.draining:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [(b"retry-after", b"1"), (b"connection", b"close")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"shutting down"})
+            return
+        self.in_flight += 1
+        self._idle = anyio.Event() if self.in_flight == 1 else self._idle
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self._idle.set()
+
+
+class _Routes:
+    """The ``/mcp`` and ``/mcp/<name>`` endpoints; their session managers start with the app."""
+
+    def __init__(
+        self,
+        pool: WorkerPool,
+        servers: Sequence[str] | None,
+        *,
+        name: str,
+        timeout: float,
+        stateless: bool,
+        security: TransportSecuritySettings,
+        max_body_size: int,
+    ) -> None:
+        self._pool = pool
+        self._servers = servers
+        self._name = name
+        self._timeout = timeout
+        self._stateless = stateless
+        self._security = security
+        self._max_body_size = max_body_size
+        self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
+
+    def _manager(self, handles: dict[str, Any], name: str) -> StreamableHTTPSessionManager:
+        bridge = McpBridge(handles, name=name, timeout=self._timeout)
+        self._pool.add_resource_listener(bridge.resource_updated)
+        return StreamableHTTPSessionManager(
+            app=bridge.server(),
+            stateless=self._stateless,
+            security_settings=self._security,
+            max_request_body_size=self._max_body_size,
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _: Any = None) -> AsyncIterator[None]:
+        """Start the pool (unless already running) and every route's session manager."""
+        async with contextlib.AsyncExitStack() as stack:
+            if not self._pool.is_running:
+                await stack.enter_async_context(self._pool)
+            handles = select_handles(self._pool.handles, self._servers)
+            self._managers[None] = self._manager(handles, self._name)
+            for server_name, handle in handles.items():
+                self._managers[server_name] = self._manager({server_name: handle}, server_name)
+            for manager in self._managers.values():
+                await stack.enter_async_context(manager.run())
+            try:
+                yield
+            finally:
+                self._managers.clear()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        name = scope.get("path_params", {}).get("name")
+        manager = self._managers.get(name)
+        if manager is None:
+            body = (
+                f"no MCP server at this path; servers: {', '.join(k for k in self._managers if k)}"
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 404,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body.encode()})
+            return
+        await manager.handle_request(scope, receive, send)
+
+
+def http_app(
+    pool: WorkerPool,
+    servers: Sequence[str] | None = None,
+    *,
+    name: str = "nativemcp",
+    token: str | None = None,
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
+    stateless: bool = False,
+    max_body_size: int = DEFAULT_MAX_BODY,
+    timeout: float = 0,
+) -> Starlette:
+    """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
+
+    The app's lifespan starts the pool if it is not running yet (and then closes it)
+    and the session managers; when mounting it in another Starlette or FastAPI app,
+    run its lifespan from the host app's (``app.router.lifespan_context``).
+
+    Args:
+        servers: which of the pool's servers to serve (default: all).
+        token: when set, every request needs ``Authorization: Bearer <token>`` (401).
+        allowed_hosts: Host header values accepted besides the local names (each
+            ``host:port``, or ``host:*`` for any port): the DNS-rebinding allow-list.
+        allowed_origins: Origin header values accepted besides local origins.
+        stateless: no sessions: each request stands alone, so replicas behind any load
+            balancer can serve any request (no server-to-client requests then).
+        max_body_size: the largest request body in bytes (larger: 413).
+        timeout: seconds per tool call (0: no limit).
+    """
+    routes = _Routes(
+        pool,
+        servers,
+        name=name,
+        timeout=timeout,
+        stateless=stateless,
+        security=_security(allowed_hosts, allowed_origins),
+        max_body_size=max_body_size,
+    )
+    app = Starlette(
+        routes=[
+            Route("/mcp", endpoint=routes, methods=["GET", "POST", "DELETE"]),
+            Route("/mcp/{name}", endpoint=routes, methods=["GET", "POST", "DELETE"]),
+        ],
+        lifespan=routes.lifespan,
+    )
+    if token:
+        app.add_middleware(_BearerToken, token=token)
+    return app

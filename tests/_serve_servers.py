@@ -1,0 +1,116 @@
+"""Servers for the MCP boundary tests; a module so worker processes can import them."""
+
+from __future__ import annotations
+
+import anyio
+import msgspec
+
+from nativemcp.protocol import ToolError
+from nativemcp.workers import Context, Server
+
+
+class Point(msgspec.Struct):
+    x: int
+    y: int
+
+
+class Answer(msgspec.Struct):
+    name: str
+
+
+server = Server("shapes", description="Typed tools for the MCP boundary tests")
+
+
+@server.tool
+def move(point: Point, dx: int = 1) -> Point:
+    """Move a point right by dx."""
+    return Point(x=point.x + dx, y=point.y)
+
+
+@server.tool
+def corners(size: int) -> list[Point]:
+    """The corners of a square (a bare list: its typed form differs from its JSON form)."""
+    return [Point(0, 0), Point(size, 0), Point(size, size), Point(0, size)]
+
+
+@server.tool
+async def count(ctx: Context, steps: int = 3) -> int:
+    """Count up, reporting progress and logging each step."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+        await ctx.info(f"counted {step}")
+    return steps
+
+
+@server.tool
+def refuse(reason: str) -> int:
+    """Always fails with a coded tool error."""
+    raise ToolError(reason, code=4001)
+
+
+@server.tool
+async def ask_model(question: str, ctx: Context) -> str:
+    """Ask the client's model."""
+    answer = await ctx.sample(question, max_tokens=20)
+    return f"model says {answer.text}"
+
+
+@server.tool
+async def ask_user(ctx: Context) -> str:
+    """Ask the user for a name."""
+    answer = await ctx.elicit("Your name?", Answer)
+    return f"hello {answer.content.name}" if answer.action == "accept" else answer.action
+
+
+@server.tool
+def whoami(ctx: Context) -> str:
+    """The call's session scope."""
+    return f"{ctx.session_id}/{ctx.thread_id}"
+
+
+@server.resource("shapes://unit", mime_type="application/json")
+def unit() -> Point:
+    """The unit point."""
+    return Point(1, 1)
+
+
+@server.resource("shapes://square/{size}")
+def square(size: str) -> str:
+    """A square's description."""
+    return f"a square of side {size}"
+
+
+@server.prompt()
+def describe(shape: str, tone: str = "plain") -> str:
+    """Ask for a description of a shape."""
+    return f"Describe a {shape} in a {tone} tone."
+
+
+@server.completion
+def complete(ref: object, argument: str, value: str) -> list[str]:
+    """Shapes starting with the typed prefix."""
+    return [s for s in ("circle", "square", "star") if s.startswith(value)]
+
+
+other = Server("other", description="A second server, for the catalog route")
+
+
+@other.tool
+def ping_other() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+@server.tool
+async def slow(ctx: Context, seconds: float = 1.0) -> str:
+    """Report that it started, then take ``seconds``."""
+    await ctx.report_progress(0, 1, "started")
+    await anyio.sleep(seconds)
+    return "finished"
+
+
+@server.tool
+async def touch(uri: str, ctx: Context) -> str:
+    """Report that a resource changed."""
+    await ctx.resource_updated(uri)
+    return "touched"
