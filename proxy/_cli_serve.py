@@ -76,9 +76,19 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
 
 
+def _importable_from(folder: str) -> None:
+    """Let this process and its workers import modules from ``folder``."""
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (folder, os.environ.get("PYTHONPATH")) if p
+    )
+
+
 def _sources(specs: list[str]) -> tuple[list[str], list[str]]:
-    """``(built-in names, module:attribute sources)``; a file path's folder joins sys.path
-    (and PYTHONPATH, so worker processes import it the same way)."""
+    """``(built-in names, module:attribute sources)``. A file path's folder, or for a
+    module the current folder (as ``python -m`` and uvicorn do), joins sys.path and
+    PYTHONPATH, so worker processes import it the same way."""
     from nativemcp.workers import BUILTIN_SERVERS
 
     builtins: list[str] = []
@@ -97,13 +107,10 @@ def _sources(specs: list[str]) -> tuple[list[str], list[str]]:
             path = Path(target).resolve()
             if not path.is_file():
                 raise SystemExit(f"nativemcp serve: no file {target!r}")
-            folder = str(path.parent)
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
-            os.environ["PYTHONPATH"] = os.pathsep.join(
-                p for p in (folder, os.environ.get("PYTHONPATH")) if p
-            )
+            _importable_from(str(path.parent))
             target = path.stem
+        else:
+            _importable_from(os.getcwd())
         sources.append(f"{target}:{attribute}")
     return builtins, sources
 

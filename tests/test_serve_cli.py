@@ -3,7 +3,6 @@ arguments are named."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -45,9 +44,8 @@ async def test_sigterm_lets_an_in_flight_call_finish() -> None:
     port = _free_port()
     argv = ["serve", "--transport", "http", "--port", str(port), "--grace", "20"]
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
-        [sys.executable, "-m", "nativemcp.proxy._cli", *argv, "_serve_servers:server"],
-        cwd=TESTS,
-        env={**os.environ, "PYTHONPATH": str(TESTS)},
+        [str(Path(sys.executable).parent / "nativemcp"), *argv, "_serve_servers:server"],
+        cwd=TESTS,  # module:attribute resolves from the current folder
     )
     try:
         _wait_listening(port, process)
