@@ -39,7 +39,7 @@ from nativemcp.workers import ClientRequestError, FeatureError, WorkerError
 
 from ._handle import ServerHandle
 
-__all__ = ["SERVICE_META_KEY", "McpBridge", "select_handles"]
+__all__ = ["SERVICE_META_KEY", "McpBridge", "gather_instructions", "select_handles"]
 
 _logger = logging.getLogger("nativemcp.serve")
 
@@ -74,11 +74,13 @@ class McpBridge:
         name: str = "nativemcp",
         version: str = "",
         timeout: float = 0,
+        instructions: str | None = None,
     ) -> None:
         self.handles = handles
         self.name = name
         self.version = version
         self.timeout = timeout
+        self.instructions = instructions
         self._single = len(handles) == 1
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
@@ -325,6 +327,7 @@ class McpBridge:
         server: LowLevelServer[Any] = LowLevelServer(
             self.name,
             version=self.version,
+            instructions=self.instructions,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
             on_list_resources=self.list_resources,
@@ -387,6 +390,21 @@ def _builtins(value: Any) -> Any:
     import msgspec
 
     return msgspec.to_builtins(value)
+
+
+async def gather_instructions(handles: dict[str, ServerHandle], *, timeout: float) -> str | None:
+    """The servers' service-context texts (what an agent's system prompt gets), as the
+    MCP ``instructions``: one paragraph per server, headed by its name when several."""
+    parts: list[str] = []
+    for name, handle in handles.items():
+        try:
+            text = (await handle.get_service_context(timeout=timeout or 30)).strip()
+        except WorkerError as exc:
+            _logger.warning("no service context from %s: %s", name, exc)
+            continue
+        if text:
+            parts.append(text if len(handles) == 1 else f"{name}: {text}")
+    return "\n\n".join(parts) or None
 
 
 def select_handles(

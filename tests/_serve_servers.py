@@ -68,6 +68,11 @@ def whoami(ctx: Context) -> str:
     return f"{ctx.session_id}/{ctx.thread_id}"
 
 
+@server.service_context
+def _context() -> str:
+    return "Shapes live on an integer grid."
+
+
 @server.resource("shapes://unit", mime_type="application/json")
 def unit() -> Point:
     """The unit point."""

@@ -150,6 +150,8 @@ async def test_sdk_client_over_stdio_lists_calls_and_reads() -> None:
     )
     with anyio.fail_after(60):
         async with Client(params) as client:
+            # The server's service context is the MCP instructions.
+            assert client.instructions == "Shapes live on an integer grid."
             await _check_client(client, prefix="")
             await _check_features(client, prefix="")
         # Server-to-client requests ride a call's stream on the handshake-era protocol
@@ -174,6 +176,7 @@ async def test_sdk_client_over_http_per_server_route_and_catalog_route() -> None
                 elicitation_callback=_elicitation,
                 mode="legacy",
             ) as client:
+                assert client.instructions == "shapes: Shapes live on an integer grid."
                 names = {tool.name for tool in (await client.list_tools()).tools}
                 assert {"builtin_shapes__move", "builtin_other__ping_other"} <= names
                 await _check_client(client, prefix="builtin_shapes__")
