@@ -11,6 +11,9 @@ Contenders, measured in the same run on the same list-shaped result:
 - ``sdk_inprocess``: the official ``mcp.Client`` against an equivalent ``MCPServer``
   in the same process.
 - ``sdk_stdio``: the same over stdio (a child process).
+- ``pool_external_stdio``: the same SDK server over stdio as an external server of a
+  `WorkerPool` (``mcp_servers=``), called through its typed proxy: what the pool adds
+  on top of the SDK client (goal: at most 10%).
 
 Also: calls/s with 64 concurrent callers (raw pipe pipelined, nativemcp), bytes on
 the wire per call, worker cold start to ready, and idle RSS per worker.
@@ -152,16 +155,27 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
 
     raw = RawPipe()
     samples: dict[str, list[float]] = {
-        n: [] for n in ("raw_pipe", "nativemcp", "nativemcp_inline", "sdk_inprocess", "sdk_stdio")
+        n: []
+        for n in (
+            "raw_pipe",
+            "nativemcp",
+            "nativemcp_inline",
+            "sdk_inprocess",
+            "sdk_stdio",
+            "pool_external_stdio",
+        )
     }
     try:
         stdio = StdioServerParameters(command=sys.executable, args=["-m", "bench._roundtrip_sdk"])
+        external = {"command": sys.executable, "args": ["-m", "bench._roundtrip_sdk"]}
         async with (
             WorkerPool(["bench._roundtrip_servers:server"], timeout=60) as pool,
             Client(sdk_server()) as sdk_local,  # type: ignore[arg-type]
             Client(stdio) as sdk_remote,
+            WorkerPool(mcp_servers={"sdk": external}, timeout=60) as external_pool,
         ):
             proxy = pool.server("bench")
+            external_proxy = external_pool.server("sdk")
 
             async def raw_call() -> object:
                 return raw.call()
@@ -178,18 +192,23 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
             async def sdk_remote_call() -> object:
                 return await sdk_remote.call_tool("list_items", {"count": ITEMS})
 
+            async def external_call() -> object:
+                return await external_proxy.list_items(count=ITEMS)
+
             contenders = [
                 ("raw_pipe", raw_call, number),
                 ("nativemcp", native_call, number),
                 ("nativemcp_inline", native_inline_call, number),
                 ("sdk_inprocess", sdk_local_call, number // 4),
                 ("sdk_stdio", sdk_remote_call, stdio_number),
+                ("pool_external_stdio", external_call, stdio_number),
             ]
             for _, call, count in contenders:  # warm up
                 await _per_call_us(call, max(5, count // 10))
-            # Interleaved rounds spread machine noise over every contender alike.
-            for _ in range(rounds):
-                for name, call, count in contenders:
+            # Interleaved rounds spread machine noise over every contender alike; the
+            # order flips each round, so no contender always runs after the same one.
+            for round_ in range(rounds):
+                for name, call, count in contenders if round_ % 2 else contenders[::-1]:
                     samples[name].append(await _per_call_us(call, count))
 
             native_concurrent = await _concurrent(native_call, concurrent_total)
@@ -249,6 +268,8 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
         "nativemcp ≤ 2x raw_pipe": p50["nativemcp"] <= 2 * p50["raw_pipe"],
         "sdk_inprocess / nativemcp ≥ 10": p50["sdk_inprocess"] / base >= 10,
         "sdk_stdio / nativemcp ≥ 20": p50["sdk_stdio"] / base >= 20,
+        "pool_external_stdio ≤ 1.10x sdk_stdio": p50["pool_external_stdio"]
+        <= 1.10 * p50["sdk_stdio"],
         "concurrent nativemcp ≥ 0.5x pipelined raw": native_concurrent >= 0.5 * raw_concurrent,
         "cold start ≤ 300 ms": cold_ms <= 300,
         "idle RSS ≤ 40 MB": idle_rss <= 40,
@@ -258,6 +279,7 @@ async def main(quick: bool, as_json: bool) -> dict[str, Any]:
         print(f"{'met ' if met else 'MISS'}  {goal}")
     return {
         "contenders": {name: {"p50_us": round(value, 1)} for name, value in p50.items()},
+        "pool_external_stdio_vs_sdk_stdio": round(p50["pool_external_stdio"] / p50["sdk_stdio"], 3),
         "concurrent": {
             "callers": CALLERS,
             "nativemcp_calls_per_s": round(native_concurrent),

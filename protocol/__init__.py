@@ -26,11 +26,15 @@ from ._exceptions import ToolNameError as ToolNameError
 from ._exceptions import UnwrapError as UnwrapError
 from ._naming import BUILTIN_PREFIX as BUILTIN_PREFIX
 from ._naming import SEPARATOR as SEPARATOR
+from ._naming import SERVICE_META_KEY as SERVICE_META_KEY
 from ._naming import BackendType as BackendType
 from ._naming import ServiceInfo as ServiceInfo
 from ._naming import full_tool_name as full_tool_name
 from ._naming import is_valid_tool_name as is_valid_tool_name
 from ._naming import parse_tool_name as parse_tool_name
+from ._naming import service_info as service_info
+from ._naming import service_meta as service_meta
+from ._naming import tag_service as tag_service
 from ._naming import tool_name_index as tool_name_index
 from ._naming import validate_tool_name as validate_tool_name
 from ._responses import compact as compact
@@ -83,6 +87,7 @@ __all__ = [
     "PARSE_ERROR",
     "REQUEST_TIMEOUT",
     "SEPARATOR",
+    "SERVICE_META_KEY",
     "STRUCTURED_RESULT_META_KEY",
     "Annotations",
     "AudioContent",
@@ -132,7 +137,10 @@ __all__ = [
     "response_from_sdk",
     "response_to_sdk",
     "result_text",
+    "service_info",
+    "service_meta",
     "structured_response",
+    "tag_service",
     "text_resource_response",
     "text_response",
     "to_sdk",

@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Container, Iterable
-from typing import Final
+from collections.abc import Container, Iterable, Mapping
+from typing import Any, Final, TypeVar
 
 import msgspec
 
 from ._exceptions import ToolNameError
+from ._types import ContentBlock, NativeMCPResponse, Tool, UnknownContent
 
 __all__ = [
     "BUILTIN_PREFIX",
     "SEPARATOR",
+    "SERVICE_META_KEY",
     "BackendType",
     "ServiceInfo",
     "full_tool_name",
     "is_valid_tool_name",
     "parse_tool_name",
+    "service_info",
+    "service_meta",
+    "tag_service",
     "tool_name_index",
     "validate_tool_name",
 ]
@@ -35,6 +40,10 @@ SEPARATOR: Final = "__"
 
 BUILTIN_PREFIX: Final = "builtin_"
 """Starts the full name of every built-in server's tool."""
+
+SERVICE_META_KEY: Final = "io.github.nativemcp/service"
+"""The ``_meta`` key on a listed tool and on every content block of a routed result:
+``{"serverName", "toolName", "backendType"}``, the service that produced it."""
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
@@ -160,3 +169,67 @@ def tool_name_index(services: Iterable[ServiceInfo]) -> dict[str, ServiceInfo]:
         )
         raise ToolNameError(f"{len(clashes)} tool name collision(s): {described}")
     return index
+
+
+def service_meta(service: ServiceInfo) -> dict[str, str]:
+    """``service`` as the ``_meta`` value: ``{"serverName", "toolName", "backendType"}``."""
+    return {
+        "serverName": service.server_name,
+        "toolName": service.tool_name,
+        "backendType": str(service.backend_type),
+    }
+
+
+def service_info(obj: Any) -> ServiceInfo | None:
+    """The `ServiceInfo` in the ``_meta`` of a tool, a content block (object or dict) or a
+    ``_meta`` mapping itself; None when there is none or it is malformed."""
+    meta: Any
+    if isinstance(obj, Mapping):
+        meta = obj.get("_meta", obj.get("meta", obj))
+    else:
+        meta = getattr(obj, "meta", None)
+    value = meta.get(SERVICE_META_KEY) if isinstance(meta, Mapping) else None
+    if not isinstance(value, Mapping):
+        return None
+    server, tool, backend = value.get("serverName"), value.get("toolName"), value.get("backendType")
+    if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(backend, str):
+        return None
+    try:
+        return ServiceInfo(server_name=server, tool_name=tool, backend_type=BackendType(backend))
+    except ValueError:
+        return None
+
+
+_S = TypeVar("_S", bound=msgspec.Struct)
+
+
+def _with_meta(obj: _S, meta_value: dict[str, str]) -> _S:
+    meta = dict(getattr(obj, "meta", None) or {})
+    meta[SERVICE_META_KEY] = meta_value
+    return msgspec.structs.replace(obj, meta=meta)
+
+
+def tag_service(
+    item: NativeMCPResponse[Any] | Tool, service: ServiceInfo, *, name: str | None = None
+) -> Any:
+    """``item`` with ``service`` in its ``_meta``: a tool (renamed to ``name`` if given),
+    or every content block of a response's result. Nothing else changes."""
+    value = service_meta(service)
+    if isinstance(item, Tool):
+        tagged = _with_meta(item, value)
+        return tagged if name is None else msgspec.structs.replace(tagged, name=name)
+    result = item.result
+    if result is None or not result.content:
+        return item
+    blocks = [_tag_block(block, value) for block in result.content]
+    return msgspec.structs.replace(item, result=msgspec.structs.replace(result, content=blocks))
+
+
+def _tag_block(block: ContentBlock, value: dict[str, str]) -> ContentBlock:
+    if isinstance(block, UnknownContent):
+        data = dict(block.data)
+        meta = dict(data.get("_meta") or {})
+        meta[SERVICE_META_KEY] = value
+        data["_meta"] = meta
+        return UnknownContent(data=data)
+    return _with_meta(block, value)

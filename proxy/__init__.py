@@ -11,23 +11,35 @@ from nativemcp.workers import WorkerError as WorkerError
 from nativemcp.workers import WorkerStartError as WorkerStartError
 from nativemcp.workers import WorkerTimeout as WorkerTimeout
 
+from ._catalog import UIAction as UIAction
 from ._exceptions import ArgumentsError as ArgumentsError
+from ._exceptions import ToolNameClash as ToolNameClash
 from ._exceptions import UnknownServer as UnknownServer
+from ._exceptions import UnknownTool as UnknownTool
+from ._external import ExternalServerSpec as ExternalServerSpec
+from ._external import load_mcp_servers as load_mcp_servers
+from ._handle import DEFAULT as DEFAULT
+from ._handle import CallOptions as CallOptions
 from ._handle import LogHandler as LogHandler
 from ._handle import ProgressCallback as ProgressCallback
 from ._pool import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._pool import ClientHandler as ClientHandler
 from ._pool import WorkerPool as WorkerPool
+from ._proxy import PROXY_NAMES as PROXY_NAMES
 from ._proxy import ServerProxy as ServerProxy
 from ._proxy import ToolMethod as ToolMethod
 from ._records import Record as Record
 from ._worker import RestartPolicy as RestartPolicy
 
 __all__ = [
+    "DEFAULT",
     "DEFAULT_TIMEOUT",
+    "PROXY_NAMES",
     "TOKEN_ENV",
     "ArgumentsError",
+    "CallOptions",
     "ClientHandler",
+    "ExternalServerSpec",
     "FrameTooLarge",
     "LogHandler",
     "McpBridge",
@@ -36,7 +48,10 @@ __all__ = [
     "RestartPolicy",
     "ServerProxy",
     "ToolMethod",
+    "ToolNameClash",
+    "UIAction",
     "UnknownServer",
+    "UnknownTool",
     "WorkerClosed",
     "WorkerCrashed",
     "WorkerError",
@@ -44,6 +59,7 @@ __all__ = [
     "WorkerStartError",
     "WorkerTimeout",
     "http_app",
+    "load_mcp_servers",
     "serve_stdio",
 ]
 

@@ -37,7 +37,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.workers import ClientRequestError, FeatureError, WorkerError
 
-from ._handle import ServerHandle
+from ._handle import CallOptions, ServerHandle
 
 __all__ = ["SERVICE_META_KEY", "McpBridge", "gather_instructions", "select_handles"]
 
@@ -80,6 +80,8 @@ class McpBridge:
         self.name = name
         self.version = version
         self.timeout = timeout
+        # 0 or less: no limit (the handles take None for that).
+        self._limit = timeout if timeout > 0 else None
         self.instructions = instructions
         self._single = len(handles) == 1
         # logging/setLevel is per client connection; the connection object is the key.
@@ -172,11 +174,13 @@ class McpBridge:
             response = await route.handle.call(
                 route.name,
                 dict(params.arguments or {}),
-                timeout=self.timeout,
-                on_progress=on_progress if token is not None else None,
-                on_log=on_log,
-                on_request=on_request,
-                scope=(session_id, None) if session_id is not None else None,
+                CallOptions(
+                    timeout=self._limit,
+                    on_progress=on_progress if token is not None else None,
+                    on_log=on_log,
+                    on_request=on_request,
+                    scope=(session_id, None) if session_id is not None else None,
+                ),
             )
         except WorkerError as exc:
             # The tool did not run to an answer: the model reads why, as a tool error.
@@ -192,7 +196,7 @@ class McpBridge:
 
     async def _feature(self, handle: ServerHandle, method: str, params: dict[str, Any]) -> Any:
         try:
-            return await handle.feature(method, params, timeout=self.timeout)
+            return await handle.feature(method, params, CallOptions(timeout=self._limit))
         except FeatureError as exc:
             raise MCPError(exc.code, exc.message) from exc
         except WorkerError as exc:
@@ -225,7 +229,9 @@ class McpBridge:
         problems: list[str] = []
         for handle in self.handles.values():
             try:
-                result = await handle.feature("resources/read", {"uri": uri}, timeout=self.timeout)
+                result = await handle.feature(
+                    "resources/read", {"uri": uri}, CallOptions(timeout=self._limit)
+                )
             except FeatureError as exc:
                 problems.append(exc.message)
                 continue
@@ -398,7 +404,8 @@ async def gather_instructions(handles: dict[str, ServerHandle], *, timeout: floa
     parts: list[str] = []
     for name, handle in handles.items():
         try:
-            text = (await handle.get_service_context(timeout=timeout or 30)).strip()
+            limit = CallOptions(timeout=timeout or 30).with_default(None)
+            text = (await handle.get_service_context(limit)).strip()
         except WorkerError as exc:
             _logger.warning("no service context from %s: %s", name, exc)
             continue

@@ -49,6 +49,14 @@ def add_pool_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"data folder (default: ${DATA_DIR_ENV}, else the user data folder)",
     )
+    parser.add_argument(
+        "--mcp-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="external MCP servers to start too: an mcp.json with mcpServers "
+        "(as Claude Desktop, Cursor and VS Code write it)",
+    )
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str], int]:
@@ -156,7 +164,9 @@ def _print_json(value: Any) -> None:
     print(msgspec.json.encode(value).decode())
 
 
-def _content_pool(data_dir: Path, options: dict[str, Any] | None = None) -> Any:
+def _content_pool(
+    data_dir: Path, options: dict[str, Any] | None = None, mcp_config: Path | None = None
+) -> Any:
     from nativemcp.proxy import WorkerPool
 
     return WorkerPool(
@@ -164,6 +174,7 @@ def _content_pool(data_dir: Path, options: dict[str, Any] | None = None) -> Any:
         builtins=[CONTENT_STORE],
         in_process=(),
         options={CONTENT_STORE: options} if options else None,
+        mcp_servers=mcp_config,
     )
 
 
@@ -285,7 +296,7 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
     tally = _Tally(store=args.store)
     started = time.perf_counter()
     async with _content_pool(
-        data_dir, {"allowed_paths": _allowed_paths(args.paths, files)}
+        data_dir, {"allowed_paths": _allowed_paths(args.paths, files)}, args.mcp_config
     ) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _find_store(store, args.store)
@@ -362,7 +373,7 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
 
 async def _search(args: argparse.Namespace, data_dir: Path) -> int:
     query = " ".join(args.query)
-    async with _content_pool(data_dir) as pool:
+    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _require_store(store, args.store, data_dir)
         response = await store.call_tool(
@@ -372,13 +383,13 @@ async def _search(args: argparse.Namespace, data_dir: Path) -> int:
 
 
 async def _stores(args: argparse.Namespace, data_dir: Path) -> int:
-    async with _content_pool(data_dir) as pool:
+    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
         response = await pool.server(CONTENT_STORE).call_tool("list_stores", {})
     return _show(response, args.json)
 
 
 async def _list(args: argparse.Namespace, data_dir: Path) -> int:
-    async with _content_pool(data_dir) as pool:
+    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _require_store(store, args.store, data_dir)
         response = await store.call_tool(
@@ -390,7 +401,7 @@ async def _list(args: argparse.Namespace, data_dir: Path) -> int:
 async def _read(args: argparse.Namespace, data_dir: Path) -> int:
     if args.to_line is not None and args.to_line < args.from_line:
         raise UsageError(f"--to {args.to_line} is before --from {args.from_line}")
-    async with _content_pool(data_dir) as pool:
+    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _require_store(store, args.store, data_dir)
         arguments: dict[str, Any] = {
@@ -410,7 +421,7 @@ async def _delete(args: argparse.Namespace, data_dir: Path) -> int:
             "say which store: `delete CONTENT --store NAME` removes a file, "
             "`delete --store NAME` the whole store"
         )
-    async with _content_pool(data_dir) as pool:
+    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _require_store(store, args.store, data_dir)
         if args.content_id is None:
@@ -433,18 +444,22 @@ async def _call(args: argparse.Namespace, data_dir: Path) -> int:
         raise UsageError(f"--args is not JSON: {exc.msg} at character {exc.pos}") from None
     if not isinstance(arguments, dict):
         raise UsageError(f"--args must be a JSON object, got {type(arguments).__name__}")
+    external = args.mcp_config
     if args.server in BUILTIN_SERVERS:
-        pool = WorkerPool(data_dir=data_dir, builtins=[args.server])
+        pool = WorkerPool(data_dir=data_dir, builtins=[args.server], mcp_servers=external)
         name = args.server
     elif ":" in args.server:
         # As `python -m` does: a module in the current folder can be named.
         sys.path.insert(0, os.getcwd())
-        pool = WorkerPool([args.server], data_dir=data_dir, builtins=[])
+        pool = WorkerPool([args.server], data_dir=data_dir, builtins=[], mcp_servers=external)
         name = None
+    elif external is not None:
+        pool = WorkerPool(data_dir=data_dir, builtins=[], mcp_servers=external)
+        name = args.server  # a server of the --mcp-config file
     else:
         raise UsageError(
-            f"no server {args.server!r}: give a built-in ({', '.join(BUILTIN_SERVERS)}) "
-            "or module:attribute"
+            f"no server {args.server!r}: give a built-in ({', '.join(BUILTIN_SERVERS)}), "
+            "module:attribute, or a server of --mcp-config FILE"
         )
     async with pool:
         response = await pool.server(name or pool.names[0]).call_tool(args.tool, arguments)

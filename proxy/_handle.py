@@ -1,12 +1,20 @@
-"""What a proxy talks to: a server in a worker process or in this process."""
+"""The one seam between the pool and a tool source: `ServerHandle` and `CallOptions`.
+
+Every source — a server in a worker process, a server in this process, an external MCP
+server — is a `ServerHandle`: its tools, ``call(tool, arguments, options)`` and
+``aclose()``. The pool and the proxies never ask which kind they hold.
+"""
 
 from __future__ import annotations
 
+import enum
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-from nativemcp.protocol import NativeMCPResponse, Tool
+import msgspec
+
+from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
 from nativemcp.workers import (
     ClientRequest,
     ClientRequestError,
@@ -17,6 +25,8 @@ from nativemcp.workers import (
 )
 
 __all__ = [
+    "DEFAULT",
+    "CallOptions",
     "CallScope",
     "LogHandler",
     "ProgressCallback",
@@ -24,6 +34,8 @@ __all__ = [
     "ServerHandle",
     "answer_client_request",
     "deliver",
+    "deliver_log",
+    "time_limit",
 ]
 
 ResourceListener = Callable[[str], Awaitable[None]]
@@ -39,27 +51,90 @@ LogHandler = Callable[[str, Any, str | None], Any]
 """Called with ``(level, data, logger)``; may be sync or async."""
 
 
+class _Default(enum.Enum):
+    DEFAULT = "DEFAULT"
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Final = _Default.DEFAULT
+"""``CallOptions(timeout=DEFAULT)``: use the pool's (or the server's) default time limit."""
+
+
+def time_limit(timeout: float | _Default | None, default: float | None) -> float | None:
+    """Seconds a call may take: ``DEFAULT`` gives ``default``, ``None`` no limit.
+
+    A number of 0 or less also means no limit (kept from earlier releases).
+
+    Raises:
+        TypeError: ``timeout`` is neither a number, None nor ``DEFAULT``.
+    """
+    if timeout is DEFAULT:
+        timeout = default
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"a time limit is seconds, None or DEFAULT, not {timeout!r}")
+    return float(timeout) if timeout > 0 else None
+
+
+class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """The options of one call, in one object rather than repeated keyword lists.
+
+    ``timeout``: seconds the call may take; ``None`` for no limit; ``DEFAULT`` (the
+    default) for the pool's limit. ``on_progress`` / ``on_log`` receive the tool's
+    progress and log notifications while the call runs; ``on_request`` answers the
+    tool's requests to its client (sampling, elicitation); ``scope`` is the
+    ``(session_id, thread_id)`` of this one call (None: the server's).
+    """
+
+    timeout: float | _Default | None = DEFAULT
+    on_progress: ProgressCallback | None = None
+    on_log: LogHandler | None = None
+    on_request: ClientRequest | None = None
+    scope: CallScope | None = None
+
+    def with_default(self, default: float | None) -> CallOptions:
+        """These options with ``timeout`` resolved against ``default`` (see `time_limit`)."""
+        limit = time_limit(self.timeout, default)
+        if limit == self.timeout:
+            return self
+        return msgspec.structs.replace(self, timeout=limit)
+
+    @property
+    def limit(self) -> float | None:
+        """The resolved time limit (``DEFAULT`` reads as no limit: resolve first)."""
+        timeout = self.timeout
+        return None if isinstance(timeout, _Default) else timeout
+
+
+NO_OPTIONS: Final = CallOptions(timeout=None)
+"""No time limit, no callbacks."""
+
+
 class ServerHandle(Protocol):
-    """The operations a proxy needs, whatever runs the server."""
+    """The operations a proxy and the catalog need, whatever runs the server.
+
+    ``call`` and ``call_value`` get options whose ``timeout`` is already resolved (a
+    number or None). ``trusts_type_refs`` says whether the tools' ``_meta`` type
+    references may be imported: only the pool's own worker and in-process servers.
+    ``default_timeout`` is the source's own per-call limit, if it has one (an external
+    server's ``timeout`` entry); None defers to the pool's.
+    """
 
     name: str
     description: str
-    backend: str
+    backend: BackendType
+    trusts_type_refs: bool
+    default_timeout: float | None
     on_resource_updated: ResourceListener | None
 
     @property
     def tools(self) -> list[Tool]: ...
 
     async def call(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        *,
-        timeout: float,
-        on_progress: ProgressCallback | None,
-        on_log: LogHandler | None,
-        on_request: ClientRequest | None = None,
-        scope: CallScope | None = None,
+        self, tool: str, arguments: dict[str, Any], options: CallOptions
     ) -> NativeMCPResponse[Any]: ...
 
     async def call_value(
@@ -68,25 +143,20 @@ class ServerHandle(Protocol):
         arguments: dict[str, Any],
         result_type: Any,
         output_schema: Mapping[str, Any] | None,
-        *,
-        timeout: float,
-        on_progress: ProgressCallback | None,
-        on_log: LogHandler | None,
-        on_request: ClientRequest | None = None,
-        scope: CallScope | None = None,
+        options: CallOptions,
     ) -> Any: ...
 
-    async def feature(self, method: str, params: dict[str, Any], *, timeout: float) -> Any: ...
+    async def feature(self, method: str, params: dict[str, Any], options: CallOptions) -> Any: ...
 
-    async def list_tools(self, *, timeout: float) -> list[Tool]: ...
+    async def list_tools(self, options: CallOptions) -> list[Tool]: ...
 
-    async def get_service_context(self, *, timeout: float) -> str: ...
+    async def get_service_context(self, options: CallOptions) -> str: ...
 
     async def switch_context(
-        self, session_id: str | None, thread_id: str | None, *, timeout: float
+        self, session_id: str | None, thread_id: str | None, options: CallOptions
     ) -> None: ...
 
-    async def ping(self, *, timeout: float) -> None: ...
+    async def ping(self, options: CallOptions) -> None: ...
 
     async def aclose(self) -> None: ...
 
@@ -109,6 +179,13 @@ async def deliver(
             outcome = on_progress(notification.progress, notification.total, notification.message)
     elif isinstance(notification, LogNotification) and on_log is not None:
         outcome = on_log(notification.level, notification.data, notification.logger)
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
+async def deliver_log(handler: LogHandler, level: str, data: Any, logger: str | None) -> None:
+    """Hand one log message to a caller's handler (sync or async)."""
+    outcome = handler(level, data, logger)
     if inspect.isawaitable(outcome):
         await outcome
 

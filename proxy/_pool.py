@@ -1,25 +1,34 @@
-"""The worker pool: starts servers in worker processes (or in-process) and hands out proxies.
+"""The worker pool: every tool source behind one catalog, and typed proxies.
 
 ```python
-async with WorkerPool(data_dir="~/.local/share/app") as pool:
+async with WorkerPool(data_dir="~/.local/share/app", mcp_servers="mcp.json") as pool:
     store = pool.server("content-store")
     listing = await store.list_content(store_id=store_id)
+    tools = await pool.list_tools()          # every source, full names
+    response = await pool.call_tool("time__get_current_time", {"timezone": "UTC"})
 ```
+
+The pool takes server specs — a worker process, this process, an external MCP server —
+and starts them all concurrently; each becomes a `ServerHandle`, and nothing after
+start-up asks which kind it holds.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import logging
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, Self, TypeVar, overload
+from typing import Any, Final, Literal, Protocol, Self, TypeVar, overload
 
 import anyio
 import anyio.abc
 import multiprocess
 
+from nativemcp.protocol import NativeMCPResponse, Tool, ToolNameError
 from nativemcp.workers import (
     BUILTIN_SERVERS,
     ClientRequestError,
@@ -33,10 +42,23 @@ from nativemcp.workers import (
 from nativemcp.workers._wire import DEFAULT_MAX_FRAME
 
 from ._bootstrap import exit_if_bootstrapping
-from ._exceptions import UnknownServer
-from ._handle import ResourceListener, ServerHandle
+from ._catalog import Catalog, UIAction
+from ._exceptions import ArgumentsError, UnknownServer
+from ._external import ExternalServer, ExternalServerSpec, load_mcp_servers
+from ._handle import (
+    DEFAULT,
+    CallOptions,
+    LogHandler,
+    ProgressCallback,
+    ResourceListener,
+    ServerHandle,
+    _Default,
+)
+from ._llm_messages import tool_result_message
+from ._llm_provider import Provider, check_provider
+from ._llm_tools import declaration, provider_name, read_tool_call
 from ._local import LocalServer
-from ._proxy import ServerProxy
+from ._proxy import ServerProxy, coerce_arguments
 from ._worker import RestartPolicy, WorkerProcess
 
 __all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool"]
@@ -48,7 +70,9 @@ or ``elicitation/create``), spec-shaped result out; sync or async."""
 DEFAULT_TIMEOUT: Final = 30.0
 """Seconds a call may take unless the pool or the call says otherwise."""
 DEFAULT_START_TIMEOUT: Final = 20.0
-"""Seconds a worker has to load its server and send READY."""
+"""Seconds a worker (or an external server) has to load and become ready."""
+
+_logger = logging.getLogger("nativemcp.pool")
 
 P = TypeVar("P")
 StartMethod = Literal["spawn", "forkserver"]
@@ -62,8 +86,75 @@ def _builtin_available(name: str) -> bool:
         return False
 
 
+class _Spec(Protocol):
+    """How to start one server; the pool holds a list of these, whatever their kind."""
+
+    label: str
+    required: bool
+
+    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle: ...
+
+
+class _WorkerSpec:
+    """A server in its own worker process (``BuiltInWeb``)."""
+
+    required = True
+
+    def __init__(self, label: str, make: Callable[[], WorkerProcess]) -> None:
+        self.label = label
+        self._make = make
+
+    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
+        worker = self._make()
+        try:
+            await task_group.start(worker.run)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await worker.aclose()
+            raise
+        return worker
+
+
+class _LocalSpec:
+    """A server in this process (``BuiltInNative``)."""
+
+    required = True
+
+    def __init__(self, label: str, source: ServerSource, config: ServerConfig) -> None:
+        self.label = label
+        self._source = source
+        self._config = config
+
+    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
+        return LocalServer(load_server(self._source, self._config))
+
+
+class _ExternalSpec:
+    """An external MCP server (``ExternalMCP``) through the official client."""
+
+    def __init__(self, spec: ExternalServerSpec, start_timeout: float, restart: RestartPolicy):
+        self.label = spec.name
+        self.required = spec.required
+        self._spec = spec
+        self._start_timeout = start_timeout
+        self._restart = restart
+
+    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
+        server = ExternalServer(
+            self._spec, start_timeout=self._start_timeout, restart=self._restart
+        )
+        try:
+            await task_group.start(server.run)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await server.aclose()
+            raise
+        return server
+
+
 class WorkerPool:
-    """Runs servers, each in its own worker process, and gives out typed proxies.
+    """Runs servers — in worker processes, in this process, or external MCP servers —
+    and gives out typed proxies and one catalog over all of them.
 
     Args:
         servers: user-defined servers: `Server` objects, factories taking a
@@ -75,8 +166,10 @@ class WorkerPool:
         in_process: names of servers to run in this process instead of a worker
             (default: ``workspace``, which the original app ran natively).
         options: per-server options, by server name.
-        timeout: default seconds per call (0 or less: no limit).
-        start_timeout: seconds a worker has to become ready.
+        mcp_servers: external MCP servers: an ``mcpServers`` mapping as Claude Desktop,
+            Cursor and VS Code write it, or the path of such a JSON file.
+        timeout: default seconds per call (None: no limit; 0 or less, as before, too).
+        start_timeout: seconds a worker or external server has to become ready.
         max_frame: the largest message in bytes, either way.
         start_method: ``"spawn"`` (default) or ``"forkserver"``.
         restart: how crashed workers are restarted.
@@ -105,7 +198,8 @@ class WorkerPool:
         builtins: Iterable[str] | None = None,
         in_process: Iterable[str] = ("workspace",),
         options: Mapping[str, Mapping[str, Any]] | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         start_method: StartMethod = "spawn",
@@ -115,14 +209,6 @@ class WorkerPool:
     ) -> None:
         exit_if_bootstrapping()
         self._sources = list(servers)
-        self._client_handlers = {
-            method: handler
-            for method, handler in (
-                ("sampling/createMessage", sampling_handler),
-                ("elicitation/create", elicitation_handler),
-            )
-            if handler is not None
-        }
         self._data_dir = Path(data_dir).expanduser() if data_dir is not None else None
         if self._data_dir is not None and self._data_dir.exists() and not self._data_dir.is_dir():
             raise NotADirectoryError(
@@ -151,13 +237,25 @@ class WorkerPool:
                 # Now, with a short traceback, rather than when the worker is spawned.
                 raise TypeError(source._not_importable_message())
         self._options = {name: dict(value) for name, value in (options or {}).items()}
-        self._timeout = timeout
+        self._timeout = CallOptions(timeout=timeout).with_default(None).limit
+        self._external = load_mcp_servers(mcp_servers) if mcp_servers is not None else []
         self._start_timeout = start_timeout
         self._max_frame = max_frame
         self._mp_context = multiprocess.get_context(start_method)
         self._restart = restart or RestartPolicy()
         self._handles: dict[str, ServerHandle] = {}
+        self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
+        self._catalog = Catalog(self._handles)
         self._resource_listeners: list[ResourceListener] = []
+        self._client_handlers = {
+            method: handler
+            for method, handler in (
+                ("sampling/createMessage", sampling_handler),
+                ("elicitation/create", elicitation_handler),
+            )
+            if handler is not None
+        }
+        self._llm_names: dict[str, dict[str, str]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._closed = False
 
@@ -168,7 +266,7 @@ class WorkerPool:
             options=self._options.get(name or "", {}),
         )
 
-    def _plan(self) -> list[tuple[str, ServerSource]]:
+    def _specs(self) -> list[_Spec]:
         plan: list[tuple[str, ServerSource]] = [(n, BUILTIN_SERVERS[n]) for n in self._builtins]
         for source in self._sources:
             label = (
@@ -177,7 +275,31 @@ class WorkerPool:
                 else (source if isinstance(source, str) else getattr(source, "__name__", "server"))
             )
             plan.append((label, source))
-        return plan
+        specs: list[_Spec] = []
+        for label, source in plan:
+            config = self._config(label)
+            if label in self._in_process:
+                specs.append(_LocalSpec(label, source, config))
+            else:
+                specs.append(_WorkerSpec(label, self._worker_factory(label, source)))
+        specs.extend(
+            _ExternalSpec(spec, self._start_timeout, self._restart) for spec in self._external
+        )
+        return specs
+
+    def _worker_factory(self, label: str, source: ServerSource) -> Callable[[], WorkerProcess]:
+        def make() -> WorkerProcess:
+            return WorkerProcess(
+                source,
+                config=self._config(label),
+                mp_context=self._mp_context,
+                start_timeout=self._start_timeout,
+                max_frame=self._max_frame,
+                restart=self._restart,
+                label=label,
+            )
+
+        return make
 
     async def __aenter__(self) -> Self:
         if self._task_group is not None or self._closed:
@@ -199,37 +321,39 @@ class WorkerPool:
         errors: list[BaseException] = []
         started: list[ServerHandle] = []
 
-        async def start(label: str, source: ServerSource) -> None:
-            config = self._config(label)
+        order: dict[int, int] = {}
+
+        async def start(index: int, spec: _Spec) -> None:
             try:
-                if label in self._in_process:
-                    server = load_server(source, config)
-                    started.append(LocalServer(server))
-                    return
-                worker = WorkerProcess(
-                    source,
-                    config=config,
-                    mp_context=self._mp_context,
-                    start_timeout=self._start_timeout,
-                    max_frame=self._max_frame,
-                    restart=self._restart,
-                    label=label,
-                )
-                started.append(worker)
-                await outer.start(worker.run)
+                handle = await spec.start(outer)
+                order[id(handle)] = index
+                started.append(handle)
             except (WorkerError, ValueError, OSError) as exc:
-                errors.append(exc)
+                if spec.required:
+                    errors.append(exc)
+                else:
+                    _logger.warning("optional server %r left out: %s", spec.label, exc)
 
         async with anyio.create_task_group() as tg:
-            for label, source in self._plan():
-                tg.start_soon(start, label, source)
+            for index, spec in enumerate(self._specs()):
+                tg.start_soon(start, index, spec)
+        started.sort(key=lambda handle: order[id(handle)])  # configuration order, not speed
+        by_name: dict[str, list[ServerHandle]] = {}
         for handle in started:
-            handle.on_resource_updated = self._resource_updated
-            if handle.name in self._handles:
-                errors.append(ValueError(f"two servers are named {handle.name!r}"))
-            self._handles.setdefault(handle.name, handle)
+            by_name.setdefault(handle.name, []).append(handle)
+        for name, same in by_name.items():
+            if len(same) > 1:
+                kinds = " and ".join(f"{h.backend}" for h in same)
+                errors.append(ValueError(f"two servers are named {name!r} ({kinds})"))
+            same[0].on_resource_updated = self._resource_updated
+            self._handles[name] = same[0]
+        if not errors:
+            try:
+                self._catalog.check()
+            except ToolNameError as exc:
+                errors.append(exc)
         if errors:
-            # Close whatever did start before reporting.
+            # Close whatever did start before reporting (the pool's aclose does it).
             for handle in started:
                 if handle not in self._handles.values():
                     await handle.aclose()
@@ -346,9 +470,152 @@ class WorkerPool:
             raise UnknownServer(
                 f"no server named {name!r}; servers: {', '.join(self._handles) or '(none)'}"
             )
-        return ServerProxy(
-            handle,
-            timeout=self._timeout,
-            interface=interface,
-            on_request=self.answer_client_request,
+        proxy = self._proxies.get((name, interface))
+        if proxy is None:
+            timeout = handle.default_timeout or self._timeout
+            proxy = ServerProxy(
+                handle,
+                timeout=timeout,
+                interface=interface,
+                on_request=self.answer_client_request,
+            )
+            self._proxies[(name, interface)] = proxy
+        return proxy
+
+    # -- the catalog -----------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise WorkerClosed("the pool is closed", server="*")
+
+    async def list_tools(self) -> list[Tool]:
+        """Every tool of every source under its full name (``server__tool`` external,
+        ``builtin_server__tool`` built-in), its `ServiceInfo` in
+        ``_meta["io.github.nativemcp/service"]`` (read it with `service_info`).
+
+        Raises:
+            ToolNameError: two sources now give the same full name (both named).
+            WorkerClosed: the pool is closed.
+        """
+        self._check_open()
+        return self._catalog.tools()
+
+    async def call_tool(
+        self,
+        full_name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        timeout: float | _Default | None = DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        on_log: LogHandler | None = None,
+        options: CallOptions | None = None,
+    ) -> NativeMCPResponse[Any]:
+        """Call a tool by its full name; every content block of the result carries
+        ``_meta["io.github.nativemcp/service"]``. Tool errors are responses.
+
+        ``timeout``: seconds, ``None`` for no limit, ``DEFAULT`` for the server's or the
+        pool's; or pass every option at once as ``options``.
+
+        Raises:
+            UnknownTool: no such full name (the message suggests the nearest).
+            WorkerError: the source timed out, crashed or is closed.
+            ArgumentsError: the arguments are not an object.
+        """
+        self._check_open()
+        entry = self._catalog.entry(full_name)
+        proxy = self.server(entry.service.server_name)
+        call_options = proxy._options(options, timeout, on_progress, on_log)
+        response = await entry.handle.call(
+            entry.tool.name, coerce_arguments(full_name, arguments, {}), call_options
+        )
+        return self._catalog.tag(response, entry)
+
+    def resolve_ui_action(self, action: Mapping[str, Any], content: Any) -> UIAction:
+        """Resolve a UI action to the full tool name to call and its arguments.
+
+        ``content`` is what showed the action (a content block, a result or the
+        response from `call_tool`): a base ``toolName`` takes its server from the
+        service on it; a full name passes unchanged; host actions (``intent``,
+        ``prompt``, ``notify``, ``link``) give ``tool_name`` None.
+
+        Raises:
+            ValueError: a malformed action, or a base name with no service to go by.
+            UnknownTool: the resolved name is not in the catalog.
+        """
+        return self._catalog.resolve_ui_action(action, content)
+
+    # -- the agent loop --------------------------------------------------------------
+
+    def _names_for(self, provider: Provider) -> dict[str, str]:
+        """Provider name → full name for every catalog tool (stable across calls)."""
+        names = self._llm_names.setdefault(provider, {})
+        given = {full: short for short, full in names.items()}
+        for entry in self._catalog.entries():
+            if entry.full_name not in given:
+                short = provider_name(entry.full_name, provider, names)
+                names[short] = entry.full_name
+                given[entry.full_name] = short
+        return names
+
+    async def tool_definitions(self, provider: Provider) -> list[dict[str, Any]]:
+        """Every tool of the catalog as ``provider``'s tool declarations.
+
+        ``"openai"`` (Chat Completions tools), ``"openai-responses"`` (Responses function
+        tools), ``"anthropic"`` (Messages tools) or ``"gemini"`` (FunctionDeclarations;
+        wrap them as ``types.Tool(function_declarations=...)``). Names that break a
+        provider's rule are shortened reversibly: `run_tool_call` maps them back.
+
+        Raises:
+            UnknownProviderError: not one of the four providers.
+            WorkerClosed: the pool is closed.
+        """
+        provider = check_provider(provider)
+        self._check_open()
+        names = self._names_for(provider)
+        by_full = {full: short for short, full in names.items()}
+        return [
+            declaration(entry.tool, by_full[entry.full_name], provider)
+            for entry in self._catalog.entries()
+        ]
+
+    async def run_tool_call(
+        self,
+        call: Any,
+        *,
+        provider: Provider,
+        timeout: float | _Default | None = DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        on_log: LogHandler | None = None,
+    ) -> dict[str, Any]:
+        """Run a model's tool call and return the provider's tool-result message.
+
+        ``call`` is what the provider's SDK gives (an object or its dict): an OpenAI
+        ``tool_calls[i]``, a Responses ``function_call`` item, an Anthropic ``tool_use``
+        block, a Gemini ``function_call`` Part. Arguments that are not JSON, an unknown
+        tool, a tool error or a failed source become an error message the model can
+        read (see `tool_result_message`); cancellation propagates.
+
+        Raises:
+            UnknownProviderError: not one of the four providers.
+            ValueError: ``call`` is not a tool call at all (no tool name).
+        """
+        provider = check_provider(provider)
+        parsed = read_tool_call(call, provider)
+        full_name = self._names_for(provider).get(parsed.name, parsed.name)
+        outcome: NativeMCPResponse[Any] | Exception
+        if parsed.error is not None:
+            outcome = ArgumentsError(f"tool call {parsed.name!r}: {parsed.error}")
+        else:
+            try:
+                outcome = await self.call_tool(
+                    full_name,
+                    parsed.arguments,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    on_log=on_log,
+                )
+            except Exception as exc:  # the model reads the error; cancellation is not caught
+                outcome = exc
+        return tool_result_message(
+            outcome, provider=provider, call_id=parsed.call_id, tool_name=parsed.name
         )

@@ -2,17 +2,23 @@
 
 ``await proxy.list_content(store_id=s)`` calls the tool and unwraps the response into
 the tool's own return type: the type named in the tool's ``_meta`` (imported here, never
-evaluated from text) or, for a typed interface, the method's annotation. A result whose
-type cannot be imported here comes back as `Record` objects, so attribute access such
-as ``.contents`` still works.
+evaluated from text, and only for the pool's own servers: an external server never
+makes this process import a module it names) or, for a typed interface, the method's
+annotation. A result whose type cannot be imported here comes back as `Record` objects,
+so attribute access such as ``.contents`` still works.
+
+Tool names never hide behind the proxy's own names: ``proxy.tool(name)`` reaches every
+tool, and a tool named like one of the proxy's own attributes (`PROXY_NAMES`) is an
+error at lookup that says how to call it, rather than silently the proxy's method.
 """
 
 from __future__ import annotations
 
 import json
+import keyword
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -28,11 +34,23 @@ from nativemcp.workers import (
 from nativemcp.workers._typeref import RETURN_TYPE_META_KEY, resolve_type
 
 from ._arguments import check_arguments, check_tool_name
-from ._exceptions import ArgumentsError
-from ._handle import CallScope, LogHandler, ProgressCallback, ServerHandle
+from ._exceptions import ArgumentsError, ToolNameClash
+from ._handle import (
+    DEFAULT,
+    CallOptions,
+    CallScope,
+    LogHandler,
+    ProgressCallback,
+    ServerHandle,
+    _Default,
+)
 from ._records import to_records
 
-__all__ = ["ServerProxy", "ToolMethod", "coerce_arguments"]
+__all__ = ["PROXY_NAMES", "ServerProxy", "ToolMethod", "coerce_arguments", "python_name"]
+
+_OPTION_KEYWORDS: Final = frozenset({"call_options", "call_timeout", "on_progress", "on_log"})
+"""Keywords a tool method reads as call options, unless the tool declares an argument
+of that name (then the keyword goes to the tool and options come via ``call_options``)."""
 
 
 def coerce_arguments(
@@ -71,8 +89,15 @@ def coerce_arguments(
     return merged
 
 
-def _scope(session_id: str | None, thread_id: str | None) -> CallScope | None:
-    return (session_id, thread_id) if session_id is not None or thread_id is not None else None
+def python_name(tool_name: str) -> str | None:
+    """The attribute a tool is reachable as: its name with ``-`` and ``.`` as ``_``.
+
+    None when that is not a Python identifier (or is a keyword).
+    """
+    name = tool_name.replace("-", "_").replace(".", "_")
+    if not name.isidentifier() or keyword.iskeyword(name):
+        return None
+    return name
 
 
 class ToolMethod:
@@ -84,23 +109,37 @@ class ToolMethod:
         self.result_type = result_type
         self.__name__ = tool.name
         self.__doc__ = tool.description
+        properties = (tool.input_schema or {}).get("properties")
+        declared = set(properties) if isinstance(properties, Mapping) else set()
+        # Option keywords a tool declares as arguments go to the tool.
+        self._options_kw = _OPTION_KEYWORDS - declared
+
+    def _split(self, kwargs: dict[str, Any]) -> CallOptions | None:
+        if not (kwargs.keys() & self._options_kw):
+            return None
+        options = kwargs.pop("call_options", None) if "call_options" in self._options_kw else None
+        if options is not None and not isinstance(options, CallOptions):
+            raise TypeError(f"call_options must be a CallOptions, not {type(options).__name__}")
+        options = options or CallOptions()
+        changes: dict[str, Any] = {}
+        if "call_timeout" in self._options_kw and "call_timeout" in kwargs:
+            legacy = kwargs.pop("call_timeout")
+            changes["timeout"] = DEFAULT if legacy is None else legacy
+        for name in ("on_progress", "on_log"):
+            if name in self._options_kw and name in kwargs:
+                changes[name] = kwargs.pop(name)
+        return msgspec.structs.replace(options, **changes) if changes else options
 
     async def __call__(
-        self,
-        arguments: Mapping[str, Any] | str | None = None,
-        /,
-        *,
-        call_timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        on_log: LogHandler | None = None,
-        **kwargs: Any,
+        self, arguments: Mapping[str, Any] | str | None = None, /, **kwargs: Any
     ) -> Any:
         """Call the tool and unwrap its value.
 
         Tool arguments come as keywords, a mapping or a JSON object string. The call's
-        own options are named so that no tool argument is taken for them (a tool may
-        well have a ``timeout`` argument): ``call_timeout`` (seconds; default the
-        pool's), ``on_progress`` and ``on_log``.
+        own options come as ``call_options=CallOptions(timeout=..., on_progress=...,
+        on_log=...)``; ``on_progress``, ``on_log`` and ``call_timeout`` (the older
+        spelling of the time limit) are read as keywords too. A tool that declares an
+        argument by one of these names gets it: the keyword is the tool's.
 
         Raises:
             ToolError: the tool answered with an error.
@@ -108,112 +147,152 @@ class ToolMethod:
             WorkerError: the worker timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
+        given = self._split(kwargs) if kwargs else None
         name = self.tool.name
         merged = coerce_arguments(name, arguments, kwargs)
-        handle = self._proxy._handle
-        timeout = self._proxy.timeout if call_timeout is None else call_timeout
+        proxy = self._proxy
+        # The common case (no options) reuses one resolved object.
+        options = proxy._defaults if given is None else proxy._resolve(given)
         schema = self.tool.output_schema
         if self.result_type is Any:
-            response = await handle.call(
-                name,
-                merged,
-                timeout=timeout,
-                on_progress=on_progress,
-                on_log=on_log,
-                on_request=self._proxy._on_request,
-            )
+            response = await proxy._handle.call(name, merged, options)
             return to_records(unwrap(response, object, tool=name, output_schema=schema))
         # A known type: the handle decodes the value straight into it, skipping the text.
-        return await handle.call_value(
-            name,
-            merged,
-            self.result_type,
-            schema,
-            timeout=timeout,
-            on_progress=on_progress,
-            on_log=on_log,
-            on_request=self._proxy._on_request,
-        )
+        return await proxy._handle.call_value(name, merged, self.result_type, schema, options)
 
     def __repr__(self) -> str:
-        return f"<tool {self._proxy.name}.{self.tool.name}>"
+        return f"<tool {self._proxy._handle.name}.{self.tool.name}>"
 
 
 class ServerProxy:
     """The caller's side of one server: raw calls, typed tool methods and hooks."""
 
+    def __new__(
+        cls,
+        handle: ServerHandle,
+        *,
+        timeout: float | None,
+        interface: type[Any] | None = None,
+        on_request: ClientRequest | None = None,
+    ) -> ServerProxy:
+        clashes = {
+            attr: tool.name
+            for tool in handle.tools
+            if (attr := python_name(tool.name)) is not None and attr in PROXY_NAMES
+        }
+        if not clashes or cls is not ServerProxy:
+            return super().__new__(cls)
+        # Rare: a tool named like one of ours. Both meanings are refused at lookup,
+        # with the way to each, instead of silently answering with one of them.
+        attributes = {attr: _Clash(attr, tool) for attr, tool in clashes.items()}
+        return super().__new__(type("ServerProxy", (ServerProxy,), attributes))
+
     def __init__(
         self,
         handle: ServerHandle,
         *,
-        timeout: float,
+        timeout: float | None,
         interface: type[Any] | None = None,
         on_request: ClientRequest | None = None,
     ) -> None:
         self._handle = handle
-        self._on_request = on_request
         self._timeout = timeout
+        self._on_request = on_request
+        # The common case (no options given) reuses one resolved object.
+        self._defaults = CallOptions(timeout=timeout, on_request=on_request).with_default(None)
         self._interface = interface
         self._methods: dict[str, ToolMethod] = {}
 
     @property
     def name(self) -> str:
         """The server's name."""
-        return self._handle.name
+        return str(self._handle.name)
 
     @property
-    def timeout(self) -> float:
-        """The default seconds per call."""
+    def timeout(self) -> float | None:
+        """The default seconds per call (None: no limit)."""
         return self._timeout
 
     @property
     def tools(self) -> list[Tool]:
         """The server's tool definitions."""
-        return self._handle.tools
+        return list(self._handle.tools)
 
     @property
     def backend(self) -> str:
-        """``BuiltInWeb`` (worker process) or ``BuiltInNative`` (this process)."""
-        return self._handle.backend
+        """``BuiltInWeb`` (worker process), ``BuiltInNative`` (this process) or
+        ``ExternalMCP`` (an external MCP server)."""
+        return str(self._handle.backend)
+
+    def _resolve(self, options: CallOptions) -> CallOptions:
+        """``options`` with the default time limit and the pool's request handler."""
+        if options.on_request is None and self._on_request is not None:
+            options = msgspec.structs.replace(options, on_request=self._on_request)
+        return options.with_default(self._timeout)
+
+    def _options(
+        self,
+        options: CallOptions | None,
+        timeout: float | _Default | None,
+        on_progress: ProgressCallback | None,
+        on_log: LogHandler | None,
+        scope: CallScope | None = None,
+    ) -> CallOptions:
+        base = options or CallOptions()
+        if (
+            timeout is not DEFAULT
+            or on_progress is not None
+            or on_log is not None
+            or scope is not None
+        ):
+            base = msgspec.structs.replace(
+                base,
+                timeout=base.timeout if timeout is DEFAULT else timeout,
+                on_progress=on_progress or base.on_progress,
+                on_log=on_log or base.on_log,
+                scope=scope or base.scope,
+            )
+        return self._resolve(base)
 
     async def call_tool(
         self,
         name: str,
         arguments: Mapping[str, Any] | str | None = None,
         *,
-        timeout: float | None = None,
+        timeout: float | _Default | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
+        options: CallOptions | None = None,
         session_id: str | None = None,
         thread_id: str | None = None,
     ) -> NativeMCPResponse[Any]:
         """Call a tool and return the raw response (errors are responses, not raised).
 
-        ``session_id``/``thread_id`` scope this one call (the tool's `Context` sees
-        them); without them the call uses the server's scope (`switch_context`).
+        ``timeout``: seconds, ``None`` for no limit, ``DEFAULT`` (the default) for the
+        pool's; or pass every option at once as ``options``. ``session_id`` /
+        ``thread_id`` scope this one call (the tool's `Context` sees them); without
+        them the call uses the server's scope (`switch_context`).
 
         Raises:
             WorkerError: the worker timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
+        scoped = session_id is not None or thread_id is not None
+        scope = (session_id, thread_id) if scoped else None
         return await self._handle.call(
             name,
             coerce_arguments(name, arguments, {}),
-            timeout=self._timeout if timeout is None else timeout,
-            on_progress=on_progress,
-            on_log=on_log,
-            on_request=self._on_request,
-            scope=_scope(session_id, thread_id),
+            self._options(options, timeout, on_progress, on_log, scope),
         )
 
     async def list_resources(self) -> list[Resource]:
         """The server's resources."""
-        found = await self._handle.feature("resources/list", {}, timeout=self._timeout)
+        found = await self._handle.feature("resources/list", {}, self._defaults)
         return msgspec.convert(found["resources"], list[Resource])
 
     async def list_resource_templates(self) -> list[ResourceTemplate]:
         """The server's resource templates."""
-        found = await self._handle.feature("resources/templates/list", {}, timeout=self._timeout)
+        found = await self._handle.feature("resources/templates/list", {}, self._defaults)
         return msgspec.convert(found["resourceTemplates"], list[ResourceTemplate])
 
     async def read_resource(self, uri: str) -> list[ResourceContents]:
@@ -223,12 +302,12 @@ class ServerProxy:
             FeatureError: no resource or template of the server matches ``uri``.
             WorkerError: the worker timed out, crashed or is closed.
         """
-        found = await self._handle.feature("resources/read", {"uri": uri}, timeout=self._timeout)
+        found = await self._handle.feature("resources/read", {"uri": uri}, self._defaults)
         return msgspec.convert(found["contents"], list[ResourceContents])
 
     async def list_prompts(self) -> list[Prompt]:
         """The server's prompts."""
-        found = await self._handle.feature("prompts/list", {}, timeout=self._timeout)
+        found = await self._handle.feature("prompts/list", {}, self._defaults)
         return msgspec.convert(found["prompts"], list[Prompt])
 
     async def get_prompt(
@@ -241,7 +320,7 @@ class ServerProxy:
             WorkerError: the worker timed out, crashed or is closed.
         """
         found = await self._handle.feature(
-            "prompts/get", {"name": name, "arguments": dict(arguments or {})}, timeout=self._timeout
+            "prompts/get", {"name": name, "arguments": dict(arguments or {})}, self._defaults
         )
         return msgspec.convert(found, GetPromptResult)
 
@@ -255,39 +334,16 @@ class ServerProxy:
         found = await self._handle.feature(
             "completion/complete",
             {"ref": wire_ref, "argument": {"name": argument, "value": value}},
-            timeout=self._timeout,
+            self._defaults,
         )
         return list(found["completion"]["values"])
 
-    async def list_tools(self) -> list[Tool]:
-        """Ask the server for its tools."""
-        return await self._handle.list_tools(timeout=self._timeout)
+    def tool(self, name: str) -> ToolMethod:
+        """The typed method of tool ``name`` (any tool, whatever its name).
 
-    async def get_service_context(self) -> str:
-        """The server's text for an agent's system prompt."""
-        return await self._handle.get_service_context(timeout=self._timeout)
-
-    async def switch_context(self, session_id: str | None, thread_id: str | None = None) -> None:
-        """Scope later calls to a session and thread."""
-        await self._handle.switch_context(session_id, thread_id, timeout=self._timeout)
-
-    async def ping(self) -> None:
-        """Round-trip an empty message to the server."""
-        await self._handle.ping(timeout=self._timeout)
-
-    def _result_type(self, tool: Tool) -> Any:
-        if self._interface is not None:
-            method = getattr(self._interface, tool.name, None)
-            if method is not None:
-                try:
-                    return typing.get_type_hints(method).get("return", Any)
-                except (NameError, TypeError):
-                    return Any
-        return resolve_type((tool.meta or {}).get(RETURN_TYPE_META_KEY))
-
-    def __getattr__(self, name: str) -> ToolMethod:
-        if name.startswith("_"):
-            raise AttributeError(name)
+        Raises:
+            AttributeError: the server has no such tool (the message lists its tools).
+        """
         method = self._methods.get(name)
         if method is not None:
             return method
@@ -297,10 +353,98 @@ class ServerProxy:
                 self._methods[name] = method
                 return method
         available = ", ".join(tool.name for tool in self._handle.tools) or "(none)"
-        raise AttributeError(f"server {self.name!r} has no tool {name!r}; tools: {available}")
+        raise AttributeError(
+            f"server {self._handle.name!r} has no tool {name!r}; tools: {available}"
+        )
+
+    async def list_tools(self) -> list[Tool]:
+        """Ask the server for its tools."""
+        return list(await self._handle.list_tools(self._options(None, DEFAULT, None, None)))
+
+    async def get_service_context(self) -> str:
+        """The server's text for an agent's system prompt."""
+        return str(await self._handle.get_service_context(self._options(None, DEFAULT, None, None)))
+
+    async def switch_context(self, session_id: str | None, thread_id: str | None = None) -> None:
+        """Scope later calls to a session and thread."""
+        await self._handle.switch_context(
+            session_id, thread_id, self._options(None, DEFAULT, None, None)
+        )
+
+    async def ping(self) -> None:
+        """Round-trip an empty message to the server."""
+        await self._handle.ping(self._options(None, DEFAULT, None, None))
+
+    def _result_type(self, tool: Tool) -> Any:
+        if self._interface is not None:
+            method = getattr(self._interface, tool.name, None)
+            if method is not None:
+                try:
+                    return typing.get_type_hints(method).get("return", Any)
+                except (NameError, TypeError):
+                    return Any
+        if not self._handle.trusts_type_refs:
+            return Any  # an external server must never make us import a module it names
+        return resolve_type((tool.meta or {}).get(RETURN_TYPE_META_KEY))
+
+    def __getattr__(self, name: str) -> ToolMethod:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        method = self._methods.get(name)
+        if method is not None:
+            return method
+        tools = self._handle.tools
+        if any(tool.name == name for tool in tools):
+            method = self.tool(name)
+        else:
+            # `get-sum` answers as `get_sum` when no other tool reads the same.
+            matches = [tool.name for tool in tools if python_name(tool.name) == name]
+            if len(matches) > 1:
+                raise AttributeError(
+                    f"server {self._handle.name!r}: {name!r} could be any of the tools "
+                    f"{', '.join(matches)}; use proxy.tool(name) or call_tool(name, ...)"
+                )
+            if not matches:
+                available = ", ".join(tool.name for tool in tools) or "(none)"
+                raise AttributeError(
+                    f"server {self._handle.name!r} has no tool {name!r}; tools: {available}"
+                )
+            method = self.tool(matches[0])
+        self._methods[name] = method
+        return method
 
     def __dir__(self) -> list[str]:
-        return sorted({*super().__dir__(), *(tool.name for tool in self._handle.tools)})
+        names = (python_name(tool.name) for tool in self._handle.tools)
+        return sorted({*super().__dir__(), *(n for n in names if n is not None)})
 
     def __repr__(self) -> str:
-        return f"<ServerProxy {self.name!r} ({self.backend}, {len(self.tools)} tools)>"
+        handle = self._handle
+        return f"<ServerProxy {handle.name!r} ({handle.backend}, {len(handle.tools)} tools)>"
+
+
+PROXY_NAMES: Final = frozenset(name for name in vars(ServerProxy) if not name.startswith("_"))
+"""The proxy's own attribute names; a tool by one of these names is reached through
+``proxy.tool(name)`` or ``proxy.call_tool(name, ...)``."""
+
+
+class _Clash:
+    """A data descriptor that refuses an attribute both a tool and the proxy own."""
+
+    def __init__(self, attr: str, tool: str) -> None:
+        self.attr = attr
+        self.tool = tool
+
+    def __get__(self, proxy: Any, owner: Any = None) -> Any:
+        if proxy is None:
+            return self
+        own = f"ServerProxy.{self.attr}" + (
+            "(proxy)" if callable(getattr(ServerProxy, self.attr, None)) else ".fget(proxy)"
+        )
+        raise ToolNameClash(
+            f"server {proxy._handle.name!r} has a tool {self.tool!r}, which the proxy's own "
+            f"{self.attr!r} would hide: call the tool with proxy.tool({self.tool!r})(...) or "
+            f"proxy.call_tool({self.tool!r}, ...); the proxy's own is {own}"
+        )
+
+    def __set__(self, proxy: Any, value: Any) -> None:
+        raise AttributeError(self.attr)

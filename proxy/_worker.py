@@ -1,12 +1,12 @@
 """A server in its own worker process: start-up handshake, calls, crash recovery, shutdown.
 
 One supervisor task per worker owns the process: it spawns it, waits for READY under a
-bounded timeout, reads frames until the channel closes, then fails every pending call
-with `WorkerCrashed` and restarts the worker (bounded restarts with backoff). Calls are
+bounded timeout, waits until the channel closes, then fails every pending call with
+`WorkerCrashed` and restarts the worker (bounded restarts with backoff). Calls are
 correlated by id in a pending map; the timeout is around the wait only, and the entry
 is always popped, so late replies are dropped. Nothing blocks the event loop: frames go
-through non-blocking socket streams, one writer task per worker coalesces them, and
-process exit is awaited on the process sentinel.
+through a non-blocking socket channel (written in the loop's own pass, read by its
+protocol callback), and process exit is awaited by polling the non-blocking exit code.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, Tool
+from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
 from nativemcp.workers import (
     ClientRequest,
     FrameTooLarge,
@@ -69,7 +69,7 @@ from nativemcp.workers._wire import (
 
 from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._handle import (
-    CallScope,
+    CallOptions,
     LogHandler,
     ProgressCallback,
     ResourceListener,
@@ -206,7 +206,9 @@ async def _stop_process(process: Any, grace: float) -> None:
 class WorkerProcess:
     """A server in its own process, restarted when it crashes."""
 
-    backend = "BuiltInWeb"
+    backend = BackendType.BUILTIN_WEB
+    trusts_type_refs = True
+    default_timeout: float | None = None
 
     def __init__(
         self,
@@ -441,27 +443,18 @@ class WorkerProcess:
             await self._connected.wait()
 
     async def call(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        *,
-        timeout: float,
-        on_progress: ProgressCallback | None,
-        on_log: LogHandler | None,
-        on_request: ClientRequest | None = None,
-        scope: CallScope | None = None,
+        self, tool: str, arguments: dict[str, Any], options: CallOptions
     ) -> NativeMCPResponse[Any]:
         """Run ``tool`` in the worker and return its response.
 
         Raises:
-            WorkerTimeout: no reply within ``timeout`` (the call is cancelled in the worker).
+            WorkerTimeout: no reply within the options' time limit (the call is
+                cancelled in the worker).
             WorkerCrashed: the worker died before replying.
             WorkerClosed: the pool is closing.
             FrameTooLarge: the arguments exceed the frame limit.
         """
-        return unpack_reply(
-            await self._call(tool, arguments, timeout, on_progress, on_log, on_request, scope)
-        )
+        return unpack_reply(await self._call(tool, arguments, options))
 
     async def call_value(
         self,
@@ -469,12 +462,7 @@ class WorkerProcess:
         arguments: dict[str, Any],
         result_type: Any,
         output_schema: Mapping[str, Any] | None,
-        *,
-        timeout: float,
-        on_progress: ProgressCallback | None,
-        on_log: LogHandler | None,
-        on_request: ClientRequest | None = None,
-        scope: CallScope | None = None,
+        options: CallOptions,
     ) -> Any:
         """Run ``tool`` and return its value as ``result_type``, decoded in one pass.
 
@@ -483,21 +471,20 @@ class WorkerProcess:
             UnwrapError: the value does not convert to ``result_type``.
             WorkerError: as `call`.
         """
-        reply = await self._call(tool, arguments, timeout, on_progress, on_log, on_request, scope)
+        reply = await self._call(tool, arguments, options)
         return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
 
     async def _call(
         self,
         tool: str,
         arguments: dict[str, Any],
-        timeout: float,
-        on_progress: ProgressCallback | None,
-        on_log: LogHandler | None,
-        on_request: ClientRequest | None = None,
-        scope: CallScope | None = None,
+        options: CallOptions,
     ) -> Reply:
+        timeout = options.limit
+        on_progress = options.on_progress
+        scope = options.scope
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout if timeout > 0 else math.inf
+        deadline = math.inf if timeout is None else loop.time() + timeout
         conn = self._conn
         if conn is None or not conn.is_open:
             # Slow path: the worker is (re)starting; wait for it within the call's time.
@@ -505,7 +492,7 @@ class WorkerProcess:
                 with anyio.fail_after(deadline - loop.time()):
                     conn = await self._connection(f"call {tool!r}")
             except TimeoutError as exc:
-                raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout) from exc
+                raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
         call_id = conn.new_id()
         session_id, thread_id = scope if scope is not None else (None, None)
         frame = encode_frame(
@@ -531,12 +518,14 @@ class WorkerProcess:
         # the deadline the call's inbox gets the timeout error, so it wakes at once.
         timer = (
             loop.call_at(deadline, self._time_out, inbox, tool, timeout)
-            if deadline != math.inf
+            if timeout is not None
             else None
         )
         try:
             conn.send(frame)
-            return await self._await_reply(conn, inbox, on_progress, on_log, on_request)
+            return await self._await_reply(
+                conn, inbox, on_progress, options.on_log, options.on_request
+            )
         except (WorkerTimeout, anyio.get_cancelled_exc_class()):
             conn.send(encode_frame(Cancel(id=call_id)))  # the worker stops the tool
             raise
@@ -572,11 +561,12 @@ class WorkerProcess:
             elif isinstance(item, BaseException):
                 raise item
 
-    async def _request(self, make: Callable[[int], Any], what: str, timeout: float) -> Any:
+    async def _request(self, make: Callable[[int], Any], what: str, options: CallOptions) -> Any:
+        timeout = options.limit
         conn: _Connection | None = None
         call_id = 0
         try:
-            with anyio.fail_after(timeout if timeout > 0 else math.inf):
+            with anyio.fail_after(math.inf if timeout is None else timeout):
                 conn = await self._connection(what)
                 call_id = conn.new_id()
                 inbox: Inbox[_Item] = Inbox()
@@ -596,34 +586,34 @@ class WorkerProcess:
                             )
                         return item.value
         except TimeoutError as exc:
-            raise WorkerTimeout(server=self.name, tool=what, timeout=timeout) from exc
+            raise WorkerTimeout(server=self.name, tool=what, timeout=timeout or 0.0) from exc
         finally:
             if conn is not None and call_id:
                 conn.pending.pop(call_id, None)
 
-    async def list_tools(self, *, timeout: float) -> list[Tool]:
+    async def list_tools(self, options: CallOptions) -> list[Tool]:
         """The worker's current tool list."""
-        value = await self._request(lambda i: ListTools(id=i), "list tools", timeout)
+        value = await self._request(lambda i: ListTools(id=i), "list tools", options)
         self._tools = msgspec.convert(value, list[Tool])
         return self._tools
 
-    async def get_service_context(self, *, timeout: float) -> str:
+    async def get_service_context(self, options: CallOptions) -> str:
         """The server's service-context text."""
         return str(
-            await self._request(lambda i: GetServiceContext(id=i), "get service context", timeout)
+            await self._request(lambda i: GetServiceContext(id=i), "get service context", options)
         )
 
     async def switch_context(
-        self, session_id: str | None, thread_id: str | None, *, timeout: float
+        self, session_id: str | None, thread_id: str | None, options: CallOptions
     ) -> None:
         """Scope the worker's later calls to ``(session_id, thread_id)``."""
         await self._request(
             lambda i: SwitchContext(id=i, session_id=session_id, thread_id=thread_id),
             "switch context",
-            timeout,
+            options,
         )
 
-    async def feature(self, method: str, params: dict[str, Any], *, timeout: float) -> Any:
+    async def feature(self, method: str, params: dict[str, Any], options: CallOptions) -> Any:
         """Answer a resources/prompts/completion request (spec-shaped JSON result).
 
         Raises:
@@ -631,12 +621,12 @@ class WorkerProcess:
             WorkerError: the worker timed out, crashed or is closed.
         """
         return await self._request(
-            lambda i: FeatureRequest(id=i, method=method, params=params), method, timeout
+            lambda i: FeatureRequest(id=i, method=method, params=params), method, options
         )
 
-    async def ping(self, *, timeout: float) -> None:
+    async def ping(self, options: CallOptions) -> None:
         """Round-trip an empty message."""
-        await self._request(lambda i: Ping(id=i), "ping", timeout)
+        await self._request(lambda i: Ping(id=i), "ping", options)
 
 
 def _exit_text(process: Any) -> str:

@@ -119,7 +119,7 @@ def test_a_bench_with_quick_and_json_prints_one_json_object_last() -> None:
 @pytest.mark.parametrize(
     ("claim", "value", "expected"),
     [
-        ("(default\n  30 s, or `WorkerPool(timeout=…)`)", DEFAULT_TIMEOUT, 30),
+        ("(`WorkerPool(timeout=…)`, 30 s unless set", DEFAULT_TIMEOUT, 30),
         (
             "Files over 10 MiB are neither read nor written",
             _WS.max_read_bytes,

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from nativemcp.protocol import ToolError
-from nativemcp.proxy import WorkerPool, WorkerTimeout
+from nativemcp.proxy import CallOptions, WorkerPool, WorkerTimeout
 from nativemcp.proxy._local import LocalServer
 from nativemcp.workers import Context, Server
 from nativemcp.workers.content_store import MAX_OFFSET
@@ -114,7 +114,7 @@ async def test_a_cancelled_in_process_call_frees_the_caller_and_tells_the_tool()
 
     local = LocalServer(server)
     with anyio.fail_after(10), pytest.raises(WorkerTimeout):
-        await local.call("wait", {}, timeout=0.1, on_progress=None, on_log=None)
+        await local.call("wait", {}, CallOptions(timeout=0.1))
     assert await anyio.to_thread.run_sync(finished.wait, 10)
     assert seen == [True]
 

@@ -1,0 +1,710 @@
+"""External MCP servers (backend ``ExternalMCP``) through the official ``mcp`` client.
+
+The entries are the ``mcpServers`` format Claude Desktop, Cursor and VS Code write:
+stdio ``{command, args, env, cwd}``, HTTP ``{url, headers}`` (``type`` ``"stdio"``,
+``"http"`` / ``"streamable-http"``, or ``"sse"`` for old servers), plus nativemcp's
+own keys ``tools`` (allow-list), ``disabled_tools``, ``timeout`` and ``required``.
+
+Each server gets a supervisor task, like a worker: it connects (bounded by the start
+timeout), lists the tools, and — for a stdio server — watches the child's stderr, which
+also feeds `logging` and keeps a tail for error messages. When the child dies, the
+SDK's dispatcher fails the pending calls at once; this turns them into `WorkerCrashed`
+naming the server and tool, and the supervisor reconnects with backoff. A timed-out or
+cancelled call is abandoned through the SDK, which sends ``notifications/cancelled``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import anyio
+import anyio.abc
+import msgspec
+
+from nativemcp.protocol import (
+    BackendType,
+    NativeMCPResponse,
+    Tool,
+    from_sdk,
+    response_from_sdk,
+    unwrap,
+)
+from nativemcp.workers import WorkerClosed, WorkerCrashed, WorkerStartError, WorkerTimeout
+
+from ._handle import CallOptions, LogHandler, ResourceListener, deliver_log
+from ._worker import RestartPolicy
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import Client
+
+__all__ = ["ExternalServer", "ExternalServerSpec", "load_mcp_servers"]
+
+_logger = logging.getLogger("nativemcp.external")
+
+STDERR_TAIL_LINES: Final = 20
+"""Lines of a stdio server's stderr kept for error messages."""
+CONNECTION_CLOSED: Final = -32000
+"""The SDK's code for a connection that ended under a pending request."""
+MCP_LOG_LEVEL: Final = "info"
+"""The level of ``notifications/message`` asked of servers (newer MCP sends none unless
+asked): info and up, so debug chatter does not travel with every call."""
+_STDERR_CHUNK: Final = 65536
+
+Transport = Literal["stdio", "http", "sse"]
+
+
+class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry of an ``mcpServers`` mapping, checked."""
+
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+    tools: list[str] | None = None
+    disabled_tools: list[str] = []
+    timeout: float | None = None
+    required: bool = True
+
+    def describe(self) -> str:
+        """``command arg...`` or the URL, for error messages."""
+        if self.transport == "stdio":
+            return " ".join([self.command or "", *self.args])
+        return self.url or ""
+
+    def allows(self, tool: str) -> bool:
+        """Whether ``tool`` passes the allow-list and is not disabled."""
+        if self.tools is not None and tool not in self.tools:
+            return False
+        return tool not in self.disabled_tools
+
+
+_TYPES: Final[dict[str, Transport]] = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamableHttp": "http",
+    "sse": "sse",
+}
+
+
+def _str_list(name: str, key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"MCP server {name!r}: {key!r} must be a list of strings, got {value!r}")
+    return list(value)
+
+
+def _str_map(name: str, key: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"MCP server {name!r}: {key!r} must map strings to strings")
+    return dict(value)
+
+
+def _spec(name: str, entry: Any) -> ExternalServerSpec:
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"MCP server {name!r}: expected an object, got {type(entry).__name__}")
+    kind = entry.get("type")
+    if kind is None:
+        kind = "http" if "url" in entry and "command" not in entry else "stdio"
+    transport = _TYPES.get(str(kind))
+    if transport is None:
+        raise ValueError(
+            f"MCP server {name!r}: unknown type {kind!r}; use stdio, http, streamable-http or sse"
+        )
+    fields: dict[str, Any] = {"name": name, "transport": transport}
+    if transport == "stdio":
+        command = entry.get("command")
+        if not isinstance(command, str) or not command:
+            raise ValueError(f"MCP server {name!r}: a stdio server needs a 'command' string")
+        fields["command"] = command
+        if "args" in entry:
+            fields["args"] = _str_list(name, "args", entry["args"])
+        if entry.get("env") is not None:
+            fields["env"] = _str_map(name, "env", entry["env"])
+        if entry.get("cwd") is not None:
+            fields["cwd"] = str(Path(str(entry["cwd"])).expanduser())
+    else:
+        url = entry.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(f"MCP server {name!r}: an HTTP server needs an http(s) 'url'")
+        fields["url"] = url
+        if entry.get("headers") is not None:
+            fields["headers"] = _str_map(name, "headers", entry["headers"])
+    if entry.get("tools") is not None:
+        fields["tools"] = _str_list(name, "tools", entry["tools"])
+    for key in ("disabled_tools", "disabledTools"):
+        if entry.get(key) is not None:
+            fields["disabled_tools"] = _str_list(name, key, entry[key])
+    timeout = entry.get("timeout")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ValueError(f"MCP server {name!r}: 'timeout' must be positive seconds")
+        fields["timeout"] = float(timeout)
+    required = entry.get("required", True)
+    if not isinstance(required, bool):
+        raise ValueError(f"MCP server {name!r}: 'required' must be true or false")
+    fields["required"] = required
+    return ExternalServerSpec(**fields)
+
+
+def load_mcp_servers(
+    source: Mapping[str, Any] | str | os.PathLike[str],
+) -> list[ExternalServerSpec]:
+    """The server entries of an ``mcpServers`` mapping, or of a JSON file holding one.
+
+    A file (or a mapping) may hold the entries under a top-level ``mcpServers`` (Claude
+    Desktop, Cursor) or ``servers`` (VS Code) key, or be the entries themselves.
+    A disabled entry (``"disabled": true``) is left out.
+
+    Raises:
+        ValueError: the file is not JSON, or an entry is malformed (named).
+        OSError: the file cannot be read.
+    """
+    if isinstance(source, str | os.PathLike):
+        path = Path(source).expanduser()
+        try:
+            data: Any = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"MCP config {str(path)!r} is not valid JSON: {exc}") from exc
+        where = str(path)
+    else:
+        data, where = source, "mcp_servers"
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: expected a JSON object of MCP servers")
+    for key in ("mcpServers", "servers"):
+        if key in data and isinstance(data[key], Mapping):
+            data = data[key]
+            break
+    return [
+        _spec(str(name), entry)
+        for name, entry in data.items()
+        if not (isinstance(entry, Mapping) and entry.get("disabled") is True)
+    ]
+
+
+class _Stderr:
+    """A stdio server's stderr: a pipe read on the loop, lines to `logging`, a tail kept."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self.read_fd, write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        self.writer = os.fdopen(write_fd, "w")
+        self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.closed = anyio.Event()
+        self._logger = logging.getLogger(f"nativemcp.external.{server}")
+        self._partial = b""
+
+    def close_writer(self) -> None:
+        """Close our copy of the write end once the child holds its own."""
+        with contextlib.suppress(OSError):
+            self.writer.close()
+
+    async def pump(self) -> None:
+        """Read until every writer is gone (the child and anything it spawned exited)."""
+        try:
+            while True:
+                try:
+                    chunk = os.read(self.read_fd, _STDERR_CHUNK)
+                except BlockingIOError:
+                    await anyio.wait_readable(self.read_fd)
+                    continue
+                if not chunk:
+                    break
+                *lines, self._partial = (self._partial + chunk).split(b"\n")
+                for line in lines:
+                    self._line(line)
+            if self._partial:
+                self._line(self._partial)
+        finally:
+            self.closed.set()
+            self.close_writer()
+            with contextlib.suppress(OSError):
+                os.close(self.read_fd)
+
+    def _line(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace").rstrip()
+        if text:
+            self.tail.append(text)
+            self._logger.info("%s", text, extra={"mcp_server": self.server})
+
+    def text(self) -> str:
+        """The stderr tail, or a note that there was none."""
+        return "\n".join(self.tail) if self.tail else "(no stderr output)"
+
+
+def _alive(pid: int | None) -> bool:
+    """Whether ``pid`` runs (not gone, not a zombie); False when unknown."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _children_on_pipe(read_fd: int) -> int | None:
+    """The pid of our child whose stderr is the pipe behind ``read_fd`` (Linux), or None."""
+    try:
+        inode = os.fstat(read_fd).st_ino
+        pids: set[str] = set()
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as children:
+                pids.update(children.read().split())
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/2") == f"pipe:[{inode}]":
+                    return int(pid)
+    except OSError:
+        return None
+    return None
+
+
+class ExternalServer:
+    """An external MCP server behind the pool's handle, through the official client."""
+
+    backend = BackendType.EXTERNAL_MCP
+    trusts_type_refs = False
+
+    def __init__(
+        self,
+        spec: ExternalServerSpec,
+        *,
+        start_timeout: float,
+        restart: RestartPolicy,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.description = ""
+        self._start_timeout = start_timeout
+        self._restart = restart
+        self.default_timeout = spec.timeout
+        self.on_resource_updated: ResourceListener | None = None
+        self._tools: list[Tool] = []
+        self._client: Client | None = None
+        self._connected = anyio.Event()
+        self._lost = anyio.Event()
+        self._closing = False
+        self._failure: WorkerStartError | None = None
+        self._finished = anyio.Event()
+        self._stop = anyio.Event()
+        self._stderr: _Stderr | None = None
+        self._log_handlers: dict[int, LogHandler] = {}
+        self._next_call = 0
+        self.restarts = 0
+        self.pid: int | None = None
+        """The live stdio server's process id (Linux; None for HTTP or when unknown)."""
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The server's tools that the entry allows, as listed at the last connect."""
+        return self._tools
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def _client_for(self, stderr: _Stderr | None) -> tuple[Client, Any]:
+        from mcp import Client, StdioServerParameters
+
+        spec = self.spec
+        server: Any
+        http: Any = None
+        if spec.transport == "stdio":
+            assert spec.command is not None and stderr is not None
+            params = StdioServerParameters(
+                command=spec.command, args=spec.args, env=spec.env, cwd=spec.cwd
+            )
+            from mcp.client.stdio import stdio_client
+
+            server = stdio_client(params, errlog=stderr.writer)
+        elif spec.transport == "http":
+            assert spec.url is not None
+            if spec.headers:
+                from mcp.client.streamable_http import streamable_http_client
+                from mcp.shared._httpx_utils import create_mcp_http_client
+
+                http = create_mcp_http_client(headers=spec.headers)
+                server = streamable_http_client(spec.url, http_client=http)
+            else:
+                server = spec.url
+        else:
+            assert spec.url is not None
+            from mcp.client.sse import sse_client
+
+            server = sse_client(spec.url, headers=spec.headers)
+        return Client(server, logging_callback=self._on_log, log_level=MCP_LOG_LEVEL), http
+
+    async def _lifetime(
+        self, stderr: _Stderr | None, state: dict[str, bool], on_ready: Any
+    ) -> None:
+        """One connection: connect, list tools, serve until lost or stopped."""
+        client, http = self._client_for(stderr)
+        async with contextlib.AsyncExitStack() as stack:
+            if http is not None:
+                await stack.enter_async_context(http)
+            try:
+                await stack.enter_async_context(client)
+            finally:
+                if stderr is not None:
+                    stderr.close_writer()
+            if stderr is not None:
+                self.pid = _children_on_pipe(stderr.read_fd)
+            tools = await _list_all_tools(client)
+            self.description = client.instructions or ""
+            self._tools = [tool for tool in tools if self.spec.allows(tool.name)]
+            self._client = client
+            state["ready"] = True
+            self._connected.set()
+            on_ready()
+            watch = [self._lost, self._stop]
+            if stderr is not None:
+                watch.append(stderr.closed)
+            try:
+                await _first(*watch)
+                if watch[-1] is not self._stop and _alive(self.pid) and not self._lost.is_set():
+                    # Its stderr closed but the process lives on (it closed the pipe
+                    # itself): keep serving until a call finds the connection gone.
+                    await _first(self._lost, self._stop)
+            finally:
+                self._client = None
+                self._reset_connected()
+
+    async def _connect_once(self, on_ready: Any) -> None:
+        """Run one connection; a failure before it is ready is a `WorkerStartError`.
+
+        Raises:
+            WorkerStartError: the server did not start (its stderr tail included).
+        """
+        stderr = _Stderr(self.name) if self.spec.transport == "stdio" else None
+        self._stderr = stderr
+        state = {"ready": False, "timed_out": False}
+
+        async def watchdog(scope: anyio.CancelScope) -> None:
+            await anyio.sleep(self._start_timeout)
+            if not state["ready"]:
+                state["timed_out"] = True
+                scope.cancel()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                if stderr is not None:
+                    tg.start_soon(stderr.pump)
+                tg.start_soon(watchdog, tg.cancel_scope)
+                try:
+                    await self._lifetime(stderr, state, on_ready)
+                finally:
+                    tg.cancel_scope.cancel()
+        except Exception as exc:
+            if state["ready"]:
+                _logger.warning(
+                    "MCP server %r: connection ended with %s", self.name, _describe(exc)
+                )
+                return
+            raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from exc
+        finally:
+            if stderr is not None:
+                stderr.close_writer()
+        if state["timed_out"]:
+            raise self._start_error(f"did not answer within {self._start_timeout:g} s", stderr)
+
+    def _reset_connected(self) -> None:
+        # Waiters hold the old event: set it so they loop and wait on the new one.
+        old, self._connected = self._connected, anyio.Event()
+        old.set()
+
+    def _start_error(self, what: str, stderr: _Stderr | None) -> WorkerStartError:
+        tail = f"; stderr:\n{stderr.text()}" if stderr is not None else ""
+        return WorkerStartError(
+            f"MCP server {self.name!r} ({self.spec.describe()}) {what}{tail}", server=self.name
+        )
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Supervise the connection until closed; ``started()`` after the first connect.
+
+        Raises:
+            WorkerStartError: the first connect failed (later failures are retried).
+        """
+        started = False
+        recent: list[float] = []
+        backoff = self._restart.backoff
+
+        def on_ready() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+
+        try:
+            while not self._closing:
+                self._lost = anyio.Event()
+                try:
+                    await self._connect_once(on_ready)
+                except WorkerStartError as exc:
+                    if not started:
+                        raise
+                    if not self._may_restart(recent):
+                        self._give_up(exc)
+                        return
+                    _logger.error("%s; retrying in %.2f s", exc, backoff)
+                else:
+                    if self._closing:
+                        return
+                    tail = self._stderr.text() if self._stderr is not None else ""
+                    _logger.error(
+                        "MCP server %r (%s) stopped; restarting. stderr:\n%s",
+                        self.name,
+                        self.spec.describe(),
+                        tail,
+                    )
+                    if not self._may_restart(recent):
+                        self._give_up(
+                            WorkerStartError(f"MCP server {self.name!r} stopped", server=self.name)
+                        )
+                        return
+                    self.restarts += 1
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, self._restart.max_backoff)
+        finally:
+            self._client = None
+            self._finished.set()
+
+    def _may_restart(self, recent: list[float]) -> bool:
+        now = time.monotonic()
+        recent[:] = [t for t in recent if now - t < self._restart.window]
+        recent.append(now)
+        return len(recent) <= self._restart.max_restarts
+
+    def _give_up(self, cause: Exception) -> None:
+        self._failure = WorkerStartError(
+            f"MCP server {self.name!r} stopped restarting after "
+            f"{self._restart.max_restarts} restarts in {self._restart.window:g} s: {cause}",
+            server=self.name,
+        )
+        _logger.error("%s", self._failure)
+        self._connected.set()
+
+    async def aclose(self) -> None:
+        """Disconnect; a stdio server's process is ended by the SDK (stdin closed, then
+        terminate, then kill). Shielded, bounded, idempotent."""
+        with anyio.CancelScope(shield=True):
+            self._closing = True
+            self._stop.set()
+            self._connected.set()
+            with anyio.move_on_after(10):
+                await self._finished.wait()
+
+    # -- calls -----------------------------------------------------------------------
+
+    async def _session(self, tool: str) -> Client:
+        while True:
+            if self._closing:
+                raise WorkerClosed(
+                    f"MCP server {self.name!r} is closed; cannot call {tool!r}", server=self.name
+                )
+            if self._failure is not None:
+                raise self._failure
+            if self._client is not None:
+                return self._client
+            await self._connected.wait()
+
+    async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        logger = logging.getLogger(f"nativemcp.external.{self.name}")
+        level = logging.getLevelNamesMapping().get(str(params.level).upper(), logging.INFO)
+        logger.log(level, "%s", params.data, extra={"mcp_server": self.name})
+        for handler in list(self._log_handlers.values()):
+            await deliver_log(handler, str(params.level), params.data, params.logger)
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], options: CallOptions
+    ) -> NativeMCPResponse[Any]:
+        """Call ``tool`` on the server through the SDK client.
+
+        A JSON-RPC error from the server is an error response, not an exception.
+        MCP log messages carry no request id: while calls are in flight, each log
+        message reaches the ``on_log`` of every one of them (and always `logging`).
+
+        Raises:
+            WorkerTimeout: no answer within the time limit (``notifications/cancelled``
+                is sent).
+            WorkerCrashed: the server's connection ended during the call.
+            WorkerClosed: the pool is closing.
+        """
+        from mcp import MCPError
+
+        timeout = options.limit
+        report = options.on_progress
+        on_progress = None
+        if report is not None:
+
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                outcome = report(progress, total, message)
+                if hasattr(outcome, "__await__"):
+                    await outcome
+
+        self._next_call += 1
+        key = self._next_call
+        if options.on_log is not None:
+            self._log_handlers[key] = options.on_log
+        try:
+            with anyio.fail_after(math.inf if timeout is None else timeout):
+                client = await self._session(tool)
+                result = await client.call_tool(tool, arguments, progress_callback=on_progress)
+        except TimeoutError as exc:
+            raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED and not self._closing:
+                # Later calls wait for the supervisor's new connection, not this one.
+                if self._client is client:
+                    self._client = None
+                    self._reset_connected()
+                self._lost.set()
+                raise WorkerCrashed(
+                    server=self.name, exitcode=None, pid=self.pid, tool=tool
+                ) from exc
+            if self._closing:
+                raise WorkerClosed(
+                    f"pool closed during a call to {self.name}.{tool}", server=self.name
+                ) from exc
+            return response_from_sdk(exc.error)
+        finally:
+            self._log_handlers.pop(key, None)
+        return response_from_sdk(result)
+
+    async def call_value(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        result_type: Any,
+        output_schema: Mapping[str, Any] | None,
+        options: CallOptions,
+    ) -> Any:
+        """Call ``tool`` and return its value as ``result_type``.
+
+        Raises:
+            ToolError: the tool answered with an error.
+            UnwrapError: the value does not convert to ``result_type``.
+            WorkerError: as `call`.
+        """
+        response = await self.call(tool, arguments, options)
+        return unwrap(response, result_type, tool=tool, output_schema=output_schema)
+
+    async def list_tools(self, options: CallOptions) -> list[Tool]:
+        """Ask the server for its tools again (the entry's filters applied)."""
+        timeout = options.limit
+        with anyio.fail_after(math.inf if timeout is None else timeout):
+            client = await self._session("tools/list")
+            tools = await _list_all_tools(client)
+        self._tools = [tool for tool in tools if self.spec.allows(tool.name)]
+        return self._tools
+
+    async def feature(self, method: str, params: dict[str, Any], options: CallOptions) -> Any:
+        """Answer a resources/prompts/completion request through the server (the
+        spec-shaped JSON result).
+
+        Raises:
+            FeatureError: the server refused it, or ``method`` is not one of these.
+            WorkerTimeout: no answer within the time limit.
+        """
+        import mcp_types
+        from mcp import MCPError
+
+        from nativemcp.protocol import METHOD_NOT_FOUND
+        from nativemcp.workers._resources import FeatureError
+
+        timeout = options.limit
+        result: Any
+        try:
+            with anyio.fail_after(math.inf if timeout is None else timeout):
+                client = await self._session(method)
+                if method == "resources/list":
+                    result = await client.list_resources()
+                elif method == "resources/templates/list":
+                    result = await client.list_resource_templates()
+                elif method == "resources/read":
+                    result = await client.read_resource(str(params["uri"]))
+                elif method == "prompts/list":
+                    result = await client.list_prompts()
+                elif method == "prompts/get":
+                    result = await client.get_prompt(
+                        str(params["name"]), dict(params.get("arguments") or {})
+                    )
+                elif method == "completion/complete":
+                    ref = params["ref"]
+                    reference: Any = (
+                        mcp_types.PromptReference(type="ref/prompt", name=ref["name"])
+                        if ref.get("type") == "ref/prompt"
+                        else mcp_types.ResourceTemplateReference(
+                            type="ref/resource", uri=ref["uri"]
+                        )
+                    )
+                    result = await client.complete(reference, dict(params["argument"]))
+                else:
+                    raise FeatureError(f"unknown method {method!r}", code=METHOD_NOT_FOUND)
+        except TimeoutError as exc:
+            raise WorkerTimeout(server=self.name, tool=method, timeout=timeout or 0.0) from exc
+        except MCPError as exc:
+            raise FeatureError(exc.message, code=exc.code) from exc
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def get_service_context(self, options: CallOptions) -> str:
+        """The server's ``instructions``, if it sent any."""
+        return self.description
+
+    async def switch_context(
+        self, session_id: str | None, thread_id: str | None, options: CallOptions
+    ) -> None:
+        """External servers have no session scoping; nothing to do."""
+
+    async def ping(self, options: CallOptions) -> None:
+        """Round-trip a request: list the tools (``ping`` is gone from newer MCP)."""
+        await self.list_tools(options)
+
+
+async def _list_all_tools(client: Client) -> list[Tool]:
+    tools: list[Tool] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(from_sdk(tool) for tool in page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Return when the first of ``events`` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def one(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(one, event)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"

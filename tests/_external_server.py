@@ -1,0 +1,100 @@
+"""An official-SDK `MCPServer` the external-server tests run over stdio and over HTTP.
+
+``python tests/_external_server.py MARKER_DIR`` serves stdio; the HTTP tests mount
+`make_server` under uvicorn. ``MARKER_DIR`` receives a file per cancelled call, so a
+test can see that ``notifications/cancelled`` reached the server.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+
+import anyio
+import mcp_types
+import msgspec
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
+
+from nativemcp.protocol import response_to_sdk, structured_response
+
+#: A module no test imports; a `_meta` type reference naming it must never be followed.
+UNTRUSTED_MODULE = "tests_untrusted_marker_module"
+
+
+class Stamp(msgspec.Struct):
+    """A value with a date: JSON carries it as text, the exact type as a datetime."""
+
+    label: str
+    at: dt.datetime
+
+
+STAMPS = [
+    Stamp("first", dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)),
+    Stamp("second", dt.datetime(2026, 11, 26, 8, 30, tzinfo=dt.UTC)),
+]
+
+
+class Sum(BaseModel):
+    """A structured result."""
+
+    total: int
+    operands: list[int]
+
+
+def make_server(marker_dir: str | None = None) -> MCPServer:
+    """The test server: sums, a dashed name, a hang, progress and log notifications."""
+    server = MCPServer("external-test", instructions="A test server for nativemcp.")
+
+    @server.tool(name="get-sum")
+    def get_sum(a: int, b: int) -> Sum:
+        """Add two numbers."""
+        return Sum(total=a + b, operands=[a, b])
+
+    @server.tool(meta={"io.github.nativemcp/returnType": {"ref": f"{UNTRUSTED_MODULE}:Thing"}})
+    def typed_meta() -> dict[str, int]:
+        """A tool whose _meta names a module: the proxy must not import it."""
+        return {"value": 1}
+
+    @server.tool()
+    def stamps() -> mcp_types.CallToolResult:
+        """A nativemcp response at the MCP boundary: the list travels in
+        _meta["io.github.nativemcp/structuredResult"]."""
+        return response_to_sdk(structured_response("two stamps", STAMPS))
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo text back (text only, no structured content)."""
+        return text
+
+    @server.tool()
+    def fail(message: str) -> str:
+        """Fail with a tool error."""
+        raise ValueError(message)
+
+    @server.tool()
+    async def hang(key: str) -> str:
+        """Sleep until cancelled; leaves a marker file when cancelled."""
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            if marker_dir is not None:
+                # Synchronous on purpose: an await here would be cancelled at once.
+                Path(marker_dir, f"cancelled-{key}").write_text("cancelled")  # noqa: ASYNC240
+            raise
+        return "never"
+
+    @server.tool()
+    async def chatty(steps: int, ctx: Context) -> str:
+        """Report progress and log a line per step."""
+        for step in range(steps):
+            await ctx.report_progress(step + 1, steps, f"step {step + 1}")
+            await ctx.info(f"did step {step + 1}")
+        return "done"
+
+    return server
+
+
+if __name__ == "__main__":
+    make_server(sys.argv[1] if len(sys.argv) > 1 else None).run("stdio")
