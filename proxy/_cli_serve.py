@@ -74,6 +74,13 @@ def add_serve_parser(commands: Any) -> None:
     )
     serve.add_argument("--data-dir", type=Path, default=None, help="built-in servers' data")
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
+    serve.add_argument(
+        "--mcp-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="external MCP servers to serve too: an mcp.json with mcpServers",
+    )
 
 
 def _importable_from(folder: str) -> None:
@@ -129,6 +136,7 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         data_dir=data_dir if builtins else None,
         builtins=builtins,
         timeout=args.timeout,
+        mcp_servers=args.mcp_config,
     )
     if args.transport == "stdio":
 

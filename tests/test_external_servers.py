@@ -413,3 +413,27 @@ async def test_the_cli_calls_a_server_of_its_mcp_config_and_names_one_that_fails
     )
     assert failed.returncode != 0
     assert "MCP server 'broken' (false)" in failed.stderr.decode()
+
+
+async def test_serve_with_mcp_config_serves_external_tools_beside_builtins(tmp_path: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"time": _time()}}))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            *("-m", "nativemcp.proxy._cli", "serve", "workspace"),
+            *("--data-dir", str(tmp_path / "d"), "--mcp-config", str(config)),
+        ],
+    )
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert "time__get_current_time" in names
+            assert "builtin_workspace__read_file" in names
+            result = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+    assert not result.is_error
+    assert result.structured_content is not None
+    assert result.structured_content["timezone"] == "UTC"
