@@ -19,10 +19,23 @@ from ._constants import REQUEST_TIMEOUT as REQUEST_TIMEOUT
 from ._constants import STRUCTURED_RESULT_META_KEY as STRUCTURED_RESULT_META_KEY
 from ._errortext import ErrorInfo as ErrorInfo
 from ._errortext import extract_error_info as extract_error_info
+from ._exceptions import ArgumentsError as ArgumentsError
+from ._exceptions import CallTimeout as CallTimeout
+from ._exceptions import ClientRequestError as ClientRequestError
+from ._exceptions import FeatureError as FeatureError
+from ._exceptions import FrameTooLarge as FrameTooLarge
 from ._exceptions import NativeMCPError as NativeMCPError
 from ._exceptions import ProtocolError as ProtocolError
+from ._exceptions import ServerClosed as ServerClosed
+from ._exceptions import ServerCrashed as ServerCrashed
+from ._exceptions import ServerError as ServerError
+from ._exceptions import ServerStartError as ServerStartError
 from ._exceptions import ToolError as ToolError
+from ._exceptions import ToolNameClash as ToolNameClash
 from ._exceptions import ToolNameError as ToolNameError
+from ._exceptions import UnknownProviderError as UnknownProviderError
+from ._exceptions import UnknownServer as UnknownServer
+from ._exceptions import UnknownTool as UnknownTool
 from ._exceptions import UnwrapError as UnwrapError
 from ._naming import BUILTIN_PREFIX as BUILTIN_PREFIX
 from ._naming import SEPARATOR as SEPARATOR
@@ -90,13 +103,18 @@ __all__ = [
     "SERVICE_META_KEY",
     "STRUCTURED_RESULT_META_KEY",
     "Annotations",
+    "ArgumentsError",
     "AudioContent",
     "BackendType",
+    "CallTimeout",
     "CallToolResult",
+    "ClientRequestError",
     "ContentBlock",
     "EmbeddedResource",
     "ErrorInfo",
     "ErrorObject",
+    "FeatureError",
+    "FrameTooLarge",
     "Icon",
     "ImageContent",
     "JSONRPCErrorResponse",
@@ -111,14 +129,22 @@ __all__ = [
     "RequestId",
     "ResourceContents",
     "ResourceLink",
+    "ServerClosed",
+    "ServerCrashed",
+    "ServerError",
+    "ServerStartError",
     "ServiceInfo",
     "TextContent",
     "Tool",
     "ToolAnnotations",
     "ToolError",
     "ToolExecution",
+    "ToolNameClash",
     "ToolNameError",
     "UnknownContent",
+    "UnknownProviderError",
+    "UnknownServer",
+    "UnknownTool",
     "UnwrapError",
     "compact",
     "decode",

@@ -1,22 +1,68 @@
-"""The exception tree of nativemcp.
+"""Every exception nativemcp raises on purpose, in one tree.
 
 ```
 NativeMCPError                  root: everything nativemcp raises on purpose
 ├── ProtocolError               malformed input: bad JSON/msgpack, wrong shapes, non-UTF-8
 ├── ToolNameError               a tool or server name breaks the naming rules
+├── UnwrapError                 a result does not convert to the requested type
 ├── ToolError                   the tool answered with an error (JSON-RPC error or isError)
-└── UnwrapError                 a result does not convert to the requested type
+├── FeatureError                a resource, prompt or completion request failed
+├── ClientRequestError          a tool's request to its client (sampling, elicitation) failed
+├── ServerError                 the server broke (worker, in-process or external MCP server)
+│   ├── ServerStartError        it did not start (import error, handshake timeout)
+│   ├── ServerCrashed           it died, or its connection ended, with calls in flight
+│   ├── CallTimeout             a call did not finish in time (also a TimeoutError)
+│   ├── ServerClosed            the pool (or this server) is closed or closing
+│   └── FrameTooLarge           a message exceeds the frame size limit
+├── ArgumentsError              call arguments that are not an object (also a ValueError)
+├── UnknownServer               no server by that name (also a KeyError)
+├── UnknownTool                 no tool by that full name in the catalog (also a KeyError)
+├── ToolNameClash               a tool is named like a proxy attribute (also a LookupError)
+└── UnknownProviderError        not one of the LLM providers (also a ValueError)
 ```
 
-The runtime (``nativemcp.workers`` / ``nativemcp.proxy``) adds its own branch for
-"the worker broke" (crash, timeout), kept apart from "the tool returned an error".
+`ServerError` is "the runtime failed us": the call did not run to an answer. `ToolError`
+is the opposite: the tool ran and answered with an error. The names hold for every kind
+of source, so an in-process or external call raises the same classes as a worker's.
+
+The round-1 names (``WorkerError``, ``WorkerTimeout``, ...) are kept as aliases at the
+end of this module; ``nativemcp.workers`` and ``nativemcp.proxy`` re-export them.
 """
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["NativeMCPError", "ProtocolError", "ToolError", "ToolNameError", "UnwrapError"]
+from ._constants import INVALID_PARAMS
+
+__all__ = [
+    "ArgumentsError",
+    "CallTimeout",
+    "ClientRequestError",
+    "FeatureError",
+    "FrameTooLarge",
+    "NativeMCPError",
+    "ProtocolError",
+    "ServerClosed",
+    "ServerCrashed",
+    "ServerError",
+    "ServerStartError",
+    "ToolError",
+    "ToolNameClash",
+    "ToolNameError",
+    "UnknownProviderError",
+    "UnknownServer",
+    "UnknownTool",
+    "UnwrapError",
+    "WorkerClosed",
+    "WorkerCrashed",
+    "WorkerError",
+    "WorkerStartError",
+    "WorkerTimeout",
+    "describe_exit",
+]
 
 
 class NativeMCPError(Exception):
@@ -81,3 +127,144 @@ def _type_name(type_: Any) -> str:
     if isinstance(name, str) and not getattr(type_, "__args__", None):
         return name
     return repr(type_).replace("typing.", "")
+
+
+class FeatureError(NativeMCPError):
+    """A resource, prompt or completion request failed (unknown name, bad arguments).
+
+    ``code`` is the JSON-RPC error code the MCP boundary answers with.
+    """
+
+    def __init__(self, message: str, *, code: int = INVALID_PARAMS) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class ClientRequestError(NativeMCPError):
+    """A request to the client (sampling, elicitation) failed or has nobody to answer it."""
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+# -- the server broke --------------------------------------------------------------------
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """``exited with code 1``, ``was killed by SIGKILL``, or ``is gone`` (code unknown)."""
+    if exitcode is None:
+        return "is gone (exit status unknown)"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"was killed by {name}"
+    return f"exited with code {exitcode}"
+
+
+class ServerError(NativeMCPError):
+    """A server failed us: it did not start, crashed, timed out or is closed."""
+
+    def __init__(self, message: str, *, server: str) -> None:
+        self.server = server
+        super().__init__(message)
+
+
+class ServerStartError(ServerError):
+    """A server did not start: it failed to load, or its handshake timed out."""
+
+
+class ServerCrashed(ServerError):
+    """A server died (or its connection ended) with calls in flight; each gets this error."""
+
+    def __init__(
+        self, *, server: str, exitcode: int | None, pid: int | None, tool: str | None = None
+    ) -> None:
+        self.exitcode = exitcode
+        self.pid = pid
+        self.tool = tool
+        call = f" during a call to {tool!r}" if tool else ""
+        process = f" (pid {pid})" if pid is not None else ""
+        super().__init__(
+            f"server {server!r}{process} {describe_exit(exitcode)}{call}", server=server
+        )
+
+
+class CallTimeout(ServerError, TimeoutError):
+    """A call did not finish within its time limit; its late reply is dropped."""
+
+    def __init__(self, *, server: str, tool: str, timeout: float) -> None:
+        self.tool = tool
+        self.timeout = timeout
+        super().__init__(
+            f"call to {server}.{tool} did not finish within {timeout:g} s", server=server
+        )
+
+
+class ServerClosed(ServerError):
+    """The pool (or this server) is closed or closing; no new calls are taken."""
+
+
+class FrameTooLarge(ServerError):
+    """A message exceeds the frame size limit; nothing was sent."""
+
+    def __init__(self, *, server: str, size: int, limit: int, what: str) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{what} for server {server!r} is {size} bytes; the frame limit is {limit} bytes",
+            server=server,
+        )
+
+
+# -- the caller's mistakes -------------------------------------------------------------
+
+
+class ArgumentsError(NativeMCPError, ValueError):
+    """Call arguments that are not an object (a non-JSON string, a list, clashing keys)."""
+
+
+class UnknownServer(NativeMCPError, KeyError):
+    """The pool has no server by that name; the message lists the ones it has."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownTool(NativeMCPError, KeyError):
+    """No tool by that full name in the catalog; the message suggests the nearest."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ToolNameClash(NativeMCPError, LookupError):
+    """A tool is named like one of the proxy's own attributes; the message says how to
+    reach each. Not an `AttributeError`: that would make Python fall back to the tool
+    and silently hide the proxy's own."""
+
+
+class UnknownProviderError(NativeMCPError, ValueError):
+    """A provider name that is not one of ``valid``; the message lists the valid ones."""
+
+    def __init__(self, provider: object, *, valid: Iterable[str] = ()) -> None:
+        self.provider = provider
+        names = ", ".join(repr(name) for name in valid)
+        expected = f"; expected one of: {names}" if names else ""
+        super().__init__(f"unknown LLM provider {provider!r}{expected}")
+
+
+# -- deprecated aliases, kept for round-1 code --------------------------------------------
+# These names said "Worker" for calls that may run in-process or on an external MCP
+# server. They are the same classes (``except WorkerTimeout`` catches `CallTimeout`);
+# new code uses the names on the right.
+
+WorkerError = ServerError
+WorkerStartError = ServerStartError
+WorkerCrashed = ServerCrashed
+WorkerTimeout = CallTimeout
+WorkerClosed = ServerClosed

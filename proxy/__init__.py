@@ -4,18 +4,25 @@ import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from nativemcp.workers import FrameTooLarge as FrameTooLarge
-from nativemcp.workers import WorkerClosed as WorkerClosed
-from nativemcp.workers import WorkerCrashed as WorkerCrashed
-from nativemcp.workers import WorkerError as WorkerError
-from nativemcp.workers import WorkerStartError as WorkerStartError
-from nativemcp.workers import WorkerTimeout as WorkerTimeout
+from nativemcp.protocol import ArgumentsError as ArgumentsError
+from nativemcp.protocol import CallTimeout as CallTimeout
+from nativemcp.protocol import FrameTooLarge as FrameTooLarge
+from nativemcp.protocol import ServerClosed as ServerClosed
+from nativemcp.protocol import ServerCrashed as ServerCrashed
+from nativemcp.protocol import ServerError as ServerError
+from nativemcp.protocol import ServerStartError as ServerStartError
+from nativemcp.protocol import ToolNameClash as ToolNameClash
+from nativemcp.protocol import UnknownServer as UnknownServer
+from nativemcp.protocol import UnknownTool as UnknownTool
+
+# Deprecated aliases, kept for round-1 code: the same classes under their old names.
+from nativemcp.protocol._exceptions import WorkerClosed as WorkerClosed
+from nativemcp.protocol._exceptions import WorkerCrashed as WorkerCrashed
+from nativemcp.protocol._exceptions import WorkerError as WorkerError
+from nativemcp.protocol._exceptions import WorkerStartError as WorkerStartError
+from nativemcp.protocol._exceptions import WorkerTimeout as WorkerTimeout
 
 from ._catalog import UIAction as UIAction
-from ._exceptions import ArgumentsError as ArgumentsError
-from ._exceptions import ToolNameClash as ToolNameClash
-from ._exceptions import UnknownServer as UnknownServer
-from ._exceptions import UnknownTool as UnknownTool
 from ._external import ExternalServerSpec as ExternalServerSpec
 from ._external import load_mcp_servers as load_mcp_servers
 from ._handle import DEFAULT as DEFAULT
@@ -38,6 +45,7 @@ __all__ = [
     "TOKEN_ENV",
     "ArgumentsError",
     "CallOptions",
+    "CallTimeout",
     "ClientHandler",
     "ExternalServerSpec",
     "FrameTooLarge",
@@ -46,7 +54,11 @@ __all__ = [
     "ProgressCallback",
     "Record",
     "RestartPolicy",
+    "ServerClosed",
+    "ServerCrashed",
+    "ServerError",
     "ServerProxy",
+    "ServerStartError",
     "ToolMethod",
     "ToolNameClash",
     "UIAction",

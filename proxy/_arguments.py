@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ._exceptions import ArgumentsError
+from nativemcp.protocol import ArgumentsError
 
 __all__ = ["check_arguments", "check_tool_name"]
 

@@ -35,7 +35,7 @@ from nativemcp.protocol import (
     full_tool_name,
     response_to_sdk,
 )
-from nativemcp.workers import ClientRequestError, FeatureError, WorkerError
+from nativemcp.workers import ClientRequestError, FeatureError, ServerError
 
 from ._handle import CallOptions, ServerHandle
 
@@ -182,7 +182,7 @@ class McpBridge:
                     scope=(session_id, None) if session_id is not None else None,
                 ),
             )
-        except WorkerError as exc:
+        except ServerError as exc:
             # The tool did not run to an answer: the model reads why, as a tool error.
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"Error: {exc}")], is_error=True
@@ -199,7 +199,7 @@ class McpBridge:
             return await handle.feature(method, params, CallOptions(timeout=self._limit))
         except FeatureError as exc:
             raise MCPError(exc.code, exc.message) from exc
-        except WorkerError as exc:
+        except ServerError as exc:
             raise MCPError(INTERNAL_ERROR, str(exc)) from exc
 
     async def list_resources(
@@ -235,7 +235,7 @@ class McpBridge:
             except FeatureError as exc:
                 problems.append(exc.message)
                 continue
-            except WorkerError as exc:
+            except ServerError as exc:
                 raise MCPError(INTERNAL_ERROR, str(exc)) from exc
             return types.ReadResourceResult.model_validate(result)
         raise MCPError(
@@ -406,7 +406,7 @@ async def gather_instructions(handles: dict[str, ServerHandle], *, timeout: floa
         try:
             limit = CallOptions(timeout=timeout or 30).with_default(None)
             text = (await handle.get_service_context(limit)).strip()
-        except WorkerError as exc:
+        except ServerError as exc:
             _logger.warning("no service context from %s: %s", name, exc)
             continue
         if text:

@@ -23,6 +23,7 @@ from nativemcp.protocol import (
     ServiceInfo,
     Tool,
     ToolNameError,
+    UnknownTool,
     full_tool_name,
     is_valid_tool_name,
     service_info,
@@ -30,7 +31,6 @@ from nativemcp.protocol import (
     tool_name_index,
 )
 
-from ._exceptions import UnknownTool
 from ._handle import ServerHandle
 
 __all__ = ["HOST_ACTIONS", "Catalog", "CatalogEntry", "UIAction"]

@@ -8,7 +8,7 @@ own keys ``tools`` (allow-list), ``disabled_tools``, ``timeout`` and ``required`
 Each server gets a supervisor task, like a worker: it connects (bounded by the start
 timeout), lists the tools, and — for a stdio server — watches the child's stderr, which
 also feeds `logging` and keeps a tail for error messages. When the child dies, the
-SDK's dispatcher fails the pending calls at once; this turns them into `WorkerCrashed`
+SDK's dispatcher fails the pending calls at once; this turns them into `ServerCrashed`
 naming the server and tool, and the supervisor reconnects with backoff. A timed-out or
 cancelled call is abandoned through the SDK, which sends ``notifications/cancelled``.
 """
@@ -38,7 +38,7 @@ from nativemcp.protocol import (
     response_from_sdk,
     unwrap,
 )
-from nativemcp.workers import WorkerClosed, WorkerCrashed, WorkerStartError, WorkerTimeout
+from nativemcp.workers import CallTimeout, ServerClosed, ServerCrashed, ServerStartError
 
 from ._handle import CallOptions, LogHandler, ResourceListener, deliver_log
 from ._worker import RestartPolicy
@@ -302,7 +302,7 @@ class ExternalServer:
         self._connected = anyio.Event()
         self._lost = anyio.Event()
         self._closing = False
-        self._failure: WorkerStartError | None = None
+        self._failure: ServerStartError | None = None
         self._finished = anyio.Event()
         self._stop = anyio.Event()
         self._stderr: _Stderr | None = None
@@ -386,10 +386,10 @@ class ExternalServer:
                 self._reset_connected()
 
     async def _connect_once(self, on_ready: Any) -> None:
-        """Run one connection; a failure before it is ready is a `WorkerStartError`.
+        """Run one connection; a failure before it is ready is a `ServerStartError`.
 
         Raises:
-            WorkerStartError: the server did not start (its stderr tail included).
+            ServerStartError: the server did not start (its stderr tail included).
         """
         stderr = _Stderr(self.name) if self.spec.transport == "stdio" else None
         self._stderr = stderr
@@ -428,9 +428,9 @@ class ExternalServer:
         old, self._connected = self._connected, anyio.Event()
         old.set()
 
-    def _start_error(self, what: str, stderr: _Stderr | None) -> WorkerStartError:
+    def _start_error(self, what: str, stderr: _Stderr | None) -> ServerStartError:
         tail = f"; stderr:\n{stderr.text()}" if stderr is not None else ""
-        return WorkerStartError(
+        return ServerStartError(
             f"MCP server {self.name!r} ({self.spec.describe()}) {what}{tail}", server=self.name
         )
 
@@ -440,7 +440,7 @@ class ExternalServer:
         """Supervise the connection until closed; ``started()`` after the first connect.
 
         Raises:
-            WorkerStartError: the first connect failed (later failures are retried).
+            ServerStartError: the first connect failed (later failures are retried).
         """
         started = False
         recent: list[float] = []
@@ -457,7 +457,7 @@ class ExternalServer:
                 self._lost = anyio.Event()
                 try:
                     await self._connect_once(on_ready)
-                except WorkerStartError as exc:
+                except ServerStartError as exc:
                     if not started:
                         raise
                     if not self._may_restart(recent):
@@ -476,7 +476,7 @@ class ExternalServer:
                     )
                     if not self._may_restart(recent):
                         self._give_up(
-                            WorkerStartError(f"MCP server {self.name!r} stopped", server=self.name)
+                            ServerStartError(f"MCP server {self.name!r} stopped", server=self.name)
                         )
                         return
                     self.restarts += 1
@@ -493,7 +493,7 @@ class ExternalServer:
         return len(recent) <= self._restart.max_restarts
 
     def _give_up(self, cause: Exception) -> None:
-        self._failure = WorkerStartError(
+        self._failure = ServerStartError(
             f"MCP server {self.name!r} stopped restarting after "
             f"{self._restart.max_restarts} restarts in {self._restart.window:g} s: {cause}",
             server=self.name,
@@ -516,7 +516,7 @@ class ExternalServer:
     async def _session(self, tool: str) -> Client:
         while True:
             if self._closing:
-                raise WorkerClosed(
+                raise ServerClosed(
                     f"MCP server {self.name!r} is closed; cannot call {tool!r}", server=self.name
                 )
             if self._failure is not None:
@@ -542,10 +542,10 @@ class ExternalServer:
         message reaches the ``on_log`` of every one of them (and always `logging`).
 
         Raises:
-            WorkerTimeout: no answer within the time limit (``notifications/cancelled``
+            CallTimeout: no answer within the time limit (``notifications/cancelled``
                 is sent).
-            WorkerCrashed: the server's connection ended during the call.
-            WorkerClosed: the pool is closing.
+            ServerCrashed: the server's connection ended during the call.
+            ServerClosed: the pool is closing.
         """
         from mcp import MCPError
 
@@ -570,7 +570,7 @@ class ExternalServer:
                 client = await self._session(tool)
                 result = await client.call_tool(tool, arguments, progress_callback=on_progress)
         except TimeoutError as exc:
-            raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
+            raise CallTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
                 # Later calls wait for the supervisor's new connection, not this one.
@@ -578,11 +578,11 @@ class ExternalServer:
                     self._client = None
                     self._reset_connected()
                 self._lost.set()
-                raise WorkerCrashed(
+                raise ServerCrashed(
                     server=self.name, exitcode=None, pid=self.pid, tool=tool
                 ) from exc
             if self._closing:
-                raise WorkerClosed(
+                raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
                 ) from exc
             return response_from_sdk(exc.error)
@@ -603,7 +603,7 @@ class ExternalServer:
         Raises:
             ToolError: the tool answered with an error.
             UnwrapError: the value does not convert to ``result_type``.
-            WorkerError: as `call`.
+            ServerError: as `call`.
         """
         response = await self.call(tool, arguments, options)
         return unwrap(response, result_type, tool=tool, output_schema=output_schema)
@@ -623,13 +623,12 @@ class ExternalServer:
 
         Raises:
             FeatureError: the server refused it, or ``method`` is not one of these.
-            WorkerTimeout: no answer within the time limit.
+            CallTimeout: no answer within the time limit.
         """
         import mcp_types
         from mcp import MCPError
 
-        from nativemcp.protocol import METHOD_NOT_FOUND
-        from nativemcp.workers._resources import FeatureError
+        from nativemcp.protocol import METHOD_NOT_FOUND, FeatureError
 
         timeout = options.limit
         result: Any
@@ -661,7 +660,7 @@ class ExternalServer:
                 else:
                     raise FeatureError(f"unknown method {method!r}", code=METHOD_NOT_FOUND)
         except TimeoutError as exc:
-            raise WorkerTimeout(server=self.name, tool=method, timeout=timeout or 0.0) from exc
+            raise CallTimeout(server=self.name, tool=method, timeout=timeout or 0.0) from exc
         except MCPError as exc:
             raise FeatureError(exc.message, code=exc.code) from exc
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)

@@ -4,24 +4,15 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeAlias, get_args
 
-from nativemcp.protocol import NativeMCPError
+from nativemcp.protocol import UnknownProviderError
 
-__all__ = ["PROVIDERS", "Provider", "UnknownProviderError", "check_provider"]
+__all__ = ["PROVIDERS", "Provider", "check_provider"]
 
 Provider: TypeAlias = Literal["openai", "openai-responses", "anthropic", "gemini"]
 """A provider name: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages, Gemini."""
 
 PROVIDERS: Final[tuple[Provider, ...]] = get_args(Provider)
 """Every valid provider name, in a stable order (for messages and parametrised tests)."""
-
-
-class UnknownProviderError(NativeMCPError, ValueError):
-    """A provider name that is not one of `PROVIDERS`; the message lists the valid ones."""
-
-    def __init__(self, provider: object) -> None:
-        self.provider = provider
-        valid = ", ".join(repr(name) for name in PROVIDERS)
-        super().__init__(f"unknown LLM provider {provider!r}; expected one of: {valid}")
 
 
 def check_provider(provider: object) -> Provider:
@@ -32,4 +23,4 @@ def check_provider(provider: object) -> Provider:
     """
     if isinstance(provider, str) and provider in PROVIDERS:
         return provider
-    raise UnknownProviderError(provider)
+    raise UnknownProviderError(provider, valid=PROVIDERS)

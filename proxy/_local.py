@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from nativemcp.protocol import BackendType, NativeMCPResponse, Tool, unwrap
-from nativemcp.workers import ClientRequestError, Notification, Server, WorkerTimeout
+from nativemcp.workers import CallTimeout, ClientRequestError, Notification, Server
 from nativemcp.workers._feature_dispatch import answer_feature
 
 from ._handle import CallOptions, ResourceListener, answer_client_request, deliver
@@ -43,7 +43,7 @@ class LocalServer:
         """Run the tool in this process; notifications reach the callbacks in order.
 
         Raises:
-            WorkerTimeout: no answer within the options' time limit.
+            CallTimeout: no answer within the options' time limit.
         """
         self._next_id += 1
 
@@ -66,7 +66,7 @@ class LocalServer:
             with anyio.fail_after(math.inf if timeout is None else timeout):
                 return await self.server.call_tool(tool, arguments, context=context)
         except TimeoutError as exc:
-            raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
+            raise CallTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
 
     async def call_value(
         self,
@@ -81,7 +81,7 @@ class LocalServer:
         Raises:
             ToolError: the tool answered with an error.
             UnwrapError: the value does not convert to ``result_type``.
-            WorkerTimeout: no answer within the options' time limit.
+            CallTimeout: no answer within the options' time limit.
         """
         response = await self.call(tool, arguments, options)
         return unwrap(response, result_type, tool=tool, output_schema=output_schema)

@@ -28,22 +28,21 @@ import anyio
 import anyio.abc
 import multiprocess
 
-from nativemcp.protocol import NativeMCPResponse, Tool, ToolNameError
+from nativemcp.protocol import ArgumentsError, NativeMCPResponse, Tool, ToolNameError, UnknownServer
 from nativemcp.workers import (
     BUILTIN_SERVERS,
     ClientRequestError,
     Server,
+    ServerClosed,
     ServerConfig,
+    ServerError,
     ServerSource,
-    WorkerClosed,
-    WorkerError,
     load_server,
 )
 from nativemcp.workers._wire import DEFAULT_MAX_FRAME
 
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
-from ._exceptions import ArgumentsError, UnknownServer
 from ._external import ExternalServer, ExternalServerSpec, load_mcp_servers
 from ._handle import (
     DEFAULT,
@@ -186,7 +185,7 @@ class WorkerPool:
 
     A script that opens a pool must do so under ``if __name__ == "__main__":``: each
     worker imports the script again. Without the guard, the worker exits at once and
-    the pool raises `WorkerStartError` naming the guard.
+    the pool raises `ServerStartError` naming the guard.
     """
 
     def __init__(
@@ -328,7 +327,7 @@ class WorkerPool:
                 handle = await spec.start(outer)
                 order[id(handle)] = index
                 started.append(handle)
-            except (WorkerError, ValueError, OSError) as exc:
+            except (ServerError, ValueError, OSError) as exc:
                 if spec.required:
                     errors.append(exc)
                 else:
@@ -361,7 +360,7 @@ class WorkerPool:
                 # The frames of a worker that failed to start say nothing to the caller;
                 # the message does (why, and what to do).
                 error = errors[0]
-                raise error.with_traceback(None) if isinstance(error, WorkerError) else error
+                raise error.with_traceback(None) if isinstance(error, ServerError) else error
             raise ExceptionGroup("several servers failed to start", errors)  # type: ignore[type-var]
 
     async def __aexit__(
@@ -447,7 +446,7 @@ class WorkerPool:
 
         Raises:
             UnknownServer: no server by that name (the message lists the servers).
-            WorkerClosed: the pool is closed.
+            ServerClosed: the pool is closed.
             TypeError: not a name, or an interface without ``server_name``.
         """
         interface: type[Any] | None = None
@@ -464,7 +463,7 @@ class WorkerPool:
                 )
             name = declared
         if self._closed:
-            raise WorkerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
+            raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
         handle = self._handles.get(name)
         if handle is None:
             raise UnknownServer(
@@ -486,7 +485,7 @@ class WorkerPool:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise WorkerClosed("the pool is closed", server="*")
+            raise ServerClosed("the pool is closed", server="*")
 
     async def list_tools(self) -> list[Tool]:
         """Every tool of every source under its full name (``server__tool`` external,
@@ -495,7 +494,7 @@ class WorkerPool:
 
         Raises:
             ToolNameError: two sources now give the same full name (both named).
-            WorkerClosed: the pool is closed.
+            ServerClosed: the pool is closed.
         """
         self._check_open()
         return self._catalog.tools()
@@ -518,7 +517,7 @@ class WorkerPool:
 
         Raises:
             UnknownTool: no such full name (the message suggests the nearest).
-            WorkerError: the source timed out, crashed or is closed.
+            ServerError: the source timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
         self._check_open()
@@ -567,7 +566,7 @@ class WorkerPool:
 
         Raises:
             UnknownProviderError: not one of the four providers.
-            WorkerClosed: the pool is closed.
+            ServerClosed: the pool is closed.
         """
         provider = check_provider(provider)
         self._check_open()

@@ -22,7 +22,14 @@ from typing import Any, Final
 
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, ResourceContents, Tool, unwrap
+from nativemcp.protocol import (
+    ArgumentsError,
+    NativeMCPResponse,
+    ResourceContents,
+    Tool,
+    ToolNameClash,
+    unwrap,
+)
 from nativemcp.workers import (
     ClientRequest,
     CompletionRef,
@@ -34,7 +41,6 @@ from nativemcp.workers import (
 from nativemcp.workers._typeref import RETURN_TYPE_META_KEY, resolve_type
 
 from ._arguments import check_arguments, check_tool_name
-from ._exceptions import ArgumentsError, ToolNameClash
 from ._handle import (
     DEFAULT,
     CallOptions,
@@ -144,7 +150,7 @@ class ToolMethod:
         Raises:
             ToolError: the tool answered with an error.
             UnwrapError: the result does not convert to the tool's type.
-            WorkerError: the worker timed out, crashed or is closed.
+            ServerError: the worker timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
         given = self._split(kwargs) if kwargs else None
@@ -274,7 +280,7 @@ class ServerProxy:
         them the call uses the server's scope (`switch_context`).
 
         Raises:
-            WorkerError: the worker timed out, crashed or is closed.
+            ServerError: the worker timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
         scoped = session_id is not None or thread_id is not None
@@ -300,7 +306,7 @@ class ServerProxy:
 
         Raises:
             FeatureError: no resource or template of the server matches ``uri``.
-            WorkerError: the worker timed out, crashed or is closed.
+            ServerError: the worker timed out, crashed or is closed.
         """
         found = await self._handle.feature("resources/read", {"uri": uri}, self._defaults)
         return msgspec.convert(found["contents"], list[ResourceContents])
@@ -317,7 +323,7 @@ class ServerProxy:
 
         Raises:
             FeatureError: unknown prompt, or missing/unknown arguments.
-            WorkerError: the worker timed out, crashed or is closed.
+            ServerError: the worker timed out, crashed or is closed.
         """
         found = await self._handle.feature(
             "prompts/get", {"name": name, "arguments": dict(arguments or {})}, self._defaults

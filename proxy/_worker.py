@@ -2,7 +2,7 @@
 
 One supervisor task per worker owns the process: it spawns it, waits for READY under a
 bounded timeout, waits until the channel closes, then fails every pending call with
-`WorkerCrashed` and restarts the worker (bounded restarts with backoff). Calls are
+`ServerCrashed` and restarts the worker (bounded restarts with backoff). Calls are
 correlated by id in a pending map; the timeout is around the wait only, and the entry
 is always popped, so late replies are dropped. Nothing blocks the event loop: frames go
 through a non-blocking socket channel (written in the loop's own pass, read by its
@@ -26,22 +26,21 @@ import anyio
 import anyio.abc
 import msgspec
 
-from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
+from nativemcp.protocol import BackendType, FeatureError, NativeMCPResponse, Tool
 from nativemcp.workers import (
+    CallTimeout,
     ClientRequest,
     FrameTooLarge,
+    ServerClosed,
     ServerConfig,
+    ServerCrashed,
+    ServerError,
     ServerSource,
-    WorkerClosed,
-    WorkerCrashed,
-    WorkerError,
-    WorkerStartError,
-    WorkerTimeout,
+    ServerStartError,
     describe_exit,
 )
 from nativemcp.workers._channel import FrameChannel, Inbox, open_channel
 from nativemcp.workers._host import worker_main
-from nativemcp.workers._resources import FeatureError
 from nativemcp.workers._wire import (
     Answer,
     Ask,
@@ -234,7 +233,7 @@ class WorkerProcess:
         self._conn: _Connection | None = None
         self._connected = anyio.Event()
         self._closing = False
-        self._failure: WorkerError | None = None
+        self._failure: ServerError | None = None
         self._finished = anyio.Event()
         self.restarts = 0
         self.on_resource_updated: ResourceListener | None = None
@@ -257,7 +256,7 @@ class WorkerProcess:
         """Supervise the worker until closed; ``task_status.started()`` after the first READY.
 
         Raises:
-            WorkerStartError: the first start failed (later failures are retried).
+            ServerStartError: the first start failed (later failures are retried).
         """
         started = False
         recent: list[float] = []
@@ -266,7 +265,7 @@ class WorkerProcess:
             while not self._closing:
                 try:
                     conn = await self._spawn()
-                except WorkerStartError as exc:
+                except ServerStartError as exc:
                     if not started:
                         raise
                     if not self._may_restart(recent):
@@ -291,7 +290,7 @@ class WorkerProcess:
                 process = conn.process
                 if not self._may_restart(recent):
                     self._give_up(
-                        WorkerCrashed(server=self.name, exitcode=process.exitcode, pid=process.pid)
+                        ServerCrashed(server=self.name, exitcode=process.exitcode, pid=process.pid)
                     )
                     return
                 _logger.error(
@@ -313,8 +312,8 @@ class WorkerProcess:
         recent.append(now)
         return len(recent) <= self._restart.max_restarts
 
-    def _give_up(self, cause: WorkerError) -> None:
-        self._failure = WorkerStartError(
+    def _give_up(self, cause: ServerError) -> None:
+        self._failure = ServerStartError(
             f"worker for server {self.name!r} stopped restarting after "
             f"{self._restart.max_restarts} restarts in {self._restart.window:g} s: {cause}",
             server=self.name,
@@ -340,7 +339,7 @@ class WorkerProcess:
             reason = str(exc)
             if not reason.startswith(f"server {self.label!r}"):
                 reason = f"server {self.label!r} cannot be sent to a worker process: {reason}"
-            raise WorkerStartError(reason, server=self.label) from exc
+            raise ServerStartError(reason, server=self.label) from exc
         except BaseException:
             parent_sock.close()
             raise
@@ -358,13 +357,13 @@ class WorkerProcess:
                 if message is None:
                     await _wait_exit(process, EXIT_STATUS_WAIT)
                     if process.exitcode == EXIT_NO_MAIN_GUARD:
-                        raise WorkerStartError(no_main_guard_message(self.label), server=self.label)
-                    raise WorkerStartError(
+                        raise ServerStartError(no_main_guard_message(self.label), server=self.label)
+                    raise ServerStartError(
                         f"worker for {self.label!r} {_exit_text(process)} during start-up",
                         server=self.label,
                     )
                 if isinstance(message, StartFailed):
-                    raise WorkerStartError(
+                    raise ServerStartError(
                         f"server {self.label!r} failed to start: {message.message}",
                         server=self.label,
                     )
@@ -376,7 +375,7 @@ class WorkerProcess:
                     parent_sock.close()
                 await _stop_process(process, 0.5)
             if isinstance(exc, TimeoutError):
-                raise WorkerStartError(
+                raise ServerStartError(
                     f"worker for {self.label!r} did not become ready within "
                     f"{self._start_timeout:g} s",
                     server=self.label,
@@ -403,14 +402,14 @@ class WorkerProcess:
                 process = conn.process
                 if self._closing:
                     conn.fail_pending(
-                        lambda tool: WorkerClosed(
+                        lambda tool: ServerClosed(
                             f"pool closed during a call to {self.name}.{tool}", server=self.name
                         )
                     )
                 else:
                     # Whether it restarts is logged by `run`, once it has decided.
                     conn.fail_pending(
-                        lambda tool: WorkerCrashed(
+                        lambda tool: ServerCrashed(
                             server=self.name, exitcode=process.exitcode, pid=process.pid, tool=tool
                         )
                     )
@@ -433,7 +432,7 @@ class WorkerProcess:
     async def _connection(self, what: str) -> _Connection:
         while True:
             if self._closing:
-                raise WorkerClosed(
+                raise ServerClosed(
                     f"server {self.name!r} is closed; cannot {what}", server=self.name
                 )
             if self._failure is not None:
@@ -448,10 +447,10 @@ class WorkerProcess:
         """Run ``tool`` in the worker and return its response.
 
         Raises:
-            WorkerTimeout: no reply within the options' time limit (the call is
+            CallTimeout: no reply within the options' time limit (the call is
                 cancelled in the worker).
-            WorkerCrashed: the worker died before replying.
-            WorkerClosed: the pool is closing.
+            ServerCrashed: the worker died before replying.
+            ServerClosed: the pool is closing.
             FrameTooLarge: the arguments exceed the frame limit.
         """
         return unpack_reply(await self._call(tool, arguments, options))
@@ -469,7 +468,7 @@ class WorkerProcess:
         Raises:
             ToolError: the tool answered with an error.
             UnwrapError: the value does not convert to ``result_type``.
-            WorkerError: as `call`.
+            ServerError: as `call`.
         """
         reply = await self._call(tool, arguments, options)
         return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
@@ -492,7 +491,7 @@ class WorkerProcess:
                 with anyio.fail_after(deadline - loop.time()):
                     conn = await self._connection(f"call {tool!r}")
             except TimeoutError as exc:
-                raise WorkerTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
+                raise CallTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
         call_id = conn.new_id()
         session_id, thread_id = scope if scope is not None else (None, None)
         frame = encode_frame(
@@ -526,7 +525,7 @@ class WorkerProcess:
             return await self._await_reply(
                 conn, inbox, on_progress, options.on_log, options.on_request
             )
-        except (WorkerTimeout, anyio.get_cancelled_exc_class()):
+        except (CallTimeout, anyio.get_cancelled_exc_class()):
             conn.send(encode_frame(Cancel(id=call_id)))  # the worker stops the tool
             raise
         finally:
@@ -536,7 +535,7 @@ class WorkerProcess:
 
     def _time_out(self, inbox: Inbox[_Item], tool: str, timeout: float) -> None:
         # The error is made only when a call does time out, not for every call.
-        inbox.put(WorkerTimeout(server=self.name, tool=tool, timeout=timeout))
+        inbox.put(CallTimeout(server=self.name, tool=tool, timeout=timeout))
 
     async def _await_reply(
         self,
@@ -580,13 +579,13 @@ class WorkerProcess:
                         if item.error is not None and item.code is not None:
                             raise FeatureError(item.error, code=item.code)
                         if item.error is not None:
-                            raise WorkerError(
+                            raise ServerError(
                                 f"server {self.name!r} could not {what}: {item.error}",
                                 server=self.name,
                             )
                         return item.value
         except TimeoutError as exc:
-            raise WorkerTimeout(server=self.name, tool=what, timeout=timeout or 0.0) from exc
+            raise CallTimeout(server=self.name, tool=what, timeout=timeout or 0.0) from exc
         finally:
             if conn is not None and call_id:
                 conn.pending.pop(call_id, None)
@@ -618,7 +617,7 @@ class WorkerProcess:
 
         Raises:
             FeatureError: the server refused it (unknown resource or prompt, bad params).
-            WorkerError: the worker timed out, crashed or is closed.
+            ServerError: the worker timed out, crashed or is closed.
         """
         return await self._request(
             lambda i: FeatureRequest(id=i, method=method, params=params), method, options

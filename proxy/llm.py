@@ -11,13 +11,14 @@ envelopes with plain text; `clean_history` drops orphan tool results and unmatch
 tool calls; `response_stats` counts tool results by kind.
 """
 
+from nativemcp.protocol import UnknownProviderError as UnknownProviderError
+
 from ._llm_history import ResponseStats as ResponseStats
 from ._llm_history import clean_history as clean_history
 from ._llm_history import response_stats as response_stats
 from ._llm_messages import tool_result_message as tool_result_message
 from ._llm_provider import PROVIDERS as PROVIDERS
 from ._llm_provider import Provider as Provider
-from ._llm_provider import UnknownProviderError as UnknownProviderError
 from ._llm_render import EMPTY_RESULT_TEXT as EMPTY_RESULT_TEXT
 from ._llm_stream import StreamAccumulator as StreamAccumulator
 from ._llm_stream import StreamChunk as StreamChunk

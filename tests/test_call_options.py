@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from nativemcp.proxy import DEFAULT, CallOptions, WorkerPool, WorkerTimeout
+from nativemcp.proxy import DEFAULT, CallOptions, CallTimeout, WorkerPool
 from nativemcp.proxy._handle import time_limit
 from nativemcp.workers import Server
 
@@ -35,9 +35,9 @@ def test_default_takes_the_pools_limit_none_means_no_limit_and_zero_keeps_meanin
 async def test_each_spelling_of_the_limit_applies_to_a_call() -> None:
     async with WorkerPool([slow], in_process=["slow"], timeout=0.2) as pool:
         proxy = pool.server("slow")
-        with pytest.raises(WorkerTimeout):
+        with pytest.raises(CallTimeout):
             await proxy.nap(seconds=5)  # the pool's default
-        with pytest.raises(WorkerTimeout):
+        with pytest.raises(CallTimeout):
             await pool.call_tool("builtin_slow__nap", {"seconds": 5})
         assert await proxy.nap(seconds=0.3, call_options=CallOptions(timeout=None)) == "slept"
         assert await proxy.nap(seconds=0.3, call_timeout=5) == "slept"  # the older spelling

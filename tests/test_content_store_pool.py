@@ -14,7 +14,7 @@ import multiprocess
 import pytest
 
 from nativemcp.protocol import ToolError, result_text
-from nativemcp.proxy import WorkerCrashed, WorkerPool
+from nativemcp.proxy import ServerCrashed, WorkerPool
 from nativemcp.workers.content_store import (
     AddContentResult,
     ListContentResult,
@@ -141,7 +141,7 @@ async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
                     os.kill(worker.pid, signal.SIGKILL)
                     killed.set()
 
-            with pytest.raises(WorkerCrashed):
+            with pytest.raises(ServerCrashed):
                 await store.add_content(
                     store_id=created.store_id,
                     content=text,

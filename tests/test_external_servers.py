@@ -25,12 +25,12 @@ from _external_server import STAMPS, UNTRUSTED_MODULE, Stamp, make_server
 from nativemcp.protocol import BackendType, ServiceInfo, ToolError, ToolNameError, service_info
 from nativemcp.proxy import (
     CallOptions,
+    CallTimeout,
     RestartPolicy,
+    ServerCrashed,
+    ServerStartError,
     UnknownTool,
-    WorkerCrashed,
     WorkerPool,
-    WorkerStartError,
-    WorkerTimeout,
     load_mcp_servers,
 )
 
@@ -175,7 +175,7 @@ async def test_progress_and_log_notifications_reach_the_callbacks(pool: WorkerPo
 async def test_a_timeout_raises_and_sends_cancelled_to_the_server(
     pool: WorkerPool, marker_dir: Path
 ) -> None:
-    with pytest.raises(WorkerTimeout, match=r"ext\.hang"):
+    with pytest.raises(CallTimeout, match=r"ext\.hang"):
         await pool.server("ext").hang(key="timeout", call_options=CallOptions(timeout=0.3))
     await _marker(marker_dir / "cancelled-timeout")
 
@@ -213,7 +213,7 @@ async def test_a_killed_server_fails_its_pending_call_at_once_and_is_restarted(
                     os.kill(pid, signal.SIGKILL)
 
                 tg.start_soon(kill_soon)
-                with pytest.raises(WorkerCrashed, match=r"'ext'.*'hang'"):
+                with pytest.raises(ServerCrashed, match=r"'ext'.*'hang'"):
                     await pool.call_tool("ext__hang", {"key": "killed"}, timeout=None)
             # The supervisor reconnects: the next call works on a new process.
             response = await pool.call_tool("ext__get-sum", {"a": 1, "b": 1})
@@ -226,7 +226,7 @@ async def test_a_server_that_cannot_start_is_an_error_naming_it_its_command_and_
     tmp_path: Path,
 ) -> None:
     bad = {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no config here')"]}
-    with pytest.raises(WorkerStartError) as caught:
+    with pytest.raises(ServerStartError) as caught:
         async with WorkerPool(mcp_servers={"broken": bad}):
             pass
     message = str(caught.value)
@@ -340,7 +340,7 @@ async def test_a_streamable_http_server_is_reached_through_the_sdk_client(tmp_pa
             }
         }
         try:
-            with pytest.raises(WorkerStartError, match="'nokey'"):
+            with pytest.raises(ServerStartError, match="'nokey'"):
                 async with WorkerPool(mcp_servers={"nokey": {"type": "http", "url": url}}):
                     pass
             async with WorkerPool(mcp_servers=config) as pool:
@@ -349,7 +349,7 @@ async def test_a_streamable_http_server_is_reached_through_the_sdk_client(tmp_pa
                 response = await pool.call_tool("remote__echo", {"text": "over http"})
                 assert response.result is not None
                 assert response.result.content[0].text == "over http"  # type: ignore[union-attr]
-                with pytest.raises(WorkerTimeout, match=r"0\.3 s"):  # the entry's own timeout
+                with pytest.raises(CallTimeout, match=r"0\.3 s"):  # the entry's own timeout
                     await pool.call_tool("remote__hang", {"key": "http"})
         finally:
             server.should_exit = True
@@ -377,7 +377,7 @@ async def test_leaving_the_pool_ends_the_server_process_also_when_the_body_raise
 
 async def test_a_server_that_never_answers_is_an_error_within_the_start_timeout() -> None:
     silent = {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}
-    with anyio.fail_after(30), pytest.raises(WorkerStartError, match="did not answer within 1 s"):
+    with anyio.fail_after(30), pytest.raises(ServerStartError, match="did not answer within 1 s"):
         async with WorkerPool(mcp_servers={"silent": silent}, start_timeout=1):
             pass
 

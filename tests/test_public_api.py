@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import types
@@ -58,3 +59,30 @@ def test_no_bare_top_level_package_names_are_installed() -> None:
         "    assert spec is None or 'site-packages' in (spec.origin or ''), name\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+
+
+def test_every_exception_lives_in_the_one_module_and_is_drawn_in_its_tree() -> None:
+    from nativemcp.protocol import _exceptions
+
+    tree = _exceptions.__doc__ or ""
+    for module in (nativemcp.protocol, nativemcp.workers, nativemcp.proxy):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if isinstance(value, type) and issubclass(value, nativemcp.protocol.NativeMCPError):
+                assert value.__module__ == "nativemcp.protocol._exceptions", name
+                assert re.search(rf"^[│├└─ ]*{value.__name__} ", tree, re.M), value.__name__
+
+
+def test_round_one_exception_names_are_the_new_classes() -> None:
+    renamed = {
+        "WorkerError": nativemcp.protocol.ServerError,
+        "WorkerStartError": nativemcp.protocol.ServerStartError,
+        "WorkerCrashed": nativemcp.protocol.ServerCrashed,
+        "WorkerTimeout": nativemcp.protocol.CallTimeout,
+        "WorkerClosed": nativemcp.protocol.ServerClosed,
+    }
+    for module in (nativemcp.workers, nativemcp.proxy):
+        for old, new in renamed.items():
+            assert getattr(module, old) is new
+    assert issubclass(nativemcp.protocol.CallTimeout, TimeoutError)
+    assert not issubclass(nativemcp.protocol.ToolError, nativemcp.protocol.ServerError)

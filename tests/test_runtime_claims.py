@@ -16,7 +16,7 @@ import anyio
 import multiprocess
 import pytest
 
-from nativemcp.proxy import DEFAULT_TIMEOUT, RestartPolicy, WorkerClosed, WorkerPool
+from nativemcp.proxy import DEFAULT_TIMEOUT, RestartPolicy, ServerClosed, WorkerPool
 from nativemcp.workers._wire import DEFAULT_MAX_FRAME
 from nativemcp.workers.content_store import ContentStoreOptions
 from nativemcp.workers.workspace._options import WorkspaceOptions
@@ -49,7 +49,7 @@ async def test_closing_the_pool_kills_a_worker_that_ignores_the_shutdown_message
 
             async def block() -> None:
                 # The worker's event loop is blocked: it never reads the shutdown message.
-                with pytest.raises(WorkerClosed):
+                with pytest.raises(ServerClosed):
                     await testing.block_inline(seconds=120, marker=str(marker))
 
             tg.start_soon(block)

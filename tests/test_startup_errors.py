@@ -38,7 +38,7 @@ def test_a_script_without_the_main_guard_gets_an_error_naming_the_guard(tmp_path
     )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("nativemcp.workers._exceptions.WorkerStartError: worker for 'greeter'")
+    assert last.startswith("nativemcp.protocol._exceptions.ServerStartError: worker for 'greeter'")
     guard = '`if __name__ == "__main__":`'
     assert f"noguard.py opens a WorkerPool in code that is not under {guard}" in last
     # The worker's side is one line too, not multiprocessing's "bootstrapping" traceback.

@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from nativemcp.protocol import INVALID_PARAMS
-from nativemcp.proxy import ArgumentsError, RestartPolicy, WorkerPool, WorkerStartError
+from nativemcp.proxy import ArgumentsError, RestartPolicy, ServerStartError, WorkerPool
 from nativemcp.proxy._worker import WorkerProcess
 from nativemcp.workers._channel import Inbox
 from nativemcp.workers._wire import Reply, Result, unpack_reply
@@ -142,9 +142,9 @@ async def test_a_server_that_ran_healthily_earns_its_restart_budget_back() -> No
                 while True:
                     try:
                         new_pid = await testing.pid()
-                    except WorkerStartError:
+                    except ServerStartError:
                         raise
-                    except Exception:  # the call that raced the kill: WorkerCrashed
+                    except Exception:  # the call that raced the kill: ServerCrashed
                         continue
                     if new_pid != pid:
                         break
@@ -157,12 +157,12 @@ async def test_crashes_in_quick_succession_still_exhaust_the_budget(
     with caplog.at_level(logging.ERROR, logger="nativemcp.worker"):
         async with WorkerPool(["_servers:server"], restart=policy, timeout=20) as pool:
             testing = pool.server("testing")
-            with pytest.raises(WorkerStartError, match="stopped restarting"):
+            with pytest.raises(ServerStartError, match="stopped restarting"):
                 with anyio.fail_after(20):
                     while True:
                         try:
                             os.kill(await testing.pid(), signal.SIGKILL)
-                        except WorkerStartError:
+                        except ServerStartError:
                             raise
                         except Exception:
                             continue

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from nativemcp.protocol import ToolError
-from nativemcp.proxy import CallOptions, WorkerPool, WorkerTimeout
+from nativemcp.proxy import CallOptions, CallTimeout, WorkerPool
 from nativemcp.proxy._local import LocalServer
 from nativemcp.workers import Context, Server
 from nativemcp.workers.content_store import MAX_OFFSET
@@ -59,7 +59,7 @@ async def test_a_timed_out_sync_call_frees_its_caller_and_the_tool_sees_it(
     pool: WorkerPool,
 ) -> None:
     testing = pool.server("testing")
-    with anyio.fail_after(10), pytest.raises(WorkerTimeout):
+    with anyio.fail_after(10), pytest.raises(CallTimeout):
         await testing.sleepy(key="timed-out", seconds=60, call_timeout=0.2)
     assert await testing.saw_cancel(key="timed-out")
 
@@ -72,7 +72,7 @@ async def test_abandoned_sync_calls_do_not_delay_the_next_call(pool: WorkerPool)
             for _ in range(20):
 
                 async def abandon() -> None:
-                    with pytest.raises(WorkerTimeout):
+                    with pytest.raises(CallTimeout):
                         await testing.block(seconds=5, call_timeout=0.01)
 
                 tg.start_soon(abandon)
@@ -113,7 +113,7 @@ async def test_a_cancelled_in_process_call_frees_the_caller_and_tells_the_tool()
         return "done"
 
     local = LocalServer(server)
-    with anyio.fail_after(10), pytest.raises(WorkerTimeout):
+    with anyio.fail_after(10), pytest.raises(CallTimeout):
         await local.call("wait", {}, CallOptions(timeout=0.1))
     assert await anyio.to_thread.run_sync(finished.wait, 10)
     assert seen == [True]

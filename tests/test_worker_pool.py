@@ -18,13 +18,13 @@ from _servers import Item, Listing, Money
 from nativemcp.protocol import INVALID_PARAMS, NativeMCPResponse, ToolError, unwrap
 from nativemcp.proxy import (
     ArgumentsError,
+    CallTimeout,
     FrameTooLarge,
     RestartPolicy,
+    ServerCrashed,
+    ServerStartError,
     UnknownServer,
-    WorkerCrashed,
     WorkerPool,
-    WorkerStartError,
-    WorkerTimeout,
 )
 from nativemcp.workers import Server
 
@@ -212,7 +212,7 @@ async def test_a_timed_out_call_names_server_and_tool_and_the_worker_goes_on(
     pool: WorkerPool,
 ) -> None:
     testing = pool.server("testing")
-    with pytest.raises(WorkerTimeout) as caught:
+    with pytest.raises(CallTimeout) as caught:
         await testing.hang(key="timeout-1", call_timeout=0.2)
     assert caught.value.server == "testing"
     assert caught.value.tool == "hang"
@@ -279,7 +279,7 @@ async def test_killed_worker_fails_pending_calls_and_restarts() -> None:
         async def call(key: str) -> None:
             try:
                 await testing.hang(key=key, on_progress=lambda *_: started.set())
-            except WorkerCrashed as exc:
+            except ServerCrashed as exc:
                 errors.append(exc)
 
         with anyio.fail_after(20):
@@ -290,7 +290,7 @@ async def test_killed_worker_fails_pending_calls_and_restarts() -> None:
                 os.kill(first_pid, signal.SIGKILL)
         assert len(errors) == 2
         assert all("testing" in str(exc) and "SIGKILL" in str(exc) for exc in errors)
-        assert {exc.exitcode for exc in errors if isinstance(exc, WorkerCrashed)} == {-9}
+        assert {exc.exitcode for exc in errors if isinstance(exc, ServerCrashed)} == {-9}
         with anyio.fail_after(20):
             second_pid = await testing.pid()
         assert second_pid != first_pid
@@ -324,13 +324,13 @@ async def test_no_worker_outlives_a_pool_whose_task_was_cancelled() -> None:
 
 
 async def test_a_server_that_fails_to_load_is_a_start_error_with_the_reason() -> None:
-    with pytest.raises(WorkerStartError, match="the database is missing"):
+    with pytest.raises(ServerStartError, match="the database is missing"):
         async with WorkerPool(["_servers:broken_factory"]):
             pass
 
 
 async def test_a_worker_that_never_becomes_ready_times_out_at_start() -> None:
-    with pytest.raises(WorkerStartError, match="did not become ready"):
+    with pytest.raises(ServerStartError, match="did not become ready"):
         async with WorkerPool(["_servers:slow_factory"], start_timeout=1):
             pass
 

@@ -12,7 +12,7 @@ import anyio
 import msgspec
 import pytest
 
-from nativemcp.proxy import ArgumentsError, WorkerPool, WorkerTimeout
+from nativemcp.proxy import ArgumentsError, CallTimeout, WorkerPool
 from nativemcp.proxy._worker import WorkerProcess
 from nativemcp.workers._channel import Inbox
 from nativemcp.workers._wire import Reply
@@ -71,7 +71,7 @@ async def test_sixty_four_callers_mixing_good_and_bad_calls_never_hurt_the_worke
                     await undecodable()
                     counts["undecodable"] += 1
                 elif kind == 2:
-                    with pytest.raises(WorkerTimeout):
+                    with pytest.raises(CallTimeout):
                         await testing.sleepy(
                             key=f"stress-{next(serial)}", seconds=5, call_timeout=0.01
                         )

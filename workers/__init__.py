@@ -1,11 +1,29 @@
 """nativemcp.workers: the server-definition API, the worker-process host, built-in servers."""
 
+from nativemcp.protocol import CallTimeout as CallTimeout
+from nativemcp.protocol import ClientRequestError as ClientRequestError
+from nativemcp.protocol import FeatureError as FeatureError
+from nativemcp.protocol import FrameTooLarge as FrameTooLarge
+from nativemcp.protocol import ServerClosed as ServerClosed
+from nativemcp.protocol import ServerCrashed as ServerCrashed
+from nativemcp.protocol import ServerError as ServerError
+from nativemcp.protocol import ServerStartError as ServerStartError
+
+# Deprecated aliases, kept for round-1 code: the same classes under their old names.
+from nativemcp.protocol._exceptions import WorkerClosed as WorkerClosed
+from nativemcp.protocol._exceptions import WorkerCrashed as WorkerCrashed
+from nativemcp.protocol._exceptions import WorkerError as WorkerError
+from nativemcp.protocol._exceptions import WorkerStartError as WorkerStartError
+from nativemcp.protocol._exceptions import WorkerTimeout as WorkerTimeout
+
+# describe_exit belongs with ServerCrashed, whose message it words.
+from nativemcp.protocol._exceptions import describe_exit as describe_exit
+
 from ._config import BUILTIN_SERVERS as BUILTIN_SERVERS
 from ._config import ServerConfig as ServerConfig
 from ._config import ServerSource as ServerSource
 from ._config import load_server as load_server
 from ._context import ClientRequest as ClientRequest
-from ._context import ClientRequestError as ClientRequestError
 from ._context import Context as Context
 from ._context import ElicitResult as ElicitResult
 from ._context import LogLevel as LogLevel
@@ -14,16 +32,8 @@ from ._context import Notification as Notification
 from ._context import ProgressNotification as ProgressNotification
 from ._context import ResourceUpdatedNotification as ResourceUpdatedNotification
 from ._context import SampleResult as SampleResult
-from ._exceptions import FrameTooLarge as FrameTooLarge
-from ._exceptions import WorkerClosed as WorkerClosed
-from ._exceptions import WorkerCrashed as WorkerCrashed
-from ._exceptions import WorkerError as WorkerError
-from ._exceptions import WorkerStartError as WorkerStartError
-from ._exceptions import WorkerTimeout as WorkerTimeout
-from ._exceptions import describe_exit as describe_exit
 from ._render import render_default as render_default
 from ._resources import CompletionRef as CompletionRef
-from ._resources import FeatureError as FeatureError
 from ._resources import GetPromptResult as GetPromptResult
 from ._resources import Prompt as Prompt
 from ._resources import PromptArgument as PromptArgument
@@ -35,6 +45,7 @@ from ._server import ToolFunction as ToolFunction
 
 __all__ = [
     "BUILTIN_SERVERS",
+    "CallTimeout",
     "ClientRequest",
     "ClientRequestError",
     "CompletionRef",
@@ -55,8 +66,12 @@ __all__ = [
     "ResourceUpdatedNotification",
     "SampleResult",
     "Server",
+    "ServerClosed",
     "ServerConfig",
+    "ServerCrashed",
+    "ServerError",
     "ServerSource",
+    "ServerStartError",
     "ToolFunction",
     "WorkerClosed",
     "WorkerCrashed",

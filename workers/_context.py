@@ -10,11 +10,10 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from nativemcp.protocol import ContentBlock, NativeMCPError, TextContent
+from nativemcp.protocol import ClientRequestError, ContentBlock, TextContent
 
 __all__ = [
     "ClientRequest",
-    "ClientRequestError",
     "Context",
     "ElicitResult",
     "LogLevel",
@@ -72,15 +71,6 @@ Notify = Callable[[Notification], Awaitable[None]]
 ClientRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Sends a request to the caller's client: ``(method, params) -> result`` (spec JSON
 shapes, e.g. ``"sampling/createMessage"``); raises `ClientRequestError`."""
-
-
-class ClientRequestError(NativeMCPError):
-    """A request to the client (sampling, elicitation) failed or has nobody to answer it."""
-
-    def __init__(self, message: str, *, code: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 class SampleResult(msgspec.Struct, kw_only=True, rename="camel"):

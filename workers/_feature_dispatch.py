@@ -10,9 +10,9 @@ from typing import Any, Final
 
 import msgspec
 
-from nativemcp.protocol import METHOD_NOT_FOUND
+from nativemcp.protocol import METHOD_NOT_FOUND, FeatureError
 
-from ._resources import CompletionRef, FeatureError
+from ._resources import CompletionRef
 from ._server import Server
 
 __all__ = ["FEATURE_METHODS", "answer_feature"]

@@ -26,13 +26,19 @@ import anyio
 import anyio.abc
 import msgspec
 
-from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, NativeMCPResponse, error_response
+from nativemcp.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    ClientRequestError,
+    FeatureError,
+    NativeMCPResponse,
+    error_response,
+)
 
 from ._channel import FrameChannel, Inbox, open_channel
 from ._config import ServerConfig, ServerSource, load_server
-from ._context import ClientRequestError, Notification, ProgressNotification
+from ._context import Notification, ProgressNotification
 from ._feature_dispatch import answer_feature
-from ._resources import FeatureError
 from ._server import Server
 from ._wire import (
     Answer,

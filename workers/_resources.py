@@ -30,17 +30,15 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from nativemcp.protocol import (
-    INVALID_PARAMS,
     ContentBlock,
     EmbeddedResource,
-    NativeMCPError,
+    FeatureError,
     ResourceContents,
     TextContent,
 )
 
 __all__ = [
     "CompletionRef",
-    "FeatureError",
     "GetPromptResult",
     "Prompt",
     "PromptArgument",
@@ -52,18 +50,6 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 _META = msgspec.field(default=None, name="_meta")
-
-
-class FeatureError(NativeMCPError):
-    """A resource, prompt or completion request failed (unknown name, bad arguments).
-
-    ``code`` is the JSON-RPC error code the MCP boundary answers with.
-    """
-
-    def __init__(self, message: str, *, code: int = INVALID_PARAMS) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 class Resource(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
