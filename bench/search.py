@@ -9,7 +9,7 @@ bm25s in process, on the same generated corpus and queries, in the same run.
   the way the store's index is (accents folded, CJK runs as bigrams), top 5 in process;
 - overlap@5: the share of the store's top 5 chunks that each baseline also ranks top 5;
 - a payload table per tool: the rich text a model reads against a status-only text
-  like the original's "Found 5 content items" (bytes, and tokens estimated as
+  like a bare "Found 5 content items" (bytes, and tokens estimated as
   characters / 4).
 
 Run: ``python -m bench.search [--quick] [--json]`` (needs the ``bench`` extra).

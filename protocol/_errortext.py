@@ -1,4 +1,4 @@
-"""Reading error codes and messages out of MCP error texts (seed 000).
+"""Reading error codes and messages out of MCP error texts.
 
 Clients and transports stack prefixes onto an MCP error as it travels, e.g.::
 
@@ -9,7 +9,7 @@ itself; a trailing ``(Code: N)`` is what an outer layer that did not understand 
 error wrapped it in (typically -32603, internal error), so it is used only when no
 ``Mcp error`` code is present.
 
-``Mcp error: N`` is found anywhere in the text, as the original client did: the official
+``Mcp error: N`` is found anywhere in the text, not only at its start: the official
 SDK server reports a raised error as ``Error executing tool t: Mcp error: -32602: ...``.
 Text before it is kept in the message (minus leading ``Error:`` prefixes).
 """

@@ -147,7 +147,7 @@ class Catalog:
         return tagged
 
     def resolve_ui_action(self, action: Mapping[str, Any], content: Any) -> UIAction:
-        """Resolve a UI action (seed 004) to a full tool name and arguments.
+        """Resolve a UI action (an MCP-UI ``onUIAction`` message) to a full tool name and arguments.
 
         ``{"type": "tool", "payload": {"toolName", "params"}}``: a full name listed in
         the catalog passes unchanged; a base name takes its server from the `ServiceInfo`

@@ -1,4 +1,4 @@
-"""A tolerant reader for streamed model output (seed 000's ``JSON.parse(chunk)`` bug).
+"""A tolerant reader for streamed model output: not every chunk is JSON.
 
 A stream may mix JSON envelope chunks, ``{"content": …, "thinking": …, "tool_calls": …}``,
 with plain-text chunks (a provider's raw token text, a tool's plain output). Both are

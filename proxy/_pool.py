@@ -152,8 +152,16 @@ class _ExternalSpec:
 
 
 class WorkerPool:
-    """Runs servers — in worker processes, in this process, or external MCP servers —
-    and gives out typed proxies and one catalog over all of them.
+    """Runs tool servers and gives out typed proxies and one catalog over all of them.
+
+    Each server runs where it fits: user servers and the ``content-store`` and
+    ``planning`` built-ins in worker processes of their own (a crash is contained and
+    restarted); ``workspace``, and any server named in ``in_process``, in this process;
+    external MCP servers (``mcp_servers``) through the official ``mcp`` client.
+    ``pool.server(name)`` gives a server's typed proxy (the same one each time);
+    ``pool.list_tools()`` / ``pool.call_tool(full_name, ...)`` are the catalog of every
+    tool under its full name, which ``tool_definitions`` / ``run_tool_call`` hand to an
+    LLM and ``nativemcp serve`` to MCP clients.
 
     Args:
         servers: user-defined servers: `Server` objects, factories taking a
@@ -163,7 +171,7 @@ class WorkerPool:
         workspace_root: the workspace server's root folder.
         builtins: which built-in servers to start (default: all, when ``data_dir`` is set).
         in_process: names of servers to run in this process instead of a worker
-            (default: ``workspace``, which the original app ran natively).
+            (default: ``workspace``: its file tools gain nothing from a process).
         options: per-server options, by server name.
         mcp_servers: external MCP servers: an ``mcpServers`` mapping as Claude Desktop,
             Cursor and VS Code write it, or the path of such a JSON file.

@@ -150,7 +150,7 @@ class ToolMethod:
         Raises:
             ToolError: the tool answered with an error.
             UnwrapError: the result does not convert to the tool's type.
-            ServerError: the worker timed out, crashed or is closed.
+            ServerError: the server timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
         given = self._split(kwargs) if kwargs else None
@@ -280,7 +280,7 @@ class ServerProxy:
         them the call uses the server's scope (`switch_context`).
 
         Raises:
-            ServerError: the worker timed out, crashed or is closed.
+            ServerError: the server timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
         scoped = session_id is not None or thread_id is not None
@@ -306,7 +306,7 @@ class ServerProxy:
 
         Raises:
             FeatureError: no resource or template of the server matches ``uri``.
-            ServerError: the worker timed out, crashed or is closed.
+            ServerError: the server timed out, crashed or is closed.
         """
         found = await self._handle.feature("resources/read", {"uri": uri}, self._defaults)
         return msgspec.convert(found["contents"], list[ResourceContents])
@@ -323,7 +323,7 @@ class ServerProxy:
 
         Raises:
             FeatureError: unknown prompt, or missing/unknown arguments.
-            ServerError: the worker timed out, crashed or is closed.
+            ServerError: the server timed out, crashed or is closed.
         """
         found = await self._handle.feature(
             "prompts/get", {"name": name, "arguments": dict(arguments or {})}, self._defaults

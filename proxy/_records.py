@@ -1,8 +1,8 @@
 """Attribute access over plain JSON data, for results whose type the caller cannot import.
 
 ``result.contents[0].file_name`` works on ``{"contents": [{"fileName": ...}]}``: a
-snake_case attribute finds its camelCase key, as the original app's legacy callers
-expected. Item access (``result["contents"]``) keeps working too.
+snake_case attribute finds its camelCase key. Item access (``result["contents"]``)
+keeps working too.
 """
 
 from __future__ import annotations

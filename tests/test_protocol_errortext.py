@@ -1,4 +1,4 @@
-"""Reading codes and messages out of MCP error texts (seed 000)."""
+"""Reading codes and messages out of MCP error texts."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def test_any_text_gives_an_error_info_and_plain_text_is_the_whole_message(text: 
 )
 @pytest.mark.timeout(10)
 def test_long_blank_runs_are_read_in_linear_time(text: str) -> None:
-    # A quadratic pattern takes minutes on these (ten times the blanks of the original
-    # report); a linear one, milliseconds. The per-test limit fails it, not CI's clock.
+    # A quadratic pattern takes minutes on these (ten times the blanks of a
+    # real error text); a linear one, milliseconds. The per-test limit fails it, not CI's clock.
     big = text.replace(" " * 30_000, " " * 300_000)
     info = extract_error_info(big)
     assert isinstance(info, ErrorInfo)

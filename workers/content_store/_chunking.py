@@ -1,7 +1,7 @@
 """Splitting text into overlapping chunks of whole lines, with exact line ranges.
 
-Every line of the text is in at least one chunk (the original dropped the sentence
-that triggered a flush and any unpunctuated tail). A chunk holds consecutive lines,
+Every line of the text is in at least one chunk, including the sentence that fills a
+chunk and a tail without final punctuation. A chunk holds consecutive lines,
 up to a character and a line budget; the next chunk starts a few lines before the end
 of the previous one, so a match that spans a boundary is still found whole. A single
 line longer than the budget is split into pieces that all carry that line's number.

@@ -1,8 +1,7 @@
 """The content store's typed results.
 
-Python attributes are snake_case; the JSON structured content uses the original app's
-camelCase keys (``contentId``, ``lineCount``, ``hasMore``...), so existing callers that
-read ``structuredContent`` keep working.
+Python attributes are snake_case; the JSON structured content uses MCP's
+camelCase keys (``contentId``, ``lineCount``, ``hasMore``...), as JSON readers expect.
 """
 
 from __future__ import annotations

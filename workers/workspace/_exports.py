@@ -3,7 +3,7 @@
 Each answers ``[text, resource]``: a plain sentence an agent can repeat ("did you export
 it?"), then the HTML card (a UIResource). Sources go through the same sandbox as every
 other tool; a missing or refused source fails the whole export with one error that lists
-every such path (the original skipped missing files silently).
+every such path (nothing is skipped silently).
 """
 
 from __future__ import annotations
