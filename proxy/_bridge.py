@@ -2,9 +2,12 @@
 
 No MCP protocol handling is written here: the SDK's low-level `Server` parses, validates
 and dispatches; its stdio transport and Streamable HTTP session manager carry the
-messages (see `_serve`). Each handler forwards to the pool's handles, so tools keep
-running in their workers. Results leave as spec ``CallToolResult``s, with a typed value
-that differs from its JSON form in ``_meta["io.github.nativemcp/structuredResult"]``.
+messages (see `_serve`). Tools are the pool's catalog (`WorkerPool.list_tools`,
+`WorkerPool.call_tool`), so what is served is exactly what an agent loop sees, external
+servers included; each result's content blocks carry their service in ``_meta``.
+Resources, prompts and completions are passed through as JSON to the server that owns
+them. Results leave as spec ``CallToolResult``s, with a typed value that differs from
+its JSON form in ``_meta["io.github.nativemcp/structuredResult"]``.
 
 Per call, the MCP request's context travels with it: progress and log notifications
 ride the request's own stream, a tool's ``ctx.sample``/``ctx.elicit`` become requests
@@ -13,11 +16,12 @@ to the client that made the call, and the client's session id is the call's scop
 
 from __future__ import annotations
 
+import difflib
 import logging
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -29,22 +33,26 @@ from nativemcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     SEPARATOR,
+    ArgumentsError,
     BackendType,
+    ClientRequestError,
+    FeatureError,
     ProtocolError,
+    ServerError,
     Tool,
     full_tool_name,
     response_to_sdk,
+    service_info,
 )
-from nativemcp.workers import ClientRequestError, FeatureError, ServerError
 
 from ._handle import CallOptions, ServerHandle
 
-__all__ = ["SERVICE_META_KEY", "McpBridge", "gather_instructions", "select_handles"]
+if TYPE_CHECKING:
+    from ._pool import WorkerPool
+
+__all__ = ["McpBridge", "gather_instructions", "select_servers"]
 
 _logger = logging.getLogger("nativemcp.serve")
-
-SERVICE_META_KEY: Final = "io.github.nativemcp/service"
-"""``_meta`` key of each served tool: ``{"serverName", "toolName", "backendType"}``."""
 
 _LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -56,39 +64,59 @@ class _Route:
 
 
 class McpBridge:
-    """One MCP server over some of a pool's servers.
+    """One MCP server over some of a running pool's servers.
 
-    With one server, tools and prompts keep their own names; with several, they are
-    listed under full names (``builtin_server__tool``), as the pool's catalog names them.
+    Its tools are the pool's catalog entries of those servers: under their full names
+    (``builtin_server__tool``, ``server__tool`` for an external server) when several
+    servers are served, under the tools' own names when one is. Prompts are named the
+    same way.
 
     Args:
-        handles: the servers to serve, by name.
+        pool: the running pool.
+        servers: the names of the servers to serve (default: all), in listing order.
         name: the MCP server's name (``serverInfo.name``).
         timeout: seconds per call (0 or less: no limit).
+
+    Raises:
+        ValueError: a named server is not running in the pool.
     """
 
     def __init__(
         self,
-        handles: dict[str, ServerHandle],
+        pool: WorkerPool,
+        servers: Sequence[str] | None = None,
         *,
         name: str = "nativemcp",
         version: str = "",
         timeout: float = 0,
         instructions: str | None = None,
     ) -> None:
-        self.handles = handles
+        self.pool = pool
+        self.servers = select_servers(pool, servers)
+        # Resources, prompts and completions pass through as JSON: a typed proxy would
+        # drop the fields of an external server's listings that nativemcp does not model.
+        self.handles = {server: pool.handles[server] for server in self.servers}
         self.name = name
         self.version = version
         self.timeout = timeout
         # 0 or less: no limit (the handles take None for that).
         self._limit = timeout if timeout > 0 else None
         self.instructions = instructions
-        self._single = len(handles) == 1
+        self._single = len(self.servers) == 1
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
     # -- naming ----------------------------------------------------------------------
+
+    async def _catalog(self) -> dict[str, Tool]:
+        """The served tools by the name a client sees, each as the catalog lists it."""
+        served: dict[str, Tool] = {}
+        for tool in await self.pool.list_tools():
+            service = service_info(tool)
+            if service is not None and service.server_name in self.handles:
+                served[service.tool_name if self._single else tool.name] = tool
+        return served
 
     def _public(self, handle: ServerHandle, name: str) -> str:
         if self._single:
@@ -96,6 +124,7 @@ class McpBridge:
         return full_tool_name(handle.name, name, BackendType(handle.backend))
 
     def _route(self, public: str, what: str) -> _Route:
+        """The server and own name of a prompt (tools go through the catalog)."""
         if self._single:
             (handle,) = self.handles.values()
             return _Route(handle, public)
@@ -106,11 +135,12 @@ class McpBridge:
             raise MCPError(INVALID_PARAMS, f"unknown {what} {public!r}")
         return _Route(found, own)
 
-    def _tool(self, handle: ServerHandle, tool: Tool) -> types.Tool:
+    @staticmethod
+    def _tool(public: str, tool: Tool) -> types.Tool:
         data: dict[str, Any] = {
-            "name": self._public(handle, tool.name),
+            "name": public,
             "inputSchema": tool.input_schema,
-            "description": tool.description or tool.title or tool.name,
+            "description": tool.description or tool.title or public,
         }
         if tool.title is not None:
             data["title"] = tool.title
@@ -118,13 +148,8 @@ class McpBridge:
             data["outputSchema"] = tool.output_schema
         if tool.annotations is not None:
             data["annotations"] = _builtins(tool.annotations)
-        meta = dict(tool.meta or {})
-        meta[SERVICE_META_KEY] = {
-            "serverName": handle.name,
-            "toolName": tool.name,
-            "backendType": handle.backend,
-        }
-        data["_meta"] = meta
+        if tool.meta is not None:  # the catalog's service tag is in it
+            data["_meta"] = dict(tool.meta)
         return types.Tool.model_validate(data)
 
     # -- handlers --------------------------------------------------------------------
@@ -132,17 +157,23 @@ class McpBridge:
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        """Every served tool, in server order."""
-        tools = [
-            self._tool(handle, tool) for handle in self.handles.values() for tool in handle.tools
-        ]
-        return types.ListToolsResult(tools=tools)
+        """Every served tool of the catalog, in its order."""
+        served = await self._catalog()
+        return types.ListToolsResult(
+            tools=[self._tool(name, tool) for name, tool in served.items()]
+        )
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        """Run the tool in its worker; progress, logs and client requests ride along."""
-        route = self._route(params.name, "tool")
+        """Run the tool through the pool's catalog; progress, logs, client requests and
+        the client's session (the call's scope) ride along."""
+        served = await self._catalog()
+        tool = served.get(params.name)
+        if tool is None:
+            near = difflib.get_close_matches(params.name, list(served), n=3)
+            hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}{hint}")
         session = ctx.session
         token = (ctx.meta or {}).get("progress_token")
         connection = getattr(session, "_connection", None)
@@ -171,10 +202,10 @@ class McpBridge:
 
         session_id = _session_id(ctx)
         try:
-            response = await route.handle.call(
-                route.name,
+            response = await self.pool.call_tool(
+                tool.name,
                 dict(params.arguments or {}),
-                CallOptions(
+                options=CallOptions(
                     timeout=self._limit,
                     on_progress=on_progress if token is not None else None,
                     on_log=on_log,
@@ -187,6 +218,8 @@ class McpBridge:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"Error: {exc}")], is_error=True
             )
+        except ArgumentsError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from exc
         if response.error is not None:
             raise MCPError(response.error.code, response.error.message, response.error.data)
         try:
@@ -398,35 +431,40 @@ def _builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-async def gather_instructions(handles: dict[str, ServerHandle], *, timeout: float) -> str | None:
+async def gather_instructions(pool: WorkerPool, servers: Sequence[str] | None = None) -> str | None:
     """The servers' service-context texts (what an agent's system prompt gets), as the
-    MCP ``instructions``: one paragraph per server, headed by its name when several."""
+    MCP ``instructions``: one paragraph per server, headed by its name when several.
+    Each is asked under the pool's default time limit; one that fails is left out.
+
+    Raises:
+        ValueError: a named server is not running in the pool.
+    """
+    names = select_servers(pool, servers)
     parts: list[str] = []
-    for name, handle in handles.items():
+    for name in names:
         try:
-            limit = CallOptions(timeout=timeout or 30).with_default(None)
-            text = (await handle.get_service_context(limit)).strip()
+            text = await pool.server(name).get_service_context()
         except ServerError as exc:
             _logger.warning("no service context from %s: %s", name, exc)
             continue
+        text = text.strip()
         if text:
-            parts.append(text if len(handles) == 1 else f"{name}: {text}")
+            parts.append(text if len(names) == 1 else f"{name}: {text}")
     return "\n\n".join(parts) or None
 
 
-def select_handles(
-    handles: dict[str, ServerHandle], names: Sequence[str] | None
-) -> dict[str, ServerHandle]:
-    """The handles named (all of them for None), in the order given.
+def select_servers(pool: WorkerPool, names: Sequence[str] | None) -> list[str]:
+    """The running servers named (all of them for None), in the order given.
 
     Raises:
         ValueError: a name is not a running server.
     """
+    running = pool.names
     if names is None:
-        return dict(handles)
-    missing = [name for name in names if name not in handles]
+        return running
+    missing = [name for name in names if name not in running]
     if missing:
         raise ValueError(
-            f"no server named {', '.join(missing)}; servers: {', '.join(handles) or '(none)'}"
+            f"no server named {', '.join(missing)}; servers: {', '.join(running) or '(none)'}"
         )
-    return {name: handles[name] for name in names}
+    return list(names)

@@ -30,7 +30,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._bridge import McpBridge, gather_instructions, select_handles
+from ._bridge import McpBridge, gather_instructions, select_servers
 from ._pool import WorkerPool
 from ._serve_defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
 from ._serve_defaults import TOKEN_ENV as TOKEN_ENV
@@ -55,9 +55,9 @@ async def serve_stdio(
     Raises:
         ValueError: a named server is not running in the pool.
     """
-    handles = select_handles(pool.handles, servers)
-    instructions = await gather_instructions(handles, timeout=timeout)
-    bridge = McpBridge(handles, name=name, timeout=timeout, instructions=instructions)
+    names = select_servers(pool, servers)
+    instructions = await gather_instructions(pool, names)
+    bridge = McpBridge(pool, names, name=name, timeout=timeout, instructions=instructions)
     pool.add_resource_listener(bridge.resource_updated)
     server = bridge.server()
     async with stdio_server() as (read_stream, write_stream):
@@ -178,9 +178,11 @@ class _Routes:
         self._max_body_size = max_body_size
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
 
-    async def _manager(self, handles: dict[str, Any], name: str) -> StreamableHTTPSessionManager:
-        instructions = await gather_instructions(handles, timeout=self._timeout)
-        bridge = McpBridge(handles, name=name, timeout=self._timeout, instructions=instructions)
+    async def _manager(self, servers: list[str], name: str) -> StreamableHTTPSessionManager:
+        instructions = await gather_instructions(self._pool, servers)
+        bridge = McpBridge(
+            self._pool, servers, name=name, timeout=self._timeout, instructions=instructions
+        )
         self._pool.add_resource_listener(bridge.resource_updated)
         return StreamableHTTPSessionManager(
             app=bridge.server(),
@@ -195,12 +197,10 @@ class _Routes:
         async with contextlib.AsyncExitStack() as stack:
             if not self._pool.is_running:
                 await stack.enter_async_context(self._pool)
-            handles = select_handles(self._pool.handles, self._servers)
-            self._managers[None] = await self._manager(handles, self._name)
-            for server_name, handle in handles.items():
-                self._managers[server_name] = await self._manager(
-                    {server_name: handle}, server_name
-                )
+            servers = select_servers(self._pool, self._servers)
+            self._managers[None] = await self._manager(servers, self._name)
+            for server_name in servers:
+                self._managers[server_name] = await self._manager([server_name], server_name)
             for manager in self._managers.values():
                 await stack.enter_async_context(manager.run())
             try:

@@ -74,6 +74,13 @@ async def _check_client(client: Client, *, prefix: str) -> None:
     moved = await client.call_tool(f"{prefix}move", {"point": {"x": 1, "y": 2}, "dx": 3})
     assert not moved.is_error
     assert moved.structured_content == {"x": 4, "y": 2}
+    # Calls go through the pool's catalog: each block names the service that made it.
+    service = moved.content[0].meta["io.github.nativemcp/service"]  # type: ignore[index]
+    assert service == {"serverName": "shapes", "toolName": "move", "backendType": "BuiltInWeb"}
+    with pytest.raises(
+        MCPError, match=rf"unknown tool '{prefix}mvoe'; did you mean '{prefix}move'"
+    ):
+        await client.call_tool(f"{prefix}mvoe", {})
 
     # A typed value whose JSON form differs: the exact value rides in _meta and the
     # nativemcp side rebuilds it.
@@ -179,6 +186,8 @@ async def test_sdk_client_over_http_per_server_route_and_catalog_route() -> None
                 assert client.instructions == "shapes: Shapes live on an integer grid."
                 names = {tool.name for tool in (await client.list_tools()).tools}
                 assert {"builtin_shapes__move", "builtin_other__ping_other"} <= names
+                # Exactly the pool's catalog, under the same full names.
+                assert names == {tool.name for tool in await pool.list_tools()}
                 await _check_client(client, prefix="builtin_shapes__")
                 await _check_features(client, prefix="builtin_shapes__")
                 await _check_client_requests(client, prefix="builtin_shapes__")
