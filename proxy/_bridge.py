@@ -103,6 +103,7 @@ class McpBridge:
         self._limit = timeout if timeout > 0 else None
         self.instructions = instructions
         self._single = len(self.servers) == 1
+        self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
@@ -111,11 +112,17 @@ class McpBridge:
 
     async def _catalog(self) -> dict[str, Tool]:
         """The served tools by the name a client sees, each as the catalog lists it."""
-        served: dict[str, Tool] = {}
-        for tool in await self.pool.list_tools():
+        tools = await self.pool.list_tools()
+        # The catalog hands out the same Tool objects until a source's tools change.
+        seen, served = self._served
+        if len(tools) == len(seen) and all(a is b for a, b in zip(tools, seen, strict=True)):
+            return served
+        served = {}
+        for tool in tools:
             service = service_info(tool)
             if service is not None and service.server_name in self.handles:
                 served[service.tool_name if self._single else tool.name] = tool
+        self._served = (tools, served)
         return served
 
     def _public(self, handle: ServerHandle, name: str) -> str:
