@@ -5,6 +5,7 @@ verbs (``ingest``, ``search``, ``stores``, ``list``, ``read``, ``delete``) and t
 generic ``call SERVER TOOL --args JSON`` live in `nativemcp.proxy._cli_content`; each
 opens a `WorkerPool` on data kept in ``--data-dir`` (default: `default_data_dir`) and
 takes ``--json`` for the typed value instead of the text a model reads.
+``nativemcp console [--port N]`` serves the browser console (see `nativemcp.proxy._console`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import anyio
 
 from nativemcp.protocol import NativeMCPError
 
+from ._cli_console import add_console_parser, run_console
 from ._cli_content import Runner, UsageError, add_content_commands
 
 __all__ = ["DATA_DIR_ENV", "default_data_dir", "main"]
@@ -63,6 +65,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
     from ._cli_serve import add_serve_parser
 
     add_serve_parser(commands)
+    add_console_parser(commands)
     return parser, runners
 
 
@@ -89,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._cli_serve import run_serve
 
             return run_serve(args, data_dir)
+        if args.command == "console":
+            # Not a runner: it binds its socket first and stops on Ctrl-C.
+            return run_console(args, data_dir)
         return int(anyio.run(runners[args.command], args, data_dir))
     except UsageError as exc:
         print(f"nativemcp {args.command}: error: {exc}", file=sys.stderr)

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from nativemcp.protocol import NativeMCPResponse, result_text, unwrap
 
-__all__ = ["run_demo"]
+__all__ = ["TOKEN_NOTE", "estimate_tokens", "run_demo"]
 
 SAMPLES_PACKAGE: Final = "nativemcp.workers.content_store"
 DEMO_CHUNKS: Final = {"chunk_max_lines": 4, "chunk_overlap_lines": 1}
@@ -39,7 +39,8 @@ SEARCHES: Final = [
 TOKEN_NOTE: Final = "tokens ≈ characters / 4 (a rough estimate; CJK text costs more per character)"
 
 
-def _tokens(text: str) -> int:
+def estimate_tokens(text: str) -> int:
+    """Roughly how many tokens ``text`` costs a model (see `TOKEN_NOTE`)."""
     return max(1, round(len(text) / 4)) if text else 0
 
 
@@ -72,12 +73,12 @@ async def _call(
 def _side_by_side(console: Console, call: _Call) -> None:
     table = Table(expand=True, show_lines=False, title=Text(call.label, style="bold"))
     table.add_column(
-        f"What the LLM reads — {call.text_bytes:,} bytes, ≈{_tokens(call.text)} tokens",
+        f"What the LLM reads — {call.text_bytes:,} bytes, ≈{estimate_tokens(call.text)} tokens",
         ratio=1,
     )
     table.add_column(
         f"What the app gets — {type(call.value).__name__}, "
-        f"{len(call.json.encode()):,} bytes as JSON (≈{_tokens(call.json)} tokens if sent)",
+        f"{len(call.json.encode()):,} bytes as JSON (≈{estimate_tokens(call.json)} tokens if sent)",
         ratio=1,
     )
     table.add_row(
@@ -208,9 +209,9 @@ async def run_demo(data_dir: Path | None, console: Console) -> int:
             cost.add_row(
                 call.label,
                 f"{call.text_bytes:,}",
-                str(_tokens(call.text)),
+                str(estimate_tokens(call.text)),
                 f"{len(call.json.encode()):,}",
-                str(_tokens(call.json)),
+                str(estimate_tokens(call.json)),
                 f"{call.elapsed_ms:.1f}",
             )
         console.print(cost)

@@ -215,6 +215,11 @@ class ServerProxy:
         return str(self._handle.name)
 
     @property
+    def description(self) -> str:
+        """The server's description."""
+        return str(self._handle.description)
+
+    @property
     def timeout(self) -> float | None:
         """The default seconds per call (None: no limit)."""
         return self._timeout

@@ -1,0 +1,476 @@
+"""The browser console's web app: the catalog, tool calls side by side, and live UIResources.
+
+A Starlette app, served on 127.0.0.1 by ``nativemcp console``. Everything lives under
+``/<token>/``; any other path answers 401, so only whoever holds the printed URL can
+list or call tools. The page is static (``proxy/console/``, shipped in the package; no
+CDN, no build step) and talks JSON:
+
+- ``GET  api/tools``                      the servers and their tools (full names)
+- ``POST api/calls``                      ``{"tool", "arguments"}`` → the started call
+- ``GET  api/calls``                      the session's history
+- ``GET  api/calls/<id>/events``          server-sent events: ``progress``, then ``result``
+- ``GET  api/calls/<id>/blobs/<n>``       a blob resource's bytes, as a download
+- ``GET  ui/<id>/<n>``                    a UIResource's HTML, for a sandboxed iframe
+- ``POST api/calls/<id>/ui-actions``      ``{"block", "action"}`` → a started call, or a
+  host action to show
+
+UIResources are served from their own URL with a ``sandbox allow-scripts`` content
+security policy (and the iframe has ``sandbox="allow-scripts"``): their origin is opaque,
+never the console's, and they may not fetch anything. JSON endpoints that change state
+refuse requests from another origin (a UI frame's origin is ``null``) and bodies that
+are not ``application/json``, so a rendered UI cannot call tools behind the user's back:
+it can only post a message, which the page sends here to be resolved.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import importlib.resources
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+import anyio
+import anyio.abc
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from nativemcp.protocol import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    NativeMCPResponse,
+    ResourceLink,
+    TextContent,
+    result_text,
+)
+
+from ._console_catalog import ConsoleCatalog, UIActionError, UIActionTarget, service_meta
+from ._demo import TOKEN_NOTE, estimate_tokens
+
+__all__ = ["ASSETS_PACKAGE", "create_console_app"]
+
+ASSETS_PACKAGE: Final = "nativemcp.proxy"
+ASSETS_DIR: Final = "console"
+"""The page's files: ``proxy/console/`` in the package."""
+_ASSET_TYPES: Final = {
+    "index.html": "text/html; charset=utf-8",
+    "console.js": "text/javascript; charset=utf-8",
+    "console.css": "text/css; charset=utf-8",
+}
+_PAGE_CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; media-src 'self' data:; frame-src 'self'; form-action 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+"""The page runs only its own script: a string a tool returns can never become code."""
+_UI_CSP: Final = (
+    "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; "
+    "style-src 'unsafe-inline'; img-src data:; font-src data:; form-action 'none'; "
+    "base-uri 'none'"
+)
+"""A UIResource runs its inline script in an opaque origin, and may fetch nothing."""
+_UI_MIME_TYPES: Final = ("text/html",)
+_SAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9._ -]+")
+HISTORY_LIMIT: Final = 500
+"""Calls the console remembers; older ones are forgotten (their blobs with them)."""
+
+
+@dataclass
+class _Call:
+    """One call of the session: its progress as it runs, then its result."""
+
+    id: int
+    tool: str
+    arguments: dict[str, Any]
+    origin: str
+    """``form``, or ``ui:<call id>`` for a call a UIResource asked for."""
+    started: float = field(default_factory=time.time)
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    view: dict[str, Any] | None = None
+    content: list[ContentBlock] = field(default_factory=list)
+    blobs: dict[int, tuple[bytes, str]] = field(default_factory=dict)
+    documents: dict[int, str] = field(default_factory=dict)
+    host_actions: list[dict[str, Any]] = field(default_factory=list)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def touch(self) -> None:
+        """Wake every stream following this call."""
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    def summary(self) -> dict[str, Any]:
+        view = self.view or {}
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "origin": self.origin,
+            "started": self.started,
+            "status": view.get("status", "running"),
+            "elapsedMs": view.get("elapsedMs"),
+        }
+
+
+def _json_size(value: Any) -> tuple[str, int, int]:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text, len(text.encode()), estimate_tokens(text)
+
+
+def _filename(uri: str, mime_type: str) -> str:
+    """A plain file name for a downloaded resource: its URI's last segment, made safe."""
+    last = unquote(urlsplit(uri).path).rsplit("/", 1)[-1]
+    safe = _SAFE_FILENAME.sub("_", last).strip(" .")
+    return safe or ("download" + (".bin" if mime_type == "application/octet-stream" else ""))
+
+
+def _block_view(call: _Call, index: int, block: ContentBlock) -> dict[str, Any]:
+    """One content block as the page renders it (bytes stay here, behind a URL)."""
+    meta = getattr(block, "meta", None)
+    base: dict[str, Any] = {"index": index, "meta": meta}
+    if isinstance(block, TextContent):
+        return {**base, "type": "text", "text": block.text}
+    if isinstance(block, ImageContent | AudioContent):
+        kind = "image" if isinstance(block, ImageContent) else "audio"
+        if not block.mime_type.startswith(f"{kind}/"):
+            return {**base, "type": "unsupported", "note": f"{kind} of type {block.mime_type}"}
+        return {**base, "type": kind, "mimeType": block.mime_type, "data": block.data}
+    if isinstance(block, EmbeddedResource):
+        resource = block.resource
+        mime = resource.mime_type or ""
+        is_ui = resource.uri.startswith("ui://") and mime.split(";")[0].strip() in _UI_MIME_TYPES
+        if is_ui and resource.text is not None:
+            call.documents[index] = resource.text
+            return {**base, "type": "ui", "uri": resource.uri, "src": f"ui/{call.id}/{index}"}
+        if resource.blob is not None:
+            try:
+                data = base64.b64decode(resource.blob, validate=True)
+            except (binascii.Error, ValueError):
+                return {**base, "type": "unsupported", "note": f"bad base64 in {resource.uri}"}
+            mime = mime or "application/octet-stream"
+            call.blobs[index] = (data, _filename(resource.uri, mime))
+            return {
+                **base,
+                "type": "blob",
+                "uri": resource.uri,
+                "mimeType": mime,
+                "size": len(data),
+                "filename": call.blobs[index][1],
+                "href": f"api/calls/{call.id}/blobs/{index}",
+            }
+        return {**base, "type": "resource", "uri": resource.uri, "mimeType": mime,
+                "text": resource.text or ""}  # fmt: skip
+    if isinstance(block, ResourceLink):
+        return {**base, "type": "link", "uri": block.uri, "name": block.name,
+                "description": block.description or ""}  # fmt: skip
+    return {**base, "type": "unsupported", "note": "unknown content block",
+            "json": msgspec.to_builtins(block)}  # fmt: skip
+
+
+def _result_view(
+    call: _Call, catalog: ConsoleCatalog, response: NativeMCPResponse[Any], elapsed_ms: float
+) -> dict[str, Any]:
+    """The two readers side by side: the model's text and the app's typed value."""
+    result = response.result
+    if response.error is not None:
+        text, value, status = response.error.message, msgspec.to_builtins(response.error), "error"
+        blocks: list[dict[str, Any]] = []
+    else:
+        assert result is not None
+        call.content = list(result.content)
+        text = result_text(result)
+        value = (
+            msgspec.to_builtins(response.structured_result)
+            if response.structured_result is not None
+            else result.structured_content
+        )
+        status = "error" if result.is_error else "ok"
+        blocks = [_block_view(call, i, block) for i, block in enumerate(result.content)]
+    _, value_bytes, value_tokens = _json_size(value)
+    return {
+        **call.summary(),
+        "status": status,
+        "elapsedMs": round(elapsed_ms, 2),
+        "arguments": call.arguments,
+        "service": service_meta(catalog.service(call.tool)),
+        "text": text,
+        "textBytes": len(text.encode()),
+        "textTokens": estimate_tokens(text),
+        "value": value,
+        "valueBytes": value_bytes,
+        "valueTokens": value_tokens,
+        "blocks": blocks,
+        "hostActions": call.host_actions,
+        "tokenNote": TOKEN_NOTE,
+    }
+
+
+class _Console:
+    """The app's state: the catalog, the calls of this session, and where calls run."""
+
+    def __init__(self, catalog: ConsoleCatalog, task_group: anyio.abc.TaskGroup) -> None:
+        self.catalog = catalog
+        self.task_group = task_group
+        self.calls: dict[int, _Call] = {}
+        self._next_id = 1
+
+    def start(self, tool: str, arguments: dict[str, Any], origin: str) -> _Call:
+        """Register a call and run it in the background; its events stream meanwhile."""
+        call = _Call(self._next_id, tool, arguments, origin)
+        self._next_id += 1
+        self.calls[call.id] = call
+        while len(self.calls) > HISTORY_LIMIT:
+            del self.calls[next(iter(self.calls))]
+        self.task_group.start_soon(self._run, call)
+        return call
+
+    async def _run(self, call: _Call) -> None:
+        def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            call.progress.append({"progress": progress, "total": total, "message": message})
+            call.touch()
+
+        began = time.perf_counter()
+        try:
+            response = await self.catalog.call_tool(
+                call.tool, call.arguments, on_progress=on_progress
+            )
+            call.view = _result_view(call, self.catalog, response, _ms_since(began))
+        except Exception as exc:  # the top of a background call: report it on the page
+            call.view = {
+                **call.summary(),
+                "status": "failed",
+                "elapsedMs": round(_ms_since(began), 2),
+                "arguments": call.arguments,
+                "service": service_meta(self.catalog.service(call.tool)),
+                "failure": f"{type(exc).__name__}: {exc}",
+                "hostActions": call.host_actions,
+            }
+        call.touch()
+
+
+def _ms_since(began: float) -> float:
+    return (time.perf_counter() - began) * 1e3
+
+
+def _asset(name: str) -> bytes:
+    return (importlib.resources.files(ASSETS_PACKAGE) / ASSETS_DIR / name).read_bytes()
+
+
+class _TokenGate:
+    """ASGI middleware: only paths under ``/<token>/`` reach the app; the rest get 401."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        first, slash, rest = path.lstrip("/").partition("/")
+        # Compared in constant time: the token is the only credential.
+        if not hmac.compare_digest(first.encode(), self._token.encode()):
+            response: Response = PlainTextResponse(
+                "401 Unauthorized: open the URL `nativemcp console` printed (it has the token)",
+                status_code=401,
+            )
+        elif not slash:
+            response = RedirectResponse(f"/{self._token}/", status_code=307)
+        else:
+            await self._app({**scope, "path": "/" + rest, "root_path": ""}, receive, send)
+            return
+        await response(scope, receive, send)
+
+
+def _refuse_cross_origin(request: Request) -> Response | None:
+    """Why a state-changing request is refused, or None: JSON from the page's own origin."""
+    origin = request.headers.get("origin")
+    host = request.headers.get("host", "")
+    if origin is not None and origin != f"http://{host}":
+        return PlainTextResponse(f"403 Forbidden: origin {origin} is not the console", 403)
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        return PlainTextResponse("415: send application/json", 415)
+    return None
+
+
+async def _json_body(request: Request) -> dict[str, Any] | Response:
+    refused = _refuse_cross_origin(request)
+    if refused is not None:
+        return refused
+    try:
+        body = json.loads(await request.body())
+    except ValueError as exc:
+        return JSONResponse({"error": f"the body is not JSON: {exc}"}, 400)
+    if not isinstance(body, dict):
+        return JSONResponse({"error": "the body must be a JSON object"}, 400)
+    return body
+
+
+def create_console_app(
+    catalog: ConsoleCatalog, token: str, task_group: anyio.abc.TaskGroup
+) -> ASGIApp:
+    """The console as an ASGI app: everything under ``/<token>/``, the rest 401.
+
+    Calls run in ``task_group`` (which must outlive the app's requests), so a call keeps
+    running, and is remembered, when the page that started it reloads.
+
+    Raises:
+        ValueError: the token is empty or not URL-safe.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_-]{16,}", token):
+        raise ValueError("the console token must be 16 or more URL-safe characters")
+    console = _Console(catalog, task_group)
+
+    def page_asset(name: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            headers = {"Content-Security-Policy": _PAGE_CSP, "Cache-Control": "no-store"}
+            return Response(_asset(name), media_type=_ASSET_TYPES[name], headers=headers)
+
+        return endpoint
+
+    async def tools(request: Request) -> Response:
+        servers = [
+            {
+                "name": server.name,
+                "backend": server.backend,
+                "description": server.description,
+                "tools": [msgspec.to_builtins(tool) for tool in server.tools],
+            }
+            for server in catalog.servers
+        ]
+        return JSONResponse({"servers": servers, "tokenNote": TOKEN_NOTE})
+
+    async def start_call(request: Request) -> Response:
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        tool, arguments = body.get("tool"), body.get("arguments", {})
+        if not isinstance(tool, str) or not isinstance(arguments, dict):
+            return JSONResponse({"error": "send {tool: string, arguments: object}"}, 400)
+        try:
+            catalog.service(tool)
+        except KeyError as exc:
+            return JSONResponse({"error": str(exc.args[0])}, 404)
+        return JSONResponse(console.start(tool, arguments, "form").summary(), 202)
+
+    async def history(request: Request) -> Response:
+        return JSONResponse({"calls": [call.summary() for call in console.calls.values()]})
+
+    def find(request: Request) -> _Call | Response:
+        call = console.calls.get(request.path_params["call"])
+        if call is None:
+            return JSONResponse({"error": "no such call in this session"}, 404)
+        return call
+
+    async def events(request: Request) -> Response:
+        call = find(request)
+        if isinstance(call, Response):
+            return call
+        return StreamingResponse(
+            _event_stream(call),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def blob(request: Request) -> Response:
+        call = find(request)
+        if isinstance(call, Response):
+            return call
+        found = call.blobs.get(request.path_params["block"])
+        if found is None:
+            return JSONResponse({"error": "no such blob in this call"}, 404)
+        data, filename = found
+        # Always an attachment, never rendered: a blob's type comes from the tool.
+        return Response(
+            data,
+            media_type="application/octet-stream",
+            headers={
+                "Content-Disposition": f'attachment; filename="{filename}"',
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "no-store",
+            },
+        )
+
+    async def ui_document(request: Request) -> Response:
+        call = find(request)
+        if isinstance(call, Response):
+            return call
+        document = call.documents.get(request.path_params["block"])
+        if document is None:
+            return JSONResponse({"error": "no such UI resource in this call"}, 404)
+        return HTMLResponse(
+            document,
+            headers={
+                "Content-Security-Policy": _UI_CSP,
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "no-store",
+            },
+        )
+
+    async def ui_action(request: Request) -> Response:
+        call = find(request)
+        if isinstance(call, Response):
+            return call
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        action = body.get("action")
+        if not isinstance(action, dict):
+            return JSONResponse({"error": "send {block: number, action: object}"}, 400)
+        try:
+            target: UIActionTarget = catalog.resolve_ui_action(action, call.content)
+        except UIActionError as exc:
+            call.host_actions.append({"type": "error", "payload": {"message": str(exc)}})
+            return JSONResponse({"error": str(exc)}, 400)
+        if target.tool_name is None:
+            shown = {"type": target.type, "payload": target.arguments}
+            call.host_actions.append(shown)
+            return JSONResponse({"kind": "host", **shown})
+        started = console.start(target.tool_name, target.arguments, f"ui:{call.id}")
+        return JSONResponse({"kind": "tool", "call": started.summary()}, 202)
+
+    routes = [
+        Route("/", page_asset("index.html")),
+        Route("/console.js", page_asset("console.js")),
+        Route("/console.css", page_asset("console.css")),
+        Route("/api/tools", tools),
+        Route("/api/calls", start_call, methods=["POST"]),
+        Route("/api/calls", history, methods=["GET"]),
+        Route("/api/calls/{call:int}/events", events),
+        Route("/api/calls/{call:int}/blobs/{block:int}", blob),
+        Route("/api/calls/{call:int}/ui-actions", ui_action, methods=["POST"]),
+        Route("/ui/{call:int}/{block:int}", ui_document),
+    ]
+    return _TokenGate(Starlette(routes=routes), token)
+
+
+async def _event_stream(call: _Call) -> AsyncIterator[str]:
+    """Server-sent events: every ``progress`` so far and to come, then the ``result``."""
+    sent = 0
+    while True:
+        changed = call.changed
+        while sent < len(call.progress):
+            yield f"event: progress\ndata: {json.dumps(call.progress[sent])}\n\n"
+            sent += 1
+        if call.view is not None:
+            yield f"event: result\ndata: {json.dumps(call.view)}\n\n"
+            return
+        await changed.wait()
