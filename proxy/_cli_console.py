@@ -92,8 +92,7 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
         # The first line of stdout, flushed: scripts and tests read the URL from it.
         print(f"http://{HOST}:{port}/{token}/", flush=True)
         print(
-            f"nativemcp console: servers {', '.join(pool.names)}; data in {data_dir}; "
-            "Ctrl-C stops",
+            f"nativemcp console: servers {', '.join(pool.names)}; data in {data_dir}; Ctrl-C stops",
             file=sys.stderr,
             flush=True,
         )
@@ -110,4 +109,9 @@ def run_console(args: argparse.Namespace, data_dir: Path) -> int:
         print(f"cannot listen on {HOST}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     with sock:
-        return anyio.run(_serve, args, data_dir, sock)
+        try:
+            return anyio.run(_serve, args, data_dir, sock)
+        except KeyboardInterrupt:
+            # uvicorn shuts down on Ctrl-C, then raises it again; by then the pool has
+            # closed every worker. Ctrl-C is how the console is meant to stop: status 0.
+            return 0

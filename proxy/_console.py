@@ -175,13 +175,11 @@ def _block_view(call: _Call, index: int, block: ContentBlock) -> dict[str, Any]:
                 "filename": call.blobs[index][1],
                 "href": f"api/calls/{call.id}/blobs/{index}",
             }
-        return {**base, "type": "resource", "uri": resource.uri, "mimeType": mime,
-                "text": resource.text or ""}  # fmt: skip
+        text = resource.text or ""
+        return {**base, "type": "resource", "uri": resource.uri, "mimeType": mime, "text": text}
     if isinstance(block, ResourceLink):
-        return {**base, "type": "link", "uri": block.uri, "name": block.name,
-                "description": block.description or ""}  # fmt: skip
-    return {**base, "type": "unsupported", "note": "unknown content block",
-            "json": msgspec.to_builtins(block)}  # fmt: skip
+        return {**base, "type": "link", "uri": block.uri, "name": block.name}
+    return {**base, "type": "unsupported", "note": "an unknown kind of content block"}
 
 
 def _result_view(

@@ -7,12 +7,14 @@ Debian's ``chromium`` (``.ci/run`` installs it); Playwright never downloads one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -108,47 +110,47 @@ def _read_first_line(process: subprocess.Popen[bytes]) -> str:
     return found[0].decode().strip()
 
 
+@contextlib.contextmanager
+def _running_console(data_dir: Path, *extra: str) -> Iterator[Console]:
+    """``nativemcp console --port 0 ...`` as a subprocess; SIGINT (Ctrl-C) on the way out."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [sys.executable, "-m", "nativemcp.proxy._cli", "console", "--port", "0"]
+    with (data_dir / "console.log").open("wb") as log:
+        process = subprocess.Popen(
+            [*command, "--data-dir", str(data_dir), *extra],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+        )
+        try:
+            url = _read_first_line(process)
+            assert url.startswith("http://127.0.0.1:") and url.endswith("/"), url
+            yield Console(url, process, data_dir)
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            assert process.stdout is not None
+            process.stdout.close()
+
+
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     data_dir = tmp_path_factory.mktemp("console-data")
     workspace = data_dir / "ws"
     workspace.mkdir()
     (workspace / "report.bin").write_bytes(SECRET)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    log = (data_dir / "console.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "nativemcp.proxy._cli",
-            "console",
-            "--port",
-            "0",
-            "--data-dir",
-            str(data_dir),
-            "--workspace",
-            str(workspace),
-            "--server",
-            "_console_servers:server",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        env=env,
-    )
-    try:
-        url = _read_first_line(process)
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/"), url
-        yield Console(url, process, data_dir)
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-        assert process.stdout is not None
-        process.stdout.close()
+    with _running_console(
+        data_dir, "--workspace", str(workspace), "--server", "_console_servers:server"
+    ) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +241,11 @@ def test_list_content_shows_the_rich_text_and_the_typed_value(page: Any, console
     store_id = store["value"]["storeId"]
     added = console.call(
         "builtin_content-store__add_content",
-        {"store_id": store_id, "content": "학교에서 공부합니다.\nline two\n", "filename": "notes.md"},
+        {
+            "store_id": store_id,
+            "content": "학교에서 공부합니다.\nline two\n",
+            "filename": "notes.md",
+        },
     )
     assert added["status"] == "ok", added
     _call_in_page(page, "builtin_content-store__list_content", {"store_id": store_id})
@@ -291,7 +297,9 @@ def test_an_export_card_renders_in_a_sandboxed_frame_and_its_button_downloads_th
 
 
 def test_a_script_injected_through_a_display_name_does_not_run(page: Any) -> None:
-    _call_in_page(page, "builtin_workspace__export_file", {"path": "report.bin", "display_name": HOSTILE})
+    _call_in_page(
+        page, "builtin_workspace__export_file", {"path": "report.bin", "display_name": HOSTILE}
+    )
     frame = page.wait_for_selector("iframe.ui-resource").content_frame()
     frame.wait_for_selector("h1")
     # Shown as text on the page, in the card and in the typed value; never run anywhere.
@@ -361,3 +369,37 @@ def test_a_ui_frame_cannot_reach_the_console_api(page: Any) -> None:
     )
     assert outcome == "blocked"
 
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(child) for child in (task / "children").read_text().split())
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_the_console_prints_its_url_first_and_stops_on_ctrl_c_leaving_no_worker(
+    tmp_path: Path,
+) -> None:
+    with _running_console(tmp_path, "--workspace", str(tmp_path)) as running:
+        status, body = running.request("api/tools")
+        assert status == 200
+        names = [server["name"] for server in json.loads(body)["servers"]]
+        assert names == ["content-store", "planning", "workspace"]
+        workers = _children(running.process.pid)
+        assert workers  # the worker processes (and multiprocess's resource tracker)
+        running.process.send_signal(signal.SIGINT)
+        assert running.process.wait(30) == 0
+    # Orphans are reaped by init, which may take a moment; a zombie is gone as well.
+    deadline = time.monotonic() + 20
+    while (left := [pid for pid in workers if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
