@@ -21,10 +21,12 @@ from typing import Final
 
 import anyio
 
-__all__ = ["HOST", "add_console_parser", "run_console"]
+__all__ = ["HOST", "SHUTDOWN_GRACE", "TOKEN_BYTES", "add_console_parser", "run_console"]
 
 HOST: Final = "127.0.0.1"
 """The console listens on loopback only."""
+SHUTDOWN_GRACE: Final = 3.0
+"""Seconds open requests (event streams of running calls) get when the console stops."""
 TOKEN_BYTES: Final = 24
 """Random bytes in the URL's token (32 URL-safe characters)."""
 
@@ -86,7 +88,14 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
         anyio.create_task_group() as calls,
     ):
         app = create_console_app(ConsoleCatalog(pool), token, calls)
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            # An open event stream of a long call must not hold Ctrl-C up.
+            timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        )
         server = uvicorn.Server(config)
         port = sock.getsockname()[1]
         # The first line of stdout, flushed: scripts and tests read the URL from it.

@@ -88,6 +88,8 @@ _UI_CSP: Final = (
     "base-uri 'none'"
 )
 """A UIResource runs its inline script in an opaque origin, and may fetch nothing."""
+_PRIVATE: Final = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+"""Headers of every stored answer: taken as the type it is said to be, never cached."""
 _UI_MIME_TYPES: Final = ("text/html",)
 _SAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9._ -]+")
 HISTORY_LIMIT: Final = 500
@@ -388,40 +390,32 @@ def create_console_app(
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def blob(request: Request) -> Response:
+    def stored(request: Request, kind: str) -> Any:
+        """A call's stored blob or UI document by block index, or a 404 response."""
         call = find(request)
         if isinstance(call, Response):
             return call
-        found = call.blobs.get(request.path_params["block"])
+        found = (call.blobs if kind == "blob" else call.documents).get(request.path_params["block"])
         if found is None:
-            return JSONResponse({"error": "no such blob in this call"}, 404)
+            return JSONResponse({"error": f"no such {kind} in this call"}, 404)
+        return found
+
+    async def blob(request: Request) -> Response:
+        found = stored(request, "blob")
+        if isinstance(found, Response):
+            return found
         data, filename = found
         # Always an attachment, never rendered: a blob's type comes from the tool.
+        disposition = {"Content-Disposition": f'attachment; filename="{filename}"'}
         return Response(
-            data,
-            media_type="application/octet-stream",
-            headers={
-                "Content-Disposition": f'attachment; filename="{filename}"',
-                "X-Content-Type-Options": "nosniff",
-                "Cache-Control": "no-store",
-            },
+            data, media_type="application/octet-stream", headers={**disposition, **_PRIVATE}
         )
 
     async def ui_document(request: Request) -> Response:
-        call = find(request)
-        if isinstance(call, Response):
-            return call
-        document = call.documents.get(request.path_params["block"])
-        if document is None:
-            return JSONResponse({"error": "no such UI resource in this call"}, 404)
-        return HTMLResponse(
-            document,
-            headers={
-                "Content-Security-Policy": _UI_CSP,
-                "X-Content-Type-Options": "nosniff",
-                "Cache-Control": "no-store",
-            },
-        )
+        document = stored(request, "UI resource")
+        if isinstance(document, Response):
+            return document
+        return HTMLResponse(document, headers={"Content-Security-Policy": _UI_CSP, **_PRIVATE})
 
     async def ui_action(request: Request) -> Response:
         call = find(request)
