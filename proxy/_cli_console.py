@@ -25,7 +25,7 @@ __all__ = ["HOST", "SHUTDOWN_GRACE", "TOKEN_BYTES", "add_console_parser", "run_c
 
 HOST: Final = "127.0.0.1"
 """The console listens on loopback only."""
-SHUTDOWN_GRACE: Final = 3.0
+SHUTDOWN_GRACE: Final = 3
 """Seconds open requests (event streams of running calls) get when the console stops."""
 TOKEN_BYTES: Final = 24
 """Random bytes in the URL's token (32 URL-safe characters)."""
