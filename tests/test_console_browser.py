@@ -403,3 +403,15 @@ def test_the_console_prints_its_url_first_and_stops_on_ctrl_c_leaving_no_worker(
     while (left := [pid for pid in workers if _alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
+
+
+def test_arguments_typed_as_json_are_used_instead_of_the_fields(page: Any) -> None:
+    page.click('button[data-tool="builtin_workspace__write_file"]')
+    page.click("#raw-args > summary")
+    page.fill("#raw-json", "[1, 2]")
+    page.click("#call-button")
+    assert page.text_content("#raw-json-error") == "the arguments must be a JSON object"
+    page.fill("#raw-json", '{"path": "raw.txt", "content": "from the JSON box"}')
+    page.click("#call-button")
+    page.wait_for_selector(".model-text:has-text('raw.txt')")
+    assert '"raw.txt"' in page.text_content(".app-json")

@@ -168,6 +168,8 @@
       "server " + service.serverName + " · tool " + service.toolName + " · " + service.backendType;
     document.getElementById("tool-description").textContent = tool.description || "";
     document.getElementById("form-error").textContent = "";
+    document.getElementById("raw-json").value = "";
+    document.getElementById("raw-json-error").textContent = "";
     const fields = document.getElementById("fields");
     clear(fields);
     const root = tool.inputSchema || {};
@@ -292,12 +294,34 @@
     return ok ? args : null;
   }
 
+  // The JSON arguments box, when open and filled: an object, or null (with a message).
+  function readRaw() {
+    const box = document.getElementById("raw-args");
+    const text = document.getElementById("raw-json").value.trim();
+    const error = document.getElementById("raw-json-error");
+    error.textContent = "";
+    if (!box.open || !text) return undefined;
+    let value;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      error.textContent = "not valid JSON: " + err.message;
+      return null;
+    }
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      error.textContent = "the arguments must be a JSON object";
+      return null;
+    }
+    return value;
+  }
+
   async function submit(event) {
     event.preventDefault();
     const tool = state.tools.get(state.current);
     const formError = document.getElementById("form-error");
     formError.textContent = "";
-    const args = readForm(tool);
+    const raw = readRaw();
+    const args = raw === undefined ? readForm(tool) : raw;
     if (args === null) {
       formError.textContent = "Fix the fields marked above.";
       return;
