@@ -185,7 +185,7 @@ async def test_resolve_ui_action_takes_the_server_from_the_content(
     cases: list[tuple[dict[str, Any], str]] = [
         ({"type": "tool", "payload": {"toolName": "read_file"}}, "neither is a full tool name"),
         ({"type": "tool", "payload": {}}, "needs `payload.toolName`"),
-        ({"type": "tool", "payload": {"toolName": "grep", "params": []}}, "must be an object"),
+        ({"type": "tool", "payload": {"toolName": "grep", "params": [1]}}, "must be an object"),
         ({"type": 3}, "string `type`"),
     ]
     for bad, message in cases:
