@@ -7,8 +7,11 @@ CDN, no build step) and talks JSON:
 
 - ``GET  api/tools``                      the servers and their tools (full names)
 - ``POST api/calls``                      ``{"tool", "arguments"}`` → the started call
-- ``GET  api/calls``                      the session's history
-- ``GET  api/calls/<id>/events``          server-sent events: ``progress``, then ``result``
+- ``GET  api/calls``                      the session's history, and the event cursor
+- ``GET  api/events?since=<n>``           the session's server-sent events: ``started``,
+  ``progress`` and ``result`` of every call (the page's one stream)
+- ``GET  api/calls/<id>``                 one call: its result, or its summary if running
+- ``GET  api/calls/<id>/events``          one call's events: ``progress``, then ``result``
 - ``GET  api/calls/<id>/blobs/<n>``       a blob resource's bytes, as a download
 - ``GET  ui/<id>/<n>``                    a UIResource's HTML, for a sandboxed iframe
 - ``POST api/calls/<id>/ui-actions``      ``{"block", "action"}`` → a started call, or a
@@ -92,6 +95,8 @@ _PRIVATE: Final = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-sto
 """Headers of every stored answer: taken as the type it is said to be, never cached."""
 _UI_MIME_TYPES: Final = ("text/html",)
 _SAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9._ -]+")
+FEED_LIMIT: Final = 20_000
+"""Events the session stream keeps for late or reconnecting pages."""
 HISTORY_LIMIT: Final = 500
 """Calls the console remembers; older ones are forgotten (their blobs with them)."""
 
@@ -222,6 +227,44 @@ def _result_view(
     }
 
 
+class _Feed:
+    """The session's events in order, as server-sent event frames, for the page's one
+    stream (a browser opens at most six connections to a host: one stream per call
+    would stall the page at six running calls)."""
+
+    def __init__(self) -> None:
+        self._frames: list[str] = []
+        self._base = 0
+        self._changed = anyio.Event()
+
+    @property
+    def cursor(self) -> int:
+        """The number of the next event."""
+        return self._base + len(self._frames)
+
+    def publish(self, event: str, data: dict[str, Any]) -> None:
+        number = self.cursor
+        self._frames.append(f"id: {number}\nevent: {event}\ndata: {json.dumps(data)}\n\n")
+        if len(self._frames) > FEED_LIMIT:
+            # Forget the older half: a page that far behind reloads the history instead.
+            dropped = len(self._frames) // 2
+            del self._frames[:dropped]
+            self._base += dropped
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def stream(self, since: int) -> AsyncIterator[str]:
+        """Every event from number ``since`` on, then each new one as it comes."""
+        position = since
+        while True:
+            changed = self._changed
+            position = max(position, self._base)
+            while position < self.cursor:
+                yield self._frames[position - self._base]
+                position += 1
+            await changed.wait()
+
+
 class _Console:
     """The app's state: the catalog, the calls of this session, and where calls run."""
 
@@ -229,6 +272,7 @@ class _Console:
         self.catalog = catalog
         self.task_group = task_group
         self.calls: dict[int, _Call] = {}
+        self.feed = _Feed()
         self._next_id = 1
 
     def start(self, tool: str, arguments: dict[str, Any], origin: str) -> _Call:
@@ -238,13 +282,16 @@ class _Console:
         self.calls[call.id] = call
         while len(self.calls) > HISTORY_LIMIT:
             del self.calls[next(iter(self.calls))]
+        self.feed.publish("started", call.summary())
         self.task_group.start_soon(self._run, call)
         return call
 
     async def _run(self, call: _Call) -> None:
         def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            call.progress.append({"progress": progress, "total": total, "message": message})
+            update = {"progress": progress, "total": total, "message": message}
+            call.progress.append(update)
             call.touch()
+            self.feed.publish("progress", {"call": call.id, **update})
 
         began = time.perf_counter()
         try:
@@ -263,6 +310,7 @@ class _Console:
                 "hostActions": call.host_actions,
             }
         call.touch()
+        self.feed.publish("result", call.view)
 
 
 def _ms_since(began: float) -> float:
@@ -372,7 +420,19 @@ def create_console_app(
         return JSONResponse(console.start(tool, arguments, "form").summary(), 202)
 
     async def history(request: Request) -> Response:
-        return JSONResponse({"calls": [call.summary() for call in console.calls.values()]})
+        calls = [call.summary() for call in console.calls.values()]
+        return JSONResponse({"calls": calls, "cursor": console.feed.cursor})
+
+    async def session_events(request: Request) -> Response:
+        # A reconnecting EventSource says where it was; a fresh page says where its
+        # history ends.
+        last = request.headers.get("last-event-id", "")
+        since = request.query_params.get("since", "0")
+        try:
+            start = int(last) + 1 if last.isdigit() else max(0, int(since))
+        except ValueError:
+            return JSONResponse({"error": "since must be a whole number"}, 400)
+        return _sse(console.feed.stream(start))
 
     def find(request: Request) -> _Call | Response:
         call = console.calls.get(request.path_params["call"])
@@ -384,11 +444,13 @@ def create_console_app(
         call = find(request)
         if isinstance(call, Response):
             return call
-        return StreamingResponse(
-            _event_stream(call),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )
+        return _sse(_event_stream(call))
+
+    async def one_call(request: Request) -> Response:
+        call = find(request)
+        if isinstance(call, Response):
+            return call
+        return JSONResponse(call.view or call.summary())
 
     def stored(request: Request, kind: str) -> Any:
         """A call's stored blob or UI document by block index, or a 404 response."""
@@ -446,12 +508,19 @@ def create_console_app(
         Route("/api/tools", tools),
         Route("/api/calls", start_call, methods=["POST"]),
         Route("/api/calls", history, methods=["GET"]),
+        Route("/api/events", session_events),
+        Route("/api/calls/{call:int}", one_call),
         Route("/api/calls/{call:int}/events", events),
         Route("/api/calls/{call:int}/blobs/{block:int}", blob),
         Route("/api/calls/{call:int}/ui-actions", ui_action, methods=["POST"]),
         Route("/ui/{call:int}/{block:int}", ui_document),
     ]
     return _TokenGate(Starlette(routes=routes), token)
+
+
+def _sse(frames: AsyncIterator[str]) -> Response:
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
 
 
 async def _event_stream(call: _Call) -> AsyncIterator[str]:

@@ -415,3 +415,28 @@ def test_arguments_typed_as_json_are_used_instead_of_the_fields(page: Any) -> No
     page.click("#call-button")
     page.wait_for_selector(".model-text:has-text('raw.txt')")
     assert '"raw.txt"' in page.text_content(".app-json")
+
+
+def test_seven_running_calls_do_not_stall_the_page(page: Any, console: Console) -> None:
+    # A browser opens at most six connections to a host; the page keeps one stream.
+    for n in range(7):
+        _call_in_page(page, "builtin_console-test__slow", {"key": f"many-{n}"})
+        page.wait_for_selector(f"#result:has-text('many-{n}'), .call-line:has-text('running')")
+    _call_in_page(page, "builtin_planning__get_current_state", {})
+    page.wait_for_selector(".column.model h3")
+    for n in range(7):
+        console.call("builtin_console-test__release", {"key": f"many-{n}"})
+    page.wait_for_function(
+        "() => document.querySelectorAll('#history .history-item.running').length === 0"
+    )
+
+
+def test_a_reloaded_page_shows_the_history_and_each_past_result(page: Any) -> None:
+    _call_in_page(page, "builtin_planning__add_todo", {"name": "remember me after a reload"})
+    page.wait_for_selector(".model-text:has-text('remember me after a reload')")
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    item = page.locator("#history .history-item", has_text="builtin_planning__add_todo").first
+    item.locator("button").click()
+    page.wait_for_selector(".model-text:has-text('remember me after a reload')")
+    assert '"remember me after a reload"' in page.text_content(".app-json")

@@ -14,6 +14,9 @@
     current: null, // the tool whose form is shown
     calls: new Map(), // call id -> view (once finished) or summary
     shown: null, // call id in the result pane
+    progress: new Map(), // call id -> its latest progress, while it runs
+    pendingUi: new Map(), // call id -> the frame and action that asked for it
+    summary: "",
   };
 
   // ---- small DOM helpers: text only ------------------------------------------------
@@ -327,9 +330,7 @@
       return;
     }
     try {
-      const call = await api("api/calls", {tool: tool.name, arguments: args});
-      state.shown = call.id;
-      follow(call, null);
+      started(await api("api/calls", {tool: tool.name, arguments: args}), null);
     } catch (err) {
       formError.textContent = err.message;
     }
@@ -337,28 +338,55 @@
 
   // ---- calls: progress, results, history --------------------------------------------
 
-  function follow(summary, parent) {
-    state.calls.set(summary.id, summary);
-    renderHistory();
-    if (state.shown === summary.id) renderRunning(summary);
-    const source = new EventSource("api/calls/" + summary.id + "/events");
+  // The session's one event stream: every call's start, progress and result.
+  function connect(cursor) {
+    const source = new EventSource("api/events?since=" + cursor);
+    source.addEventListener("started", (event) => {
+      const summary = JSON.parse(event.data);
+      if (!state.calls.has(summary.id)) state.calls.set(summary.id, summary);
+      renderHistory();
+    });
     source.addEventListener("progress", (event) => {
       const p = JSON.parse(event.data);
-      if (state.shown === summary.id) setProgress(p);
+      state.progress.set(p.call, p);
+      if (state.shown === p.call) setProgress(p);
     });
-    source.addEventListener("result", (event) => {
-      source.close();
-      const view = JSON.parse(event.data);
-      state.calls.set(view.id, view);
-      renderHistory();
-      if (parent !== null) {
-        onUiCallDone(parent, view);
-      }
-      if (state.shown === view.id) renderResult(view);
-    });
+    source.addEventListener("result", (event) => finished(JSON.parse(event.data)));
+    source.onopen = () => status(state.summary);
     source.onerror = () => {
-      if (source.readyState === EventSource.CLOSED) status("lost the connection to the console");
+      status(source.readyState === EventSource.CLOSED ? "lost the connection to the console" : "reconnecting…");
     };
+  }
+
+  function isDone(call) {
+    return Boolean(call && call.service);
+  }
+
+  function finished(view) {
+    state.calls.set(view.id, view);
+    state.progress.delete(view.id);
+    renderHistory();
+    const parent = state.pendingUi.get(view.id);
+    if (parent) {
+      state.pendingUi.delete(view.id);
+      onUiCallDone(parent, view);
+    }
+    if (state.shown === view.id) renderResult(view);
+  }
+
+  // A call this page started: show it now (running, or done if its result came first).
+  function started(summary, parent) {
+    if (!state.calls.has(summary.id)) state.calls.set(summary.id, summary);
+    const known = state.calls.get(summary.id);
+    if (parent !== null) {
+      if (isDone(known)) onUiCallDone(parent, known);
+      else state.pendingUi.set(summary.id, parent);
+    } else {
+      state.shown = summary.id;
+      if (isDone(known)) renderResult(known);
+      else renderRunning(known);
+    }
+    renderHistory();
   }
 
   function renderRunning(summary) {
@@ -370,6 +398,8 @@
         el("div", {class: "bar", id: "progress-bar"}),
         el("span", {class: "progress-text", id: "progress-text", text: "waiting for progress"})),
     );
+    const last = state.progress.get(summary.id);
+    if (last) setProgress(last);
   }
 
   function setProgress(p) {
@@ -396,12 +426,18 @@
     }
   }
 
-  function showCall(id) {
+  async function showCall(id) {
     state.shown = id;
-    const call = state.calls.get(id);
+    let call = state.calls.get(id);
     renderHistory();
-    if (call && call.service) renderResult(call);
-    else if (call) renderRunning(call);
+    if (call && !isDone(call) && call.status !== "running") {
+      // Finished before this page loaded: fetch its result.
+      call = await api("api/calls/" + id);
+      state.calls.set(id, call);
+    }
+    if (state.shown !== id || !call) return;
+    if (isDone(call)) renderResult(call);
+    else renderRunning(call);
   }
 
   function renderResult(view) {
@@ -440,7 +476,7 @@
     root.append(actions);
     for (const action of view.hostActions || []) showHostAction(view.id, action);
     for (const child of state.calls.values()) {
-      if (child.origin === "ui:" + view.id && child.service) showUiCall(view.id, child);
+      if (child.origin === "ui:" + view.id && isDone(child)) showUiCall(view.id, child);
     }
   }
 
@@ -505,8 +541,7 @@
       showHostAction(origin.call, reply);
       answerFrame(event.source, action, {shown: true, executed: false}, null);
     } else {
-      state.calls.set(reply.call.id, reply.call);
-      follow(reply.call, {call: origin.call, source: event.source, action});
+      started(reply.call, {call: origin.call, source: event.source, action});
     }
   }
 
@@ -562,10 +597,12 @@
       state.servers = catalog.servers;
       for (const server of catalog.servers) for (const tool of server.tools) state.tools.set(tool.name, tool);
       renderCatalog();
-      const count = state.tools.size;
-      status(catalog.servers.length + " servers, " + count + " tools");
+      state.summary = catalog.servers.length + " servers, " + state.tools.size + " tools";
+      status(state.summary);
       const history = await api("api/calls");
-      for (const call of history.calls) follow(call, null);
+      for (const call of history.calls) state.calls.set(call.id, call);
+      renderHistory();
+      connect(history.cursor);
     } catch (err) {
       status("could not load the tools: " + err.message);
     }
