@@ -104,6 +104,7 @@ _ACTIONS_CARD: Final = """<!DOCTYPE html><html><body>
 <button id="notify">notify</button><button id="link">link</button>
 <button id="prompt">prompt</button><button id="intent">intent</button>
 <button id="missing">missing tool</button><button id="tool">call release</button>
+<button id="resize">resize</button>
 <script>
 var actions = {
   notify: {type: "notify", payload: {message: "saved"}},
@@ -111,7 +112,8 @@ var actions = {
   prompt: {type: "prompt", payload: {prompt: "summarise this"}},
   intent: {type: "intent", payload: {intent: "open", params: {id: 7}}},
   missing: {type: "tool", payload: {toolName: "no_such_tool", params: {}}},
-  tool: {type: "tool", payload: {toolName: "release", params: {key: "from-ui"}}}
+  tool: {type: "tool", payload: {toolName: "release", params: {key: "from-ui"}}},
+  resize: {type: "ui-size-change", payload: {height: 123}}
 };
 Object.keys(actions).forEach(function (id) {
   document.getElementById(id).addEventListener("click", function () {

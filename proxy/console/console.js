@@ -529,6 +529,14 @@
     const origin = {call: Number(frame.dataset.call), block: Number(frame.dataset.block)};
     const action = event.data;
     if (!action || typeof action !== "object" || typeof action.type !== "string") return;
+    if (action.type.startsWith("ui-")) {
+      // mcp-ui's frame housekeeping (ready, size): for the page, not for the server.
+      const height = action.payload && Number(action.payload.height);
+      if (action.type === "ui-size-change" && Number.isFinite(height)) {
+        frame.style.height = Math.max(40, Math.min(2000, Math.round(height))) + "px";
+      }
+      return;
+    }
     let reply;
     try {
       reply = await api("api/calls/" + origin.call + "/ui-actions", {block: origin.block, action});
