@@ -219,6 +219,8 @@ def test_the_tool_list_loads_every_server_with_its_tools(page: Any) -> None:
     assert page.locator('button[data-tool="builtin_content-store__list_content"]').is_visible()
     assert page.locator('button[data-tool="builtin_workspace__export_file"]').is_visible()
     assert "servers" in page.text_content("#status")
+    page.click('button[data-tool="builtin_workspace__write_file"]')
+    assert page.text_content("#tool-hints").strip() == "destructive"
     # A tool's description is shown as text, markup and all.
     section = page.locator('section.server[data-server="console-test"]')
     assert HOSTILE in section.locator("p.description").text_content()

@@ -170,6 +170,13 @@
     document.getElementById("tool-service").textContent =
       "server " + service.serverName + " · tool " + service.toolName + " · " + service.backendType;
     document.getElementById("tool-description").textContent = tool.description || "";
+    const hints = document.getElementById("tool-hints");
+    clear(hints);
+    const annotations = tool.annotations || {};
+    for (const [key, label] of [["readOnlyHint", "read-only"], ["destructiveHint", "destructive"],
+      ["idempotentHint", "idempotent"], ["openWorldHint", "open world"]]) {
+      if (annotations[key] === true) hints.append(el("span", {class: "badge hint-" + key, text: label}), " ");
+    }
     document.getElementById("form-error").textContent = "";
     document.getElementById("raw-json").value = "";
     document.getElementById("raw-json-error").textContent = "";
