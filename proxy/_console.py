@@ -14,8 +14,8 @@ CDN, no build step) and talks JSON:
 - ``GET  api/calls/<id>/events``          one call's events: ``progress``, then ``result``
 - ``GET  api/calls/<id>/blobs/<n>``       a blob resource's bytes, as a download
 - ``GET  ui/<id>/<n>``                    a UIResource's HTML, for a sandboxed iframe
-- ``POST api/calls/<id>/ui-actions``      ``{"block", "action"}`` → a started call, or a
-  host action to show
+- ``POST api/calls/<id>/ui-actions``      ``{"block", "action"}`` → a started call (a tool
+  of the server that rendered the UI), or a host action to show
 
 UIResources are served from their own URL with a ``sandbox allow-scripts`` content
 security policy (and the iframe has ``sandbox="allow-scripts"``): their origin is opaque,
@@ -491,6 +491,8 @@ def create_console_app(
             return JSONResponse({"error": "send {block: number, action: object}"}, 400)
         try:
             target: UIActionTarget = catalog.resolve_ui_action(action, call.content)
+            if target.tool_name is not None:
+                _same_server(catalog, call.tool, target.tool_name)
         except UIActionError as exc:
             call.host_actions.append({"type": "error", "payload": {"message": str(exc)}})
             return JSONResponse({"error": str(exc)}, 400)
@@ -516,6 +518,24 @@ def create_console_app(
         Route("/ui/{call:int}/{block:int}", ui_document),
     ]
     return _TokenGate(Starlette(routes=routes), token)
+
+
+def _same_server(catalog: ConsoleCatalog, shown_by: str, wanted: str) -> None:
+    """Refuse a UI's call to another server's tool.
+
+    A UIResource is the rendering server's code: it may ask for that server's tools
+    (as the user could by clicking), not reach across the catalog to, say, a shell.
+
+    Raises:
+        UIActionError: ``wanted`` belongs to another server than ``shown_by``.
+    """
+    own = catalog.service(shown_by).server_name
+    other = catalog.service(wanted).server_name
+    if own != other:
+        raise UIActionError(
+            f"the UI of server {own!r} asked for {wanted!r}, a tool of server {other!r}: "
+            "a UI may call its own server's tools only"
+        )
 
 
 def _sse(frames: AsyncIterator[str]) -> Response:

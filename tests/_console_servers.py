@@ -104,7 +104,7 @@ _ACTIONS_CARD: Final = """<!DOCTYPE html><html><body>
 <button id="notify">notify</button><button id="link">link</button>
 <button id="prompt">prompt</button><button id="intent">intent</button>
 <button id="missing">missing tool</button><button id="tool">call release</button>
-<button id="resize">resize</button>
+<button id="resize">resize</button><button id="cross">another server's tool</button>
 <script>
 var actions = {
   notify: {type: "notify", payload: {message: "saved"}},
@@ -113,7 +113,9 @@ var actions = {
   intent: {type: "intent", payload: {intent: "open", params: {id: 7}}},
   missing: {type: "tool", payload: {toolName: "no_such_tool", params: {}}},
   tool: {type: "tool", payload: {toolName: "release", params: {key: "from-ui"}}},
-  resize: {type: "ui-size-change", payload: {height: 123}}
+  resize: {type: "ui-size-change", payload: {height: 123}},
+  cross: {type: "tool", payload: {toolName: "builtin_workspace__execute_shell",
+                                  params: {command: "echo reached"}}}
 };
 Object.keys(actions).forEach(function (id) {
   document.getElementById(id).addEventListener("click", function () {

@@ -350,11 +350,13 @@ def test_host_actions_are_shown_not_run_and_tool_actions_resolve_to_full_names(
     assert "shown, not run" in page.text_content(".host-action")
     card.locator("#missing").click()
     page.wait_for_selector(".host-action:has-text('no_such_tool')")
+    card.locator("#cross").click()  # a full name of another server's tool: refused
+    page.wait_for_selector(".host-action:has-text('its own server')")
     # Host actions ran no tool.
     assert len(json.loads(console.request("api/calls")[1])["calls"]) == before
     card.locator("#resize").click()  # mcp-ui housekeeping: the page resizes the frame
     page.wait_for_function("document.querySelector('iframe.ui-resource').style.height === '123px'")
-    assert page.locator(".host-action").count() == 5
+    assert page.locator(".host-action").count() == 6
     card.locator("#tool").click()  # `release`, named by its own name in the UI
     page.wait_for_selector(".ui-call:has-text('builtin_console-test__release')")
 
