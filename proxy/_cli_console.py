@@ -54,6 +54,14 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         help="the workspace server's root folder (default: a folder in the data folder)",
     )
     console.add_argument(
+        "--mcp-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="external MCP servers to start too: an mcp.json with mcpServers "
+        "(as Claude Desktop, Cursor and VS Code write it)",
+    )
+    console.add_argument(
         "--server",
         action="append",
         default=[],
@@ -84,10 +92,15 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
 
     token = secrets.token_urlsafe(TOKEN_BYTES)
     async with (
-        WorkerPool(args.server, data_dir=data_dir, workspace_root=args.workspace) as pool,
+        WorkerPool(
+            args.server,
+            data_dir=data_dir,
+            workspace_root=args.workspace,
+            mcp_servers=args.mcp_config,
+        ) as pool,
         anyio.create_task_group() as calls,
     ):
-        app = create_console_app(ConsoleCatalog(pool), token, calls)
+        app = create_console_app(await ConsoleCatalog.load(pool), token, calls)
         config = uvicorn.Config(
             app,
             log_level="warning",

@@ -64,9 +64,10 @@ from nativemcp.protocol import (
     ResourceLink,
     TextContent,
     result_text,
+    service_meta,
 )
 
-from ._console_catalog import ConsoleCatalog, UIActionError, UIActionTarget, service_meta
+from ._console_catalog import ConsoleCatalog, UIActionError, UIActionTarget
 from ._demo import TOKEN_NOTE, estimate_tokens
 
 __all__ = ["ASSETS_PACKAGE", "create_console_app"]

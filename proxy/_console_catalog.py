@@ -1,29 +1,28 @@
-"""The console's view of the pool: one catalog of full tool names, and UI actions resolved.
+"""The console's view of the pool: its one catalog of full tool names, grouped by server.
 
-The console needs three things from a pool: every tool under its full name with its
-`ServiceInfo`, a call by full name, and a UI action (an mcp-ui ``postMessage`` from a
-rendered UIResource) turned into the tool call it asks for. `ConsoleCatalog` builds them
-from the pool's per-server proxies and `nativemcp.protocol`'s naming rules, so that the
-console itself only ever sees full names.
+The pool lists every tool under its full name with its `ServiceInfo`
+(`WorkerPool.list_tools`), calls by full name (`WorkerPool.call_tool`) and resolves UI
+actions (`WorkerPool.resolve_ui_action`); `ConsoleCatalog` groups the listing by server
+for the page and turns a refused UI action into one error the page can show.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
-import msgspec
-
 from nativemcp.protocol import (
-    BackendType,
     ContentBlock,
     NativeMCPResponse,
     ServiceInfo,
     Tool,
-    full_tool_name,
+    service_info,
 )
 
+from ._catalog import HOST_ACTIONS as HOST_ACTIONS
+from ._catalog import UIAction
+from ._exceptions import UnknownTool
 from ._handle import ProgressCallback
 from ._pool import WorkerPool
 
@@ -34,14 +33,10 @@ __all__ = [
     "ServerEntry",
     "UIActionError",
     "UIActionTarget",
-    "service_meta",
 ]
 
 SERVICE_META_KEY: Final = "io.github.nativemcp/service"
 """The ``_meta`` key of a tool or content block naming the service it belongs to."""
-
-HOST_ACTIONS: Final = frozenset({"notify", "link", "prompt", "intent"})
-"""mcp-ui action types meant for the host itself: shown to the user, never run as tools."""
 
 
 class UIActionError(ValueError):
@@ -56,7 +51,7 @@ class UIActionTarget:
     """The action's ``type`` (``tool``, ``notify``, ``link``, ``prompt``, ``intent``)."""
     tool_name: str | None
     """The full tool name to call, or None for a host action."""
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, Any]
     """The tool's arguments, or the host action's payload."""
 
 
@@ -70,51 +65,36 @@ class ServerEntry:
     tools: list[Tool]
 
 
-def service_meta(info: ServiceInfo) -> dict[str, str]:
-    """``info`` as the ``_meta`` value listed tools and content blocks carry."""
-    return {
-        "serverName": info.server_name,
-        "toolName": info.tool_name,
-        "backendType": str(info.backend_type),
-    }
-
-
-def _service_from_meta(meta: Mapping[str, Any] | None) -> ServiceInfo | None:
-    value = (meta or {}).get(SERVICE_META_KEY)
-    if not isinstance(value, Mapping):
-        return None
-    try:
-        return ServiceInfo(
-            server_name=str(value["serverName"]),
-            tool_name=str(value["toolName"]),
-            backend_type=BackendType(value["backendType"]),
-        )
-    except (KeyError, ValueError):
-        return None
-
-
 class ConsoleCatalog:
     """Every server and tool of a started pool, under full names.
 
-    Args:
-        pool: an entered `WorkerPool`.
+    Build it with ``await ConsoleCatalog.load(pool)``.
     """
 
-    def __init__(self, pool: WorkerPool) -> None:
+    def __init__(self, pool: WorkerPool, tools: Sequence[Tool]) -> None:
         self._pool = pool
         self._services: dict[str, ServiceInfo] = {}
-        self._servers: list[ServerEntry] = []
-        for name in pool.names:
+        grouped: dict[str, list[Tool]] = {}
+        for tool in tools:
+            info = service_info(tool)
+            if info is None:  # pragma: no cover - the pool tags every tool it lists
+                continue
+            self._services[tool.name] = info
+            grouped.setdefault(info.server_name, []).append(tool)
+        self._servers = []
+        for name, listed in grouped.items():
             proxy = pool.server(name)
-            backend = BackendType(proxy.backend)
-            tools: list[Tool] = []
-            for tool in proxy.tools:
-                info = ServiceInfo(server_name=name, tool_name=tool.name, backend_type=backend)
-                full = full_tool_name(name, tool.name, backend)
-                self._services[full] = info
-                meta = {**(tool.meta or {}), SERVICE_META_KEY: service_meta(info)}
-                tools.append(msgspec.structs.replace(tool, name=full, meta=meta))
-            self._servers.append(ServerEntry(name, proxy.backend, proxy.description, tools))
+            self._servers.append(ServerEntry(name, proxy.backend, proxy.description, listed))
+
+    @classmethod
+    async def load(cls, pool: WorkerPool) -> ConsoleCatalog:
+        """The catalog of ``pool`` as it is now.
+
+        Raises:
+            ToolNameError: two sources give the same full name.
+            WorkerClosed: the pool is closed.
+        """
+        return cls(pool, await pool.list_tools())
 
     @property
     def servers(self) -> list[ServerEntry]:
@@ -125,25 +105,12 @@ class ConsoleCatalog:
         """The service behind a full tool name.
 
         Raises:
-            KeyError: no tool by that name (the message lists how to find them).
+            KeyError: no tool by that name.
         """
         try:
             return self._services[full_name]
         except KeyError:
             raise KeyError(f"no tool named {full_name!r} in the catalog") from None
-
-    def tool(self, full_name: str) -> Tool:
-        """The listed tool of a full name.
-
-        Raises:
-            KeyError: no tool by that name.
-        """
-        self.service(full_name)
-        for server in self._servers:
-            for tool in server.tools:
-                if tool.name == full_name:
-                    return tool
-        raise KeyError(full_name)  # pragma: no cover - _services and _servers agree
 
     async def call_tool(
         self,
@@ -154,69 +121,26 @@ class ConsoleCatalog:
     ) -> NativeMCPResponse[Any]:
         """Call a tool by its full name; tool errors come back as responses.
 
-        Every content block of the result carries the service in its ``_meta``.
-
         Raises:
-            KeyError: no tool by that name.
-            WorkerError: the worker timed out, crashed or is closed.
+            UnknownTool: no tool by that name.
+            WorkerError: the source timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
-        info = self.service(full_name)
-        proxy = self._pool.server(info.server_name)
-        response = await proxy.call_tool(info.tool_name, arguments, on_progress=on_progress)
-        if response.result is None:
-            return response
-        stamp = service_meta(info)
-        blocks = [
-            msgspec.structs.replace(block, meta={**(block.meta or {}), SERVICE_META_KEY: stamp})
-            if hasattr(block, "meta")
-            else block
-            for block in response.result.content
-        ]
-        return msgspec.structs.replace(
-            response, result=msgspec.structs.replace(response.result, content=blocks)
-        )
+        return await self._pool.call_tool(full_name, arguments, on_progress=on_progress)
 
     def resolve_ui_action(
         self, action: Mapping[str, Any], content: Sequence[ContentBlock]
     ) -> UIActionTarget:
-        """The call (or host action) an mcp-ui ``postMessage`` action asks for.
-
-        A ``tool`` action names its tool by full name, or (as mcp-ui resources do) by
-        the tool's own name: that one is looked up on the server whose content rendered
-        the UI, read from the content blocks' service ``_meta``.
+        """The call (or host action, with its payload) an mcp-ui action asks for.
 
         Raises:
-            UIActionError: the action is not an object with a known ``type`` and a
-                ``payload`` object, or names a tool the catalog does not have.
+            UIActionError: the action is malformed or names a tool the catalog lacks.
         """
-        kind = action.get("type")
-        payload = action.get("payload", {})
-        if not isinstance(kind, str) or not isinstance(payload, Mapping):
-            raise UIActionError(
-                "a UI action is an object with a string `type` and a `payload` object"
-            )
-        if kind in HOST_ACTIONS:
-            return UIActionTarget(kind, None, dict(payload))
-        if kind != "tool":
-            known = ", ".join(sorted({"tool", *HOST_ACTIONS}))
-            raise UIActionError(f"unknown UI action type {kind!r}; types: {known}")
-        name = payload.get("toolName")
-        params = payload.get("params", {})
-        if not isinstance(name, str) or not name:
-            raise UIActionError("a `tool` UI action needs `payload.toolName` (a string)")
-        if not isinstance(params, Mapping):
-            raise UIActionError(f"`payload.params` of the {name!r} action must be an object")
-        if name in self._services:
-            return UIActionTarget(kind, name, dict(params))
-        for block in content:
-            info = _service_from_meta(getattr(block, "meta", None))
-            if info is None:
-                continue
-            full = full_tool_name(info.server_name, name, info.backend_type)
-            if full in self._services:
-                return UIActionTarget(kind, full, dict(params))
-        raise UIActionError(
-            f"the UI asked for tool {name!r}, which neither is a full tool name nor belongs "
-            "to the server that rendered it"
-        )
+        try:
+            resolved: UIAction = self._pool.resolve_ui_action(action, list(content))
+        except (ValueError, UnknownTool) as exc:
+            raise UIActionError(str(exc)) from exc
+        if resolved.tool_name is None:
+            payload = resolved.action.get("payload") or {}
+            return UIActionTarget(resolved.type, None, dict(payload))
+        return UIActionTarget(resolved.type, resolved.tool_name, dict(resolved.arguments))

@@ -37,7 +37,7 @@ async def catalog(tmp_path: Path) -> AsyncIterator[ConsoleCatalog]:
         builtins=["workspace"],
         in_process=("workspace",),
     ) as pool:
-        yield ConsoleCatalog(pool)
+        yield await ConsoleCatalog.load(pool)
 
 
 @pytest.fixture
@@ -183,10 +183,10 @@ async def test_resolve_ui_action_takes_the_server_from_the_content(
     notify = catalog.resolve_ui_action({"type": "notify", "payload": {"message": "hi"}}, content)
     assert (notify.tool_name, notify.arguments) == (None, {"message": "hi"})
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"type": "tool", "payload": {"toolName": "read_file"}}, "neither is a full tool name"),
-        ({"type": "tool", "payload": {}}, "needs `payload.toolName`"),
+        ({"type": "tool", "payload": {"toolName": "read_file"}}, "no service"),
+        ({"type": "tool", "payload": {}}, "needs payload.toolName"),
         ({"type": "tool", "payload": {"toolName": "grep", "params": [1]}}, "must be an object"),
-        ({"type": 3}, "string `type`"),
+        ({"type": 3}, "unknown UI action type 3"),
     ]
     for bad, message in cases:
         with pytest.raises(UIActionError, match=message):

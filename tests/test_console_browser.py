@@ -147,8 +147,17 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     workspace = data_dir / "ws"
     workspace.mkdir()
     (workspace / "report.bin").write_bytes(SECRET)
+    external = {"command": sys.executable, "args": [str(TESTS / "_external_server.py")]}
+    config = data_dir / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"ext": external}}))
     with _running_console(
-        data_dir, "--workspace", str(workspace), "--server", "_console_servers:server"
+        data_dir,
+        "--workspace",
+        str(workspace),
+        "--server",
+        "_console_servers:server",
+        "--mcp-config",
+        str(config),
     ) as running:
         yield running
 
@@ -214,7 +223,7 @@ def test_state_changing_requests_from_another_origin_or_not_json_are_refused(
 
 
 def test_the_tool_list_loads_every_server_with_its_tools(page: Any) -> None:
-    for server in ["content-store", "planning", "workspace", "console-test"]:
+    for server in ["content-store", "planning", "workspace", "console-test", "ext"]:
         assert page.locator(f'section.server[data-server="{server}"]').is_visible()
     assert page.locator('button[data-tool="builtin_content-store__list_content"]').is_visible()
     assert page.locator('button[data-tool="builtin_workspace__export_file"]').is_visible()
@@ -447,3 +456,15 @@ def test_a_reloaded_page_shows_the_history_and_each_past_result(page: Any) -> No
     item.locator("button").click()
     page.wait_for_selector(".model-text:has-text('remember me after a reload')")
     assert '"remember me after a reload"' in page.text_content(".app-json")
+
+
+def test_an_external_mcp_server_from_the_config_is_listed_and_called(page: Any) -> None:
+    section = page.locator('section.server[data-server="ext"]')
+    assert section.locator(".backend").text_content() == "ExternalMCP"
+    _call_in_page(page, "ext__get-sum", {"a": "2", "b": "40"})
+    page.wait_for_selector(".column.app h3")
+    assert "42" in page.text_content(".model-text")
+    assert "total: 42" in page.text_content(".app-json")
+    assert '"ExternalMCP"' in page.text_content(".service-json")
+    _call_in_page(page, "ext__chatty", {"steps": "3"})
+    page.wait_for_selector(".model-text:has-text('done')")
