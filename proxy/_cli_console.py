@@ -21,6 +21,8 @@ from typing import Final
 
 import anyio
 
+from ._cli_content import add_pool_options
+
 __all__ = ["HOST", "SHUTDOWN_GRACE", "TOKEN_BYTES", "add_console_parser", "run_console"]
 
 HOST: Final = "127.0.0.1"
@@ -40,26 +42,12 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     console.add_argument(
         "--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)"
     )
-    console.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="data folder of the built-in servers (default: $NATIVEMCP_DATA_DIR, else the "
-        "user data folder)",
-    )
+    add_pool_options(console)  # --data-dir, --mcp-config
     console.add_argument(
         "--workspace",
         type=Path,
         default=None,
         help="the workspace server's root folder (default: a folder in the data folder)",
-    )
-    console.add_argument(
-        "--mcp-config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="external MCP servers to start too: an mcp.json with mcpServers "
-        "(as Claude Desktop, Cursor and VS Code write it)",
     )
     console.add_argument(
         "--server",
