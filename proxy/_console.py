@@ -63,11 +63,12 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     ResourceLink,
     TextContent,
+    UnknownTool,
     result_text,
     service_meta,
 )
 
-from ._console_catalog import ConsoleCatalog, UIActionError, UIActionTarget
+from ._console_catalog import ConsoleCatalog, UIActionTarget
 from ._demo import TOKEN_NOTE, estimate_tokens
 
 __all__ = ["ASSETS_PACKAGE", "create_console_app"]
@@ -494,7 +495,7 @@ def create_console_app(
             target: UIActionTarget = catalog.resolve_ui_action(action, call.content)
             if target.tool_name is not None:
                 _same_server(catalog, call.tool, target.tool_name)
-        except UIActionError as exc:
+        except (ValueError, UnknownTool) as exc:
             call.host_actions.append({"type": "error", "payload": {"message": str(exc)}})
             return JSONResponse({"error": str(exc)}, 400)
         if target.tool_name is None:
@@ -528,12 +529,12 @@ def _same_server(catalog: ConsoleCatalog, shown_by: str, wanted: str) -> None:
     (as the user could by clicking), not reach across the catalog to, say, a shell.
 
     Raises:
-        UIActionError: ``wanted`` belongs to another server than ``shown_by``.
+        ValueError: ``wanted`` belongs to another server than ``shown_by``.
     """
     own = catalog.service(shown_by).server_name
     other = catalog.service(wanted).server_name
     if own != other:
-        raise UIActionError(
+        raise ValueError(
             f"the UI of server {own!r} asked for {wanted!r}, a tool of server {other!r}: "
             "a UI may call its own server's tools only"
         )

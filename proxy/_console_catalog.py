@@ -22,7 +22,6 @@ from nativemcp.protocol import (
 
 from ._catalog import HOST_ACTIONS as HOST_ACTIONS
 from ._catalog import UIAction
-from ._exceptions import UnknownTool
 from ._handle import ProgressCallback
 from ._pool import WorkerPool
 
@@ -31,16 +30,11 @@ __all__ = [
     "SERVICE_META_KEY",
     "ConsoleCatalog",
     "ServerEntry",
-    "UIActionError",
     "UIActionTarget",
 ]
 
 SERVICE_META_KEY: Final = "io.github.nativemcp/service"
 """The ``_meta`` key of a tool or content block naming the service it belongs to."""
-
-
-class UIActionError(ValueError):
-    """A UI action that is malformed or names no known tool."""
 
 
 @dataclass(frozen=True)
@@ -134,12 +128,11 @@ class ConsoleCatalog:
         """The call (or host action, with its payload) an mcp-ui action asks for.
 
         Raises:
-            UIActionError: the action is malformed or names a tool the catalog lacks.
+            ValueError: the action is malformed, or names a tool by its own name with no
+                service on the content to say whose.
+            UnknownTool: the action names a tool the catalog lacks.
         """
-        try:
-            resolved: UIAction = self._pool.resolve_ui_action(action, list(content))
-        except (ValueError, UnknownTool) as exc:
-            raise UIActionError(str(exc)) from exc
+        resolved: UIAction = self._pool.resolve_ui_action(action, list(content))
         if resolved.tool_name is None:
             payload = resolved.action.get("payload") or {}
             return UIActionTarget(resolved.type, None, dict(payload))

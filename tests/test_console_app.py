@@ -18,7 +18,6 @@ from nativemcp.proxy._console import create_console_app
 from nativemcp.proxy._console_catalog import (
     SERVICE_META_KEY,
     ConsoleCatalog,
-    UIActionError,
 )
 
 pytestmark = pytest.mark.anyio
@@ -189,5 +188,5 @@ async def test_resolve_ui_action_takes_the_server_from_the_content(
         ({"type": 3}, "unknown UI action type 3"),
     ]
     for bad, message in cases:
-        with pytest.raises(UIActionError, match=message):
+        with pytest.raises(ValueError, match=message):
             catalog.resolve_ui_action(bad, [TextContent(text="no service here")])
