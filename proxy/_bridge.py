@@ -19,15 +19,17 @@ from __future__ import annotations
 import difflib
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server as LowLevelServer
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from nativemcp.protocol import (
     INTERNAL_ERROR,
@@ -46,6 +48,7 @@ from nativemcp.protocol import (
 )
 
 from ._handle import CallOptions, ServerHandle
+from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls
 
 if TYPE_CHECKING:
     from ._pool import WorkerPool
@@ -76,9 +79,18 @@ class McpBridge:
         servers: the names of the servers to serve (default: all), in listing order.
         name: the MCP server's name (``serverInfo.name``).
         timeout: seconds per call (0 or less: no limit).
+        suspend: let a tool ask a 2026-07-28 client for input by suspending its call
+            until the client's retry (False for stateless replicas: the tool's request
+            then fails with a `ClientRequestError` saying why).
+        input_timeout: seconds a suspended call waits for its client's retry before
+            it is cancelled.
+
+    Calls are suspended in the bridge's own task group: run it with ``async with
+    bridge:`` around serving (`serve_stdio` and `http_app` do).
 
     Raises:
-        ValueError: a named server is not running in the pool.
+        ValueError: a named server is not running in the pool, or ``input_timeout`` is
+            not a positive number.
     """
 
     def __init__(
@@ -90,6 +102,8 @@ class McpBridge:
         version: str = "",
         timeout: float = 0,
         instructions: str | None = None,
+        suspend: bool = True,
+        input_timeout: float = DEFAULT_INPUT_TIMEOUT,
     ) -> None:
         self.pool = pool
         self.servers = select_servers(pool, servers)
@@ -102,11 +116,20 @@ class McpBridge:
         # 0 or less: no limit (the handles take None for that).
         self._limit = timeout if timeout > 0 else None
         self.instructions = instructions
+        self.suspend = suspend
+        self.suspended = SuspendedCalls(input_timeout)
         self._single = len(self.servers) == 1
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+    async def __aenter__(self) -> McpBridge:
+        await self.suspended.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.suspended.__aexit__(*exc)
 
     # -- naming ----------------------------------------------------------------------
 
@@ -172,28 +195,86 @@ class McpBridge:
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Run the tool through the pool's catalog; progress, logs, client requests and
-        the client's session (the call's scope) ride along."""
+        the client's session (the call's scope) ride along.
+
+        On protocol 2026-07-28 a tool's request to the client suspends the call: the
+        answer is an ``InputRequiredResult``, and the client's retry (carrying the
+        responses and the echoed ``requestState``) resumes it (see `SuspendedCalls`)."""
+        legacy = ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+        if not legacy and params.request_state is not None:
+            wire = (ctx.params or {}).get("inputResponses")
+            responses = wire if isinstance(wire, dict) else None
+            result: types.CallToolResult | types.InputRequiredResult = await self.suspended.resume(
+                ctx, params.request_state, responses
+            )
+            return result
         served = await self._catalog()
         tool = served.get(params.name)
         if tool is None:
             near = difflib.get_close_matches(params.name, list(served), n=3)
             hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}{hint}")
-        session = ctx.session
-        token = (ctx.meta or {}).get("progress_token")
-        connection = getattr(session, "_connection", None)
+        arguments = dict(params.arguments or {})
+        if legacy and self.suspend:
+
+            async def on_request(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
+                return await _ask_client(ctx, method, request_params)
+
+            return await self._run(tool, arguments, ctx, on_request, lambda: ctx)
+        if not self.suspend or not self.suspended.running:
+            return await self._run(tool, arguments, ctx, self._cannot_ask, lambda: ctx)
+
+        async def run(ask: ClientAsk, driver: Callable[[], Any]) -> types.CallToolResult:
+            return await self._run(tool, arguments, ctx, ask, driver)
+
+        started: types.CallToolResult | types.InputRequiredResult = await self.suspended.start(
+            ctx, run
+        )
+        return started
+
+    async def _cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if not self.suspend:
+            raise ClientRequestError(
+                f"this server is stateless: a tool's {method} request cannot reach the "
+                "client (its answer, or a 2026-07-28 client's retry, may land on another "
+                "replica); serve without --stateless (stateless=False) for sampling and "
+                "elicitation"
+            )
+        raise ClientRequestError(
+            f"a tool's {method} request needs the bridge running "
+            "('async with bridge:') to suspend the call for a 2026-07-28 client"
+        )
+
+    async def _run(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        ctx: ServerRequestContext[Any],
+        on_request: ClientAsk,
+        driver: Callable[[], ServerRequestContext[Any] | None],
+    ) -> types.CallToolResult:
+        """The pool call; progress and logs go to ``driver()``, the request now waiting
+        on the call (a suspended call's retries each have their own)."""
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            await session.report_progress(progress, total, message)
+            now = driver()
+            token = (now.meta or {}).get("progress_token") if now is not None else None
+            if now is None or token is None:
+                return
+            await now.session.report_progress(progress, total, message)
 
         async def on_log(level: str, data: Any, logger: str | None) -> None:
+            now = driver()
+            if now is None:  # suspended: nobody to tell
+                return
+            connection = getattr(now.session, "_connection", None)
             floor = self._levels.get(connection, 0) if connection is not None else 0
             rank = _LEVELS.index(level) if level in _LEVELS else 1
             if rank < floor:
                 return
-            await session.send_notification(
+            await now.session.send_notification(
                 types.LoggingMessageNotification(
                     params=types.LoggingMessageNotificationParams(
                         level=level,  # type: ignore[arg-type]
@@ -201,17 +282,15 @@ class McpBridge:
                         logger=logger,
                     )
                 ),
-                related_request_id=ctx.request_id,
+                related_request_id=now.request_id,
             )
 
-        async def on_request(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
-            return await _ask_client(ctx, method, request_params)
-
         session_id = _session_id(ctx)
+        token = (ctx.meta or {}).get("progress_token")
         try:
             response = await self.pool.call_tool(
                 tool.name,
-                dict(params.arguments or {}),
+                arguments,
                 options=CallOptions(
                     timeout=self._limit,
                     on_progress=on_progress if token is not None else None,
@@ -388,6 +467,10 @@ class McpBridge:
         # Registered here, not as a constructor argument: the constructor warns that
         # logging is deprecated in a future protocol version, which clients still use.
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+        # The echoed requestState is attacker-controlled: the SDK's boundary seals it
+        # (bound to the method, tool, arguments and an expiry) and refuses any other.
+        security = RequestStateSecurity.ephemeral(ttl=self.suspended.timeout)
+        server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
 
 

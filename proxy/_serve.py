@@ -34,6 +34,7 @@ from ._bridge import McpBridge, gather_instructions, select_servers
 from ._pool import WorkerPool
 from ._serve_defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
 from ._serve_defaults import TOKEN_ENV as TOKEN_ENV
+from ._suspended import DEFAULT_INPUT_TIMEOUT
 
 __all__ = ["DEFAULT_MAX_BODY", "TOKEN_ENV", "Drain", "http_app", "serve_stdio"]
 
@@ -46,21 +47,31 @@ async def serve_stdio(
     *,
     name: str = "nativemcp",
     timeout: float = 0,
+    input_timeout: float = DEFAULT_INPUT_TIMEOUT,
 ) -> None:
     """Serve ``servers`` of a running pool (default: all) over this process's stdin/stdout.
 
     Runs until the client closes stdin. With one server its tools keep their names;
-    with several they are listed under full names (``builtin_server__tool``).
+    with several they are listed under full names (``builtin_server__tool``). A tool's
+    request to a 2026-07-28 client suspends its call for up to ``input_timeout``
+    seconds (see `McpBridge`).
 
     Raises:
         ValueError: a named server is not running in the pool.
     """
     names = select_servers(pool, servers)
     instructions = await gather_instructions(pool, names)
-    bridge = McpBridge(pool, names, name=name, timeout=timeout, instructions=instructions)
+    bridge = McpBridge(
+        pool,
+        names,
+        name=name,
+        timeout=timeout,
+        instructions=instructions,
+        input_timeout=input_timeout,
+    )
     pool.add_resource_listener(bridge.resource_updated)
     server = bridge.server()
-    async with stdio_server() as (read_stream, write_stream):
+    async with bridge, stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -168,6 +179,7 @@ class _Routes:
         stateless: bool,
         security: TransportSecuritySettings,
         max_body_size: int,
+        input_timeout: float,
     ) -> None:
         self._pool = pool
         self._servers = servers
@@ -176,13 +188,23 @@ class _Routes:
         self._stateless = stateless
         self._security = security
         self._max_body_size = max_body_size
+        self._input_timeout = input_timeout
+        self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
 
     async def _manager(self, servers: list[str], name: str) -> StreamableHTTPSessionManager:
         instructions = await gather_instructions(self._pool, servers)
         bridge = McpBridge(
-            self._pool, servers, name=name, timeout=self._timeout, instructions=instructions
+            self._pool,
+            servers,
+            name=name,
+            timeout=self._timeout,
+            instructions=instructions,
+            # Stateless replicas: a retry may reach another process than the suspended call.
+            suspend=not self._stateless,
+            input_timeout=self._input_timeout,
         )
+        self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
         return StreamableHTTPSessionManager(
             app=bridge.server(),
@@ -203,10 +225,13 @@ class _Routes:
                 self._managers[server_name] = await self._manager([server_name], server_name)
             for manager in self._managers.values():
                 await stack.enter_async_context(manager.run())
+            for bridge in self._bridges:
+                await stack.enter_async_context(bridge)
             try:
                 yield
             finally:
                 self._managers.clear()
+                self._bridges.clear()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")
@@ -238,6 +263,7 @@ def http_app(
     stateless: bool = False,
     max_body_size: int = DEFAULT_MAX_BODY,
     timeout: float = 0,
+    input_timeout: float = DEFAULT_INPUT_TIMEOUT,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
@@ -252,9 +278,12 @@ def http_app(
             ``host:port``, or ``host:*`` for any port): the DNS-rebinding allow-list.
         allowed_origins: Origin header values accepted besides local origins.
         stateless: no sessions: each request stands alone, so replicas behind any load
-            balancer can serve any request (no server-to-client requests then).
+            balancer can serve any request. No sampling or elicitation then: a tool's
+            request to its client fails with a `ClientRequestError` saying so.
         max_body_size: the largest request body in bytes (larger: 413).
         timeout: seconds per tool call (0: no limit).
+        input_timeout: seconds a call suspended for a 2026-07-28 client's input waits
+            for the client's retry before it is cancelled.
     """
     routes = _Routes(
         pool,
@@ -264,6 +293,7 @@ def http_app(
         stateless=stateless,
         security=_security(allowed_hosts, allowed_origins),
         max_body_size=max_body_size,
+        input_timeout=input_timeout,
     )
     app = Starlette(
         routes=[
