@@ -119,3 +119,28 @@ async def touch(uri: str, ctx: Context) -> str:
     """Report that a resource changed."""
     await ctx.resource_updated(uri)
     return "touched"
+
+
+@server.tool
+async def ask_twice(topic: str, ctx: Context) -> str:
+    """Ask the client's model, then the user: two rounds of input."""
+    draft = await ctx.sample(f"a name for {topic}", max_tokens=20)
+    confirmed = await ctx.elicit(f"Call it {draft.text}?", Answer)
+    if confirmed.action != "accept":
+        return f"{draft.text}, {confirmed.action}"
+    return f"{draft.text}, then {confirmed.content.name}"
+
+
+@server.tool
+async def ask_and_note(path: str, ctx: Context) -> str:
+    """Ask the user, writing to ``path`` whether the call finished or was cancelled."""
+    from pathlib import Path
+
+    try:
+        answer = await ctx.elicit("Your name?", Answer)
+    except anyio.get_cancelled_exc_class():
+        # Written without awaiting: an await in a cancelled call would not run.
+        Path(path).write_text("cancelled")  # noqa: ASYNC240
+        raise
+    Path(path).write_text("finished")  # noqa: ASYNC240
+    return answer.action
