@@ -75,6 +75,12 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument("--data-dir", type=Path, default=None, help="built-in servers' data")
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
     serve.add_argument(
+        "--input-timeout",
+        type=float,
+        default=300.0,
+        help="seconds a call waiting for a 2026-07-28 client's input waits for its retry",
+    )
+    serve.add_argument(
         "--mcp-config",
         type=Path,
         default=None,
@@ -142,7 +148,7 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
 
         async def main() -> None:
             async with pool:
-                await serve_stdio(pool, timeout=args.timeout)
+                await serve_stdio(pool, timeout=args.timeout, input_timeout=args.input_timeout)
 
         anyio.run(main)
         return 0
@@ -158,6 +164,7 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         stateless=args.stateless,
         max_body_size=args.max_body,
         timeout=args.timeout,
+        input_timeout=args.input_timeout,
     )
     drain = Drain(app)
     config = uvicorn.Config(
