@@ -48,7 +48,7 @@ from nativemcp.protocol import (
 )
 
 from ._handle import CallOptions, ServerHandle
-from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls
+from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 
 if TYPE_CHECKING:
     from ._pool import WorkerPool
@@ -484,23 +484,7 @@ async def _ask_client(
     ctx: ServerRequestContext[Any], method: str, params: dict[str, Any]
 ) -> dict[str, Any]:
     """Send a tool's request to the client that made the call, on that call's stream."""
-    request: types.ServerRequest
-    result_type: type[types.Result]
-    try:
-        if method == "sampling/createMessage":
-            request = types.CreateMessageRequest(
-                params=types.CreateMessageRequestParams.model_validate(params)
-            )
-            result_type = types.CreateMessageResult
-        elif method == "elicitation/create":
-            request = types.ElicitRequest(
-                params=types.ElicitRequestFormParams.model_validate(params)
-            )
-            result_type = types.ElicitResult
-        else:
-            raise ClientRequestError(f"a tool may not send {method!r} to its client")
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        raise ClientRequestError(f"malformed {method} request: {exc}") from exc
+    request, result_type = client_request(method, params)
     try:
         result = await ctx.session.send_request(
             request,

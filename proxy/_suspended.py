@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from nativemcp.protocol import INVALID_PARAMS, ClientRequestError
 
-__all__ = ["DEFAULT_INPUT_TIMEOUT", "ClientAsk", "SuspendedCalls", "check_request"]
+__all__ = ["DEFAULT_INPUT_TIMEOUT", "ClientAsk", "SuspendedCalls", "client_request"]
 
 _logger = logging.getLogger("nativemcp.serve")
 
@@ -134,7 +134,7 @@ class SuspendedCalls:
         self._calls[call.key] = call
 
         async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            check_request(method, params)
+            client_request(method, params)  # refuses a bad one before suspending
             call.asked += 1
             question = _Question(method, params)
             call.questions[str(call.asked)] = question
@@ -227,11 +227,7 @@ class SuspendedCalls:
 
 
 def _request(question: _Question) -> types.InputRequest:
-    if question.method == "sampling/createMessage":
-        return types.CreateMessageRequest(
-            params=types.CreateMessageRequestParams.model_validate(question.params)
-        )
-    return types.ElicitRequest(params=types.ElicitRequestFormParams.model_validate(question.params))
+    return client_request(question.method, question.params)[0]
 
 
 def _checked(method: str, raw: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -244,15 +240,23 @@ def _checked(method: str, raw: Any) -> tuple[dict[str, Any] | None, str | None]:
     return dumped, None
 
 
-def check_request(method: str, params: dict[str, Any]) -> None:
-    """Refuse a tool's request that cannot be sent to an MCP client.
+def client_request(
+    method: str, params: dict[str, Any]
+) -> tuple[types.CreateMessageRequest | types.ElicitRequest, type[types.Result]]:
+    """A tool's request to its client as the SDK's request, and the type of its result.
 
     Raises:
         ClientRequestError: an unknown method, or malformed params.
     """
-    if method not in _RESULT_TYPES:
-        raise ClientRequestError(f"a tool may not send {method!r} to its client")
     try:
-        _request(_Question(method, params))
-    except ValueError as exc:
+        if method == "sampling/createMessage":
+            return types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams.model_validate(params)
+            ), types.CreateMessageResult
+        if method == "elicitation/create":
+            return types.ElicitRequest(
+                params=types.ElicitRequestFormParams.model_validate(params)
+            ), types.ElicitResult
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise ClientRequestError(f"malformed {method} request: {exc}") from exc
+    raise ClientRequestError(f"a tool may not send {method!r} to its client")
