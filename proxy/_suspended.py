@@ -70,6 +70,7 @@ class _Call:
     changed: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     timer: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    watched: bool = False  # its expiry watch runs (from the first time it waits)
 
     def wake(self) -> None:
         self.changed.set()
@@ -151,19 +152,11 @@ class SuspendedCalls:
                     call.outcome = await run(ask, lambda: call.driver)
                 except Exception as exc:  # the waiting request raises it
                     call.outcome = exc
+                # Kept until a request collects it (a retry may come after the call
+                # ended on its own, e.g. timed out) or the watch expires it.
                 call.done = True
-                call.timer.cancel()
                 call.wake()
 
-        async def watch() -> None:
-            with call.timer:
-                await anyio.sleep_forever()
-            if not call.done:
-                _logger.info("a suspended call's client did not come back: cancelled")
-                call.scope.cancel()
-            self._calls.pop(call.key, None)
-
-        self._group.start_soon(watch)
         self._group.start_soon(body)
         return await self._drive(call, driver)
 
@@ -177,7 +170,7 @@ class SuspendedCalls:
         """
         key, _, round_text = state.rpartition(".")
         call = self._calls.get(key)
-        if call is None or call.done or round_text != str(call.round) or call.driver is not None:
+        if call is None or round_text != str(call.round) or call.driver is not None:
             raise MCPError(
                 INVALID_PARAMS,
                 "this requestState resumes no waiting call: it was already used, or the "
@@ -224,6 +217,19 @@ class SuspendedCalls:
             call.driver = None
             if not call.done:
                 call.timer.deadline = anyio.current_time() + self.timeout
+                if not call.watched and self._group is not None:
+                    # Started only now: a call that never asks costs no watch task.
+                    call.watched = True
+                    self._group.start_soon(self._watch, call)
+
+    async def _watch(self, call: _Call) -> None:
+        """Cancel ``call`` when its client does not come back by its deadline."""
+        with call.timer:
+            await anyio.sleep_forever()
+        if not call.done:
+            _logger.info("a suspended call's client did not come back: cancelled")
+            call.scope.cancel()
+        self._calls.pop(call.key, None)
 
 
 def _request(question: _Question) -> types.InputRequest:
