@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import msgspec
 
@@ -144,3 +146,22 @@ async def ask_and_note(path: str, ctx: Context) -> str:
         raise
     Path(path).write_text("finished")  # noqa: ASYNC240
     return answer.action
+
+
+@server.tool
+async def ask_both(ctx: Context) -> str:
+    """Ask the client's model two questions at once."""
+    first, second = await _gather(ctx.sample("one", max_tokens=5), ctx.sample("two", max_tokens=5))
+    return f"{first.text} | {second.text}"
+
+
+async def _gather(*awaitables: Any) -> list[Any]:
+    results: list[Any] = [None] * len(awaitables)
+
+    async def run(index: int, awaitable: Any) -> None:
+        results[index] = await awaitable
+
+    async with anyio.create_task_group() as tg:
+        for index, awaitable in enumerate(awaitables):
+            tg.start_soon(run, index, awaitable)
+    return results

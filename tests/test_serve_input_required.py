@@ -43,6 +43,9 @@ async def _check_rounds(url_or_params: str | StdioServerParameters) -> None:
         # Two rounds: the model, then the user, each an InputRequiredResult.
         twice = await client.call_tool("ask_twice", {"topic": "a cat"})
         assert _text(twice) == "42 (a name for a cat), then Ada"
+        # Two questions at once: both are answered (in one round or two).
+        both = await client.call_tool("ask_both", {})
+        assert _text(both) == "42 (one) | 42 (two)"
         # Calls that ask nothing are answered at once, as before.
         moved = await client.call_tool("move", {"point": {"x": 1, "y": 2}})
         assert moved.structured_content == {"x": 2, "y": 2}
