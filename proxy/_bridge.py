@@ -11,7 +11,9 @@ its JSON form in ``_meta["io.github.nativemcp/structuredResult"]``.
 
 Per call, the MCP request's context travels with it: progress and log notifications
 ride the request's own stream, a tool's ``ctx.sample``/``ctx.elicit`` become requests
-to the client that made the call, and the client's session id is the call's scope.
+to the client that made the call (on 2025-11-25) or suspend the call behind an
+``InputRequiredResult`` until the client's retry brings the answers (on 2026-07-28, see
+`SuspendedCalls`), and the client's session id is the call's scope.
 """
 
 from __future__ import annotations
