@@ -210,3 +210,13 @@ async def test_stateless_http_says_why_a_tool_cannot_ask() -> None:
                 assert "without --stateless" in _text(refused)
                 moved = await client.call_tool("move", {"point": {"x": 1, "y": 2}})
                 assert moved.structured_content == {"x": 2, "y": 2}
+            # The handshake era is refused the same way (its answer has no way back).
+            async with Client(
+                f"{base}/mcp/shapes",
+                sampling_callback=_sampling,
+                elicitation_callback=_elicitation,
+                mode="legacy",
+            ) as client:
+                refused = await client.call_tool("ask_user", {})
+                assert refused.is_error
+                assert "this server is stateless" in _text(refused)
