@@ -23,6 +23,10 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True):
     """The workspace server's root folder (None: a per-session folder under data_dir)."""
     options: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Server-specific options (size limits, locale...)."""
+    database_url: str | None = None
+    """A ``postgresql://`` URL: the content store and planning keep their state in that
+    database (shared by every process and machine using it); None: SQLite files under
+    ``data_dir``."""
 
 
 ServerFactory = Callable[[ServerConfig], Server]

@@ -29,7 +29,7 @@ from ._chunking import (
     chunk_lines,
     split_lines,
 )
-from ._db import ContentDB, NewContent
+from ._db import NewContent
 from ._extract import (
     ExtractError,
     UnsupportedType,
@@ -58,14 +58,13 @@ from ._render import (
     render_read_content,
     render_search,
 )
+from ._storage import ContentStorage, open_storage
 from ._tokenize import query_terms
 
 __all__ = ["SERVER_NAME", "ContentStoreOptions", "create_server"]
 
 SERVER_NAME: Final = "content-store"
 """The built-in server's name."""
-DB_FILENAME: Final = "content.sqlite3"
-"""The database file inside the server's data folder."""
 MIB: Final = 1024 * 1024
 
 _READ_ONLY: Final = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
@@ -131,15 +130,18 @@ def _store_missing(store_id: str, known: list[StoreInfo]) -> ToolError:
 
 
 class _ContentStore:
-    """The server's state: options, the database (opened on first use), the write lock."""
+    """The server's state: options, the storage (opened on first use), the write lock."""
 
-    def __init__(self, server: Server, options: ContentStoreOptions) -> None:
+    def __init__(
+        self, server: Server, options: ContentStoreOptions, database_url: str | None = None
+    ) -> None:
         self.server = server
         self.options = options
+        self.database_url = database_url
         self.allowed_roots = tuple(
             os.path.realpath(os.path.expanduser(root)) for root in options.allowed_paths
         )
-        self._db: ContentDB | None = None
+        self._db: ContentStorage | None = None
         self._scratch: Path | None = None
         # The database is used from worker threads only, never from the event loop: a
         # write waiting for another process's lock (up to SQLite's busy timeout) or a
@@ -150,30 +152,38 @@ class _ContentStore:
         self._open_lock = threading.Lock()
 
     @contextmanager
-    def writing(self) -> Iterator[ContentDB]:
+    def writing(self) -> Iterator[ContentStorage]:
         """The database, for writes (one writer at a time)."""
         with self._write_lock:
             yield self.db
 
     @contextmanager
-    def reading(self) -> Iterator[ContentDB]:
-        """The database, for reads (one reader at a time on the read connection)."""
+    def reading(self) -> Iterator[ContentStorage]:
+        """The database, for reads (SQLite: one reader at a time on the read connection;
+        PostgreSQL: concurrent, each on a pooled connection)."""
+        if self.database_url:
+            yield self.db
+            return
         with self._read_lock:
             yield self.db
 
     @property
-    def db(self) -> ContentDB:
+    def db(self) -> ContentStorage:
         with self._open_lock:
             return self._open()
 
-    def _open(self) -> ContentDB:
+    def _open(self) -> ContentStorage:
         if self._db is None:
             folder = self.server.data_dir
+            if self.database_url:
+                # Shared state: nothing is kept in the data folder.
+                self._db = open_storage(Path(), self.database_url)
+                return self._db
             if folder is None:
                 # No data folder configured: keep the data for this process only.
                 self._scratch = Path(tempfile.mkdtemp(prefix="nativemcp-content-"))
                 folder = self._scratch
-            self._db = ContentDB(folder / DB_FILENAME)
+            self._db = open_storage(folder, None)
         return self._db
 
     def close(self) -> None:
@@ -344,7 +354,7 @@ def create_server(config: ServerConfig) -> Server:
             "(Korean, Japanese, Chinese and accented text included)."
         ),
     )
-    state = _ContentStore(server, _options(config.options))
+    state = _ContentStore(server, _options(config.options), config.database_url)
     server.on_shutdown(state.close)
 
     @server.tool(render=render_create_store)
@@ -582,7 +592,7 @@ def create_server(config: ServerConfig) -> Server:
     return server
 
 
-def _attached_files(db: ContentDB, session_id: str | None) -> str:
+def _attached_files(db: ContentStorage, session_id: str | None) -> str:
     """The service-context text: the session's stores and their files."""
     stores = db.list_stores(session_id)
     if not stores:

@@ -1,0 +1,212 @@
+"""PostgreSQL plumbing shared by the built-in servers that keep state in a database.
+
+The content store and planning keep their state in SQLite files by default; given a
+``postgresql://`` URL (`ServerConfig.database_url`) they keep it in that database
+instead, so servers on several machines share it. This module holds what both need:
+
+- `Database`: one connection pool per worker process, opened without waiting (a worker
+  starts even while the database is down), each connection checked on checkout so a
+  database that went away and came back is used again without a restart;
+- versioned schema migrations run once per process, under an advisory lock so two
+  workers starting at once do not race on ``CREATE TABLE``;
+- `DatabaseUnavailable`: every connection failure becomes one tool error that names
+  the database (its URL with the password removed), never a driver traceback.
+
+psycopg is imported only here and in the PostgreSQL backends, and only when a URL is
+given: the SQLite default needs nothing installed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+from nativemcp.protocol import ToolError
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "Database",
+    "DatabaseUnavailable",
+    "Migration",
+    "is_postgres_url",
+    "redact_url",
+]
+
+DATABASE_URL_ENV: Final = "NATIVEMCP_DATABASE_URL"
+"""Environment variable naming the shared database (``postgresql://user:pw@host/db``)."""
+POOL_MIN_SIZE: Final = 1
+"""Connections a worker keeps open while idle."""
+POOL_MAX_SIZE: Final = 4
+"""Connections one worker process may hold at once (tools run in a few threads)."""
+CONNECT_TIMEOUT: Final = 5
+"""Seconds to wait for the database to accept a connection."""
+CHECKOUT_TIMEOUT: Final = 10.0
+"""Seconds a call waits for a pooled connection before failing (database down)."""
+SCHEMA_TABLE: Final = "nativemcp_schema"
+"""The table recording each component's schema version."""
+
+Migration = Sequence[str]
+"""One schema version's SQL statements, run in one transaction."""
+
+_SCHEMES: Final = ("postgresql", "postgres")
+
+
+def is_postgres_url(url: str) -> bool:
+    """Whether ``url`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return urlsplit(url).scheme.lower() in _SCHEMES
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (and without query options), safe to print."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit((parts.scheme, f"{user}{host}", parts.path, "", ""))
+
+
+class DatabaseUnavailable(ToolError):
+    """The shared database cannot be reached (down, refusing, or the connection broke)."""
+
+    def __init__(self, database: str, reason: str) -> None:
+        self.database = database
+        super().__init__(
+            f"Database unavailable: {database} ({reason}). The call was not applied; "
+            "retry when the database is back.",
+            structured_content={"code": "DATABASE_UNAVAILABLE", "database": database},
+        )
+
+
+def _reason(exc: BaseException, url: str, password: str | None) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if password:
+        text = text.replace(password, "***")
+    return text.replace(url, redact_url(url))
+
+
+class Database:
+    """A connection pool to one PostgreSQL database, and the schema of one component.
+
+    Args:
+        url: the ``postgresql://`` URL (the password may be in it; it is never printed).
+        component: the schema's name in `SCHEMA_TABLE` (``"content-store"``...).
+        migrations: the SQL of each schema version, oldest first; version N is
+            ``migrations[N - 1]``. Versions a database already has are skipped.
+
+    Raises:
+        ValueError: ``url`` is not a PostgreSQL URL.
+    """
+
+    def __init__(self, url: str, component: str, migrations: Sequence[Migration]) -> None:
+        if not is_postgres_url(url):
+            raise ValueError(f"not a PostgreSQL URL: {redact_url(url)}")
+        from psycopg_pool import ConnectionPool
+
+        self.url = url
+        self.name = redact_url(url)
+        self._password = urlsplit(url).password
+        self._component = component
+        self._migrations = list(migrations)
+        self._migrated = False
+        self._lock = threading.Lock()
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url,
+            min_size=POOL_MIN_SIZE,
+            max_size=POOL_MAX_SIZE,
+            timeout=CHECKOUT_TIMEOUT,
+            kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True},
+            configure=_configure,
+            # A connection broken by a database restart is found and replaced here,
+            # not handed to a call.
+            check=ConnectionPool.check_connection,
+            # Do not wait for the database at start-up: calls report it if it is down.
+            open=False,
+            name=f"nativemcp-{component}",
+        )
+        self._pool.open(wait=False)
+
+    def close(self) -> None:
+        """Close the pool (idempotent)."""
+        self._pool.close()
+
+    @property
+    def schema_version(self) -> int:
+        """The newest schema version this code knows."""
+        return len(self._migrations)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection (autocommit; use `transaction` for changes).
+
+        Raises:
+            DatabaseUnavailable: no connection could be made, or it broke mid-use.
+        """
+        import psycopg
+        import psycopg_pool
+
+        try:
+            with self._pool.connection() as conn:
+                if not self._migrated:
+                    self._migrate(conn)
+                yield conn
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            if isinstance(exc, psycopg.errors.QueryCanceled):
+                raise
+            raise DatabaseUnavailable(self.name, _reason(exc, self.url, self._password)) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside one transaction: committed when the block ends,
+        rolled back if it raises (or if the process dies before the commit).
+
+        Raises:
+            DatabaseUnavailable: as `connection`.
+        """
+        with self.connection() as conn, conn.transaction():
+            yield conn
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        with self._lock:
+            if self._migrated:
+                return
+            with conn.transaction():
+                # One migrator at a time across every process using this database.
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (SCHEMA_TABLE,))
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} ("
+                    " component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+                )
+                row = conn.execute(
+                    f"SELECT version FROM {SCHEMA_TABLE} WHERE component = %s",
+                    (self._component,),
+                ).fetchone()
+                current = int(row[0]) if row else 0
+                if current > len(self._migrations):
+                    raise RuntimeError(
+                        f"{self._component} schema in {self.name} is version {current}; "
+                        f"this nativemcp understands up to {len(self._migrations)}"
+                    )
+                for version in range(current + 1, len(self._migrations) + 1):
+                    for statement in self._migrations[version - 1]:
+                        conn.execute(statement)  # type: ignore[arg-type]
+                    conn.execute(
+                        f"INSERT INTO {SCHEMA_TABLE} (component, version) VALUES (%s, %s)"
+                        " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                        (self._component, version),
+                    )
+            self._migrated = True
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    # Timestamps come back in UTC whatever the server's or the role's time zone.
+    conn.execute("SET TIME ZONE 'UTC'")
