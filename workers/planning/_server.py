@@ -23,7 +23,8 @@ from nativemcp.workers import Server, ServerConfig
 
 from ._models import DEFAULT_SCOPE, MAX_OBSERVATIONS, MAX_TEXT_CHARS, PlanningState
 from ._render import quote, render_service_context, render_state, todo_line
-from ._store import DB_FILENAME, PlanningStore, Scope, UnknownTodoIds
+from ._storage import open_storage
+from ._store import Scope, UnknownTodoIds
 
 __all__ = ["SERVER_NAME", "create_server"]
 
@@ -84,7 +85,8 @@ def _unknown_ids_error(exc: UnknownTodoIds) -> ToolError:
 def create_server(config: ServerConfig) -> Server:
     """The planning server; its state lives in ``config.data_dir / "planning"``.
 
-    Without a ``data_dir`` the state is kept in memory (lost when the server stops).
+    Without a ``data_dir`` the state is kept in memory (lost when the server stops);
+    with ``config.database_url`` it lives in that PostgreSQL database instead.
     Option ``max_text_chars`` (default `MAX_TEXT_CHARS`) bounds a goal, todo name or
     observation.
 
@@ -103,7 +105,7 @@ def create_server(config: ServerConfig) -> Server:
     if config.data_dir is not None:
         data_dir = config.data_dir / SERVER_NAME
         server.data_dir = data_dir
-    store = PlanningStore(data_dir / DB_FILENAME if data_dir is not None else None)
+    store = open_storage(data_dir, config.database_url)
     scope: Scope = _scope_of(server.session_id, server.thread_id)
 
     @server.on_switch_context
