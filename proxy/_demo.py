@@ -87,8 +87,8 @@ def _side_by_side(console: Console, call: _Call) -> None:
     console.print(table)
 
 
-async def run_demo(data_dir: Path | None, console: Console) -> int:
-    """Run the demo; returns the exit status."""
+async def run_demo(data_dir: Path | None, console: Console, database_url: str | None = None) -> int:
+    """Run the demo; returns the exit status (``database_url``: see `WorkerPool`)."""
     from nativemcp.proxy import WorkerPool
     from nativemcp.workers.content_store import (
         AddContentResult,
@@ -121,6 +121,7 @@ async def run_demo(data_dir: Path | None, console: Console) -> int:
             builtins=["content-store", "planning"],
             in_process=(),
             options={"content-store": {**DEMO_CHUNKS, "allowed_paths": folders}},
+            database_url=database_url,
         ) as pool:
             store = pool.server("content-store")
             planning = pool.server("planning")

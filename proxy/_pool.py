@@ -31,6 +31,7 @@ import multiprocess
 from nativemcp.protocol import ArgumentsError, NativeMCPResponse, Tool, ToolNameError, UnknownServer
 from nativemcp.workers import (
     BUILTIN_SERVERS,
+    DATABASE_URL_ENV,
     ClientRequestError,
     Server,
     ServerClosed,
@@ -39,6 +40,7 @@ from nativemcp.workers import (
     ServerSource,
     load_server,
 )
+from nativemcp.workers._database import is_postgres_url, redact_url
 from nativemcp.workers._wire import DEFAULT_MAX_FRAME
 
 from ._bootstrap import exit_if_bootstrapping
@@ -175,6 +177,9 @@ class WorkerPool:
         options: per-server options, by server name.
         mcp_servers: external MCP servers: an ``mcpServers`` mapping as Claude Desktop,
             Cursor and VS Code write it, or the path of such a JSON file.
+        database_url: a ``postgresql://`` URL: the content store and planning keep their
+            state in that database, shared with every pool that uses it (default:
+            ``$NATIVEMCP_DATABASE_URL``; unset or ``""``: SQLite files under data_dir).
         timeout: default seconds per call (None: no limit; 0 or less, as before, too).
         start_timeout: seconds a worker or external server has to become ready.
         max_frame: the largest message in bytes, either way.
@@ -186,7 +191,8 @@ class WorkerPool:
         elicitation_handler: answers tools' ``ctx.elicit(...)`` (``elicitation/create``).
 
     Raises:
-        ValueError: an unknown built-in, or built-ins without a ``data_dir``.
+        ValueError: an unknown built-in, built-ins without a ``data_dir``, or a
+            ``database_url`` that is not ``postgresql://``.
         NotADirectoryError: ``data_dir`` is a file.
         TypeError: a `Server` to run in a worker is not importable by name (defined
             inside a function); raised here, before any process starts.
@@ -206,6 +212,7 @@ class WorkerPool:
         in_process: Iterable[str] = ("workspace",),
         options: Mapping[str, Mapping[str, Any]] | None = None,
         mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        database_url: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
@@ -244,6 +251,13 @@ class WorkerPool:
                 # Now, with a short traceback, rather than when the worker is spawned.
                 raise TypeError(source._not_importable_message())
         self._options = {name: dict(value) for name, value in (options or {}).items()}
+        if database_url is None:
+            database_url = os.environ.get(DATABASE_URL_ENV)
+        if database_url and not is_postgres_url(database_url):
+            raise ValueError(
+                f"database_url must be a postgresql:// URL, not {redact_url(database_url)!r}"
+            )
+        self._database_url = database_url or None
         self._timeout = CallOptions(timeout=timeout).with_default(None).limit
         self._external = load_mcp_servers(mcp_servers) if mcp_servers is not None else []
         self._start_timeout = start_timeout
@@ -271,6 +285,7 @@ class WorkerPool:
             data_dir=self._data_dir,
             workspace_root=self._workspace_root,
             options=self._options.get(name or "", {}),
+            database_url=self._database_url,
         )
 
     def _specs(self) -> list[_Spec]:

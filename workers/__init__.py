@@ -32,6 +32,8 @@ from ._context import Notification as Notification
 from ._context import ProgressNotification as ProgressNotification
 from ._context import ResourceUpdatedNotification as ResourceUpdatedNotification
 from ._context import SampleResult as SampleResult
+from ._database import DATABASE_URL_ENV as DATABASE_URL_ENV
+from ._database import DatabaseUnavailable as DatabaseUnavailable
 from ._render import render_default as render_default
 from ._resources import CompletionRef as CompletionRef
 from ._resources import GetPromptResult as GetPromptResult
@@ -45,11 +47,13 @@ from ._server import ToolFunction as ToolFunction
 
 __all__ = [
     "BUILTIN_SERVERS",
+    "DATABASE_URL_ENV",
     "CallTimeout",
     "ClientRequest",
     "ClientRequestError",
     "CompletionRef",
     "Context",
+    "DatabaseUnavailable",
     "ElicitResult",
     "FeatureError",
     "FrameTooLarge",

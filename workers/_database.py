@@ -104,13 +104,18 @@ class Database:
             ``migrations[N - 1]``. Versions a database already has are skipped.
 
     Raises:
-        ValueError: ``url`` is not a PostgreSQL URL.
+        ValueError: ``url`` is not a PostgreSQL URL, or psycopg is not installed.
     """
 
     def __init__(self, url: str, component: str, migrations: Sequence[Migration]) -> None:
         if not is_postgres_url(url):
             raise ValueError(f"not a PostgreSQL URL: {redact_url(url)}")
-        from psycopg_pool import ConnectionPool
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise ValueError(
+                f"{redact_url(url)} needs the PostgreSQL driver: pip install 'nativemcp[postgres]'"
+            ) from exc
 
         self.url = url
         self.name = redact_url(url)
