@@ -1,10 +1,69 @@
-"""Shared pytest configuration: anyio tests run on asyncio (the worker pool's backend)."""
+"""Shared pytest configuration: anyio tests run on asyncio (the worker pool's backend),
+and the ``database_url`` fixture runs a storage test on both backends.
+
+``database_url`` is None (SQLite, the embedded default) or a PostgreSQL URL whose
+``search_path`` is a schema made for that one test and dropped after it, so tests never
+see each other's stores. The PostgreSQL server comes from ``$NATIVEMCP_TEST_DATABASE_URL``
+(``.ci/run`` starts one and sets it). Without it the PostgreSQL variants are skipped,
+visibly in pytest's summary; in CI (``CI=true``) they fail instead, so a broken setup
+cannot pass as green.
+"""
 
 from __future__ import annotations
 
+import os
+import secrets
+from collections.abc import Iterator
+from urllib.parse import quote
+
 import pytest
+
+TEST_DATABASE_ENV = "NATIVEMCP_TEST_DATABASE_URL"
+"""The PostgreSQL server the test suite may create schemas in."""
 
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A developer's own NATIVEMCP_DATABASE_URL must not redirect the SQLite tests.
+    monkeypatch.delenv("NATIVEMCP_DATABASE_URL", raising=False)
+
+
+def _server_url() -> str:
+    url = os.environ.get(TEST_DATABASE_ENV)
+    if url:
+        return url
+    message = f"${TEST_DATABASE_ENV} is not set: no PostgreSQL server to test against"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message + " (CI must run both backends; see .ci/run)")
+    pytest.skip(message)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL URL whose ``search_path`` is a fresh, empty schema (dropped after)."""
+    import psycopg
+
+    base = _server_url()
+    schema = f"test_{secrets.token_hex(6)}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{separator}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    """None (SQLite under the data folder) or a PostgreSQL URL (see `postgres_url`)."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url

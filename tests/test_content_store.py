@@ -29,13 +29,15 @@ pytestmark = pytest.mark.anyio
 SOURCE = "nativemcp.workers.content_store:create_server"
 
 
-def make_server(data_dir: Path, **options: Any) -> Server:
-    return load_server(SOURCE, ServerConfig(data_dir=data_dir, options=options))
+def make_server(data_dir: Path, database_url: str | None = None, **options: Any) -> Server:
+    return load_server(
+        SOURCE, ServerConfig(data_dir=data_dir, options=options, database_url=database_url)
+    )
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Server]:
-    srv = make_server(tmp_path, allowed_paths=[str(tmp_path)])
+async def server(tmp_path: Path, database_url: str | None) -> AsyncIterator[Server]:
+    srv = make_server(tmp_path, database_url, allowed_paths=[str(tmp_path)])
     yield srv
     await srv.aclose()
 
@@ -670,12 +672,14 @@ async def test_service_context_lists_the_sessions_files(server: Server) -> None:
     assert "notes.md" in context and added.content_id in context and "elsewhere" not in context
 
 
-async def test_stores_contents_and_search_survive_a_restart(tmp_path: Path) -> None:
-    first = make_server(tmp_path)
+async def test_stores_contents_and_search_survive_a_restart(
+    tmp_path: Path, database_url: str | None
+) -> None:
+    first = make_server(tmp_path, database_url)
     store_id = await new_store(first)
     added = await add(first, store_id, "persistent 학교에서 text")
     await first.aclose()
-    second = make_server(tmp_path)
+    second = make_server(tmp_path, database_url)
     try:
         listing = unwrap(await call(second, "list_content", store_id=store_id), ListContentResult)
         assert [c.content_id for c in listing.contents] == [added.content_id]

@@ -26,13 +26,17 @@ from nativemcp.workers.content_store import (
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
 
-def store_pool(data_dir: Path) -> WorkerPool:
-    return WorkerPool(data_dir=data_dir, builtins=["content-store"], in_process=())
+def store_pool(data_dir: Path, database_url: str | None) -> WorkerPool:
+    return WorkerPool(
+        data_dir=data_dir, database_url=database_url, builtins=["content-store"], in_process=()
+    )
 
 
-async def test_tools_return_typed_values_and_rich_text_through_a_worker(tmp_path: Path) -> None:
+async def test_tools_return_typed_values_and_rich_text_through_a_worker(
+    tmp_path: Path, database_url: str | None
+) -> None:
     with anyio.fail_after(30):
-        async with store_pool(tmp_path) as pool:
+        async with store_pool(tmp_path, database_url) as pool:
             store = pool.server("content-store")
             created = await store.create_store(name="문서", description="notes")
             assert isinstance(created, StoreInfo) and created.name == "문서"
@@ -73,15 +77,16 @@ async def test_tools_return_typed_values_and_rich_text_through_a_worker(tmp_path
 
 async def test_stores_contents_and_search_survive_closing_and_reopening_the_pool(
     tmp_path: Path,
+    database_url: str | None,
 ) -> None:
     with anyio.fail_after(30):
-        async with store_pool(tmp_path) as pool:
+        async with store_pool(tmp_path, database_url) as pool:
             store = pool.server("content-store")
             created = await store.create_store(name="durable")
             added = await store.add_content(
                 store_id=created.store_id, content="東京都庁の展望台\nMüller", filename="a.txt"
             )
-        async with store_pool(tmp_path) as pool:
+        async with store_pool(tmp_path, database_url) as pool:
             store = pool.server("content-store")
             stores = await store.list_stores()
             assert [s.store_id for s in stores.stores] == [created.store_id]
@@ -94,10 +99,25 @@ async def test_stores_contents_and_search_survive_closing_and_reopening_the_pool
                 assert [hit.content_id for hit in found.results] == [added.content_id]
 
 
-def _stored_chunks(data_dir: Path) -> dict[str, tuple[int, int, int]]:
+def _stored_chunks(data_dir: Path, database_url: str | None) -> dict[str, tuple[int, int, int]]:
     """Per content id: the chunk count its row claims, its chunk rows and its index rows,
-    read from the database file itself."""
+    read from the database file (or the PostgreSQL tables) itself."""
     import sqlite3
+
+    if database_url is not None:
+        import psycopg
+
+        with psycopg.connect(database_url) as conn:
+            rows = conn.execute(
+                "SELECT ct.id, ct.chunk_count,"
+                " (SELECT count(*) FROM cs_chunks c WHERE c.content_rid = ct.rid),"
+                " (SELECT count(DISTINCT p.chunk_id) FROM cs_postings p"
+                "  JOIN cs_chunks c ON c.id = p.chunk_id WHERE c.content_rid = ct.rid)"
+                " FROM cs_contents ct"
+            ).fetchall()
+        return {
+            content_id: (claimed, chunks, indexed) for content_id, claimed, chunks, indexed in rows
+        }
 
     db = sqlite3.connect(data_dir / "content-store" / "content.sqlite3")
     try:
@@ -122,12 +142,12 @@ def _stored_chunks(data_dir: Path) -> dict[str, tuple[int, int, int]]:
 
 @pytest.mark.parametrize("kill_at", ["first batch", "last batch"])
 async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
-    tmp_path: Path, kill_at: str
+    tmp_path: Path, kill_at: str, database_url: str | None
 ) -> None:
     lines = 200_000
     text = "\n".join(f"line {n} of the big file with some words" for n in range(lines))
     with anyio.fail_after(60):
-        async with store_pool(tmp_path) as pool:
+        async with store_pool(tmp_path, database_url) as pool:
             store = pool.server("content-store")
             created = await store.create_store(name="crash")
             (worker,) = multiprocess.active_children()
@@ -151,7 +171,7 @@ async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
             assert killed.is_set()
             # Whole or absent, checked in the file: every chunk the row claims is
             # stored and indexed, or there is no row (and no orphan chunk) at all.
-            stored = await anyio.to_thread.run_sync(_stored_chunks, tmp_path)
+            stored = await anyio.to_thread.run_sync(_stored_chunks, tmp_path, database_url)
             for claimed, chunks, indexed in stored.values():
                 assert claimed == chunks == indexed
             listing = await store.list_content(store_id=created.store_id)
@@ -162,7 +182,7 @@ async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
             assert again.line_count == lines
             found = await store.keyword_similarity_search(store_id=created.store_id, query="199999")
             assert found.results[0].line_range[0] <= lines <= found.results[0].line_range[1]
-            stored = await anyio.to_thread.run_sync(_stored_chunks, tmp_path)
+            stored = await anyio.to_thread.run_sync(_stored_chunks, tmp_path, database_url)
             assert [
                 claimed == chunks == indexed > 0 for claimed, chunks, indexed in stored.values()
             ] == [True]
@@ -170,9 +190,10 @@ async def test_a_worker_killed_during_add_content_leaves_it_whole_or_absent(
 
 async def test_paging_hostile_queries_and_service_context_through_a_worker(
     tmp_path: Path,
+    database_url: str | None,
 ) -> None:
     with anyio.fail_after(60):
-        async with store_pool(tmp_path) as pool:
+        async with store_pool(tmp_path, database_url) as pool:
             store = pool.server("content-store")
             await store.switch_context("session-a", None)
             created = await store.create_store(name="many")

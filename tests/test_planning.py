@@ -21,8 +21,8 @@ SOURCE = "nativemcp.workers.planning:create_server"
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> Any:
-    srv = load_server(SOURCE, ServerConfig(data_dir=tmp_path))
+async def server(tmp_path: Path, database_url: str | None) -> Any:
+    srv = load_server(SOURCE, ServerConfig(data_dir=tmp_path, database_url=database_url))
     yield srv
     await srv.aclose()
 
@@ -93,12 +93,21 @@ async def test_server_is_named_planning_and_lists_the_eight_tools(server: Server
         }
 
 
-async def test_state_is_stored_in_a_wal_sqlite_file_under_data_dir_planning(
-    server: Server, tmp_path: Path
+async def test_state_is_stored_in_a_wal_sqlite_file_or_the_configured_database(
+    server: Server, tmp_path: Path, database_url: str | None
 ) -> None:
     await ok(server, "create_goal", goal="persist me")
     assert server.data_dir == tmp_path / "planning"
-    db = sqlite3.connect(tmp_path / "planning" / "planning.sqlite3")
+    sqlite_file = tmp_path / "planning" / "planning.sqlite3"
+    if database_url is not None:
+        import psycopg
+
+        assert not sqlite_file.exists()
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute("SELECT goal FROM planning_scopes").fetchone()
+        assert row == ("persist me",)
+        return
+    db = sqlite3.connect(sqlite_file)
     try:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
@@ -429,8 +438,10 @@ async def test_no_scope_uses_the_default_scope(server: Server) -> None:
     assert state.goal == "default plan"
 
 
-async def test_state_survives_closing_and_reopening_the_server(tmp_path: Path) -> None:
-    first = load_server(SOURCE, ServerConfig(data_dir=tmp_path))
+async def test_state_survives_closing_and_reopening_the_server(
+    tmp_path: Path, database_url: str | None
+) -> None:
+    first = load_server(SOURCE, ServerConfig(data_dir=tmp_path, database_url=database_url))
     await first.switch_context("s", "t")
     await ok(first, "create_goal", goal="durable")
     await ok(first, "add_todo", name="a")
@@ -441,7 +452,7 @@ async def test_state_survives_closing_and_reopening_the_server(tmp_path: Path) -
     await first.aclose()
     await first.aclose()  # closing twice is harmless
 
-    second = load_server(SOURCE, ServerConfig(data_dir=tmp_path))
+    second = load_server(SOURCE, ServerConfig(data_dir=tmp_path, database_url=database_url))
     try:
         await second.switch_context("s", "t")
         _, after = await ok(second, "get_current_state")

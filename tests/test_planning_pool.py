@@ -14,13 +14,17 @@ from nativemcp.workers.planning import PlanningState, Todo
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
 
-def planning_pool(data_dir: Path) -> WorkerPool:
-    return WorkerPool(data_dir=data_dir, builtins=["planning"], in_process=())
+def planning_pool(data_dir: Path, database_url: str | None) -> WorkerPool:
+    return WorkerPool(
+        data_dir=data_dir, database_url=database_url, builtins=["planning"], in_process=()
+    )
 
 
-async def test_tools_return_typed_state_and_rich_text_through_a_worker(tmp_path: Path) -> None:
+async def test_tools_return_typed_state_and_rich_text_through_a_worker(
+    tmp_path: Path, database_url: str | None
+) -> None:
     with anyio.fail_after(30):
-        async with planning_pool(tmp_path) as pool:
+        async with planning_pool(tmp_path, database_url) as pool:
             planning = pool.server("planning")
             state = await planning.create_goal(goal="계획을 세운다")
             assert state == PlanningState(goal="계획을 세운다")
@@ -41,9 +45,10 @@ async def test_tools_return_typed_state_and_rich_text_through_a_worker(tmp_path:
 
 async def test_unknown_todo_id_raises_tool_error_with_valid_ids_and_worker_keeps_serving(
     tmp_path: Path,
+    database_url: str | None,
 ) -> None:
     with anyio.fail_after(30):
-        async with planning_pool(tmp_path) as pool:
+        async with planning_pool(tmp_path, database_url) as pool:
             planning = pool.server("planning")
             await planning.add_todo(name="a")
             await planning.add_todo(name="b")
@@ -58,9 +63,10 @@ async def test_unknown_todo_id_raises_tool_error_with_valid_ids_and_worker_keeps
 
 async def test_state_is_per_session_and_thread_and_survives_a_pool_restart(
     tmp_path: Path,
+    database_url: str | None,
 ) -> None:
     with anyio.fail_after(30):
-        async with planning_pool(tmp_path) as pool:
+        async with planning_pool(tmp_path, database_url) as pool:
             planning = pool.server("planning")
             await planning.switch_context("s1", "t1")
             await planning.create_goal(goal="goal one")
@@ -72,7 +78,7 @@ async def test_state_is_per_session_and_thread_and_survives_a_pool_restart(
             await planning.switch_context("s2", "t1")
             assert await planning.get_current_state() == PlanningState()
 
-        async with planning_pool(tmp_path) as pool:
+        async with planning_pool(tmp_path, database_url) as pool:
             planning = pool.server("planning")
             await planning.switch_context("s1", "t1")
             assert await planning.get_current_state() == PlanningState(

@@ -18,6 +18,7 @@ given: the SQLite default needs nothing installed.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -212,6 +213,40 @@ class Database:
             self._migrated = True
 
 
+_ESCAPE: Final = "\uffff"
+"""Starts an escape in stored text: U+FFFF + ``0`` is NUL, U+FFFF twice is U+FFFF."""
+_ESCAPED: Final = re.compile("\uffff(.)", re.DOTALL)
+
+
+def escape_text(text: str) -> str:
+    """``text`` without NUL characters, which PostgreSQL's text type cannot hold
+    (reversible: see `unescape_text`; text without NUL or U+FFFF is unchanged)."""
+    if "\x00" not in text and _ESCAPE not in text:
+        return text
+    return text.replace(_ESCAPE, _ESCAPE * 2).replace("\x00", _ESCAPE + "0")
+
+
+def unescape_text(text: str) -> str:
+    """The text `escape_text` was given."""
+    if _ESCAPE not in text:
+        return text
+    return _ESCAPED.sub(lambda m: "\x00" if m.group(1) == "0" else m.group(1), text)
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
+    from psycopg.types.string import StrDumper, TextLoader
+
+    class NulSafeDumper(StrDumper):
+        def dump(self, obj: str) -> bytes:
+            return super().dump(escape_text(obj))
+
+    class NulSafeLoader(TextLoader):
+        def load(self, data: Any) -> str:
+            return unescape_text(super().load(data))
+
+    # Text in and out of this connection (parameters, COPY rows, results, arrays of
+    # text) goes through the escape, so a NUL in a tool's text round-trips.
+    conn.adapters.register_dumper(str, NulSafeDumper)
+    conn.adapters.register_loader("text", NulSafeLoader)
     # Timestamps come back in UTC whatever the server's or the role's time zone.
     conn.execute("SET TIME ZONE 'UTC'")
