@@ -48,7 +48,7 @@ POOL_MAX_SIZE: Final = 4
 """Connections one worker process may hold at once (tools run in a few threads)."""
 CONNECT_TIMEOUT: Final = 5
 """Seconds to wait for the database to accept a connection."""
-CHECKOUT_TIMEOUT: Final = 10.0
+CHECKOUT_TIMEOUT: Final = 5.0
 """Seconds a call waits for a pooled connection before failing (database down)."""
 SCHEMA_TABLE: Final = "nativemcp_schema"
 """The table recording each component's schema version."""
@@ -82,7 +82,7 @@ class DatabaseUnavailable(ToolError):
     def __init__(self, database: str, reason: str) -> None:
         self.database = database
         super().__init__(
-            f"Database unavailable: {database} ({reason}). The call was not applied; "
+            f"Database unavailable: {database} ({reason}). The call failed; "
             "retry when the database is back.",
             structured_content={"code": "DATABASE_UNAVAILABLE", "database": database},
         )
@@ -112,7 +112,7 @@ class Database:
         if not is_postgres_url(url):
             raise ValueError(f"not a PostgreSQL URL: {redact_url(url)}")
         try:
-            from psycopg_pool import ConnectionPool
+            import psycopg_pool  # noqa: F401
         except ImportError as exc:
             raise ValueError(
                 f"{redact_url(url)} needs the PostgreSQL driver: pip install 'nativemcp[postgres]'"
@@ -125,8 +125,15 @@ class Database:
         self._migrations = list(migrations)
         self._migrated = False
         self._lock = threading.Lock()
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url,
+        self._down = False
+        self._closed = False
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        from psycopg_pool import ConnectionPool
+
+        pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.url,
             min_size=POOL_MIN_SIZE,
             max_size=POOL_MAX_SIZE,
             timeout=CHECKOUT_TIMEOUT,
@@ -135,15 +142,18 @@ class Database:
             # A connection broken by a database restart is found and replaced here,
             # not handed to a call.
             check=ConnectionPool.check_connection,
-            # Do not wait for the database at start-up: calls report it if it is down.
             open=False,
-            name=f"nativemcp-{component}",
+            name=f"nativemcp-{self._component}",
         )
-        self._pool.open(wait=False)
+        # Do not wait for the database at start-up: calls report it if it is down.
+        pool.open(wait=False)
+        return pool
 
     def close(self) -> None:
         """Close the pool (idempotent)."""
-        self._pool.close()
+        with self._lock:
+            self._closed = True
+            self._pool.close()
 
     @property
     def schema_version(self) -> int:
@@ -160,6 +170,8 @@ class Database:
         import psycopg
         import psycopg_pool
 
+        if self._down:
+            self._recover()
         try:
             with self._pool.connection() as conn:
                 if not self._migrated:
@@ -168,7 +180,39 @@ class Database:
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             if isinstance(exc, psycopg.errors.QueryCanceled):
                 raise
-            raise DatabaseUnavailable(self.name, _reason(exc, self.url, self._password)) from None
+            self._down = True
+            reason = self._probe() if isinstance(exc, psycopg_pool.PoolTimeout) else None
+            raise DatabaseUnavailable(
+                self.name, reason or _reason(exc, self.url, self._password)
+            ) from None
+
+    def _probe(self) -> str | None:
+        """Why a direct connection fails now (None: it works)."""
+        import psycopg
+
+        try:
+            psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT).close()
+        except psycopg.Error as exc:
+            return _reason(exc, self.url, self._password)
+        return None
+
+    def _recover(self) -> None:
+        """After a failure: fail fast while the database is still away; once it answers,
+        start a fresh pool (the old one may be backing off between reconnect attempts).
+
+        Raises:
+            DatabaseUnavailable: the database still refuses connections.
+        """
+        with self._lock:
+            if not self._down or self._closed:
+                return
+            reason = self._probe()
+            if reason is not None:
+                raise DatabaseUnavailable(self.name, reason)
+            old, self._pool = self._pool, self._new_pool()
+            self._down = False
+        # Connections still lent out are closed when they come back.
+        old.close(timeout=0)
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
