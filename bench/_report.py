@@ -24,13 +24,20 @@ __all__ = [
 ]
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Parse the common ``--quick`` and ``--json`` flags."""
+def parse_args(
+    description: str,
+    argv: Sequence[str] | None = None,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
+    """Parse the common ``--quick`` and ``--json`` flags (and a bench's own, added by
+    ``extra``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="fewer rounds; under 30 s")
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object on the last line of stdout"
     )
+    if extra is not None:
+        extra(parser)
     return parser.parse_args(argv)
 
 

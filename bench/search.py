@@ -11,23 +11,33 @@ bm25s in process, on the same generated corpus and queries, in the same run.
 - a payload table per tool: the rich text a model reads against a status-only text
   like a bare "Found 5 content items" (bytes, and tokens estimated as
   characters / 4).
+- with ``--database-url postgresql://...``: the same corpus and queries on the
+  PostgreSQL backend too (in a schema made for the run and dropped after), side by
+  side with SQLite: ingest MB/s, p50/p95, overlap@5 against the SQLite backend, and
+  p50 with half the corpus stored against p50 with all of it (does the index keep
+  search time flat as the store grows).
 
-Run: ``python -m bench.search [--quick] [--json]`` (needs the ``bench`` extra).
+Run: ``python -m bench.search [--quick] [--json] [--database-url URL]`` (needs the
+``bench`` extra; ``--database-url`` also the ``postgres`` one).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import itertools
 import random
 import re
+import secrets
 import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 import anyio
 
@@ -151,40 +161,79 @@ def _awaitable(search: Callable[[str], list[str]]) -> Callable[[str], Awaitable[
     return run
 
 
-async def run_all(
-    data_dir: Path, documents: list[str], queries: list[str]
-) -> tuple[dict[str, Any], list[_Engine], dict[str, dict[str, int]], int]:
-    """Ingest through the pool, then time the three engines in blocks of all queries,
-    ``ROUNDS`` times with the order rotating, so slow spells of a shared machine fall on
-    each of them. (Interleaving query by query would instead time the worker waking from
-    idle after every 10 ms of numpy work in this process: not how a store is used.)"""
-    async with WorkerPool(data_dir=data_dir, builtins=["content-store"], in_process=()) as pool:
-        store = pool.server("content-store")
-        store_id = (await store.create_store(name="bench")).store_id
-        size = sum(len(doc.encode()) for doc in documents)
+class _Backend:
+    """The content store on one backend, through its own pool: ingest and search."""
+
+    def __init__(self, name: str, store: Any, store_id: str) -> None:
+        self.name = name
+        self.store = store
+        self.store_id = store_id
+        self.ingest_s = 0.0
+        self.half_samples: list[float] = []
+        self.last: Any = None
+
+    async def ingest(self, documents: list[str], first: int) -> None:
         start = time.perf_counter()
-        last: Any = None
-        for number, document in enumerate(documents):
-            last = await store.add_content(
-                store_id=store_id,
+        for number, document in enumerate(documents, start=first):
+            self.last = await self.store.add_content(
+                store_id=self.store_id,
                 content=document,
                 filename=f"doc{number:04d}.txt",
                 call_timeout=120,
             )
-        ingest_s = time.perf_counter() - start
+        self.ingest_s += time.perf_counter() - start
 
-        ids, texts = load_chunks(data_dir)
+    async def search(self, query: str) -> list[str]:
+        found = await self.store.keyword_similarity_search(
+            store_id=self.store_id, query=query, top_n=TOP_N
+        )
+        # filename:seq, the same chunk on both backends (content ids are random).
+        return [f"{hit.filename}:{hit.chunk_id.rsplit(':', 1)[1]}" for hit in found.results]
+
+
+async def run_all(
+    data_dir: Path, documents: list[str], queries: list[str], database_url: str | None = None
+) -> tuple[dict[str, Any], list[_Engine], dict[str, dict[str, int]], int]:
+    """Ingest through the pool (on each backend), then time the engines in blocks of all
+    queries, ``ROUNDS`` times with the order rotating, so slow spells of a shared machine
+    fall on each of them. (Interleaving query by query would instead time the worker
+    waking from idle after every 10 ms of numpy work in this process: not how a store is
+    used.) With half the corpus stored, one block of queries per backend is timed too."""
+    async with AsyncExitStack() as stack:
+        urls: list[tuple[str, str | None]] = [("nativemcp", None)]
+        if database_url is not None:
+            urls.append(("nativemcp-pg", database_url))
+        backends: list[_Backend] = []
+        for name, url in urls:
+            pool = await stack.enter_async_context(
+                WorkerPool(
+                    data_dir=data_dir / name,
+                    builtins=["content-store"],
+                    in_process=(),
+                    database_url=url or "",
+                )
+            )
+            store = pool.server("content-store")
+            created = await store.create_store(name="bench")
+            backends.append(_Backend(name, store, created.store_id))
+        size = sum(len(doc.encode()) for doc in documents)
+        half = len(documents) // 2
+        for backend in backends:
+            await backend.ingest(documents[:half], 0)
+            for query in queries[:10]:
+                await backend.search(query)
+            for query in queries:
+                start = time.perf_counter()
+                await backend.search(query)
+                backend.half_samples.append(time.perf_counter() - start)
+            await backend.ingest(documents[half:], half)
+
+        ids, texts = load_chunks(data_dir / "nativemcp")
         rank = rank_bm25_search(ids, texts)
         fast = bm25s_search(ids, texts)
 
-        async def ours(query: str) -> list[str]:
-            found = await store.keyword_similarity_search(
-                store_id=store_id, query=query, top_n=TOP_N
-            )
-            return [hit.chunk_id for hit in found.results]
-
-        engines = [
-            _Engine("nativemcp", ours),
+        engines = [_Engine(backend.name, backend.search) for backend in backends]
+        engines += [
             _Engine("bm25s", _awaitable(fast)),
             _Engine("rank_bm25", _awaitable(rank)),
         ]
@@ -192,13 +241,39 @@ async def run_all(
             for query in queries[:10]:
                 await engine.search(query)
         for round_ in range(ROUNDS):
-            for engine in engines[round_ % 3 :] + engines[: round_ % 3]:
+            shift = round_ % len(engines)
+            for engine in engines[shift:] + engines[:shift]:
                 for query in queries:
                     await engine.timed(query)
 
-        payload = await _payloads(store, store_id, last, engines[0].tops)
-    stats = {"ingest_mb_s": size / 1e6 / ingest_s, "ingest_s": ingest_s}
+        main = backends[0]
+        payload = await _payloads(main.store, main.store_id, main.last, engines[0].tops)
+    stats = {
+        backend.name: {
+            "ingest_mb_s": size / 1e6 / backend.ingest_s,
+            "ingest_s": backend.ingest_s,
+            "half_p50_ms": statistics.median(backend.half_samples) * 1e3,
+        }
+        for backend in backends
+    }
     return stats, engines, payload, len(ids)
+
+
+@contextmanager
+def bench_schema(url: str) -> Iterator[str]:
+    """``url`` with its ``search_path`` set to a schema made for this run (dropped after),
+    so the bench neither sees nor leaves data in the database."""
+    import psycopg
+
+    schema = f"nativemcp_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        separator = "&" if "?" in url else "?"
+        yield f"{url}{separator}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 async def _payloads(
@@ -239,11 +314,11 @@ async def _payloads(
 
 
 def load_chunks(data_dir: Path) -> tuple[list[str], list[str]]:
-    """``(chunk ids, chunk texts)`` exactly as the store made them."""
+    """``(chunk keys, chunk texts)`` exactly as the store made them (key: filename:seq)."""
     path = data_dir / "content-store" / "content.sqlite3"
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         rows = conn.execute(
-            "SELECT ct.id || ':' || c.seq, c.body FROM chunks c"
+            "SELECT ct.filename || ':' || c.seq, c.body FROM chunks c"
             " JOIN contents ct ON ct.rid = c.content_rid ORDER BY c.id"
         ).fetchall()
     return [row[0] for row in rows], [row[1] for row in rows]
@@ -298,51 +373,109 @@ def _require_peers() -> None:
         )
 
 
+def _add_database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="also run the PostgreSQL backend on this database (postgresql://...)",
+    )
+
+
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.search")
+    args = parse_args(
+        __doc__.splitlines()[0] if __doc__ else "bench.search", extra=_add_database_url
+    )
     _require_peers()
     rng = random.Random(SEED)
     documents, vocabulary = make_corpus(rng)
     queries = make_queries(rng, vocabulary, 60 if args.quick else 300)
     with tempfile.TemporaryDirectory(prefix="nativemcp-bench-") as folder:
-        ingest, engines, payload, chunks = anyio.run(run_all, Path(folder), documents, queries)
+        if args.database_url:
+            with bench_schema(args.database_url) as url:
+                ingest, engines, payload, chunks = anyio.run(
+                    run_all, Path(folder), documents, queries, url
+                )
+        else:
+            ingest, engines, payload, chunks = anyio.run(run_all, Path(folder), documents, queries)
     if chunks < MIN_CHUNKS:
         raise SystemExit(f"corpus too small: {chunks} chunks (< {MIN_CHUNKS})")
-    ours, fast, rank = engines
+    by_name = {engine.name: engine for engine in engines}
+    ours, fast, rank = by_name["nativemcp"], by_name["bm25s"], by_name["rank_bm25"]
+    pg = by_name.get("nativemcp-pg")
     timing = {engine.name: _ms(engine.samples) for engine in engines}
     overlaps = {
         "rank_bm25": overlap(ours.tops, rank.tops),
         "bm25s": overlap(ours.tops, fast.tops),
     }
+    if pg is not None:
+        overlaps["nativemcp-pg"] = overlap(ours.tops, pg.tops)
 
     mb = sum(len(doc.encode()) for doc in documents) / 1e6
     print(
         f"corpus: {len(documents)} documents, {mb:.1f} MB, {chunks} chunks; "
         f"{len(queries)} queries x {ROUNDS} rounds, top {TOP_N}"
     )
-    print(
-        f"ingest through the proxy: {ingest['ingest_mb_s']:.2f} MB/s ({ingest['ingest_s']:.1f} s)\n"
-    )
+    for name, label in (("nativemcp", "SQLite"), ("nativemcp-pg", "PostgreSQL")):
+        if name in ingest:
+            print(
+                f"ingest through the proxy ({label}): {ingest[name]['ingest_mb_s']:.2f} MB/s "
+                f"({ingest[name]['ingest_s']:.1f} s)"
+            )
+    print()
     base = timing["nativemcp"]["p50_ms"]
-    print_table(
-        "search latency (ms per query)",
-        ["engine", "p50", "p95", "p50 / nativemcp p50", "overlap@5"],
+    rows: list[list[Any]] = [
         [
-            ["nativemcp (worker, via proxy)", base, timing["nativemcp"]["p95_ms"], 1.0, "-"],
+            "nativemcp SQLite (worker, via proxy)",
+            base,
+            timing["nativemcp"]["p95_ms"],
+            1.0,
+            "-",
+        ]
+    ]
+    if pg is not None:
+        rows.append(
             [
-                "bm25s (in process)",
-                timing["bm25s"]["p50_ms"],
-                timing["bm25s"]["p95_ms"],
-                ratio(timing["bm25s"]["p50_ms"], base),
-                overlaps["bm25s"],
-            ],
+                "nativemcp PostgreSQL (worker, via proxy)",
+                timing["nativemcp-pg"]["p50_ms"],
+                timing["nativemcp-pg"]["p95_ms"],
+                ratio(timing["nativemcp-pg"]["p50_ms"], base),
+                overlaps["nativemcp-pg"],
+            ]
+        )
+    rows += [
+        [
+            "bm25s (in process)",
+            timing["bm25s"]["p50_ms"],
+            timing["bm25s"]["p95_ms"],
+            ratio(timing["bm25s"]["p50_ms"], base),
+            overlaps["bm25s"],
+        ],
+        [
+            "rank-bm25 (in process)",
+            timing["rank_bm25"]["p50_ms"],
+            timing["rank_bm25"]["p95_ms"],
+            ratio(timing["rank_bm25"]["p50_ms"], base),
+            overlaps["rank_bm25"],
+        ],
+    ]
+    print_table(
+        "search latency (ms per query); overlap@5 against nativemcp SQLite",
+        ["engine", "p50", "p95", "p50 / SQLite p50", "overlap@5"],
+        rows,
+    )
+    print()
+    print_table(
+        "store growth: p50 (ms) with half the corpus stored, then all of it",
+        ["backend", "p50 at 1/2", "p50 at 2/2", "2/2 / 1/2"],
+        [
             [
-                "rank-bm25 (in process)",
-                timing["rank_bm25"]["p50_ms"],
-                timing["rank_bm25"]["p95_ms"],
-                ratio(timing["rank_bm25"]["p50_ms"], base),
-                overlaps["rank_bm25"],
-            ],
+                name,
+                ingest[name]["half_p50_ms"],
+                timing[name]["p50_ms"],
+                ratio(timing[name]["p50_ms"], ingest[name]["half_p50_ms"]),
+            ]
+            for name in ingest
         ],
     )
     print()
@@ -355,16 +488,17 @@ def main() -> None:
         ],
     )
     if args.json:
-        emit_json(
-            {
-                "chunks": chunks,
-                "nativemcp": {**timing["nativemcp"], "ingest_mb_s": ingest["ingest_mb_s"]},
-                "rank_bm25": timing["rank_bm25"],
-                "bm25s": timing["bm25s"],
-                "overlap_at_5": overlaps,
-                "payload": payload,
-            }
-        )
+        report: dict[str, Any] = {
+            "chunks": chunks,
+            "nativemcp": {**timing["nativemcp"], **ingest["nativemcp"]},
+            "rank_bm25": timing["rank_bm25"],
+            "bm25s": timing["bm25s"],
+            "overlap_at_5": overlaps,
+            "payload": payload,
+        }
+        if pg is not None:
+            report["nativemcp_pg"] = {**timing["nativemcp-pg"], **ingest["nativemcp-pg"]}
+        emit_json(report)
 
 
 if __name__ == "__main__":
