@@ -170,6 +170,7 @@ class _Backend:
         self.store_id = store_id
         self.ingest_s = 0.0
         self.half_samples: list[float] = []
+        self.full_samples: list[float] = []
         self.last: Any = None
 
     async def ingest(self, documents: list[str], first: int) -> None:
@@ -182,6 +183,15 @@ class _Backend:
                 call_timeout=120,
             )
         self.ingest_s += time.perf_counter() - start
+
+    async def time_block(self, queries: list[str], samples: list[float]) -> None:
+        """One warmed-up block of every query, timed (the store-growth table)."""
+        for query in queries[:10]:
+            await self.search(query)
+        for query in queries:
+            start = time.perf_counter()
+            await self.search(query)
+            samples.append(time.perf_counter() - start)
 
     async def search(self, query: str) -> list[str]:
         found = await self.store.keyword_similarity_search(
@@ -220,13 +230,9 @@ async def run_all(
         half = len(documents) // 2
         for backend in backends:
             await backend.ingest(documents[:half], 0)
-            for query in queries[:10]:
-                await backend.search(query)
-            for query in queries:
-                start = time.perf_counter()
-                await backend.search(query)
-                backend.half_samples.append(time.perf_counter() - start)
+            await backend.time_block(queries, backend.half_samples)
             await backend.ingest(documents[half:], half)
+            await backend.time_block(queries, backend.full_samples)
 
         ids, texts = load_chunks(data_dir / "nativemcp")
         rank = rank_bm25_search(ids, texts)
@@ -253,6 +259,7 @@ async def run_all(
             "ingest_mb_s": size / 1e6 / backend.ingest_s,
             "ingest_s": backend.ingest_s,
             "half_p50_ms": statistics.median(backend.half_samples) * 1e3,
+            "full_p50_ms": statistics.median(backend.full_samples) * 1e3,
         }
         for backend in backends
     }
@@ -466,14 +473,14 @@ def main() -> None:
     )
     print()
     print_table(
-        "store growth: p50 (ms) with half the corpus stored, then all of it",
+        "store growth: p50 (ms) right after storing half the corpus, then all of it",
         ["backend", "p50 at 1/2", "p50 at 2/2", "2/2 / 1/2"],
         [
             [
                 name,
                 ingest[name]["half_p50_ms"],
-                timing[name]["p50_ms"],
-                ratio(timing[name]["p50_ms"], ingest[name]["half_p50_ms"]),
+                ingest[name]["full_p50_ms"],
+                ratio(ingest[name]["full_p50_ms"], ingest[name]["half_p50_ms"]),
             ]
             for name in ingest
         ],

@@ -21,7 +21,7 @@ import pytest
 from nativemcp.protocol import ToolError
 from nativemcp.proxy import WorkerPool
 from nativemcp.workers import ServerConfig, load_server
-from nativemcp.workers.content_store import SearchResult, StoreInfo
+from nativemcp.workers.content_store import ReadContentResult, SearchResult, StoreInfo
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
 from nativemcp.workers.content_store._pg import PostgresContentDB
@@ -226,7 +226,7 @@ def test_postgres_search_finds_and_ranks_what_sqlite_does(
         pg_db.close()
 
 
-async def test_text_with_nul_characters_round_trips_on_postgres(
+async def test_text_with_nul_backslashes_and_null_words_round_trips_on_postgres(
     tmp_path: Path, postgres_url: str
 ) -> None:
     server = load_server(
@@ -238,12 +238,19 @@ async def test_text_with_nul_characters_round_trips_on_postgres(
         assert isinstance(created.structured_result, StoreInfo)
         assert created.structured_result.name == "nul\x00name"
         store_id = created.structured_result.store_id
-        await server.call_tool("add_content", {"store_id": store_id, "content": "a\x00b \uffff0"})
+        text = "a\x00b \uffff0\nnull back\\slash\ttab \\N"
+        await server.call_tool("add_content", {"store_id": store_id, "content": text})
         found = await server.call_tool(
-            "keyword_similarity_search", {"store_id": store_id, "query": "b"}
+            "keyword_similarity_search", {"store_id": store_id, "query": "null"}
         )
         assert isinstance(found.structured_result, SearchResult)
-        assert found.structured_result.results[0].context == "a\x00b \uffff0"
+        (hit,) = found.structured_result.results
+        assert hit.line_range == (1, 2)
+        read = await server.call_tool(
+            "read_content", {"store_id": store_id, "content_id": hit.content_id}
+        )
+        assert isinstance(read.structured_result, ReadContentResult)
+        assert read.structured_result.content == text
     finally:
         await server.aclose()
 
