@@ -248,7 +248,7 @@ class Database:
                     )
                 for version in range(current + 1, len(self._migrations) + 1):
                     for statement in self._migrations[version - 1]:
-                        conn.execute(statement)  # type: ignore[arg-type]
+                        conn.execute(statement)
                     conn.execute(
                         f"INSERT INTO {SCHEMA_TABLE} (component, version) VALUES (%s, %s)"
                         " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
@@ -278,15 +278,18 @@ def unescape_text(text: str) -> str:
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
+    from psycopg.abc import Buffer
     from psycopg.types.string import StrDumper, TextLoader
 
     class NulSafeDumper(StrDumper):
-        def dump(self, obj: str) -> bytes:
+        def dump(self, obj: str) -> Buffer | None:
             return super().dump(escape_text(obj))
 
     class NulSafeLoader(TextLoader):
-        def load(self, data: Any) -> str:
-            return unescape_text(super().load(data))
+        def load(self, data: Buffer) -> bytes | str:
+            value = super().load(data)
+            # bytes only from a SQL_ASCII database, which cannot hold our text anyway.
+            return unescape_text(value) if isinstance(value, str) else value
 
     # Text in and out of this connection (parameters, COPY rows, results, arrays of
     # text) goes through the escape, so a NUL in a tool's text round-trips.
