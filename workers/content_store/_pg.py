@@ -45,8 +45,7 @@ from ._postings import (
     phrases,
     token_positions,
 )
-from ._snippet import describe_match
-from ._tokenize import query_terms
+from ._relevance import Candidate, candidate_count, rank_hits
 
 __all__ = ["COMPONENT", "MIGRATIONS", "PostgresContentDB"]
 
@@ -444,8 +443,9 @@ class PostgresContentDB:
         """The best ``top_n`` chunks for a plain-terms query, best first (BM25); None
         when the store does not exist.
 
-        Scores are normalised to the best hit (1.0); hits below ``threshold`` and hits
-        with no positive score are left out.
+        ``candidate_count(top_n)`` chunks are ranked by BM25, then by relevance
+        (`rank_hits`, as on SQLite); hits below ``threshold`` and hits with no positive
+        score are left out.
         """
         wanted = phrases(query)
         with self.db.connection() as conn:
@@ -481,22 +481,27 @@ class PostgresContentDB:
                     "store": store_rid,
                     "extra_ids": list(extra),
                     "extra_scores": list(extra.values()),
-                    "limit": top_n,
+                    "limit": candidate_count(top_n),
                 },
             ).fetchall()
             ranked = [(chunk_id, score) for chunk_id, score in ranked if score > 0]
             if not ranked:
                 return []
-            chunks = {
-                row[0]: row[1:]
+            chunks: dict[int, tuple[str, int, int, int, str, str]] = {
+                row[0]: (row[1], row[2], row[3], row[4], row[5], row[6])
                 for row in conn.execute(
-                    "SELECT ch.id, ch.seq, ch.start_line, ch.end_line, ch.body, ct.id,"
+                    "SELECT ch.id, ct.id, ch.seq, ch.start_line, ch.end_line, ch.body,"
                     " ct.filename FROM cs_chunks ch JOIN cs_contents ct ON ct.rid = ch.content_rid"
                     " WHERE ch.id = ANY(%s::int8[])",
                     ([chunk_id for chunk_id, _ in ranked],),
                 )
             }
-        return _hits(ranked, chunks, query, threshold)
+        candidates = [
+            Candidate(*chunks[chunk_id], bm25=score)
+            for chunk_id, score in ranked
+            if chunk_id in chunks
+        ]
+        return rank_hits(candidates, query, top_n, threshold)
 
     @staticmethod
     def _phrase_scores(
@@ -562,36 +567,3 @@ def _add_df(conn: Any, store_rid: int, counts: dict[str, int], *, sign: int) -> 
             "DELETE FROM cs_terms WHERE store_rid = %s AND token = ANY(%s::text[]) AND df <= 0",
             (store_rid, tokens),
         )
-
-
-def _hits(
-    ranked: list[tuple[int, float]],
-    chunks: dict[int, Sequence[Any]],
-    query: str,
-    threshold: float | None,
-) -> list[SearchHit]:
-    rows = [(*chunks[chunk_id], score) for chunk_id, score in ranked if chunk_id in chunks]
-    if not rows:
-        return []
-    best = rows[0][6]
-    terms = query_terms(query)
-    hits: list[SearchHit] = []
-    for seq, start, end, body, content_id, filename, raw in rows:
-        score = raw / best
-        if threshold is not None and score < threshold:
-            continue
-        match = describe_match(body, terms)
-        hits.append(
-            SearchHit(
-                content_id=content_id,
-                chunk_id=f"{content_id}:{seq}",
-                filename=filename,
-                line_range=(start, end),
-                score=round(score, 4),
-                raw_score=raw,
-                relevance_type=match.relevance_type,
-                matched_terms=match.matched_terms,
-                context=match.context,
-            )
-        )
-    return hits

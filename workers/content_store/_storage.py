@@ -78,8 +78,8 @@ class ContentStorage(Protocol):
     def search(
         self, store_id: str, query: str, top_n: int, threshold: float | None
     ) -> list[SearchHit] | None:
-        """The best ``top_n`` chunks for a plain-terms query, best first (BM25), scores
-        normalised to the best hit, no zero-score hit; None when the store does not exist."""
+        """The best ``top_n`` chunks for a plain-terms query, best first (`rank_hits` over
+        the BM25-ranked candidates), no zero-score hit; None when the store does not exist."""
 
 
 def open_storage(folder: Path, database_url: str | None) -> ContentStorage:

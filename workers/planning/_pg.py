@@ -15,7 +15,7 @@ from typing import Any, Final
 from nativemcp.workers._database import Database
 
 from ._models import MAX_OBSERVATIONS, PlanningState, Todo
-from ._store import Scope, UnknownTodoIds
+from ._store import Scope, UnknownTodoIds, todos_to_remove
 
 __all__ = ["COMPONENT", "MIGRATIONS", "PostgresPlanningStore"]
 
@@ -199,15 +199,7 @@ class PostgresPlanningStore:
         """
         with self._write(scope, touch=False) as conn:
             before = _read(conn, scope)
-            if ids is None:
-                removed = before.todos
-            else:
-                by_id = {todo.id: todo for todo in before.todos}
-                wanted = list(dict.fromkeys(ids))
-                unknown = [todo_id for todo_id in wanted if todo_id not in by_id]
-                if unknown:
-                    raise UnknownTodoIds(unknown, before)
-                removed = [by_id[todo_id] for todo_id in wanted]
+            removed = todos_to_remove(before, ids)
             if removed:
                 self._touch(conn, scope)
                 conn.execute(

@@ -18,7 +18,7 @@ from typing import Final
 
 from ._models import MAX_OBSERVATIONS, PlanningState, Todo
 
-__all__ = ["PlanningStore", "Scope", "UnknownTodoIds"]
+__all__ = ["PlanningStore", "Scope", "UnknownTodoIds", "todos_to_remove"]
 
 Scope = tuple[str, str]
 """``(session_id, thread_id)``, both already defaulted."""
@@ -64,6 +64,22 @@ class UnknownTodoIds(LookupError):
         self.unknown = list(unknown)
         self.state = state
         super().__init__(f"unknown todo ids: {self.unknown}")
+
+
+def todos_to_remove(before: PlanningState, ids: Sequence[int] | None) -> list[Todo]:
+    """The todos ``ids`` names in ``before`` (all when None), in the order asked.
+
+    Raises:
+        UnknownTodoIds: some of ``ids`` are not in ``before``.
+    """
+    if ids is None:
+        return before.todos
+    by_id = {todo.id: todo for todo in before.todos}
+    wanted = list(dict.fromkeys(ids))
+    unknown = [todo_id for todo_id in wanted if todo_id not in by_id]
+    if unknown:
+        raise UnknownTodoIds(unknown, before)
+    return [by_id[todo_id] for todo_id in wanted]
 
 
 class PlanningStore:
@@ -254,15 +270,7 @@ class PlanningStore:
         """
         with self._write() as db:
             before = self._read(scope)
-            if ids is None:
-                removed = before.todos
-            else:
-                by_id = {todo.id: todo for todo in before.todos}
-                wanted = list(dict.fromkeys(ids))
-                unknown = [todo_id for todo_id in wanted if todo_id not in by_id]
-                if unknown:
-                    raise UnknownTodoIds(unknown, before)
-                removed = [by_id[todo_id] for todo_id in wanted]
+            removed = todos_to_remove(before, ids)
             if removed:
                 self._touch(db, scope)
                 db.executemany(
