@@ -9,7 +9,8 @@ Tables (prefixed ``cs_``; planning's share the database under ``planning_``):
 - ``cs_chunks``: the line chunks, with their token count and distinct tokens;
 - ``cs_postings``: one row per (store, token, chunk) with the token's frequency and
   positions (phrases: CJK bigram runs, multi-word terms); primary key
-  ``(store_rid, token, chunk_id)``, so a search reads only its tokens' rows;
+  ``(store_rid, token, chunk_id)`` including the frequency and the chunk's length, so
+  scoring a term is an index-only scan of just its entries (no heap page per hit);
 - ``cs_terms``: per (store, token) the number of chunks holding it (BM25's idf).
 
 Search scores with FTS5's BM25 (`_postings.bm25`): single-token terms are summed in SQL
@@ -102,7 +103,7 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             tf INTEGER NOT NULL,
             dl INTEGER NOT NULL,
             positions INTEGER[] NOT NULL,
-            PRIMARY KEY (store_rid, token, chunk_id)
+            PRIMARY KEY (store_rid, token, chunk_id) INCLUDE (tf, dl)
         )""",
         """CREATE TABLE cs_terms (
             store_rid BIGINT NOT NULL,
