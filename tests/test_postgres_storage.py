@@ -194,6 +194,10 @@ QUERIES = [
     'NOT "x" OR (y*)',
     "inventory widget",
     "zzzz-not-there",
+    "東京東京",
+    "Tokyo tokyo TOKYO",
+    "recette, crème; brûlée!",
+    "2024",
 ]
 
 

@@ -512,16 +512,25 @@ class PostgresContentDB:
         weighted: list[tuple[float, dict[int, int]]] = []
         lengths: dict[int, int] = {}
         for phrase in wanted:
-            exact = list(phrase.tokens if not phrase.prefix else phrase.tokens[:-1])
+            exact = sorted(set(phrase.tokens if not phrase.prefix else phrase.tokens[:-1]))
             clauses = ["token = ANY(%(exact)s::text[])"]
-            params: dict[str, Any] = {"store": store_rid, "exact": exact}
+            params: dict[str, Any] = {"store": store_rid, "exact": exact, "need": len(exact)}
             if phrase.prefix:
                 clauses.append("token LIKE %(prefix)s")
                 params["prefix"] = _LIKE_SPECIAL.sub(r"\\\1", phrase.tokens[-1]) + "%"
+            # Only chunks holding every exact token can hold the phrase: found on the
+            # index alone, so the positions of the others are never read.
+            candidates = (
+                " AND chunk_id IN (SELECT chunk_id FROM cs_postings WHERE store_rid = %(store)s"
+                " AND token = ANY(%(exact)s::text[]) GROUP BY chunk_id"
+                " HAVING count(*) = %(need)s)"
+                if len(exact) > 1 or (exact and phrase.prefix)
+                else ""
+            )
             found: dict[int, dict[str, list[int]]] = {}
             for chunk_id, token, dl, where in conn.execute(
                 "SELECT chunk_id, token, dl, positions FROM cs_postings"
-                f" WHERE store_rid = %(store)s AND ({' OR '.join(clauses)})",
+                f" WHERE store_rid = %(store)s AND ({' OR '.join(clauses)}){candidates}",
                 params,
             ):
                 found.setdefault(chunk_id, {})[token] = where
