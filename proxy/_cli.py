@@ -3,7 +3,8 @@
 ``nativemcp demo`` runs the main job (see `nativemcp.proxy._demo`). The content-store
 verbs (``ingest``, ``search``, ``stores``, ``list``, ``read``, ``delete``) and the
 generic ``call SERVER TOOL --args JSON`` live in `nativemcp.proxy._cli_content`; each
-opens a `WorkerPool` on data kept in ``--data-dir`` (default: `default_data_dir`) and
+opens a `WorkerPool` on data kept in ``--data-dir`` (default: `default_data_dir`), or
+in the PostgreSQL database of ``--database-url`` / ``$NATIVEMCP_DATABASE_URL``, and
 takes ``--json`` for the typed value instead of the text a model reads.
 ``nativemcp console [--port N]`` serves the browser console (see `nativemcp.proxy._console`).
 """
@@ -21,9 +22,10 @@ from typing import Final
 import anyio
 
 from nativemcp.protocol import NativeMCPError
+from nativemcp.workers._database import is_postgres_url, redact_url
 
 from ._cli_console import add_console_parser, run_console
-from ._cli_content import Runner, UsageError, add_content_commands
+from ._cli_content import Runner, UsageError, add_content_commands, add_database_url
 
 __all__ = ["DATA_DIR_ENV", "default_data_dir", "main"]
 
@@ -60,6 +62,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
     demo.add_argument(
         "--data-dir", type=Path, default=None, help="data folder (default: a temporary one)"
     )
+    add_database_url(demo)
 
     runners = add_content_commands(commands)
     from ._cli_serve import add_serve_parser
@@ -77,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        url = getattr(args, "database_url", None)
+        if url and not is_postgres_url(url):
+            raise UsageError(f"--database-url must be a postgresql:// URL, not {redact_url(url)!r}")
         if args.command == "demo":
             from rich.console import Console
 
@@ -86,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not console.is_terminal:
                 # Piped or captured: wide enough for the side-by-side tables.
                 console = Console(width=120)
-            return anyio.run(run_demo, args.data_dir, console)
+            return anyio.run(run_demo, args.data_dir, console, url)
         data_dir = (args.data_dir or default_data_dir()).expanduser()
         if args.command == "serve":  # runs its own event loop (uvicorn's, over HTTP)
             from ._cli_serve import run_serve

@@ -22,8 +22,16 @@ from typing import Any, Final
 import msgspec
 
 from nativemcp.protocol import NativeMCPResponse, ToolError, result_text
+from nativemcp.workers import DATABASE_URL_ENV
+from nativemcp.workers._database import redact_url
 
-__all__ = ["CONTENT_STORE", "DEFAULT_STORE", "add_content_commands", "add_pool_options"]
+__all__ = [
+    "CONTENT_STORE",
+    "DEFAULT_STORE",
+    "add_content_commands",
+    "add_database_url",
+    "add_pool_options",
+]
 
 DEFAULT_STORE: Final = "default"
 """The store the content verbs use when ``--store`` is not given."""
@@ -57,6 +65,27 @@ def add_pool_options(parser: argparse.ArgumentParser) -> None:
         help="external MCP servers to start too: an mcp.json with mcpServers "
         "(as Claude Desktop, Cursor and VS Code write it)",
     )
+    add_database_url(parser)
+
+
+def add_database_url(parser: argparse.ArgumentParser) -> None:
+    """``--database-url``: the content store and planning in a shared PostgreSQL database."""
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help=(
+            "keep the content store and planning in this PostgreSQL database, shared "
+            f"with other machines (default: ${DATABASE_URL_ENV}; unset: SQLite files in "
+            "the data folder)"
+        ),
+    )
+
+
+def _where(args: argparse.Namespace, data_dir: Path) -> str:
+    """Where the state lives, for messages (a database URL without its password)."""
+    url = args.database_url if args.database_url is not None else os.environ.get(DATABASE_URL_ENV)
+    return redact_url(url) if url else str(data_dir)
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str], int]:
@@ -165,16 +194,17 @@ def _print_json(value: Any) -> None:
 
 
 def _content_pool(
-    data_dir: Path, options: dict[str, Any] | None = None, mcp_config: Path | None = None
+    args: argparse.Namespace, data_dir: Path, options: dict[str, Any] | None = None
 ) -> Any:
     from nativemcp.proxy import WorkerPool
 
     return WorkerPool(
         data_dir=data_dir,
+        database_url=args.database_url,
         builtins=[CONTENT_STORE],
         in_process=(),
         options={CONTENT_STORE: options} if options else None,
-        mcp_servers=mcp_config,
+        mcp_servers=args.mcp_config,
     )
 
 
@@ -186,12 +216,12 @@ async def _find_store(store: Any, name_or_id: str) -> str | None:
     return None
 
 
-async def _require_store(store: Any, name_or_id: str, data_dir: Path) -> str:
+async def _require_store(store: Any, name_or_id: str, where: str) -> str:
     store_id = await _find_store(store, name_or_id)
     if store_id is None:
         names = [s.name for s in (await store.list_stores()).stores]
         known = ", ".join(names) or "none; add files with `nativemcp ingest`"
-        raise UsageError(f"no store named {name_or_id!r} in {data_dir} (stores: {known})")
+        raise UsageError(f"no store named {name_or_id!r} in {where} (stores: {known})")
     return store_id
 
 
@@ -296,7 +326,7 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
     tally = _Tally(store=args.store)
     started = time.perf_counter()
     async with _content_pool(
-        data_dir, {"allowed_paths": _allowed_paths(args.paths, files)}, args.mcp_config
+        args, data_dir, {"allowed_paths": _allowed_paths(args.paths, files)}
     ) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _find_store(store, args.store)
@@ -363,7 +393,7 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
     else:
         where = f"Store {args.store!r} ({tally.store_id})" if tally.store_id else "No store"
         print(
-            f"{where} in {data_dir}: {tally.added} added "
+            f"{where} in {_where(args, data_dir)}: {tally.added} added "
             f"({tally.chunks} chunks, {tally.bytes / 1e6:.2f} MB of text), "
             f"{tally.duplicates} already there, {len(tally.skipped)} skipped "
             f"(unsupported type), {len(tally.failed)} failed, in {elapsed:.1f} s"
@@ -373,9 +403,9 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
 
 async def _search(args: argparse.Namespace, data_dir: Path) -> int:
     query = " ".join(args.query)
-    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
+    async with _content_pool(args, data_dir) as pool:
         store = pool.server(CONTENT_STORE)
-        store_id = await _require_store(store, args.store, data_dir)
+        store_id = await _require_store(store, args.store, _where(args, data_dir))
         response = await store.call_tool(
             "keyword_similarity_search", {"store_id": store_id, "query": query, "top_n": args.top}
         )
@@ -383,15 +413,15 @@ async def _search(args: argparse.Namespace, data_dir: Path) -> int:
 
 
 async def _stores(args: argparse.Namespace, data_dir: Path) -> int:
-    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
+    async with _content_pool(args, data_dir) as pool:
         response = await pool.server(CONTENT_STORE).call_tool("list_stores", {})
     return _show(response, args.json)
 
 
 async def _list(args: argparse.Namespace, data_dir: Path) -> int:
-    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
+    async with _content_pool(args, data_dir) as pool:
         store = pool.server(CONTENT_STORE)
-        store_id = await _require_store(store, args.store, data_dir)
+        store_id = await _require_store(store, args.store, _where(args, data_dir))
         response = await store.call_tool(
             "list_content", {"store_id": store_id, "offset": args.offset, "limit": args.limit}
         )
@@ -401,9 +431,9 @@ async def _list(args: argparse.Namespace, data_dir: Path) -> int:
 async def _read(args: argparse.Namespace, data_dir: Path) -> int:
     if args.to_line is not None and args.to_line < args.from_line:
         raise UsageError(f"--to {args.to_line} is before --from {args.from_line}")
-    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
+    async with _content_pool(args, data_dir) as pool:
         store = pool.server(CONTENT_STORE)
-        store_id = await _require_store(store, args.store, data_dir)
+        store_id = await _require_store(store, args.store, _where(args, data_dir))
         arguments: dict[str, Any] = {
             "store_id": store_id,
             "content_id": await _resolve_content(store, store_id, args.content_id),
@@ -421,9 +451,9 @@ async def _delete(args: argparse.Namespace, data_dir: Path) -> int:
             "say which store: `delete CONTENT --store NAME` removes a file, "
             "`delete --store NAME` the whole store"
         )
-    async with _content_pool(data_dir, mcp_config=args.mcp_config) as pool:
+    async with _content_pool(args, data_dir) as pool:
         store = pool.server(CONTENT_STORE)
-        store_id = await _require_store(store, args.store, data_dir)
+        store_id = await _require_store(store, args.store, _where(args, data_dir))
         if args.content_id is None:
             response = await store.call_tool("delete_store", {"store_id": store_id})
         else:
@@ -446,12 +476,23 @@ async def _call(args: argparse.Namespace, data_dir: Path) -> int:
         raise UsageError(f"--args must be a JSON object, got {type(arguments).__name__}")
     external = args.mcp_config
     if args.server in BUILTIN_SERVERS:
-        pool = WorkerPool(data_dir=data_dir, builtins=[args.server], mcp_servers=external)
+        pool = WorkerPool(
+            data_dir=data_dir,
+            builtins=[args.server],
+            mcp_servers=external,
+            database_url=args.database_url,
+        )
         name = args.server
     elif ":" in args.server:
         # As `python -m` does: a module in the current folder can be named.
         sys.path.insert(0, os.getcwd())
-        pool = WorkerPool([args.server], data_dir=data_dir, builtins=[], mcp_servers=external)
+        pool = WorkerPool(
+            [args.server],
+            data_dir=data_dir,
+            builtins=[],
+            mcp_servers=external,
+            database_url=args.database_url,
+        )
         name = None
     elif external is not None:
         pool = WorkerPool(data_dir=data_dir, builtins=[], mcp_servers=external)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -157,3 +158,37 @@ def test_a_data_dir_that_is_a_file_is_one_line_of_error(
     assert main(["stores", "--data-dir", str(afile)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is a file, not a folder" in err
+
+
+@pytest.mark.real_process
+def test_ingest_on_one_machine_and_search_on_another_through_a_shared_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], postgres_url: str
+) -> None:
+    note = tmp_path / "note.md"
+    note.write_text("# 노트\n우리는 학교에서 공부했다\n", encoding="utf-8")
+    machine_a = ["--data-dir", str(tmp_path / "a"), "--database-url", postgres_url]
+    machine_b = ["--data-dir", str(tmp_path / "b"), "--database-url", postgres_url]
+
+    assert main(["ingest", str(note), "--store", "shared", *machine_a]) == 0
+    summary = capsys.readouterr().out
+    assert "1 added" in summary and "postgresql://" in summary
+    password = urlsplit(postgres_url).password
+    assert not password or password not in summary
+    assert "search_path" not in summary
+
+    assert main(["search", "학교", "--store", "shared", "--json", *machine_b]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [(hit["filename"], hit["lineRange"]) for hit in found["results"]] == [
+        ("note.md", [1, 2])
+    ]
+    assert main(["stores", *machine_b]) == 0
+    assert "shared" in capsys.readouterr().out
+
+
+def test_a_database_url_that_is_not_postgresql_is_refused_without_its_password(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["search", "x", "--database-url", "mysql://user:hunter2@db/app"]) == 2
+    error = capsys.readouterr().err
+    assert "postgresql://" in error and "mysql://user@db/app" in error
+    assert "hunter2" not in error
