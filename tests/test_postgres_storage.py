@@ -279,3 +279,57 @@ def test_a_newer_schema_in_the_database_is_refused_with_a_clear_error(postgres_u
             newer.list_stores()
     finally:
         newer.close()
+
+
+def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    from nativemcp.workers.content_store._pg import INDEX_VERSION
+
+    def fill(db: ContentDB | PostgresContentDB) -> str:
+        store_id = db.create_store("corpus", None, None).store_id
+        for filename, text in _corpus():
+            lines = split_lines(text)
+            chunks = chunk_lines(lines, max_chars=300, max_lines=6, overlap_lines=1)
+            db.add_content(
+                store_id, NewContent(filename, "text/plain", text, filename, len(lines), chunks)
+            )
+        return store_id
+
+    first = PostgresContentDB(postgres_url)
+    try:
+        store_id = fill(first)
+    finally:
+        first.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        # As if another tokenizer had written the index: wrong tokens, counts and totals.
+        conn.execute("UPDATE cs_postings SET token = token || 'x'")
+        conn.execute("UPDATE cs_terms SET token = token || 'x', df = df + 7")
+        conn.execute("UPDATE cs_stores SET token_total = 1")
+        conn.execute(
+            "UPDATE nativemcp_schema SET version = %s WHERE component = 'content-store.index'",
+            (INDEX_VERSION - 1,),
+        )
+    reference = ContentDB(tmp_path / "content.sqlite3")
+    reopened = PostgresContentDB(postgres_url)
+    try:
+        reference_id = fill(reference)
+        for query in QUERIES:
+            expected = reference.search(reference_id, query, 10, None)
+            got = reopened.search(store_id, query, 10, None)
+            assert expected is not None and got is not None
+            assert [(h.filename, h.line_range) for h in got] == [
+                (h.filename, h.line_range) for h in expected
+            ], query
+            for mine, theirs in zip(got, expected, strict=True):
+                assert mine.raw_score == pytest.approx(theirs.raw_score, rel=1e-6), query
+    finally:
+        reference.close()
+        reopened.close()
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute(
+            "SELECT version FROM nativemcp_schema WHERE component = 'content-store.index'"
+        ).fetchone()
+    assert row == (INDEX_VERSION,)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -37,7 +37,9 @@ __all__ = [
     "DatabaseUnavailable",
     "Migration",
     "is_postgres_url",
+    "read_version",
     "redact_url",
+    "write_version",
 ]
 
 DATABASE_URL_ENV: Final = "NATIVEMCP_DATABASE_URL"
@@ -103,12 +105,20 @@ class Database:
         component: the schema's name in `SCHEMA_TABLE` (``"content-store"``...).
         migrations: the SQL of each schema version, oldest first; version N is
             ``migrations[N - 1]``. Versions a database already has are skipped.
+        after_migrate: called with the connection after the migrations, in their
+            transaction and under their lock (data upgrades, such as a re-index).
 
     Raises:
         ValueError: ``url`` is not a PostgreSQL URL, or psycopg is not installed.
     """
 
-    def __init__(self, url: str, component: str, migrations: Sequence[Migration]) -> None:
+    def __init__(
+        self,
+        url: str,
+        component: str,
+        migrations: Sequence[Migration],
+        after_migrate: Callable[[psycopg.Connection[Any]], None] | None = None,
+    ) -> None:
         if not is_postgres_url(url):
             raise ValueError(f"not a PostgreSQL URL: {redact_url(url)}")
         try:
@@ -123,6 +133,7 @@ class Database:
         self._password = urlsplit(url).password
         self._component = component
         self._migrations = list(migrations)
+        self._after_migrate = after_migrate
         self._migrated = False
         self._lock = threading.Lock()
         self._down = False
@@ -236,11 +247,7 @@ class Database:
                     f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} ("
                     " component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
                 )
-                row = conn.execute(
-                    f"SELECT version FROM {SCHEMA_TABLE} WHERE component = %s",
-                    (self._component,),
-                ).fetchone()
-                current = int(row[0]) if row else 0
+                current = read_version(conn, self._component) or 0
                 if current > len(self._migrations):
                     raise RuntimeError(
                         f"{self._component} schema in {self.name} is version {current}; "
@@ -249,12 +256,27 @@ class Database:
                 for version in range(current + 1, len(self._migrations) + 1):
                     for statement in self._migrations[version - 1]:
                         conn.execute(statement)
-                    conn.execute(
-                        f"INSERT INTO {SCHEMA_TABLE} (component, version) VALUES (%s, %s)"
-                        " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-                        (self._component, version),
-                    )
+                    write_version(conn, self._component, version)
+                if self._after_migrate is not None:
+                    self._after_migrate(conn)
             self._migrated = True
+
+
+def read_version(conn: psycopg.Connection[Any], component: str) -> int | None:
+    """A component's version in `SCHEMA_TABLE` (None: not recorded)."""
+    row = conn.execute(
+        f"SELECT version FROM {SCHEMA_TABLE} WHERE component = %s", (component,)
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def write_version(conn: psycopg.Connection[Any], component: str, version: int) -> None:
+    """Record a component's version in `SCHEMA_TABLE`."""
+    conn.execute(
+        f"INSERT INTO {SCHEMA_TABLE} (component, version) VALUES (%s, %s)"
+        " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+        (component, version),
+    )
 
 
 _ESCAPE: Final = "\uffff"

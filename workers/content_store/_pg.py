@@ -26,13 +26,15 @@ one transaction per change means a killed worker leaves nothing half-written.
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from nativemcp.workers._database import Database, escape_text
+from nativemcp.workers._database import Database, escape_text, read_version, write_version
 
 from ._db import INSERT_BATCH, NewContent, _preview, new_id
+from ._db import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
 from ._models import ContentSummary, SearchHit, StoreInfo
 from ._postings import (
     BM25_B,
@@ -48,7 +50,7 @@ from ._postings import (
 )
 from ._relevance import Candidate, candidate_count, rank_hits
 
-__all__ = ["COMPONENT", "MIGRATIONS", "PostgresContentDB"]
+__all__ = ["COMPONENT", "INDEX_VERSION", "MIGRATIONS", "PostgresContentDB"]
 
 COMPONENT: Final = "content-store"
 """This schema's name in the shared schema-version table."""
@@ -114,6 +116,24 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     ),
 )
 """The schema, one tuple of statements per version (see `Database`)."""
+
+INDEX_COMPONENT: Final = "content-store.index"
+"""The tokenizer's version in the schema-version table (see `INDEX_VERSION`)."""
+INDEX_VERSION: Final = SQLITE_SCHEMA_VERSION
+"""Bumped with the SQLite index (whose version changes when the tokenizer does): a
+database indexed by another version is re-indexed from its stored texts on start."""
+
+
+def _check_index(conn: Any) -> None:
+    """Re-index a database whose tokens another tokenizer version made (runs in the
+    migration's transaction, under its lock)."""
+    current = read_version(conn, INDEX_COMPONENT)
+    if current == INDEX_VERSION:
+        return
+    if current is not None:
+        _reindex(conn)
+    write_version(conn, INDEX_COMPONENT, INDEX_VERSION)
+
 
 _CONTENT_COLUMNS: Final = (
     "s.id, c.id, c.filename, c.mime_type, c.size, c.line_count, c.chunk_count, c.preview,"
@@ -185,7 +205,7 @@ class PostgresContentDB:
     """
 
     def __init__(self, url: str) -> None:
-        self.db = Database(url, COMPONENT, MIGRATIONS)
+        self.db = Database(url, COMPONENT, MIGRATIONS, after_migrate=_check_index)
 
     def close(self) -> None:
         """Close the connection pool (idempotent)."""
@@ -352,18 +372,7 @@ class PostgresContentDB:
                 " length, tokens, body) FROM STDIN"
             ) as copy:
                 copy.write(chunk_rows.encode("utf-8"))
-            # Tokens are letters and digits only (no tab, newline or backslash): the rows
-            # are written as COPY text directly, not value by value through the adapters.
-            rows = "".join(
-                f"{store_rid}\t{token}\t{ids[n]}\t{len(where)}\t{len(tokenized[n])}"
-                f"\t{{{','.join(map(str, where))}}}\n"
-                for n in range(start, stop)
-                for token, where in token_positions(tokenized[n]).items()
-            )
-            with conn.cursor().copy(
-                "COPY cs_postings (store_rid, token, chunk_id, tf, dl, positions) FROM STDIN"
-            ) as copy:
-                copy.write(rows.encode("utf-8"))
+            _copy_postings(conn, [(store_rid, ids[n], tokenized[n]) for n in range(start, stop)])
             _add_df(conn, store_rid, distinct_counts(tokenized[start:stop]), sign=1)
             if progress is not None:
                 progress(stop, total)
@@ -543,6 +552,60 @@ class PostgresContentDB:
             if frequencies:
                 weighted.append((idf(rows, len(frequencies)), frequencies))
         return bm25(weighted, lengths, average)
+
+
+def _copy_postings(conn: Any, chunks: Sequence[tuple[int, int, list[str]]]) -> None:
+    """Write the postings of ``(store_rid, chunk_id, tokens)`` chunks."""
+    # Tokens are letters and digits only (no tab, newline or backslash): the rows are
+    # written as COPY text directly, not value by value through the adapters.
+    rows = "".join(
+        f"{store_rid}\t{token}\t{chunk_id}\t{len(where)}\t{len(tokens)}"
+        f"\t{{{','.join(map(str, where))}}}\n"
+        for store_rid, chunk_id, tokens in chunks
+        for token, where in token_positions(tokens).items()
+    )
+    with conn.cursor().copy(
+        "COPY cs_postings (store_rid, token, chunk_id, tf, dl, positions) FROM STDIN"
+    ) as copy:
+        copy.write(rows.encode("utf-8"))
+
+
+def _reindex(conn: Any) -> None:
+    """Rebuild every token, posting and count from the stored chunk texts (the tokenizer
+    changed), in the caller's transaction."""
+    conn.execute("DELETE FROM cs_postings")
+    conn.execute("DELETE FROM cs_terms")
+    conn.execute(
+        "CREATE TEMP TABLE cs_reindex (id BIGINT PRIMARY KEY, length INTEGER NOT NULL,"
+        " tokens TEXT[] NOT NULL) ON COMMIT DROP"
+    )
+    frequencies: dict[int, Counter[str]] = defaultdict(Counter)
+    totals: Counter[int] = Counter()
+    with conn.cursor(name="nativemcp_reindex") as cursor:
+        cursor.execute("SELECT id, store_rid, body FROM cs_chunks ORDER BY id")
+        while batch := cursor.fetchmany(INSERT_BATCH):
+            chunks = [(rid, chunk_id, chunk_tokens(body)) for chunk_id, rid, body in batch]
+            _copy_postings(conn, chunks)
+            with conn.cursor().copy("COPY cs_reindex (id, length, tokens) FROM STDIN") as copy:
+                copy.write(
+                    "".join(
+                        f"{chunk_id}\t{len(tokens)}\t{_token_array(tokens)}\n"
+                        for _, chunk_id, tokens in chunks
+                    ).encode("utf-8")
+                )
+            for store_rid, _, tokens in chunks:
+                frequencies[store_rid].update(set(tokens))
+                totals[store_rid] += len(tokens)
+    conn.execute(
+        "UPDATE cs_chunks c SET length = r.length, tokens = r.tokens FROM cs_reindex r"
+        " WHERE c.id = r.id"
+    )
+    conn.execute("UPDATE cs_stores SET token_total = 0")
+    for store_rid, counts in frequencies.items():
+        _add_df(conn, store_rid, counts, sign=1)
+        conn.execute(
+            "UPDATE cs_stores SET token_total = %s WHERE rid = %s", (totals[store_rid], store_rid)
+        )
 
 
 _COPY_ESCAPES: Final = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
