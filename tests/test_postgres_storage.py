@@ -103,6 +103,30 @@ async def test_the_same_text_added_at_once_from_two_pools_is_stored_once(
         assert sorted([dup_a, dup_b]) == [False, True]
 
 
+@pytest.mark.real_process
+async def test_todos_added_at_once_from_two_pools_get_distinct_ids_in_one_plan(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with anyio.fail_after(90):
+        async with (
+            pool(tmp_path / "a", postgres_url) as first,
+            pool(tmp_path / "b", postgres_url) as second,
+        ):
+
+            async def add(member: WorkerPool, name: str) -> None:
+                await member.server("planning").add_todo(name=name)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(10):
+                    tg.start_soon(add, first, f"a{n}")
+                    tg.start_soon(add, second, f"b{n}")
+            state = await first.server("planning").get_current_state()
+    assert sorted(todo.id for todo in state.todos) == list(range(1, 21))
+    assert sorted(todo.name for todo in state.todos) == sorted(
+        [f"a{n}" for n in range(10)] + [f"b{n}" for n in range(10)]
+    )
+
+
 @asynccontextmanager
 async def tcp_forwarder(target: tuple[str, int], port: int) -> AsyncIterator[None]:
     """Forward 127.0.0.1:port to ``target`` until the block ends; then every forwarded
