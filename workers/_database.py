@@ -191,11 +191,20 @@ class Database:
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             if isinstance(exc, psycopg.errors.QueryCanceled):
                 raise
+            if isinstance(exc, psycopg_pool.PoolTimeout):
+                reason = self._probe()
+                if reason is None:
+                    # The database answers: every pooled connection was busy that long.
+                    raise DatabaseUnavailable(
+                        self.name,
+                        f"all {POOL_MAX_SIZE} connections of this worker stayed busy for "
+                        f"{CHECKOUT_TIMEOUT:g} s",
+                    ) from None
+            else:
+                reason = _reason(exc, self.url, self._password)
+            # Until a probe connects again, calls fail at once (see `_recover`).
             self._down = True
-            reason = self._probe() if isinstance(exc, psycopg_pool.PoolTimeout) else None
-            raise DatabaseUnavailable(
-                self.name, reason or _reason(exc, self.url, self._password)
-            ) from None
+            raise DatabaseUnavailable(self.name, reason) from None
 
     def _probe(self) -> str | None:
         """Why a direct connection fails now (None: it works)."""
