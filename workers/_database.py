@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from nativemcp.protocol import ToolError
 
@@ -75,7 +75,8 @@ def redact_url(url: str) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit((parts.scheme, f"{user}{host}", parts.path, "", ""))
+    # Built by hand: urlunsplit drops the // of an empty host (postgresql:///db).
+    return f"{parts.scheme}://{user}{host}{parts.path}"
 
 
 class DatabaseUnavailable(ToolError):
