@@ -15,6 +15,7 @@ from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from nativemcp.workers.planning import MAX_OBSERVATIONS, PlanningState, Todo
+from nativemcp.workers.planning._storage import PlanningStorage
 from nativemcp.workers.planning._store import PlanningStore, Scope, UnknownTodoIds
 
 SCOPES: list[Scope] = [("default", "default"), ("s1", "t1"), ("s1", "t2")]
@@ -41,7 +42,7 @@ class ModelScope:
 class PlanningMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.store = PlanningStore(None)
+        self.store: PlanningStorage = PlanningStore(None)
         self.model = {scope: ModelScope() for scope in SCOPES}
         self.scope = SCOPES[0]
 
@@ -140,6 +141,26 @@ class PlanningMachine(RuleBasedStateMachine):
 
 PlanningMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
 test_any_sequence_of_changes_matches_the_model = PlanningMachine.TestCase
+
+
+def test_any_sequence_of_changes_matches_the_model_on_postgresql(postgres_url: str) -> None:
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from nativemcp.workers.planning._pg import PostgresPlanningStore
+
+    class PostgresMachine(PlanningMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.store.close()
+            pg = PostgresPlanningStore(postgres_url)
+            with pg.db.transaction() as conn:  # each run starts from an empty plan
+                conn.execute("TRUNCATE planning_scopes, planning_todos, planning_observations")
+            self.store = pg
+
+    run_state_machine_as_test(
+        PostgresMachine,
+        settings=settings(max_examples=15, stateful_step_count=20, deadline=None),
+    )
 
 
 def test_two_stores_on_one_file_never_hand_out_the_same_todo_id(tmp_path: Path) -> None:
