@@ -17,6 +17,8 @@ from typing import Any, Final
 
 import anyio
 
+from ._cli_content import add_database_url
+
 __all__ = ["add_serve_parser", "run_serve"]
 
 DEFAULT_GRACE: Final = 10.0
@@ -73,6 +75,7 @@ def add_serve_parser(commands: Any) -> None:
         help="HTTP: seconds in-flight calls get to finish on SIGTERM",
     )
     serve.add_argument("--data-dir", type=Path, default=None, help="built-in servers' data")
+    add_database_url(serve)
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
     serve.add_argument(
         "--input-timeout",
@@ -143,6 +146,8 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         builtins=builtins,
         timeout=args.timeout,
         mcp_servers=args.mcp_config,
+        # Replicas behind a load balancer share the content store and planning here.
+        database_url=args.database_url,
     )
     if args.transport == "stdio":
 
