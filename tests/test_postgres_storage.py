@@ -204,6 +204,18 @@ def _corpus() -> list[tuple[str, str]]:
     return [(path.name, path.read_text()) for path in sorted(SAMPLES.iterdir()) if path.is_file()]
 
 
+def _fill(db: ContentDB | PostgresContentDB) -> str:
+    """A store holding the sample corpus in small chunks (many per file); its id."""
+    store_id = db.create_store("corpus", None, None).store_id
+    for filename, text in _corpus():
+        lines = split_lines(text)
+        chunks = chunk_lines(lines, max_chars=300, max_lines=6, overlap_lines=1)
+        db.add_content(
+            store_id, NewContent(filename, "text/plain", text, filename, len(lines), chunks)
+        )
+    return store_id
+
+
 QUERIES = [
     "학교",
     "학교에서 공부",
@@ -231,14 +243,7 @@ def test_postgres_search_finds_and_ranks_what_sqlite_does(
     sqlite_db = ContentDB(tmp_path / "content.sqlite3")
     pg_db = PostgresContentDB(postgres_url)
     try:
-        ids = {}
-        for name, db in (("sqlite", sqlite_db), ("pg", pg_db)):
-            ids[name] = db.create_store("corpus", None, None).store_id
-            for filename, text in _corpus():
-                lines = split_lines(text)
-                chunks = chunk_lines(lines, max_chars=300, max_lines=6, overlap_lines=1)
-                item = NewContent(filename, "text/plain", text, filename, len(lines), chunks)
-                db.add_content(ids[name], item)
+        ids = {"sqlite": _fill(sqlite_db), "pg": _fill(pg_db)}
         for query in QUERIES:
             expected = sqlite_db.search(ids["sqlite"], query, 10, None)
             got = pg_db.search(ids["pg"], query, 10, None)
@@ -312,19 +317,9 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
 
     from nativemcp.workers.content_store._pg import INDEX_VERSION
 
-    def fill(db: ContentDB | PostgresContentDB) -> str:
-        store_id = db.create_store("corpus", None, None).store_id
-        for filename, text in _corpus():
-            lines = split_lines(text)
-            chunks = chunk_lines(lines, max_chars=300, max_lines=6, overlap_lines=1)
-            db.add_content(
-                store_id, NewContent(filename, "text/plain", text, filename, len(lines), chunks)
-            )
-        return store_id
-
     first = PostgresContentDB(postgres_url)
     try:
-        store_id = fill(first)
+        store_id = _fill(first)
     finally:
         first.close()
     with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -339,7 +334,7 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
     reference = ContentDB(tmp_path / "content.sqlite3")
     reopened = PostgresContentDB(postgres_url)
     try:
-        reference_id = fill(reference)
+        reference_id = _fill(reference)
         for query in QUERIES:
             expected = reference.search(reference_id, query, 10, None)
             got = reopened.search(store_id, query, 10, None)

@@ -1,5 +1,5 @@
 """`nativemcp serve` as a process: SIGTERM lets in-flight calls finish; bad SERVER
-arguments are named."""
+arguments are named; stateless replicas on one PostgreSQL database share their state."""
 
 from __future__ import annotations
 
@@ -90,3 +90,70 @@ def test_a_bad_server_argument_is_named(capsys: pytest.CaptureFixture[str]) -> N
         main(["serve", "no-such-thing"])
     with pytest.raises(SystemExit, match=r"no file 'missing\.py'"):
         main(["serve", "missing.py:server"])
+
+
+def _text(result: object) -> str:
+    return "\n".join(getattr(block, "text", "") for block in getattr(result, "content", []))
+
+
+@pytest.mark.anyio
+@pytest.mark.real_process
+async def test_stateless_replicas_on_one_database_share_plans_and_stores(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    script = str(Path(sys.executable).parent / "nativemcp")
+    ports = [_free_port(), _free_port()]
+    replicas = [
+        subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
+            [
+                script,
+                "serve",
+                "planning",
+                "content-store",
+                "--transport",
+                "http",
+                "--stateless",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(tmp_path / f"replica{n}"),
+                "--database-url",
+                postgres_url,
+            ],
+        )
+        for n, port in enumerate(ports)
+    ]
+    try:
+        for port, process in zip(ports, replicas, strict=True):
+            _wait_listening(port, process)
+        one, other = (f"http://127.0.0.1:{port}/mcp" for port in ports)
+        with anyio.fail_after(60):
+            async with Client(f"{one}/planning") as client:
+                await client.call_tool("create_goal", {"goal": "ship the release"})
+            async with Client(f"{other}/planning") as client:
+                state = await client.call_tool("get_current_state", {})
+            assert "ship the release" in _text(state)
+
+            async with Client(f"{other}/content-store") as client:
+                created = await client.call_tool("create_store", {"name": "shared"})
+                assert created.structured_content is not None
+                store_id = created.structured_content["storeId"]
+                await client.call_tool(
+                    "add_content",
+                    {"store_id": store_id, "content": "학교에서 공부했다", "filename": "a.md"},
+                )
+            async with Client(f"{one}/content-store") as client:
+                found = await client.call_tool(
+                    "keyword_similarity_search", {"store_id": store_id, "query": "학교"}
+                )
+            assert found.structured_content is not None
+            assert [hit["filename"] for hit in found.structured_content["results"]] == ["a.md"]
+    finally:
+        for process in replicas:
+            process.terminate()
+        for process in replicas:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
