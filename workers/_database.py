@@ -80,7 +80,10 @@ def redact_url(url: str) -> str:
 
 
 class DatabaseUnavailable(ToolError):
-    """The shared database cannot be reached (down, refusing, or the connection broke)."""
+    """The shared database cannot be reached (down, refusing, or the connection broke).
+
+    Raised inside the server; the caller receives it as a `ToolError` whose structured
+    content has ``code: "DATABASE_UNAVAILABLE"`` and the database's URL (no password)."""
 
     def __init__(self, database: str, reason: str) -> None:
         self.database = database
