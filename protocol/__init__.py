@@ -22,6 +22,7 @@ from ._errortext import extract_error_info as extract_error_info
 from ._exceptions import ArgumentsError as ArgumentsError
 from ._exceptions import CallTimeout as CallTimeout
 from ._exceptions import ClientRequestError as ClientRequestError
+from ._exceptions import DatabaseUnavailable as DatabaseUnavailable
 from ._exceptions import FeatureError as FeatureError
 from ._exceptions import FrameTooLarge as FrameTooLarge
 from ._exceptions import NativeMCPError as NativeMCPError
@@ -110,6 +111,7 @@ __all__ = [
     "CallToolResult",
     "ClientRequestError",
     "ContentBlock",
+    "DatabaseUnavailable",
     "EmbeddedResource",
     "ErrorInfo",
     "ErrorObject",

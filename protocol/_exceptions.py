@@ -6,6 +6,7 @@ NativeMCPError                  root: everything nativemcp raises on purpose
 ├── ToolNameError               a tool or server name breaks the naming rules
 ├── UnwrapError                 a result does not convert to the requested type
 ├── ToolError                   the tool answered with an error (JSON-RPC error or isError)
+│   └── DatabaseUnavailable     (in a server) its shared PostgreSQL database is unreachable
 ├── FeatureError                a resource, prompt or completion request failed
 ├── ClientRequestError          a tool's request to its client (sampling, elicitation) failed
 ├── ServerError                 the server broke (worker, in-process or external MCP server)
@@ -41,6 +42,7 @@ __all__ = [
     "ArgumentsError",
     "CallTimeout",
     "ClientRequestError",
+    "DatabaseUnavailable",
     "FeatureError",
     "FrameTooLarge",
     "NativeMCPError",
@@ -127,6 +129,23 @@ def _type_name(type_: Any) -> str:
     if isinstance(name, str) and not getattr(type_, "__args__", None):
         return name
     return repr(type_).replace("typing.", "")
+
+
+class DatabaseUnavailable(ToolError):
+    """A server's shared database cannot be reached (down, refusing, or the connection
+    broke): the call failed; the server keeps running and retries on the next call.
+
+    Raised inside the server; the caller receives it as a `ToolError` whose structured
+    content has ``code: "DATABASE_UNAVAILABLE"`` and the database's URL (no password).
+    """
+
+    def __init__(self, database: str, reason: str) -> None:
+        self.database = database
+        super().__init__(
+            f"Database unavailable: {database} ({reason}). The call failed; "
+            "retry when the database is back.",
+            structured_content={"code": "DATABASE_UNAVAILABLE", "database": database},
+        )
 
 
 class FeatureError(NativeMCPError):

@@ -2,6 +2,7 @@
 
 from nativemcp.protocol import CallTimeout as CallTimeout
 from nativemcp.protocol import ClientRequestError as ClientRequestError
+from nativemcp.protocol import DatabaseUnavailable as DatabaseUnavailable
 from nativemcp.protocol import FeatureError as FeatureError
 from nativemcp.protocol import FrameTooLarge as FrameTooLarge
 from nativemcp.protocol import ServerClosed as ServerClosed
@@ -33,7 +34,6 @@ from ._context import ProgressNotification as ProgressNotification
 from ._context import ResourceUpdatedNotification as ResourceUpdatedNotification
 from ._context import SampleResult as SampleResult
 from ._database import DATABASE_URL_ENV as DATABASE_URL_ENV
-from ._database import DatabaseUnavailable as DatabaseUnavailable
 from ._render import render_default as render_default
 from ._resources import CompletionRef as CompletionRef
 from ._resources import GetPromptResult as GetPromptResult

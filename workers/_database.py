@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from nativemcp.protocol import ToolError
+from nativemcp.protocol import DatabaseUnavailable
 
 if TYPE_CHECKING:
     import psycopg
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DATABASE_URL_ENV",
     "Database",
-    "DatabaseUnavailable",
     "Migration",
     "is_postgres_url",
     "read_version",
@@ -77,21 +76,6 @@ def redact_url(url: str) -> str:
     user = f"{parts.username}@" if parts.username else ""
     # Built by hand: urlunsplit drops the // of an empty host (postgresql:///db).
     return f"{parts.scheme}://{user}{host}{parts.path}"
-
-
-class DatabaseUnavailable(ToolError):
-    """The shared database cannot be reached (down, refusing, or the connection broke).
-
-    Raised inside the server; the caller receives it as a `ToolError` whose structured
-    content has ``code: "DATABASE_UNAVAILABLE"`` and the database's URL (no password)."""
-
-    def __init__(self, database: str, reason: str) -> None:
-        self.database = database
-        super().__init__(
-            f"Database unavailable: {database} ({reason}). The call failed; "
-            "retry when the database is back.",
-            structured_content={"code": "DATABASE_UNAVAILABLE", "database": database},
-        )
 
 
 def _reason(exc: BaseException, url: str, password: str | None) -> str:
