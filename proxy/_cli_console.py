@@ -42,7 +42,7 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     console.add_argument(
         "--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)"
     )
-    add_pool_options(console)  # --data-dir, --mcp-config
+    add_pool_options(console)  # --data-dir, --mcp-config, --database-url
     console.add_argument(
         "--workspace",
         type=Path,
@@ -85,6 +85,7 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
             data_dir=data_dir,
             workspace_root=args.workspace,
             mcp_servers=args.mcp_config,
+            database_url=args.database_url,
         ) as pool,
         anyio.create_task_group() as calls,
     ):
