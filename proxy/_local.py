@@ -45,6 +45,11 @@ class LocalServer:
         Raises:
             CallTimeout: no answer within the options' time limit.
         """
+        return await self._run(tool, arguments, options, value_only=False)
+
+    async def _run(
+        self, tool: str, arguments: dict[str, Any], options: CallOptions, *, value_only: bool
+    ) -> NativeMCPResponse[Any]:
         self._next_id += 1
 
         async def notify(notification: Notification) -> None:
@@ -64,7 +69,9 @@ class LocalServer:
         timeout = options.limit
         try:
             with anyio.fail_after(math.inf if timeout is None else timeout):
-                return await self.server.call_tool(tool, arguments, context=context)
+                return await self.server.call_tool(
+                    tool, arguments, context=context, value_only=value_only
+                )
         except TimeoutError as exc:
             raise CallTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
 
@@ -83,7 +90,8 @@ class LocalServer:
             UnwrapError: the value does not convert to ``result_type``.
             CallTimeout: no answer within the options' time limit.
         """
-        response = await self.call(tool, arguments, options)
+        # Value only: the server skips the model's text, which this caller never reads.
+        response = await self._run(tool, arguments, options, value_only=True)
         return unwrap(response, result_type, tool=tool, output_schema=output_schema)
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:

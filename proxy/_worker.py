@@ -453,7 +453,7 @@ class WorkerProcess:
             ServerClosed: the pool is closing.
             FrameTooLarge: the arguments exceed the frame limit.
         """
-        return unpack_reply(await self._call(tool, arguments, options))
+        return unpack_reply(await self._call(tool, arguments, options, value_only=False))
 
     async def call_value(
         self,
@@ -470,7 +470,8 @@ class WorkerProcess:
             UnwrapError: the value does not convert to ``result_type``.
             ServerError: as `call`.
         """
-        reply = await self._call(tool, arguments, options)
+        # Value only: the worker skips the model's text, which this caller never reads.
+        reply = await self._call(tool, arguments, options, value_only=True)
         return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
 
     async def _call(
@@ -478,6 +479,8 @@ class WorkerProcess:
         tool: str,
         arguments: dict[str, Any],
         options: CallOptions,
+        *,
+        value_only: bool,
     ) -> Reply:
         timeout = options.limit
         on_progress = options.on_progress
@@ -502,6 +505,7 @@ class WorkerProcess:
                 progress=on_progress is not None,
                 session_id=session_id,
                 thread_id=thread_id,
+                value_only=value_only,
             )
         )
         if not frame_fits(payload_size(frame), self._max_frame):

@@ -233,3 +233,21 @@ def slow_factory(config: ServerConfig) -> Server:
 
     time.sleep(60)
     return server
+
+
+def _render_listing(value: Listing) -> str:
+    # The log record shows the parent (and the value-only tests) that text was rendered.
+    logging.getLogger("tests.render").info("rendered %d items", value.total)
+    return f"{value.total} files: " + ", ".join(item.file_name for item in value.contents)
+
+
+@server.tool(render=_render_listing)
+def rendered_listing(count: int = 2) -> Listing:
+    """A listing whose text comes from a renderer that logs each time it runs."""
+    return listing(count)
+
+
+@server.tool(render=_render_listing, inline=True)
+def rendered_listing_inline(count: int = 2) -> Listing:
+    """`rendered_listing` on the worker's event loop."""
+    return listing(count)

@@ -256,7 +256,7 @@ class _Worker:
         self.outbox.put(encode_frame(Result(id=request.id, value=value)))
 
     def start_call(self, call: Call) -> None:
-        response = self.server.call_tool_now(call.tool, call.arguments)
+        response = self.server.call_tool_now(call.tool, call.arguments, value_only=call.value_only)
         if response is not None:  # a plain sync tool ran on the spot
             self.send_reply(call, response)
             return
@@ -289,7 +289,9 @@ class _Worker:
             call.tool, request_id=call.id, notify=notify, request=request, scope=scope
         )
         try:
-            response = await self.server.call_tool(call.tool, call.arguments, context=context)
+            response = await self.server.call_tool(
+                call.tool, call.arguments, context=context, value_only=call.value_only
+            )
         except asyncio.CancelledError:
             return  # the caller gave up (timeout or cancellation): no reply is wanted
         self.send_reply(call, response)

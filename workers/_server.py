@@ -435,6 +435,7 @@ class Server:
         arguments: Mapping[str, Any] | None = None,
         *,
         context: Context | None = None,
+        value_only: bool = False,
     ) -> NativeMCPResponse[Any]:
         """Run a tool and return its response; failures become error responses.
 
@@ -442,6 +443,10 @@ class Server:
         available tools or the offending field); a tool that raises answers with an
         ``isError`` result carrying the exception's message (the traceback goes to the
         log, not to the model). Cancellation propagates.
+
+        ``value_only``: the caller is code that wants the typed value, not the model's
+        text: a successful result carries only ``structuredResult`` (no rendering, no
+        ``structuredContent``). Errors are answered in full either way.
         """
         prepared = self._prepare(name, arguments)
         if isinstance(prepared, NativeMCPResponse):
@@ -465,7 +470,7 @@ class Server:
             raise
         except Exception as exc:
             return self._failed(name, exc)
-        return self._respond(spec, value)
+        return self._respond(spec, value, value_only)
 
     def make_context(
         self,
@@ -491,7 +496,11 @@ class Server:
         )
 
     def call_tool_now(
-        self, name: str, arguments: Mapping[str, Any] | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        value_only: bool = False,
     ) -> NativeMCPResponse[Any] | None:
         """Run an inline sync tool right here, without awaiting; None for any other tool.
 
@@ -509,7 +518,7 @@ class Server:
             value = spec.fn(**prepared[1])
         except Exception as exc:
             return self._failed(name, exc)
-        return self._respond(spec, value)
+        return self._respond(spec, value, value_only)
 
     def _prepare(
         self, name: str, arguments: Mapping[str, Any] | None
@@ -553,11 +562,18 @@ class Server:
         _logger.exception("tool %s.%s raised", self.name, name, exc_info=exc)
         return tool_error_response(f"Error: {type(exc).__name__}: {exc}")
 
-    def _respond(self, spec: _ToolSpec, value: Any) -> NativeMCPResponse[Any]:
+    def _respond(
+        self, spec: _ToolSpec, value: Any, value_only: bool = False
+    ) -> NativeMCPResponse[Any]:
         if isinstance(value, NativeMCPResponse):
             return value
         if value is None:
             return empty_response()
+        if value_only:
+            # The caller decodes the value straight into its type: the text and the
+            # JSON-form copy would be built only to be thrown away. A value that does
+            # not encode is caught where the reply is encoded.
+            return NativeMCPResponse(result=CallToolResult(content=[]), structured_result=value)
         if isinstance(value, str) and spec.renderer is None:
             return text_response(value)
         try:

@@ -68,7 +68,8 @@ def payload_size(frame: bytes) -> int:
 
 
 class Call(msgspec.Struct, tag="call", array_like=True):
-    """Run a tool; ``progress``: the caller wants progress notifications."""
+    """Run a tool; ``progress``: the caller wants progress notifications; ``value_only``:
+    the caller wants only the typed value (a typed method call), not the model's text."""
 
     id: int
     tool: str
@@ -77,6 +78,7 @@ class Call(msgspec.Struct, tag="call", array_like=True):
     session_id: str | None = None
     """The caller's session scope for this call (None: the server's current scope)."""
     thread_id: str | None = None
+    value_only: bool = False
 
 
 class Cancel(msgspec.Struct, tag="cancel", array_like=True):
