@@ -11,7 +11,6 @@ protocol callback), and process exit is awaited by polling the non-blocking exit
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import math
@@ -24,6 +23,7 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import msgspec
 
 from nativemcp.protocol import BackendType, FeatureError, NativeMCPResponse, Tool
@@ -39,7 +39,6 @@ from nativemcp.workers import (
     ServerStartError,
     describe_exit,
 )
-from nativemcp.workers._channel import FrameChannel, Inbox, open_channel
 from nativemcp.workers._host import worker_main
 from nativemcp.workers._wire import (
     Answer,
@@ -75,6 +74,7 @@ from ._handle import (
     answer_client_request,
     deliver,
 )
+from ._link import Backend, Inbox, Link, current_backend
 
 __all__ = ["RestartPolicy", "WorkerProcess"]
 
@@ -120,12 +120,12 @@ _decoder: Final = msgspec.msgpack.Decoder(FromWorker)
 class _Connection:
     """One live worker process and its channel; frames are dispatched as they arrive."""
 
-    def __init__(self, process: Any, label: str) -> None:
+    def __init__(self, process: Any, label: str, backend: Backend) -> None:
         self.process = process
         self.label = label
-        self.channel: FrameChannel | None = None
+        self.channel: Link | None = None
         self.ready: Ready | None = None
-        self.handshake: Inbox[Ready | StartFailed | None] = Inbox()
+        self.handshake: Inbox[Ready | StartFailed | None] = backend.inbox()
         self.pending: dict[int, tuple[str, Inbox[_Item]]] = {}
         self.next_id = 0
 
@@ -235,6 +235,7 @@ class WorkerProcess:
         self._closing = False
         self._failure: ServerError | None = None
         self._finished = anyio.Event()
+        self._backend: Backend | None = None
         self.restarts = 0
         self.on_resource_updated: ResourceListener | None = None
 
@@ -258,53 +259,66 @@ class WorkerProcess:
         Raises:
             ServerStartError: the first start failed (later failures are retried).
         """
+        failure: ServerStartError | None = None
+        try:
+            # The links' own tasks (other backends than asyncio) live as long as this.
+            async with anyio.create_task_group() as links:
+                self._backend = current_backend(links)
+                try:
+                    await self._supervise(task_status)
+                except ServerStartError as exc:
+                    failure = exc  # raised bare below, not in the task group's group
+                links.cancel_scope.cancel()
+        finally:
+            self._finished.set()
+        if failure is not None:
+            raise failure
+
+    async def _supervise(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         started = False
         recent: list[float] = []
         backoff = self._restart.backoff
-        try:
-            while not self._closing:
-                try:
-                    conn = await self._spawn()
-                except ServerStartError as exc:
-                    if not started:
-                        raise
-                    if not self._may_restart(recent):
-                        self._give_up(exc)
-                        return
-                    _logger.error("%s; retrying in %.2f s", exc, backoff)
-                    await anyio.sleep(backoff)
-                    backoff = min(backoff * 2, self._restart.max_backoff)
-                    continue
-                self._conn = conn
-                self._connected.set()
+        while not self._closing:
+            try:
+                conn = await self._spawn()
+            except ServerStartError as exc:
                 if not started:
-                    started = True
-                    task_status.started()
-                served_from = time.monotonic()
-                await self._serve(conn)
-                if self._closing:
-                    return
-                if time.monotonic() - served_from >= self._restart.healthy_after:
-                    recent.clear()
-                    backoff = self._restart.backoff
-                process = conn.process
+                    raise
                 if not self._may_restart(recent):
-                    self._give_up(
-                        ServerCrashed(server=self.name, exitcode=process.exitcode, pid=process.pid)
-                    )
+                    self._give_up(exc)
                     return
-                _logger.error(
-                    "worker for server %r (pid %s) %s; restarting in %.2f s",
-                    self.name,
-                    process.pid,
-                    _exit_text(process),
-                    backoff,
-                )
+                _logger.error("%s; retrying in %.2f s", exc, backoff)
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, self._restart.max_backoff)
-                self.restarts += 1
-        finally:
-            self._finished.set()
+                continue
+            self._conn = conn
+            self._connected.set()
+            if not started:
+                started = True
+                task_status.started()
+            served_from = time.monotonic()
+            await self._serve(conn)
+            if self._closing:
+                return
+            if time.monotonic() - served_from >= self._restart.healthy_after:
+                recent.clear()
+                backoff = self._restart.backoff
+            process = conn.process
+            if not self._may_restart(recent):
+                self._give_up(
+                    ServerCrashed(server=self.name, exitcode=process.exitcode, pid=process.pid)
+                )
+                return
+            _logger.error(
+                "worker for server %r (pid %s) %s; restarting in %.2f s",
+                self.name,
+                process.pid,
+                _exit_text(process),
+                backoff,
+            )
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, self._restart.max_backoff)
+            self.restarts += 1
 
     def _may_restart(self, recent: list[float]) -> bool:
         now = time.monotonic()
@@ -332,7 +346,7 @@ class WorkerProcess:
         try:
             # Shielded: a started process must be seen through (closed below).
             with anyio.CancelScope(shield=True):
-                await asyncio.get_running_loop().run_in_executor(_SPAWNER, process.start)
+                await anyio.to_thread.run_sync(lambda: _SPAWNER.submit(process.start).result())
         except (TypeError, AttributeError, pickle.PicklingError) as exc:
             parent_sock.close()
             # `Server.__reduce__` already names the server and the fix: say it once.
@@ -345,13 +359,14 @@ class WorkerProcess:
             raise
         finally:
             child_sock.close()
-        conn = _Connection(process, self.label)
+        assert self._backend is not None
+        conn = _Connection(process, self.label, self._backend)
         try:
-            conn.channel = await open_channel(
+            conn.channel = await self._backend.open(
                 parent_sock, _decoder, self._max_frame, conn.on_message
             )
             # A channel that closes before READY wakes the handshake with None.
-            conn.channel.closed.add_done_callback(lambda _: conn.handshake.put(None))
+            conn.channel.on_closed(lambda: conn.handshake.put(None))
             with anyio.fail_after(self._start_timeout):
                 message = await conn.handshake.get()
                 if message is None:
@@ -390,7 +405,7 @@ class WorkerProcess:
     async def _serve(self, conn: _Connection) -> None:
         assert conn.channel is not None
         try:
-            error = await conn.channel.closed
+            error = await conn.channel.wait_closed()
             if error is not None and not isinstance(error, OSError):
                 _logger.error("worker channel of %r failed: %s", self.name, error)
         finally:
@@ -485,13 +500,14 @@ class WorkerProcess:
         timeout = options.limit
         on_progress = options.on_progress
         scope = options.scope
-        loop = asyncio.get_running_loop()
-        deadline = math.inf if timeout is None else loop.time() + timeout
+        backend = self._backend
+        assert backend is not None
+        deadline = math.inf if timeout is None else backend.now() + timeout
         conn = self._conn
         if conn is None or not conn.is_open:
             # Slow path: the worker is (re)starting; wait for it within the call's time.
             try:
-                with anyio.fail_after(deadline - loop.time()):
+                with anyio.fail_after(deadline - backend.now()):
                     conn = await self._connection(f"call {tool!r}")
             except TimeoutError as exc:
                 raise CallTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
@@ -515,12 +531,12 @@ class WorkerProcess:
                 limit=self._max_frame,
                 what=f"the call to {tool!r}",
             )
-        inbox: Inbox[_Item] = Inbox()
+        inbox: Inbox[_Item] = backend.inbox()
         conn.pending[call_id] = (tool, inbox)
         # A timer handle rather than a cancel scope: a tenth of the cost per call. At
         # the deadline the call's inbox gets the timeout error, so it wakes at once.
         timer = (
-            loop.call_at(deadline, self._time_out, inbox, tool, timeout)
+            backend.call_at(deadline, lambda: self._time_out(inbox, tool, timeout or 0.0))
             if timeout is not None
             else None
         )
@@ -572,7 +588,8 @@ class WorkerProcess:
             with anyio.fail_after(math.inf if timeout is None else timeout):
                 conn = await self._connection(what)
                 call_id = conn.new_id()
-                inbox: Inbox[_Item] = Inbox()
+                assert self._backend is not None
+                inbox: Inbox[_Item] = self._backend.inbox()
                 conn.pending[call_id] = (what, inbox)
                 conn.send(encode_frame(make(call_id)))
                 while True:

@@ -1,4 +1,6 @@
-"""Shared pytest configuration: anyio tests run on asyncio (the worker pool's backend),
+"""Shared pytest configuration: anyio tests run on asyncio (a proxy test module overrides
+``anyio_backend`` with a module-scoped fixture over ``["asyncio", "trio"]``, so that its
+module-scoped pools are made once per backend),
 and the ``database_url`` fixture runs a storage test on both backends.
 
 ``database_url`` is None (SQLite, the embedded default) or a PostgreSQL URL whose

@@ -23,6 +23,13 @@ from nativemcp.workers.workspace import ListDirectoryResult, WorkspaceAPI, Write
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every test here runs on each."""
+    return str(request.param)
+
+
 INTERFACES: list[Any] = [ContentStoreAPI, PlanningAPI, WorkspaceAPI]
 
 

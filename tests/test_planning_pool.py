@@ -14,6 +14,12 @@ from nativemcp.workers.planning import PlanningState, Todo
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
 
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every test here runs on each."""
+    return str(request.param)
+
+
 def planning_pool(data_dir: Path, database_url: str | None) -> WorkerPool:
     return WorkerPool(
         data_dir=data_dir, database_url=database_url, builtins=["planning"], in_process=()

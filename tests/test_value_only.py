@@ -16,6 +16,12 @@ from nativemcp.workers._wire import Call, encode_frame, pack_reply
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every test here runs on each."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
 async def pool() -> AsyncIterator[WorkerPool]:
     async with WorkerPool(["_servers:server"], timeout=10) as pool:

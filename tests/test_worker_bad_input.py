@@ -22,6 +22,12 @@ from nativemcp.workers._wire import Reply, Result, unpack_reply
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
 
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every test here runs on each."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
 async def pool() -> AsyncIterator[WorkerPool]:
     async with WorkerPool(["_servers:server"], timeout=20) as pool:

@@ -24,6 +24,12 @@ from nativemcp.workers.content_store import MAX_OFFSET
 pytestmark = [pytest.mark.anyio]
 
 
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every test here runs on each."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
 async def pool() -> AsyncIterator[WorkerPool]:
     async with WorkerPool(["_servers:server"], timeout=30) as pool:

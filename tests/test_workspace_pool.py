@@ -16,6 +16,12 @@ from nativemcp.workers.workspace import ExportResult, ReadFileResult, ShellResul
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every test here runs on each."""
+    return str(request.param)
+
+
 def outside_of(tmp_path: Path) -> Path:
     outside = tmp_path / "outside"
     outside.mkdir()

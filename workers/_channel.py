@@ -21,7 +21,7 @@ from nativemcp.protocol import ProtocolError
 
 from ._wire import HEADER_SIZE, frame_fits
 
-__all__ = ["FrameChannel", "Inbox", "open_channel"]
+__all__ = ["FrameChannel", "FrameReader", "Inbox", "open_channel"]
 
 T = TypeVar("T")
 
@@ -29,8 +29,14 @@ _BATCH: Final = 4
 """Frames queued before they go out without waiting for the end of the loop pass."""
 
 
-class FrameChannel(asyncio.Protocol):
-    """One end of a worker channel: decodes frames as they arrive, writes frames."""
+class FrameReader:
+    """Splits a byte stream into frames and decodes each as it completes.
+
+    Transport-free, so that every channel (the asyncio protocol below, the proxy's
+    anyio stream for other backends) reads frames by the same rules.
+    """
+
+    __slots__ = ("_buffer", "_decoder", "_max_frame", "_on_message", "_on_undecodable")
 
     def __init__(
         self,
@@ -44,19 +50,14 @@ class FrameChannel(asyncio.Protocol):
         self._on_message = on_message
         self._on_undecodable = on_undecodable
         self._buffer = bytearray()
-        self._transport: asyncio.Transport | None = None
-        self._loop = asyncio.get_running_loop()
-        self.closed: asyncio.Future[BaseException | None] = self._loop.create_future()
-        self._outgoing: list[bytes] = []
-        self._flush_scheduled = False
 
-    # -- asyncio.Protocol ---------------------------------------------------------------
+    def feed(self, data: bytes, stop: Callable[[], bool] = lambda: False) -> ProtocolError | None:
+        """Hand every complete frame in ``data`` (and what came before) to the callbacks.
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports are not asyncio.Transport subclasses, only alike.
-        self._transport = cast(asyncio.Transport, transport)
-
-    def data_received(self, data: bytes) -> None:
+        Returns the error that puts the stream out of step (an oversized or, without
+        ``on_undecodable``, an undecodable frame), after which nothing more is read.
+        ``stop`` is asked after each message: True ends the reading early.
+        """
         buffer = self._buffer
         buffer += data
         position = 0
@@ -64,10 +65,7 @@ class FrameChannel(asyncio.Protocol):
         while available - position >= HEADER_SIZE:
             size = int.from_bytes(buffer[position : position + HEADER_SIZE], "big")
             if not frame_fits(size, self._max_frame):
-                self._fail(
-                    ProtocolError(f"incoming frame of {size} bytes exceeds {self._max_frame}")
-                )
-                return
+                return ProtocolError(f"incoming frame of {size} bytes exceeds {self._max_frame}")
             end = position + HEADER_SIZE + size
             if end > available:
                 break
@@ -77,17 +75,47 @@ class FrameChannel(asyncio.Protocol):
                 message = self._decoder.decode(payload)
             except msgspec.MsgspecError as exc:
                 if self._on_undecodable is None:
-                    self._fail(ProtocolError(f"undecodable frame: {exc}"))
-                    return
+                    return ProtocolError(f"undecodable frame: {exc}")
                 # The length prefix was valid, so the stream is still in step: only
                 # this one message is bad, and the receiver answers or drops it.
                 self._on_undecodable(payload, exc)
             else:
                 self._on_message(message)
-            if self.closed.done():
-                return
+            if stop():
+                return None
         if position:
             del buffer[:position]
+        return None
+
+
+class FrameChannel(asyncio.Protocol):
+    """One end of a worker channel: decodes frames as they arrive, writes frames."""
+
+    def __init__(
+        self,
+        decoder: msgspec.msgpack.Decoder[Any],
+        max_frame: int,
+        on_message: Callable[[Any], None],
+        on_undecodable: Callable[[bytes, msgspec.MsgspecError], None] | None = None,
+    ) -> None:
+        self._reader = FrameReader(decoder, max_frame, on_message, on_undecodable)
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[BaseException | None] = self._loop.create_future()
+        self._outgoing: list[bytes] = []
+        self._flush_scheduled = False
+        self._is_closed = self.closed.done
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, only alike.
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        error = self._reader.feed(data, self._is_closed)
+        if error is not None:
+            self._fail(error)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():

@@ -25,6 +25,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio.to_thread
+import sniffio
+
 __all__ = ["ToolThreads"]
 
 T = TypeVar("T")
@@ -67,6 +70,9 @@ class ToolThreads:
         Raises:
             Exception: whatever ``fn`` raised.
         """
+        if sniffio.current_async_library() != "asyncio":
+            # An in-process server called from trio (say): anyio's own thread pool.
+            return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
         loop = asyncio.get_running_loop()
         if self._active >= self._limit or self._waiters:
             waiter: asyncio.Future[None] = loop.create_future()
