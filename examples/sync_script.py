@@ -1,5 +1,5 @@
-"""nativemcp from plain synchronous code: a blocking portal runs the pool's event loop
-in a background thread, and each call waits for its answer.
+"""nativemcp from plain synchronous code: `SyncWorkerPool` calls each worker with
+blocking I/O on the calling thread (no event loop anywhere).
 
 Run it:  python examples/sync_script.py [FOLDER]
 It adds FOLDER's text files (default: a few it writes itself) to a content store in a
@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from functools import partial
 from pathlib import Path
 
-from anyio.from_thread import start_blocking_portal
-
-from nativemcp.proxy import WorkerPool
-from nativemcp.workers.content_store import ContentStoreAPI
+from nativemcp.proxy import SyncWorkerPool
 
 
 def sample_folder(root: Path) -> Path:
@@ -28,34 +24,27 @@ def sample_folder(root: Path) -> Path:
 
 
 def main(folder: Path | None) -> None:
-    with tempfile.TemporaryDirectory() as data, start_blocking_portal() as portal:
+    with tempfile.TemporaryDirectory() as data:
         folder = folder or sample_folder(Path(data))
         options = {"content-store": {"allowed_paths": [str(folder.resolve())]}}
-        pool = WorkerPool(data_dir=Path(data) / "s", builtins=["content-store"], options=options)
-        # The pool is entered and left on the portal's event loop, like any async call.
-        with portal.wrap_async_context_manager(pool):
-            store = pool.server(ContentStoreAPI)
-            info = portal.call(partial(store.create_store, name="docs"))
+        with SyncWorkerPool(
+            data_dir=Path(data) / "s", builtins=["content-store"], options=options
+        ) as pool:
+            store = pool.server("content-store")
+            info = store.create_store(name="docs")
             for path in sorted(folder.glob("*.*")):
-                added = portal.call(
-                    partial(store.add_content, store_id=info.store_id, path=str(path.resolve()))
-                )
+                added = store.add_content(store_id=info.store_id, path=str(path.resolve()))
                 print(f"added {added.filename}: {added.line_count} lines")
-            found = portal.call(
-                partial(store.keyword_similarity_search, store_id=info.store_id, query="strasse")
-            )
+            found = store.keyword_similarity_search(store_id=info.store_id, query="strasse")
             for hit in found.results:
                 print(f"{hit.filename}:{hit.line_range[0]}-{hit.line_range[1]} {hit.score:.2f}")
             if found.results:
                 top = found.results[0]
-                lines = portal.call(
-                    partial(
-                        store.read_content,
-                        store_id=info.store_id,
-                        content_id=top.content_id,
-                        from_line=top.line_range[0],
-                        to_line=top.line_range[1],
-                    )
+                lines = store.read_content(
+                    store_id=info.store_id,
+                    content_id=top.content_id,
+                    from_line=top.line_range[0],
+                    to_line=top.line_range[1],
                 )
                 print(lines.content)
 

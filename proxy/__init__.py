@@ -36,6 +36,9 @@ from ._proxy import PROXY_NAMES as PROXY_NAMES
 from ._proxy import ServerProxy as ServerProxy
 from ._proxy import ToolMethod as ToolMethod
 from ._records import Record as Record
+from ._sync_pool import SyncServerProxy as SyncServerProxy
+from ._sync_pool import SyncToolMethod as SyncToolMethod
+from ._sync_pool import SyncWorkerPool as SyncWorkerPool
 from ._worker import RestartPolicy as RestartPolicy
 
 __all__ = [
@@ -59,6 +62,9 @@ __all__ = [
     "ServerError",
     "ServerProxy",
     "ServerStartError",
+    "SyncServerProxy",
+    "SyncToolMethod",
+    "SyncWorkerPool",
     "ToolMethod",
     "ToolNameClash",
     "UIAction",

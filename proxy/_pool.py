@@ -62,7 +62,7 @@ from ._local import LocalServer
 from ._proxy import ServerProxy, coerce_arguments
 from ._worker import RestartPolicy, WorkerProcess
 
-__all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool"]
+__all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool", "server_and_interface"]
 
 ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 """Answers a tool's request to its client: spec-shaped params in (``sampling/createMessage``
@@ -151,6 +151,26 @@ class _ExternalSpec:
                 await server.aclose()
             raise
         return server
+
+
+def server_and_interface(
+    name_or_interface: str | Callable[..., Any],
+) -> tuple[str, type[Any] | None]:
+    """The server name and the typed interface (or None) that `WorkerPool.server` was given.
+
+    Raises:
+        TypeError: not a name, or an interface without ``server_name``.
+    """
+    if isinstance(name_or_interface, str):
+        return name_or_interface, None
+    if not isinstance(name_or_interface, type):
+        raise TypeError(f"a server name or an interface class, not {name_or_interface!r}")
+    declared = getattr(name_or_interface, "server_name", None)
+    if not isinstance(declared, str):
+        raise TypeError(
+            f"{name_or_interface.__name__} needs a `server_name` class attribute naming its server"
+        )
+    return declared, name_or_interface
 
 
 class WorkerPool:
@@ -472,19 +492,7 @@ class WorkerPool:
             ServerClosed: the pool is closed.
             TypeError: not a name, or an interface without ``server_name``.
         """
-        interface: type[Any] | None = None
-        if isinstance(name_or_interface, str):
-            name = name_or_interface
-        elif not isinstance(name_or_interface, type):
-            raise TypeError(f"a server name or an interface class, not {name_or_interface!r}")
-        else:
-            interface = name_or_interface
-            declared = getattr(interface, "server_name", None)
-            if not isinstance(declared, str):
-                raise TypeError(
-                    f"{interface.__name__} needs a `server_name` class attribute naming its server"
-                )
-            name = declared
+        name, interface = server_and_interface(name_or_interface)
         if self._closed:
             raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
         handle = self._handles.get(name)

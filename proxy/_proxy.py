@@ -52,7 +52,14 @@ from ._handle import (
 )
 from ._records import to_records
 
-__all__ = ["PROXY_NAMES", "ServerProxy", "ToolMethod", "coerce_arguments", "python_name"]
+__all__ = [
+    "PROXY_NAMES",
+    "ServerProxy",
+    "ToolMethod",
+    "coerce_arguments",
+    "python_name",
+    "result_type",
+]
 
 _OPTION_KEYWORDS: Final = frozenset({"call_options", "call_timeout", "on_progress", "on_log"})
 """Keywords a tool method reads as call options, unless the tool declares an argument
@@ -104,6 +111,22 @@ def python_name(tool_name: str) -> str | None:
     if not name.isidentifier() or keyword.iskeyword(name):
         return None
     return name
+
+
+def result_type(tool: Tool, interface: type[Any] | None, *, trusts_type_refs: bool) -> Any:
+    """The type a typed call of ``tool`` returns: the interface method's annotation, else
+    the type named in the tool's ``_meta`` (imported, never evaluated; only when the
+    source ``trusts_type_refs``), else ``Any``."""
+    if interface is not None:
+        method = getattr(interface, tool.name, None)
+        if method is not None:
+            try:
+                return typing.get_type_hints(method).get("return", Any)
+            except (NameError, TypeError):
+                return Any
+    if not trusts_type_refs:
+        return Any  # an external server must never make us import a module it names
+    return resolve_type((tool.meta or {}).get(RETURN_TYPE_META_KEY))
 
 
 class ToolMethod:
@@ -387,16 +410,7 @@ class ServerProxy:
         await self._handle.ping(self._options(None, DEFAULT, None, None))
 
     def _result_type(self, tool: Tool) -> Any:
-        if self._interface is not None:
-            method = getattr(self._interface, tool.name, None)
-            if method is not None:
-                try:
-                    return typing.get_type_hints(method).get("return", Any)
-                except (NameError, TypeError):
-                    return Any
-        if not self._handle.trusts_type_refs:
-            return Any  # an external server must never make us import a module it names
-        return resolve_type((tool.meta or {}).get(RETURN_TYPE_META_KEY))
+        return result_type(tool, self._interface, trusts_type_refs=self._handle.trusts_type_refs)
 
     def __getattr__(self, name: str) -> ToolMethod:
         if name.startswith("_"):

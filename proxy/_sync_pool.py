@@ -1,0 +1,335 @@
+"""The blocking pool: the same servers and typed methods as `WorkerPool`, for sync code.
+
+```python
+with SyncWorkerPool(data_dir="~/.local/share/app") as pool:
+    store = pool.server("content-store")
+    listing = store.list_content(store_id=store_id)
+```
+
+For scripts, Django or Flask views and notebooks without ``await``. Every server runs
+in a worker process (the async pool's in-process option does not apply) and each call
+is blocking I/O on that worker's socket, on the calling thread (see `_sync_worker`).
+One pool may be shared by many threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar, overload
+
+import msgspec
+
+from nativemcp.protocol import NativeMCPResponse, Tool, UnknownServer, unwrap
+from nativemcp.workers import ServerClosed, ServerError, ServerStartError
+from nativemcp.workers._wire import (
+    DEFAULT_MAX_FRAME,
+    GetServiceContext,
+    ListTools,
+    Ping,
+    SwitchContext,
+)
+
+from ._pool import (
+    DEFAULT_START_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    StartMethod,
+    WorkerPool,
+    server_and_interface,
+)
+from ._proxy import coerce_arguments, result_type
+from ._records import to_records
+from ._sync_worker import SyncWorker
+from ._worker import RestartPolicy
+
+__all__ = ["SyncServerProxy", "SyncToolMethod", "SyncWorkerPool"]
+
+P = TypeVar("P")
+
+
+class SyncWorkerPool:
+    """Runs servers in worker processes and gives out blocking, typed proxies.
+
+    Takes the arguments of `WorkerPool` (but ``in_process``: every server gets a
+    worker). ``with SyncWorkerPool(...) as pool:`` starts the workers and stops them on
+    the way out; `close` does the same by hand.
+
+    Raises:
+        ValueError, NotADirectoryError, TypeError: as `WorkerPool`.
+        ServerStartError: a server could not start (from ``with`` / `start`).
+
+    As with `WorkerPool`, a script must open the pool under
+    ``if __name__ == "__main__":``.
+    """
+
+    def __init__(
+        self,
+        servers: Iterable[Any] = (),
+        *,
+        data_dir: str | Path | None = None,
+        workspace_root: str | Path | None = None,
+        builtins: Iterable[str] | None = None,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        start_method: StartMethod = "spawn",
+        restart: RestartPolicy | None = None,
+    ) -> None:
+        # The async pool's checks and plan, reused as they are: it is never entered.
+        self._settings = WorkerPool(
+            servers,
+            data_dir=data_dir,
+            workspace_root=workspace_root,
+            builtins=builtins,
+            in_process=(),
+            options=options,
+            timeout=timeout,
+            start_timeout=start_timeout,
+            max_frame=max_frame,
+            start_method=start_method,
+            restart=restart,
+        )
+        self._timeout = timeout
+        self._workers: dict[str, SyncWorker] = {}
+        self._started = False
+        self._closed = False
+
+    def start(self) -> None:
+        """Start every worker (in parallel) and wait until all are ready.
+
+        Raises:
+            ServerStartError: a server failed to start (the others are stopped again).
+            RuntimeError: the pool was started before.
+        """
+        if self._started or self._closed:
+            raise RuntimeError("a SyncWorkerPool can be started only once")
+        self._started = True
+        settings = self._settings
+        if settings._data_dir is not None:
+            settings._data_dir.mkdir(parents=True, exist_ok=True)
+        launched: list[tuple[SyncWorker, Any]] = []
+        try:
+            # Spawn every process first, then wait for each READY: the starts overlap.
+            for label, source in settings._plan():
+                worker = SyncWorker(
+                    source,
+                    config=settings._config(label),
+                    mp_context=settings._mp_context,
+                    start_timeout=settings._start_timeout,
+                    max_frame=settings._max_frame,
+                    restart=settings._restart,
+                    label=label,
+                )
+                launched.append((worker, worker.spawn()))
+            errors: list[ServerError] = []
+            for worker, conn in launched:
+                try:
+                    worker.finish_start(conn)
+                except ServerStartError as exc:
+                    errors.append(exc)
+                    continue
+                if worker.name in self._workers:
+                    errors.append(
+                        ServerStartError(
+                            f"two servers are named {worker.name!r}", server=worker.name
+                        )
+                    )
+                self._workers.setdefault(worker.name, worker)
+            if errors:
+                raise (
+                    errors[0]
+                    if len(errors) == 1
+                    else ExceptionGroup("several servers failed to start", errors)
+                )
+        except BaseException:
+            for worker, _ in launched:
+                worker.close()
+            self._workers.clear()
+            self._closed = True
+            raise
+
+    def close(self) -> None:
+        """Stop every worker (bounded escalation, idempotent): no process is left."""
+        if self._closed and not self._workers:
+            return
+        self._closed = True
+        workers, self._workers = list(self._workers.values()), {}
+        for worker in workers:
+            worker.close()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def names(self) -> list[str]:
+        """The names of the running servers."""
+        return list(self._workers)
+
+    @overload
+    def server(self, name: str, /) -> SyncServerProxy: ...
+    @overload
+    def server(self, interface: Callable[..., P], /) -> P: ...
+    def server(self, name_or_interface: str | Callable[..., Any], /) -> Any:
+        """A blocking proxy for a server, by name or by a typed interface (a class with
+        ``server_name`` and one plain ``def`` per tool).
+
+        Raises:
+            UnknownServer: no server by that name (the message lists the servers).
+            ServerClosed: the pool is closed.
+            TypeError: not a name, or an interface without ``server_name``.
+        """
+        name, interface = server_and_interface(name_or_interface)
+        if self._closed:
+            raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
+        worker = self._workers.get(name)
+        if worker is None:
+            raise UnknownServer(
+                f"no server named {name!r}; servers: {', '.join(self._workers) or '(none)'}"
+            )
+        return SyncServerProxy(worker, timeout=self._timeout, interface=interface)
+
+
+class SyncToolMethod:
+    """A bound tool: ``method(**arguments)`` returns the typed value."""
+
+    def __init__(self, proxy: SyncServerProxy, tool: Tool, result_type: Any) -> None:
+        self._proxy = proxy
+        self.tool = tool
+        self.result_type = result_type
+        self.__name__ = tool.name
+        self.__doc__ = tool.description
+
+    def __call__(
+        self,
+        arguments: Mapping[str, Any] | str | None = None,
+        /,
+        *,
+        call_timeout: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Call the tool and unwrap its value (``call_timeout``: seconds, default the pool's).
+
+        Raises:
+            ToolError: the tool answered with an error.
+            UnwrapError: the result does not convert to the tool's type.
+            ServerError: the worker timed out, crashed or is closed.
+            ArgumentsError: the arguments are not an object.
+        """
+        name = self.tool.name
+        merged = coerce_arguments(name, arguments, kwargs)
+        worker = self._proxy._worker
+        timeout = self._proxy.timeout if call_timeout is None else call_timeout
+        schema = self.tool.output_schema
+        if self.result_type is Any:
+            response = worker.call(name, merged, timeout=timeout)
+            return to_records(unwrap(response, object, tool=name, output_schema=schema))
+        return worker.call_value(name, merged, self.result_type, schema, timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"<tool {self._proxy.name}.{self.tool.name}>"
+
+
+class SyncServerProxy:
+    """The blocking caller's side of one server: raw calls, typed tool methods, hooks."""
+
+    def __init__(
+        self, worker: SyncWorker, *, timeout: float, interface: type[Any] | None = None
+    ) -> None:
+        self._worker = worker
+        self._timeout = timeout
+        self._interface = interface
+        self._methods: dict[str, SyncToolMethod] = {}
+
+    @property
+    def name(self) -> str:
+        """The server's name."""
+        return self._worker.name
+
+    @property
+    def timeout(self) -> float:
+        """The default seconds per call."""
+        return self._timeout
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The server's tool definitions."""
+        return self._worker.tools
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> NativeMCPResponse[Any]:
+        """Call a tool and return the raw response, rich text included (errors are
+        responses, not raised).
+
+        Raises:
+            ServerError: the worker timed out, crashed or is closed.
+            ArgumentsError: the arguments are not an object.
+        """
+        return self._worker.call(
+            name,
+            coerce_arguments(name, arguments, {}),
+            timeout=self._timeout if timeout is None else timeout,
+        )
+
+    def list_tools(self) -> list[Tool]:
+        """Ask the server for its tools."""
+        value = self._worker.request(lambda i: ListTools(id=i), "list tools", self._timeout)
+        self._worker.tools = msgspec.convert(value, list[Tool])
+        return self._worker.tools
+
+    def get_service_context(self) -> str:
+        """The server's text for an agent's system prompt."""
+        return str(
+            self._worker.request(
+                lambda i: GetServiceContext(id=i), "get service context", self._timeout
+            )
+        )
+
+    def switch_context(self, session_id: str | None, thread_id: str | None = None) -> None:
+        """Scope later calls to a session and thread."""
+        self._worker.request(
+            lambda i: SwitchContext(id=i, session_id=session_id, thread_id=thread_id),
+            "switch context",
+            self._timeout,
+        )
+
+    def ping(self) -> None:
+        """Round-trip an empty message to the server."""
+        self._worker.request(lambda i: Ping(id=i), "ping", self._timeout)
+
+    def __getattr__(self, name: str) -> SyncToolMethod:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        method = self._methods.get(name)
+        if method is not None:
+            return method
+        for tool in self._worker.tools:
+            if tool.name == name:
+                method = SyncToolMethod(
+                    self, tool, result_type(tool, self._interface, trusts_type_refs=True)
+                )
+                self._methods[name] = method
+                return method
+        available = ", ".join(tool.name for tool in self._worker.tools) or "(none)"
+        raise AttributeError(f"server {self.name!r} has no tool {name!r}; tools: {available}")
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *(tool.name for tool in self._worker.tools)})
+
+    def __repr__(self) -> str:
+        return f"<SyncServerProxy {self.name!r} ({len(self.tools)} tools)>"

@@ -1,0 +1,459 @@
+"""A server in its own worker process, driven with blocking I/O from any thread.
+
+The worker is the same process the async pool runs (`worker_main`, the same frames);
+only this end differs. A call writes its frame straight to the socket and reads the
+reply on the calling thread: no event loop and no thread hop.
+
+Several threads may call at once. Frames go out under a send lock; replies come back in
+any order, so one caller at a time reads the socket (the *reader*) and hands every reply
+it meets to the call that waits for it; the others sleep on their own event. When the
+reader has its own reply it passes the socket on to a caller still waiting
+(leader/followers): a lone caller never waits for anybody, and no reply is lost.
+
+A worker that dies fails every waiting call with `ServerCrashed`; the next call starts a
+new one (at most ``restart.max_restarts`` in ``restart.window`` seconds).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+from nativemcp.protocol import NativeMCPResponse, Tool
+from nativemcp.workers import (
+    CallTimeout,
+    FrameTooLarge,
+    ServerClosed,
+    ServerConfig,
+    ServerCrashed,
+    ServerError,
+    ServerSource,
+    ServerStartError,
+    describe_exit,
+)
+from nativemcp.workers._channel import FrameReader
+from nativemcp.workers._host import worker_main
+from nativemcp.workers._wire import (
+    Call,
+    Cancel,
+    FromWorker,
+    Log,
+    Ready,
+    Reply,
+    Result,
+    Shutdown,
+    StartFailed,
+    encode_frame,
+    frame_fits,
+    payload_size,
+    reply_value,
+    unpack_reply,
+)
+
+from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
+from ._worker import (
+    _SPAWNER,
+    KILL_GRACE,
+    SHUTDOWN_GRACE,
+    TERMINATE_GRACE,
+    RestartPolicy,
+    _emit_log,
+)
+
+__all__ = ["SyncWorker"]
+
+_READ_SIZE: Final = 256 * 1024
+"""Bytes asked of the socket per read."""
+_decoder: Final = msgspec.msgpack.Decoder(FromWorker)
+
+
+class _Slot:
+    """One call waiting for its answer."""
+
+    __slots__ = ("answer", "done", "event", "what")
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.done = False
+        self.answer: Reply | Result | BaseException | None = None
+        self.event = threading.Event()
+
+    def settle(self, answer: Reply | Result | BaseException) -> None:
+        self.answer = answer
+        self.done = True
+        self.event.set()
+
+
+class _Connection:
+    """One live worker process and its socket."""
+
+    def __init__(self, process: Any, sock: socket.socket, label: str, max_frame: int) -> None:
+        self.process = process
+        self.sock = sock
+        self.label = label
+        self.ready: Ready | None = None
+        self.alive = True
+        self.pending: dict[int, _Slot] = {}
+        self.ids = itertools.count(1)
+        self.send_lock = threading.Lock()
+        self.read_lock = threading.Lock()
+        self.poller = select.poll()
+        self.poller.register(sock, select.POLLIN)
+        self._inbox: list[Any] = []
+        self.reader = FrameReader(_decoder, max_frame, self._inbox.append)
+
+    def send(self, frame: bytes) -> bool:
+        """Write a whole frame; False when the worker is gone."""
+        try:
+            with self.send_lock:
+                self.sock.sendall(frame)
+        except OSError:
+            return False
+        return True
+
+    def read_once(self, timeout: float) -> bool:
+        """Read what is there within ``timeout`` s and settle the calls it answers; False
+        when the channel closed (every pending call is then failed)."""
+        if not self.poller.poll(max(0, int(timeout * 1000))):
+            return True
+        try:
+            data = self.sock.recv(_READ_SIZE)
+        except OSError:
+            data = b""
+        error = self.reader.feed(data) if data else None
+        for message in self._inbox:
+            if isinstance(message, Log):
+                _emit_log(self.ready.name if self.ready else self.label, message)
+            elif isinstance(message, Reply | Result):
+                slot = self.pending.pop(message.id, None)
+                if slot is not None:  # else: a late answer to a call that gave up
+                    slot.settle(message)
+            # Progress (`Notify`) is for async callers with callbacks: dropped here.
+        self._inbox.clear()
+        if not data or error is not None:
+            self.fail_all()
+            return False
+        return True
+
+    def fail_all(self) -> None:
+        self.alive = False
+        process = self.process
+        for slot in list(self.pending.values()):
+            slot.settle(
+                ServerCrashed(
+                    server=self.label, exitcode=process.exitcode, pid=process.pid, tool=slot.what
+                )
+            )
+        self.pending.clear()
+
+    def hand_off(self) -> None:
+        """Wake one waiting call to take over reading (after the read lock is released)."""
+        for slot in list(self.pending.values()):
+            if not slot.done:
+                slot.event.set()
+                return
+
+
+def _stop(process: Any, grace: float) -> None:
+    """Escalate until the process is gone: (grace) → terminate → kill → reap."""
+    process.join(grace)
+    if process.exitcode is not None:
+        return
+    process.terminate()
+    process.join(TERMINATE_GRACE)
+    if process.exitcode is not None:
+        return
+    process.kill()
+    process.join(KILL_GRACE)
+
+
+class SyncWorker:
+    """A server in its own process, called with blocking I/O; safe to share between threads.
+
+    Raises (from `start`):
+        ServerStartError: the worker could not start.
+    """
+
+    def __init__(
+        self,
+        source: ServerSource,
+        *,
+        config: ServerConfig,
+        mp_context: Any,
+        start_timeout: float,
+        max_frame: int,
+        restart: RestartPolicy,
+        label: str,
+    ) -> None:
+        self._source = source
+        self._config = config
+        self._mp_context = mp_context
+        self._start_timeout = start_timeout
+        self._max_frame = max_frame
+        self._restart = restart
+        self.label = label
+        self.name = label
+        self.description = ""
+        self.tools: list[Tool] = []
+        self._conn: _Connection | None = None
+        self._conn_lock = threading.Lock()
+        self._closed = False
+        self._recent: list[float] = []
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The live worker's process id (None before start and after a crash)."""
+        conn = self._conn
+        return conn.process.pid if conn is not None and conn.alive else None
+
+    def spawn(self) -> _Connection:
+        """Start the worker process (the handshake is `finish_start`'s)."""
+        parent_sock, child_sock = socket.socketpair()
+        process = self._mp_context.Process(
+            target=worker_main,
+            args=(child_sock, self._source, self._config, self._max_frame, os.getpid()),
+            name=f"nativemcp-worker-{self.label}",
+            daemon=True,
+        )
+        try:
+            # From the one long-lived thread: see `_SPAWNER` (the parent-death signal).
+            _SPAWNER.submit(process.start).result()
+        except Exception as exc:
+            parent_sock.close()
+            reason = str(exc)
+            if not reason.startswith(f"server {self.label!r}"):
+                reason = f"server {self.label!r} cannot be sent to a worker process: {reason}"
+            raise ServerStartError(reason, server=self.label) from exc
+        finally:
+            child_sock.close()
+        return _Connection(process, parent_sock, self.label, self._max_frame)
+
+    def finish_start(self, conn: _Connection) -> None:
+        """Wait for READY within the start timeout and make ``conn`` the live connection.
+
+        Raises:
+            ServerStartError: the worker failed, exited or did not answer in time.
+        """
+        deadline = time.monotonic() + self._start_timeout
+        ready: Ready | None = None
+        try:
+            while ready is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ServerStartError(
+                        f"worker for {self.label!r} did not become ready within "
+                        f"{self._start_timeout:g} s",
+                        server=self.label,
+                    )
+                ready = self._read_handshake(conn, remaining)
+        except BaseException:
+            conn.sock.close()
+            _stop(conn.process, 0.5)
+            raise
+        conn.ready = ready
+        self.name = ready.name
+        conn.label = ready.name
+        self.description = ready.description
+        self.tools = ready.tools
+        self._conn = conn
+
+    def _read_handshake(self, conn: _Connection, timeout: float) -> Ready | None:
+        if not conn.poller.poll(max(1, int(timeout * 1000))):
+            return None
+        data = conn.sock.recv(_READ_SIZE)
+        if not data:
+            conn.process.join(1.0)
+            if conn.process.exitcode == EXIT_NO_MAIN_GUARD:
+                raise ServerStartError(no_main_guard_message(self.label), server=self.label)
+            raise ServerStartError(
+                f"worker for {self.label!r} {describe_exit(conn.process.exitcode)} during start-up",
+                server=self.label,
+            )
+        messages: list[Any] = []
+        conn.reader.feed(data)
+        messages, conn._inbox[:] = list(conn._inbox), []
+        ready: Ready | None = None
+        for message in messages:
+            if isinstance(message, StartFailed):
+                raise ServerStartError(
+                    f"server {self.label!r} failed to start: {message.message}", server=self.label
+                )
+            if isinstance(message, Ready):
+                ready = message
+            elif isinstance(message, Log):
+                _emit_log(self.label, message)
+        return ready
+
+    def close(self) -> None:
+        """Shut the worker down: shutdown message → grace → terminate → kill. Idempotent."""
+        with self._conn_lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        conn.send(encode_frame(Shutdown()))
+        _stop(conn.process, SHUTDOWN_GRACE)
+        conn.fail_all()
+        conn.sock.close()
+
+    def _connection(self, what: str) -> _Connection:
+        conn = self._conn
+        if conn is not None and conn.alive:
+            return conn
+        with self._conn_lock:
+            if self._closed:
+                raise ServerClosed(
+                    f"server {self.name!r} is closed; cannot {what}", server=self.name
+                )
+            conn = self._conn
+            if conn is not None and conn.alive:
+                return conn
+            if conn is not None:  # it crashed: reap it, then start another
+                conn.sock.close()
+                _stop(conn.process, 0.5)
+                self._conn = None
+            now = time.monotonic()
+            self._recent = [t for t in self._recent if now - t < self._restart.window]
+            if len(self._recent) >= self._restart.max_restarts:
+                raise ServerStartError(
+                    f"worker for server {self.name!r} stopped restarting after "
+                    f"{self._restart.max_restarts} restarts in {self._restart.window:g} s",
+                    server=self.name,
+                )
+            self._recent.append(now)
+            fresh = self.spawn()
+            self.finish_start(fresh)
+            return fresh
+
+    # -- calls -----------------------------------------------------------------------
+
+    def call(
+        self, tool: str, arguments: dict[str, Any], *, timeout: float
+    ) -> NativeMCPResponse[Any]:
+        """Run ``tool`` in the worker and return its full response (text included).
+
+        Raises:
+            CallTimeout: no reply within ``timeout`` (the call is cancelled in the worker).
+            ServerCrashed: the worker died before replying.
+            ServerClosed: the pool is closed.
+            FrameTooLarge: the arguments exceed the frame limit.
+        """
+        return unpack_reply(self._call(tool, arguments, timeout, value_only=False))
+
+    def call_value(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        result_type: Any,
+        output_schema: Any,
+        *,
+        timeout: float,
+    ) -> Any:
+        """Run ``tool`` and return its value as ``result_type`` (the worker sends no text).
+
+        Raises:
+            ToolError: the tool answered with an error.
+            UnwrapError: the value does not convert to ``result_type``.
+            ServerError: as `call`.
+        """
+        reply = self._call(tool, arguments, timeout, value_only=True)
+        return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
+
+    def _call(
+        self, tool: str, arguments: dict[str, Any], timeout: float, *, value_only: bool
+    ) -> Reply:
+        conn = self._connection(f"call {tool!r}")
+        call_id = next(conn.ids)
+        frame = encode_frame(
+            Call(id=call_id, tool=tool, arguments=arguments, value_only=value_only)
+        )
+        if not frame_fits(payload_size(frame), self._max_frame):
+            raise FrameTooLarge(
+                server=self.name,
+                size=payload_size(frame),
+                limit=self._max_frame,
+                what=f"the call to {tool!r}",
+            )
+        answer = self._exchange(conn, call_id, frame, tool, timeout)
+        if isinstance(answer, Reply):
+            return answer
+        raise ServerError(f"server {self.name!r} answered a call with {answer!r}", server=self.name)
+
+    def request(self, make: Callable[[int], Any], what: str, timeout: float) -> Any:
+        """Send a non-call request and return its `Result` value.
+
+        Raises:
+            ServerError: the worker could not answer, timed out, crashed or is closed.
+        """
+        conn = self._connection(what)
+        call_id = next(conn.ids)
+        answer = self._exchange(conn, call_id, encode_frame(make(call_id)), what, timeout)
+        if not isinstance(answer, Result):
+            raise ServerError(
+                f"server {self.name!r} answered {what} with {answer!r}", server=self.name
+            )
+        if answer.error is not None:
+            raise ServerError(
+                f"server {self.name!r} could not {what}: {answer.error}", server=self.name
+            )
+        return answer.value
+
+    def _exchange(
+        self, conn: _Connection, call_id: int, frame: bytes, what: str, timeout: float
+    ) -> Reply | Result:
+        slot = _Slot(what)
+        conn.pending[call_id] = slot
+        deadline = time.monotonic() + timeout if timeout > 0 else float("inf")
+        if not conn.send(frame):
+            conn.pending.pop(call_id, None)
+            conn.fail_all()
+            slot.settle(
+                ServerCrashed(
+                    server=self.name,
+                    exitcode=conn.process.exitcode,
+                    pid=conn.process.pid,
+                    tool=what,
+                )
+            )
+        while not slot.done:
+            if not conn.alive:  # it died after this call was registered
+                conn.pending.pop(call_id, None)
+                process = conn.process
+                raise ServerCrashed(
+                    server=self.name, exitcode=process.exitcode, pid=process.pid, tool=what
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                conn.pending.pop(call_id, None)
+                if not slot.done:  # answered at the last moment: take the answer
+                    conn.send(encode_frame(Cancel(id=call_id)))  # the worker stops the tool
+                    raise CallTimeout(server=self.name, tool=what, timeout=timeout)
+                break
+            if conn.read_lock.acquire(blocking=False):
+                try:
+                    while not slot.done and conn.alive:
+                        wait = min(deadline - time.monotonic(), 1.0)
+                        if wait <= 0:
+                            break
+                        conn.read_once(wait)
+                finally:
+                    conn.read_lock.release()
+                    conn.hand_off()
+            else:
+                slot.event.wait(min(remaining, 1.0))
+                slot.event.clear()
+        answer = slot.answer
+        if isinstance(answer, BaseException):
+            raise answer
+        assert answer is not None
+        return answer

@@ -1,0 +1,157 @@
+"""The blocking pool (`SyncWorkerPool`) with real worker processes: typed calls, threads,
+crashes, timeouts and shutdown."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar, Protocol
+
+import pytest
+from _servers import Item, Listing
+
+from nativemcp.protocol import ToolError, unwrap
+from nativemcp.proxy import (
+    CallTimeout,
+    ServerClosed,
+    ServerCrashed,
+    ServerStartError,
+    SyncWorkerPool,
+    UnknownServer,
+)
+
+pytestmark = pytest.mark.real_process
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[SyncWorkerPool]:
+    with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
+        yield pool
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split()[2] != "Z"
+
+
+def test_typed_method_returns_the_tools_own_types(pool: SyncWorkerPool) -> None:
+    listing = pool.server("testing").listing(count=3)
+    assert isinstance(listing, Listing)
+    assert listing.total == 3
+    assert isinstance(listing.contents[0], Item)
+    assert listing.contents[0].added == dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)
+
+
+def test_call_tool_returns_the_full_response_with_the_rich_text(pool: SyncWorkerPool) -> None:
+    response = pool.server("testing").call_tool("rendered_listing", {"count": 2})
+    assert response.result is not None
+    assert response.result.content[0].text.startswith("2 files: file0.md")  # type: ignore[union-attr]
+    assert unwrap(response, Listing).total == 2
+
+
+def test_a_tool_error_raises_with_the_tools_message(pool: SyncWorkerPool) -> None:
+    with pytest.raises(ToolError, match="disk full"):
+        pool.server("testing").fail(message="disk full")
+
+
+def test_threads_sharing_the_pool_each_get_their_own_answers(pool: SyncWorkerPool) -> None:
+    testing = pool.server("testing")
+
+    def run(worker: int) -> list[tuple[str, str]]:
+        pairs = []
+        for call in range(40):
+            text = f"thread {worker} call {call}"
+            pairs.append((text, testing.echo(text=text)))
+        return pairs
+
+    with ThreadPoolExecutor(8) as executor:
+        results = list(executor.map(run, range(8)))
+    assert sum(len(pairs) for pairs in results) == 320
+    for pairs in results:
+        for sent, answered in pairs:
+            assert answered == sent
+
+
+def test_a_slow_call_does_not_hold_up_other_threads(pool: SyncWorkerPool) -> None:
+    testing = pool.server("testing")
+    with ThreadPoolExecutor(2) as executor:
+        slow = executor.submit(testing.block, seconds=1.0)
+        # While one thread waits for its reply (and may be the one reading the socket),
+        # another's calls go through.
+        assert [testing.echo(text=str(i)) for i in range(20)] == [str(i) for i in range(20)]
+        assert slow.result(timeout=10) == "done"
+
+
+def test_a_timed_out_call_raises_and_the_worker_serves_on(pool: SyncWorkerPool) -> None:
+    testing = pool.server("testing")
+    with pytest.raises(CallTimeout):
+        testing.sleepy(key="sync-timeout", seconds=5, call_timeout=0.2)
+    assert testing.saw_cancel(key="sync-timeout") is True
+    assert testing.echo(text="still here") == "still here"
+
+
+def test_switch_context_scopes_later_calls(pool: SyncWorkerPool) -> None:
+    testing = pool.server("testing")
+    testing.switch_context("session-1", "thread-1")
+    assert testing.scope() == {"session": "session-1", "thread": "thread-1"}
+    testing.switch_context(None)
+    assert isinstance(testing.get_service_context(), str)
+    testing.ping()
+    assert [tool.name for tool in testing.list_tools()][:2] == ["listing", "items"]
+
+
+def test_a_crashed_worker_fails_its_calls_and_the_next_call_restarts_it() -> None:
+    with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
+        testing = pool.server("testing")
+        first = testing.pid()
+        with ThreadPoolExecutor(1) as executor:
+            waiting = executor.submit(testing.block, seconds=30)
+            # The kill lands while the call is in flight (or before it is sent: both fail).
+            threading.Event().wait(0.3)
+            os.kill(first, signal.SIGKILL)
+            with pytest.raises(ServerCrashed):
+                waiting.result(timeout=10)
+        second = testing.pid()
+        assert second != first
+        assert testing.echo(text="back") == "back"
+
+
+def test_closing_stops_every_worker_and_refuses_later_calls() -> None:
+    with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
+        testing = pool.server("testing")
+        pid = testing.pid()
+        assert _alive(pid)
+    assert not _alive(pid)
+    with pytest.raises(ServerClosed):
+        testing.echo(text="too late")
+    with pytest.raises(ServerClosed):
+        pool.server("testing")
+
+
+def test_an_unknown_server_names_the_servers(pool: SyncWorkerPool) -> None:
+    with pytest.raises(UnknownServer, match="testing"):
+        pool.server("nope")
+
+
+def test_a_server_that_fails_to_start_raises_at_start() -> None:
+    with pytest.raises(ServerStartError), SyncWorkerPool(["_servers:no_such_server"]):
+        pass
+
+
+class SyncTesting(Protocol):
+    server_name: ClassVar[str] = "testing"
+
+    def listing(self, count: int = 20) -> Listing: ...
+
+
+def test_a_typed_interface_gives_blocking_typed_methods(pool: SyncWorkerPool) -> None:
+    testing = pool.server(SyncTesting)
+    assert testing.listing(count=2).contents[1].file_name == "file1.md"
