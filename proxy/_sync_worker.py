@@ -42,6 +42,8 @@ from nativemcp.workers import (
 from nativemcp.workers._channel import FrameReader
 from nativemcp.workers._host import worker_main
 from nativemcp.workers._wire import (
+    Answer,
+    Ask,
     Call,
     Cancel,
     FromWorker,
@@ -136,6 +138,18 @@ class _Connection:
                 slot = self.pending.pop(message.id, None)
                 if slot is not None:  # else: a late answer to a call that gave up
                     slot.settle(message)
+            elif isinstance(message, Ask):
+                # A tool asks its client (sampling, elicitation): nobody here can answer,
+                # so say so at once rather than let the tool wait.
+                self.send(
+                    encode_frame(
+                        Answer(
+                            id=message.id,
+                            error="a SyncWorkerPool has no client to answer "
+                            f"{message.method!r}; use WorkerPool with a handler",
+                        )
+                    )
+                )
             # Progress (`Notify`) is for async callers with callbacks: dropped here.
         self._inbox.clear()
         if not data or error is not None:

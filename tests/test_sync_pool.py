@@ -155,3 +155,10 @@ class SyncTesting(Protocol):
 def test_a_typed_interface_gives_blocking_typed_methods(pool: SyncWorkerPool) -> None:
     testing = pool.server(SyncTesting)
     assert testing.listing(count=2).contents[1].file_name == "file1.md"
+
+
+def test_a_tool_asking_its_client_is_told_at_once_that_there_is_none() -> None:
+    with SyncWorkerPool(["test_server_features:asking"], timeout=10) as pool:
+        with pytest.raises(ToolError, match="no client"):
+            pool.server("asking").sample(question="hello?")
+        assert pool.server("asking").call_tool("sample", {"question": "x"}).result is not None
