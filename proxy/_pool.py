@@ -60,6 +60,7 @@ from ._llm_provider import Provider, check_provider
 from ._llm_tools import declaration, provider_name, read_tool_call
 from ._local import LocalServer
 from ._proxy import ServerProxy, coerce_arguments
+from ._replicas import ReplicaSet
 from ._worker import RestartPolicy, WorkerProcess
 
 __all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool", "server_and_interface"]
@@ -97,16 +98,21 @@ class _Spec(Protocol):
 
 
 class _WorkerSpec:
-    """A server in its own worker process (``BuiltInWeb``)."""
+    """A server in its own worker process (``BuiltInWeb``), or in ``replicas`` of them."""
 
     required = True
 
-    def __init__(self, label: str, make: Callable[[], WorkerProcess]) -> None:
+    def __init__(self, label: str, make: Callable[[], WorkerProcess], replicas: int = 1) -> None:
         self.label = label
         self._make = make
+        self._replicas = replicas
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        worker = self._make()
+        worker: WorkerProcess | ReplicaSet = (
+            self._make()
+            if self._replicas == 1
+            else ReplicaSet([self._make() for _ in range(self._replicas)])
+        )
         try:
             await task_group.start(worker.run)
         except BaseException:
@@ -205,14 +211,20 @@ class WorkerPool:
         max_frame: the largest message in bytes, either way.
         start_method: ``"spawn"`` (default) or ``"forkserver"``.
         restart: how crashed workers are restarted.
+        replicas: worker processes per server (default 1), keyed as the server is given:
+            its name, or the ``"module:attribute"`` string passed in ``servers``. Each call goes to
+            the least-loaded one, a crash restarts only that one, and `switch_context`
+            reaches all. For servers whose shared state lives outside the process (the
+            built-ins keep theirs in SQLite).
         sampling_handler: answers tools' ``ctx.sample(...)`` (``sampling/createMessage``
             params in, ``CreateMessageResult`` JSON out); without it they get a
             `ClientRequestError`.
         elicitation_handler: answers tools' ``ctx.elicit(...)`` (``elicitation/create``).
 
     Raises:
-        ValueError: an unknown built-in, built-ins without a ``data_dir``, or a
-            ``database_url`` that is not ``postgresql://``.
+        ValueError: an unknown built-in, built-ins without a ``data_dir``, a
+            ``database_url`` that is not ``postgresql://``, or replicas for an unknown or
+            in-process server or not a count ≥ 1.
         NotADirectoryError: ``data_dir`` is a file.
         TypeError: a `Server` to run in a worker is not importable by name (defined
             inside a function); raised here, before any process starts.
@@ -240,6 +252,7 @@ class WorkerPool:
         restart: RestartPolicy | None = None,
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
+        replicas: Mapping[str, int] | None = None,
     ) -> None:
         exit_if_bootstrapping()
         self._sources = list(servers)
@@ -284,6 +297,22 @@ class WorkerPool:
         self._max_frame = max_frame
         self._mp_context = multiprocess.get_context(start_method)
         self._restart = restart or RestartPolicy()
+        self._replicas = dict(replicas or {})
+        for name, count in self._replicas.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"replicas of {name!r} must be a whole number ≥ 1, not {count!r}")
+            if count > 1 and name in self._in_process:
+                raise ValueError(
+                    f"server {name!r} runs in this process and cannot have replicas; "
+                    "leave it out of in_process"
+                )
+        planned = {label for label, _ in self._plan()}
+        unknown = sorted(self._replicas.keys() - planned)
+        if unknown:
+            raise ValueError(
+                f"replicas for unknown server(s) {', '.join(unknown)}; "
+                f"servers: {', '.join(sorted(planned)) or '(none)'}"
+            )
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)
@@ -308,7 +337,8 @@ class WorkerPool:
             database_url=self._database_url,
         )
 
-    def _specs(self) -> list[_Spec]:
+    def _plan(self) -> list[tuple[str, ServerSource]]:
+        """``(label, source)`` of every nativemcp server to start (built-ins first)."""
         plan: list[tuple[str, ServerSource]] = [(n, BUILTIN_SERVERS[n]) for n in self._builtins]
         for source in self._sources:
             label = (
@@ -317,13 +347,20 @@ class WorkerPool:
                 else (source if isinstance(source, str) else getattr(source, "__name__", "server"))
             )
             plan.append((label, source))
+        return plan
+
+    def _specs(self) -> list[_Spec]:
         specs: list[_Spec] = []
-        for label, source in plan:
+        for label, source in self._plan():
             config = self._config(label)
             if label in self._in_process:
                 specs.append(_LocalSpec(label, source, config))
             else:
-                specs.append(_WorkerSpec(label, self._worker_factory(label, source)))
+                specs.append(
+                    _WorkerSpec(
+                        label, self._worker_factory(label, source), self._replicas.get(label, 1)
+                    )
+                )
         specs.extend(
             _ExternalSpec(spec, self._start_timeout, self._restart) for spec in self._external
         )
