@@ -7,6 +7,7 @@ over Streamable HTTP at ``http://127.0.0.1:PORT/mcp``.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -29,6 +30,23 @@ def sdk_server() -> object:
     app = MCPServer("bench")
 
     @app.tool()
+    def list_items(count: int = ITEMS) -> list[SdkItem]:
+        """List ``count`` items."""
+        return [
+            SdkItem(fileName=i.file_name, size=i.size, mimeType=i.mime_type, added=i.added)
+            for i in make_items(count)
+        ]
+
+    return app
+
+
+def fastmcp_server() -> Any:
+    """FastMCP's server with the same tool (needs the bench extra)."""
+    from fastmcp import FastMCP
+
+    app = FastMCP("bench")
+
+    @app.tool
     def list_items(count: int = ITEMS) -> list[SdkItem]:
         """List ``count`` items."""
         return [
