@@ -48,7 +48,7 @@ class Link(Protocol):
     @property
     def is_open(self) -> bool: ...
 
-    def write(self, frame: bytes) -> bool: ...
+    def write(self, frame: bytes, *, alone: bool = False) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -130,7 +130,7 @@ class _StreamLink:
     def is_open(self) -> bool:
         return not self._done and not self._closing
 
-    def write(self, frame: bytes) -> bool:
+    def write(self, frame: bytes, *, alone: bool = False) -> bool:
         if not self.is_open:
             return False
         self._outgoing.append(frame)

@@ -137,10 +137,11 @@ class _Connection:
         self.next_id += 1
         return self.next_id
 
-    def send(self, frame: bytes) -> None:
-        """Queue a frame for the next loop pass (never blocks; dropped once closed)."""
+    def send(self, frame: bytes, *, alone: bool = False) -> None:
+        """Queue a frame for the next loop pass (never blocks; dropped once closed);
+        ``alone``: no other frame is coming, send it now."""
         if self.channel is not None:
-            self.channel.write(frame)
+            self.channel.write(frame, alone=alone)
 
     def on_message(self, message: Any) -> None:
         if isinstance(message, Log):
@@ -541,7 +542,8 @@ class WorkerProcess:
             else None
         )
         try:
-            conn.send(frame)
+            # The only call in flight goes out at once; concurrent ones are batched.
+            conn.send(frame, alone=len(conn.pending) == 1)
             return await self._await_reply(
                 conn, inbox, on_progress, options.on_log, options.on_request
             )

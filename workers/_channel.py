@@ -104,6 +104,7 @@ class FrameChannel(asyncio.Protocol):
         self.closed: asyncio.Future[BaseException | None] = self._loop.create_future()
         self._outgoing: list[bytes] = []
         self._flush_scheduled = False
+        self._receiving = False
         self._is_closed = self.closed.done
 
     # -- asyncio.Protocol ---------------------------------------------------------------
@@ -113,9 +114,17 @@ class FrameChannel(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
-        error = self._reader.feed(data, self._is_closed)
+        # Frames written while these messages are handled (replies of inline tools) go
+        # out together when the batch is read, not a loop pass later.
+        self._receiving = True
+        try:
+            error = self._reader.feed(data, self._is_closed)
+        finally:
+            self._receiving = False
         if error is not None:
             self._fail(error)
+        elif self._outgoing:
+            self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():
@@ -135,22 +144,27 @@ class FrameChannel(asyncio.Protocol):
         """False once the channel closed or failed."""
         return not self.closed.done() and self._transport is not None
 
-    def write(self, frame: bytes) -> bool:
+    def write(self, frame: bytes, *, alone: bool = False) -> bool:
         """Queue a frame; False when the channel is closed.
 
         Frames go out in small batches: every `_BATCH` frames, and whatever is left at
-        the end of the loop pass. Many concurrent calls (or many replies to one batch of
-        frames) then cost a few system calls, not one each, while the peer can start on
-        the first frames before this side has queued the last; a lone call waits only
-        for the end of the pass.
+        the end of the loop pass (or of the batch of incoming frames being handled).
+        Many concurrent calls (or many replies to one batch of frames) then cost a few
+        system calls, not one each, while the peer can start on the first frames before
+        this side has queued the last. ``alone``: the writer knows no other frame is
+        coming in this pass (a lone call, the reply to the only running call): it goes
+        out at once, a loop pass sooner.
         """
         transport = self._transport
         if transport is None or transport.is_closing() or self.closed.done():
             return False
+        if alone and not self._outgoing and not self._receiving:
+            transport.write(frame)
+            return True
         self._outgoing.append(frame)
         if len(self._outgoing) >= _BATCH:
             self._flush()
-        elif not self._flush_scheduled:
+        elif not self._flush_scheduled and not self._receiving:
             self._flush_scheduled = True
             self._loop.call_soon(self._end_of_pass)
         return True

@@ -148,9 +148,10 @@ class _Outbox:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
 
-    def put(self, frame: bytes) -> None:
-        """Send a frame (event loop thread only); dropped once the channel is closed."""
-        self._channel.write(frame)
+    def put(self, frame: bytes, *, alone: bool = False) -> None:
+        """Send a frame (event loop thread only); dropped once the channel is closed.
+        ``alone``: nothing else is about to be sent; it goes out at once."""
+        self._channel.write(frame, alone=alone)
 
     def put_threadsafe(self, frame: bytes) -> None:
         """Send a frame from any thread."""
@@ -313,7 +314,8 @@ class _Worker:
             frame = encode_frame(
                 pack_reply(call.id, error_response(problem, code=INTERNAL_ERROR, id=call.id))
             )
-        self.outbox.put(frame)
+        # The reply of the only running call goes out at once; others are batched.
+        self.outbox.put(frame, alone=len(self.running) <= 1)
 
     async def answer(self, request_id: int, get: Any) -> None:
         try:
