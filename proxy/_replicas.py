@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from nativemcp.protocol import NativeMCPResponse, Tool
-from nativemcp.workers import ClientRequest, WorkerStartError
+from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
+from nativemcp.workers import WorkerStartError
 
-from ._handle import CallScope, LogHandler, ProgressCallback, ResourceListener
+from ._handle import CallOptions, ResourceListener
 from ._worker import WorkerProcess
 
 __all__ = ["ReplicaSet"]
@@ -32,7 +32,9 @@ T = TypeVar("T")
 class ReplicaSet:
     """Several `WorkerProcess` replicas of one server, seen as one `ServerHandle`."""
 
-    backend = "BuiltInWeb"
+    backend = BackendType.BUILTIN_WEB
+    trusts_type_refs = True
+    default_timeout: float | None = None
 
     def __init__(self, replicas: list[WorkerProcess]) -> None:
         if not replicas:
@@ -140,28 +142,10 @@ class ReplicaSet:
             self._load[index] -= 1
 
     async def call(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        *,
-        timeout: float,
-        on_progress: ProgressCallback | None,
-        on_log: LogHandler | None,
-        on_request: ClientRequest | None = None,
-        scope: CallScope | None = None,
+        self, tool: str, arguments: dict[str, Any], options: CallOptions
     ) -> NativeMCPResponse[Any]:
         """Run ``tool`` on the least-loaded replica (see `WorkerProcess.call`)."""
-        return await self._routed(
-            lambda replica: replica.call(
-                tool,
-                arguments,
-                timeout=timeout,
-                on_progress=on_progress,
-                on_log=on_log,
-                on_request=on_request,
-                scope=scope,
-            )
-        )
+        return await self._routed(lambda replica: replica.call(tool, arguments, options))
 
     async def call_value(
         self,
@@ -169,59 +153,42 @@ class ReplicaSet:
         arguments: dict[str, Any],
         result_type: Any,
         output_schema: Mapping[str, Any] | None,
-        *,
-        timeout: float,
-        on_progress: ProgressCallback | None,
-        on_log: LogHandler | None,
-        on_request: ClientRequest | None = None,
-        scope: CallScope | None = None,
+        options: CallOptions,
     ) -> Any:
         """Run ``tool`` on the least-loaded replica and return its typed value."""
         return await self._routed(
-            lambda replica: replica.call_value(
-                tool,
-                arguments,
-                result_type,
-                output_schema,
-                timeout=timeout,
-                on_progress=on_progress,
-                on_log=on_log,
-                on_request=on_request,
-                scope=scope,
-            )
+            lambda replica: replica.call_value(tool, arguments, result_type, output_schema, options)
         )
 
-    async def feature(self, method: str, params: dict[str, Any], *, timeout: float) -> Any:
+    async def feature(self, method: str, params: dict[str, Any], options: CallOptions) -> Any:
         """A resource, prompt or completion request, on the least-loaded replica."""
-        return await self._routed(lambda replica: replica.feature(method, params, timeout=timeout))
+        return await self._routed(lambda replica: replica.feature(method, params, options))
 
-    async def list_tools(self, *, timeout: float) -> list[Tool]:
+    async def list_tools(self, options: CallOptions) -> list[Tool]:
         """The server's current tool list (every replica runs the same server)."""
-        return await self._routed(lambda replica: replica.list_tools(timeout=timeout))
+        return await self._routed(lambda replica: replica.list_tools(options))
 
-    async def get_service_context(self, *, timeout: float) -> str:
+    async def get_service_context(self, options: CallOptions) -> str:
         """The server's service-context text."""
-        return await self._routed(lambda replica: replica.get_service_context(timeout=timeout))
+        return await self._routed(lambda replica: replica.get_service_context(options))
 
     async def switch_context(
-        self, session_id: str | None, thread_id: str | None, *, timeout: float
+        self, session_id: str | None, thread_id: str | None, options: CallOptions
     ) -> None:
         """Scope every replica's later calls to ``(session_id, thread_id)``.
 
         Raises:
             WorkerError: a replica could not switch (the first such error).
         """
-        await self._each(
-            lambda replica: replica.switch_context(session_id, thread_id, timeout=timeout)
-        )
+        await self._each(lambda replica: replica.switch_context(session_id, thread_id, options))
 
-    async def ping(self, *, timeout: float) -> None:
+    async def ping(self, options: CallOptions) -> None:
         """Round-trip an empty message to every replica.
 
         Raises:
             WorkerError: a replica did not answer (the first such error).
         """
-        await self._each(lambda replica: replica.ping(timeout=timeout))
+        await self._each(lambda replica: replica.ping(options))
 
     async def _each(self, operation: Callable[[WorkerProcess], Awaitable[None]]) -> None:
         """Run ``operation`` on every replica at once; raise the first error, bare, after

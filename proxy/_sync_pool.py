@@ -71,7 +71,7 @@ class SyncWorkerPool:
         workspace_root: str | Path | None = None,
         builtins: Iterable[str] | None = None,
         options: Mapping[str, Mapping[str, Any]] | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = DEFAULT_TIMEOUT,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         start_method: StartMethod = "spawn",
@@ -91,7 +91,8 @@ class SyncWorkerPool:
             start_method=start_method,
             restart=restart,
         )
-        self._timeout = timeout
+        # Seconds per call; 0 (or None) for no limit, as `SyncWorker` reads it.
+        self._timeout = 0.0 if timeout is None else timeout
         self._workers: dict[str, SyncWorker] = {}
         self._started = False
         self._closed = False

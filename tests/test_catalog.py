@@ -16,6 +16,12 @@ from nativemcp.workers import Server
 pytestmark = [pytest.mark.anyio]
 
 
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every test here runs on each."""
+    return str(request.param)
+
+
 @pytest.mark.real_process
 async def test_builtin_tools_are_listed_under_full_names_with_their_backend(
     tmp_path: Path,

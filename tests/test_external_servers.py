@@ -36,6 +36,13 @@ from nativemcp.proxy import (
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
+
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every test here runs on each."""
+    return str(request.param)
+
+
 HERE = Path(__file__).parent
 
 

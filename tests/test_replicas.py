@@ -15,6 +15,7 @@ import anyio.lowlevel
 import pytest
 
 from nativemcp.proxy import WorkerCrashed, WorkerPool
+from nativemcp.proxy._handle import CallOptions
 from nativemcp.proxy._replicas import ReplicaSet
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
@@ -94,7 +95,7 @@ async def test_a_crash_restarts_only_that_replica_and_the_others_serve_on() -> N
         with anyio.fail_after(20):
             while True:  # a ping that meets the dying process fails; the next one waits
                 try:  # for the restarted replica
-                    await replicas.replicas[1].ping(timeout=20)
+                    await replicas.replicas[1].ping(CallOptions(timeout=20))
                     break
                 except WorkerCrashed:
                     continue
