@@ -125,10 +125,14 @@ class _FoldTable(dict[int, str]):
         stripped = "".join(c for c in base if not unicodedata.combining(c))
         # Recomposed: a Hangul syllable decomposes into jamo and must stay one syllable.
         folded = unicodedata.normalize("NFC", stripped).casefold()
+        if len(folded) != 1:
+            _RESIZING.add(chr(codepoint))
         self[codepoint] = folded
         return folded
 
 
+_RESIZING: Final[set[str]] = set()
+"""Characters seen so far that fold to more or fewer than one character (``ß``, ``ﬁ``)."""
 _FOLD: Final = _FoldTable()
 
 
@@ -157,6 +161,11 @@ def fold(text: str) -> Folded:
     """
     if text.isascii():
         return Folded(text.lower(), None)
+    # str.translate runs the table in C (its misses fill it): one pass, no list. Only a
+    # text with a character that changes length needs the map back to the original.
+    folded = text.translate(_FOLD)
+    if len(folded) == len(text) and _RESIZING.isdisjoint(text):
+        return Folded(folded, None)
     pieces = [_FOLD[ord(char)] for char in text]
     folded = "".join(pieces)
     if len(folded) == len(text) and all(len(piece) == 1 for piece in pieces):
