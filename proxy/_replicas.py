@@ -19,7 +19,7 @@ import anyio
 import anyio.abc
 
 from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
-from nativemcp.workers import WorkerStartError
+from nativemcp.workers import ServerStartError
 
 from ._handle import CallOptions, ResourceListener
 from ._worker import WorkerProcess
@@ -84,15 +84,15 @@ class ReplicaSet:
         and its schema), then the others together.
 
         Raises:
-            WorkerStartError: a replica failed its first start (the others are closed).
+            ServerStartError: a replica failed its first start (the others are closed).
         """
-        errors: list[WorkerStartError] = []
+        errors: list[ServerStartError] = []
         async with anyio.create_task_group() as supervisors:
 
             async def start(replica: WorkerProcess) -> None:
                 try:
                     await supervisors.start(replica.run)
-                except WorkerStartError as exc:
+                except ServerStartError as exc:
                     errors.append(exc)
 
             await start(self.replicas[0])

@@ -17,7 +17,6 @@ new one (at most ``restart.max_restarts`` in ``restart.window`` seconds).
 from __future__ import annotations
 
 import itertools
-import os
 import select
 import socket
 import threading
@@ -40,7 +39,6 @@ from nativemcp.workers import (
     describe_exit,
 )
 from nativemcp.workers._channel import FrameReader
-from nativemcp.workers._host import worker_main
 from nativemcp.workers._wire import (
     Answer,
     Ask,
@@ -62,12 +60,12 @@ from nativemcp.workers._wire import (
 
 from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._worker import (
-    _SPAWNER,
     KILL_GRACE,
     SHUTDOWN_GRACE,
     TERMINATE_GRACE,
     RestartPolicy,
     _emit_log,
+    launch,
 )
 
 __all__ = ["SyncWorker"]
@@ -231,25 +229,14 @@ class SyncWorker:
         return conn.process.pid if conn is not None and conn.alive else None
 
     def spawn(self) -> _Connection:
-        """Start the worker process (the handshake is `finish_start`'s)."""
-        parent_sock, child_sock = socket.socketpair()
-        process = self._mp_context.Process(
-            target=worker_main,
-            args=(child_sock, self._source, self._config, self._max_frame, os.getpid()),
-            name=f"nativemcp-worker-{self.label}",
-            daemon=True,
+        """Start the worker process (the handshake is `finish_start`'s).
+
+        Raises:
+            ServerStartError: the server cannot be sent to a worker process.
+        """
+        process, parent_sock = launch(
+            self._source, self._config, self._mp_context, self._max_frame, self.label
         )
-        try:
-            # From the one long-lived thread: see `_SPAWNER` (the parent-death signal).
-            _SPAWNER.submit(process.start).result()
-        except Exception as exc:
-            parent_sock.close()
-            reason = str(exc)
-            if not reason.startswith(f"server {self.label!r}"):
-                reason = f"server {self.label!r} cannot be sent to a worker process: {reason}"
-            raise ServerStartError(reason, server=self.label) from exc
-        finally:
-            child_sock.close()
         return _Connection(process, parent_sock, self.label, self._max_frame)
 
     def finish_start(self, conn: _Connection) -> None:

@@ -337,29 +337,13 @@ class WorkerProcess:
         self._connected.set()  # wake waiting callers: they get the failure
 
     async def _spawn(self) -> _Connection:
-        parent_sock, child_sock = socket.socketpair()
-        process = self._mp_context.Process(
-            target=worker_main,
-            args=(child_sock, self._source, self._config, self._max_frame, os.getpid()),
-            name=f"nativemcp-worker-{self.label}",
-            daemon=True,
-        )
-        try:
-            # Shielded: a started process must be seen through (closed below).
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: _SPAWNER.submit(process.start).result())
-        except (TypeError, AttributeError, pickle.PicklingError) as exc:
-            parent_sock.close()
-            # `Server.__reduce__` already names the server and the fix: say it once.
-            reason = str(exc)
-            if not reason.startswith(f"server {self.label!r}"):
-                reason = f"server {self.label!r} cannot be sent to a worker process: {reason}"
-            raise ServerStartError(reason, server=self.label) from exc
-        except BaseException:
-            parent_sock.close()
-            raise
-        finally:
-            child_sock.close()
+        # Shielded: a started process must be seen through (closed below).
+        with anyio.CancelScope(shield=True):
+            process, parent_sock = await anyio.to_thread.run_sync(
+                lambda: launch(
+                    self._source, self._config, self._mp_context, self._max_frame, self.label
+                )
+            )
         assert self._backend is not None
         conn = _Connection(process, self.label, self._backend)
         try:
@@ -649,6 +633,42 @@ class WorkerProcess:
     async def ping(self, options: CallOptions) -> None:
         """Round-trip an empty message."""
         await self._request(lambda i: Ping(id=i), "ping", options)
+
+
+def launch(
+    source: ServerSource, config: ServerConfig, mp_context: Any, max_frame: int, label: str
+) -> tuple[Any, socket.socket]:
+    """Start a worker process for ``source``: ``(process, the parent's socket)``.
+
+    Blocking (it waits for `_SPAWNER`); the async and the blocking pools both start
+    their workers here. The handshake is the caller's.
+
+    Raises:
+        ServerStartError: the server cannot be sent to a worker process.
+    """
+    parent_sock, child_sock = socket.socketpair()
+    process = mp_context.Process(
+        target=worker_main,
+        args=(child_sock, source, config, max_frame, os.getpid()),
+        name=f"nativemcp-worker-{label}",
+        daemon=True,
+    )
+    try:
+        # From the one long-lived thread: see `_SPAWNER` (the parent-death signal).
+        _SPAWNER.submit(process.start).result()
+    except (TypeError, AttributeError, pickle.PicklingError) as exc:
+        parent_sock.close()
+        # `Server.__reduce__` already names the server and the fix: say it once.
+        reason = str(exc)
+        if not reason.startswith(f"server {label!r}"):
+            reason = f"server {label!r} cannot be sent to a worker process: {reason}"
+        raise ServerStartError(reason, server=label) from exc
+    except BaseException:
+        parent_sock.close()
+        raise
+    finally:
+        child_sock.close()
+    return process, parent_sock
 
 
 def _exit_text(process: Any) -> str:

@@ -14,7 +14,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from nativemcp.proxy import WorkerCrashed, WorkerPool
+from nativemcp.proxy import ServerCrashed, WorkerPool
 from nativemcp.proxy._handle import CallOptions
 from nativemcp.proxy._replicas import ReplicaSet
 
@@ -97,7 +97,7 @@ async def test_a_crash_restarts_only_that_replica_and_the_others_serve_on() -> N
                 try:  # for the restarted replica
                     await replicas.replicas[1].ping(CallOptions(timeout=20))
                     break
-                except WorkerCrashed:
+                except ServerCrashed:
                     continue
             # The other replicas served on: same processes, never restarted.
             assert [await testing.echo(text=str(i)) for i in range(6)] == [str(i) for i in range(6)]
