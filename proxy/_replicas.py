@@ -178,7 +178,7 @@ class ReplicaSet:
         """Scope every replica's later calls to ``(session_id, thread_id)``.
 
         Raises:
-            WorkerError: a replica could not switch (the first such error).
+            ServerError: a replica could not switch (the first such error).
         """
         await self._each(lambda replica: replica.switch_context(session_id, thread_id, options))
 
@@ -186,7 +186,7 @@ class ReplicaSet:
         """Round-trip an empty message to every replica.
 
         Raises:
-            WorkerError: a replica did not answer (the first such error).
+            ServerError: a replica did not answer (the first such error).
         """
         await self._each(lambda replica: replica.ping(options))
 
