@@ -52,7 +52,7 @@ from bench._report import emit_json, parse_args, print_table, ratio
 from bench._roundtrip_floor import CALLERS, REQUEST, AsyncioEcho, RawPipe
 from bench._roundtrip_servers import ITEMS, Item
 from nativemcp.protocol import NativeMCPResponse, unwrap
-from nativemcp.proxy import SyncWorkerPool, WorkerPool
+from nativemcp.proxy import CallOptions, SyncWorkerPool, WorkerPool
 from nativemcp.workers._wire import Call, encode_frame, pack_reply, reply_value
 
 _SERVER = "bench._roundtrip_servers:server"
@@ -186,7 +186,7 @@ async def main(quick: bool, as_json: bool, replicas: int = 1) -> dict[str, Any]:
 
             async def full_call() -> object:
                 reply = await worker._call(
-                    "list_items", {"count": ITEMS}, 60.0, None, None, None, None, value_only=False
+                    "list_items", {"count": ITEMS}, CallOptions(timeout=60.0), value_only=False
                 )
                 return reply_value(reply, list[Item], tool="list_items", output_schema=schema)
 
