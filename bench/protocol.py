@@ -9,9 +9,13 @@ a datetime and a few plain fields, as rich text plus ``structuredContent`` of
   result, then ``TypeAdapter(list[PItem]).validate_python`` of ``structured_content``.
 - nativemcp: ``unwrap(wire, list[Item])`` on the JSON-RPC response bytes (one typed
   pass), and ``unwrap(decode_response(wire), list[Item])`` (two steps), in JSON and
-  msgpack; plus the frame a nativemcp worker sends (msgpack with ``structuredResult``).
+  msgpack; plus the frame a nativemcp worker sends for ``call_tool`` (msgpack with
+  ``structuredResult``) and the value-only reply it sends for a typed method call (the
+  envelope and ``structuredResult``, no text: what app code's calls decode).
 - floor: msgspec decoding only the bare list, no envelope and no text: no decode +
   unwrap of the whole result can beat it.
+
+The goal: one-pass unwrap within 1.25x the floor (pydantic's distance is shown too).
 
 Run: ``python -m bench.protocol [--quick] [--json]``.
 """
@@ -29,6 +33,7 @@ import pydantic
 
 from bench._report import emit_json, parse_args, print_table, ratio, time_interleaved
 from nativemcp.protocol import (
+    CallToolResult,
     NativeMCPResponse,
     decode_response,
     encode,
@@ -37,7 +42,8 @@ from nativemcp.protocol import (
 )
 
 ITEMS: Final = 20
-GOAL: Final = 10.0
+GOAL: Final = 1.25
+"""One-pass unwrap at most this many times the floor's time."""
 """nativemcp's one-pass unwrap should be at least this many times faster than pydantic."""
 
 
@@ -96,6 +102,10 @@ def _contenders() -> tuple[list[tuple[str, int, Callable[[], object]]], list[Ite
     json_wire = encode(sdk_form)
     msgpack_wire = encode(sdk_form, format="msgpack")
     worker_frame = encode(response, format="msgpack")
+    value_only: NativeMCPResponse[Any] = NativeMCPResponse(
+        id=7, result=CallToolResult(content=[]), structured_result=items
+    )
+    value_frame = encode(value_only, format="msgpack")
     result_json = msgspec.json.encode(response.result)
     bare_list = msgspec.msgpack.encode(items)
     bare_decoder = msgspec.msgpack.Decoder(list[Item])
@@ -127,6 +137,11 @@ def _contenders() -> tuple[list[tuple[str, int, Callable[[], object]]], list[Ite
             "nativemcp worker frame (msgpack + structuredResult)",
             len(worker_frame),
             lambda: unwrap(worker_frame, list[Item], format="msgpack"),
+        ),
+        (
+            "nativemcp value-only reply (typed call), unwrap(bytes)",
+            len(value_frame),
+            lambda: unwrap(value_frame, list[Item], format="msgpack"),
         ),
         (
             "floor: msgspec decode of the bare list (msgpack)",
@@ -170,9 +185,17 @@ def main(argv: list[str] | None = None) -> None:
         ["contender", "bytes", "median us", "x faster than pydantic"],
         rows,
     )
-    best = max(ratios[1:3])  # the one-pass rows: unwrap(bytes) in JSON and msgpack
-    verdict = "met" if best >= GOAL else "NOT met"
-    print(f"goal: one-pass unwrap >= {GOAL:g}x faster than pydantic: {verdict} (best {best:.1f}x)")
+    floor = medians[-1]
+    # The one-pass rows: unwrap(bytes) of the full response (JSON, msgpack) and of the
+    # value-only reply a typed call gets.
+    full = min(medians[1:3]) / floor
+    value = medians[-2] / floor
+    best = min(full, value)
+    verdict = "met" if best <= GOAL else "NOT met"
+    print(
+        f"goal: one-pass unwrap <= {GOAL:g}x the floor: {verdict} (value-only reply "
+        f"{value:.2f}x, full response {full:.2f}x; pydantic {baseline / floor:.1f}x)"
+    )
     if args.json:
         emit_json(
             {
@@ -180,9 +203,10 @@ def main(argv: list[str] | None = None) -> None:
                 "quick": args.quick,
                 "items": ITEMS,
                 "unit": "us",
-                "goal_ratio": GOAL,
-                "best_ratio": round(best, 2),
-                "goal_met": best >= GOAL,
+                "goal_x_floor": GOAL,
+                "value_only_x_floor": round(value, 3),
+                "full_response_x_floor": round(full, 3),
+                "goal_met": best <= GOAL,
                 "contenders": [
                     {"name": name, "bytes": size, "median_us": round(us, 3), "ratio": round(r, 2)}
                     for (name, size, _), us, r in zip(contenders, medians, ratios, strict=True)

@@ -198,11 +198,11 @@ def _convert(value: Any, type_: Any) -> Any:
 
 
 # The typed fast path. `unwrap` on wire bytes first tries one pass: the envelope and
-# the content blocks are decoded and validated, the structured payloads are kept as
-# raw bytes, and only the one that the priority order picks is decoded, straight into
-# the requested type. Anything unusual (an error, an unknown block, a value that does
-# not convert) returns _MISSING and the general path decides, so both give the same
-# answer and the same errors.
+# the content blocks are decoded and validated, ``structuredResult`` (first in the
+# priority order) straight into the requested type, ``structuredContent`` kept as raw
+# bytes and decoded into the type only when no ``structuredResult`` came. Anything
+# unusual (an error, an unknown block, a value that does not convert) returns _MISSING
+# and the general path decides, so both give the same answer and the same errors.
 
 _ABSENT: Final = msgspec.Raw(b"")
 _NULL: Final = {"json": b"null", "msgpack": b"\xc0"}
@@ -215,12 +215,16 @@ class _LazyResult(msgspec.Struct, rename="camel", kw_only=True):
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
 
 
-class _LazyResponse(msgspec.Struct, rename="camel", kw_only=True):
+class _TypedResponse(msgspec.Struct, Generic[T], rename="camel", kw_only=True):
+    """A response with ``structuredResult`` decoded into ``T`` in the same pass (a
+    value-only reply is read once, not scanned and then decoded) and
+    ``structuredContent`` kept raw."""
+
     jsonrpc: str = JSONRPC_VERSION
     id: int | str | None = None
     result: _LazyResult | None = None
     error: ErrorObject | None = None
-    structured_result: msgspec.Raw = _ABSENT
+    structured_result: T | None = None
 
 
 class _Wrapped(msgspec.Struct, Generic[T], forbid_unknown_fields=True):
@@ -232,12 +236,6 @@ class _Plan(msgspec.Struct, frozen=True):
     value: Any
     wrapped: Any
     wants_object: bool
-
-
-_ENVELOPE_DECODERS: Final = {
-    "json": msgspec.json.Decoder(_LazyResponse),
-    "msgpack": msgspec.msgpack.Decoder(_LazyResponse),
-}
 
 
 _PLANS: Final[dict[tuple[Any, str], _Plan | None]] = {}
@@ -267,9 +265,10 @@ def _make_plan(type_: Any, format: str) -> _Plan | None:
     try:
         value = module.Decoder(type_)
         wrapped = module.Decoder(_Wrapped[type_])
+        envelope = module.Decoder(_TypedResponse[type_])
     except TypeError:
         return None  # a type msgspec cannot decode: the general path explains why
-    return _Plan(_ENVELOPE_DECODERS[format], value, wrapped, wants_object)
+    return _Plan(envelope, value, wrapped, wants_object)
 
 
 def _is_present(raw: msgspec.Raw, format: str) -> bool:
@@ -302,7 +301,8 @@ def _unwrap_direct(
     if plan is None or (format == "msgpack" and isinstance(data, str)):
         return _MISSING
     try:
-        lazy: _LazyResponse = plan.envelope.decode(data)
+        # A structuredResult that does not convert fails here: the general path decides.
+        lazy: _TypedResponse[Any] = plan.envelope.decode(data)
     except (msgspec.MsgspecError, UnicodeError, RecursionError):
         return _MISSING
     result = lazy.result
@@ -318,9 +318,9 @@ def _unwrap_direct(
     has_structured = _is_present(structured, format)
     if has_structured and not _is_object_raw(structured, format):
         return _MISSING  # malformed: the general path raises ProtocolError
+    if lazy.structured_result is not None:
+        return lazy.structured_result
     try:
-        if _is_present(lazy.structured_result, format):
-            return plan.value.decode(lazy.structured_result)
         if not has_structured:
             return _MISSING
         marked = _marked_wrapped(result.meta, output_schema)
