@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
+from nativemcp.protocol import SERVICE_META_KEY as SERVICE_META_KEY
 from nativemcp.protocol import (
     ContentBlock,
     NativeMCPResponse,
@@ -32,9 +33,6 @@ __all__ = [
     "ServerEntry",
     "UIActionTarget",
 ]
-
-SERVICE_META_KEY: Final = "io.github.nativemcp/service"
-"""The ``_meta`` key of a tool or content block naming the service it belongs to."""
 
 
 @dataclass(frozen=True)
