@@ -21,7 +21,6 @@ import json
 import logging
 import math
 import os
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -460,7 +459,7 @@ class ExternalServer:
                 except ServerStartError as exc:
                     if not started:
                         raise
-                    if not self._may_restart(recent):
+                    if not self._restart.allow_restart(recent):
                         self._give_up(exc)
                         return
                     _logger.error("%s; retrying in %.2f s", exc, backoff)
@@ -474,7 +473,7 @@ class ExternalServer:
                         self.spec.describe(),
                         tail,
                     )
-                    if not self._may_restart(recent):
+                    if not self._restart.allow_restart(recent):
                         self._give_up(
                             ServerStartError(f"MCP server {self.name!r} stopped", server=self.name)
                         )
@@ -485,12 +484,6 @@ class ExternalServer:
         finally:
             self._client = None
             self._finished.set()
-
-    def _may_restart(self, recent: list[float]) -> bool:
-        now = time.monotonic()
-        recent[:] = [t for t in recent if now - t < self._restart.window]
-        recent.append(now)
-        return len(recent) <= self._restart.max_restarts
 
     def _give_up(self, cause: Exception) -> None:
         self._failure = ServerStartError(

@@ -323,15 +323,12 @@ class SyncWorker:
                 conn.sock.close()
                 _stop(conn.process, 0.5)
                 self._conn = None
-            now = time.monotonic()
-            self._recent = [t for t in self._recent if now - t < self._restart.window]
-            if len(self._recent) >= self._restart.max_restarts:
+            if not self._restart.allow_restart(self._recent):
                 raise ServerStartError(
                     f"worker for server {self.name!r} stopped restarting after "
                     f"{self._restart.max_restarts} restarts in {self._restart.window:g} s",
                     server=self.name,
                 )
-            self._recent.append(now)
             fresh = self.spawn()
             self.finish_start(fresh)
             return fresh

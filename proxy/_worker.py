@@ -105,6 +105,17 @@ class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
     max_backoff: float = 2.0
     healthy_after: float = 30.0
 
+    def allow_restart(self, recent: list[float]) -> bool:
+        """Record a restart now in ``recent`` (restart times, pruned here to the window)
+        and say whether it stays within ``max_restarts`` per ``window`` seconds.
+
+        The one budget rule for every supervisor: worker, blocking worker, external server.
+        """
+        now = time.monotonic()
+        recent[:] = [t for t in recent if now - t < self.window]
+        recent.append(now)
+        return len(recent) <= self.max_restarts
+
 
 _SPAWNER: Final = concurrent.futures.ThreadPoolExecutor(
     max_workers=1, thread_name_prefix="nativemcp-spawner"
@@ -285,7 +296,7 @@ class WorkerProcess:
             except ServerStartError as exc:
                 if not started:
                     raise
-                if not self._may_restart(recent):
+                if not self._restart.allow_restart(recent):
                     self._give_up(exc)
                     return
                 _logger.error("%s; retrying in %.2f s", exc, backoff)
@@ -305,7 +316,7 @@ class WorkerProcess:
                 recent.clear()
                 backoff = self._restart.backoff
             process = conn.process
-            if not self._may_restart(recent):
+            if not self._restart.allow_restart(recent):
                 self._give_up(
                     ServerCrashed(server=self.name, exitcode=process.exitcode, pid=process.pid)
                 )
@@ -320,12 +331,6 @@ class WorkerProcess:
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, self._restart.max_backoff)
             self.restarts += 1
-
-    def _may_restart(self, recent: list[float]) -> bool:
-        now = time.monotonic()
-        recent[:] = [t for t in recent if now - t < self._restart.window]
-        recent.append(now)
-        return len(recent) <= self._restart.max_restarts
 
     def _give_up(self, cause: ServerError) -> None:
         self._failure = ServerStartError(
