@@ -90,7 +90,8 @@ async def slow(ctx: Context, key: str) -> str:
 @server.tool
 def release(key: str) -> bool:
     """Lets the `slow` call waiting on `key` finish."""
-    _released.setdefault(key, anyio.Event()).set()
+    # A sync tool runs in a worker thread: the event loop's objects are set through it.
+    anyio.from_thread.run_sync(_released.setdefault(key, anyio.Event()).set)
     return True
 
 

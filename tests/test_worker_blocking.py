@@ -2,7 +2,8 @@
 
 Sync tools run in worker threads (unless declared ``inline``); the content store reaches
 SQLite from threads only. Each test here would stall for the length of the blocking
-work (seconds) if that work ran on the worker's event loop, and fails at its bound.
+work (seconds) if that work ran on the worker's event loop or its reading thread, and
+fails at its bound.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The frame channel on an asyncio transport: no task hop and no syscall per message
 beyond the socket's own read and write.
 
-Both ends speak length-prefixed msgpack frames (see `_wire`). Incoming frames are
-decoded in ``data_received`` and handed to a callback at once; writing never blocks
+Both ends speak length-prefixed msgpack frames (see `_wire`). The transport reads into
+the channel's own reusable buffer; frames are decoded as they complete and handed to a
+callback at once; writing never blocks
 the loop: frames queue and go out together on the loop's next pass (the transport
 buffers whatever the peer has not read yet).
 """
@@ -29,14 +30,31 @@ _BATCH: Final = 4
 """Frames queued before they go out without waiting for the end of the loop pass."""
 
 
+_CHUNK: Final = 64 * 1024
+"""Free space offered to each socket read. The receive buffer is allocated once and
+reused: a fresh 256 KiB buffer per read (what ``sock.recv`` and asyncio's default
+transport read into) costs a memory mapping and page faults on every message, more
+than the rest of a small call."""
+
+
 class FrameReader:
     """Splits a byte stream into frames and decodes each as it completes.
 
-    Transport-free, so that every channel (the asyncio protocol below, the proxy's
-    anyio stream for other backends) reads frames by the same rules.
+    Transport-free, so that every channel (the asyncio protocol below, the blocking
+    client, the proxy's anyio stream for other backends) reads frames by the same rules.
+    Reads go straight into the reader's own buffer (`get_buffer`, then `buffer_updated`);
+    `feed` takes bytes read elsewhere.
     """
 
-    __slots__ = ("_buffer", "_decoder", "_max_frame", "_on_message", "_on_undecodable")
+    __slots__ = (
+        "_buffer",
+        "_decoder",
+        "_end",
+        "_max_frame",
+        "_on_message",
+        "_on_undecodable",
+        "_start",
+    )
 
     def __init__(
         self,
@@ -49,46 +67,97 @@ class FrameReader:
         self._max_frame = max_frame
         self._on_message = on_message
         self._on_undecodable = on_undecodable
-        self._buffer = bytearray()
+        self._buffer = bytearray(_CHUNK)
+        self._start = 0  # the unread bytes are _buffer[_start:_end]
+        self._end = 0
 
-    def feed(self, data: bytes, stop: Callable[[], bool] = lambda: False) -> ProtocolError | None:
-        """Hand every complete frame in ``data`` (and what came before) to the callbacks.
+    def get_buffer(self) -> memoryview:
+        """Free space for the next read: at least `_CHUNK` bytes, or room for the whole
+        frame being received when the length prefix says it is bigger."""
+        needed = _CHUNK
+        pending = self._end - self._start
+        if pending >= HEADER_SIZE:
+            size = int.from_bytes(self._buffer[self._start : self._start + HEADER_SIZE], "big")
+            if frame_fits(size, self._max_frame):  # else buffer_updated reports it
+                needed = max(needed, HEADER_SIZE + size - pending)
+        if len(self._buffer) - self._end < needed:
+            self._make_room(pending + needed)
+        return memoryview(self._buffer)[self._end :]
+
+    def _make_room(self, capacity: int) -> None:
+        # The caller may still hold a view of the buffer, so it is never resized in
+        # place: the unread bytes move to the front, or to a new, bigger buffer.
+        buffer, start, end = self._buffer, self._start, self._end
+        if capacity <= len(buffer):
+            buffer[: end - start] = buffer[start:end]
+        else:
+            bigger = bytearray(max(capacity, 2 * len(buffer)))
+            bigger[: end - start] = buffer[start:end]
+            self._buffer = bigger
+        self._start, self._end = 0, end - start
+
+    def buffer_updated(
+        self, nbytes: int, stop: Callable[[], bool] = lambda: False
+    ) -> ProtocolError | None:
+        """``nbytes`` were read into the last `get_buffer`: hand every complete frame
+        to the callbacks.
 
         Returns the error that puts the stream out of step (an oversized or, without
         ``on_undecodable``, an undecodable frame), after which nothing more is read.
         ``stop`` is asked after each message: True ends the reading early.
         """
-        buffer = self._buffer
-        buffer += data
-        position = 0
-        available = len(buffer)
-        while available - position >= HEADER_SIZE:
-            size = int.from_bytes(buffer[position : position + HEADER_SIZE], "big")
-            if not frame_fits(size, self._max_frame):
-                return ProtocolError(f"incoming frame of {size} bytes exceeds {self._max_frame}")
-            end = position + HEADER_SIZE + size
-            if end > available:
-                break
-            payload = bytes(buffer[position + HEADER_SIZE : end])
-            position = end
-            try:
-                message = self._decoder.decode(payload)
-            except msgspec.MsgspecError as exc:
-                if self._on_undecodable is None:
-                    return ProtocolError(f"undecodable frame: {exc}")
-                # The length prefix was valid, so the stream is still in step: only
-                # this one message is bad, and the receiver answers or drops it.
-                self._on_undecodable(payload, exc)
-            else:
-                self._on_message(message)
-            if stop():
-                return None
-        if position:
-            del buffer[:position]
-        return None
+        self._end += nbytes
+        return self._parse(stop)
+
+    def feed(self, data: bytes, stop: Callable[[], bool] = lambda: False) -> ProtocolError | None:
+        """As `buffer_updated`, for ``data`` read into a buffer of its own."""
+        size = len(data)
+        if len(self._buffer) - self._end < size:
+            self._make_room(self._end - self._start + size)
+        self._buffer[self._end : self._end + size] = data
+        return self.buffer_updated(size, stop)
+
+    def _parse(self, stop: Callable[[], bool]) -> ProtocolError | None:
+        position, end = self._start, self._end
+        error: ProtocolError | None = None
+        with memoryview(self._buffer) as view:
+            while end - position >= HEADER_SIZE:
+                size = int.from_bytes(view[position : position + HEADER_SIZE], "big")
+                if not frame_fits(size, self._max_frame):
+                    error = ProtocolError(
+                        f"incoming frame of {size} bytes exceeds {self._max_frame}"
+                    )
+                    break
+                frame_end = position + HEADER_SIZE + size
+                if frame_end > end:
+                    break
+                # A copy: decoded messages may keep the payload (`msgspec.Raw`), and the
+                # buffer is reused.
+                payload = bytes(view[position + HEADER_SIZE : frame_end])
+                position = frame_end
+                try:
+                    message = self._decoder.decode(payload)
+                except msgspec.MsgspecError as exc:
+                    if self._on_undecodable is None:
+                        error = ProtocolError(f"undecodable frame: {exc}")
+                        break
+                    # The length prefix was valid, so the stream is still in step: only
+                    # this one message is bad, and the receiver answers or drops it.
+                    self._on_undecodable(payload, exc)
+                else:
+                    self._on_message(message)
+                if stop():
+                    break
+        if position == end:
+            self._start = self._end = 0
+            if len(self._buffer) > _CHUNK:  # a big frame has gone: give its memory back
+                self._buffer = bytearray(_CHUNK)
+        else:
+            self._start = position
+        return error
 
 
-class FrameChannel(asyncio.Protocol):
+class FrameChannel(asyncio.BufferedProtocol):
     """One end of a worker channel: decodes frames as they arrive, writes frames."""
 
     def __init__(
@@ -107,18 +176,21 @@ class FrameChannel(asyncio.Protocol):
         self._receiving = False
         self._is_closed = self.closed.done
 
-    # -- asyncio.Protocol ---------------------------------------------------------------
+    # -- asyncio.BufferedProtocol ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, only alike.
         self._transport = cast(asyncio.Transport, transport)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._reader.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         # Frames written while these messages are handled (replies of inline tools) go
         # out together when the batch is read, not a loop pass later.
         self._receiving = True
         try:
-            error = self._reader.feed(data, self._is_closed)
+            error = self._reader.buffer_updated(nbytes, self._is_closed)
         finally:
             self._receiving = False
         if error is not None:

@@ -4,6 +4,11 @@ Started by the proxy with `multiprocess` (spawn or forkserver). Stdout and stder
 not the channel: ``print`` output and log records are forwarded as `Log` frames to the
 parent's ``logging``. The worker exits when told to shut down or when the channel
 closes (the parent is gone), so it never outlives its pool.
+
+Threads, not the event loop, read the channel (`ReaderThreads`): sync tools that take no
+`Context` run where their call was read, and everything else (async tools, pings,
+features, context switches) is handed to the event loop in batches. Every thread writes
+through one `FrameWriter`.
 """
 
 from __future__ import annotations
@@ -35,11 +40,14 @@ from nativemcp.protocol import (
     error_response,
 )
 
-from ._channel import FrameChannel, Inbox, open_channel
+from ._channel import Inbox
 from ._config import ServerConfig, ServerSource, load_server
 from ._context import Notification, ProgressNotification
 from ._feature_dispatch import answer_feature
-from ._server import Server
+from ._frame_writer import FrameWriter
+from ._readers import Job, ReaderThreads
+from ._server import TOOL_THREADS, Server
+from ._threads import loop_thread_marker
 from ._wire import (
     Answer,
     Ask,
@@ -74,6 +82,8 @@ except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
 
 _SHUTDOWN_HOOK_TIMEOUT: Final = 5.0
 """How long the server's shutdown hooks may take before the worker exits anyway."""
+_CLOSE_TIMEOUT: Final = 1.0
+"""How long the last frames may take to reach the parent (it may be gone)."""
 _PARENT_POLL: Final = 0.1
 """Seconds between parent checks where the parent cannot be waited on (no pidfd)."""
 _PR_SET_PDEATHSIG: Final = 1
@@ -139,35 +149,12 @@ def die_with_parent(parent_pid: int) -> None:
     ).start()
 
 
-class _Outbox:
-    """Frames to the parent; `put_threadsafe` works from any thread without blocking it."""
-
-    def __init__(self, channel: FrameChannel) -> None:
-        self._channel = channel
-        # The worker always runs on asyncio (or uvloop): anyio.run's default backend.
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
-
-    def put(self, frame: bytes, *, alone: bool = False) -> None:
-        """Send a frame (event loop thread only); dropped once the channel is closed.
-        ``alone``: nothing else is about to be sent; it goes out at once."""
-        self._channel.write(frame, alone=alone)
-
-    def put_threadsafe(self, frame: bytes) -> None:
-        """Send a frame from any thread."""
-        if threading.get_ident() == self._loop_thread:
-            self.put(frame)
-            return
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is exiting
-            self._loop.call_soon_threadsafe(self.put, frame)
-
-
 class _ForwardHandler(logging.Handler):
     """Sends every log record to the parent as a `Log` frame."""
 
-    def __init__(self, outbox: _Outbox) -> None:
+    def __init__(self, writer: FrameWriter) -> None:
         super().__init__()
-        self._outbox = outbox
+        self._writer = writer
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -178,7 +165,7 @@ class _ForwardHandler(logging.Handler):
         except Exception:  # a broken record must never take the worker down
             self.handleError(record)
             return
-        self._outbox.put_threadsafe(frame)
+        self._writer.write(frame)
 
 
 class _LogWriter(io.TextIOBase):
@@ -206,9 +193,9 @@ class _LogWriter(io.TextIOBase):
 
 
 class _Worker:
-    def __init__(self, server: Server, outbox: _Outbox, max_frame: int) -> None:
+    def __init__(self, server: Server, writer: FrameWriter, max_frame: int) -> None:
         self.server = server
-        self.outbox = outbox
+        self.writer = writer
         self.max_frame = max_frame
         self.idle = True  # False while the dispatcher awaits a message's handling
         # Calls run as plain asyncio tasks: a third of the cost of a task-group task,
@@ -225,7 +212,7 @@ class _Worker:
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self.asks[ask_id] = future
         try:
-            self.outbox.put(
+            self.writer.write(
                 encode_frame(Ask(id=ask_id, call=call_id, method=method, params=params))
             )
             answer = await future
@@ -244,17 +231,17 @@ class _Worker:
         try:
             value = await answer_feature(self.server, request.method, request.params)
         except FeatureError as exc:
-            self.outbox.put(encode_frame(Result(id=request.id, error=exc.message, code=exc.code)))
+            self.writer.write(encode_frame(Result(id=request.id, error=exc.message, code=exc.code)))
             return
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             logging.getLogger("nativemcp.worker").exception("%s failed", request.method)
-            self.outbox.put(
+            self.writer.write(
                 encode_frame(Result(id=request.id, error=f"{type(exc).__name__}: {exc}"))
             )
             return
-        self.outbox.put(encode_frame(Result(id=request.id, value=value)))
+        self.writer.write(encode_frame(Result(id=request.id, value=value)))
 
     def start_call(self, call: Call) -> None:
         response = self.server.call_tool_now(call.tool, call.arguments, value_only=call.value_only)
@@ -276,7 +263,7 @@ class _Worker:
         async def notify(notification: Notification) -> None:
             # Progress goes only to a caller that asked for it; log messages always go.
             if call.progress or not isinstance(notification, ProgressNotification):
-                self.outbox.put(encode_frame(Notify(id=call.id, notification=notification)))
+                self.writer.write(encode_frame(Notify(id=call.id, notification=notification)))
 
         async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
             return await self.ask(call.id, method, params)
@@ -298,36 +285,48 @@ class _Worker:
         self.send_reply(call, response)
 
     def send_reply(self, call: Call, response: NativeMCPResponse[Any]) -> None:
-        problem: str | None = None
-        try:
-            frame = encode_frame(pack_reply(call.id, response))
-        except (TypeError, ValueError, OverflowError) as exc:
-            logging.getLogger("nativemcp.worker").exception("cannot encode a reply")
-            problem = f"the result of {call.tool!r} cannot be encoded: {exc}"
-        else:
-            if not frame_fits(payload_size(frame), self.max_frame):
-                problem = (
-                    f"the result of {call.tool!r} is {payload_size(frame)} bytes, over the "
-                    f"frame limit of {self.max_frame} bytes; ask for less (page or filter)"
-                )
-        if problem is not None:
-            frame = encode_frame(
-                pack_reply(call.id, error_response(problem, code=INTERNAL_ERROR, id=call.id))
-            )
-        # The reply of the only running call goes out at once; others are batched.
-        self.outbox.put(frame, alone=len(self.running) <= 1)
+        self.writer.write(reply_frame(call, response, self.max_frame))
+
+    def run_direct(self, call: Call) -> bytes:
+        """Run a sync tool that takes no `Context` on this thread; its reply frame."""
+        response = self.server.call_tool_now(
+            call.tool, call.arguments, value_only=call.value_only, in_thread=True
+        )
+        assert response is not None  # routed here by `Server.direct_mode`
+        return reply_frame(call, response, self.max_frame)
 
     async def answer(self, request_id: int, get: Any) -> None:
         try:
             value = await get()
-            self.outbox.put(encode_frame(Result(id=request_id, value=value)))
+            self.writer.write(encode_frame(Result(id=request_id, value=value)))
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             logging.getLogger("nativemcp.worker").exception("request failed")
-            self.outbox.put(
+            self.writer.write(
                 encode_frame(Result(id=request_id, error=f"{type(exc).__name__}: {exc}"))
             )
+
+
+def reply_frame(call: Call, response: NativeMCPResponse[Any], max_frame: int) -> bytes:
+    """The frame answering ``call``: its response, or an error naming why it cannot go."""
+    problem: str | None = None
+    try:
+        frame = encode_frame(pack_reply(call.id, response))
+    except (TypeError, ValueError, OverflowError) as exc:
+        logging.getLogger("nativemcp.worker").exception("cannot encode a reply")
+        problem = f"the result of {call.tool!r} cannot be encoded: {exc}"
+    else:
+        if not frame_fits(payload_size(frame), max_frame):
+            problem = (
+                f"the result of {call.tool!r} is {payload_size(frame)} bytes, over the "
+                f"frame limit of {max_frame} bytes; ask for less (page or filter)"
+            )
+    if problem is None:
+        return frame
+    return encode_frame(
+        pack_reply(call.id, error_response(problem, code=INTERNAL_ERROR, id=call.id))
+    )
 
 
 _REQUEST_TAGS: Final = frozenset({"ping", "list_tools", "service_context", "switch_context"})
@@ -365,46 +364,45 @@ def _undecodable_answer(payload: bytes, error: msgspec.MsgspecError) -> bytes | 
     return None
 
 
+class _Switches:
+    """Context switches passed to the event loop and not yet done: until they are, every
+    call goes to the loop too, to queue behind them (later calls see the new scope)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending = 0
+
+    def __bool__(self) -> bool:
+        return self._pending > 0
+
+    def begin(self) -> None:
+        with self._lock:
+            self._pending += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._pending -= 1
+
+
 async def _serve(
     sock: socket.socket, source: ServerSource, config: ServerConfig, max_frame: int
 ) -> None:
-    inbox: Inbox[Any] = Inbox()
-    worker: _Worker | None = None
-
-    def on_message(message: ToWorker) -> None:
-        # Calls start as they arrive, unless messages wait in order before them (a
-        # context switch in progress): then they queue behind, in the inbox.
-        if worker is not None and isinstance(message, Call) and not len(inbox) and worker.idle:
-            worker.start_call(message)
-        else:
-            inbox.put(message)
-
-    def on_undecodable(payload: bytes, error: msgspec.MsgspecError) -> None:
-        answer = _undecodable_answer(payload, error)
-        if answer is None:
-            logging.getLogger("nativemcp.worker").warning(
-                "dropped a message that does not decode (%d bytes): %s", len(payload), error
-            )
-        else:
-            channel.write(answer)
-
-    channel = await open_channel(
-        sock, msgspec.msgpack.Decoder(ToWorker), max_frame, on_message, on_undecodable
-    )
-    outbox = _Outbox(channel)
+    loop = asyncio.get_running_loop()
+    sock.setblocking(True)  # read by blocking threads; writes never block (FrameWriter)
+    writer = FrameWriter(sock)
     root = logging.getLogger()
-    root.handlers[:] = [_ForwardHandler(outbox)]
+    root.handlers[:] = [_ForwardHandler(writer)]
     root.setLevel(config.options.get("log_level", logging.INFO))
     sys.stdout = _LogWriter(logging.getLogger("nativemcp.worker.stdout"), logging.INFO)
     sys.stderr = _LogWriter(logging.getLogger("nativemcp.worker.stderr"), logging.WARNING)
     try:
         server = load_server(source, config)
     except Exception as exc:
-        outbox.put(encode_frame(StartFailed(message=f"{type(exc).__name__}: {exc}")))
-        await _close(channel)
+        writer.write(encode_frame(StartFailed(message=f"{type(exc).__name__}: {exc}")))
+        writer.close(_CLOSE_TIMEOUT)
         return
-    worker = _Worker(server, outbox, max_frame)
-    outbox.put(
+    worker = _Worker(server, writer, max_frame)
+    writer.write(
         encode_frame(
             Ready(
                 name=server.name,
@@ -415,32 +413,84 @@ async def _serve(
             )
         )
     )
+    inbox: Inbox[Any] = Inbox()
+    switches = _Switches()
+    for_loop: list[ToWorker] = []  # read in this batch, for the event loop
 
-    async def watch_channel() -> None:
-        await channel.closed
-        inbox.put(None)  # the parent is gone: stop as if told to
+    def route(message: ToWorker) -> Job | None:
+        # On the reading thread: sync tools that take no Context run off the loop.
+        if isinstance(message, Call) and not switches:
+            mode = server.direct_mode(message.tool)
+            if mode == "inline":
+                writer.write(worker.run_direct(message))
+                return None
+            if mode == "thread":
+                return Job(message.id, lambda: worker.run_direct(message))
+        elif isinstance(message, Cancel) and readers.abandon(message.id):
+            return None
+        elif isinstance(message, SwitchContext):
+            switches.begin()
+        for_loop.append(message)
+        return None
 
+    def to_loop() -> None:
+        if for_loop:
+            batch = for_loop.copy()
+            for_loop.clear()
+            with contextlib.suppress(RuntimeError):  # the loop closed: the worker is exiting
+                loop.call_soon_threadsafe(deliver, batch)
+
+    def deliver(batch: list[ToWorker]) -> None:
+        for message in batch:
+            # Calls start as they arrive, unless messages wait in order before them (a
+            # context switch in progress): then they queue behind, in the inbox.
+            if isinstance(message, Call) and not len(inbox) and worker.idle:
+                worker.start_call(message)
+            else:
+                inbox.put(message)
+
+    def on_undecodable(payload: bytes, error: msgspec.MsgspecError) -> None:
+        answer = _undecodable_answer(payload, error)
+        if answer is None:
+            logging.getLogger("nativemcp.worker").warning(
+                "dropped a message that does not decode (%d bytes): %s", len(payload), error
+            )
+        else:
+            writer.write(answer)
+
+    def on_end(error: BaseException | None) -> None:
+        # The parent is gone (or the stream is out of step): stop as if told to.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(inbox.put, None)
+
+    readers = ReaderThreads(
+        sock,
+        msgspec.msgpack.Decoder(ToWorker),
+        max_frame,
+        writer,
+        route=route,
+        on_undecodable=on_undecodable,
+        after_batch=to_loop,
+        on_end=on_end,
+        limit=TOOL_THREADS,
+        thread_setup=lambda: loop_thread_marker(loop),
+    )
+    readers.start()
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_channel)
-            await _dispatch(inbox, worker, tg)
+            await _dispatch(inbox, worker, switches, tg)
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await worker.cancel_all()
             with anyio.move_on_after(_SHUTDOWN_HOOK_TIMEOUT):
                 await server.aclose()
-            await _close(channel)
+            writer.close(_CLOSE_TIMEOUT)
 
 
-async def _close(channel: FrameChannel) -> None:
-    """Flush what is queued and close (bounded: the parent may be gone)."""
-    channel.close()
-    with anyio.move_on_after(1, shield=True):
-        await channel.closed
-
-
-async def _dispatch(inbox: Inbox[Any], worker: _Worker, tg: anyio.abc.TaskGroup) -> None:
+async def _dispatch(
+    inbox: Inbox[Any], worker: _Worker, switches: _Switches, tg: anyio.abc.TaskGroup
+) -> None:
     server = worker.server
     while True:
         message = await inbox.get()
@@ -452,9 +502,9 @@ async def _dispatch(inbox: Inbox[Any], worker: _Worker, tg: anyio.abc.TaskGroup)
                 if task is not None:
                     task.cancel()
             case Ping(id=request_id):
-                worker.outbox.put(encode_frame(Result(id=request_id)))
+                worker.writer.write(encode_frame(Result(id=request_id)))
             case ListTools(id=request_id):
-                worker.outbox.put(encode_frame(Result(id=request_id, value=server.list_tools())))
+                worker.writer.write(encode_frame(Result(id=request_id, value=server.list_tools())))
             case FeatureRequest():
                 tg.start_soon(worker.answer_feature, message)
             case Answer():
@@ -471,6 +521,7 @@ async def _dispatch(inbox: Inbox[Any], worker: _Worker, tg: anyio.abc.TaskGroup)
                     await worker.answer(request_id, switch)
                 finally:
                     worker.idle = True
+                    switches.end()
             case Shutdown() | None:
                 return
 

@@ -27,7 +27,7 @@ import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, Literal, TypeVar, overload
 
 import anyio.to_thread
 import msgspec
@@ -224,10 +224,11 @@ class Server:
             description: what the tool does (default: the function's docstring).
             render: turns the returned value into the text the model reads.
             annotations: behaviour hints (read-only, destructive, ...).
-            inline: run a sync tool on the event loop itself rather than in a worker
-                thread. Only for tiny, pure functions (microseconds, no I/O): an inline
+            inline: run a sync tool on the spot (in a worker: on the thread reading
+                the calls; in process: on the event loop) rather than on a thread of its
+                own. Only for tiny, pure functions (microseconds, no I/O): an inline
                 tool cannot be stopped by a timeout or cancellation and holds up every
-                other call while it runs; in return it skips the thread hop.
+                other call while it runs; in return it costs no hand-over.
             threaded: kept for compatibility: sync tools run in worker threads unless
                 ``inline`` (``threaded=False`` is the same as ``inline=True``).
             input_schema: advertise this JSON Schema instead of the one derived from the
@@ -495,22 +496,35 @@ class Server:
             request=request,
         )
 
+    def direct_mode(self, name: str) -> Literal["inline", "thread"] | None:
+        """Where a worker may run ``name`` without its event loop: ``"inline"`` on the
+        thread that read the call, ``"thread"`` on a tool thread of its own; None for a
+        tool that needs the loop (async, or taking a `Context`) and an unknown name."""
+        spec = self._tools.get(name)
+        if spec is None or spec.is_async or spec.context_param is not None:
+            return None
+        return "inline" if spec.inline else "thread"
+
     def call_tool_now(
         self,
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
         value_only: bool = False,
+        in_thread: bool = False,
     ) -> NativeMCPResponse[Any] | None:
-        """Run an inline sync tool right here, without awaiting; None for any other tool.
+        """Run a sync tool that takes no `Context` right here, without awaiting; None for
+        any other tool.
 
-        The worker's fast path: a sync tool declared ``inline`` that takes no `Context`
-        runs to completion on the spot, with no task to create or schedule. Errors are
-        responses, as with `call_tool`.
+        The worker's fast path: an ``inline`` tool runs to completion on the spot, with
+        no task to create or schedule; with ``in_thread`` (the caller is a thread that
+        may block) so does any other such tool. Errors are responses, as with
+        `call_tool`.
         """
-        spec = self._tools.get(name)
-        if spec is None or not spec.inline or spec.is_async or spec.context_param is not None:
+        mode = self.direct_mode(name)
+        if mode is None or (mode == "thread" and not in_thread):
             return None
+        spec = self._tools[name]
         prepared = self._prepare(name, arguments)
         if isinstance(prepared, NativeMCPResponse):
             return prepared

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import sniffio
 
-__all__ = ["ToolThreads"]
+__all__ = ["ToolThreads", "loop_thread_marker"]
 
 T = TypeVar("T")
 
@@ -40,6 +40,15 @@ try:  # anyio's marker of its own worker threads (private; present throughout an
     _claim = claim_worker_thread
 except ImportError:  # pragma: no cover - then anyio.from_thread needs an explicit token
     _claim = None
+
+
+def loop_thread_marker(loop: asyncio.AbstractEventLoop) -> contextlib.AbstractContextManager[Any]:
+    """Marks the current thread as a worker thread of ``loop``'s anyio (as its own
+    ``to_thread`` threads are), so a tool can call ``anyio.from_thread.run(...)``."""
+    if _claim is None:  # pragma: no cover - see the import above
+        return contextlib.nullcontext()
+    return _claim(_Backend, loop)
+
 
 _Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
@@ -115,9 +124,9 @@ class ToolThreads:
         marker: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         while True:
             fn, future, job_loop = self._jobs.get()
-            if job_loop is not loop and _claim is not None:
+            if job_loop is not loop:
                 marker.__exit__(None, None, None)
-                loop, marker = job_loop, _claim(_Backend, job_loop)
+                loop, marker = job_loop, loop_thread_marker(job_loop)
                 marker.__enter__()
             try:
                 outcome, ok = fn(), True

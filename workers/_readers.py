@@ -1,0 +1,228 @@
+"""The worker's reading threads: frames in, and sync tools run where their call was read.
+
+One thread at a time reads the parent's socket (the *leader*) with plain blocking reads
+(an event loop's wake-ups and callbacks cost more than a small call itself). What it
+reads, it routes:
+
+- a message the event loop must see (async tools, pings, context switches, ...) is
+  passed to the loop, in order, once per batch read;
+- an inline tool runs on the spot, as it would have on the loop;
+- a sync tool runs on the reading thread itself, after it hands the reading on to
+  an idle thread (leader/followers): the call's own thread reads, runs and replies,
+  with no hand-off to another thread on the call's path. At most ``limit`` such calls
+  run at once; more wait their turn, in order.
+
+A call abandoned by its caller (a `Cancel` frame: timeout or cancellation) gives its
+slot back at once; its thread runs on (a thread cannot be interrupted) and its reply
+is dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from nativemcp.protocol import ProtocolError
+
+from ._channel import FrameReader
+from ._frame_writer import FrameWriter
+
+__all__ = ["Job", "ReaderThreads"]
+
+_logger = logging.getLogger("nativemcp.worker")
+
+
+class Job:
+    """One sync tool call to run on a worker thread: ``run`` returns its reply frame."""
+
+    __slots__ = ("abandoned", "id", "run")
+
+    def __init__(self, call_id: int, run: Callable[[], bytes]) -> None:
+        self.id = call_id
+        self.run = run
+        self.abandoned = False
+
+
+class ReaderThreads:
+    """Reads frames from ``sock`` on a small group of threads (see the module docstring).
+
+    ``route`` gets every message on the reading thread and returns a `Job` for a call
+    to run on a tool thread, or None when it dealt with the message itself. ``cancel``
+    ids are matched against running and waiting jobs first (`abandon`). ``on_end`` is
+    called once, from a reading thread, when the stream ends: None at end of file, the
+    error otherwise.
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        decoder: msgspec.msgpack.Decoder[Any],
+        max_frame: int,
+        writer: FrameWriter,
+        route: Callable[[Any], Job | None],
+        on_undecodable: Callable[[bytes, msgspec.MsgspecError], None],
+        after_batch: Callable[[], None],
+        on_end: Callable[[BaseException | None], None],
+        limit: int,
+        thread_setup: Callable[[], contextlib.AbstractContextManager[Any]],
+    ) -> None:
+        self._sock = sock
+        self._frames = FrameReader(decoder, max_frame, self._on_message, on_undecodable)
+        self._writer = writer
+        self._route = route
+        self._after_batch = after_batch
+        self._on_end = on_end
+        self._limit = limit
+        self._thread_setup = thread_setup
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._leading = False  # a thread holds the reading
+        self._idle = 0  # threads waiting for the reading or a job
+        self._busy = 0  # jobs holding a slot
+        self._waiting: deque[Job] = deque()  # jobs waiting for a slot
+        self._ready: deque[Job] = deque()  # jobs given a slot, waiting for a thread
+        self._jobs: dict[int, Job] = {}  # every job not yet finished, by call id
+        self._picked: Job | None = None  # the job the leader takes for itself
+        self._ended = False
+
+    def start(self) -> None:
+        """Start reading."""
+        self._spawn()
+
+    def _spawn(self) -> None:
+        threading.Thread(target=self._main, name="nativemcp-reader", daemon=True).start()
+
+    # -- the reading thread's routing ---------------------------------------------------
+
+    def _on_message(self, message: Any) -> None:
+        try:
+            job = self._route(message)
+        except Exception:  # a bug in routing must not end the reading
+            _logger.exception("could not route a %s message", type(message).__name__)
+            return
+        if job is None:
+            return
+        with self._lock:
+            self._jobs[job.id] = job
+            if self._busy < self._limit:
+                self._busy += 1
+                self._picked = job
+            else:
+                self._waiting.append(job)
+
+    def _took_job(self) -> bool:
+        return self._picked is not None
+
+    def abandon(self, call_id: int) -> bool:
+        """A `Cancel` for ``call_id``: True when it was one of these jobs (its slot is
+        given back and its reply dropped); False when the event loop runs that call."""
+        with self._lock:
+            job = self._jobs.pop(call_id, None)
+            if job is None:
+                return False
+            job.abandoned = True
+            if job in self._waiting:
+                self._waiting.remove(job)  # never started, never will
+            else:
+                self._release()
+            return True
+
+    def _release(self, *, find_thread: bool = True) -> None:
+        # Under the lock: a slot passes straight to the first waiting job, which an idle
+        # (or new) thread runs, unless the releasing thread is free to run it itself.
+        if self._waiting:
+            self._ready.append(self._waiting.popleft())
+            if not find_thread:
+                return
+            if self._idle:
+                self._wake.notify()
+            else:
+                self._spawn()
+        else:
+            self._busy -= 1
+
+    # -- threads ------------------------------------------------------------------------
+
+    def _main(self) -> None:
+        with self._thread_setup():
+            while True:
+                with self._lock:
+                    while self._leading and not self._ready and not self._ended:
+                        self._idle += 1
+                        self._wake.wait()
+                        self._idle -= 1
+                    if self._ended:
+                        return
+                    job = self._ready.popleft() if self._ready else None
+                    if job is None:
+                        self._leading = True
+                if job is None:
+                    job = self._lead()
+                    if job is None:
+                        return
+                self._run(job)
+
+    def _lead(self) -> Job | None:
+        """Read and route until a job is taken (it is returned, and the reading handed
+        on) or the stream ends (None)."""
+        frames = self._frames
+        nbytes = 0
+        while True:
+            self._picked = None
+            self._writer.cork()
+            try:
+                error = frames.buffer_updated(nbytes, self._took_job)
+            finally:
+                self._writer.uncork()
+                self._after_batch()
+            job = self._picked
+            if error is not None:
+                self._end(error)
+                return None
+            if job is not None:
+                with self._lock:
+                    self._leading = False
+                    if self._idle:
+                        self._wake.notify()
+                    else:
+                        self._spawn()
+                return job
+            try:
+                nbytes = self._sock.recv_into(frames.get_buffer())
+            except OSError as exc:
+                self._end(None if self._ended else exc)
+                return None
+            if not nbytes:
+                self._end(None)
+                return None
+
+    def _end(self, error: BaseException | None) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+            self._wake.notify_all()
+        if isinstance(error, ProtocolError):
+            _logger.error("the channel to the parent is out of step: %s", error)
+        self._on_end(error)
+
+    def _run(self, job: Job) -> None:
+        try:
+            frame = job.run()
+        except Exception:  # run turns tool errors into replies; this is a bug
+            _logger.exception("job for call %d failed", job.id)
+            frame = None
+        with self._lock:
+            if job.abandoned:  # its caller gave up and its slot was passed on already
+                return
+            del self._jobs[job.id]
+            self._release(find_thread=False)  # this thread runs the next job itself
+        if frame is not None:
+            self._writer.write(frame)
