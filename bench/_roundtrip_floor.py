@@ -109,15 +109,15 @@ class _Frames(asyncio.Protocol):
 async def _echo_serve(sock: socket.socket) -> None:
     reply = _frame(msgspec.msgpack.encode(make_items()))
     loop = asyncio.get_running_loop()
-    holder: list[_Frames] = []
 
     def answer(_: bytes) -> None:
-        transport = holder[0].transport
-        assert transport is not None
-        transport.write(reply)
+        # The protocol exists before the first frame can arrive (the transport may read
+        # before connect_accepted_socket returns).
+        assert protocol.transport is not None
+        protocol.transport.write(reply)
 
-    _, protocol = await loop.connect_accepted_socket(lambda: _Frames(answer), sock=sock)
-    holder.append(protocol)
+    protocol = _Frames(answer)
+    await loop.connect_accepted_socket(lambda: protocol, sock=sock)
     await protocol.lost
 
 

@@ -9,6 +9,7 @@ fast path in `_asyncio_link`, the one proxy module that uses asyncio directly.
 
 from __future__ import annotations
 
+import math
 import socket
 from collections import deque
 from collections.abc import Callable
@@ -21,7 +22,7 @@ import sniffio
 
 from nativemcp.workers._channel import FrameReader
 
-__all__ = ["Backend", "Inbox", "Link", "Timer", "current_backend"]
+__all__ = ["Backend", "Deadlines", "Inbox", "Link", "Timer", "current_backend"]
 
 T = TypeVar("T")
 
@@ -73,6 +74,54 @@ class Backend(Protocol):
         max_frame: int,
         on_message: Callable[[Any], None],
     ) -> Link: ...
+
+
+class Deadlines(Generic[T]):
+    """The deadlines of many calls, kept by one timer.
+
+    A timer per call costs a handle (on trio, a task), a heap push and a cancel on every
+    call. Calls mostly share one time limit, so each new deadline falls after the one
+    the timer waits for: the timer moves only when an earlier deadline comes, and when
+    it fires it expires whatever is due and waits for the next one.
+    """
+
+    __slots__ = ("_backend", "_due", "_expire", "_timer", "_when")
+
+    _EARLY: float = 1e-3
+    """Seconds a deadline may be expired early: a loop's timer may fire that much ahead."""
+
+    def __init__(self, backend: Backend, expire: Callable[[T], None]) -> None:
+        self._backend = backend
+        self._expire = expire
+        self._due: dict[int, tuple[float, T]] = {}
+        self._timer: Timer | None = None
+        self._when = math.inf
+
+    def add(self, key: int, deadline: float, item: T) -> None:
+        """Expire ``item`` at ``deadline`` unless ``key`` is discarded before."""
+        self._due[key] = (deadline, item)
+        if deadline < self._when:
+            self._arm(deadline)
+
+    def discard(self, key: int) -> None:
+        """``key`` is done: no expiry for it."""
+        self._due.pop(key, None)
+
+    def _arm(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._when = when
+        self._timer = self._backend.call_at(when, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._when = math.inf
+        now = self._backend.now() + self._EARLY
+        due = [key for key, (deadline, _) in self._due.items() if deadline <= now]
+        for key in due:
+            self._expire(self._due.pop(key)[1])
+        if self._due:
+            self._arm(min(deadline for deadline, _ in self._due.values()))
 
 
 class _EventInbox(Generic[T]):

@@ -82,12 +82,27 @@ class _Slot:
         self.what = what
         self.done = False
         self.answer: Reply | Result | BaseException | None = None
-        self.event = threading.Event()
+        # Made only when this caller has to wait for another reader: a lone caller
+        # reads its own answer and never sleeps.
+        self.event: threading.Event | None = None
 
     def settle(self, answer: Reply | Result | BaseException) -> None:
         self.answer = answer
         self.done = True
-        self.event.set()
+        if self.event is not None:
+            self.event.set()
+
+    def wait(self, timeout: float, reading: threading.Lock) -> None:
+        """Sleep until answered, woken to take over the reading, or ``timeout`` passes."""
+        if self.event is None:
+            self.event = threading.Event()
+            # An answer or a hand-off that came before the event existed found nobody
+            # to wake. Both happen before they look for the event, so looking at them
+            # after making it misses neither (the interpreter runs these steps in order).
+            if self.done or not reading.locked():
+                return
+        self.event.wait(timeout)
+        self.event.clear()
 
 
 class _Connection:
@@ -187,9 +202,13 @@ class _Connection:
         self.pending.clear()
 
     def hand_off(self) -> None:
-        """Wake one waiting call to take over reading (after the read lock is released)."""
+        """Wake one waiting call to take over reading (after the read lock is released).
+
+        A waiting call with no event yet needs no waking: it looks at the read lock
+        after making its event (`_Slot.wait`).
+        """
         for slot in list(self.pending.values()):
-            if not slot.done:
+            if not slot.done and slot.event is not None:
                 slot.event.set()
                 return
 
@@ -468,8 +487,7 @@ class SyncWorker:
                     conn.read_lock.release()
                     conn.hand_off()
             else:
-                slot.event.wait(min(remaining, 1.0))
-                slot.event.clear()
+                slot.wait(min(remaining, 1.0), conn.read_lock)
         answer = slot.answer
         if isinstance(answer, BaseException):
             raise answer

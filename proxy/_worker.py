@@ -74,7 +74,7 @@ from ._handle import (
     answer_client_request,
     deliver,
 )
-from ._link import Backend, Inbox, Link, current_backend
+from ._link import Backend, Deadlines, Inbox, Link, current_backend
 
 __all__ = ["RestartPolicy", "WorkerProcess"]
 
@@ -155,7 +155,11 @@ class _Connection:
             self.channel.write(frame, alone=alone)
 
     def on_message(self, message: Any) -> None:
-        if isinstance(message, Log):
+        if isinstance(message, Reply):  # the common case first
+            entry = self.pending.get(message.id)
+            if entry is not None:  # else: a late reply to a timed-out or cancelled call
+                entry[1].put(message)
+        elif isinstance(message, Log):
             _emit_log(self.ready.name if self.ready else self.label, message)
         elif isinstance(message, Ready | StartFailed):
             self.handshake.put(message)
@@ -248,6 +252,8 @@ class WorkerProcess:
         self._failure: ServerError | None = None
         self._finished = anyio.Event()
         self._backend: Backend | None = None
+        # Keyed by the identity of the call's inbox (ids restart with each connection).
+        self._deadlines: Deadlines[tuple[Inbox[_Item], str, float]] | None = None
         self.restarts = 0
         self.on_resource_updated: ResourceListener | None = None
 
@@ -276,6 +282,7 @@ class WorkerProcess:
             # The links' own tasks (other backends than asyncio) live as long as this.
             async with anyio.create_task_group() as links:
                 self._backend = current_backend(links)
+                self._deadlines = Deadlines(self._backend, self._time_out)
                 try:
                     await self._supervise(task_status)
                 except ServerStartError as exc:
@@ -523,13 +530,11 @@ class WorkerProcess:
             )
         inbox: Inbox[_Item] = backend.inbox()
         conn.pending[call_id] = (tool, inbox)
-        # A timer handle rather than a cancel scope: a tenth of the cost per call. At
+        # A deadline on the worker's one timer rather than a cancel scope per call: at
         # the deadline the call's inbox gets the timeout error, so it wakes at once.
-        timer = (
-            backend.call_at(deadline, lambda: self._time_out(inbox, tool, timeout or 0.0))
-            if timeout is not None
-            else None
-        )
+        deadlines = self._deadlines
+        if timeout is not None and deadlines is not None:
+            deadlines.add(id(inbox), deadline, (inbox, tool, timeout))
         try:
             # The only call in flight goes out at once; concurrent ones are batched.
             conn.send(frame, alone=len(conn.pending) == 1)
@@ -540,12 +545,13 @@ class WorkerProcess:
             conn.send(encode_frame(Cancel(id=call_id)))  # the worker stops the tool
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
+            if timeout is not None and deadlines is not None:
+                deadlines.discard(id(inbox))
             conn.pending.pop(call_id, None)
 
-    def _time_out(self, inbox: Inbox[_Item], tool: str, timeout: float) -> None:
+    def _time_out(self, due: tuple[Inbox[_Item], str, float]) -> None:
         # The error is made only when a call does time out, not for every call.
+        inbox, tool, timeout = due
         inbox.put(CallTimeout(server=self.name, tool=tool, timeout=timeout))
 
     async def _await_reply(

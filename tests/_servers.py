@@ -6,6 +6,8 @@ import dataclasses
 import datetime as dt
 import logging
 import os
+import threading
+import time
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -174,8 +176,6 @@ _saw_cancel: dict[str, bool] = {}
 @server.tool
 def sleepy(ctx: Context, key: str, seconds: float) -> str:
     """A cooperative sync tool: sleeps in steps until done or cancelled."""
-    import time
-
     anyio.from_thread.run(ctx.report_progress, 0, None, "started")
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -189,8 +189,6 @@ def sleepy(ctx: Context, key: str, seconds: float) -> str:
 @server.tool
 def saw_cancel(key: str) -> bool:
     """Whether `sleepy` with `key` saw its cancellation (waits briefly for it)."""
-    import time
-
     deadline = time.monotonic() + 10
     while key not in _saw_cancel and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -200,16 +198,49 @@ def saw_cancel(key: str) -> bool:
 @server.tool
 def block(seconds: float) -> str:
     """A sync tool that blocks and cannot be stopped."""
-    import time
 
     time.sleep(seconds)
     return "done"
 
 
+class _Crowd:
+    """How many `crowd` calls run at once, the most seen, and their starting order."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.most = 0
+        self.order: list[int] = []
+
+
+_crowd = _Crowd()
+
+
+@server.tool
+def crowd(seconds: float, index: int) -> int:
+    """A sync tool that holds its thread for ``seconds``; returns how many ran at once."""
+    with _crowd.lock:
+        _crowd.now += 1
+        _crowd.most = max(_crowd.most, _crowd.now)
+        _crowd.order.append(index)
+    time.sleep(seconds)
+    with _crowd.lock:
+        _crowd.now -= 1
+        return _crowd.most
+
+
+@server.tool
+def crowd_seen() -> dict[str, Any]:
+    """The most `crowd` calls that ran at once, and the order they started in; resets."""
+    with _crowd.lock:
+        seen = {"most": _crowd.most, "order": list(_crowd.order)}
+        _crowd.most, _crowd.order = 0, []
+    return seen
+
+
 @server.tool(inline=True)
 def block_inline(seconds: float, marker: str) -> str:
     """Blocks the worker's event loop itself (an inline tool), after creating `marker`."""
-    import time
     from pathlib import Path
 
     Path(marker).touch()
@@ -229,7 +260,6 @@ def broken_factory(config: ServerConfig) -> Server:
 
 def slow_factory(config: ServerConfig) -> Server:
     """A server factory that never finishes loading."""
-    import time
 
     time.sleep(60)
     return server
