@@ -72,6 +72,29 @@ async def test_a_timed_out_sync_call_frees_its_caller_and_the_tool_sees_it(
 
 
 @pytest.mark.real_process
+async def test_each_call_times_out_at_its_own_deadline(pool: WorkerPool) -> None:
+    # The deadlines share one timer: a short one after a long one moves it earlier,
+    # and the long one still fires after the short one is gone.
+    testing = pool.server("testing")
+    timed_out: dict[str, float] = {}
+    start = anyio.current_time()
+
+    async def call(label: str, timeout: float) -> None:
+        with pytest.raises(CallTimeout):
+            await testing.block(seconds=5, call_timeout=timeout)
+        timed_out[label] = anyio.current_time() - start
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "long", 1.5)
+            await anyio.sleep(0.05)
+            tg.start_soon(call, "short", 0.3)
+    assert list(timed_out) == ["short", "long"]
+    assert 0.3 <= timed_out["short"] < 1.2
+    assert 1.5 <= timed_out["long"] < 3.0
+
+
+@pytest.mark.real_process
 async def test_abandoned_sync_calls_do_not_delay_the_next_call(pool: WorkerPool) -> None:
     testing = pool.server("testing")
     with anyio.fail_after(20):
