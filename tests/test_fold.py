@@ -1,4 +1,4 @@
-"""`fold` (search-side case and accent folding): the one-pass translation agrees with
+"""`fold` (search-side case and accent folding): the run-by-run translation agrees with
 folding character by character, and the map back to the original stays exact."""
 
 from __future__ import annotations
@@ -37,3 +37,25 @@ def test_a_character_that_changes_length_keeps_the_map_back_even_when_lengths_ma
     assert folded.origin is not None
     assert folded.span(0, 8) == (0, len(text))
     assert fold("학교 東京 İstanbul").origin is None
+
+
+def test_hangul_syllables_and_cjk_ideographs_fold_to_themselves() -> None:
+    # fold() lowercases runs of these (with ASCII) in C instead of looking each one up.
+    for block in (range(0xAC00, 0xD7A4), range(0x4E00, 0xA000)):
+        text = "".join(map(chr, block))
+        assert "".join(_fold_one(char) for char in text) == text
+
+
+_MIXED = st.text(
+    st.sampled_from("aZ é ß\u0301ǅİ학교東京がｶﾀ。ﬁ\n"),
+    max_size=80,
+)
+
+
+@given(_MIXED)
+def test_fold_agrees_on_mixed_scripts(text: str) -> None:
+    pieces = [_fold_one(char) for char in text]
+    folded = fold(text)
+    assert folded.text == "".join(pieces)
+    if folded.origin is None:
+        assert all(len(piece) == 1 for piece in pieces)

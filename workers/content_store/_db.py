@@ -433,7 +433,7 @@ class ContentDB:
             (rowid, score)
             for rowid, score in self._read.execute(
                 f"SELECT rowid, -rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank LIMIT ?",
-                (expression, candidate_count(top_n)),
+                (expression, candidate_count(top_n, query)),
             )
             if score > 0
         ]

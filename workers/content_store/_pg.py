@@ -491,7 +491,7 @@ class PostgresContentDB:
                     "store": store_rid,
                     "extra_ids": list(extra),
                     "extra_scores": list(extra.values()),
-                    "limit": candidate_count(top_n),
+                    "limit": candidate_count(top_n, query),
                 },
             ).fetchall()
             ranked = [(chunk_id, score) for chunk_id, score in ranked if score > 0]

@@ -47,8 +47,14 @@ class Candidate(NamedTuple):
     bm25: float
 
 
-def candidate_count(top_n: int) -> int:
-    """How many BM25-ranked candidates a backend returns for ``top_n`` hits."""
+def candidate_count(top_n: int, query: str) -> int:
+    """How many BM25-ranked candidates a backend returns for ``top_n`` hits of ``query``.
+
+    A one-term query needs no more than ``top_n``: every hit holds its one term, so
+    relevance orders them as BM25 does.
+    """
+    if len(query_terms(query)) <= 1:
+        return top_n
     return min(max(top_n, top_n * CANDIDATES_PER_HIT), max(top_n, MAX_CANDIDATES))
 
 

@@ -42,14 +42,38 @@ def _pattern(term: str) -> re.Pattern[str] | None:
     return re.compile(head + body + tail)
 
 
+@functools.lru_cache(maxsize=1024)
+def _needle(term: str) -> str:
+    """The first token of ``term``, folded: every match of `_pattern` begins with it."""
+    parts = _WORD_PART.findall(fold(term).text)
+    return parts[0] if parts else ""
+
+
+def _search(term: str, text: str) -> re.Match[str] | None:
+    """The first match of ``term`` in folded ``text``.
+
+    The same as ``_pattern(term).search(text)``, tried only where the term's first
+    token occurs (found by a C scan): a pattern that starts with a lookbehind is
+    otherwise tried at every position of the text, which made this most of a search.
+    """
+    pattern = _pattern(term)
+    if pattern is None:
+        return None
+    needle = _needle(term)
+    position = text.find(needle)
+    while position != -1:
+        hit = pattern.match(text, position)  # the lookbehind still sees what is before
+        if hit is not None:
+            return hit
+        position = text.find(needle, position + 1)
+    return None
+
+
 def _spans(folded: Folded, terms: list[str]) -> dict[str, tuple[int, int]]:
     """Where each term first occurs, as spans of the original text."""
     found: dict[str, tuple[int, int]] = {}
     for term in terms:
-        pattern = _pattern(term)
-        if pattern is None:
-            continue
-        hit = pattern.search(folded.text)
+        hit = _search(term, folded.text)
         if hit is not None:
             found[term] = folded.span(*hit.span())
     return found
@@ -61,10 +85,8 @@ def describe_match(body: str, terms: list[str]) -> Match:
     spans = _spans(folded, terms)
     matched = [term for term in terms if term in spans]
     if len(terms) > 1 and len(matched) == len(terms):
-        phrase = _pattern(" ".join(terms))
-        kind: RelevanceType = (
-            "exact_phrase" if phrase is not None and phrase.search(folded.text) else "all_terms"
-        )
+        phrase = _search(" ".join(terms), folded.text)
+        kind: RelevanceType = "exact_phrase" if phrase is not None else "all_terms"
     elif matched and len(matched) == len(terms):
         kind = "all_terms"
     else:
@@ -94,7 +116,7 @@ def highlight(text: str, terms: list[str]) -> str:
     marks: list[tuple[int, int]] = []
     for term in terms:
         pattern = _pattern(term)
-        if pattern is not None:
+        if pattern is not None and _needle(term) in folded.text:
             marks.extend(
                 folded.span(*hit.span())
                 for hit in pattern.finditer(folded.text)
