@@ -122,7 +122,7 @@ async def _echo_serve(sock: socket.socket) -> None:
 
 
 def _echo_child(sock: socket.socket) -> None:
-    # On uvloop where it is installed, as nativemcp's workers run.
+    # On uvloop where it is installed: the cheapest event loop to answer from.
     try:
         import uvloop
 

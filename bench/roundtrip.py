@@ -5,7 +5,7 @@ Contenders, measured in the same run on the same list-shaped result:
 - ``raw_pipe``: a bare multiprocess pipe; the child encodes the list with msgpack, the
   parent decodes it into the typed list. No framework at all: the blocking floor.
 - ``asyncio_echo``: the same reply bytes over a bare asyncio protocol between two
-  processes (the child on uvloop, as workers are): the async floor.
+  processes (the child on uvloop, the fastest loop there is): the async floor.
 - ``nativemcp_value``: a typed proxy method call to a worker process, as app code makes
   it: value-only (the worker skips the model's text). The tool is sync and runs in one
   of the worker's threads, the default.
@@ -32,7 +32,7 @@ through ``nativemcp serve`` (``bridge_stdio``, ``bridge_http``) next to the SDK'
 ``MCPServer`` over stdio and Streamable HTTP, and 64 concurrent HTTP clients.
 
 Run: ``python -m bench.roundtrip [--quick] [--json] [--uvloop] [--replicas N]``
-(``--uvloop``: the calling process runs on uvloop; the workers always do).
+(``--uvloop``: the calling process runs on uvloop).
 """
 
 from __future__ import annotations
