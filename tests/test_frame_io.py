@@ -193,3 +193,15 @@ async def test_calls_abandoned_while_waiting_never_start(testing: ServerProxy) -
                     await testing.crowd(seconds=2.0, index=index, call_timeout=0.05)
     seen = await testing.crowd_seen()
     assert sorted(seen["order"]) == list(range(TOOL_THREADS))
+
+
+@pytest.mark.real_process
+@pytest.mark.parametrize("anyio_backend", [("asyncio", {"use_uvloop": True})])
+@pytest.mark.anyio
+async def test_a_caller_on_uvloop_reads_small_and_big_replies(anyio_backend: Any) -> None:
+    # uvloop hands the channel's reusable buffer to its own reads (BufferedProtocol).
+    async with WorkerPool(["_servers:server"], timeout=30) as pool:
+        testing = pool.server("testing")
+        for count in (1, 20, 30_000, 3):
+            listing = await testing.listing(count=count)
+            assert listing.total == count and len(listing.contents) == count
