@@ -129,9 +129,11 @@ class ReaderThreads:
                 return False
             job.abandoned = True
             if job in self._waiting:
-                self._waiting.remove(job)  # never started, never will
-            else:
-                self._release()
+                self._waiting.remove(job)  # never started, never will; holds no slot
+                return True
+            if job in self._ready:
+                self._ready.remove(job)  # given a slot, not started: it never will
+            self._release()
             return True
 
     def _release(self, *, find_thread: bool = True) -> None:
