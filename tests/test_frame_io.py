@@ -205,3 +205,32 @@ async def test_a_caller_on_uvloop_reads_small_and_big_replies(anyio_backend: Any
         for count in (1, 20, 30_000, 3):
             listing = await testing.listing(count=count)
             assert listing.total == count and len(listing.contents) == count
+
+
+@pytest.mark.anyio
+@pytest.mark.real_process
+async def test_a_call_that_arrives_while_lone_tools_run_is_read_at_once(
+    testing: ServerProxy,
+) -> None:
+    # A lone sync call runs on the thread that read it, which keeps the reading; bytes
+    # arriving meanwhile pass the reading on. Here the first tool ends while the second
+    # still runs: the third call must still be read at once, not when the second ends.
+    answered: dict[str, float] = {}
+    start = anyio.current_time()
+
+    async def block(label: str, seconds: float) -> None:
+        await testing.block(seconds=seconds)
+        answered[label] = anyio.current_time() - start
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(block, "first", 1.0)
+            await anyio.sleep(0.3)
+            tg.start_soon(block, "second", 4.0)
+            await anyio.sleep(1.5)  # the first has ended; the second runs on
+            assert "first" in answered
+            with anyio.fail_after(1):
+                assert await testing.echo(text="read at once") == "read at once"
+                await testing.ping()
+            answered["echo"] = anyio.current_time() - start
+    assert answered["echo"] < answered["second"] - 1.5

@@ -71,6 +71,11 @@ class FrameReader:
         self._start = 0  # the unread bytes are _buffer[_start:_end]
         self._end = 0
 
+    @property
+    def unread(self) -> int:
+        """Bytes read and not yet handed on (the start of frames still to come)."""
+        return self._end - self._start
+
     def get_buffer(self) -> memoryview:
         """Free space for the next read: at least `_CHUNK` bytes, or room for the whole
         frame being received when the length prefix says it is bigger."""

@@ -7,10 +7,19 @@ reads, it routes:
 - a message the event loop must see (async tools, pings, context switches, ...) is
   passed to the loop, in order, once per batch read;
 - an inline tool runs on the spot, as it would have on the loop;
-- a sync tool runs on the reading thread itself, after it hands the reading on to
-  an idle thread (leader/followers): the call's own thread reads, runs and replies,
-  with no hand-off to another thread on the call's path. At most ``limit`` such calls
-  run at once; more wait their turn, in order.
+- a sync tool runs on the reading thread itself (leader/followers): the call's own
+  thread reads, runs and replies, with no hand-off to another thread on the call's
+  path. At most ``limit`` such calls run at once; more wait their turn, in order.
+
+The reading passes to an idle thread before the tool runs when more frames are already
+read. Otherwise (a lone call, the usual case) it passes only if bytes arrive while the
+tool runs: a watch thread waits on the socket for exactly that time (an epoll
+descriptor armed and disarmed around the tool, two system calls that wake nobody).
+Waking the next reader up front costs two thread wake-ups on the call's path (the
+reader, then the interpreter lock going to it), more than the call's own work; waking
+it only when something arrives keeps "a slow tool never holds up another call" at no
+cost to the calls that come one at a time. Without epoll (not Linux) the reading always
+passes up front.
 
 A call abandoned by its caller (a `Cancel` frame: timeout or cancellation) gives its
 slot back at once; its thread runs on (a thread cannot be interrupted) and its reply
@@ -21,11 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import socket
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -48,6 +58,10 @@ class Job:
         self.id = call_id
         self.run = run
         self.abandoned = False
+
+
+_GAVE_UP: Final = Job(-1, lambda: b"")
+"""`_lead`'s answer when the leader ran a tool and the reading passed on meanwhile."""
 
 
 class ReaderThreads:
@@ -91,10 +105,17 @@ class ReaderThreads:
         self._jobs: dict[int, Job] = {}  # every job not yet finished, by call id
         self._picked: Job | None = None  # the job the leader takes for itself
         self._ended = False
+        # The job the leader runs while it still holds the reading (see the module doc).
+        self._keeping: Job | None = None
+        self._watch = select.epoll() if hasattr(select, "epoll") else None
+        if self._watch is not None:
+            self._watch.register(sock.fileno(), 0)  # disarmed until a tool runs
 
     def start(self) -> None:
         """Start reading."""
         self._spawn()
+        if self._watch is not None:
+            threading.Thread(target=self._watch_main, name="nativemcp-watch", daemon=True).start()
 
     def _spawn(self) -> None:
         threading.Thread(target=self._main, name="nativemcp-reader", daemon=True).start()
@@ -169,11 +190,14 @@ class ReaderThreads:
                     job = self._lead()
                     if job is None:
                         return
+                    if job is _GAVE_UP:  # ran a tool while the reading passed on
+                        continue
                 self._run(job)
 
     def _lead(self) -> Job | None:
         """Read and route until a job is taken (it is returned, and the reading handed
-        on) or the stream ends (None)."""
+        on), the leader ran one and lost the reading meanwhile (`_GAVE_UP`), or the
+        stream ends (None)."""
         frames = self._frames
         nbytes = 0
         while True:
@@ -189,13 +213,13 @@ class ReaderThreads:
                 self._end(error)
                 return None
             if job is not None:
-                with self._lock:
-                    self._leading = False
-                    if self._idle:
-                        self._wake.notify()
-                    else:
-                        self._spawn()
-                return job
+                if self._watch is None or frames.unread:
+                    self._pass_reading()
+                    return job
+                if not self._run_keeping(job, self._watch):
+                    return _GAVE_UP
+                nbytes = 0
+                continue
             try:
                 nbytes = self._sock.recv_into(frames.get_buffer())
             except OSError as exc:
@@ -205,12 +229,69 @@ class ReaderThreads:
                 self._end(None)
                 return None
 
+    def _pass_reading(self) -> None:
+        """Give up the reading to an idle (or new) thread."""
+        with self._lock:
+            self._leading = False
+            if self._idle:
+                self._wake.notify()
+            else:
+                self._spawn()
+
+    def _run_keeping(self, job: Job, watch: select.epoll) -> bool:
+        """Run ``job`` on the leader, the watch armed: True when the leader still holds
+        the reading afterwards, False when bytes came and the watch passed it on."""
+        fd = self._sock.fileno()
+        # The watch is armed and disarmed under the lock, and only by the thread that
+        # holds the reading: once the watch passed it on, the next leader may have
+        # armed it for its own tool.
+        with self._lock:
+            self._keeping = job
+            # Level-triggered: bytes already waiting fire the watch at once.
+            watch.modify(fd, select.EPOLLIN | select.EPOLLONESHOT)
+        try:
+            self._run(job)
+        finally:
+            with self._lock:
+                kept = self._keeping is job
+                if kept:
+                    self._keeping = None
+                    with contextlib.suppress(OSError):  # closed: the worker is ending
+                        watch.modify(fd, 0)
+        return kept
+
+    def _watch_main(self) -> None:
+        """Watch thread body: pass the reading on when bytes arrive while the leader
+        runs a tool (`_run_keeping`)."""
+        watch = self._watch
+        assert watch is not None
+        while True:
+            try:
+                watch.poll()
+            except OSError:  # closed
+                return
+            with self._lock:
+                if self._ended:
+                    return
+                if self._keeping is None:  # the tool ended first: the leader reads on
+                    continue
+                self._keeping = None
+                self._leading = False
+                if self._idle:
+                    self._wake.notify()
+                else:
+                    self._spawn()
+
     def _end(self, error: BaseException | None) -> None:
         with self._lock:
             if self._ended:
                 return
             self._ended = True
             self._wake.notify_all()
+        if self._watch is not None:
+            # The socket is at its end, so the armed watch fires and its thread leaves.
+            with contextlib.suppress(OSError):
+                self._watch.modify(self._sock.fileno(), select.EPOLLIN | select.EPOLLONESHOT)
         if isinstance(error, ProtocolError):
             _logger.error("the channel to the parent is out of step: %s", error)
         self._on_end(error)
