@@ -13,8 +13,9 @@ reads, it routes:
 
 The reading passes to an idle thread before the tool runs when more frames are already
 read. Otherwise (a lone call, the usual case) it passes only if bytes arrive while the
-tool runs: a watch thread waits on the socket for exactly that time (an epoll
-descriptor armed and disarmed around the tool, two system calls that wake nobody).
+tool runs: one idle thread waits on the socket for exactly that time (an epoll
+descriptor armed and disarmed around the tool, two system calls that wake nobody), and
+when bytes come it reads them itself.
 Waking the next reader up front costs two thread wake-ups on the call's path (the
 reader, then the interpreter lock going to it), more than the call's own work; waking
 it only when something arrives keeps "a slow tool never holds up another call" at no
@@ -105,17 +106,19 @@ class ReaderThreads:
         self._jobs: dict[int, Job] = {}  # every job not yet finished, by call id
         self._picked: Job | None = None  # the job the leader takes for itself
         self._ended = False
-        # The job the leader runs while it still holds the reading (see the module doc).
+        # The job the leader runs while it still holds the reading (see the module doc),
+        # and whether an idle thread waits on the watch for bytes meanwhile.
         self._keeping: Job | None = None
+        self._watching = False
         self._watch = select.epoll() if hasattr(select, "epoll") else None
         if self._watch is not None:
             self._watch.register(sock.fileno(), 0)  # disarmed until a tool runs
 
     def start(self) -> None:
-        """Start reading."""
+        """Start reading (one thread), and watching (a second, where there is epoll)."""
         self._spawn()
         if self._watch is not None:
-            threading.Thread(target=self._watch_main, name="nativemcp-watch", daemon=True).start()
+            self._spawn()
 
     def _spawn(self) -> None:
         threading.Thread(target=self._main, name="nativemcp-reader", daemon=True).start()
@@ -177,15 +180,23 @@ class ReaderThreads:
         with self._thread_setup():
             while True:
                 with self._lock:
+                    watching = False
                     while self._leading and not self._ready and not self._ended:
+                        if self._watch is not None and not self._watching:
+                            self._watching = watching = True  # this idle thread watches
+                            break
                         self._idle += 1
                         self._wake.wait()
                         self._idle -= 1
                     if self._ended:
                         return
-                    job = self._ready.popleft() if self._ready else None
-                    if job is None:
-                        self._leading = True
+                    job = None
+                    if not watching:
+                        job = self._ready.popleft() if self._ready else None
+                        if job is None:
+                            self._leading = True
+                if watching and not self._watch_once():
+                    continue  # woken for nothing, or the worker is ending
                 if job is None:
                     job = self._lead()
                     if job is None:
@@ -193,6 +204,22 @@ class ReaderThreads:
                     if job is _GAVE_UP:  # ran a tool while the reading passed on
                         continue
                 self._run(job)
+
+    def _watch_once(self) -> bool:
+        """Wait on the watch (as the idle thread that watches): True when bytes came
+        while the leader ran a tool, and this thread has taken the reading over."""
+        watch = self._watch
+        assert watch is not None
+        with contextlib.suppress(OSError):  # closed: the worker is ending
+            watch.poll()
+        with self._lock:
+            self._watching = False
+            if self._ended or self._keeping is None:  # the tool ended first
+                return False
+            # Already awake, this thread reads on: the reading passes with no other
+            # thread to wake. The tool's thread finds it gone when it ends.
+            self._keeping = None
+            return True
 
     def _lead(self) -> Job | None:
         """Read and route until a job is taken (it is returned, and the reading handed
@@ -213,10 +240,15 @@ class ReaderThreads:
                 self._end(error)
                 return None
             if job is not None:
-                if self._watch is None or frames.unread:
+                kept = (
+                    self._run_keeping(job, self._watch)
+                    if self._watch is not None and not frames.unread
+                    else None
+                )
+                if kept is None:  # hand the reading on first, then run the tool
                     self._pass_reading()
                     return job
-                if not self._run_keeping(job, self._watch):
+                if not kept:
                     return _GAVE_UP
                 nbytes = 0
                 continue
@@ -238,14 +270,17 @@ class ReaderThreads:
             else:
                 self._spawn()
 
-    def _run_keeping(self, job: Job, watch: select.epoll) -> bool:
+    def _run_keeping(self, job: Job, watch: select.epoll) -> bool | None:
         """Run ``job`` on the leader, the watch armed: True when the leader still holds
-        the reading afterwards, False when bytes came and the watch passed it on."""
+        the reading afterwards, False when bytes came and the watching thread took it
+        over; None (nothing run) when no thread watches."""
         fd = self._sock.fileno()
         # The watch is armed and disarmed under the lock, and only by the thread that
         # holds the reading: once the watch passed it on, the next leader may have
         # armed it for its own tool.
         with self._lock:
+            if not self._watching:
+                return None
             self._keeping = job
             # Level-triggered: bytes already waiting fire the watch at once.
             watch.modify(fd, select.EPOLLIN | select.EPOLLONESHOT)
@@ -259,28 +294,6 @@ class ReaderThreads:
                     with contextlib.suppress(OSError):  # closed: the worker is ending
                         watch.modify(fd, 0)
         return kept
-
-    def _watch_main(self) -> None:
-        """Watch thread body: pass the reading on when bytes arrive while the leader
-        runs a tool (`_run_keeping`)."""
-        watch = self._watch
-        assert watch is not None
-        while True:
-            try:
-                watch.poll()
-            except OSError:  # closed
-                return
-            with self._lock:
-                if self._ended:
-                    return
-                if self._keeping is None:  # the tool ended first: the leader reads on
-                    continue
-                self._keeping = None
-                self._leading = False
-                if self._idle:
-                    self._wake.notify()
-                else:
-                    self._spawn()
 
     def _end(self, error: BaseException | None) -> None:
         with self._lock:
