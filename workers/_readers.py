@@ -12,8 +12,8 @@ reads, it routes:
   path. At most ``limit`` such calls run at once; more wait their turn, in order.
 
 The reading passes to an idle thread before the tool runs when more frames are already
-read. Otherwise (a lone call, the usual case) it passes only if bytes arrive while the
-tool runs: one idle thread waits on the socket for exactly that time (an epoll
+read or other calls are running. Otherwise (a lone call, the usual case) it passes only
+if bytes arrive while the tool runs: one idle thread waits on the socket for exactly that time (an epoll
 descriptor armed and disarmed around the tool, two system calls that wake nobody), and
 when bytes come it reads them itself.
 Waking the next reader up front costs two thread wake-ups on the call's path (the
@@ -273,13 +273,16 @@ class ReaderThreads:
     def _run_keeping(self, job: Job, watch: select.epoll) -> bool | None:
         """Run ``job`` on the leader, the watch armed: True when the leader still holds
         the reading afterwards, False when bytes came and the watching thread took it
-        over; None (nothing run) when no thread watches."""
+        over; None (nothing run) when no thread watches or other calls are running."""
         fd = self._sock.fileno()
         # The watch is armed and disarmed under the lock, and only by the thread that
         # holds the reading: once the watch passed it on, the next leader may have
         # armed it for its own tool.
         with self._lock:
-            if not self._watching:
+            # Only a call running alone keeps the reading: under concurrent calls the
+            # next bytes are moments away, and a reader already waiting for them (the
+            # hand-over up front) serves them sooner than the watch can.
+            if not self._watching or self._busy > 1:
                 return None
             self._keeping = job
             # Level-triggered: bytes already waiting fire the watch at once.
