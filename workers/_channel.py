@@ -1,11 +1,11 @@
-"""The frame channel on an asyncio transport: no task hop and no syscall per message
-beyond the socket's own read and write.
+"""Frames off a byte stream (`FrameReader`, used by every reader of a worker channel), and
+the proxy's channel on an asyncio transport (`FrameChannel`): no task hop and no
+syscall per message beyond the socket's own read and write.
 
-Both ends speak length-prefixed msgpack frames (see `_wire`). The transport reads into
-the channel's own reusable buffer; frames are decoded as they complete and handed to a
-callback at once; writing never blocks
-the loop: frames queue and go out together on the loop's next pass (the transport
-buffers whatever the peer has not read yet).
+Both ends speak length-prefixed msgpack frames (see `_wire`). Reads go into the
+reader's own reusable buffer; frames are decoded as they complete and handed to a
+callback at once. Writing never blocks the loop: frames queue and go out together on
+the loop's next pass (the transport buffers whatever the peer has not read yet).
 """
 
 from __future__ import annotations

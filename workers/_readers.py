@@ -13,14 +13,13 @@ reads, it routes:
 
 The reading passes to an idle thread before the tool runs when more frames are already
 read or other calls are running. Otherwise (a lone call, the usual case) it passes only
-if bytes arrive while the tool runs: one idle thread waits on the socket for exactly that time (an epoll
-descriptor armed and disarmed around the tool, two system calls that wake nobody), and
-when bytes come it reads them itself.
-Waking the next reader up front costs two thread wake-ups on the call's path (the
-reader, then the interpreter lock going to it), more than the call's own work; waking
-it only when something arrives keeps "a slow tool never holds up another call" at no
-cost to the calls that come one at a time. Without epoll (not Linux) the reading always
-passes up front.
+if bytes arrive while the tool runs: one idle thread waits on the socket for exactly
+that time (an epoll descriptor armed and disarmed around the tool, two system calls
+that wake nobody), and when bytes come it reads them itself. Waking the next reader up
+front costs two thread wake-ups on the call's path (the reader, then the interpreter
+lock going to it), more than the call's own work; waking it only when something
+arrives keeps "a slow tool never holds up another call" at no cost to the calls that
+come one at a time. Without epoll (not Linux) the reading always passes up front.
 
 A call abandoned by its caller (a `Cancel` frame: timeout or cancellation) gives its
 slot back at once; its thread runs on (a thread cannot be interrupted) and its reply
