@@ -61,7 +61,7 @@ from ._llm_tools import declaration, provider_name, read_tool_call
 from ._local import LocalServer
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
-from ._worker import RestartPolicy, WorkerProcess
+from ._worker import RestartPolicy, WorkerProcess, WorkerSettings
 
 __all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool", "server_and_interface"]
 
@@ -367,18 +367,20 @@ class WorkerPool:
         return specs
 
     def _worker_factory(self, label: str, source: ServerSource) -> Callable[[], WorkerProcess]:
-        def make() -> WorkerProcess:
-            return WorkerProcess(
-                source,
-                config=self._config(label),
-                mp_context=self._mp_context,
-                start_timeout=self._start_timeout,
-                max_frame=self._max_frame,
-                restart=self._restart,
-                label=label,
-            )
+        settings = self._worker_settings(label, source)
+        return lambda: WorkerProcess(settings)
 
-        return make
+    def _worker_settings(self, label: str, source: ServerSource) -> WorkerSettings:
+        """How to start ``label``'s worker (the blocking pool starts its workers so too)."""
+        return WorkerSettings(
+            source=source,
+            config=self._config(label),
+            mp_context=self._mp_context,
+            start_timeout=self._start_timeout,
+            max_frame=self._max_frame,
+            restart=self._restart,
+            label=label,
+        )
 
     async def __aenter__(self) -> Self:
         if self._task_group is not None or self._closed:

@@ -114,15 +114,7 @@ class SyncWorkerPool:
         try:
             # Spawn every process first, then wait for each READY: the starts overlap.
             for label, source in settings._plan():
-                worker = SyncWorker(
-                    source,
-                    config=settings._config(label),
-                    mp_context=settings._mp_context,
-                    start_timeout=settings._start_timeout,
-                    max_frame=settings._max_frame,
-                    restart=settings._restart,
-                    label=label,
-                )
+                worker = SyncWorker(settings._worker_settings(label, source))
                 launched.append((worker, worker.spawn()))
             errors: list[ServerError] = []
             for worker, conn in launched:

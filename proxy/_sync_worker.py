@@ -31,10 +31,8 @@ from nativemcp.workers import (
     CallTimeout,
     FrameTooLarge,
     ServerClosed,
-    ServerConfig,
     ServerCrashed,
     ServerError,
-    ServerSource,
     ServerStartError,
     describe_exit,
 )
@@ -63,9 +61,8 @@ from ._worker import (
     KILL_GRACE,
     SHUTDOWN_GRACE,
     TERMINATE_GRACE,
-    RestartPolicy,
+    WorkerSettings,
     _emit_log,
-    launch,
 )
 
 __all__ = ["SyncWorker"]
@@ -233,25 +230,12 @@ class SyncWorker:
         ServerStartError: the worker could not start.
     """
 
-    def __init__(
-        self,
-        source: ServerSource,
-        *,
-        config: ServerConfig,
-        mp_context: Any,
-        start_timeout: float,
-        max_frame: int,
-        restart: RestartPolicy,
-        label: str,
-    ) -> None:
-        self._source = source
-        self._config = config
-        self._mp_context = mp_context
-        self._start_timeout = start_timeout
-        self._max_frame = max_frame
-        self._restart = restart
-        self.label = label
-        self.name = label
+    def __init__(self, settings: WorkerSettings) -> None:
+        self._settings = settings
+        self._restart = settings.restart
+        self._max_frame = settings.max_frame
+        self.label = settings.label
+        self.name = settings.label
         self.description = ""
         self.tools: list[Tool] = []
         self._conn: _Connection | None = None
@@ -273,9 +257,7 @@ class SyncWorker:
         Raises:
             ServerStartError: the server cannot be sent to a worker process.
         """
-        process, parent_sock = launch(
-            self._source, self._config, self._mp_context, self._max_frame, self.label
-        )
+        process, parent_sock = self._settings.launch()
         return _Connection(process, parent_sock, self.label, self._max_frame)
 
     def finish_start(self, conn: _Connection) -> None:
@@ -284,7 +266,7 @@ class SyncWorker:
         Raises:
             ServerStartError: the worker failed, exited or did not answer in time.
         """
-        deadline = time.monotonic() + self._start_timeout
+        deadline = time.monotonic() + self._settings.start_timeout
         ready: Ready | None = None
         try:
             while ready is None:
@@ -292,7 +274,7 @@ class SyncWorker:
                 if remaining <= 0:
                     raise ServerStartError(
                         f"worker for {self.label!r} did not become ready within "
-                        f"{self._start_timeout:g} s",
+                        f"{self._settings.start_timeout:g} s",
                         server=self.label,
                     )
                 ready = self._read_handshake(conn, remaining)

@@ -12,6 +12,7 @@ protocol callback), and process exit is awaited by polling the non-blocking exit
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import math
 import os
@@ -76,7 +77,7 @@ from ._handle import (
 )
 from ._link import Backend, Deadlines, Inbox, Link, current_backend
 
-__all__ = ["RestartPolicy", "WorkerProcess"]
+__all__ = ["RestartPolicy", "WorkerProcess", "WorkerSettings"]
 
 _logger = logging.getLogger("nativemcp.worker")
 
@@ -115,6 +116,54 @@ class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
         recent[:] = [t for t in recent if now - t < self.window]
         recent.append(now)
         return len(recent) <= self.max_restarts
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class WorkerSettings:
+    """How to start and keep one server's worker process: the same for the async pool
+    (`WorkerProcess`) and the blocking one (`SyncWorker`)."""
+
+    source: ServerSource
+    config: ServerConfig
+    mp_context: Any
+    start_timeout: float
+    max_frame: int
+    restart: RestartPolicy
+    label: str
+
+    def launch(self) -> tuple[Any, socket.socket]:
+        """Start a worker process: ``(process, the parent's socket)``.
+
+        Blocking (it waits for `_SPAWNER`); the async and the blocking pools both start
+        their workers here. The handshake is the caller's.
+
+        Raises:
+            ServerStartError: the server cannot be sent to a worker process.
+        """
+        label = self.label
+        parent_sock, child_sock = socket.socketpair()
+        process = self.mp_context.Process(
+            target=worker_main,
+            args=(child_sock, self.source, self.config, self.max_frame, os.getpid()),
+            name=f"nativemcp-worker-{label}",
+            daemon=True,
+        )
+        try:
+            # From the one long-lived thread: see `_SPAWNER` (the parent-death signal).
+            _SPAWNER.submit(process.start).result()
+        except (TypeError, AttributeError, pickle.PicklingError) as exc:
+            parent_sock.close()
+            # `Server.__reduce__` already names the server and the fix: say it once.
+            reason = str(exc)
+            if not reason.startswith(f"server {label!r}"):
+                reason = f"server {label!r} cannot be sent to a worker process: {reason}"
+            raise ServerStartError(reason, server=label) from exc
+        except BaseException:
+            parent_sock.close()
+            raise
+        finally:
+            child_sock.close()
+        return process, parent_sock
 
 
 _SPAWNER: Final = concurrent.futures.ThreadPoolExecutor(
@@ -225,25 +274,12 @@ class WorkerProcess:
     trusts_type_refs = True
     default_timeout: float | None = None
 
-    def __init__(
-        self,
-        source: ServerSource,
-        *,
-        config: ServerConfig,
-        mp_context: Any,
-        start_timeout: float,
-        max_frame: int,
-        restart: RestartPolicy,
-        label: str,
-    ) -> None:
-        self._source = source
-        self._config = config
-        self._mp_context = mp_context
-        self._start_timeout = start_timeout
-        self._max_frame = max_frame
-        self._restart = restart
-        self.label = label
-        self.name = label
+    def __init__(self, settings: WorkerSettings) -> None:
+        self._settings = settings
+        self._restart = settings.restart
+        self._max_frame = settings.max_frame
+        self.label = settings.label
+        self.name = settings.label
         self.description = ""
         self._tools: list[Tool] = []
         self._conn: _Connection | None = None
@@ -351,11 +387,7 @@ class WorkerProcess:
     async def _spawn(self) -> _Connection:
         # Shielded: a started process must be seen through (closed below).
         with anyio.CancelScope(shield=True):
-            process, parent_sock = await anyio.to_thread.run_sync(
-                lambda: launch(
-                    self._source, self._config, self._mp_context, self._max_frame, self.label
-                )
-            )
+            process, parent_sock = await anyio.to_thread.run_sync(self._settings.launch)
         assert self._backend is not None
         conn = _Connection(process, self.label, self._backend)
         try:
@@ -364,7 +396,7 @@ class WorkerProcess:
             )
             # A channel that closes before READY wakes the handshake with None.
             conn.channel.on_closed(lambda: conn.handshake.put(None))
-            with anyio.fail_after(self._start_timeout):
+            with anyio.fail_after(self._settings.start_timeout):
                 message = await conn.handshake.get()
                 if message is None:
                     await _wait_exit(process, EXIT_STATUS_WAIT)
@@ -389,7 +421,7 @@ class WorkerProcess:
             if isinstance(exc, TimeoutError):
                 raise ServerStartError(
                     f"worker for {self.label!r} did not become ready within "
-                    f"{self._start_timeout:g} s",
+                    f"{self._settings.start_timeout:g} s",
                     server=self.label,
                 ) from exc
             raise
@@ -644,42 +676,6 @@ class WorkerProcess:
     async def ping(self, options: CallOptions) -> None:
         """Round-trip an empty message."""
         await self._request(lambda i: Ping(id=i), "ping", options)
-
-
-def launch(
-    source: ServerSource, config: ServerConfig, mp_context: Any, max_frame: int, label: str
-) -> tuple[Any, socket.socket]:
-    """Start a worker process for ``source``: ``(process, the parent's socket)``.
-
-    Blocking (it waits for `_SPAWNER`); the async and the blocking pools both start
-    their workers here. The handshake is the caller's.
-
-    Raises:
-        ServerStartError: the server cannot be sent to a worker process.
-    """
-    parent_sock, child_sock = socket.socketpair()
-    process = mp_context.Process(
-        target=worker_main,
-        args=(child_sock, source, config, max_frame, os.getpid()),
-        name=f"nativemcp-worker-{label}",
-        daemon=True,
-    )
-    try:
-        # From the one long-lived thread: see `_SPAWNER` (the parent-death signal).
-        _SPAWNER.submit(process.start).result()
-    except (TypeError, AttributeError, pickle.PicklingError) as exc:
-        parent_sock.close()
-        # `Server.__reduce__` already names the server and the fix: say it once.
-        reason = str(exc)
-        if not reason.startswith(f"server {label!r}"):
-            reason = f"server {label!r} cannot be sent to a worker process: {reason}"
-        raise ServerStartError(reason, server=label) from exc
-    except BaseException:
-        parent_sock.close()
-        raise
-    finally:
-        child_sock.close()
-    return process, parent_sock
 
 
 def _exit_text(process: Any) -> str:

@@ -289,10 +289,7 @@ class _Worker:
 
     def run_direct(self, call: Call) -> bytes:
         """Run a sync tool that takes no `Context` on this thread; its reply frame."""
-        response = self.server.call_tool_now(
-            call.tool, call.arguments, value_only=call.value_only, in_thread=True
-        )
-        assert response is not None  # routed here by `Server.direct_mode`
+        response = self.server.run_direct(call.tool, call.arguments, value_only=call.value_only)
         return reply_frame(call, response, self.max_frame)
 
     async def answer(self, request_id: int, get: Any) -> None:

@@ -511,25 +511,28 @@ class Server:
         arguments: Mapping[str, Any] | None = None,
         *,
         value_only: bool = False,
-        in_thread: bool = False,
     ) -> NativeMCPResponse[Any] | None:
-        """Run a sync tool that takes no `Context` right here, without awaiting; None for
-        any other tool.
+        """Run an inline sync tool that takes no `Context` right here, without awaiting;
+        None for any other tool.
 
-        The worker's fast path: an ``inline`` tool runs to completion on the spot, with
-        no task to create or schedule; with ``in_thread`` (the caller is a thread that
-        may block) so does any other such tool. Errors are responses, as with
-        `call_tool`.
+        The event loop's fast path: the tool runs to completion on the spot, with no
+        task to create or schedule. Errors are responses, as with `call_tool`.
         """
-        mode = self.direct_mode(name)
-        if mode is None or (mode == "thread" and not in_thread):
+        if self.direct_mode(name) != "inline":
             return None
-        spec = self._tools[name]
+        return self.run_direct(name, arguments, value_only=value_only)
+
+    def run_direct(
+        self, name: str, arguments: Mapping[str, Any] | None, *, value_only: bool
+    ) -> NativeMCPResponse[Any]:
+        """Run ``name``, a tool `direct_mode` names, on the calling thread (which may
+        block); errors are responses, as with `call_tool`."""
         prepared = self._prepare(name, arguments)
         if isinstance(prepared, NativeMCPResponse):
             return prepared
+        spec, kwargs = prepared
         try:
-            value = spec.fn(**prepared[1])
+            value = spec.fn(**kwargs)
         except Exception as exc:
             return self._failed(name, exc)
         return self._respond(spec, value, value_only)
