@@ -77,6 +77,7 @@ DEFAULT_START_TIMEOUT: Final = 20.0
 _logger = logging.getLogger("nativemcp.pool")
 
 P = TypeVar("P")
+T = TypeVar("T")
 StartMethod = Literal["spawn", "forkserver"]
 
 
@@ -177,6 +178,21 @@ def server_and_interface(
             f"{name_or_interface.__name__} needs a `server_name` class attribute naming its server"
         )
     return declared, name_or_interface
+
+
+def find_server(servers: Mapping[str, T], name: str, *, closed: bool) -> T:
+    """The server ``name`` of a pool holding ``servers`` (both pools look them up so).
+
+    Raises:
+        ServerClosed: the pool is closed.
+        UnknownServer: no server by that name (the message lists the servers).
+    """
+    if closed:
+        raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
+    server = servers.get(name)
+    if server is None:
+        raise UnknownServer(f"no server named {name!r}; servers: {', '.join(servers) or '(none)'}")
+    return server
 
 
 class WorkerPool:
@@ -532,13 +548,7 @@ class WorkerPool:
             TypeError: not a name, or an interface without ``server_name``.
         """
         name, interface = server_and_interface(name_or_interface)
-        if self._closed:
-            raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
-        handle = self._handles.get(name)
-        if handle is None:
-            raise UnknownServer(
-                f"no server named {name!r}; servers: {', '.join(self._handles) or '(none)'}"
-            )
+        handle = find_server(self._handles, name, closed=self._closed)
         proxy = self._proxies.get((name, interface))
         if proxy is None:
             timeout = handle.default_timeout or self._timeout

@@ -21,8 +21,8 @@ from typing import Any, Self, TypeVar, overload
 
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, Tool, UnknownServer, unwrap
-from nativemcp.workers import ServerClosed, ServerError, ServerStartError
+from nativemcp.protocol import NativeMCPResponse, Tool, unwrap
+from nativemcp.workers import ServerError, ServerStartError
 from nativemcp.workers._wire import (
     DEFAULT_MAX_FRAME,
     GetServiceContext,
@@ -36,6 +36,7 @@ from ._pool import (
     DEFAULT_TIMEOUT,
     StartMethod,
     WorkerPool,
+    find_server,
     server_and_interface,
 )
 from ._proxy import coerce_arguments, result_type
@@ -183,13 +184,7 @@ class SyncWorkerPool:
             TypeError: not a name, or an interface without ``server_name``.
         """
         name, interface = server_and_interface(name_or_interface)
-        if self._closed:
-            raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
-        worker = self._workers.get(name)
-        if worker is None:
-            raise UnknownServer(
-                f"no server named {name!r}; servers: {', '.join(self._workers) or '(none)'}"
-            )
+        worker = find_server(self._workers, name, closed=self._closed)
         return SyncServerProxy(worker, timeout=self._timeout, interface=interface)
 
 
