@@ -47,7 +47,8 @@ def test_hangul_syllables_and_cjk_ideographs_fold_to_themselves() -> None:
 
 
 _MIXED = st.text(
-    st.sampled_from("aZ é ß\u0301ǅİ학교東京がｶﾀ。ﬁ\n"),
+    # Line breaks of every kind: ASCII lines and the others are folded separately.
+    st.sampled_from("aZ é ß\u0301ǅİ학교東京がｶﾀ。ﬁ\n\r\x0b\x85\u2028"),
     max_size=80,
 )
 

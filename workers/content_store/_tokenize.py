@@ -157,6 +157,16 @@ class Folded(NamedTuple):
         return self.origin[start], self.origin[end - 1] + 1
 
 
+def _fold_runs(text: str, parts: list[str], foldable: list[str]) -> None:
+    """Fold ``text`` onto ``parts``: the runs `_FOLDABLE_RUN` finds through the table
+    (also added to ``foldable``), the rest with lower()."""
+    runs = _FOLDABLE_RUN.split(text)
+    foldable += runs[1::2]
+    runs[::2] = [run.lower() for run in runs[::2]]
+    runs[1::2] = [run.translate(_FOLD) for run in runs[1::2]]
+    parts += runs
+
+
 def fold(text: str) -> Folded:
     """Case-, accent- and compatibility-folded text (``Straße`` → ``strasse``, ``ﬁle``
     → ``file``), with the way back to the original's indexes.
@@ -168,14 +178,25 @@ def fold(text: str) -> Folded:
     # Only the runs that can fold go through the table: str.translate looks each
     # character of a non-ASCII string up through a Python int (about 40 ns each), while
     # lower() folds ASCII, Hangul and CJK ideographs (which fold to themselves) in C at
-    # memory speed. Mixed text (CJK lines in a Latin chunk) folds several times faster
-    # so. Only a text with a character that changes length needs the map back.
-    parts = _FOLDABLE_RUN.split(text)
-    foldable = "".join(parts[1::2])
-    parts[::2] = [part.lower() for part in parts[::2]]
-    parts[1::2] = [part.translate(_FOLD) for part in parts[1::2]]
+    # memory speed. Finding those runs is a regex scan of about 10 ns a character, so
+    # only the lines that are not ASCII are scanned: a Latin chunk with a CJK line or a
+    # curly quote folds 2-3 times faster so. Only a text with a character that changes
+    # length needs the map back.
+    parts: list[str] = []
+    foldable: list[str] = []
+    block: list[str] = []  # consecutive lines that are not ASCII, scanned as one
+    for line in text.splitlines(keepends=True):
+        if line.isascii():
+            if block:
+                _fold_runs("".join(block), parts, foldable)
+                block.clear()
+            parts.append(line.lower())
+        else:
+            block.append(line)
+    if block:
+        _fold_runs("".join(block), parts, foldable)
     folded = "".join(parts)
-    if len(folded) == len(text) and _RESIZING.isdisjoint(foldable):
+    if len(folded) == len(text) and all(_RESIZING.isdisjoint(run) for run in foldable):
         return Folded(folded, None)
     pieces = [_FOLD[ord(char)] for char in text]
     folded = "".join(pieces)
