@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from ._models import SearchHit
-from ._snippet import describe_match
+from ._snippet import Match, context, describe_match
 from ._tokenize import query_terms
 
 __all__ = ["BM25_WEIGHT", "Candidate", "candidate_count", "rank_hits", "relevance"]
@@ -77,15 +77,18 @@ def rank_hits(
         return []
     best = max(c.bm25 for c in found)
     terms = query_terms(query)
-    scored: list[tuple[float, SearchHit]] = []
+    scored: list[tuple[float, Candidate, Match]] = []
     for candidate in found:
         match = describe_match(candidate.body, terms)
         exact = match.relevance_type == "exact_phrase"
         matched = len(terms) if exact else len(match.matched_terms)
         score = relevance(matched, len(terms), candidate.bm25, best)
-        if threshold is not None and score < threshold:
-            continue
-        hit = SearchHit(
+        if threshold is None or score >= threshold:
+            scored.append((score, candidate, match))
+    # Stable: equal relevance keeps the backend's BM25 order.
+    scored.sort(key=lambda entry: -entry[0])
+    return [
+        SearchHit(
             content_id=candidate.content_id,
             chunk_id=f"{candidate.content_id}:{candidate.seq}",
             filename=candidate.filename,
@@ -94,9 +97,7 @@ def rank_hits(
             raw_score=candidate.bm25,
             relevance_type=match.relevance_type,
             matched_terms=match.matched_terms,
-            context=match.context,
+            context=context(candidate.body, match.first),
         )
-        scored.append((score, hit))
-    # Stable: equal relevance keeps the backend's BM25 order.
-    scored.sort(key=lambda pair: -pair[0])
-    return [hit for _, hit in scored[:top_n]]
+        for score, candidate, match in scored[:top_n]
+    ]

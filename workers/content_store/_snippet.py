@@ -11,7 +11,7 @@ from typing import Final, NamedTuple
 from ._models import RelevanceType
 from ._tokenize import Folded, fold
 
-__all__ = ["Match", "describe_match", "highlight"]
+__all__ = ["Match", "context", "describe_match", "highlight"]
 
 CONTEXT_CHARS: Final = 240
 """Length of a context snippet."""
@@ -25,7 +25,8 @@ class Match(NamedTuple):
 
     relevance_type: RelevanceType
     matched_terms: list[str]
-    context: str
+    first: int
+    """Where the first matched term starts in the text (0 when none matched)."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -80,7 +81,8 @@ def _spans(folded: Folded, terms: list[str]) -> dict[str, tuple[int, int]]:
 
 
 def describe_match(body: str, terms: list[str]) -> Match:
-    """The match type, matched terms and a snippet of ``body`` for ``terms``."""
+    """The match type and matched terms of ``body`` for ``terms``, and where the first
+    match starts (`context` makes the snippet there: only the hits shown need one)."""
     folded = fold(body)
     spans = _spans(folded, terms)
     matched = [term for term in terms if term in spans]
@@ -92,10 +94,12 @@ def describe_match(body: str, terms: list[str]) -> Match:
     else:
         kind = "some_terms"
     first = min((span[0] for span in spans.values()), default=0)
-    return Match(kind, matched, _window(body, first))
+    return Match(kind, matched, first)
 
 
-def _window(body: str, position: int) -> str:
+def context(body: str, position: int) -> str:
+    """A snippet of ``body`` of about `CONTEXT_CHARS` around ``position``, whitespace
+    collapsed, with ``…`` where it is cut."""
     if len(body) <= CONTEXT_CHARS:
         return " ".join(body.split())
     start = max(0, position - _LEAD)
