@@ -2,11 +2,12 @@
 
 One file in WAL mode. Each store has its own FTS5 table (``fts_<store rowid>``), so
 BM25's statistics are the store's own and a search reads only that store's index,
-with FTS5's fast ``ORDER BY rank LIMIT n`` path. Two connections: the writer, used
-under the server's write lock (possibly from a worker thread, for long inserts), and
-the reader, used on the event loop; WAL lets reads go on while a long write is in
-progress and shows them only committed data. Every change is one transaction, so a
-process killed mid-way leaves the change wholly applied or wholly absent.
+with FTS5's fast ``ORDER BY rank LIMIT n`` path. Two connections: the writer, one
+transaction at a time (the server's write calls, and the thread that merges a store's
+index once writes stop: `IndexMerger`), and the reader; WAL lets reads go on while a
+long write is in progress and shows them only committed data. Every change is one
+transaction, so a process killed mid-way leaves the change wholly applied or wholly
+absent.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 import secrets
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from ._chunking import Chunk
+from ._merging import IDLE_SECONDS, STEP_PAGES, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
 from ._relevance import Candidate, candidate_count, rank_hits
 from ._tokenize import index_text, match_expression
@@ -160,9 +163,13 @@ def _connect(path: Path | str) -> sqlite3.Connection:
 class ContentDB:
     """Stores, contents and search over one SQLite file (see the module docstring)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, merge_idle: float = IDLE_SECONDS) -> None:
+        """Open (or create) the database at ``path``; a store's index is merged after
+        ``merge_idle`` seconds without writes (`IndexMerger`)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        # The merging thread writes too: one transaction at a time on the writer.
+        self._writing = threading.Lock()
         self._write = _connect(path)
         self._write.execute("PRAGMA journal_mode = WAL")
         # NORMAL in WAL mode survives a killed process (not a power cut): the
@@ -172,6 +179,7 @@ class ContentDB:
         self._check_version()
         self._read = _connect(path)
         self._closed = False
+        self._merger = IndexMerger(self._merge_step, idle=merge_idle)
 
     def _check_version(self) -> None:
         row = self._write.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
@@ -199,21 +207,43 @@ class ContentDB:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         conn = self._write
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with self._writing:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def close(self) -> None:
-        """Close both connections (idempotent)."""
+        """Stop merging, then close both connections (idempotent)."""
         if self._closed:
             return
         self._closed = True
+        self._merger.close()
         self._read.close()
         self._write.close()
+
+    def _merge_step(self, store_id: str) -> bool:
+        """Merge `STEP_PAGES` pages of the store's index segments toward one b-tree;
+        False once there is nothing left to merge (or the store is gone)."""
+        with self._transaction() as conn:
+            store_rid = self._store_rid(conn, store_id)
+            if store_rid is None:
+                return False
+            fts = _fts(store_rid)
+            before = conn.total_changes
+            # A negative page count merges every segment, not only full levels: an
+            # optimize done in steps. FTS5 counts two changes or more when it did work.
+            conn.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('merge', ?)", (-STEP_PAGES,))
+            return conn.total_changes - before >= 2
+
+    @staticmethod
+    def _index_rows(conn: sqlite3.Connection, store_rid: int) -> int:
+        """How many chunks the store's index holds (its document-size table: no scan of
+        the index)."""
+        return int(conn.execute(f"SELECT count(*) FROM {_fts(store_rid)}_docsize").fetchone()[0])
 
     # -- stores ----------------------------------------------------------------------
 
@@ -353,11 +383,14 @@ class ContentDB:
                         progress(start + len(batch), total)
                 conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (now, store_id))
                 existing_id = content_id
+                indexed = self._index_rows(conn, store_rid)
             else:
                 existing_id = existing[0]
             row = conn.execute(
                 f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE id = ?", (existing_id,)
             ).fetchone()
+        if existing is None:
+            self._merger.wrote(store_id, total, indexed)
         return _summary(row), existing is not None
 
     def get_content(self, store_id: str, content_id: str) -> ContentSummary | None:
@@ -408,6 +441,8 @@ class ContentDB:
             ).rowcount
             conn.execute("DELETE FROM contents WHERE rid = ?", (row[0],))
             conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (_now(), store_id))
+            indexed = self._index_rows(conn, store_rid)
+        self._merger.wrote(store_id, deleted, indexed)
         return deleted
 
     # -- search ----------------------------------------------------------------------
