@@ -46,7 +46,10 @@ DATABASE_URL_ENV: Final = "NATIVEMCP_DATABASE_URL"
 POOL_MIN_SIZE: Final = 1
 """Connections a worker keeps open while idle."""
 POOL_MAX_SIZE: Final = 4
-"""Connections one worker process may hold at once (tools run in a few threads)."""
+"""Connections one worker process may hold at once: of its tool threads (up to
+``TOOL_THREADS``), this many use the database at a time and the others wait for one
+(at most `CHECKOUT_TIMEOUT`), which keeps a worker's share of the server's connections
+small."""
 CONNECT_TIMEOUT: Final = 5
 """Seconds to wait for the database to accept a connection."""
 CHECKOUT_TIMEOUT: Final = 5.0
