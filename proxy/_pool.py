@@ -61,7 +61,7 @@ from ._llm_tools import declaration, provider_name, read_tool_call
 from ._local import LocalServer
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
-from ._worker import RestartPolicy, WorkerProcess, WorkerSettings
+from ._worker import RestartPolicy, WorkerProcess, WorkerSettings, start_failure
 
 __all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool", "server_and_interface"]
 
@@ -415,7 +415,7 @@ class WorkerPool:
     async def _start_all(self) -> None:
         assert self._task_group is not None
         outer = self._task_group
-        errors: list[BaseException] = []
+        errors: list[Exception] = []
         started: list[ServerHandle] = []
 
         order: dict[int, int] = {}
@@ -454,12 +454,7 @@ class WorkerPool:
             for handle in started:
                 if handle not in self._handles.values():
                     await handle.aclose()
-            if len(errors) == 1:
-                # The frames of a worker that failed to start say nothing to the caller;
-                # the message does (why, and what to do).
-                error = errors[0]
-                raise error.with_traceback(None) if isinstance(error, ServerError) else error
-            raise ExceptionGroup("several servers failed to start", errors)  # type: ignore[type-var]
+            raise start_failure(errors)
 
     async def __aexit__(
         self,

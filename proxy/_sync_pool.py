@@ -42,7 +42,7 @@ from ._pool import (
 from ._proxy import coerce_arguments, result_type
 from ._records import to_records
 from ._sync_worker import SyncWorker
-from ._worker import RestartPolicy
+from ._worker import RestartPolicy, start_failure
 
 __all__ = ["SyncServerProxy", "SyncToolMethod", "SyncWorkerPool"]
 
@@ -132,11 +132,7 @@ class SyncWorkerPool:
                     )
                 self._workers.setdefault(worker.name, worker)
             if errors:
-                raise (
-                    errors[0]
-                    if len(errors) == 1
-                    else ExceptionGroup("several servers failed to start", errors)
-                )
+                raise start_failure(errors)
         except BaseException:
             for worker, _ in launched:
                 worker.close()

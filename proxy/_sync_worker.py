@@ -34,7 +34,6 @@ from nativemcp.workers import (
     ServerCrashed,
     ServerError,
     ServerStartError,
-    describe_exit,
 )
 from nativemcp.workers._channel import FrameReader
 from nativemcp.workers._wire import (
@@ -56,8 +55,8 @@ from nativemcp.workers._wire import (
     unpack_reply,
 )
 
-from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._worker import (
+    EXIT_STATUS_WAIT,
     KILL_GRACE,
     SHUTDOWN_GRACE,
     TERMINATE_GRACE,
@@ -272,11 +271,7 @@ class SyncWorker:
             while ready is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise ServerStartError(
-                        f"worker for {self.label!r} did not become ready within "
-                        f"{self._settings.start_timeout:g} s",
-                        server=self.label,
-                    )
+                    raise self._settings.timeout_error()
                 ready = self._read_handshake(conn, remaining)
         except BaseException:
             conn.sock.close()
@@ -294,22 +289,14 @@ class SyncWorker:
         if nbytes is None:
             return None
         if not nbytes:
-            conn.process.join(1.0)
-            if conn.process.exitcode == EXIT_NO_MAIN_GUARD:
-                raise ServerStartError(no_main_guard_message(self.label), server=self.label)
-            raise ServerStartError(
-                f"worker for {self.label!r} {describe_exit(conn.process.exitcode)} during start-up",
-                server=self.label,
-            )
-        messages: list[Any] = []
+            conn.process.join(EXIT_STATUS_WAIT)
+            raise self._settings.exited_error(conn.process.exitcode)
         conn.reader.buffer_updated(nbytes)
         messages, conn._inbox[:] = list(conn._inbox), []
         ready: Ready | None = None
         for message in messages:
             if isinstance(message, StartFailed):
-                raise ServerStartError(
-                    f"server {self.label!r} failed to start: {message.message}", server=self.label
-                )
+                raise self._settings.failed_error(message)
             if isinstance(message, Ready):
                 ready = message
             elif isinstance(message, Log):

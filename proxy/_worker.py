@@ -19,7 +19,7 @@ import os
 import pickle
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -77,7 +77,7 @@ from ._handle import (
 )
 from ._link import Backend, Deadlines, Inbox, Link, current_backend
 
-__all__ = ["RestartPolicy", "WorkerProcess", "WorkerSettings"]
+__all__ = ["RestartPolicy", "WorkerProcess", "WorkerSettings", "start_failure"]
 
 _logger = logging.getLogger("nativemcp.worker")
 
@@ -164,6 +164,30 @@ class WorkerSettings:
         finally:
             child_sock.close()
         return process, parent_sock
+
+    # The errors of a start that did not reach READY, worded alike for both pools.
+
+    def exited_error(self, exitcode: int | None) -> ServerStartError:
+        """The worker exited (with ``exitcode``) before it was ready."""
+        if exitcode == EXIT_NO_MAIN_GUARD:
+            return ServerStartError(no_main_guard_message(self.label), server=self.label)
+        return ServerStartError(
+            f"worker for {self.label!r} {describe_exit(exitcode)} during start-up",
+            server=self.label,
+        )
+
+    def failed_error(self, message: StartFailed) -> ServerStartError:
+        """The server's own start-up failed (the worker said why)."""
+        return ServerStartError(
+            f"server {self.label!r} failed to start: {message.message}", server=self.label
+        )
+
+    def timeout_error(self) -> ServerStartError:
+        """No READY within the start timeout."""
+        return ServerStartError(
+            f"worker for {self.label!r} did not become ready within {self.start_timeout:g} s",
+            server=self.label,
+        )
 
 
 _SPAWNER: Final = concurrent.futures.ThreadPoolExecutor(
@@ -400,17 +424,9 @@ class WorkerProcess:
                 message = await conn.handshake.get()
                 if message is None:
                     await _wait_exit(process, EXIT_STATUS_WAIT)
-                    if process.exitcode == EXIT_NO_MAIN_GUARD:
-                        raise ServerStartError(no_main_guard_message(self.label), server=self.label)
-                    raise ServerStartError(
-                        f"worker for {self.label!r} {_exit_text(process)} during start-up",
-                        server=self.label,
-                    )
+                    raise self._settings.exited_error(process.exitcode)
                 if isinstance(message, StartFailed):
-                    raise ServerStartError(
-                        f"server {self.label!r} failed to start: {message.message}",
-                        server=self.label,
-                    )
+                    raise self._settings.failed_error(message)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 if conn.channel is not None:
@@ -419,11 +435,7 @@ class WorkerProcess:
                     parent_sock.close()
                 await _stop_process(process, 0.5)
             if isinstance(exc, TimeoutError):
-                raise ServerStartError(
-                    f"worker for {self.label!r} did not become ready within "
-                    f"{self._settings.start_timeout:g} s",
-                    server=self.label,
-                ) from exc
+                raise self._settings.timeout_error() from exc
             raise
         conn.ready = message
         self.name = message.name
@@ -676,6 +688,16 @@ class WorkerProcess:
     async def ping(self, options: CallOptions) -> None:
         """Round-trip an empty message."""
         await self._request(lambda i: Ping(id=i), "ping", options)
+
+
+def start_failure(errors: Sequence[Exception]) -> Exception:
+    """What a pool raises when servers failed to start: the one error, or all of them in
+    a group. A `ServerError` loses its traceback: the frames of a worker that failed to
+    start say nothing to the caller; its message says why, and what to do."""
+    if len(errors) == 1:
+        error = errors[0]
+        return error.with_traceback(None) if isinstance(error, ServerError) else error
+    return ExceptionGroup("several servers failed to start", errors)
 
 
 def _exit_text(process: Any) -> str:
