@@ -23,6 +23,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import pytest
+from _process import alive
 
 pytestmark = pytest.mark.real_process
 
@@ -386,14 +387,6 @@ def test_a_ui_frame_cannot_reach_the_console_api(page: Any) -> None:
     assert outcome == "blocked"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def _children(pid: int) -> set[int]:
     found: set[int] = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -416,7 +409,7 @@ def test_the_console_prints_its_url_first_and_stops_on_ctrl_c_leaving_no_worker(
         assert running.process.wait(30) == 0
     # Orphans are reaped by init, which may take a moment; a zombie is gone as well.
     deadline = time.monotonic() + 20
-    while (left := [pid for pid in workers if _alive(pid)]) and time.monotonic() < deadline:
+    while (left := [pid for pid in workers if alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import multiprocess
 import pytest
+from _process import alive
 
 from nativemcp.proxy import DEFAULT_TIMEOUT, RestartPolicy, ServerClosed, WorkerPool
 from nativemcp.workers._wire import DEFAULT_MAX_FRAME
@@ -27,14 +28,6 @@ ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
 _WS = WorkspaceOptions()
 _CS = ContentStoreOptions()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.real_process
@@ -58,7 +51,7 @@ async def test_closing_the_pool_kills_a_worker_that_ignores_the_shutdown_message
                     await anyio.sleep(0.02)
             with anyio.fail_after(30):
                 await pool.aclose()  # shutdown message → grace → terminate → kill
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 @pytest.mark.real_process

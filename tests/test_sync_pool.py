@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar, Protocol
 
 import pytest
+from _process import alive
 from _servers import Item, Listing
 
 from nativemcp.protocol import ToolError, unwrap
@@ -31,15 +32,6 @@ pytestmark = pytest.mark.real_process
 def pool() -> Iterator[SyncWorkerPool]:
     with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
         yield pool
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split()[2] != "Z"
 
 
 def test_typed_method_returns_the_tools_own_types(pool: SyncWorkerPool) -> None:
@@ -128,8 +120,8 @@ def test_closing_stops_every_worker_and_refuses_later_calls() -> None:
     with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
         testing = pool.server("testing")
         pid = testing.pid()
-        assert _alive(pid)
-    assert not _alive(pid)
+        assert alive(pid)
+    assert not alive(pid)
     with pytest.raises(ServerClosed):
         testing.echo(text="too late")
     with pytest.raises(ServerClosed):

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _process import alive
 
 pytestmark = [pytest.mark.real_process]
 
@@ -31,14 +32,6 @@ async def main() -> None:
 if __name__ == "__main__":  # spawned workers import this file too
     anyio.run(main)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _wait_for(condition: object, timeout: float) -> bool:
@@ -76,11 +69,11 @@ def test_a_worker_exits_when_its_parent_is_killed_while_a_tool_blocks_it(
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(10)
         # The promise is "within a second"; the bound here allows a loaded machine.
-        assert _wait_for(lambda: not _alive(worker_pid), 10), "the worker outlived its parent"
+        assert _wait_for(lambda: not alive(worker_pid), 10), "the worker outlived its parent"
     finally:
         parent.kill()
         parent.wait(10)
         if parent.stdout is not None:
             parent.stdout.close()
-        if worker_pid and _alive(worker_pid):
+        if worker_pid and alive(worker_pid):
             os.kill(worker_pid, signal.SIGKILL)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Protocol
 
 import anyio
 import pytest
+from _process import alive
 from _servers import Item, Listing, Money
 
 from nativemcp.protocol import INVALID_PARAMS, NativeMCPResponse, ToolError, unwrap
@@ -41,16 +42,6 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 async def pool() -> AsyncIterator[WorkerPool]:
     async with WorkerPool(["_servers:server"], timeout=10) as pool:
         yield pool
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is gone once reaped.
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split()[2] != "Z"
 
 
 async def test_typed_method_returns_the_tools_own_types(pool: WorkerPool) -> None:
@@ -306,8 +297,8 @@ async def test_killed_worker_fails_pending_calls_and_restarts() -> None:
 async def test_no_worker_outlives_the_pool() -> None:
     async with WorkerPool(["_servers:server"]) as pool:
         pid = await pool.server("testing").pid()
-        assert _alive(pid)
-    assert not _alive(pid)
+        assert alive(pid)
+    assert not alive(pid)
 
 
 async def test_no_worker_outlives_a_pool_whose_body_raised() -> None:
@@ -316,7 +307,7 @@ async def test_no_worker_outlives_a_pool_whose_body_raised() -> None:
         async with WorkerPool(["_servers:server"]) as pool:
             pid = await pool.server("testing").pid()
             raise LookupError("the app failed")
-    assert pid and not _alive(pid)
+    assert pid and not alive(pid)
 
 
 async def test_no_worker_outlives_a_pool_whose_task_was_cancelled() -> None:
@@ -326,7 +317,7 @@ async def test_no_worker_outlives_a_pool_whose_task_was_cancelled() -> None:
             pids.append(await pool.server("testing").pid())
             scope.cancel()
             await anyio.sleep_forever()
-    assert pids and not _alive(pids[0])
+    assert pids and not alive(pids[0])
 
 
 async def test_a_server_that_fails_to_load_is_a_start_error_with_the_reason() -> None:
