@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _scripts import venv_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = sorted(EXAMPLES.glob("*.py"))
@@ -32,7 +33,7 @@ def test_each_example_runs(script: Path, tmp_path: Path) -> None:
 @pytest.mark.real_process
 def test_the_notes_server_answers_nativemcp_call_as_its_docstring_says(tmp_path: Path) -> None:
     shutil.copy(EXAMPLES / "notes_server.py", tmp_path)
-    nativemcp = Path(sys.executable).parent / "nativemcp"
+    nativemcp = venv_script("nativemcp")
     base = [str(nativemcp), "call", "notes_server:server", "add_note"]
     args = ["--args", '{"title": "hi", "body": "x"}', "--data-dir", str(tmp_path / "data")]
     done = subprocess.run([*base, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -21,6 +21,7 @@ import msgspec
 import pytest
 import uvicorn
 from _external_server import STAMPS, UNTRUSTED_MODULE, Stamp, make_server
+from _scripts import venv_script
 
 from nativemcp.protocol import BackendType, ServiceInfo, ToolError, ToolNameError, service_info
 from nativemcp.proxy import (
@@ -276,7 +277,9 @@ async def test_the_official_git_server_answers_on_a_real_repository(tmp_path: Pa
     repo.mkdir()
     await anyio.run_process(["git", "init", "-q", str(repo)])
     (repo / "a.txt").write_text("hello\n")
-    config = {"git": {"command": "mcp-server-git", "args": ["--repository", str(repo)]}}
+    config = {
+        "git": {"command": venv_script("mcp-server-git"), "args": ["--repository", str(repo)]}
+    }
     async with WorkerPool(mcp_servers=config) as pool:
         names = {tool.name for tool in await pool.list_tools()}
         assert "git__git_status" in names

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _scripts import venv_script
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -45,12 +46,19 @@ def test_each_python_block_runs_as_its_own_script(number: int, tmp_path: Path) -
     assert again.returncode == 0, again.stderr
 
 
-def test_the_setup_commands_are_the_ones_ci_runs() -> None:
-    setup = _blocks("bash")[0]
+def test_ci_runs_the_readmes_two_commands_as_written_without_activating_the_venv() -> None:
+    setup = [line for line in _blocks("bash")[0].splitlines() if line.startswith("python3 -m venv")]
+    assert len(setup) == 2
+    demo, tests = setup
+    assert demo.endswith(".venv/bin/nativemcp demo")
+    assert "pip install -q -e '.[test]' --config-settings editable_mode=strict" in tests
+    assert tests.endswith(".venv/bin/python -m pytest -q")
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install -q -e '.[test]' --config-settings editable_mode=strict" in setup
-    assert "-e '.[test]' --config-settings editable_mode=strict" in ci
-    assert "python -m pytest -q" in setup and "python -m pytest -q" in ci
+    # .ci/run reads the commands from the README's first bash block and runs them as they
+    # stand: a user's shell has no venv activated, so neither has CI's.
+    assert 'startswith("python3 -m venv")' in ci and 'bash -c "${commands[1]}"' in ci
+    for script in ("run", "typecheck", "conformance"):
+        assert "bin/activate" not in (ROOT / ".ci" / script).read_text(), script
 
 
 @pytest.mark.real_process
@@ -61,7 +69,7 @@ def test_the_command_line_block_runs_line_by_line(tmp_path: Path) -> None:
     ]
     assert len(commands) >= 8
     env = {**os.environ, "NATIVEMCP_DATA_DIR": str(tmp_path / "data")}
-    script = Path(sys.executable).parent / "nativemcp"
+    script = venv_script("nativemcp")
     for command in commands:
         argv = shlex.split(command)
         done = subprocess.run(

@@ -6,13 +6,13 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
+from _scripts import venv_script
 from mcp import Client
 
 from nativemcp.proxy._cli import main
@@ -44,7 +44,7 @@ async def test_sigterm_lets_an_in_flight_call_finish() -> None:
     port = _free_port()
     argv = ["serve", "--transport", "http", "--port", str(port), "--grace", "20"]
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
-        [str(Path(sys.executable).parent / "nativemcp"), *argv, "_serve_servers:server"],
+        [venv_script("nativemcp"), *argv, "_serve_servers:server"],
         cwd=TESTS,  # module:attribute resolves from the current folder
     )
     try:
@@ -101,7 +101,7 @@ def _text(result: object) -> str:
 async def test_stateless_replicas_on_one_database_share_plans_and_stores(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    script = str(Path(sys.executable).parent / "nativemcp")
+    script = venv_script("nativemcp")
     ports = [_free_port(), _free_port()]
     replicas = [
         subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
