@@ -97,7 +97,7 @@ async def measure(quick: bool) -> dict[str, Any]:
     rounds = 3 if quick else 9
     number = 20 if quick else 100
     calls_each = 5 if quick else 25
-    serve = [sys.executable, "-m", "nativemcp.proxy._cli", "serve"]
+    serve = [sys.executable, "-m", "nativemcp.proxy.cli", "serve"]
     native_port, sdk_port = _free_port(), _free_port()
     samples: dict[str, list[float]] = {
         n: [] for n in ("bridge_stdio", "sdk_stdio", "bridge_http", "sdk_http")

@@ -85,17 +85,17 @@ __all__ = [
 # process re-imports the script that opened its pool, and with it this package: loaded
 # on first use, these names keep that cost (about 40 MB per worker) out of the workers.
 _LAZY: dict[str, tuple[str, str]] = {
-    "McpBridge": ("._bridge", "McpBridge"),
-    "TOKEN_ENV": ("._serve", "TOKEN_ENV"),
-    "http_app": ("._serve", "http_app"),
-    "serve_stdio": ("._serve", "serve_stdio"),
+    "McpBridge": (".serve", "McpBridge"),
+    "TOKEN_ENV": (".serve", "TOKEN_ENV"),
+    "http_app": (".serve", "http_app"),
+    "serve_stdio": (".serve", "serve_stdio"),
 }
 
 if _TYPE_CHECKING:
-    from ._bridge import McpBridge as McpBridge
-    from ._serve import TOKEN_ENV as TOKEN_ENV
-    from ._serve import http_app as http_app
-    from ._serve import serve_stdio as serve_stdio
+    from .serve import TOKEN_ENV as TOKEN_ENV
+    from .serve import McpBridge as McpBridge
+    from .serve import http_app as http_app
+    from .serve import serve_stdio as serve_stdio
 
 
 def __getattr__(name: str) -> _Any:

@@ -55,13 +55,13 @@ from ._handle import (
     ServerHandle,
     _Default,
 )
-from ._llm_messages import tool_result_message
-from ._llm_provider import Provider, check_provider
-from ._llm_tools import declaration, provider_name, read_tool_call
 from ._local import LocalServer
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._worker import RestartPolicy, WorkerProcess, WorkerSettings, start_failure
+from .llm._messages import tool_result_message
+from .llm._provider import Provider, check_provider
+from .llm._tools import declaration, provider_name, read_tool_call
 
 __all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool", "server_and_interface"]
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from nativemcp.proxy._cli import DATA_DIR_ENV, default_data_dir, main
+from nativemcp.proxy.cli import DATA_DIR_ENV, default_data_dir, main
 
 
 def test_default_data_dir_follows_the_environment(

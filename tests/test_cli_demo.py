@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from nativemcp.proxy._cli import main
+from nativemcp.proxy.cli import main
 
 
 def test_the_sample_corpus_ships_with_the_package() -> None:
@@ -47,7 +47,7 @@ def test_the_demo_fits_80_columns_keeping_line_ranges_and_names_no_deleted_folde
 ) -> None:
     from rich.console import Console
 
-    from nativemcp.proxy._demo import run_demo
+    from nativemcp.proxy.cli._demo import run_demo
 
     assert anyio.run(run_demo, None, Console(width=80, force_terminal=False)) == 0
     out = capsys.readouterr().out

@@ -14,8 +14,8 @@ import pytest
 
 from nativemcp.protocol import TextContent
 from nativemcp.proxy import WorkerPool
-from nativemcp.proxy._console import create_console_app
-from nativemcp.proxy._console_catalog import (
+from nativemcp.proxy.console._app import create_console_app
+from nativemcp.proxy.console._catalog import (
     SERVICE_META_KEY,
     ConsoleCatalog,
 )

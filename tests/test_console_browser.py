@@ -118,7 +118,7 @@ def _running_console(data_dir: Path, *extra: str) -> Iterator[Console]:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
     }
-    command = [sys.executable, "-m", "nativemcp.proxy._cli", "console", "--port", "0"]
+    command = [sys.executable, "-m", "nativemcp.proxy.cli", "console", "--port", "0"]
     with (data_dir / "console.log").open("wb") as log:
         process = subprocess.Popen(
             [*command, "--data-dir", str(data_dir), *extra],

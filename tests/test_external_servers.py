@@ -397,7 +397,7 @@ async def test_the_cli_calls_a_server_of_its_mcp_config_and_names_one_that_fails
 ) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"time": _time(), "broken": {"command": "false"}}}))
-    cli = [sys.executable, "-m", "nativemcp.proxy._cli"]
+    cli = [sys.executable, "-m", "nativemcp.proxy.cli"]
     data = ["--data-dir", str(tmp_path / "d")]
     ok = {"mcpServers": {"time": _time()}}
     (tmp_path / "ok.json").write_text(json.dumps(ok))
@@ -434,7 +434,7 @@ async def test_serve_with_mcp_config_serves_external_tools_beside_builtins(tmp_p
     params = StdioServerParameters(
         command=sys.executable,
         args=[
-            *("-m", "nativemcp.proxy._cli", "serve", "workspace"),
+            *("-m", "nativemcp.proxy.cli", "serve", "workspace"),
             *("--data-dir", str(tmp_path / "d"), "--mcp-config", str(config)),
         ],
     )

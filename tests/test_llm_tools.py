@@ -28,8 +28,8 @@ from openai.types.responses.response_input_item_param import FunctionCallOutput
 from pydantic import TypeAdapter
 
 from nativemcp.proxy import WorkerPool
-from nativemcp.proxy._llm_tools import gemini_schema
 from nativemcp.proxy.llm import PROVIDERS, Provider, UnknownProviderError
+from nativemcp.proxy.llm._tools import gemini_schema
 from nativemcp.workers import Server
 
 pytestmark = [pytest.mark.anyio]

@@ -84,7 +84,7 @@ def test_the_mcp_client_config_and_serve_commands_parse() -> None:
     `nativemcp serve` line (parsed only: serving runs until the client leaves)."""
     import json
 
-    from nativemcp.proxy._cli import _build_parser
+    from nativemcp.proxy.cli._main import _build_parser
 
     parser, _ = _build_parser()
     (config,) = [json.loads(body) for body in _blocks("json")]

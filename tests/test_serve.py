@@ -152,7 +152,7 @@ async def _check_client_requests(client: Client, *, prefix: str) -> None:
 async def test_sdk_client_over_stdio_lists_calls_and_reads() -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "nativemcp.proxy._cli", "serve", str(TESTS / "_serve_servers.py:server")],
+        args=["-m", "nativemcp.proxy.cli", "serve", str(TESTS / "_serve_servers.py:server")],
         cwd=str(TESTS),
     )
     with anyio.fail_after(60):

@@ -15,7 +15,7 @@ import pytest
 from _scripts import venv_script
 from mcp import Client
 
-from nativemcp.proxy._cli import main
+from nativemcp.proxy.cli import main
 
 TESTS = Path(__file__).parent
 

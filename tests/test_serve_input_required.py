@@ -67,7 +67,7 @@ async def test_default_mode_client_samples_and_elicits_over_http() -> None:
 async def test_default_mode_client_samples_and_elicits_over_stdio() -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "nativemcp.proxy._cli", "serve", str(TESTS / "_serve_servers.py:server")],
+        args=["-m", "nativemcp.proxy.cli", "serve", str(TESTS / "_serve_servers.py:server")],
         cwd=str(TESTS),
     )
     with anyio.fail_after(60):

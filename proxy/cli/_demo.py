@@ -21,7 +21,9 @@ from rich.text import Text
 
 from nativemcp.protocol import NativeMCPResponse, result_text, unwrap
 
-__all__ = ["TOKEN_NOTE", "estimate_tokens", "run_demo"]
+from ..llm._tokens import TOKEN_NOTE, estimate_tokens
+
+__all__ = ["run_demo"]
 
 SAMPLES_PACKAGE: Final = "nativemcp.workers.content_store"
 DEMO_CHUNKS: Final = {"chunk_max_lines": 4, "chunk_overlap_lines": 1}
@@ -36,12 +38,6 @@ SEARCHES: Final = [
     ("search index", "English, two terms"),
     ('NOT "vanilla" OR (', "FTS5 syntax is plain text: no error"),
 ]
-TOKEN_NOTE: Final = "tokens ≈ characters / 4 (a rough estimate; CJK text costs more per character)"
-
-
-def estimate_tokens(text: str) -> int:
-    """Roughly how many tokens ``text`` costs a model (see `TOKEN_NOTE`)."""
-    return max(1, round(len(text) / 4)) if text else 0
 
 
 class _Call(msgspec.Struct):

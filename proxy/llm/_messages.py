@@ -22,8 +22,8 @@ from typing import Any, Final
 
 from nativemcp.protocol import ImageContent, NativeMCPResponse
 
-from ._llm_provider import Provider, check_provider
-from ._llm_render import ToolOutput, render
+from ._provider import Provider, check_provider
+from ._render import ToolOutput, render
 
 __all__ = ["tool_result_message"]
 

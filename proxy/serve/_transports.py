@@ -30,10 +30,10 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._pool import WorkerPool
 from ._bridge import McpBridge, gather_instructions, select_servers
-from ._pool import WorkerPool
-from ._serve_defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
-from ._serve_defaults import TOKEN_ENV as TOKEN_ENV
+from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
+from ._defaults import TOKEN_ENV as TOKEN_ENV
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 
 __all__ = ["DEFAULT_MAX_BODY", "TOKEN_ENV", "Drain", "http_app", "serve_stdio"]

@@ -28,7 +28,7 @@ import msgspec
 
 from nativemcp.protocol import Tool
 
-from ._llm_provider import Provider
+from ._provider import Provider
 
 __all__ = ["ToolCall", "declaration", "provider_name", "read_tool_call"]
 

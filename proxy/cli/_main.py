@@ -1,47 +1,32 @@
 """The ``nativemcp`` command line.
 
-``nativemcp demo`` runs the main job (see `nativemcp.proxy._demo`). The content-store
+``nativemcp demo`` runs the main job (see `nativemcp.proxy.cli._demo`). The content-store
 verbs (``ingest``, ``search``, ``stores``, ``list``, ``read``, ``delete``) and the
-generic ``call SERVER TOOL --args JSON`` live in `nativemcp.proxy._cli_content`; each
+generic ``call SERVER TOOL --args JSON`` live in `nativemcp.proxy.cli._content`; each
 opens a `WorkerPool` on data kept in ``--data-dir`` (default: `default_data_dir`), or
 in the PostgreSQL database of ``--database-url`` / ``$NATIVEMCP_DATABASE_URL``, and
 takes ``--json`` for the typed value instead of the text a model reads.
-``nativemcp console [--port N]`` serves the browser console (see `nativemcp.proxy._console`).
+``nativemcp console [--port N]`` serves the browser console (see `nativemcp.proxy.console._app`).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Final
 
 import anyio
 
 from nativemcp.protocol import NativeMCPError
 from nativemcp.workers._database import is_postgres_url, redact_url
 
-from ._cli_console import add_console_parser, run_console
-from ._cli_content import Runner, UsageError, add_content_commands, add_database_url
+from ._console import add_console_parser, run_console
+from ._content import Runner, UsageError, add_content_commands, add_database_url
+from ._data_dir import default_data_dir
 
-__all__ = ["DATA_DIR_ENV", "default_data_dir", "main"]
-
-DATA_DIR_ENV: Final = "NATIVEMCP_DATA_DIR"
-"""Environment variable that overrides the default data folder."""
-
-
-def default_data_dir() -> Path:
-    """Where nativemcp keeps its data: ``$NATIVEMCP_DATA_DIR``, else the user data folder
-    (``$XDG_DATA_HOME/nativemcp``, else ``~/.local/share/nativemcp``)."""
-    explicit = os.environ.get(DATA_DIR_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
-    return base / "nativemcp"
+__all__ = ["main"]
 
 
 def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
@@ -65,7 +50,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
     add_database_url(demo)
 
     runners = add_content_commands(commands)
-    from ._cli_serve import add_serve_parser
+    from ._serve import add_serve_parser
 
     add_serve_parser(commands)
     add_console_parser(commands)
@@ -95,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(run_demo, args.data_dir, console, url)
         data_dir = (args.data_dir or default_data_dir()).expanduser()
         if args.command == "serve":  # runs its own event loop (uvicorn's, over HTTP)
-            from ._cli_serve import run_serve
+            from ._serve import run_serve
 
             return run_serve(args, data_dir)
         if args.command == "console":
@@ -109,7 +94,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         # What went wrong, in one line; the traceback is for bugs, not for these.
         print(f"nativemcp {args.command}: error: {exc}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -49,11 +49,11 @@ from nativemcp.protocol import (
     service_info,
 )
 
-from ._handle import CallOptions, ServerHandle
+from .._handle import CallOptions, ServerHandle
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 
 if TYPE_CHECKING:
-    from ._pool import WorkerPool
+    from .._pool import WorkerPool
 
 __all__ = ["McpBridge", "gather_instructions", "select_servers"]
 

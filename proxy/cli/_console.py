@@ -21,7 +21,7 @@ from typing import Final
 
 import anyio
 
-from ._cli_content import add_pool_options
+from ._content import add_pool_options
 
 __all__ = ["HOST", "SHUTDOWN_GRACE", "TOKEN_BYTES", "add_console_parser", "run_console"]
 
@@ -74,9 +74,9 @@ def _listen(port: int) -> socket.socket:
 async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) -> int:
     import uvicorn
 
-    from ._console import create_console_app
-    from ._console_catalog import ConsoleCatalog
-    from ._pool import WorkerPool
+    from .._pool import WorkerPool
+    from ..console._app import create_console_app
+    from ..console._catalog import ConsoleCatalog
 
     token = secrets.token_urlsafe(TOKEN_BYTES)
     async with (

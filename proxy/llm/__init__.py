@@ -9,20 +9,24 @@ as a one-line note, UI resources become a one-line summary instead of raw HTML.
 `StreamAccumulator` / `parse_stream_chunk` read streamed model output that mixes JSON
 envelopes with plain text; `clean_history` drops orphan tool results and unmatched
 tool calls; `response_stats` counts tool results by kind.
+
+This room is the agent-loop side of `nativemcp.proxy`: it imports only
+`nativemcp.protocol`, and the pool core imports it (for `WorkerPool.tool_definitions`
+and `WorkerPool.run_tool_call`).
 """
 
 from nativemcp.protocol import UnknownProviderError as UnknownProviderError
 
-from ._llm_history import ResponseStats as ResponseStats
-from ._llm_history import clean_history as clean_history
-from ._llm_history import response_stats as response_stats
-from ._llm_messages import tool_result_message as tool_result_message
-from ._llm_provider import PROVIDERS as PROVIDERS
-from ._llm_provider import Provider as Provider
-from ._llm_render import EMPTY_RESULT_TEXT as EMPTY_RESULT_TEXT
-from ._llm_stream import StreamAccumulator as StreamAccumulator
-from ._llm_stream import StreamChunk as StreamChunk
-from ._llm_stream import parse_stream_chunk as parse_stream_chunk
+from ._history import ResponseStats as ResponseStats
+from ._history import clean_history as clean_history
+from ._history import response_stats as response_stats
+from ._messages import tool_result_message as tool_result_message
+from ._provider import PROVIDERS as PROVIDERS
+from ._provider import Provider as Provider
+from ._render import EMPTY_RESULT_TEXT as EMPTY_RESULT_TEXT
+from ._stream import StreamAccumulator as StreamAccumulator
+from ._stream import StreamChunk as StreamChunk
+from ._stream import parse_stream_chunk as parse_stream_chunk
 
 __all__ = [
     "EMPTY_RESULT_TEXT",

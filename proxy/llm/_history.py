@@ -27,8 +27,8 @@ import msgspec
 
 from nativemcp.protocol import extract_error_info
 
-from ._llm_provider import Provider, check_provider
-from ._llm_render import EMPTY_RESULT_TEXT, Kind
+from ._provider import Provider, check_provider
+from ._render import EMPTY_RESULT_TEXT, Kind
 
 __all__ = ["ResponseStats", "clean_history", "response_stats"]
 

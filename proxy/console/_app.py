@@ -68,13 +68,12 @@ from nativemcp.protocol import (
     service_meta,
 )
 
-from ._console_catalog import ConsoleCatalog, UIActionTarget
-from ._demo import TOKEN_NOTE, estimate_tokens
+from ..llm._tokens import TOKEN_NOTE, estimate_tokens
+from ._catalog import ConsoleCatalog, UIActionTarget
 
 __all__ = ["ASSETS_PACKAGE", "create_console_app"]
 
-ASSETS_PACKAGE: Final = "nativemcp.proxy"
-ASSETS_DIR: Final = "console"
+ASSETS_PACKAGE: Final = "nativemcp.proxy.console"
 """The page's files: ``proxy/console/`` in the package."""
 _ASSET_TYPES: Final = {
     "index.html": "text/html; charset=utf-8",
@@ -320,7 +319,7 @@ def _ms_since(began: float) -> float:
 
 
 def _asset(name: str) -> bytes:
-    return (importlib.resources.files(ASSETS_PACKAGE) / ASSETS_DIR / name).read_bytes()
+    return (importlib.resources.files(ASSETS_PACKAGE) / name).read_bytes()
 
 
 class _TokenGate:

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import anyio
 
-from ._cli_content import add_database_url
+from ._content import add_database_url
 
 __all__ = ["add_serve_parser", "run_serve"]
 
@@ -29,7 +29,7 @@ def add_serve_parser(commands: Any) -> None:
     """Add the ``serve`` verb to the CLI's subcommands."""
     from nativemcp.workers import BUILTIN_SERVERS
 
-    from ._serve_defaults import DEFAULT_MAX_BODY, TOKEN_ENV
+    from ..serve._defaults import DEFAULT_MAX_BODY, TOKEN_ENV
 
     serve = commands.add_parser(
         "serve",
@@ -133,9 +133,9 @@ def _sources(specs: list[str]) -> tuple[list[str], list[str]]:
 
 def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
-    from ._graceful import GracefulServer
-    from ._pool import WorkerPool
-    from ._serve import TOKEN_ENV, Drain, http_app, serve_stdio
+    from .._pool import WorkerPool
+    from ..serve._graceful import GracefulServer
+    from ..serve._transports import TOKEN_ENV, Drain, http_app, serve_stdio
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

@@ -4,7 +4,7 @@
 content store in a worker process, on data kept in ``--data-dir``; ``call SERVER TOOL``
 calls any tool of a built-in server (or a ``module:attribute`` server) and prints what
 the model would read. Every verb takes ``--json`` for the typed value instead of the
-text. `add_content_commands` registers them on the parser of `nativemcp.proxy._cli`.
+text. `add_content_commands` registers them on the parser of `_main`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import msgspec
 from nativemcp.protocol import NativeMCPResponse, ToolError, result_text
 from nativemcp.workers import DATABASE_URL_ENV
 from nativemcp.workers._database import redact_url
+
+from ._data_dir import DATA_DIR_ENV
 
 __all__ = [
     "CONTENT_STORE",
@@ -49,8 +51,6 @@ class UsageError(Exception):
 
 def add_pool_options(parser: argparse.ArgumentParser) -> None:
     """The options every verb that opens a pool takes (the data folder, ...)."""
-    from ._cli import DATA_DIR_ENV
-
     parser.add_argument(
         "--data-dir",
         type=Path,

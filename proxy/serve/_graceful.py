@@ -9,7 +9,7 @@ from typing import Any
 
 import uvicorn
 
-from ._serve import Drain
+from ._transports import Drain
 
 __all__ = ["GracefulServer"]
 

@@ -21,10 +21,10 @@ from nativemcp.protocol import (
     service_info,
 )
 
-from ._catalog import HOST_ACTIONS as HOST_ACTIONS
-from ._catalog import UIAction
-from ._handle import ProgressCallback
-from ._pool import WorkerPool
+from .._catalog import HOST_ACTIONS as HOST_ACTIONS
+from .._catalog import UIAction
+from .._handle import ProgressCallback
+from .._pool import WorkerPool
 
 __all__ = [
     "HOST_ACTIONS",
