@@ -58,8 +58,8 @@ from bench._report import emit_json, parse_args, print_table, ratio
 from bench._roundtrip_floor import CALLERS, REQUEST, AsyncioEcho, RawPipe
 from bench._roundtrip_servers import ITEMS, Item
 from nativemcp.protocol import NativeMCPResponse, unwrap
+from nativemcp.protocol.wire import Call, encode_frame, pack_reply, reply_value
 from nativemcp.proxy import CallOptions, SyncWorkerPool, WorkerPool
-from nativemcp.workers._wire import Call, encode_frame, pack_reply, reply_value
 
 _SERVER = "bench._roundtrip_servers:server"
 

@@ -38,6 +38,7 @@ from ._exceptions import UnknownProviderError as UnknownProviderError
 from ._exceptions import UnknownServer as UnknownServer
 from ._exceptions import UnknownTool as UnknownTool
 from ._exceptions import UnwrapError as UnwrapError
+from ._exceptions import describe_exit as describe_exit
 from ._naming import BUILTIN_PREFIX as BUILTIN_PREFIX
 from ._naming import SEPARATOR as SEPARATOR
 from ._naming import SERVICE_META_KEY as SERVICE_META_KEY
@@ -152,6 +153,7 @@ __all__ = [
     "decode",
     "decode_message",
     "decode_response",
+    "describe_exit",
     "empty_response",
     "encode",
     "error_response",

@@ -15,13 +15,6 @@ from nativemcp.protocol import ToolNameClash as ToolNameClash
 from nativemcp.protocol import UnknownServer as UnknownServer
 from nativemcp.protocol import UnknownTool as UnknownTool
 
-# Deprecated aliases, kept for round-1 code: the same classes under their old names.
-from nativemcp.protocol._exceptions import WorkerClosed as WorkerClosed
-from nativemcp.protocol._exceptions import WorkerCrashed as WorkerCrashed
-from nativemcp.protocol._exceptions import WorkerError as WorkerError
-from nativemcp.protocol._exceptions import WorkerStartError as WorkerStartError
-from nativemcp.protocol._exceptions import WorkerTimeout as WorkerTimeout
-
 from ._catalog import UIAction as UIAction
 from ._external import ExternalServerSpec as ExternalServerSpec
 from ._external import load_mcp_servers as load_mcp_servers
@@ -40,6 +33,13 @@ from ._sync_pool import SyncServerProxy as SyncServerProxy
 from ._sync_pool import SyncToolMethod as SyncToolMethod
 from ._sync_pool import SyncWorkerPool as SyncWorkerPool
 from ._worker import RestartPolicy as RestartPolicy
+
+# Deprecated aliases, kept for round-1 code: the same classes under their old names.
+WorkerError = ServerError
+WorkerStartError = ServerStartError
+WorkerCrashed = ServerCrashed
+WorkerTimeout = CallTimeout
+WorkerClosed = ServerClosed
 
 __all__ = [
     "DEFAULT",

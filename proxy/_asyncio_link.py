@@ -2,7 +2,7 @@
 directly (anyio runs the rest).
 
 On asyncio (and uvloop) a link is a protocol on the loop's own transport, as in the worker
-(`nativemcp.workers._channel`): frames are decoded in ``data_received`` with no task hop,
+(`nativemcp.workers.channel`): frames are decoded in ``data_received`` with no task hop,
 a waiting call is a bare future, and a call's deadline is a timer handle, a tenth of the
 cost of a cancel scope. The neutral implementation in `_link` serves every other backend.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from nativemcp.workers._channel import FrameChannel, open_channel
-from nativemcp.workers._channel import Inbox as _FutureInbox
+from nativemcp.workers.channel import FrameChannel, open_channel
+from nativemcp.workers.channel import Inbox as _FutureInbox
 
 from ._link import Inbox, Link, Timer
 

@@ -2,9 +2,10 @@
 
 A `Link` carries frames to and from one worker process; an `Inbox` hands items from the
 link's callbacks to one waiting task; `call_at` runs a callback at a deadline. This
-module holds the interface, the backend-neutral implementation (anyio streams, tasks and
-events: trio and anything else anyio runs on) and the choice between it and the asyncio
-fast path in `_asyncio_link`, the one proxy module that uses asyncio directly.
+module holds the interface and the backend-neutral implementation (anyio streams, tasks
+and events: trio and anything else anyio runs on). The asyncio fast path in
+`_asyncio_link` implements the same interface; `_worker` chooses between the two, so
+neither implementation imports the other.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import anyio.abc
 import msgspec
-import sniffio
 
-from nativemcp.workers._channel import FrameReader
+from nativemcp.workers.channel import FrameReader
 
-__all__ = ["Backend", "Deadlines", "Inbox", "Link", "Timer", "current_backend"]
+__all__ = ["AnyioBackend", "Backend", "Deadlines", "Inbox", "Link", "Timer"]
 
 T = TypeVar("T")
 
@@ -282,13 +282,3 @@ class AnyioBackend:
         self._task_group.start_soon(link.read)
         self._task_group.start_soon(link.write_frames)
         return link
-
-
-def current_backend(task_group: anyio.abc.TaskGroup) -> Backend:
-    """The asyncio fast path on asyncio (and uvloop), else the anyio implementation
-    whose tasks run in ``task_group``."""
-    if sniffio.current_async_library() == "asyncio":
-        from ._asyncio_link import AsyncioBackend
-
-        return AsyncioBackend()
-    return AnyioBackend(task_group)

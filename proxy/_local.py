@@ -9,8 +9,7 @@ from typing import Any
 import anyio
 
 from nativemcp.protocol import BackendType, NativeMCPResponse, Tool, unwrap
-from nativemcp.workers import CallTimeout, ClientRequestError, Notification, Server
-from nativemcp.workers._feature_dispatch import answer_feature
+from nativemcp.workers import CallTimeout, ClientRequestError, Notification, Server, answer_feature
 
 from ._handle import CallOptions, ResourceListener, answer_client_request, deliver
 

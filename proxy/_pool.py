@@ -29,6 +29,7 @@ import anyio.abc
 import multiprocess
 
 from nativemcp.protocol import ArgumentsError, NativeMCPResponse, Tool, ToolNameError, UnknownServer
+from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import (
     BUILTIN_SERVERS,
     DATABASE_URL_ENV,
@@ -38,10 +39,10 @@ from nativemcp.workers import (
     ServerConfig,
     ServerError,
     ServerSource,
+    is_postgres_url,
     load_server,
+    redact_url,
 )
-from nativemcp.workers._database import is_postgres_url, redact_url
-from nativemcp.workers._wire import DEFAULT_MAX_FRAME
 
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction

@@ -30,6 +30,7 @@ from nativemcp.protocol import (
     ToolNameClash,
     unwrap,
 )
+from nativemcp.protocol.wire import RETURN_TYPE_META_KEY, resolve_type
 from nativemcp.workers import (
     ClientRequest,
     CompletionRef,
@@ -38,7 +39,6 @@ from nativemcp.workers import (
     Resource,
     ResourceTemplate,
 )
-from nativemcp.workers._typeref import RETURN_TYPE_META_KEY, resolve_type
 
 from ._arguments import check_arguments, check_tool_name
 from ._handle import (

@@ -22,14 +22,14 @@ from typing import Any, Self, TypeVar, overload
 import msgspec
 
 from nativemcp.protocol import NativeMCPResponse, Tool, unwrap
-from nativemcp.workers import ServerError, ServerStartError
-from nativemcp.workers._wire import (
+from nativemcp.protocol.wire import (
     DEFAULT_MAX_FRAME,
     GetServiceContext,
     ListTools,
     Ping,
     SwitchContext,
 )
+from nativemcp.workers import ServerError, ServerStartError
 
 from ._pool import (
     DEFAULT_START_TIMEOUT,

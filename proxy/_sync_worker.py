@@ -27,16 +27,7 @@ from typing import Any, Final
 import msgspec
 
 from nativemcp.protocol import NativeMCPResponse, Tool
-from nativemcp.workers import (
-    CallTimeout,
-    FrameTooLarge,
-    ServerClosed,
-    ServerCrashed,
-    ServerError,
-    ServerStartError,
-)
-from nativemcp.workers._channel import FrameReader
-from nativemcp.workers._wire import (
+from nativemcp.protocol.wire import (
     Answer,
     Ask,
     Call,
@@ -54,6 +45,15 @@ from nativemcp.workers._wire import (
     reply_value,
     unpack_reply,
 )
+from nativemcp.workers import (
+    CallTimeout,
+    FrameTooLarge,
+    ServerClosed,
+    ServerCrashed,
+    ServerError,
+    ServerStartError,
+)
+from nativemcp.workers.channel import FrameReader
 
 from ._worker import (
     EXIT_STATUS_WAIT,

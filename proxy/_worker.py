@@ -26,22 +26,10 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 import msgspec
+import sniffio
 
 from nativemcp.protocol import BackendType, FeatureError, NativeMCPResponse, Tool
-from nativemcp.workers import (
-    CallTimeout,
-    ClientRequest,
-    FrameTooLarge,
-    ServerClosed,
-    ServerConfig,
-    ServerCrashed,
-    ServerError,
-    ServerSource,
-    ServerStartError,
-    describe_exit,
-)
-from nativemcp.workers._host import worker_main
-from nativemcp.workers._wire import (
+from nativemcp.protocol.wire import (
     Answer,
     Ask,
     Call,
@@ -65,6 +53,19 @@ from nativemcp.workers._wire import (
     reply_value,
     unpack_reply,
 )
+from nativemcp.workers import (
+    CallTimeout,
+    ClientRequest,
+    FrameTooLarge,
+    ServerClosed,
+    ServerConfig,
+    ServerCrashed,
+    ServerError,
+    ServerSource,
+    ServerStartError,
+    describe_exit,
+    worker_main,
+)
 
 from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._handle import (
@@ -75,7 +76,7 @@ from ._handle import (
     answer_client_request,
     deliver,
 )
-from ._link import Backend, Deadlines, Inbox, Link, current_backend
+from ._link import AnyioBackend, Backend, Deadlines, Inbox, Link
 
 __all__ = ["RestartPolicy", "WorkerProcess", "WorkerSettings", "start_failure"]
 
@@ -89,6 +90,17 @@ KILL_GRACE: Final = 2.0
 """Seconds to wait for the kernel to reap a killed worker."""
 EXIT_STATUS_WAIT: Final = 1.0
 """Seconds to wait for the exit status of a worker whose channel closed."""
+
+
+def _current_backend(task_group: anyio.abc.TaskGroup) -> Backend:
+    """The asyncio fast path on asyncio (and uvloop), else the anyio implementation
+    whose tasks run in ``task_group``."""
+    if sniffio.current_async_library() == "asyncio":
+        # Imported on first use: trio callers never load the asyncio fast path.
+        from ._asyncio_link import AsyncioBackend
+
+        return AsyncioBackend()
+    return AnyioBackend(task_group)
 
 
 class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -341,7 +353,7 @@ class WorkerProcess:
         try:
             # The links' own tasks (other backends than asyncio) live as long as this.
             async with anyio.create_task_group() as links:
-                self._backend = current_backend(links)
+                self._backend = _current_backend(links)
                 self._deadlines = Deadlines(self._backend, self._time_out)
                 try:
                     await self._supervise(task_status)

@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
+from nativemcp.protocol.wire import RETURN_TYPE_META_KEY, resolve_type
 from nativemcp.proxy import WorkerPool
 from nativemcp.workers import BUILTIN_SERVERS, Context, ServerConfig, load_server
-from nativemcp.workers._typeref import RETURN_TYPE_META_KEY, resolve_type
 from nativemcp.workers.content_store import (
     ContentStoreAPI,
     ListContentResult,

@@ -17,11 +17,11 @@ import msgspec
 import pytest
 
 from nativemcp.protocol import ProtocolError
+from nativemcp.protocol.wire import FromWorker, Reply, encode_frame
 from nativemcp.proxy import CallTimeout, ServerProxy, WorkerPool
-from nativemcp.workers._channel import FrameReader
 from nativemcp.workers._frame_writer import FrameWriter
 from nativemcp.workers._server import TOOL_THREADS
-from nativemcp.workers._wire import FromWorker, Reply, encode_frame
+from nativemcp.workers.channel import FrameReader
 
 _CHUNK = 64 * 1024
 

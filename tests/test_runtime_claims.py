@@ -17,8 +17,8 @@ import multiprocess
 import pytest
 from _process import alive
 
+from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.proxy import DEFAULT_TIMEOUT, RestartPolicy, ServerClosed, WorkerPool
-from nativemcp.workers._wire import DEFAULT_MAX_FRAME
 from nativemcp.workers.content_store import ContentStoreOptions
 from nativemcp.workers.workspace._options import WorkspaceOptions
 

@@ -10,8 +10,8 @@ import pytest
 from _servers import Listing, server
 
 from nativemcp.protocol import ToolError, unwrap
+from nativemcp.protocol.wire import Call, encode_frame, pack_reply
 from nativemcp.proxy import WorkerPool
-from nativemcp.workers._wire import Call, encode_frame, pack_reply
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,10 @@ import msgspec
 import pytest
 
 from nativemcp.protocol import INVALID_PARAMS
+from nativemcp.protocol.wire import Reply, Result, unpack_reply
 from nativemcp.proxy import ArgumentsError, RestartPolicy, ServerStartError, WorkerPool
 from nativemcp.proxy._worker import WorkerProcess
-from nativemcp.workers._channel import Inbox
-from nativemcp.workers._wire import Reply, Result, unpack_reply
+from nativemcp.workers.channel import Inbox
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 

@@ -12,10 +12,10 @@ import anyio
 import msgspec
 import pytest
 
+from nativemcp.protocol.wire import Reply
 from nativemcp.proxy import ArgumentsError, CallTimeout, WorkerPool
 from nativemcp.proxy._worker import WorkerProcess
-from nativemcp.workers._channel import Inbox
-from nativemcp.workers._wire import Reply
+from nativemcp.workers.channel import Inbox
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 

@@ -10,15 +10,8 @@ from nativemcp.protocol import ServerCrashed as ServerCrashed
 from nativemcp.protocol import ServerError as ServerError
 from nativemcp.protocol import ServerStartError as ServerStartError
 
-# Deprecated aliases, kept for round-1 code: the same classes under their old names.
-from nativemcp.protocol._exceptions import WorkerClosed as WorkerClosed
-from nativemcp.protocol._exceptions import WorkerCrashed as WorkerCrashed
-from nativemcp.protocol._exceptions import WorkerError as WorkerError
-from nativemcp.protocol._exceptions import WorkerStartError as WorkerStartError
-from nativemcp.protocol._exceptions import WorkerTimeout as WorkerTimeout
-
 # describe_exit belongs with ServerCrashed, whose message it words.
-from nativemcp.protocol._exceptions import describe_exit as describe_exit
+from nativemcp.protocol import describe_exit as describe_exit
 
 from ._config import BUILTIN_SERVERS as BUILTIN_SERVERS
 from ._config import ServerConfig as ServerConfig
@@ -34,6 +27,10 @@ from ._context import ProgressNotification as ProgressNotification
 from ._context import ResourceUpdatedNotification as ResourceUpdatedNotification
 from ._context import SampleResult as SampleResult
 from ._database import DATABASE_URL_ENV as DATABASE_URL_ENV
+from ._database import is_postgres_url as is_postgres_url
+from ._database import redact_url as redact_url
+from ._feature_dispatch import answer_feature as answer_feature
+from ._host import worker_main as worker_main
 from ._render import render_default as render_default
 from ._resources import CompletionRef as CompletionRef
 from ._resources import GetPromptResult as GetPromptResult
@@ -44,6 +41,13 @@ from ._resources import Resource as Resource
 from ._resources import ResourceTemplate as ResourceTemplate
 from ._server import Server as Server
 from ._server import ToolFunction as ToolFunction
+
+# Deprecated aliases, kept for round-1 code: the same classes under their old names.
+WorkerError = ServerError
+WorkerStartError = ServerStartError
+WorkerCrashed = ServerCrashed
+WorkerTimeout = CallTimeout
+WorkerClosed = ServerClosed
 
 __all__ = [
     "BUILTIN_SERVERS",
@@ -82,7 +86,10 @@ __all__ = [
     "WorkerError",
     "WorkerStartError",
     "WorkerTimeout",
+    "answer_feature",
     "describe_exit",
+    "is_postgres_url",
     "load_server",
+    "redact_url",
     "render_default",
 ]

@@ -11,6 +11,13 @@ from typing import Any, Final, Literal
 import msgspec
 
 from nativemcp.protocol import ClientRequestError, ContentBlock, TextContent
+from nativemcp.protocol.wire import (
+    LogLevel,
+    LogNotification,
+    Notification,
+    ProgressNotification,
+    ResourceUpdatedNotification,
+)
 
 __all__ = [
     "ClientRequest",
@@ -24,9 +31,6 @@ __all__ = [
     "SampleResult",
 ]
 
-LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-"""The MCP logging levels (RFC 5424 names)."""
-
 _PY_LEVELS: Final[dict[str, int]] = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -38,33 +42,6 @@ _PY_LEVELS: Final[dict[str, int]] = {
     "emergency": logging.CRITICAL,
 }
 
-
-class ProgressNotification(msgspec.Struct, tag="progress", kw_only=True, omit_defaults=True):
-    """Progress of a running call (MCP ``notifications/progress``)."""
-
-    progress: float
-    total: float | None = None
-    message: str | None = None
-
-
-class LogNotification(msgspec.Struct, tag="log", kw_only=True, omit_defaults=True):
-    """A log message from a running call (MCP ``notifications/message``)."""
-
-    level: LogLevel
-    data: Any
-    logger: str | None = None
-
-
-class ResourceUpdatedNotification(
-    msgspec.Struct, tag="resource_updated", kw_only=True, omit_defaults=True
-):
-    """A resource changed (MCP ``notifications/resources/updated`` to its subscribers)."""
-
-    uri: str
-
-
-Notification = ProgressNotification | LogNotification | ResourceUpdatedNotification
-"""What a tool can send to its caller while it runs."""
 
 Notify = Callable[[Notification], Awaitable[None]]
 

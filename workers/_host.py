@@ -39,16 +39,7 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     error_response,
 )
-
-from ._channel import Inbox
-from ._config import ServerConfig, ServerSource, load_server
-from ._context import Notification, ProgressNotification
-from ._feature_dispatch import answer_feature
-from ._frame_writer import FrameWriter
-from ._readers import Job, ReaderThreads
-from ._server import TOOL_THREADS, Server
-from ._threads import loop_thread_marker
-from ._wire import (
+from nativemcp.protocol.wire import (
     Answer,
     Ask,
     Call,
@@ -70,6 +61,15 @@ from ._wire import (
     pack_reply,
     payload_size,
 )
+
+from ._config import ServerConfig, ServerSource, load_server
+from ._context import Notification, ProgressNotification
+from ._feature_dispatch import answer_feature
+from ._frame_writer import FrameWriter
+from ._readers import Job, ReaderThreads
+from ._server import TOOL_THREADS, Server
+from ._threads import loop_thread_marker
+from .channel import Inbox
 
 __all__ = ["worker_main"]
 

@@ -41,8 +41,8 @@ import msgspec
 
 from nativemcp.protocol import ProtocolError
 
-from ._channel import FrameReader
 from ._frame_writer import FrameWriter
+from .channel import FrameReader
 
 __all__ = ["Job", "ReaderThreads"]
 

@@ -47,6 +47,7 @@ from nativemcp.protocol import (
     tool_error_response,
     validate_tool_name,
 )
+from nativemcp.protocol.wire import RETURN_TYPE_META_KEY, describe_type
 
 from ._context import ClientRequest, Context, Notify
 from ._render import render_builtins
@@ -60,7 +61,6 @@ from ._resources import (
     ServerFeatures,
 )
 from ._threads import ToolThreads
-from ._typeref import RETURN_TYPE_META_KEY, describe_type
 
 __all__ = ["Server", "ToolFunction"]
 

@@ -22,8 +22,7 @@ from typing import Any, Final
 import msgspec
 
 from nativemcp.protocol import NativeMCPResponse, ToolError, result_text
-from nativemcp.workers import DATABASE_URL_ENV
-from nativemcp.workers._database import redact_url
+from nativemcp.workers import DATABASE_URL_ENV, redact_url
 
 from ._data_dir import DATA_DIR_ENV
 

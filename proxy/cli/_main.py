@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 
 from nativemcp.protocol import NativeMCPError
-from nativemcp.workers._database import is_postgres_url, redact_url
+from nativemcp.workers import is_postgres_url, redact_url
 
 from ._console import add_console_parser, run_console
 from ._content import Runner, UsageError, add_content_commands, add_database_url

@@ -1,20 +1,27 @@
-"""The worker channel: msgpack frames with a length prefix over a socket pair.
+"""The wire between an app and its worker processes: messages and frames, both ends.
 
 Each frame is a 4-byte big-endian length followed by one msgspec-msgpack message.
-Messages are tagged Structs: `ToWorker` from the proxy, `FromWorker` from the worker.
+Messages are tagged Structs: `ToWorker` from the proxy, `FromWorker` from the worker;
+a running tool's notifications (`Notification`) ride inside them, and a tool's return
+type travels as a descriptor (`describe_type` in the worker, `resolve_type` in the
+caller). Pure, like the rest of `nativemcp.protocol`: the socket I/O on both ends is
+`nativemcp.workers.channel`; the proxy (`nativemcp.proxy`) and the worker host
+(`nativemcp.workers`) both import this module, and neither imports the other's
+private modules to speak it.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, ProtocolError, Tool, unwrap
-
-from ._context import Notification
+from ._exceptions import ProtocolError
+from ._typeref import RETURN_TYPE_META_KEY, describe_type, resolve_type
+from ._types import NativeMCPResponse, Tool
+from ._unwrap import unwrap
 
 __all__ = [
     "DEFAULT_MAX_FRAME",
@@ -22,6 +29,7 @@ __all__ = [
     "FROM_WRAPPED",
     "HEADER_SIZE",
     "KEEP",
+    "RETURN_TYPE_META_KEY",
     "Answer",
     "Ask",
     "Call",
@@ -31,20 +39,27 @@ __all__ = [
     "GetServiceContext",
     "ListTools",
     "Log",
+    "LogLevel",
+    "LogNotification",
+    "Notification",
     "Notify",
     "Ping",
+    "ProgressNotification",
     "Ready",
     "Reply",
+    "ResourceUpdatedNotification",
     "Result",
     "Shutdown",
     "StartFailed",
     "SwitchContext",
     "ToWorker",
+    "describe_type",
     "encode_frame",
     "frame_fits",
     "pack_reply",
     "payload_size",
     "reply_value",
+    "resolve_type",
     "unpack_reply",
 ]
 
@@ -54,6 +69,38 @@ DEFAULT_MAX_FRAME: Final = 64 * 1024 * 1024
 _HEADER: Final = struct.Struct(">I")
 HEADER_SIZE: Final = _HEADER.size
 """Bytes of the length prefix before each frame's payload."""
+
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""The MCP logging levels (RFC 5424 names)."""
+
+
+class ProgressNotification(msgspec.Struct, tag="progress", kw_only=True, omit_defaults=True):
+    """Progress of a running call (MCP ``notifications/progress``)."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+class LogNotification(msgspec.Struct, tag="log", kw_only=True, omit_defaults=True):
+    """A log message from a running call (MCP ``notifications/message``)."""
+
+    level: LogLevel
+    data: Any
+    logger: str | None = None
+
+
+class ResourceUpdatedNotification(
+    msgspec.Struct, tag="resource_updated", kw_only=True, omit_defaults=True
+):
+    """A resource changed (MCP ``notifications/resources/updated`` to its subscribers)."""
+
+    uri: str
+
+
+Notification = ProgressNotification | LogNotification | ResourceUpdatedNotification
+"""What a tool can send to its caller while it runs."""
 
 
 def frame_fits(size: int, limit: int) -> bool:

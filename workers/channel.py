@@ -1,8 +1,9 @@
-"""Frames off a byte stream (`FrameReader`, used by every reader of a worker channel), and
-the proxy's channel on an asyncio transport (`FrameChannel`): no task hop and no
-syscall per message beyond the socket's own read and write.
+"""The channel's I/O, public to both ends: frames off a byte stream (`FrameReader`, used
+by every reader of a worker channel), and the proxy's channel on an asyncio transport
+(`FrameChannel`): no task hop and no syscall per message beyond the socket's own read
+and write.
 
-Both ends speak length-prefixed msgpack frames (see `_wire`). Reads go into the
+Both ends speak length-prefixed msgpack frames (`nativemcp.protocol.wire`). Reads go into the
 reader's own reusable buffer; frames are decoded as they complete and handed to a
 callback at once. Writing never blocks the loop: frames queue and go out together on
 the loop's next pass (the transport buffers whatever the peer has not read yet).
@@ -19,8 +20,7 @@ from typing import Any, Final, Generic, TypeVar, cast
 import msgspec
 
 from nativemcp.protocol import ProtocolError
-
-from ._wire import HEADER_SIZE, frame_fits
+from nativemcp.protocol.wire import HEADER_SIZE, frame_fits
 
 __all__ = ["FrameChannel", "FrameReader", "Inbox", "open_channel"]
 
