@@ -6,7 +6,9 @@ over Streamable HTTP at ``http://127.0.0.1:PORT/mcp``.
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -59,12 +61,26 @@ def fastmcp_server() -> Any:
     return app
 
 
-if __name__ == "__main__":
-    import sys
-
-    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+def _main(argv: Sequence[str] | None = None) -> None:
+    """Serve the tool over stdio, or over Streamable HTTP with ``--http PORT``."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else "bench._roundtrip_sdk"
+    )
+    parser.add_argument(
+        "--http",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve over Streamable HTTP at http://127.0.0.1:PORT/mcp (default: stdio)",
+    )
+    args = parser.parse_args(argv)
+    if args.http is not None:
         sdk_server().run(  # type: ignore[attr-defined]
-            "streamable-http", host="127.0.0.1", port=int(sys.argv[2])
+            "streamable-http", host="127.0.0.1", port=args.http
         )
     else:
         sdk_server().run("stdio")  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    _main()

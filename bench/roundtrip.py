@@ -43,12 +43,13 @@ Run: ``python -m bench.roundtrip [--quick] [--json] [--uvloop] [--replicas N] [-
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -383,35 +384,51 @@ async def main(
     }
 
 
-def _take_option(argv: list[str], name: str) -> str | None:
-    """Remove ``name VALUE`` from ``argv`` and return VALUE (None when absent)."""
-    if name not in argv:
-        return None
-    index = argv.index(name)
-    if index + 1 >= len(argv):
-        raise SystemExit(f"{name} needs a value")
-    value = argv[index + 1]
-    del argv[index : index + 2]
-    return value
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    """bench.roundtrip's own options, beside the common ``--quick`` and ``--json``."""
+    parser.add_argument(
+        "--uvloop",
+        action="store_true",
+        help="run this (the calling) process on uvloop too, as many apps do; the workers "
+        "always run on uvloop (default: a stock asyncio caller)",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        metavar="N",
+        help=f"also measure {CALLERS} concurrent callers on a pool with N replicas of the "
+        "server (default: 1, no such pool)",
+    )
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        metavar="US",
+        help="the caller works US µs (a busy loop, not timed) before each sequential call, "
+        "as an app does between calls (default: 0, back to back)",
+    )
 
 
-if __name__ == "__main__":
-    # `--uvloop` runs this (the calling) process on uvloop too, as many apps do; the
-    # workers always run on uvloop. The default measures a stock asyncio caller.
-    argv = sys.argv[1:]
-    uvloop = "--uvloop" in argv
-    argv = [arg for arg in argv if arg != "--uvloop"]
-    replicas = int(_take_option(argv, "--replicas") or 1)
-    think_us = float(_take_option(argv, "--think") or 0)
-    args = parse_args(__doc__.splitlines()[0] if __doc__ else "round trip", argv)
+def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Parse ``argv`` (default: ``sys.argv[1:]``), run the bench, print its tables (and
+    one JSON line with ``--json``) and return the report."""
+    args = parse_args(
+        __doc__.splitlines()[0] if __doc__ else "bench.roundtrip", argv, extra=_add_options
+    )
     result = anyio.run(
         main,
         args.quick,
         args.json,
-        replicas,
-        think_us,
-        backend_options={"use_uvloop": uvloop},
+        args.replicas,
+        args.think,
+        backend_options={"use_uvloop": args.uvloop},
     )
-    result["caller_loop"] = "uvloop" if uvloop else "asyncio"
+    result["caller_loop"] = "uvloop" if args.uvloop else "asyncio"
     if args.json:
         emit_json(result)
+    return result
+
+
+if __name__ == "__main__":
+    cli()

@@ -390,9 +390,9 @@ def _add_database_url(parser: argparse.ArgumentParser) -> None:
 
 
 def main() -> None:
-    args = parse_args(
-        __doc__.splitlines()[0] if __doc__ else "bench.search", extra=_add_database_url
-    )
+    # The docstring's first sentence runs over two lines: its whole first paragraph.
+    description = " ".join(__doc__.split("\n\n")[0].split()) if __doc__ else "bench.search"
+    args = parse_args(description, extra=_add_database_url)
     _require_peers()
     rng = random.Random(SEED)
     documents, vocabulary = make_corpus(rng)
