@@ -12,33 +12,37 @@ absent.
 
 from __future__ import annotations
 
-import re
-import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
-from ._chunking import Chunk
 from ._merging import IDLE_SECONDS, STEP_PAGES, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._relevance import Candidate, candidate_count, rank_hits
+from ._records import (
+    INDEX_VERSION,
+    INSERT_BATCH,
+    NewContent,
+    content_summary,
+    content_values,
+    found_candidates,
+    new_id,
+    store_info,
+    utc_now,
+)
+from ._relevance import candidate_count, rank_hits
 from ._tokenize import index_text, match_expression
 
-__all__ = ["ContentDB", "NewContent", "new_id"]
+# NewContent lives in _records; tests still import it from here.
+__all__ = ["ContentDB", "NewContent"]
 
-SCHEMA_VERSION: Final = 2
-"""Bumped when the schema or the index rewrite changes (a mismatch rebuilds the index).
-2: text is NFKC-normalized and case-folded before indexing (``ß`` → ``ss``)."""
 CACHE_KIB: Final = 16 * 1024
 """Page cache per connection (KiB)."""
 MMAP_BYTES: Final = 256 * 1024 * 1024
 """How much of the database file SQLite may memory-map."""
-INSERT_BATCH: Final = 500
-"""Chunks inserted between two progress reports."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -88,8 +92,6 @@ _FTS_TOKENIZER: Final = "unicode61 remove_diacritics 2"
 _CONTENT_COLUMNS: Final = (
     "store_id, id, filename, mime_type, size, line_count, chunk_count, preview, uploaded_at, sha256"
 )
-_PREVIEW_CHARS: Final = 200
-_SPACES: Final = re.compile(r"\s+")
 
 
 def _fts(store_rid: int) -> str:
@@ -97,56 +99,17 @@ def _fts(store_rid: int) -> str:
     return f"fts_{int(store_rid)}"
 
 
-def new_id(prefix: str) -> str:
-    """A short random id such as ``ct_3f9a1b2c4d5e``."""
-    return f"{prefix}_{secrets.token_hex(6)}"
-
-
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def _preview(text: str) -> str:
-    flat = _SPACES.sub(" ", text[: _PREVIEW_CHARS * 4]).strip()
-    return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
-
-
-class NewContent(NamedTuple):
-    """A content item ready to insert: its text already extracted and chunked."""
-
-    filename: str
-    mime_type: str
-    text: str
-    sha256: str
-    line_count: int
-    chunks: Sequence[Chunk]
+    """`utc_now` as stored here: ISO 8601 text (SQLite has no timestamp type)."""
+    return utc_now().isoformat(timespec="milliseconds")
 
 
 def _store(row: Sequence[Any]) -> StoreInfo:
-    return StoreInfo(
-        store_id=row[0],
-        name=row[1],
-        description=row[2],
-        session_id=row[3],
-        created_at=datetime.fromisoformat(row[4]),
-        updated_at=datetime.fromisoformat(row[5]),
-        content_count=row[6],
-    )
+    return store_info(row, datetime.fromisoformat)
 
 
 def _summary(row: Sequence[Any]) -> ContentSummary:
-    return ContentSummary(
-        store_id=row[0],
-        content_id=row[1],
-        filename=row[2],
-        mime_type=row[3],
-        size=row[4],
-        line_count=row[5],
-        chunk_count=row[6],
-        preview=row[7],
-        uploaded_at=datetime.fromisoformat(row[8]),
-        content_hash=row[9],
-    )
+    return content_summary(row, datetime.fromisoformat)
 
 
 def _connect(path: Path | str) -> sqlite3.Connection:
@@ -182,8 +145,11 @@ class ContentDB:
         self._merger = IndexMerger(self._merge_step, idle=merge_idle)
 
     def _check_version(self) -> None:
+        # The 'schema' row has only ever marked changes of the index (`INDEX_VERSION`,
+        # which PostgreSQL records too): a change of the tables would need a migration,
+        # not this re-index.
         row = self._write.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is not None and int(row[0]) == SCHEMA_VERSION:
+        if row is not None and int(row[0]) == INDEX_VERSION:
             return
         with self._transaction():
             if row is not None:
@@ -201,7 +167,7 @@ class ContentDB:
                     )
             self._write.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
-                (str(SCHEMA_VERSION),),
+                (str(INDEX_VERSION),),
             )
 
     @contextmanager
@@ -330,7 +296,6 @@ class ContentDB:
         """
         content_id = new_id("ct")
         now = _now()
-        size = len(item.text.encode("utf-8"))
         total = len(item.chunks)
         with self._transaction() as conn:
             store_rid = self._store_rid(conn, store_id)
@@ -346,19 +311,7 @@ class ContentDB:
                     "INSERT INTO contents (id, store_id, filename, mime_type, size, line_count,"
                     " chunk_count, preview, uploaded_at, sha256, body)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        content_id,
-                        store_id,
-                        item.filename,
-                        item.mime_type,
-                        size,
-                        item.line_count,
-                        total,
-                        _preview(item.text),
-                        now,
-                        item.sha256,
-                        item.text,
-                    ),
+                    content_values(content_id, store_id, item, now),
                 )
                 rid = cursor.lastrowid
                 first: int = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[
@@ -475,16 +428,10 @@ class ContentDB:
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
-        chunks: dict[int, tuple[str, int, int, int, str, str]] = {
-            row[0]: (row[1], row[2], row[3], row[4], row[5], row[6])
-            for row in self._read.execute(
-                "SELECT c.id, ct.id, c.seq, c.start_line, c.end_line, c.body, ct.filename"
-                " FROM chunks c JOIN contents ct ON ct.rid = c.content_rid"
-                f" WHERE c.id IN ({marks})",
-                [rowid for rowid, _ in ranked],
-            )
-        }
-        candidates = [
-            Candidate(*chunks[rowid], bm25=score) for rowid, score in ranked if rowid in chunks
-        ]
-        return rank_hits(candidates, query, top_n, threshold)
+        rows = self._read.execute(
+            "SELECT c.id, ct.id, c.seq, c.start_line, c.end_line, c.body, ct.filename"
+            " FROM chunks c JOIN contents ct ON ct.rid = c.content_rid"
+            f" WHERE c.id IN ({marks})",
+            [rowid for rowid, _ in ranked],
+        )
+        return rank_hits(found_candidates(ranked, rows), query, top_n, threshold)

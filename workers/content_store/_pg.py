@@ -28,13 +28,11 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from nativemcp.workers._database import Database, escape_text, read_version, write_version
 
-from ._db import INSERT_BATCH, NewContent, _preview, new_id
-from ._db import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
 from ._models import ContentSummary, SearchHit, StoreInfo
 from ._postings import (
     BM25_B,
@@ -48,7 +46,18 @@ from ._postings import (
     phrases,
     token_positions,
 )
-from ._relevance import Candidate, candidate_count, rank_hits
+from ._records import (
+    INDEX_VERSION,
+    INSERT_BATCH,
+    NewContent,
+    content_summary,
+    content_values,
+    found_candidates,
+    new_id,
+    store_info,
+    utc_now,
+)
+from ._relevance import candidate_count, rank_hits
 
 __all__ = ["COMPONENT", "INDEX_VERSION", "MIGRATIONS", "PostgresContentDB"]
 
@@ -118,10 +127,8 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
 """The schema, one tuple of statements per version (see `Database`)."""
 
 INDEX_COMPONENT: Final = "content-store.index"
-"""The tokenizer's version in the schema-version table (see `INDEX_VERSION`)."""
-INDEX_VERSION: Final = SQLITE_SCHEMA_VERSION
-"""Bumped with the SQLite index (whose version changes when the tokenizer does): a
-database indexed by another version is re-indexed from its stored texts on start."""
+"""The tokenizer's version in the schema-version table: `INDEX_VERSION`, shared with
+the SQLite index (both hold tokens of the same rewrite)."""
 
 
 def _check_index(conn: Any) -> None:
@@ -165,36 +172,17 @@ LIMIT %(limit)s
 """
 
 
-def _now() -> datetime:
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+def _timestamptz(value: datetime) -> datetime:
+    """A ``TIMESTAMPTZ`` as read: psycopg already returns an aware datetime."""
+    return value
 
 
 def _store(row: Sequence[Any]) -> StoreInfo:
-    return StoreInfo(
-        store_id=row[0],
-        name=row[1],
-        description=row[2],
-        session_id=row[3],
-        created_at=row[4],
-        updated_at=row[5],
-        content_count=row[6],
-    )
+    return store_info(row, _timestamptz)
 
 
 def _summary(row: Sequence[Any]) -> ContentSummary:
-    return ContentSummary(
-        store_id=row[0],
-        content_id=row[1],
-        filename=row[2],
-        mime_type=row[3],
-        size=row[4],
-        line_count=row[5],
-        chunk_count=row[6],
-        preview=row[7],
-        uploaded_at=row[8],
-        content_hash=row[9],
-    )
+    return content_summary(row, _timestamptz)
 
 
 class PostgresContentDB:
@@ -215,7 +203,7 @@ class PostgresContentDB:
 
     def create_store(self, name: str, description: str | None, session_id: str | None) -> StoreInfo:
         """Add an empty store."""
-        now = _now()
+        now = utc_now()
         store_id = new_id("st")
         with self.db.transaction() as conn:
             conn.execute(
@@ -303,25 +291,13 @@ class PostgresContentDB:
             if row is None:
                 raise LookupError(f"store {store_id} is gone")
             store_rid = row[0]
-            now = _now()
+            now = utc_now()
             inserted = conn.execute(
                 "INSERT INTO cs_contents (id, store_rid, filename, mime_type, size, line_count,"
                 " chunk_count, preview, uploaded_at, sha256, body)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (store_rid, sha256) DO NOTHING RETURNING rid",
-                (
-                    new_id("ct"),
-                    store_rid,
-                    item.filename,
-                    item.mime_type,
-                    len(item.text.encode("utf-8")),
-                    item.line_count,
-                    total,
-                    _preview(item.text),
-                    now,
-                    item.sha256,
-                    item.text,
-                ),
+                content_values(new_id("ct"), store_rid, item, now),
             ).fetchone()
             if inserted is not None:
                 self._index(conn, store_rid, inserted[0], item, tokenized, progress)
@@ -441,7 +417,7 @@ class PostgresContentDB:
             conn.execute(
                 "UPDATE cs_stores SET updated_at = %s, chunk_total = chunk_total - %s,"
                 " token_total = token_total - %s WHERE rid = %s",
-                (_now(), len(chunks), sum(length for _, length, _ in chunks), store_rid),
+                (utc_now(), len(chunks), sum(length for _, length, _ in chunks), store_rid),
             )
         return len(chunks)
 
@@ -497,20 +473,15 @@ class PostgresContentDB:
             ranked = [(chunk_id, score) for chunk_id, score in ranked if score > 0]
             if not ranked:
                 return []
-            chunks: dict[int, tuple[str, int, int, int, str, str]] = {
-                row[0]: (row[1], row[2], row[3], row[4], row[5], row[6])
-                for row in conn.execute(
+            candidates = found_candidates(
+                ranked,
+                conn.execute(
                     "SELECT ch.id, ct.id, ch.seq, ch.start_line, ch.end_line, ch.body,"
                     " ct.filename FROM cs_chunks ch JOIN cs_contents ct ON ct.rid = ch.content_rid"
                     " WHERE ch.id = ANY(%s::int8[])",
                     ([chunk_id for chunk_id, _ in ranked],),
-                )
-            }
-        candidates = [
-            Candidate(*chunks[chunk_id], bm25=score)
-            for chunk_id, score in ranked
-            if chunk_id in chunks
-        ]
+                ),
+            )
         return rank_hits(candidates, query, top_n, threshold)
 
     @staticmethod

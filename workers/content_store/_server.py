@@ -29,7 +29,6 @@ from ._chunking import (
     chunk_lines,
     split_lines,
 )
-from ._db import NewContent
 from ._extract import (
     ExtractError,
     UnsupportedType,
@@ -47,6 +46,7 @@ from ._models import (
     SearchResult,
     StoreInfo,
 )
+from ._records import NewContent
 from ._render import (
     format_size,
     render_add_content,

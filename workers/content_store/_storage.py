@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Protocol
 
-from ._db import NewContent
 from ._models import ContentSummary, SearchHit, StoreInfo
+from ._records import NewContent
 
 __all__ = ["DB_FILENAME", "ContentStorage", "open_storage"]
 
