@@ -92,4 +92,5 @@ __all__ = [
     "load_server",
     "redact_url",
     "render_default",
+    "worker_main",
 ]
