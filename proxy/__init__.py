@@ -16,23 +16,25 @@ from nativemcp.protocol import UnknownServer as UnknownServer
 from nativemcp.protocol import UnknownTool as UnknownTool
 
 from ._catalog import UIAction as UIAction
+from ._config import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from ._config import PoolConfig as PoolConfig
+from ._config import Timeouts as Timeouts
 from ._external import ExternalServerSpec as ExternalServerSpec
 from ._external import load_mcp_servers as load_mcp_servers
 from ._handle import DEFAULT as DEFAULT
 from ._handle import CallOptions as CallOptions
 from ._handle import LogHandler as LogHandler
 from ._handle import ProgressCallback as ProgressCallback
-from ._pool import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._pool import ClientHandler as ClientHandler
 from ._pool import WorkerPool as WorkerPool
 from ._proxy import PROXY_NAMES as PROXY_NAMES
 from ._proxy import ServerProxy as ServerProxy
 from ._proxy import ToolMethod as ToolMethod
 from ._records import Record as Record
+from ._restart import RestartPolicy as RestartPolicy
 from ._sync_pool import SyncServerProxy as SyncServerProxy
 from ._sync_pool import SyncToolMethod as SyncToolMethod
 from ._sync_pool import SyncWorkerPool as SyncWorkerPool
-from ._worker import RestartPolicy as RestartPolicy
 
 # Deprecated aliases, kept for round-1 code: the same classes under their old names.
 WorkerError = ServerError
@@ -54,6 +56,7 @@ __all__ = [
     "FrameTooLarge",
     "LogHandler",
     "McpBridge",
+    "PoolConfig",
     "ProgressCallback",
     "Record",
     "RestartPolicy",
@@ -65,6 +68,7 @@ __all__ = [
     "SyncServerProxy",
     "SyncToolMethod",
     "SyncWorkerPool",
+    "Timeouts",
     "ToolMethod",
     "ToolNameClash",
     "UIAction",

@@ -19,7 +19,6 @@ import collections
 import contextlib
 import json
 import logging
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,10 +36,10 @@ from nativemcp.protocol import (
     response_from_sdk,
     unwrap,
 )
-from nativemcp.workers import CallTimeout, ServerClosed, ServerCrashed, ServerStartError
+from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
 
-from ._handle import CallOptions, LogHandler, ResourceListener, deliver_log
-from ._worker import RestartPolicy
+from ._handle import CallOptions, LogHandler, ResourceListener, call_deadline, deliver_log
+from ._restart import RestartPolicy
 
 if TYPE_CHECKING:
     import mcp_types
@@ -286,7 +285,7 @@ class ExternalServer:
         self,
         spec: ExternalServerSpec,
         *,
-        start_timeout: float,
+        start_timeout: float | None,
         restart: RestartPolicy,
     ) -> None:
         self.spec = spec
@@ -395,6 +394,8 @@ class ExternalServer:
         state = {"ready": False, "timed_out": False}
 
         async def watchdog(scope: anyio.CancelScope) -> None:
+            if self._start_timeout is None:
+                return
             await anyio.sleep(self._start_timeout)
             if not state["ready"]:
                 state["timed_out"] = True
@@ -559,11 +560,9 @@ class ExternalServer:
         if options.on_log is not None:
             self._log_handlers[key] = options.on_log
         try:
-            with anyio.fail_after(math.inf if timeout is None else timeout):
+            with call_deadline(self.name, tool, timeout):
                 client = await self._session(tool)
                 result = await client.call_tool(tool, arguments, progress_callback=on_progress)
-        except TimeoutError as exc:
-            raise CallTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
                 # Later calls wait for the supervisor's new connection, not this one.
@@ -603,8 +602,7 @@ class ExternalServer:
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
         """Ask the server for its tools again (the entry's filters applied)."""
-        timeout = options.limit
-        with anyio.fail_after(math.inf if timeout is None else timeout):
+        with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
             tools = await _list_all_tools(client)
         self._tools = [tool for tool in tools if self.spec.allows(tool.name)]
@@ -623,10 +621,9 @@ class ExternalServer:
 
         from nativemcp.protocol import METHOD_NOT_FOUND, FeatureError
 
-        timeout = options.limit
         result: Any
         try:
-            with anyio.fail_after(math.inf if timeout is None else timeout):
+            with call_deadline(self.name, method, options.limit):
                 client = await self._session(method)
                 if method == "resources/list":
                     result = await client.list_resources()
@@ -652,8 +649,6 @@ class ExternalServer:
                     result = await client.complete(reference, dict(params["argument"]))
                 else:
                     raise FeatureError(f"unknown method {method!r}", code=METHOD_NOT_FOUND)
-        except TimeoutError as exc:
-            raise CallTimeout(server=self.name, tool=method, timeout=timeout or 0.0) from exc
         except MCPError as exc:
             raise FeatureError(exc.message, code=exc.code) from exc
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)

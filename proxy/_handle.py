@@ -7,14 +7,16 @@ server — is a `ServerHandle`: its tools, ``call(tool, arguments, options)`` an
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
+import anyio
 import msgspec
 
-from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
+from nativemcp.protocol import BackendType, CallTimeout, NativeMCPResponse, Tool
 from nativemcp.workers import (
     ClientRequest,
     ClientRequestError,
@@ -33,8 +35,10 @@ __all__ = [
     "ResourceListener",
     "ServerHandle",
     "answer_client_request",
+    "call_deadline",
     "deliver",
     "deliver_log",
+    "merge_options",
     "time_limit",
 ]
 
@@ -102,11 +106,52 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
             return self
         return msgspec.structs.replace(self, timeout=limit)
 
+    def resolve(self, default: float | None, on_request: ClientRequest | None) -> CallOptions:
+        """These options ready for a handle: the time limit resolved against ``default``
+        and, unless the caller gave its own, ``on_request`` answering the tool's requests."""
+        options = self
+        if options.on_request is None and on_request is not None:
+            options = msgspec.structs.replace(options, on_request=on_request)
+        return options.with_default(default)
+
     @property
     def limit(self) -> float | None:
         """The resolved time limit (``DEFAULT`` reads as no limit: resolve first)."""
         timeout = self.timeout
         return None if isinstance(timeout, _Default) else timeout
+
+
+def merge_options(
+    options: CallOptions | None,
+    timeout: float | _Default | None,
+    on_progress: ProgressCallback | None,
+    on_log: LogHandler | None,
+    scope: CallScope | None = None,
+) -> CallOptions:
+    """One call's options: ``options`` (or the defaults) with the keyword arguments given
+    beside it taking precedence (``timeout=DEFAULT`` and ``None`` callbacks give none)."""
+    base = options or CallOptions()
+    if timeout is not DEFAULT or on_progress is not None or on_log is not None or scope is not None:
+        base = msgspec.structs.replace(
+            base,
+            timeout=base.timeout if timeout is DEFAULT else timeout,
+            on_progress=on_progress or base.on_progress,
+            on_log=on_log or base.on_log,
+            scope=scope or base.scope,
+        )
+    return base
+
+
+@contextlib.contextmanager
+def call_deadline(server: str, what: str, timeout: float | None) -> Iterator[None]:
+    """The time limit of one request to ``server`` (``None``: none): what runs inside
+    raises `CallTimeout` naming the server and ``what`` (a tool or a request) once the
+    limit passes. The one timeout mapping of every handle."""
+    try:
+        with anyio.fail_after(timeout):
+            yield
+    except TimeoutError as exc:
+        raise CallTimeout(server=server, tool=what, timeout=timeout or 0.0) from exc
 
 
 NO_OPTIONS: Final = CallOptions(timeout=None)
@@ -195,8 +240,6 @@ async def answer_client_request(
 ) -> tuple[Any, str | None, int | None]:
     """``(result, error, code)`` of a tool's request to its client, never raising for a
     handler's failure (the tool gets it as a `ClientRequestError`)."""
-    import anyio
-
     if handler is None:
         return (
             None,

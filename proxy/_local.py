@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
 
 from nativemcp.protocol import BackendType, NativeMCPResponse, Tool, unwrap
-from nativemcp.workers import CallTimeout, ClientRequestError, Notification, Server, answer_feature
+from nativemcp.workers import ClientRequestError, Notification, Server, answer_feature
 
-from ._handle import CallOptions, ResourceListener, answer_client_request, deliver
+from ._handle import CallOptions, ResourceListener, answer_client_request, call_deadline, deliver
 
 __all__ = ["LocalServer"]
 
@@ -65,14 +64,10 @@ class LocalServer:
         context = self.server.make_context(
             tool, request_id=self._next_id, notify=notify, request=request, scope=options.scope
         )
-        timeout = options.limit
-        try:
-            with anyio.fail_after(math.inf if timeout is None else timeout):
-                return await self.server.call_tool(
-                    tool, arguments, context=context, value_only=value_only
-                )
-        except TimeoutError as exc:
-            raise CallTimeout(server=self.name, tool=tool, timeout=timeout or 0.0) from exc
+        with call_deadline(self.name, tool, options.limit):
+            return await self.server.call_tool(
+                tool, arguments, context=context, value_only=value_only
+            )
 
     async def call_value(
         self,
@@ -102,14 +97,14 @@ class LocalServer:
 
     async def get_service_context(self, options: CallOptions) -> str:
         """The server's service-context text."""
-        with anyio.fail_after(_seconds(options)):
+        with call_deadline(self.name, "get service context", options.limit):
             return await self.server.get_service_context()
 
     async def switch_context(
         self, session_id: str | None, thread_id: str | None, options: CallOptions
     ) -> None:
         """Scope later calls to ``(session_id, thread_id)``."""
-        with anyio.fail_after(_seconds(options)):
+        with call_deadline(self.name, "switch context", options.limit):
             await self.server.switch_context(session_id, thread_id)
 
     async def feature(self, method: str, params: dict[str, Any], options: CallOptions) -> Any:
@@ -118,7 +113,7 @@ class LocalServer:
         Raises:
             FeatureError: unknown resource or prompt, or bad params.
         """
-        with anyio.fail_after(_seconds(options)):
+        with call_deadline(self.name, method, options.limit):
             return await answer_feature(self.server, method, params)
 
     async def ping(self, options: CallOptions) -> None:
@@ -128,8 +123,3 @@ class LocalServer:
         """Run the server's shutdown hooks."""
         with anyio.CancelScope(shield=True):
             await self.server.aclose()
-
-
-def _seconds(options: CallOptions) -> float:
-    timeout = options.limit
-    return math.inf if timeout is None else timeout

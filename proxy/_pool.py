@@ -15,38 +15,33 @@ start-up asks which kind it holds.
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, Protocol, Self, TypeVar, overload
+from typing import Any, Protocol, Self, TypeVar, overload
 
 import anyio
 import anyio.abc
-import multiprocess
 
 from nativemcp.protocol import ArgumentsError, NativeMCPResponse, Tool, ToolNameError, UnknownServer
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import (
-    BUILTIN_SERVERS,
-    DATABASE_URL_ENV,
     ClientRequestError,
-    Server,
     ServerClosed,
     ServerConfig,
     ServerError,
     ServerSource,
-    is_postgres_url,
     load_server,
-    redact_url,
 )
 
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
-from ._external import ExternalServer, ExternalServerSpec, load_mcp_servers
+from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod
+from ._external import ExternalServer, ExternalServerSpec
 from ._handle import (
     DEFAULT,
     CallOptions,
@@ -55,39 +50,27 @@ from ._handle import (
     ResourceListener,
     ServerHandle,
     _Default,
+    merge_options,
 )
 from ._local import LocalServer
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
-from ._worker import RestartPolicy, WorkerProcess, WorkerSettings, start_failure
+from ._restart import RestartPolicy
+from ._worker import WorkerProcess, start_failure
 from .llm._messages import tool_result_message
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
 
-__all__ = ["DEFAULT_TIMEOUT", "ClientHandler", "WorkerPool", "server_and_interface"]
+__all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
 
 ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 """Answers a tool's request to its client: spec-shaped params in (``sampling/createMessage``
 or ``elicitation/create``), spec-shaped result out; sync or async."""
 
-DEFAULT_TIMEOUT: Final = 30.0
-"""Seconds a call may take unless the pool or the call says otherwise."""
-DEFAULT_START_TIMEOUT: Final = 20.0
-"""Seconds a worker (or an external server) has to load and become ready."""
-
 _logger = logging.getLogger("nativemcp.pool")
 
 P = TypeVar("P")
 T = TypeVar("T")
-StartMethod = Literal["spawn", "forkserver"]
-
-
-def _builtin_available(name: str) -> bool:
-    module = BUILTIN_SERVERS[name].partition(":")[0]
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 class _Spec(Protocol):
@@ -141,7 +124,9 @@ class _LocalSpec:
 class _ExternalSpec:
     """An external MCP server (``ExternalMCP``) through the official client."""
 
-    def __init__(self, spec: ExternalServerSpec, start_timeout: float, restart: RestartPolicy):
+    def __init__(
+        self, spec: ExternalServerSpec, start_timeout: float | None, restart: RestartPolicy
+    ) -> None:
         self.label = spec.name
         self.required = spec.required
         self._spec = spec
@@ -263,7 +248,7 @@ class WorkerPool:
         mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         database_url: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
-        start_timeout: float = DEFAULT_START_TIMEOUT,
+        start_timeout: float | None = DEFAULT_START_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         start_method: StartMethod = "spawn",
         restart: RestartPolicy | None = None,
@@ -272,64 +257,22 @@ class WorkerPool:
         replicas: Mapping[str, int] | None = None,
     ) -> None:
         exit_if_bootstrapping()
-        self._sources = list(servers)
-        self._data_dir = Path(data_dir).expanduser() if data_dir is not None else None
-        if self._data_dir is not None and self._data_dir.exists() and not self._data_dir.is_dir():
-            raise NotADirectoryError(
-                f"data_dir {str(self._data_dir)!r} is a file, not a folder: give a folder "
-                "(it is created if missing)"
-            )
-        self._workspace_root = Path(workspace_root).expanduser() if workspace_root else None
-        if builtins is None:
-            chosen = [n for n in BUILTIN_SERVERS if _builtin_available(n)] if data_dir else []
-        else:
-            chosen = list(builtins)
-            unknown = [name for name in chosen if name not in BUILTIN_SERVERS]
-            if unknown:
-                raise ValueError(
-                    f"unknown built-in server(s) {', '.join(unknown)}; "
-                    f"built-ins: {', '.join(BUILTIN_SERVERS)}"
-                )
-            if chosen and self._data_dir is None:
-                raise ValueError("built-in servers need a data_dir for their data")
-        self._builtins = chosen
-        self._in_process = frozenset(in_process)
-        for source in self._sources:
-            if isinstance(source, Server) and source.name in self._in_process:
-                continue
-            if isinstance(source, Server) and source._reference() is None:
-                # Now, with a short traceback, rather than when the worker is spawned.
-                raise TypeError(source._not_importable_message())
-        self._options = {name: dict(value) for name, value in (options or {}).items()}
-        if database_url is None:
-            database_url = os.environ.get(DATABASE_URL_ENV)
-        if database_url and not is_postgres_url(database_url):
-            raise ValueError(
-                f"database_url must be a postgresql:// URL, not {redact_url(database_url)!r}"
-            )
-        self._database_url = database_url or None
-        self._timeout = CallOptions(timeout=timeout).with_default(None).limit
-        self._external = load_mcp_servers(mcp_servers) if mcp_servers is not None else []
-        self._start_timeout = start_timeout
-        self._max_frame = max_frame
-        self._mp_context = multiprocess.get_context(start_method)
-        self._restart = restart or RestartPolicy()
-        self._replicas = dict(replicas or {})
-        for name, count in self._replicas.items():
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"replicas of {name!r} must be a whole number ≥ 1, not {count!r}")
-            if count > 1 and name in self._in_process:
-                raise ValueError(
-                    f"server {name!r} runs in this process and cannot have replicas; "
-                    "leave it out of in_process"
-                )
-        planned = {label for label, _ in self._plan()}
-        unknown = sorted(self._replicas.keys() - planned)
-        if unknown:
-            raise ValueError(
-                f"replicas for unknown server(s) {', '.join(unknown)}; "
-                f"servers: {', '.join(sorted(planned)) or '(none)'}"
-            )
+        self._config = PoolConfig.build(
+            servers,
+            data_dir=data_dir,
+            workspace_root=workspace_root,
+            builtins=builtins,
+            in_process=in_process,
+            options=options,
+            mcp_servers=mcp_servers,
+            database_url=database_url,
+            timeout=timeout,
+            start_timeout=start_timeout,
+            max_frame=max_frame,
+            start_method=start_method,
+            restart=restart,
+            replicas=replicas,
+        )
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)
@@ -346,64 +289,35 @@ class WorkerPool:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._closed = False
 
-    def _config(self, name: str | None) -> ServerConfig:
-        return ServerConfig(
-            data_dir=self._data_dir,
-            workspace_root=self._workspace_root,
-            options=self._options.get(name or "", {}),
-            database_url=self._database_url,
-        )
-
-    def _plan(self) -> list[tuple[str, ServerSource]]:
-        """``(label, source)`` of every nativemcp server to start (built-ins first)."""
-        plan: list[tuple[str, ServerSource]] = [(n, BUILTIN_SERVERS[n]) for n in self._builtins]
-        for source in self._sources:
-            label = (
-                source.name
-                if isinstance(source, Server)
-                else (source if isinstance(source, str) else getattr(source, "__name__", "server"))
-            )
-            plan.append((label, source))
-        return plan
+    @property
+    def config(self) -> PoolConfig:
+        """What this pool runs and how (checked when the pool was made)."""
+        return self._config
 
     def _specs(self) -> list[_Spec]:
+        config = self._config
         specs: list[_Spec] = []
-        for label, source in self._plan():
-            config = self._config(label)
-            if label in self._in_process:
-                specs.append(_LocalSpec(label, source, config))
+        for label, source in config.plan():
+            if label in config.in_process:
+                specs.append(_LocalSpec(label, source, config.server_config(label)))
             else:
+                settings = config.worker_settings(label, source)
                 specs.append(
                     _WorkerSpec(
-                        label, self._worker_factory(label, source), self._replicas.get(label, 1)
+                        label,
+                        functools.partial(WorkerProcess, settings),
+                        config.replicas.get(label, 1),
                     )
                 )
         specs.extend(
-            _ExternalSpec(spec, self._start_timeout, self._restart) for spec in self._external
+            _ExternalSpec(spec, config.timeouts.start, config.restart) for spec in config.external
         )
         return specs
-
-    def _worker_factory(self, label: str, source: ServerSource) -> Callable[[], WorkerProcess]:
-        settings = self._worker_settings(label, source)
-        return lambda: WorkerProcess(settings)
-
-    def _worker_settings(self, label: str, source: ServerSource) -> WorkerSettings:
-        """How to start ``label``'s worker (the blocking pool starts its workers so too)."""
-        return WorkerSettings(
-            source=source,
-            config=self._config(label),
-            mp_context=self._mp_context,
-            start_timeout=self._start_timeout,
-            max_frame=self._max_frame,
-            restart=self._restart,
-            label=label,
-        )
 
     async def __aenter__(self) -> Self:
         if self._task_group is not None or self._closed:
             raise RuntimeError("a WorkerPool can be entered only once")
-        if self._data_dir is not None:
-            self._data_dir.mkdir(parents=True, exist_ok=True)
+        self._config.make_data_dir()
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         try:
@@ -547,7 +461,7 @@ class WorkerPool:
         handle = find_server(self._handles, name, closed=self._closed)
         proxy = self._proxies.get((name, interface))
         if proxy is None:
-            timeout = handle.default_timeout or self._timeout
+            timeout = handle.default_timeout or self._config.timeouts.call
             proxy = ServerProxy(
                 handle,
                 timeout=timeout,
@@ -598,9 +512,11 @@ class WorkerPool:
         """
         self._check_open()
         entry = self._catalog.entry(full_name)
-        proxy = self.server(entry.service.server_name)
-        call_options = proxy._options(options, timeout, on_progress, on_log)
-        response = await entry.handle.call(
+        handle = entry.handle
+        call_options = merge_options(options, timeout, on_progress, on_log).resolve(
+            handle.default_timeout or self._config.timeouts.call, self.answer_client_request
+        )
+        response = await handle.call(
             entry.tool.name, coerce_arguments(full_name, arguments, {}), call_options
         )
         return self._catalog.tag(response, entry)

@@ -49,6 +49,7 @@ from ._handle import (
     ProgressCallback,
     ServerHandle,
     _Default,
+    merge_options,
 )
 from ._records import to_records
 
@@ -260,9 +261,7 @@ class ServerProxy:
 
     def _resolve(self, options: CallOptions) -> CallOptions:
         """``options`` with the default time limit and the pool's request handler."""
-        if options.on_request is None and self._on_request is not None:
-            options = msgspec.structs.replace(options, on_request=self._on_request)
-        return options.with_default(self._timeout)
+        return options.resolve(self._timeout, self._on_request)
 
     def _options(
         self,
@@ -272,21 +271,7 @@ class ServerProxy:
         on_log: LogHandler | None,
         scope: CallScope | None = None,
     ) -> CallOptions:
-        base = options or CallOptions()
-        if (
-            timeout is not DEFAULT
-            or on_progress is not None
-            or on_log is not None
-            or scope is not None
-        ):
-            base = msgspec.structs.replace(
-                base,
-                timeout=base.timeout if timeout is DEFAULT else timeout,
-                on_progress=on_progress or base.on_progress,
-                on_log=on_log or base.on_log,
-                scope=scope or base.scope,
-            )
-        return self._resolve(base)
+        return self._resolve(merge_options(options, timeout, on_progress, on_log, scope))
 
     async def call_tool(
         self,

@@ -31,18 +31,14 @@ from nativemcp.protocol.wire import (
 )
 from nativemcp.workers import ServerError, ServerStartError
 
-from ._pool import (
-    DEFAULT_START_TIMEOUT,
-    DEFAULT_TIMEOUT,
-    StartMethod,
-    WorkerPool,
-    find_server,
-    server_and_interface,
-)
+from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod
+from ._handle import DEFAULT, _Default, time_limit
+from ._pool import find_server, server_and_interface
 from ._proxy import coerce_arguments, result_type
 from ._records import to_records
+from ._restart import RestartPolicy
 from ._sync_worker import SyncWorker
-from ._worker import RestartPolicy, start_failure
+from ._worker import start_failure
 
 __all__ = ["SyncServerProxy", "SyncToolMethod", "SyncWorkerPool"]
 
@@ -73,13 +69,13 @@ class SyncWorkerPool:
         builtins: Iterable[str] | None = None,
         options: Mapping[str, Mapping[str, Any]] | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
-        start_timeout: float = DEFAULT_START_TIMEOUT,
+        start_timeout: float | None = DEFAULT_START_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         start_method: StartMethod = "spawn",
         restart: RestartPolicy | None = None,
     ) -> None:
-        # The async pool's checks and plan, reused as they are: it is never entered.
-        self._settings = WorkerPool(
+        # The async pool's configuration, checked by the same code.
+        self._config = PoolConfig.build(
             servers,
             data_dir=data_dir,
             workspace_root=workspace_root,
@@ -92,11 +88,14 @@ class SyncWorkerPool:
             start_method=start_method,
             restart=restart,
         )
-        # Seconds per call; 0 (or None) for no limit, as `SyncWorker` reads it.
-        self._timeout = 0.0 if timeout is None else timeout
         self._workers: dict[str, SyncWorker] = {}
         self._started = False
         self._closed = False
+
+    @property
+    def config(self) -> PoolConfig:
+        """What this pool runs and how (checked when the pool was made)."""
+        return self._config
 
     def start(self) -> None:
         """Start every worker (in parallel) and wait until all are ready.
@@ -108,14 +107,13 @@ class SyncWorkerPool:
         if self._started or self._closed:
             raise RuntimeError("a SyncWorkerPool can be started only once")
         self._started = True
-        settings = self._settings
-        if settings._data_dir is not None:
-            settings._data_dir.mkdir(parents=True, exist_ok=True)
+        config = self._config
+        config.make_data_dir()
         launched: list[tuple[SyncWorker, Any]] = []
         try:
             # Spawn every process first, then wait for each READY: the starts overlap.
-            for label, source in settings._plan():
-                worker = SyncWorker(settings._worker_settings(label, source))
+            for label, source in config.plan():
+                worker = SyncWorker(config.worker_settings(label, source))
                 launched.append((worker, worker.spawn()))
             errors: list[ServerError] = []
             for worker, conn in launched:
@@ -181,7 +179,7 @@ class SyncWorkerPool:
         """
         name, interface = server_and_interface(name_or_interface)
         worker = find_server(self._workers, name, closed=self._closed)
-        return SyncServerProxy(worker, timeout=self._timeout, interface=interface)
+        return SyncServerProxy(worker, timeout=self._config.timeouts.call, interface=interface)
 
 
 class SyncToolMethod:
@@ -199,10 +197,11 @@ class SyncToolMethod:
         arguments: Mapping[str, Any] | str | None = None,
         /,
         *,
-        call_timeout: float | None = None,
+        call_timeout: float | _Default | None = DEFAULT,
         **kwargs: Any,
     ) -> Any:
-        """Call the tool and unwrap its value (``call_timeout``: seconds, default the pool's).
+        """Call the tool and unwrap its value (``call_timeout``: seconds, ``None`` for no
+        limit, ``DEFAULT`` for the pool's).
 
         Raises:
             ToolError: the tool answered with an error.
@@ -213,7 +212,7 @@ class SyncToolMethod:
         name = self.tool.name
         merged = coerce_arguments(name, arguments, kwargs)
         worker = self._proxy._worker
-        timeout = self._proxy.timeout if call_timeout is None else call_timeout
+        timeout = time_limit(call_timeout, self._proxy.timeout)
         schema = self.tool.output_schema
         if self.result_type is Any:
             response = worker.call(name, merged, timeout=timeout)
@@ -228,7 +227,7 @@ class SyncServerProxy:
     """The blocking caller's side of one server: raw calls, typed tool methods, hooks."""
 
     def __init__(
-        self, worker: SyncWorker, *, timeout: float, interface: type[Any] | None = None
+        self, worker: SyncWorker, *, timeout: float | None, interface: type[Any] | None = None
     ) -> None:
         self._worker = worker
         self._timeout = timeout
@@ -241,8 +240,8 @@ class SyncServerProxy:
         return self._worker.name
 
     @property
-    def timeout(self) -> float:
-        """The default seconds per call."""
+    def timeout(self) -> float | None:
+        """The default seconds per call (None: no limit)."""
         return self._timeout
 
     @property
@@ -255,10 +254,11 @@ class SyncServerProxy:
         name: str,
         arguments: Mapping[str, Any] | str | None = None,
         *,
-        timeout: float | None = None,
+        timeout: float | _Default | None = DEFAULT,
     ) -> NativeMCPResponse[Any]:
         """Call a tool and return the raw response, rich text included (errors are
-        responses, not raised).
+        responses, not raised). ``timeout``: seconds, ``None`` for no limit, ``DEFAULT``
+        for the pool's.
 
         Raises:
             ServerError: the worker timed out, crashed or is closed.
@@ -267,7 +267,7 @@ class SyncServerProxy:
         return self._worker.call(
             name,
             coerce_arguments(name, arguments, {}),
-            timeout=self._timeout if timeout is None else timeout,
+            timeout=time_limit(timeout, self._timeout),
         )
 
     def list_tools(self) -> list[Tool]:

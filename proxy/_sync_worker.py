@@ -17,6 +17,7 @@ new one (at most ``restart.max_restarts`` in ``restart.window`` seconds).
 from __future__ import annotations
 
 import itertools
+import math
 import socket
 import struct
 import threading
@@ -265,7 +266,8 @@ class SyncWorker:
         Raises:
             ServerStartError: the worker failed, exited or did not answer in time.
         """
-        deadline = time.monotonic() + self._settings.start_timeout
+        limit = self._settings.start_timeout
+        deadline = math.inf if limit is None else time.monotonic() + limit
         ready: Ready | None = None
         try:
             while ready is None:
@@ -344,7 +346,7 @@ class SyncWorker:
     # -- calls -----------------------------------------------------------------------
 
     def call(
-        self, tool: str, arguments: dict[str, Any], *, timeout: float
+        self, tool: str, arguments: dict[str, Any], *, timeout: float | None
     ) -> NativeMCPResponse[Any]:
         """Run ``tool`` in the worker and return its full response (text included).
 
@@ -363,7 +365,7 @@ class SyncWorker:
         result_type: Any,
         output_schema: Any,
         *,
-        timeout: float,
+        timeout: float | None,
     ) -> Any:
         """Run ``tool`` and return its value as ``result_type`` (the worker sends no text).
 
@@ -376,7 +378,7 @@ class SyncWorker:
         return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
 
     def _call(
-        self, tool: str, arguments: dict[str, Any], timeout: float, *, value_only: bool
+        self, tool: str, arguments: dict[str, Any], timeout: float | None, *, value_only: bool
     ) -> Reply:
         conn = self._connection(f"call {tool!r}")
         call_id = next(conn.ids)
@@ -395,7 +397,7 @@ class SyncWorker:
             return answer
         raise ServerError(f"server {self.name!r} answered a call with {answer!r}", server=self.name)
 
-    def request(self, make: Callable[[int], Any], what: str, timeout: float) -> Any:
+    def request(self, make: Callable[[int], Any], what: str, timeout: float | None) -> Any:
         """Send a non-call request and return its `Result` value.
 
         Raises:
@@ -415,11 +417,11 @@ class SyncWorker:
         return answer.value
 
     def _exchange(
-        self, conn: _Connection, call_id: int, frame: bytes, what: str, timeout: float
+        self, conn: _Connection, call_id: int, frame: bytes, what: str, timeout: float | None
     ) -> Reply | Result:
         slot = _Slot(what)
         conn.pending[call_id] = slot
-        deadline = time.monotonic() + timeout if timeout > 0 else float("inf")
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
         if not conn.send(frame):
             conn.pending.pop(call_id, None)
             conn.fail_all()
@@ -443,7 +445,7 @@ class SyncWorker:
                 conn.pending.pop(call_id, None)
                 if not slot.done:  # answered at the last moment: take the answer
                     conn.send(encode_frame(Cancel(id=call_id)))  # the worker stops the tool
-                    raise CallTimeout(server=self.name, tool=what, timeout=timeout)
+                    raise CallTimeout(server=self.name, tool=what, timeout=timeout or 0.0)
                 break
             if conn.read_lock.acquire(blocking=False):
                 try:

@@ -74,11 +74,13 @@ from ._handle import (
     ProgressCallback,
     ResourceListener,
     answer_client_request,
+    call_deadline,
     deliver,
 )
 from ._link import AnyioBackend, Backend, Deadlines, Inbox, Link
+from ._restart import RestartPolicy
 
-__all__ = ["RestartPolicy", "WorkerProcess", "WorkerSettings", "start_failure"]
+__all__ = ["WorkerProcess", "WorkerSettings", "start_failure"]
 
 _logger = logging.getLogger("nativemcp.worker")
 
@@ -103,33 +105,6 @@ def _current_backend(task_group: anyio.abc.TaskGroup) -> Backend:
     return AnyioBackend(task_group)
 
 
-class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """How a crashed worker is restarted: at most ``max_restarts`` per ``window`` seconds,
-    waiting ``backoff`` seconds, doubled each time up to ``max_backoff``.
-
-    A worker that served ``healthy_after`` seconds before it crashed earns the whole
-    budget back (its earlier crashes are forgotten, the backoff starts over): a server
-    that runs for days is not given up on for a few crashes spread over them.
-    """
-
-    max_restarts: int = 5
-    window: float = 60.0
-    backoff: float = 0.05
-    max_backoff: float = 2.0
-    healthy_after: float = 30.0
-
-    def allow_restart(self, recent: list[float]) -> bool:
-        """Record a restart now in ``recent`` (restart times, pruned here to the window)
-        and say whether it stays within ``max_restarts`` per ``window`` seconds.
-
-        The one budget rule for every supervisor: worker, blocking worker, external server.
-        """
-        now = time.monotonic()
-        recent[:] = [t for t in recent if now - t < self.window]
-        recent.append(now)
-        return len(recent) <= self.max_restarts
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class WorkerSettings:
     """How to start and keep one server's worker process: the same for the async pool
@@ -138,7 +113,8 @@ class WorkerSettings:
     source: ServerSource
     config: ServerConfig
     mp_context: Any
-    start_timeout: float
+    start_timeout: float | None
+    """Seconds to become ready; None: no limit."""
     max_frame: int
     restart: RestartPolicy
     label: str
@@ -634,11 +610,10 @@ class WorkerProcess:
                 raise item
 
     async def _request(self, make: Callable[[int], Any], what: str, options: CallOptions) -> Any:
-        timeout = options.limit
         conn: _Connection | None = None
         call_id = 0
         try:
-            with anyio.fail_after(math.inf if timeout is None else timeout):
+            with call_deadline(self.name, what, options.limit):
                 conn = await self._connection(what)
                 call_id = conn.new_id()
                 assert self._backend is not None
@@ -658,8 +633,6 @@ class WorkerProcess:
                                 server=self.name,
                             )
                         return item.value
-        except TimeoutError as exc:
-            raise CallTimeout(server=self.name, tool=what, timeout=timeout or 0.0) from exc
         finally:
             if conn is not None and call_id:
                 conn.pending.pop(call_id, None)

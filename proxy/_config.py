@@ -1,0 +1,224 @@
+"""One pool configuration, checked once, for the async pool and the blocking one.
+
+`WorkerPool` and `SyncWorkerPool` take the same keyword arguments; both turn them into
+a frozen `PoolConfig` (every check in one place) and read from it what to start and
+how: the plan of servers, each one's `ServerConfig` and `WorkerSettings`, and the
+`Timeouts`. A time limit is seconds or ``None``, and ``None`` means no limit
+everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import multiprocess
+
+from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
+from nativemcp.workers import (
+    BUILTIN_SERVERS,
+    DATABASE_URL_ENV,
+    Server,
+    ServerConfig,
+    ServerSource,
+    is_postgres_url,
+    redact_url,
+)
+
+from ._external import ExternalServerSpec, load_mcp_servers
+from ._handle import CallOptions
+from ._restart import RestartPolicy
+from ._worker import WorkerSettings
+
+__all__ = [
+    "DEFAULT_START_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "PoolConfig",
+    "StartMethod",
+    "Timeouts",
+]
+
+DEFAULT_TIMEOUT: Final = 30.0
+"""Seconds a call may take unless the pool or the call says otherwise."""
+DEFAULT_START_TIMEOUT: Final = 20.0
+"""Seconds a worker (or an external server) has to load and become ready."""
+
+StartMethod = Literal["spawn", "forkserver"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Timeouts:
+    """A pool's time limits in seconds; ``None`` is no limit."""
+
+    call: float | None = DEFAULT_TIMEOUT
+    """What one call may take unless the call or its server says otherwise."""
+    start: float | None = DEFAULT_START_TIMEOUT
+    """What a worker or an external server has to become ready."""
+
+
+def _builtin_available(name: str) -> bool:
+    module = BUILTIN_SERVERS[name].partition(":")[0]
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _label(source: ServerSource) -> str:
+    if isinstance(source, Server):
+        return source.name
+    return source if isinstance(source, str) else getattr(source, "__name__", "server")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PoolConfig:
+    """What a pool runs and how, checked: build one with `PoolConfig.build`."""
+
+    sources: tuple[ServerSource, ...]
+    data_dir: Path | None
+    workspace_root: Path | None
+    builtins: tuple[str, ...]
+    in_process: frozenset[str]
+    options: Mapping[str, Mapping[str, Any]]
+    external: tuple[ExternalServerSpec, ...]
+    database_url: str | None
+    timeouts: Timeouts
+    max_frame: int
+    start_method: StartMethod
+    restart: RestartPolicy
+    replicas: Mapping[str, int]
+
+    @classmethod
+    def build(
+        cls,
+        servers: Iterable[ServerSource] = (),
+        *,
+        data_dir: str | Path | None = None,
+        workspace_root: str | Path | None = None,
+        builtins: Iterable[str] | None = None,
+        in_process: Iterable[str] = ("workspace",),
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+        mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        database_url: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        start_timeout: float | None = DEFAULT_START_TIMEOUT,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        start_method: StartMethod = "spawn",
+        restart: RestartPolicy | None = None,
+        replicas: Mapping[str, int] | None = None,
+    ) -> PoolConfig:
+        """Check the arguments of `WorkerPool` (see there) and fix them in one value.
+
+        Raises:
+            ValueError: an unknown built-in, built-ins without a ``data_dir``, a
+                ``database_url`` that is not ``postgresql://``, or replicas for an
+                unknown or in-process server or not a count ≥ 1.
+            NotADirectoryError: ``data_dir`` is a file.
+            TypeError: a `Server` to run in a worker is not importable by name.
+        """
+        sources = tuple(servers)
+        folder = Path(data_dir).expanduser() if data_dir is not None else None
+        if folder is not None and folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(
+                f"data_dir {str(folder)!r} is a file, not a folder: give a folder "
+                "(it is created if missing)"
+            )
+        if builtins is None:
+            chosen = [n for n in BUILTIN_SERVERS if _builtin_available(n)] if data_dir else []
+        else:
+            chosen = list(builtins)
+            unknown = [name for name in chosen if name not in BUILTIN_SERVERS]
+            if unknown:
+                raise ValueError(
+                    f"unknown built-in server(s) {', '.join(unknown)}; "
+                    f"built-ins: {', '.join(BUILTIN_SERVERS)}"
+                )
+            if chosen and folder is None:
+                raise ValueError("built-in servers need a data_dir for their data")
+        local = frozenset(in_process)
+        for source in sources:
+            if isinstance(source, Server) and source.name in local:
+                continue
+            if isinstance(source, Server) and source._reference() is None:
+                # Now, with a short traceback, rather than when the worker is spawned.
+                raise TypeError(source._not_importable_message())
+        if database_url is None:
+            database_url = os.environ.get(DATABASE_URL_ENV)
+        if database_url and not is_postgres_url(database_url):
+            raise ValueError(
+                f"database_url must be a postgresql:// URL, not {redact_url(database_url)!r}"
+            )
+        config = cls(
+            sources=sources,
+            data_dir=folder,
+            workspace_root=Path(workspace_root).expanduser() if workspace_root else None,
+            builtins=tuple(chosen),
+            in_process=local,
+            options={name: dict(value) for name, value in (options or {}).items()},
+            external=tuple(load_mcp_servers(mcp_servers)) if mcp_servers is not None else (),
+            database_url=database_url or None,
+            # 0 or less also reads as no limit, as in earlier releases (see `time_limit`).
+            timeouts=Timeouts(
+                call=CallOptions(timeout=timeout).with_default(None).limit,
+                start=start_timeout,
+            ),
+            max_frame=max_frame,
+            start_method=start_method,
+            restart=restart or RestartPolicy(),
+            replicas=dict(replicas or {}),
+        )
+        config._check_replicas()
+        return config
+
+    def _check_replicas(self) -> None:
+        for name, count in self.replicas.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"replicas of {name!r} must be a whole number ≥ 1, not {count!r}")
+            if count > 1 and name in self.in_process:
+                raise ValueError(
+                    f"server {name!r} runs in this process and cannot have replicas; "
+                    "leave it out of in_process"
+                )
+        planned = {label for label, _ in self.plan()}
+        unknown = sorted(self.replicas.keys() - planned)
+        if unknown:
+            raise ValueError(
+                f"replicas for unknown server(s) {', '.join(unknown)}; "
+                f"servers: {', '.join(sorted(planned)) or '(none)'}"
+            )
+
+    def plan(self) -> list[tuple[str, ServerSource]]:
+        """``(label, source)`` of every nativemcp server to start (built-ins first)."""
+        plan: list[tuple[str, ServerSource]] = [(n, BUILTIN_SERVERS[n]) for n in self.builtins]
+        plan.extend((_label(source), source) for source in self.sources)
+        return plan
+
+    def server_config(self, name: str | None) -> ServerConfig:
+        """What server ``name`` is given at start-up (its data, its options)."""
+        return ServerConfig(
+            data_dir=self.data_dir,
+            workspace_root=self.workspace_root,
+            options=self.options.get(name or "", {}),
+            database_url=self.database_url,
+        )
+
+    def worker_settings(self, label: str, source: ServerSource) -> WorkerSettings:
+        """How to start ``label``'s worker process (both pools start theirs so)."""
+        return WorkerSettings(
+            source=source,
+            config=self.server_config(label),
+            mp_context=multiprocess.get_context(self.start_method),
+            start_timeout=self.timeouts.start,
+            max_frame=self.max_frame,
+            restart=self.restart,
+            label=label,
+        )
+
+    def make_data_dir(self) -> None:
+        """Create the data folder (if the pool has one) before the servers start."""
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
