@@ -34,11 +34,17 @@ from nativemcp.protocol import (
     Tool,
     from_sdk,
     response_from_sdk,
-    unwrap,
 )
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
 
-from ._handle import CallOptions, LogHandler, ResourceListener, call_deadline, deliver_log
+from ._handle import (
+    CallOptions,
+    LogHandler,
+    ResourceListener,
+    UnwrappingHandle,
+    call_deadline,
+    deliver_log,
+)
 from ._restart import RestartPolicy
 
 if TYPE_CHECKING:
@@ -275,7 +281,7 @@ def _children_on_pipe(read_fd: int) -> int | None:
     return None
 
 
-class ExternalServer:
+class ExternalServer(UnwrappingHandle):
     """An external MCP server behind the pool's handle, through the official client."""
 
     backend = BackendType.EXTERNAL_MCP
@@ -581,24 +587,6 @@ class ExternalServer:
         finally:
             self._log_handlers.pop(key, None)
         return response_from_sdk(result)
-
-    async def call_value(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        result_type: Any,
-        output_schema: Mapping[str, Any] | None,
-        options: CallOptions,
-    ) -> Any:
-        """Call ``tool`` and return its value as ``result_type``.
-
-        Raises:
-            ToolError: the tool answered with an error.
-            UnwrapError: the value does not convert to ``result_type``.
-            ServerError: as `call`.
-        """
-        response = await self.call(tool, arguments, options)
-        return unwrap(response, result_type, tool=tool, output_schema=output_schema)
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
         """Ask the server for its tools again (the entry's filters applied)."""

@@ -7,6 +7,7 @@ server — is a `ServerHandle`: its tools, ``call(tool, arguments, options)`` an
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import enum
 import inspect
@@ -16,7 +17,7 @@ from typing import Any, Final, Protocol
 import anyio
 import msgspec
 
-from nativemcp.protocol import BackendType, CallTimeout, NativeMCPResponse, Tool
+from nativemcp.protocol import BackendType, CallTimeout, NativeMCPResponse, Tool, unwrap
 from nativemcp.workers import (
     ClientRequest,
     ClientRequestError,
@@ -34,6 +35,7 @@ __all__ = [
     "ProgressCallback",
     "ResourceListener",
     "ServerHandle",
+    "UnwrappingHandle",
     "answer_client_request",
     "call_deadline",
     "deliver",
@@ -156,6 +158,44 @@ def call_deadline(server: str, what: str, timeout: float | None) -> Iterator[Non
 
 NO_OPTIONS: Final = CallOptions(timeout=None)
 """No time limit, no callbacks."""
+
+
+class UnwrappingHandle(abc.ABC):
+    """A handle whose typed call is its response unwrapped (in-process and external
+    servers; a worker decodes the value in one pass instead). A handle that can leave
+    the model's text out of a typed call says how in `value_response`."""
+
+    name: str
+
+    @abc.abstractmethod
+    async def call(
+        self, tool: str, arguments: dict[str, Any], options: CallOptions
+    ) -> NativeMCPResponse[Any]:
+        """Run ``tool`` and return the whole response."""
+
+    async def value_response(
+        self, tool: str, arguments: dict[str, Any], options: CallOptions
+    ) -> NativeMCPResponse[Any]:
+        """The response a typed call unwraps (the whole `call` unless overridden)."""
+        return await self.call(tool, arguments, options)
+
+    async def call_value(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        result_type: Any,
+        output_schema: Mapping[str, Any] | None,
+        options: CallOptions,
+    ) -> Any:
+        """Run ``tool`` and return its value as ``result_type``.
+
+        Raises:
+            ToolError: the tool answered with an error.
+            UnwrapError: the value does not convert to ``result_type``.
+            ServerError: the server timed out, crashed or is closed.
+        """
+        response = await self.value_response(tool, arguments, options)
+        return unwrap(response, result_type, tool=tool, output_schema=output_schema)
 
 
 class ServerHandle(Protocol):

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import anyio
 
-from nativemcp.protocol import BackendType, NativeMCPResponse, Tool, unwrap
+from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
 from nativemcp.workers import ClientRequestError, Notification, Server, answer_feature
 
-from ._handle import CallOptions, ResourceListener, answer_client_request, call_deadline, deliver
+from ._handle import (
+    CallOptions,
+    ResourceListener,
+    UnwrappingHandle,
+    answer_client_request,
+    call_deadline,
+    deliver,
+)
 
 __all__ = ["LocalServer"]
 
 
-class LocalServer:
+class LocalServer(UnwrappingHandle):
     """Calls a `Server` directly: no process, no frames, same timeouts and callbacks."""
 
     backend = BackendType.BUILTIN_NATIVE
@@ -69,24 +75,12 @@ class LocalServer:
                 tool, arguments, context=context, value_only=value_only
             )
 
-    async def call_value(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        result_type: Any,
-        output_schema: Mapping[str, Any] | None,
-        options: CallOptions,
-    ) -> Any:
-        """Run the tool and return its value as ``result_type``.
-
-        Raises:
-            ToolError: the tool answered with an error.
-            UnwrapError: the value does not convert to ``result_type``.
-            CallTimeout: no answer within the options' time limit.
-        """
-        # Value only: the server skips the model's text, which this caller never reads.
-        response = await self._run(tool, arguments, options, value_only=True)
-        return unwrap(response, result_type, tool=tool, output_schema=output_schema)
+    async def value_response(
+        self, tool: str, arguments: dict[str, Any], options: CallOptions
+    ) -> NativeMCPResponse[Any]:
+        """The response of a typed call: the server skips the model's text, which this
+        caller never reads."""
+        return await self._run(tool, arguments, options, value_only=True)
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
         """The server's tool definitions, read again."""
