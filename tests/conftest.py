@@ -1,7 +1,8 @@
-"""Shared pytest configuration: anyio tests run on asyncio (a proxy test module overrides
-``anyio_backend`` with a module-scoped fixture over ``["asyncio", "trio"]``, so that its
-module-scoped pools are made once per backend),
-and the ``database_url`` fixture runs a storage test on both backends.
+"""Shared pytest configuration: anyio tests run on both of anyio's backends, asyncio and
+trio (``anyio_backend`` is module-scoped, so a module's module-scoped pools are made once
+per backend; a module that runs on asyncio only overrides it with a module-scoped
+fixture returning ``"asyncio"``), and the ``database_url`` fixture runs a storage test
+on both storage backends.
 
 ``database_url`` is None (SQLite, the embedded default) or a PostgreSQL URL whose
 ``search_path`` is a schema made for that one test and dropped after it, so tests never
@@ -24,9 +25,10 @@ TEST_DATABASE_ENV = "NATIVEMCP_TEST_DATABASE_URL"
 """The PostgreSQL server the test suite may create schemas in."""
 
 
-@pytest.fixture(scope="session")
-def anyio_backend() -> str:
-    return "asyncio"
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The proxy runs on both of anyio's backends: every anyio test runs on each."""
+    return str(request.param)
 
 
 @pytest.fixture(autouse=True)

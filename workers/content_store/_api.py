@@ -7,7 +7,7 @@ info = await store.create_store(name="notes")  # -> StoreInfo, for the type chec
 
 Each method mirrors one tool of `create_server` (same argument names, types and
 defaults; the ``Context`` argument left out) and returns the tool's value type.
-``tests/test_builtin_interfaces.py`` checks the two stay the same.
+``tests/workers/test_builtin_interfaces.py`` checks the two stay the same.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ state = await planning.add_todo(name="Write the tests")  # -> PlanningState
 
 Each method mirrors one tool of `create_server` (same argument names, types and
 defaults) and returns the tool's value type: every planning tool answers with the
-whole `PlanningState`. ``tests/test_builtin_interfaces.py`` checks the two stay the same.
+whole `PlanningState`. ``tests/workers/test_builtin_interfaces.py`` checks the two stay the same.
 """
 
 from __future__ import annotations

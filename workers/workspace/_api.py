@@ -7,7 +7,7 @@ read = await ws.read_file(path="notes/a.txt", start_line=2)  # -> ReadFileResult
 
 Each method mirrors one tool of `create_server` (same argument names, types and
 defaults) and returns the tool's value type (a tool answering with
-``NativeMCPResponse[T]`` returns ``T``). ``tests/test_builtin_interfaces.py`` checks
+``NativeMCPResponse[T]`` returns ``T``). ``tests/workers/test_builtin_interfaces.py`` checks
 the two stay the same.
 """
 

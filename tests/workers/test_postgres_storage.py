@@ -1,0 +1,361 @@
+"""State beyond one machine: the content store and planning on one PostgreSQL database.
+
+Real worker processes, a real PostgreSQL server (``$NATIVEMCP_TEST_DATABASE_URL``, a
+schema per test: see ``conftest.py``). Two pools with different data folders stand for
+two machines.
+"""
+
+from __future__ import annotations
+
+import glob
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import anyio.abc
+import pytest
+
+from nativemcp.protocol import ToolError
+from nativemcp.proxy import WorkerPool
+from nativemcp.workers import ServerConfig, load_server
+from nativemcp.workers.content_store import ReadContentResult, SearchResult, StoreInfo
+from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
+from nativemcp.workers.content_store._db import ContentDB, NewContent
+from nativemcp.workers.content_store._pg import PostgresContentDB
+from nativemcp.workers.planning import PlanningState, Todo
+
+pytestmark = [pytest.mark.anyio]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """This module's tests run on asyncio only."""
+    return "asyncio"
+
+
+SAMPLES = Path(__file__).parents[2] / "workers" / "content_store" / "samples"
+
+
+def pool(data_dir: Path, database_url: str) -> WorkerPool:
+    return WorkerPool(
+        data_dir=data_dir,
+        builtins=["content-store", "planning"],
+        in_process=(),
+        database_url=database_url,
+    )
+
+
+@pytest.mark.real_process
+async def test_two_pools_on_one_database_share_stores_contents_and_plans(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with anyio.fail_after(60):
+        async with (
+            pool(tmp_path / "a", postgres_url) as first,
+            pool(tmp_path / "b", postgres_url) as second,
+        ):
+            store_a, store_b = first.server("content-store"), second.server("content-store")
+            created = await store_a.create_store(name="shared")
+            added = await store_b.add_content(
+                store_id=created.store_id, content="한국어 문서\n우리는 학교에서 공부했다"
+            )
+            listing = await store_a.list_content(store_id=created.store_id)
+            assert [c.content_id for c in listing.contents] == [added.content_id]
+            found = await store_a.keyword_similarity_search(store_id=created.store_id, query="학교")
+            assert [(h.content_id, h.line_range) for h in found.results] == [
+                (added.content_id, (1, 2))
+            ]
+
+            plan_a, plan_b = first.server("planning"), second.server("planning")
+            await plan_a.create_goal(goal="ship it")
+            await plan_b.add_todo(name="write the README")
+            state = await plan_a.get_current_state()
+            expected = PlanningState(goal="ship it", todos=[Todo(id=1, name="write the README")])
+            assert state == expected
+    # Nothing of the shared state was written to either data folder.
+    assert not glob.glob(str(tmp_path / "*" / "*" / "*.sqlite3"))
+
+
+@pytest.mark.real_process
+async def test_the_same_text_added_at_once_from_two_pools_is_stored_once(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    texts = [f"document {n}\nthe same words in both pools, line {n}" for n in range(8)]
+    with anyio.fail_after(90):
+        async with (
+            pool(tmp_path / "a", postgres_url) as first,
+            pool(tmp_path / "b", postgres_url) as second,
+        ):
+            store_id = (await first.server("content-store").create_store(name="race")).store_id
+            results: dict[tuple[int, int], tuple[str, bool]] = {}
+
+            async def add(side: int, member: WorkerPool, n: int) -> None:
+                added = await member.server("content-store").add_content(
+                    store_id=store_id, content=texts[n]
+                )
+                results[side, n] = (added.content_id, added.duplicate)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(len(texts)):
+                    tg.start_soon(add, 0, first, n)
+                    tg.start_soon(add, 1, second, n)
+            listing = await second.server("content-store").list_content(store_id=store_id)
+    assert listing.total == len(texts)
+    for n in range(len(texts)):
+        (id_a, dup_a), (id_b, dup_b) = results[0, n], results[1, n]
+        assert id_a == id_b
+        assert sorted([dup_a, dup_b]) == [False, True]
+
+
+@pytest.mark.real_process
+async def test_todos_added_at_once_from_two_pools_get_distinct_ids_in_one_plan(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with anyio.fail_after(90):
+        async with (
+            pool(tmp_path / "a", postgres_url) as first,
+            pool(tmp_path / "b", postgres_url) as second,
+        ):
+
+            async def add(member: WorkerPool, name: str) -> None:
+                await member.server("planning").add_todo(name=name)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(10):
+                    tg.start_soon(add, first, f"a{n}")
+                    tg.start_soon(add, second, f"b{n}")
+            state = await first.server("planning").get_current_state()
+    assert sorted(todo.id for todo in state.todos) == list(range(1, 21))
+    assert sorted(todo.name for todo in state.todos) == sorted(
+        [f"a{n}" for n in range(10)] + [f"b{n}" for n in range(10)]
+    )
+
+
+@asynccontextmanager
+async def tcp_forwarder(target: tuple[str, int], port: int) -> AsyncIterator[None]:
+    """Forward 127.0.0.1:port to ``target`` until the block ends; then every forwarded
+    connection is cut (the database "goes away" for whoever connected through it)."""
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
+
+    async def pipe(source: anyio.abc.ByteStream, sink: anyio.abc.ByteStream) -> None:
+        try:
+            async for data in source:
+                await sink.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            await sink.aclose()
+
+    async def handle(client: anyio.abc.SocketStream) -> None:
+        async with (
+            client,
+            await anyio.connect_tcp(*target) as upstream,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(pipe, client, upstream)
+            tg.start_soon(pipe, upstream, client)
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, handle)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.mark.real_process
+async def test_a_database_that_goes_away_fails_calls_clearly_and_the_worker_recovers(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    real = urlsplit(postgres_url)
+    port = _free_port()
+    via = urlunsplit(real._replace(netloc=f"{real.username}:{real.password}@127.0.0.1:{port}"))
+    target = (real.hostname or "127.0.0.1", real.port or 5432)
+    with anyio.fail_after(120):
+        async with pool(tmp_path, via) as members:
+            store = members.server("content-store")
+            planning = members.server("planning")
+            async with tcp_forwarder(target, port):
+                store_id = (await store.create_store(name="kept")).store_id
+                await planning.create_goal(goal="survive an outage")
+
+            # The database is gone: calls fail with an error naming it, password hidden.
+            for call in (store.list_stores(), planning.get_current_state()):
+                with pytest.raises(ToolError) as caught:
+                    await call
+                error = caught.value
+                assert error.structured_content is not None
+                assert error.structured_content["code"] == "DATABASE_UNAVAILABLE"
+                shown = f"{error.message} {error.structured_content} {error.text}"
+                assert f"127.0.0.1:{port}" in shown and real.path in shown
+                assert not real.password or real.password not in shown
+
+            # It comes back: the same workers answer again, with the state kept.
+            async with tcp_forwarder(target, port):
+                listing = await store.list_stores()
+                assert [s.store_id for s in listing.stores] == [store_id]
+                assert (await planning.get_current_state()).goal == "survive an outage"
+
+
+def _corpus() -> list[tuple[str, str]]:
+    return [(path.name, path.read_text()) for path in sorted(SAMPLES.iterdir()) if path.is_file()]
+
+
+def _fill(db: ContentDB | PostgresContentDB) -> str:
+    """A store holding the sample corpus in small chunks (many per file); its id."""
+    store_id = db.create_store("corpus", None, None).store_id
+    for filename, text in _corpus():
+        lines = split_lines(text)
+        chunks = chunk_lines(lines, max_chars=300, max_lines=6, overlap_lines=1)
+        db.add_content(
+            store_id, NewContent(filename, "text/plain", text, filename, len(lines), chunks)
+        )
+    return store_id
+
+
+QUERIES = [
+    "학교",
+    "학교에서 공부",
+    "東京",
+    "東",
+    "北京 故宫",
+    "muller",
+    "Müller café",
+    "butter sugar flour",
+    "release notes",
+    "the",
+    'NOT "x" OR (y*)',
+    "inventory widget",
+    "zzzz-not-there",
+    "東京東京",
+    "Tokyo tokyo TOKYO",
+    "recette, crème; brûlée!",
+    "2024",
+]
+
+
+def test_postgres_search_finds_and_ranks_what_sqlite_does(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    sqlite_db = ContentDB(tmp_path / "content.sqlite3")
+    pg_db = PostgresContentDB(postgres_url)
+    try:
+        ids = {"sqlite": _fill(sqlite_db), "pg": _fill(pg_db)}
+        for query in QUERIES:
+            expected = sqlite_db.search(ids["sqlite"], query, 10, None)
+            got = pg_db.search(ids["pg"], query, 10, None)
+            assert expected is not None and got is not None
+            assert [(h.filename, h.line_range, h.matched_terms) for h in got] == [
+                (h.filename, h.line_range, h.matched_terms) for h in expected
+            ], query
+            for mine, theirs in zip(got, expected, strict=True):
+                assert mine.raw_score == pytest.approx(theirs.raw_score, rel=1e-6), query
+                assert mine.score > 0
+    finally:
+        sqlite_db.close()
+        pg_db.close()
+
+
+async def test_text_with_nul_backslashes_and_null_words_round_trips_on_postgres(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    server = load_server(
+        "nativemcp.workers.content_store:create_server",
+        ServerConfig(data_dir=tmp_path, database_url=postgres_url),
+    )
+    try:
+        created = await server.call_tool("create_store", {"name": "nul\x00name"})
+        assert isinstance(created.structured_result, StoreInfo)
+        assert created.structured_result.name == "nul\x00name"
+        store_id = created.structured_result.store_id
+        text = "a\x00b \uffff0\nnull back\\slash\ttab \\N"
+        await server.call_tool("add_content", {"store_id": store_id, "content": text})
+        found = await server.call_tool(
+            "keyword_similarity_search", {"store_id": store_id, "query": "null"}
+        )
+        assert isinstance(found.structured_result, SearchResult)
+        (hit,) = found.structured_result.results
+        assert hit.line_range == (1, 2)
+        read = await server.call_tool(
+            "read_content", {"store_id": store_id, "content_id": hit.content_id}
+        )
+        assert isinstance(read.structured_result, ReadContentResult)
+        assert read.structured_result.content == text
+    finally:
+        await server.aclose()
+
+
+def test_a_newer_schema_in_the_database_is_refused_with_a_clear_error(postgres_url: str) -> None:
+    import psycopg
+
+    db = PostgresContentDB(postgres_url)
+    try:
+        db.list_stores()  # creates the schema, version 1
+    finally:
+        db.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT version FROM nativemcp_schema WHERE component = 'content-store'"
+        ).fetchone()
+        assert row == (1,)
+        conn.execute("UPDATE nativemcp_schema SET version = 99")
+    newer = PostgresContentDB(postgres_url)
+    try:
+        with pytest.raises(RuntimeError, match="version 99; this nativemcp understands up to 1"):
+            newer.list_stores()
+    finally:
+        newer.close()
+
+
+def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    from nativemcp.workers.content_store._pg import INDEX_VERSION
+
+    first = PostgresContentDB(postgres_url)
+    try:
+        store_id = _fill(first)
+    finally:
+        first.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        # As if another tokenizer had written the index: wrong tokens, counts and totals.
+        conn.execute("UPDATE cs_postings SET token = token || 'x'")
+        conn.execute("UPDATE cs_terms SET token = token || 'x', df = df + 7")
+        conn.execute("UPDATE cs_stores SET token_total = 1")
+        conn.execute(
+            "UPDATE nativemcp_schema SET version = %s WHERE component = 'content-store.index'",
+            (INDEX_VERSION - 1,),
+        )
+    reference = ContentDB(tmp_path / "content.sqlite3")
+    reopened = PostgresContentDB(postgres_url)
+    try:
+        reference_id = _fill(reference)
+        for query in QUERIES:
+            expected = reference.search(reference_id, query, 10, None)
+            got = reopened.search(store_id, query, 10, None)
+            assert expected is not None and got is not None
+            assert [(h.filename, h.line_range) for h in got] == [
+                (h.filename, h.line_range) for h in expected
+            ], query
+            for mine, theirs in zip(got, expected, strict=True):
+                assert mine.raw_score == pytest.approx(theirs.raw_score, rel=1e-6), query
+    finally:
+        reference.close()
+        reopened.close()
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute(
+            "SELECT version FROM nativemcp_schema WHERE component = 'content-store.index'"
+        ).fetchone()
+    assert row == (INDEX_VERSION,)
