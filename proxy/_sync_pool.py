@@ -212,7 +212,12 @@ class SyncToolMethod:
         name = self.tool.name
         merged = coerce_arguments(name, arguments, kwargs)
         worker = self._proxy._worker
-        timeout = time_limit(call_timeout, self._proxy.timeout)
+        # The common case (no per-call limit) skips the checks: this is every call's path.
+        timeout = (
+            self._proxy.timeout
+            if call_timeout is DEFAULT
+            else time_limit(call_timeout, self._proxy.timeout)
+        )
         schema = self.tool.output_schema
         if self.result_type is Any:
             response = worker.call(name, merged, timeout=timeout)
