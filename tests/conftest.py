@@ -1,8 +1,8 @@
 """Shared pytest configuration: anyio tests run on both of anyio's backends, asyncio and
 trio (``anyio_backend`` is module-scoped, so a module's module-scoped pools are made once
-per backend; a module that runs on asyncio only overrides it with a module-scoped
-fixture returning ``"asyncio"``), and the ``database_url`` fixture runs a storage test
-on both storage backends.
+per backend; a module that runs on asyncio only says so with
+``pytest.mark.anyio_backends("asyncio")``), and the ``database_url`` fixture runs a
+storage test on both storage backends.
 
 ``database_url`` is None (SQLite, the embedded default) or a PostgreSQL URL whose
 ``search_path`` is a schema made for that one test and dropped after it, so tests never
@@ -25,10 +25,24 @@ TEST_DATABASE_ENV = "NATIVEMCP_TEST_DATABASE_URL"
 """The PostgreSQL server the test suite may create schemas in."""
 
 
-@pytest.fixture(scope="module", params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The proxy runs on both of anyio's backends: every anyio test runs on each."""
-    return str(request.param)
+ANYIO_BACKENDS = ("asyncio", "trio")
+"""The proxy runs on both of anyio's backends: every anyio test runs on each."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # One place picks the backends. anyio's plugin requests `anyio_backend` for every
+    # anyio test; a parametrize mark added before pytest reads the marks takes
+    # precedence over the plugin's fixture (module scope, so a module's module-scoped
+    # pools are made once per backend).
+    if "anyio_backend" in metafunc.fixturenames and not any(
+        "anyio_backend" in mark.args[0] for mark in metafunc.definition.iter_markers("parametrize")
+    ):
+        marker = metafunc.definition.get_closest_marker("anyio_backends")
+        backends = marker.args if marker is not None else ANYIO_BACKENDS
+        metafunc.definition.add_marker(
+            pytest.mark.parametrize("anyio_backend", backends, scope="module")
+        )
 
 
 @pytest.fixture(autouse=True)

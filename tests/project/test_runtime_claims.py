@@ -22,13 +22,7 @@ from nativemcp.proxy import DEFAULT_TIMEOUT, RestartPolicy, ServerClosed, Worker
 from nativemcp.workers.content_store import ContentStoreOptions
 from nativemcp.workers.workspace._options import WorkspaceOptions
 
-pytestmark = [pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 ROOT = Path(__file__).parents[2]

@@ -49,10 +49,13 @@ from nativemcp.protocol import (
     unwrap,
 )
 
+pytestmark = pytest.mark.anyio_backends("asyncio")
+
 META = {"io.example/trace": {"id": "t-1", "hops": [1, 2]}, "note": None}
 ANNOTATIONS = Annotations(
     audience=["user", "assistant"], priority=0.5, last_modified="2026-01-05T09:30:00Z"
 )
+
 ICON = Icon(src="https://example.com/i.png", mime_type="image/png", sizes=["48x48"], theme="dark")
 TEXT_RESOURCE = ResourceContents(
     uri="file:///a.md", mime_type="text/markdown", text="# a", meta=META
@@ -256,11 +259,6 @@ def test_response_from_sdk_refuses_other_things() -> None:
 
 
 # --- a real official SDK server, in memory -------------------------------------------------
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class Item(pydantic.BaseModel):

@@ -9,13 +9,7 @@ from nativemcp.proxy import DEFAULT, CallOptions, CallTimeout, WorkerPool
 from nativemcp.proxy._handle import time_limit
 from nativemcp.workers import Server
 
-pytestmark = [pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 slow = Server("slow")

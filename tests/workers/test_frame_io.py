@@ -23,13 +23,9 @@ from nativemcp.workers._frame_writer import FrameWriter
 from nativemcp.workers._server import TOOL_THREADS
 from nativemcp.workers.channel import FrameReader
 
+pytestmark = pytest.mark.anyio_backends("asyncio")
+
 _CHUNK = 64 * 1024
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
 
 
 def _reply(call_id: int, size: int) -> bytes:

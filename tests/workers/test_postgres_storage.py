@@ -27,13 +27,7 @@ from nativemcp.workers.content_store._db import ContentDB, NewContent
 from nativemcp.workers.content_store._pg import PostgresContentDB
 from nativemcp.workers.planning import PlanningState, Todo
 
-pytestmark = [pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 SAMPLES = Path(__file__).parents[2] / "workers" / "content_store" / "samples"

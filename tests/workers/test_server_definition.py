@@ -18,13 +18,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.workers import Context, ProgressNotification, Server
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 class Point(msgspec.Struct, rename="camel"):

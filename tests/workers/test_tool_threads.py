@@ -11,13 +11,7 @@ import pytest
 
 from nativemcp.workers._threads import ToolThreads
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 _request: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")

@@ -17,13 +17,7 @@ from nativemcp.proxy import ArgumentsError, CallTimeout, WorkerPool
 from nativemcp.proxy._worker import WorkerProcess
 from nativemcp.workers.channel import Inbox
 
-pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 
 CALLERS = 64

@@ -20,13 +20,7 @@ from nativemcp.proxy.console._catalog import (
     ConsoleCatalog,
 )
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 TOKEN: Final = "t0ken-for-the-tests-0123456789"

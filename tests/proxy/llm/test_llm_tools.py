@@ -32,13 +32,7 @@ from nativemcp.proxy.llm import PROVIDERS, Provider, UnknownProviderError
 from nativemcp.proxy.llm._tools import gemini_schema
 from nativemcp.workers import Server
 
-pytestmark = [pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 TESTS = Path(__file__).parents[2]

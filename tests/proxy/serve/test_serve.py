@@ -22,13 +22,7 @@ from mcp.shared.exceptions import MCPError
 from nativemcp.protocol import STRUCTURED_RESULT_META_KEY, response_from_sdk, unwrap
 from nativemcp.proxy import WorkerPool, http_app
 
-pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 
 TESTS = Path(__file__).parents[2]

@@ -17,13 +17,9 @@ from mcp import Client
 
 from nativemcp.proxy.cli import main
 
+pytestmark = pytest.mark.anyio_backends("asyncio")
+
 TESTS = Path(__file__).parents[2]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
 
 
 def _free_port() -> int:

@@ -17,13 +17,7 @@ from test_serve import SERVERS, TESTS, _elicitation, _sampling, serving
 
 from nativemcp.proxy import McpBridge, WorkerPool, http_app
 
-pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 
 async def _decline(

@@ -24,13 +24,7 @@ from nativemcp.workers.content_store import (
 )
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 SOURCE = "nativemcp.workers.content_store:create_server"

@@ -15,13 +15,7 @@ from nativemcp.protocol import NativeMCPResponse, result_text, unwrap
 from nativemcp.workers import Server, ServerConfig, load_server
 from nativemcp.workers.content_store import AddContentResult, StoreInfo
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 SOURCE = "nativemcp.workers.content_store:create_server"

@@ -15,13 +15,7 @@ from nativemcp.protocol import INVALID_PARAMS, NativeMCPResponse, encode, unwrap
 from nativemcp.workers import Server, ServerConfig, load_server
 from nativemcp.workers.planning import MAX_OBSERVATIONS, PlanningState, Todo
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 SOURCE = "nativemcp.workers.planning:create_server"

@@ -14,13 +14,7 @@ from test_workspace import failure, ok
 from nativemcp.workers import Server, ServerConfig
 from nativemcp.workers.workspace import create_server
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 CATASTROPHIC = "(a+)+$"

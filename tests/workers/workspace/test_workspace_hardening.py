@@ -16,13 +16,7 @@ from nativemcp.workers import Server, ServerConfig
 from nativemcp.workers.content_store import create_server as create_store_server
 from nativemcp.workers.workspace import create_server
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 @pytest.fixture

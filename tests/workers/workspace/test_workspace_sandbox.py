@@ -22,13 +22,7 @@ from nativemcp.workers import Server, ServerConfig, load_server
 from nativemcp.workers.workspace import WorkspaceOptions, create_server
 from nativemcp.workers.workspace._sandbox import Rule, Sandbox
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 SECRET = "TOP-SECRET-SENTINEL"

@@ -19,13 +19,8 @@ from nativemcp.workers.workspace import create_server
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+    pytest.mark.anyio_backends("asyncio"),
 ]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
 
 
 def _running(argv_tail: str) -> list[int]:
