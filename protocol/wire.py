@@ -169,13 +169,17 @@ class FeatureRequest(msgspec.Struct, tag="feature", array_like=True):
     params: dict[str, Any]
 
 
-class Answer(msgspec.Struct, tag="answer", array_like=True):
-    """The client's answer to an `Ask` (its result, or an error message and code)."""
+class _Outcome(msgspec.Struct, array_like=True):
+    """What a request came to: its value, or an error message (and a JSON-RPC code)."""
 
     id: int
     value: Any = None
     error: str | None = None
     code: int | None = None
+
+
+class Answer(_Outcome, tag="answer"):
+    """The client's answer to an `Ask` (its result, or an error message and code)."""
 
 
 class Shutdown(msgspec.Struct, tag="shutdown", array_like=True):
@@ -291,13 +295,8 @@ def reply_value(
     )
 
 
-class Result(msgspec.Struct, tag="result", array_like=True):
+class Result(_Outcome, tag="result"):
     """The answer to a non-call request; ``error`` set when it failed."""
-
-    id: int
-    value: Any = None
-    error: str | None = None
-    code: int | None = None
 
 
 class Ask(msgspec.Struct, tag="ask", array_like=True):

@@ -15,9 +15,18 @@ from nativemcp.protocol import ToolNameClash as ToolNameClash
 from nativemcp.protocol import UnknownServer as UnknownServer
 from nativemcp.protocol import UnknownTool as UnknownTool
 
+# Deprecated round-1 names, defined once in nativemcp.workers.
+from nativemcp.workers import WorkerClosed as WorkerClosed
+from nativemcp.workers import WorkerCrashed as WorkerCrashed
+from nativemcp.workers import WorkerError as WorkerError
+from nativemcp.workers import WorkerStartError as WorkerStartError
+from nativemcp.workers import WorkerTimeout as WorkerTimeout
+
 from ._catalog import UIAction as UIAction
 from ._config import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._config import PoolConfig as PoolConfig
+from ._config import PoolOptions as PoolOptions
+from ._config import SyncPoolOptions as SyncPoolOptions
 from ._config import Timeouts as Timeouts
 from ._external import ExternalServerSpec as ExternalServerSpec
 from ._external import load_mcp_servers as load_mcp_servers
@@ -36,13 +45,6 @@ from ._sync_pool import SyncServerProxy as SyncServerProxy
 from ._sync_pool import SyncToolMethod as SyncToolMethod
 from ._sync_pool import SyncWorkerPool as SyncWorkerPool
 
-# Deprecated aliases, kept for round-1 code: the same classes under their old names.
-WorkerError = ServerError
-WorkerStartError = ServerStartError
-WorkerCrashed = ServerCrashed
-WorkerTimeout = CallTimeout
-WorkerClosed = ServerClosed
-
 __all__ = [
     "DEFAULT",
     "DEFAULT_TIMEOUT",
@@ -57,6 +59,7 @@ __all__ = [
     "LogHandler",
     "McpBridge",
     "PoolConfig",
+    "PoolOptions",
     "ProgressCallback",
     "Record",
     "RestartPolicy",
@@ -65,6 +68,7 @@ __all__ = [
     "ServerError",
     "ServerProxy",
     "ServerStartError",
+    "SyncPoolOptions",
     "SyncServerProxy",
     "SyncToolMethod",
     "SyncWorkerPool",

@@ -14,7 +14,7 @@ import importlib.util
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict, Unpack
 
 import multiprocess
 
@@ -38,8 +38,11 @@ __all__ = [
     "DEFAULT_START_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "PoolConfig",
+    "PoolOptions",
     "StartMethod",
+    "SyncPoolOptions",
     "Timeouts",
+    "check_options",
 ]
 
 DEFAULT_TIMEOUT: Final = 30.0
@@ -48,6 +51,42 @@ DEFAULT_START_TIMEOUT: Final = 20.0
 """Seconds a worker (or an external server) has to load and become ready."""
 
 StartMethod = Literal["spawn", "forkserver"]
+
+
+class SyncPoolOptions(TypedDict, total=False):
+    """The keyword arguments of `SyncWorkerPool` (each is described on `WorkerPool`)."""
+
+    data_dir: str | Path | None
+    workspace_root: str | Path | None
+    builtins: Iterable[str] | None
+    options: Mapping[str, Mapping[str, Any]] | None
+    timeout: float | None
+    start_timeout: float | None
+    max_frame: int
+    start_method: StartMethod
+    restart: RestartPolicy | None
+
+
+class PoolOptions(SyncPoolOptions, total=False):
+    """The pool options of `WorkerPool` (each is described there): those of
+    `SyncWorkerPool` and the ones only the async pool has."""
+
+    in_process: Iterable[str]
+    mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None
+    database_url: str | None
+    replicas: Mapping[str, int] | None
+
+
+def check_options(given: Mapping[str, Any], accepted: frozenset[str], owner: str) -> None:
+    """Refuse a keyword ``owner`` does not take, as Python does for a named parameter
+    (a ``**options`` signature would otherwise let a misspelling pass unseen).
+
+    Raises:
+        TypeError: a key of ``given`` is not in ``accepted``.
+    """
+    for key in given:
+        if key not in accepted:
+            raise TypeError(f"{owner}() got an unexpected keyword argument {key!r}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,22 +133,7 @@ class PoolConfig:
 
     @classmethod
     def build(
-        cls,
-        servers: Iterable[ServerSource] = (),
-        *,
-        data_dir: str | Path | None = None,
-        workspace_root: str | Path | None = None,
-        builtins: Iterable[str] | None = None,
-        in_process: Iterable[str] = ("workspace",),
-        options: Mapping[str, Mapping[str, Any]] | None = None,
-        mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-        database_url: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        start_timeout: float | None = DEFAULT_START_TIMEOUT,
-        max_frame: int = DEFAULT_MAX_FRAME,
-        start_method: StartMethod = "spawn",
-        restart: RestartPolicy | None = None,
-        replicas: Mapping[str, int] | None = None,
+        cls, servers: Iterable[ServerSource] = (), **given: Unpack[PoolOptions]
     ) -> PoolConfig:
         """Check the arguments of `WorkerPool` (see there) and fix them in one value.
 
@@ -120,7 +144,11 @@ class PoolConfig:
             NotADirectoryError: ``data_dir`` is a file.
             TypeError: a `Server` to run in a worker is not importable by name.
         """
+        check_options(given, PoolOptions.__optional_keys__, "PoolConfig.build")
         sources = tuple(servers)
+        data_dir = given.get("data_dir")
+        builtins = given.get("builtins")
+        database_url = given.get("database_url")
         folder = Path(data_dir).expanduser() if data_dir is not None else None
         if folder is not None and folder.exists() and not folder.is_dir():
             raise NotADirectoryError(
@@ -139,7 +167,7 @@ class PoolConfig:
                 )
             if chosen and folder is None:
                 raise ValueError("built-in servers need a data_dir for their data")
-        local = frozenset(in_process)
+        local = frozenset(given.get("in_process", ("workspace",)))
         for source in sources:
             if isinstance(source, Server) and source.name in local:
                 continue
@@ -152,24 +180,28 @@ class PoolConfig:
             raise ValueError(
                 f"database_url must be a postgresql:// URL, not {redact_url(database_url)!r}"
             )
+        workspace_root = given.get("workspace_root")
+        mcp_servers = given.get("mcp_servers")
         config = cls(
             sources=sources,
             data_dir=folder,
             workspace_root=Path(workspace_root).expanduser() if workspace_root else None,
             builtins=tuple(chosen),
             in_process=local,
-            options={name: dict(value) for name, value in (options or {}).items()},
+            options={name: dict(value) for name, value in (given.get("options") or {}).items()},
             external=tuple(load_mcp_servers(mcp_servers)) if mcp_servers is not None else (),
             database_url=database_url or None,
             # 0 or less also reads as no limit, as in earlier releases (see `time_limit`).
             timeouts=Timeouts(
-                call=CallOptions(timeout=timeout).with_default(None).limit,
-                start=start_timeout,
+                call=CallOptions(timeout=given.get("timeout", DEFAULT_TIMEOUT))
+                .with_default(None)
+                .limit,
+                start=given.get("start_timeout", DEFAULT_START_TIMEOUT),
             ),
-            max_frame=max_frame,
-            start_method=start_method,
-            restart=restart or RestartPolicy(),
-            replicas=dict(replicas or {}),
+            max_frame=given.get("max_frame", DEFAULT_MAX_FRAME),
+            start_method=given.get("start_method", "spawn"),
+            restart=given.get("restart") or RestartPolicy(),
+            replicas=dict(given.get("replicas") or {}),
         )
         config._check_replicas()
         return config

@@ -18,17 +18,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar, overload
+from typing import Any, Protocol, Self, TypeVar, Unpack, overload
 
 import anyio
 import anyio.abc
 
 from nativemcp.protocol import ArgumentsError, NativeMCPResponse, Tool, ToolNameError, UnknownServer
-from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import (
     ClientRequestError,
     ServerClosed,
@@ -40,7 +37,7 @@ from nativemcp.workers import (
 
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
-from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod
+from ._config import PoolConfig, PoolOptions, check_options
 from ._external import ExternalServer, ExternalServerSpec
 from ._handle import (
     DEFAULT,
@@ -193,6 +190,9 @@ class WorkerPool:
     tool under its full name, which ``tool_definitions`` / ``run_tool_call`` hand to an
     LLM and ``nativemcp serve`` to MCP clients.
 
+    The pool options (every argument but ``servers`` and the two handlers) are
+    `PoolOptions`, checked into a `PoolConfig` (``pool.config``).
+
     Args:
         servers: user-defined servers: `Server` objects, factories taking a
             `ServerConfig`, or ``"module:attribute"`` strings naming either.
@@ -240,39 +240,13 @@ class WorkerPool:
         self,
         servers: Iterable[ServerSource] = (),
         *,
-        data_dir: str | Path | None = None,
-        workspace_root: str | Path | None = None,
-        builtins: Iterable[str] | None = None,
-        in_process: Iterable[str] = ("workspace",),
-        options: Mapping[str, Mapping[str, Any]] | None = None,
-        mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-        database_url: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        start_timeout: float | None = DEFAULT_START_TIMEOUT,
-        max_frame: int = DEFAULT_MAX_FRAME,
-        start_method: StartMethod = "spawn",
-        restart: RestartPolicy | None = None,
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
-        replicas: Mapping[str, int] | None = None,
+        **options: Unpack[PoolOptions],
     ) -> None:
         exit_if_bootstrapping()
-        self._config = PoolConfig.build(
-            servers,
-            data_dir=data_dir,
-            workspace_root=workspace_root,
-            builtins=builtins,
-            in_process=in_process,
-            options=options,
-            mcp_servers=mcp_servers,
-            database_url=database_url,
-            timeout=timeout,
-            start_timeout=start_timeout,
-            max_frame=max_frame,
-            start_method=start_method,
-            restart=restart,
-            replicas=replicas,
-        )
+        check_options(options, PoolOptions.__optional_keys__, "WorkerPool")
+        self._config = PoolConfig.build(servers, **options)
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)

@@ -15,15 +15,13 @@ One pool may be shared by many threads.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar, overload
+from typing import Any, Self, TypeVar, Unpack, overload
 
 import msgspec
 
 from nativemcp.protocol import NativeMCPResponse, Tool, unwrap
 from nativemcp.protocol.wire import (
-    DEFAULT_MAX_FRAME,
     GetServiceContext,
     ListTools,
     Ping,
@@ -31,12 +29,11 @@ from nativemcp.protocol.wire import (
 )
 from nativemcp.workers import ServerError, ServerStartError
 
-from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod
+from ._config import PoolConfig, SyncPoolOptions, check_options
 from ._handle import DEFAULT, _Default, time_limit
 from ._pool import find_server, server_and_interface
 from ._proxy import coerce_arguments, result_type
 from ._records import to_records
-from ._restart import RestartPolicy
 from ._sync_worker import SyncWorker
 from ._worker import start_failure
 
@@ -48,9 +45,10 @@ P = TypeVar("P")
 class SyncWorkerPool:
     """Runs servers in worker processes and gives out blocking, typed proxies.
 
-    Takes the arguments of `WorkerPool` (but ``in_process``: every server gets a
-    worker). ``with SyncWorkerPool(...) as pool:`` starts the workers and stops them on
-    the way out; `close` does the same by hand.
+    Takes the arguments of `WorkerPool` (`SyncPoolOptions`: not ``in_process``, as
+    every server gets a worker, nor the options only the async pool has).
+    ``with SyncWorkerPool(...) as pool:`` starts the workers and stops them on the way
+    out; `close` does the same by hand.
 
     Raises:
         ValueError, NotADirectoryError, TypeError: as `WorkerPool`.
@@ -60,34 +58,10 @@ class SyncWorkerPool:
     ``if __name__ == "__main__":``.
     """
 
-    def __init__(
-        self,
-        servers: Iterable[Any] = (),
-        *,
-        data_dir: str | Path | None = None,
-        workspace_root: str | Path | None = None,
-        builtins: Iterable[str] | None = None,
-        options: Mapping[str, Mapping[str, Any]] | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        start_timeout: float | None = DEFAULT_START_TIMEOUT,
-        max_frame: int = DEFAULT_MAX_FRAME,
-        start_method: StartMethod = "spawn",
-        restart: RestartPolicy | None = None,
-    ) -> None:
+    def __init__(self, servers: Iterable[Any] = (), **options: Unpack[SyncPoolOptions]) -> None:
+        check_options(options, SyncPoolOptions.__optional_keys__, "SyncWorkerPool")
         # The async pool's configuration, checked by the same code.
-        self._config = PoolConfig.build(
-            servers,
-            data_dir=data_dir,
-            workspace_root=workspace_root,
-            builtins=builtins,
-            in_process=(),
-            options=options,
-            timeout=timeout,
-            start_timeout=start_timeout,
-            max_frame=max_frame,
-            start_method=start_method,
-            restart=restart,
-        )
+        self._config = PoolConfig.build(servers, in_process=(), **options)
         self._workers: dict[str, SyncWorker] = {}
         self._started = False
         self._closed = False

@@ -281,3 +281,24 @@ def rendered_listing(count: int = 2) -> Listing:
 def rendered_listing_inline(count: int = 2) -> Listing:
     """`rendered_listing` on the worker's event loop."""
     return listing(count)
+
+
+# A server whose tools ask their client (sampling, elicitation) and report their scope.
+asking = Server("asking")
+
+
+@asking.tool
+async def sample(question: str, ctx: Context) -> str:
+    answer = await ctx.sample(question)
+    return answer.text
+
+
+@asking.tool
+async def elicit(ctx: Context) -> str:
+    answer = await ctx.elicit("name?", {"type": "object", "properties": {}})
+    return f"{answer.action}:{answer.content}"
+
+
+@asking.tool(name="scope")
+def asking_scope(ctx: Context) -> str:
+    return f"{ctx.session_id}/{ctx.thread_id}"

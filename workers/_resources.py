@@ -52,26 +52,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 _META = msgspec.field(default=None, name="_meta")
 
 
-class Resource(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
+class _Listed(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
+    # What a listed resource and a template share (the spec's BaseMetadata and more).
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = _META
+
+
+class Resource(_Listed):
     """A resource the server lists (MCP ``Resource``)."""
 
     uri: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    meta: dict[str, Any] | None = _META
 
 
-class ResourceTemplate(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
+class ResourceTemplate(_Listed):
     """A family of resources named by a URI template (MCP ``ResourceTemplate``)."""
 
     uri_template: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    meta: dict[str, Any] | None = _META
 
 
 class PromptArgument(msgspec.Struct, omit_defaults=True, kw_only=True):

@@ -5,15 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from nativemcp.proxy import WorkerPool
+from nativemcp.proxy import PoolConfig, SyncWorkerPool, WorkerPool
 from nativemcp.workers import Server
 
 SCRIPT_WITHOUT_GUARD = """
 import anyio
-from nativemcp.proxy import WorkerPool
+from nativemcp.proxy import PoolConfig, SyncWorkerPool, WorkerPool
 from nativemcp.workers import Server
 
 server = Server("greeter")
@@ -73,3 +74,20 @@ def test_a_data_dir_that_is_a_file_is_refused_naming_it(tmp_path: Path) -> None:
     afile.write_text("")
     with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
         WorkerPool(data_dir=afile)
+
+
+def test_a_misspelled_pool_option_is_refused_by_name_as_python_refuses_a_keyword() -> None:
+    with pytest.raises(TypeError, match=r"WorkerPool\(\) got an unexpected keyword .* 'timout'"):
+        WorkerPool(timout=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"PoolConfig.build\(\) got an unexpected keyword"):
+        PoolConfig.build(data_dirr="x")  # type: ignore[call-arg]
+
+
+def test_the_blocking_pool_refuses_the_options_only_the_async_pool_has() -> None:
+    # Not silently ignored: a blocking pool has no external servers and no replicas.
+    given: dict[str, Any] = {}
+    for option in ("mcp_servers", "in_process", "replicas", "database_url"):
+        given = {option: None}
+        with pytest.raises(TypeError, match=f"SyncWorkerPool\\(\\) got .* '{option}'"):
+            SyncWorkerPool(**given)
+    assert SyncWorkerPool(timeout=None).config.timeouts.call is None

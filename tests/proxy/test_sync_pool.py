@@ -150,7 +150,7 @@ def test_a_typed_interface_gives_blocking_typed_methods(pool: SyncWorkerPool) ->
 
 
 def test_a_tool_asking_its_client_is_told_at_once_that_there_is_none() -> None:
-    with SyncWorkerPool(["test_server_features:asking"], timeout=10) as pool:
+    with SyncWorkerPool(["_servers:asking"], timeout=10) as pool:
         with pytest.raises(ToolError, match="no client"):
             pool.server("asking").sample(question="hello?")
         assert pool.server("asking").call_tool("sample", {"question": "x"}).result is not None

@@ -60,26 +60,6 @@ async def complete(ref: CompletionRef, argument: str, value: str) -> list[str]:
     return [f"{ref.name}:{argument}:{value}"]
 
 
-asking = Server("asking")
-
-
-@asking.tool
-async def sample(question: str, ctx: Context) -> str:
-    answer = await ctx.sample(question)
-    return answer.text
-
-
-@asking.tool
-async def elicit(ctx: Context) -> str:
-    answer = await ctx.elicit("name?", {"type": "object", "properties": {}})
-    return f"{answer.action}:{answer.content}"
-
-
-@asking.tool
-def scope(ctx: Context) -> str:
-    return f"{ctx.session_id}/{ctx.thread_id}"
-
-
 @pytest.fixture(params=["worker", "in-process"])
 async def pool(request: pytest.FixtureRequest) -> AsyncIterator[WorkerPool]:
     in_process = ("features", "asking") if request.param == "in-process" else ()
@@ -94,7 +74,7 @@ async def pool(request: pytest.FixtureRequest) -> AsyncIterator[WorkerPool]:
 
     with anyio.fail_after(30):
         async with WorkerPool(
-            [f"{__name__}:features", f"{__name__}:asking"],
+            [f"{__name__}:features", "_servers:asking"],
             in_process=in_process,
             timeout=20,
             sampling_handler=sampling,

@@ -3,36 +3,14 @@
 Reached as ``pool.server("content-store")``; built in its worker by `create_server`.
 """
 
+from . import _models
 from ._api import ContentStoreAPI as ContentStoreAPI
-from ._models import AddContentResult as AddContentResult
-from ._models import ContentSummary as ContentSummary
-from ._models import DeleteContentResult as DeleteContentResult
-from ._models import DeleteStoreResult as DeleteStoreResult
-from ._models import ListContentResult as ListContentResult
-from ._models import ListStoresResult as ListStoresResult
-from ._models import ReadContentResult as ReadContentResult
-from ._models import RelevanceType as RelevanceType
-from ._models import SearchHit as SearchHit
-from ._models import SearchResult as SearchResult
-from ._models import StoreInfo as StoreInfo
+
+# Every typed result is public: the list is `_models.__all__`, kept in one place.
+from ._models import *  # noqa: F403
 from ._server import MAX_OFFSET as MAX_OFFSET
 from ._server import ContentStoreOptions as ContentStoreOptions
 from ._server import create_server as create_server
 
-__all__ = [
-    "MAX_OFFSET",
-    "AddContentResult",
-    "ContentStoreAPI",
-    "ContentStoreOptions",
-    "ContentSummary",
-    "DeleteContentResult",
-    "DeleteStoreResult",
-    "ListContentResult",
-    "ListStoresResult",
-    "ReadContentResult",
-    "RelevanceType",
-    "SearchHit",
-    "SearchResult",
-    "StoreInfo",
-    "create_server",
-]
+__all__ = ["MAX_OFFSET", "ContentStoreAPI", "ContentStoreOptions", "create_server"]
+__all__ += _models.__all__
