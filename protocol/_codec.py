@@ -180,6 +180,15 @@ def _decode_raw(decoder: Any, data: Any, format: str, what: str) -> Any:
         raise ProtocolError(f"malformed {format} {what}: nested too deeply") from exc
 
 
+def _decode_plain(decoder: Any, data: Any, format: str, what: str) -> Any:
+    """`_decode_raw` into plain values, the last path: what even the plain decoder
+    refuses (an invalid msgpack timestamp, say) is malformed input too."""
+    try:
+        return _decode_raw(decoder, data, format, what)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"malformed {format} {what}: {exc}") from exc
+
+
 def decode_response(
     data: bytes | bytearray | memoryview | str | Mapping[str, Any],
     *,
@@ -215,7 +224,7 @@ def decode_response(
         # The fast path only meets `UnknownContent` when a peer forged our private tag.
         if not _has_unknown_blocks(response):
             return _check_response(response)
-    builtins = _decode_raw(_json_any if json_format else _msgpack_any, data, format, "response")
+    builtins = _decode_plain(_json_any if json_format else _msgpack_any, data, format, "response")
     return _decode_builtins(builtins)
 
 
@@ -260,7 +269,7 @@ def decode(data: bytes | str, type_: Any, *, format: Format = "json") -> Any:
         if type_ is not CallToolResult:
             raise ProtocolError(f"malformed {format} {name}: {exc}") from exc
     # A result with a block of a type this version does not know: keep the block.
-    builtins = _decode_raw(module.Decoder(), data, format, name)
+    builtins = _decode_plain(module.Decoder(), data, format, name)
     try:
         return msgspec.convert(_mark_unknown_blocks(builtins), CallToolResult)
     except msgspec.ValidationError as exc:

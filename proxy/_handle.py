@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import dataclasses
 import enum
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -18,6 +19,7 @@ import anyio
 import msgspec
 
 from nativemcp.protocol import BackendType, CallTimeout, NativeMCPResponse, Tool, unwrap
+from nativemcp.protocol.wire import Reply, reply_value
 from nativemcp.workers import (
     ClientRequest,
     ClientRequestError,
@@ -31,6 +33,7 @@ __all__ = [
     "DEFAULT",
     "CallOptions",
     "CallScope",
+    "Expected",
     "LogHandler",
     "ProgressCallback",
     "ResourceListener",
@@ -160,6 +163,23 @@ NO_OPTIONS: Final = CallOptions(timeout=None)
 """No time limit, no callbacks."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Expected:
+    """What a typed call turns its result into: the tool's value type, and its output
+    schema (which tells a FastMCP-wrapped result apart). One per typed tool method."""
+
+    type: Any
+    output_schema: Mapping[str, Any] | None = None
+
+    def unwrap(self, response: NativeMCPResponse[Any], tool: str) -> Any:
+        """The value of a whole response (see `nativemcp.protocol.unwrap`)."""
+        return unwrap(response, self.type, tool=tool, output_schema=self.output_schema)
+
+    def from_reply(self, reply: Reply, tool: str) -> Any:
+        """The value of a worker's reply, decoded in one pass (see `reply_value`)."""
+        return reply_value(reply, self.type, tool=tool, output_schema=self.output_schema)
+
+
 class UnwrappingHandle(abc.ABC):
     """A handle whose typed call is its response unwrapped (in-process and external
     servers; a worker decodes the value in one pass instead). A handle that can leave
@@ -180,22 +200,16 @@ class UnwrappingHandle(abc.ABC):
         return await self.call(tool, arguments, options)
 
     async def call_value(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        result_type: Any,
-        output_schema: Mapping[str, Any] | None,
-        options: CallOptions,
+        self, tool: str, arguments: dict[str, Any], expected: Expected, options: CallOptions
     ) -> Any:
-        """Run ``tool`` and return its value as ``result_type``.
+        """Run ``tool`` and return its value as ``expected.type``.
 
         Raises:
             ToolError: the tool answered with an error.
-            UnwrapError: the value does not convert to ``result_type``.
+            UnwrapError: the value does not convert to ``expected.type``.
             ServerError: the server timed out, crashed or is closed.
         """
-        response = await self.value_response(tool, arguments, options)
-        return unwrap(response, result_type, tool=tool, output_schema=output_schema)
+        return expected.unwrap(await self.value_response(tool, arguments, options), tool)
 
 
 class ServerHandle(Protocol):
@@ -223,12 +237,7 @@ class ServerHandle(Protocol):
     ) -> NativeMCPResponse[Any]: ...
 
     async def call_value(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        result_type: Any,
-        output_schema: Mapping[str, Any] | None,
-        options: CallOptions,
+        self, tool: str, arguments: dict[str, Any], expected: Expected, options: CallOptions
     ) -> Any: ...
 
     async def feature(self, method: str, params: dict[str, Any], options: CallOptions) -> Any: ...

@@ -28,7 +28,6 @@ from nativemcp.protocol import (
     ResourceContents,
     Tool,
     ToolNameClash,
-    unwrap,
 )
 from nativemcp.protocol.wire import RETURN_TYPE_META_KEY, resolve_type
 from nativemcp.workers import (
@@ -45,6 +44,7 @@ from ._handle import (
     DEFAULT,
     CallOptions,
     CallScope,
+    Expected,
     LogHandler,
     ProgressCallback,
     ServerHandle,
@@ -55,6 +55,7 @@ from ._records import to_records
 
 __all__ = [
     "PROXY_NAMES",
+    "BoundTool",
     "ServerProxy",
     "ToolMethod",
     "coerce_arguments",
@@ -130,15 +131,26 @@ def result_type(tool: Tool, interface: type[Any] | None, *, trusts_type_refs: bo
     return resolve_type((tool.meta or {}).get(RETURN_TYPE_META_KEY))
 
 
-class ToolMethod:
-    """A bound tool: ``await method(**arguments)`` returns the typed value."""
+class BoundTool:
+    """What a typed tool method of either pool's proxy holds: the tool, the type its
+    calls return, and how a result becomes that type."""
 
-    def __init__(self, proxy: ServerProxy, tool: Tool, result_type: Any) -> None:
-        self._proxy = proxy
+    def __init__(self, tool: Tool, result_type: Any) -> None:
         self.tool = tool
         self.result_type = result_type
         self.__name__ = tool.name
         self.__doc__ = tool.description
+        self._expected = Expected(result_type, tool.output_schema)
+        # With no known type, records are made from whatever value the response holds.
+        self._untyped = Expected(object, tool.output_schema)
+
+
+class ToolMethod(BoundTool):
+    """A bound tool: ``await method(**arguments)`` returns the typed value."""
+
+    def __init__(self, proxy: ServerProxy, tool: Tool, result_type: Any) -> None:
+        super().__init__(tool, result_type)
+        self._proxy = proxy
         properties = (tool.input_schema or {}).get("properties")
         declared = set(properties) if isinstance(properties, Mapping) else set()
         # Option keywords a tool declares as arguments go to the tool.
@@ -183,12 +195,11 @@ class ToolMethod:
         proxy = self._proxy
         # The common case (no options) reuses one resolved object.
         options = proxy._defaults if given is None else proxy._resolve(given)
-        schema = self.tool.output_schema
         if self.result_type is Any:
             response = await proxy._handle.call(name, merged, options)
-            return to_records(unwrap(response, object, tool=name, output_schema=schema))
+            return to_records(self._untyped.unwrap(response, name))
         # A known type: the handle decodes the value straight into it, skipping the text.
-        return await proxy._handle.call_value(name, merged, self.result_type, schema, options)
+        return await proxy._handle.call_value(name, merged, self._expected, options)
 
     def __repr__(self) -> str:
         return f"<tool {self._proxy._handle.name}.{self.tool.name}>"

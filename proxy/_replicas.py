@@ -12,7 +12,7 @@ neither lose nor duplicate anything.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
@@ -21,7 +21,7 @@ import anyio.abc
 from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
 from nativemcp.workers import ServerStartError
 
-from ._handle import CallOptions, ResourceListener
+from ._handle import CallOptions, Expected, ResourceListener
 from ._worker import WorkerProcess
 
 __all__ = ["ReplicaSet"]
@@ -148,16 +148,11 @@ class ReplicaSet:
         return await self._routed(lambda replica: replica.call(tool, arguments, options))
 
     async def call_value(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        result_type: Any,
-        output_schema: Mapping[str, Any] | None,
-        options: CallOptions,
+        self, tool: str, arguments: dict[str, Any], expected: Expected, options: CallOptions
     ) -> Any:
         """Run ``tool`` on the least-loaded replica and return its typed value."""
         return await self._routed(
-            lambda replica: replica.call_value(tool, arguments, result_type, output_schema, options)
+            lambda replica: replica.call_value(tool, arguments, expected, options)
         )
 
     async def feature(self, method: str, params: dict[str, Any], options: CallOptions) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, Self, TypeVar, Unpack, overload
 
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, Tool, unwrap
+from nativemcp.protocol import NativeMCPResponse, Tool
 from nativemcp.protocol.wire import (
     GetServiceContext,
     ListTools,
@@ -32,7 +32,7 @@ from nativemcp.workers import ServerError, ServerStartError
 from ._config import PoolConfig, SyncPoolOptions, check_options
 from ._handle import DEFAULT, _Default, time_limit
 from ._pool import find_server, server_and_interface
-from ._proxy import coerce_arguments, result_type
+from ._proxy import BoundTool, coerce_arguments, result_type
 from ._records import to_records
 from ._sync_worker import SyncWorker
 from ._worker import start_failure
@@ -156,15 +156,12 @@ class SyncWorkerPool:
         return SyncServerProxy(worker, timeout=self._config.timeouts.call, interface=interface)
 
 
-class SyncToolMethod:
+class SyncToolMethod(BoundTool):
     """A bound tool: ``method(**arguments)`` returns the typed value."""
 
     def __init__(self, proxy: SyncServerProxy, tool: Tool, result_type: Any) -> None:
+        super().__init__(tool, result_type)
         self._proxy = proxy
-        self.tool = tool
-        self.result_type = result_type
-        self.__name__ = tool.name
-        self.__doc__ = tool.description
 
     def __call__(
         self,
@@ -192,11 +189,10 @@ class SyncToolMethod:
             if call_timeout is DEFAULT
             else time_limit(call_timeout, self._proxy.timeout)
         )
-        schema = self.tool.output_schema
         if self.result_type is Any:
             response = worker.call(name, merged, timeout=timeout)
-            return to_records(unwrap(response, object, tool=name, output_schema=schema))
-        return worker.call_value(name, merged, self.result_type, schema, timeout=timeout)
+            return to_records(self._untyped.unwrap(response, name))
+        return worker.call_value(name, merged, self._expected, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<tool {self._proxy.name}.{self.tool.name}>"

@@ -43,7 +43,6 @@ from nativemcp.protocol.wire import (
     encode_frame,
     frame_fits,
     payload_size,
-    reply_value,
     unpack_reply,
 )
 from nativemcp.workers import (
@@ -56,6 +55,7 @@ from nativemcp.workers import (
 )
 from nativemcp.workers.channel import FrameReader
 
+from ._handle import Expected
 from ._worker import (
     EXIT_STATUS_WAIT,
     KILL_GRACE,
@@ -359,23 +359,17 @@ class SyncWorker:
         return unpack_reply(self._call(tool, arguments, timeout, value_only=False))
 
     def call_value(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        result_type: Any,
-        output_schema: Any,
-        *,
-        timeout: float | None,
+        self, tool: str, arguments: dict[str, Any], expected: Expected, *, timeout: float | None
     ) -> Any:
-        """Run ``tool`` and return its value as ``result_type`` (the worker sends no text).
+        """Run ``tool`` and return its value as ``expected.type`` (the worker sends no text).
 
         Raises:
             ToolError: the tool answered with an error.
-            UnwrapError: the value does not convert to ``result_type``.
+            UnwrapError: the value does not convert to ``expected.type``.
             ServerError: as `call`.
         """
         reply = self._call(tool, arguments, timeout, value_only=True)
-        return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
+        return expected.from_reply(reply, tool)
 
     def _call(
         self, tool: str, arguments: dict[str, Any], timeout: float | None, *, value_only: bool

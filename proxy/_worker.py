@@ -19,7 +19,7 @@ import os
 import pickle
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import anyio
@@ -50,7 +50,6 @@ from nativemcp.protocol.wire import (
     encode_frame,
     frame_fits,
     payload_size,
-    reply_value,
     unpack_reply,
 )
 from nativemcp.workers import (
@@ -70,6 +69,7 @@ from nativemcp.workers import (
 from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._handle import (
     CallOptions,
+    Expected,
     LogHandler,
     ProgressCallback,
     ResourceListener,
@@ -500,23 +500,18 @@ class WorkerProcess:
         return unpack_reply(await self._call(tool, arguments, options, value_only=False))
 
     async def call_value(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        result_type: Any,
-        output_schema: Mapping[str, Any] | None,
-        options: CallOptions,
+        self, tool: str, arguments: dict[str, Any], expected: Expected, options: CallOptions
     ) -> Any:
-        """Run ``tool`` and return its value as ``result_type``, decoded in one pass.
+        """Run ``tool`` and return its value as ``expected.type``, decoded in one pass.
 
         Raises:
             ToolError: the tool answered with an error.
-            UnwrapError: the value does not convert to ``result_type``.
+            UnwrapError: the value does not convert to ``expected.type``.
             ServerError: as `call`.
         """
         # Value only: the worker skips the model's text, which this caller never reads.
         reply = await self._call(tool, arguments, options, value_only=True)
-        return reply_value(reply, result_type, tool=tool, output_schema=output_schema)
+        return expected.from_reply(reply, tool)
 
     async def _call(
         self,

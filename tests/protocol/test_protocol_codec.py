@@ -418,6 +418,16 @@ def test_values_without_a_wire_form_raise_protocol_error() -> None:
         encode(NativeMCPResponse(result=CallToolResult(), structured_result=object()))
 
 
+def test_an_invalid_msgpack_timestamp_is_a_protocol_error_on_every_path() -> None:
+    # Found by the property below: the plain decoder of the lenient path refused it
+    # with a bare msgspec.ValidationError.
+    bad_timestamp = b"\xd4\xff\x00"
+    with pytest.raises(ProtocolError, match="malformed msgpack response"):
+        decode_response(bad_timestamp, format="msgpack")
+    with pytest.raises(ProtocolError, match="malformed msgpack CallToolResult"):
+        decode(bad_timestamp, CallToolResult, format="msgpack")
+
+
 @given(data=st.binary(max_size=64))
 def test_arbitrary_bytes_decode_or_raise_protocol_error(data: bytes) -> None:
     formats: tuple[Literal["json", "msgpack"], ...] = ("json", "msgpack")
