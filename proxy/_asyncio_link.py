@@ -14,9 +14,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
-from nativemcp.workers.channel import FrameChannel, open_channel
+from nativemcp.workers.channel import FrameChannel, FrameReader, open_channel
 from nativemcp.workers.channel import Inbox as _FutureInbox
 
 from ._link import Inbox, Link, Timer
@@ -62,11 +60,5 @@ class AsyncioBackend:
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         return self._loop.call_at(when, callback)
 
-    async def open(
-        self,
-        sock: socket.socket,
-        decoder: msgspec.msgpack.Decoder[Any],
-        max_frame: int,
-        on_message: Callable[[Any], None],
-    ) -> Link:
-        return _ChannelLink(await open_channel(sock, decoder, max_frame, on_message))
+    async def open(self, sock: socket.socket, reader: FrameReader) -> Link:
+        return _ChannelLink(await open_channel(sock, reader))

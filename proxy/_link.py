@@ -18,7 +18,6 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.abc
-import msgspec
 
 from nativemcp.workers.channel import FrameReader
 
@@ -67,13 +66,7 @@ class Backend(Protocol):
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer: ...
 
-    async def open(
-        self,
-        sock: socket.socket,
-        decoder: msgspec.msgpack.Decoder[Any],
-        max_frame: int,
-        on_message: Callable[[Any], None],
-    ) -> Link: ...
+    async def open(self, sock: socket.socket, reader: FrameReader) -> Link: ...
 
 
 class Deadlines(Generic[T]):
@@ -270,15 +263,9 @@ class AnyioBackend:
         self._task_group.start_soon(fire)
         return timer
 
-    async def open(
-        self,
-        sock: socket.socket,
-        decoder: msgspec.msgpack.Decoder[Any],
-        max_frame: int,
-        on_message: Callable[[Any], None],
-    ) -> Link:
+    async def open(self, sock: socket.socket, reader: FrameReader) -> Link:
         stream = await anyio.abc.UNIXSocketStream.from_socket(sock)
-        link = _StreamLink(stream, FrameReader(decoder, max_frame, on_message))
+        link = _StreamLink(stream, reader)
         self._task_group.start_soon(link.read)
         self._task_group.start_soon(link.write_frames)
         return link

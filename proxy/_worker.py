@@ -65,6 +65,7 @@ from nativemcp.workers import (
     describe_exit,
     worker_main,
 )
+from nativemcp.workers.channel import FrameReader
 
 from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._handle import (
@@ -404,7 +405,7 @@ class WorkerProcess:
         conn = _Connection(process, self.label, self._backend)
         try:
             conn.channel = await self._backend.open(
-                parent_sock, _decoder, self._max_frame, conn.on_message
+                parent_sock, FrameReader(_decoder, self._max_frame, conn.on_message)
             )
             # A channel that closes before READY wakes the handshake with None.
             conn.channel.on_closed(lambda: conn.handshake.put(None))

@@ -163,16 +163,10 @@ class FrameReader:
 
 
 class FrameChannel(asyncio.BufferedProtocol):
-    """One end of a worker channel: decodes frames as they arrive, writes frames."""
+    """One end of a worker channel: ``reader`` decodes frames as they arrive; writes frames."""
 
-    def __init__(
-        self,
-        decoder: msgspec.msgpack.Decoder[Any],
-        max_frame: int,
-        on_message: Callable[[Any], None],
-        on_undecodable: Callable[[bytes, msgspec.MsgspecError], None] | None = None,
-    ) -> None:
-        self._reader = FrameReader(decoder, max_frame, on_message, on_undecodable)
+    def __init__(self, reader: FrameReader) -> None:
+        self._reader = reader
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self.closed: asyncio.Future[BaseException | None] = self._loop.create_future()
@@ -263,22 +257,11 @@ class FrameChannel(asyncio.BufferedProtocol):
             self._transport.close()
 
 
-async def open_channel(
-    sock: socket.socket,
-    decoder: msgspec.msgpack.Decoder[Any],
-    max_frame: int,
-    on_message: Callable[[Any], None],
-    on_undecodable: Callable[[bytes, msgspec.MsgspecError], None] | None = None,
-) -> FrameChannel:
-    """Wrap a connected stream socket in a `FrameChannel` on the running asyncio loop.
-
-    ``on_undecodable`` gets each well-framed message that does not decode; without it
-    such a message fails the channel.
-    """
+async def open_channel(sock: socket.socket, reader: FrameReader) -> FrameChannel:
+    """Wrap a connected stream socket in a `FrameChannel` on the running asyncio loop,
+    its incoming frames read by ``reader`` (see `FrameReader` for what it calls)."""
     loop = asyncio.get_running_loop()
-    _, channel = await loop.connect_accepted_socket(
-        lambda: FrameChannel(decoder, max_frame, on_message, on_undecodable), sock=sock
-    )
+    _, channel = await loop.connect_accepted_socket(lambda: FrameChannel(reader), sock=sock)
     return channel
 
 
