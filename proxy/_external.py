@@ -493,11 +493,7 @@ class ExternalServer(UnwrappingHandle):
             self._finished.set()
 
     def _give_up(self, cause: Exception) -> None:
-        self._failure = ServerStartError(
-            f"MCP server {self.name!r} stopped restarting after "
-            f"{self._restart.max_restarts} restarts in {self._restart.window:g} s: {cause}",
-            server=self.name,
-        )
+        self._failure = self._restart.gave_up(f"MCP server {self.name!r}", self.name, cause)
         _logger.error("%s", self._failure)
         self._connected.set()
 

@@ -7,6 +7,8 @@ import time
 
 import msgspec
 
+from nativemcp.protocol import ServerStartError
+
 __all__ = ["RestartPolicy"]
 
 
@@ -35,3 +37,13 @@ class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
         recent[:] = [t for t in recent if now - t < self.window]
         recent.append(now)
         return len(recent) <= self.max_restarts
+
+    def gave_up(self, what: str, server: str, cause: object = None) -> ServerStartError:
+        """The error once the budget is spent: ``what`` (how the logs name the
+        supervised thing) stopped restarting, and the crash or start failure last seen."""
+        reason = f": {cause}" if cause is not None else ""
+        return ServerStartError(
+            f"{what} stopped restarting after {self.max_restarts} restarts in "
+            f"{self.window:g} s{reason}",
+            server=server,
+        )

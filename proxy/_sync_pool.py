@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack, overload
 
-import msgspec
-
 from nativemcp.protocol import NativeMCPResponse, Tool
 from nativemcp.protocol.wire import (
     GetServiceContext,
@@ -248,8 +246,7 @@ class SyncServerProxy:
     def list_tools(self) -> list[Tool]:
         """Ask the server for its tools."""
         value = self._worker.request(lambda i: ListTools(id=i), "list tools", self._timeout)
-        self._worker.tools = msgspec.convert(value, list[Tool])
-        return self._worker.tools
+        return self._worker.take_tools(value)
 
     def get_service_context(self) -> str:
         """The server's text for an agent's system prompt."""

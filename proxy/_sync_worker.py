@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, Tool
+from nativemcp.protocol import NativeMCPResponse
 from nativemcp.protocol.wire import (
     Answer,
     Ask,
@@ -51,7 +51,6 @@ from nativemcp.workers import (
     ServerClosed,
     ServerCrashed,
     ServerError,
-    ServerStartError,
 )
 from nativemcp.workers.channel import FrameReader
 
@@ -61,6 +60,7 @@ from ._worker import (
     KILL_GRACE,
     SHUTDOWN_GRACE,
     TERMINATE_GRACE,
+    WorkerBase,
     WorkerSettings,
     _emit_log,
 )
@@ -223,7 +223,7 @@ def _stop(process: Any, grace: float) -> None:
     process.join(KILL_GRACE)
 
 
-class SyncWorker:
+class SyncWorker(WorkerBase):
     """A server in its own process, called with blocking I/O; safe to share between threads.
 
     Raises (from `start`):
@@ -231,13 +231,7 @@ class SyncWorker:
     """
 
     def __init__(self, settings: WorkerSettings) -> None:
-        self._settings = settings
-        self._restart = settings.restart
-        self._max_frame = settings.max_frame
-        self.label = settings.label
-        self.name = settings.label
-        self.description = ""
-        self.tools: list[Tool] = []
+        super().__init__(settings)
         self._conn: _Connection | None = None
         self._conn_lock = threading.Lock()
         self._closed = False
@@ -280,10 +274,8 @@ class SyncWorker:
             _stop(conn.process, 0.5)
             raise
         conn.ready = ready
-        self.name = ready.name
+        self.take_ready(ready)
         conn.label = ready.name
-        self.description = ready.description
-        self.tools = ready.tools
         self._conn = conn
 
     def _read_handshake(self, conn: _Connection, timeout: float) -> Ready | None:
@@ -334,11 +326,7 @@ class SyncWorker:
                 _stop(conn.process, 0.5)
                 self._conn = None
             if not self._restart.allow_restart(self._recent):
-                raise ServerStartError(
-                    f"worker for server {self.name!r} stopped restarting after "
-                    f"{self._restart.max_restarts} restarts in {self._restart.window:g} s",
-                    server=self.name,
-                )
+                raise self._restart.gave_up(f"worker for server {self.name!r}", self.name)
             fresh = self.spawn()
             self.finish_start(fresh)
             return fresh

@@ -81,7 +81,7 @@ from ._handle import (
 from ._link import AnyioBackend, Backend, Deadlines, Inbox, Link
 from ._restart import RestartPolicy
 
-__all__ = ["WorkerProcess", "WorkerSettings", "start_failure"]
+__all__ = ["WorkerBase", "WorkerProcess", "WorkerSettings", "start_failure"]
 
 _logger = logging.getLogger("nativemcp.worker")
 
@@ -280,7 +280,38 @@ async def _stop_process(process: Any, grace: float) -> None:
         await _wait_exit(process, KILL_GRACE)
 
 
-class WorkerProcess:
+class WorkerBase:
+    """What both handles of a worker process hold (the async `WorkerProcess`, the
+    blocking `SyncWorker`): how it starts, and the name and tools it last gave."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        self._settings = settings
+        self._restart = settings.restart
+        self._max_frame = settings.max_frame
+        self.label = settings.label
+        """The name the pool gave it (until READY gives the server's own)."""
+        self.name = settings.label
+        self.description = ""
+        self._tools: list[Tool] = []
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools listed at the last handshake (or the last `take_tools`)."""
+        return self._tools
+
+    def take_ready(self, ready: Ready) -> None:
+        """Take the server's name, description and tools from its READY."""
+        self.name = ready.name
+        self.description = ready.description
+        self._tools = ready.tools
+
+    def take_tools(self, value: Any) -> list[Tool]:
+        """Take a ``tools/list`` answer as the current tools (and return them)."""
+        self._tools = msgspec.convert(value, list[Tool])
+        return self._tools
+
+
+class WorkerProcess(WorkerBase):
     """A server in its own process, restarted when it crashes."""
 
     backend = BackendType.BUILTIN_WEB
@@ -288,13 +319,7 @@ class WorkerProcess:
     default_timeout: float | None = None
 
     def __init__(self, settings: WorkerSettings) -> None:
-        self._settings = settings
-        self._restart = settings.restart
-        self._max_frame = settings.max_frame
-        self.label = settings.label
-        self.name = settings.label
-        self.description = ""
-        self._tools: list[Tool] = []
+        super().__init__(settings)
         self._conn: _Connection | None = None
         self._connected = anyio.Event()
         self._closing = False
@@ -307,11 +332,6 @@ class WorkerProcess:
         self.on_resource_updated: ResourceListener | None = None
 
     # -- lifecycle -------------------------------------------------------------------
-
-    @property
-    def tools(self) -> list[Tool]:
-        """The tools listed at the last handshake."""
-        return self._tools
 
     @property
     def pid(self) -> int | None:
@@ -389,11 +409,7 @@ class WorkerProcess:
             self.restarts += 1
 
     def _give_up(self, cause: ServerError) -> None:
-        self._failure = ServerStartError(
-            f"worker for server {self.name!r} stopped restarting after "
-            f"{self._restart.max_restarts} restarts in {self._restart.window:g} s: {cause}",
-            server=self.name,
-        )
+        self._failure = self._restart.gave_up(f"worker for server {self.name!r}", self.name, cause)
         _logger.error("%s", self._failure)
         self._connected.set()  # wake waiting callers: they get the failure
 
@@ -427,9 +443,7 @@ class WorkerProcess:
                 raise self._settings.timeout_error() from exc
             raise
         conn.ready = message
-        self.name = message.name
-        self.description = message.description
-        self._tools = message.tools
+        self.take_ready(message)
         return conn
 
     async def _serve(self, conn: _Connection) -> None:
@@ -635,9 +649,9 @@ class WorkerProcess:
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
         """The worker's current tool list."""
-        value = await self._request(lambda i: ListTools(id=i), "list tools", options)
-        self._tools = msgspec.convert(value, list[Tool])
-        return self._tools
+        return self.take_tools(
+            await self._request(lambda i: ListTools(id=i), "list tools", options)
+        )
 
     async def get_service_context(self, options: CallOptions) -> str:
         """The server's service-context text."""

@@ -3,6 +3,7 @@ crashes, timeouts and shutdown."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import signal
@@ -18,6 +19,7 @@ from _servers import Item, Listing
 from nativemcp.protocol import ToolError, unwrap
 from nativemcp.proxy import (
     CallTimeout,
+    RestartPolicy,
     ServerClosed,
     ServerCrashed,
     ServerStartError,
@@ -114,6 +116,24 @@ def test_a_crashed_worker_fails_its_calls_and_the_next_call_restarts_it() -> Non
         second = testing.pid()
         assert second != first
         assert testing.echo(text="back") == "back"
+
+
+def test_a_worker_that_keeps_crashing_is_given_up_on_under_the_pools_policy() -> None:
+    policy = RestartPolicy(max_restarts=1, window=600)
+    with SyncWorkerPool(["_servers:server"], timeout=10, restart=policy) as pool:
+        testing = pool.server("testing")
+
+        def echo_after_a_crash(text: str) -> str:
+            # The call that finds the connection dead fails; the one after restarts.
+            with contextlib.suppress(ServerCrashed):
+                return str(testing.echo(text=text))
+            return str(testing.echo(text=text))
+
+        os.kill(testing.pid(), signal.SIGKILL)
+        assert echo_after_a_crash("once") == "once"  # the one restart the budget allows
+        os.kill(testing.pid(), signal.SIGKILL)
+        with pytest.raises(ServerStartError, match=r"'testing' stopped restarting after 1 re"):
+            echo_after_a_crash("twice")
 
 
 def test_closing_stops_every_worker_and_refuses_later_calls() -> None:
