@@ -6,7 +6,9 @@ written, by one rule for every page:
 - a bash block of command-line verbs (only ``nativemcp`` lines besides comments and
   ``source .venv/bin/activate``, and not only ``serve``/``console``, which run until
   stopped) line by line, each verb through the venv's own ``nativemcp``;
-- every ``nativemcp serve`` line and every ``mcpServers`` JSON block is parsed by the CLI.
+- every ``nativemcp serve`` line and every ``mcpServers`` JSON block is parsed by the CLI;
+- a ``text`` block is output a reader is shown, never run; a block without a language
+  (a drawing) neither.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from _pages import README, ROOT, blocks, languages, page_name, pages, unique_blo
 from _scripts import venv_script
 
 PYTHON_BLOCKS = unique_blocks("python")
-# The block languages this file runs or checks; a block in any other would go unchecked.
-CHECKED_LANGUAGES = {"python", "bash", "json"}
+# The block languages this file runs or checks, and `text` for what a command prints
+# (shown, never run); a block in any other language would go unchecked.
+CHECKED_LANGUAGES = {"python", "bash", "json", "text"}
 # Verbs that serve until their client leaves: parsed, never run here.
 SERVING_VERBS = {"serve", "console"}
 ACTIVATE = "source .venv/bin/activate"
