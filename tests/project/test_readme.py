@@ -118,18 +118,19 @@ def test_each_command_line_block_runs_line_by_line(block: str, tmp_path: Path) -
 
 
 def test_the_mcp_client_configs_and_serve_commands_parse() -> None:
-    """Every `mcpServers` snippet is JSON whose commands the CLI accepts, and so is every
-    `nativemcp serve` line (parsed only: serving runs until the client leaves)."""
+    """Every JSON block parses, every `mcpServers` snippet's commands the CLI accepts, and
+    so is every `nativemcp serve` line (parsed only: serving runs until the client leaves)."""
     from nativemcp.proxy.cli._main import _build_parser
 
     parser, _ = _build_parser()
     lines: list[list[str]] = []
     for page in pages():
         for body in blocks(page, "json"):
-            config = json.loads(body)
-            entries = config["mcpServers"].values()
-            assert entries, page_name(page)
-            lines += [entry["args"] for entry in entries if entry["command"] == "nativemcp"]
+            config = json.loads(body)  # every JSON block is JSON; some are client configs
+            if isinstance(config, dict) and "mcpServers" in config:
+                entries = config["mcpServers"].values()
+                assert entries, page_name(page)
+                lines += [entry["args"] for entry in entries if entry["command"] == "nativemcp"]
         for body in blocks(page, "bash"):
             for line in body.replace("\\\n", " ").splitlines():
                 if line.strip().startswith(("nativemcp serve", "NATIVEMCP_TOKEN=")):
