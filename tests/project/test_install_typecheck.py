@@ -1,6 +1,6 @@
 """The README's install is one a type checker can follow: ``mypy --strict`` in a user's
 own folder (outside the repository, no MYPYPATH) type-checks code that uses nativemcp,
-the README's Python blocks and the examples.
+the Python blocks of the README and the docs pages, and the examples.
 
 This checks the environment the tests run in, which `.ci/run` installs with the
 README's command (``pip install -e . --config-settings editable_mode=strict``). With
@@ -11,13 +11,12 @@ for module named "nativemcp.proxy"``: run the README's install command again.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from _pages import ROOT, unique_blocks
 
 USER_CODE = """
 from typing import Any, assert_type
@@ -48,9 +47,8 @@ if __name__ == "__main__":
 
 def test_mypy_strict_in_a_users_folder_follows_the_installed_package(tmp_path: Path) -> None:
     (tmp_path / "user_code.py").write_text(USER_CODE)
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text("utf-8"), re.S)
-    for number, block in enumerate(blocks):
-        (tmp_path / f"readme_block_{number}.py").write_text(block)
+    for number, block in enumerate(unique_blocks("python").values()):
+        (tmp_path / f"docs_block_{number}.py").write_text(block)
     for example in (ROOT / "examples").glob("*.py"):
         shutil.copy(example, tmp_path / example.name)
     env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}

@@ -1,5 +1,5 @@
-"""README promises that had no test: shutdown escalation, restart backoff, tracebacks in
-the log, the bench command-line contract, and the documented default limits."""
+"""Documented promises that had no test: shutdown escalation, restart backoff, tracebacks
+in the log, the bench command-line contract, and the default limits the docs pages state."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import multiprocess
 import pytest
+from _pages import page_text
 from _process import alive
 
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
@@ -26,7 +27,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 
 ROOT = Path(__file__).parents[2]
-README = (ROOT / "README.md").read_text()
 _WS = WorkspaceOptions()
 _CS = ContentStoreOptions()
 
@@ -110,39 +110,41 @@ def test_a_bench_with_quick_and_json_prints_one_json_object_last() -> None:
     assert report["contenders"]
 
 
+RELIABILITY = "docs/guides/reliability.md"
+WORKSPACE = "docs/guides/workspace.md"
+CONTENT_STORE = "docs/guides/content-store.md"
+
+
 @pytest.mark.parametrize(
-    ("claim", "value", "expected"),
+    ("page", "claim", "value", "expected"),
     [
-        ("(`WorkerPool(timeout=…)`, 30 s unless set", DEFAULT_TIMEOUT, 30),
+        (RELIABILITY, "(`WorkerPool(timeout=…)`, 30 s unless set", DEFAULT_TIMEOUT, 30),
+        (WORKSPACE, "Files over 10 MiB are neither read nor written", _WS.max_read_bytes, 10 << 20),
+        (WORKSPACE, "`max_read_bytes`,\n`max_write_bytes`", _WS.max_write_bytes, 10 << 20),
+        (WORKSPACE, "`grep_timeout` seconds, default 5", _WS.grep_timeout, 5),
         (
-            "Files over 10 MiB are neither read nor written",
-            _WS.max_read_bytes,
-            10 << 20,
-        ),
-        ("`max_read_bytes`,\n`max_write_bytes`", _WS.max_write_bytes, 10 << 20),
-        ("`grep_timeout` seconds, default 5", _WS.grep_timeout, 5),
-        (
+            WORKSPACE,
             "(default 30 s, at most `max_shell_timeout`)",
             _WS.default_shell_timeout,
             30,
         ),
-        ("first 64 KiB (`max_output_bytes`)", _WS.max_output_bytes, 64 << 10),
-        ("50 MiB per file", _CS.max_file_bytes, 50 << 20),
-        ("10 MiB of text per item", _CS.max_text_bytes, 10 << 20),
-        ("up to 40 lines", _CS.chunk_max_lines, 40),
-        ("1,200 characters", _CS.chunk_max_chars, 1200),
-        ("2-line\noverlap", _CS.chunk_overlap_lines, 2),
-        ("at most 2,000 characters", _CS.max_query_chars, 2000),
-        ("64 distinct terms", _CS.max_query_terms, 64),
-        ("64 MiB frames", DEFAULT_MAX_FRAME, 64 << 20),
-        ("`max_restarts=5` in `window=60` s", RestartPolicy().max_restarts, 5),
-        ("healthily for `healthy_after=30` s", RestartPolicy().healthy_after, 30),
+        (WORKSPACE, "first 64 KiB (`max_output_bytes`)", _WS.max_output_bytes, 64 << 10),
+        (CONTENT_STORE, "50 MiB per file", _CS.max_file_bytes, 50 << 20),
+        (CONTENT_STORE, "10 MiB of text per item", _CS.max_text_bytes, 10 << 20),
+        (CONTENT_STORE, "up to 40 lines", _CS.chunk_max_lines, 40),
+        (CONTENT_STORE, "1,200 characters", _CS.chunk_max_chars, 1200),
+        (CONTENT_STORE, "2-line\noverlap", _CS.chunk_overlap_lines, 2),
+        (CONTENT_STORE, "at most 2,000 characters", _CS.max_query_chars, 2000),
+        (CONTENT_STORE, "64 distinct terms", _CS.max_query_terms, 64),
+        (RELIABILITY, "64 MiB frames", DEFAULT_MAX_FRAME, 64 << 20),
+        (RELIABILITY, "`max_restarts=5` in `window=60` s", RestartPolicy().max_restarts, 5),
+        (RELIABILITY, "healthily for `healthy_after=30` s", RestartPolicy().healthy_after, 30),
     ],
 )
-def test_the_readme_states_the_default_limits_the_code_has(
-    claim: str, value: float, expected: float
+def test_the_docs_state_the_default_limits_the_code_has(
+    page: str, claim: str, value: float, expected: float
 ) -> None:
-    assert claim in README
+    assert claim in page_text(page)
     assert value == expected
 
 

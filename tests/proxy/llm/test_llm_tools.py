@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pages import ROOT, blocks
 from anthropic.types import ToolParam, ToolResultBlockParam, ToolUseBlock
 from google.genai import types as genai_types
 from openai.types.chat import (
@@ -221,12 +222,12 @@ def test_gemini_schemas_inline_refs_and_turn_null_unions_into_nullable() -> None
     assert "additionalProperties" not in reduced and "$schema" not in reduced
 
 
-def test_the_readme_agent_loop_is_valid_python_using_these_names() -> None:
-    readme = (TESTS.parent / "README.md").read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "run_tool_call" in b]
-    assert len(blocks) == 1
-    code = blocks[0]
-    compile(code, "README.md", "exec")
+def test_the_agent_loop_guide_is_valid_python_using_these_names() -> None:
+    guide = ROOT / "docs" / "guides" / "agent-loop.md"
+    loops = [b for b in blocks(guide, "python") if "run_tool_call" in b]
+    assert len(loops) == 1
+    code = loops[0]
+    compile(code, str(guide), "exec")
     assert "tool_definitions(" in code and 'provider="openai"' in code
     body = code[code.index("async def agent") :].strip().splitlines()
     assert len(body) <= 15  # the loop in 15 lines
