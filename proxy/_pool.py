@@ -196,6 +196,12 @@ class WorkerPool:
     Args:
         servers: user-defined servers: `Server` objects, factories taking a
             `ServerConfig`, or ``"module:attribute"`` strings naming either.
+        sampling_handler: answers tools' ``ctx.sample(...)`` (``sampling/createMessage``
+            params in, ``CreateMessageResult`` JSON out); without it they get a
+            `ClientRequestError`.
+        elicitation_handler: answers tools' ``ctx.elicit(...)`` (``elicitation/create``).
+
+    Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
             servers (``content-store``, ``planning``, ``workspace``) start too.
         workspace_root: the workspace server's root folder.
@@ -218,10 +224,6 @@ class WorkerPool:
             the least-loaded one, a crash restarts only that one, and `switch_context`
             reaches all. For servers whose shared state lives outside the process (the
             built-ins keep theirs in SQLite).
-        sampling_handler: answers tools' ``ctx.sample(...)`` (``sampling/createMessage``
-            params in, ``CreateMessageResult`` JSON out); without it they get a
-            `ClientRequestError`.
-        elicitation_handler: answers tools' ``ctx.elicit(...)`` (``elicitation/create``).
 
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a
