@@ -79,6 +79,27 @@ class _Spec(Protocol):
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle: ...
 
 
+class _Supervised(ServerHandle, Protocol):
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+H = TypeVar("H", bound=_Supervised)
+
+
+async def _supervised(task_group: anyio.abc.TaskGroup, handle: H) -> H:
+    """``handle`` once its supervisor runs in ``task_group`` and its server is ready;
+    closed again (shielded) if it never got there."""
+    try:
+        await task_group.start(handle.run)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await handle.aclose()
+        raise
+    return handle
+
+
 class _WorkerSpec:
     """A server in its own worker process (``BuiltInWeb``), or in ``replicas`` of them."""
 
@@ -95,13 +116,7 @@ class _WorkerSpec:
             if self._replicas == 1
             else ReplicaSet([self._make() for _ in range(self._replicas)])
         )
-        try:
-            await task_group.start(worker.run)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await worker.aclose()
-            raise
-        return worker
+        return await _supervised(task_group, worker)
 
 
 class _LocalSpec:
@@ -134,13 +149,7 @@ class _ExternalSpec:
         server = ExternalServer(
             self._spec, start_timeout=self._start_timeout, restart=self._restart
         )
-        try:
-            await task_group.start(server.run)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await server.aclose()
-            raise
-        return server
+        return await _supervised(task_group, server)
 
 
 def server_and_interface(

@@ -43,7 +43,6 @@ from ._arguments import check_arguments, check_tool_name
 from ._handle import (
     DEFAULT,
     CallOptions,
-    CallScope,
     Expected,
     LogHandler,
     ProgressCallback,
@@ -274,16 +273,6 @@ class ServerProxy:
         """``options`` with the default time limit and the pool's request handler."""
         return options.resolve(self._timeout, self._on_request)
 
-    def _options(
-        self,
-        options: CallOptions | None,
-        timeout: float | _Default | None,
-        on_progress: ProgressCallback | None,
-        on_log: LogHandler | None,
-        scope: CallScope | None = None,
-    ) -> CallOptions:
-        return self._resolve(merge_options(options, timeout, on_progress, on_log, scope))
-
     async def call_tool(
         self,
         name: str,
@@ -312,7 +301,7 @@ class ServerProxy:
         return await self._handle.call(
             name,
             coerce_arguments(name, arguments, {}),
-            self._options(options, timeout, on_progress, on_log, scope),
+            self._resolve(merge_options(options, timeout, on_progress, on_log, scope)),
         )
 
     async def list_resources(self) -> list[Resource]:
@@ -389,21 +378,19 @@ class ServerProxy:
 
     async def list_tools(self) -> list[Tool]:
         """Ask the server for its tools."""
-        return list(await self._handle.list_tools(self._options(None, DEFAULT, None, None)))
+        return list(await self._handle.list_tools(self._defaults))
 
     async def get_service_context(self) -> str:
         """The server's text for an agent's system prompt."""
-        return str(await self._handle.get_service_context(self._options(None, DEFAULT, None, None)))
+        return str(await self._handle.get_service_context(self._defaults))
 
     async def switch_context(self, session_id: str | None, thread_id: str | None = None) -> None:
         """Scope later calls to a session and thread."""
-        await self._handle.switch_context(
-            session_id, thread_id, self._options(None, DEFAULT, None, None)
-        )
+        await self._handle.switch_context(session_id, thread_id, self._defaults)
 
     async def ping(self) -> None:
         """Round-trip an empty message to the server."""
-        await self._handle.ping(self._options(None, DEFAULT, None, None))
+        await self._handle.ping(self._defaults)
 
     def _result_type(self, tool: Tool) -> Any:
         return result_type(tool, self._interface, trusts_type_refs=self._handle.trusts_type_refs)

@@ -41,13 +41,10 @@ from nativemcp.protocol.wire import (
     Shutdown,
     StartFailed,
     encode_frame,
-    frame_fits,
-    payload_size,
     unpack_reply,
 )
 from nativemcp.workers import (
     CallTimeout,
-    FrameTooLarge,
     ServerClosed,
     ServerCrashed,
     ServerError,
@@ -367,13 +364,7 @@ class SyncWorker(WorkerBase):
         frame = encode_frame(
             Call(id=call_id, tool=tool, arguments=arguments, value_only=value_only)
         )
-        if not frame_fits(payload_size(frame), self._max_frame):
-            raise FrameTooLarge(
-                server=self.name,
-                size=payload_size(frame),
-                limit=self._max_frame,
-                what=f"the call to {tool!r}",
-            )
+        self.check_call_frame(frame, tool)
         answer = self._exchange(conn, call_id, frame, tool, timeout)
         if isinstance(answer, Reply):
             return answer

@@ -310,6 +310,20 @@ class WorkerBase:
         self._tools = msgspec.convert(value, list[Tool])
         return self._tools
 
+    def check_call_frame(self, frame: bytes, tool: str) -> None:
+        """Refuse a call to ``tool`` whose frame is over the limit, before it is sent.
+
+        Raises:
+            FrameTooLarge: naming the server, the size and the limit.
+        """
+        if not frame_fits(payload_size(frame), self._max_frame):
+            raise FrameTooLarge(
+                server=self.name,
+                size=payload_size(frame),
+                limit=self._max_frame,
+                what=f"the call to {tool!r}",
+            )
+
 
 class WorkerProcess(WorkerBase):
     """A server in its own process, restarted when it crashes."""
@@ -563,13 +577,7 @@ class WorkerProcess(WorkerBase):
                 value_only=value_only,
             )
         )
-        if not frame_fits(payload_size(frame), self._max_frame):
-            raise FrameTooLarge(
-                server=self.name,
-                size=payload_size(frame),
-                limit=self._max_frame,
-                what=f"the call to {tool!r}",
-            )
+        self.check_call_frame(frame, tool)
         inbox: Inbox[_Item] = backend.inbox()
         conn.pending[call_id] = (tool, inbox)
         # A deadline on the worker's one timer rather than a cancel scope per call: at
