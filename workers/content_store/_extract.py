@@ -5,12 +5,15 @@ minified JSON pretty-printed, and PDF, DOCX and XLSX through their parsing libra
 
 from __future__ import annotations
 
+import contextlib
 import html.parser
+import importlib
 import io
 import json
 import mimetypes
+from collections.abc import Iterator
 from pathlib import PurePath
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "ExtractError",
@@ -239,41 +242,28 @@ def html_to_text(source: str) -> str:
 
 
 def _pdf_text(data: bytes) -> str:
-    try:
-        import pypdf
-    except ImportError as exc:
-        raise ExtractError(_missing("PDF", "pypdf")) from exc
-    try:
+    pypdf = _library("PDF", "pypdf", "pypdf")
+    with _damaged("PDF"):
         reader = pypdf.PdfReader(io.BytesIO(data))
         pages = [page.extract_text() or "" for page in reader.pages]
-    except Exception as exc:  # pypdf raises many types for damaged files
-        raise ExtractError(f"Cannot read the PDF: {type(exc).__name__}: {exc}") from exc
     return "\n\n".join(page.strip("\n") for page in pages)
 
 
 def _docx_text(data: bytes) -> str:
-    try:
-        import docx
-    except ImportError as exc:
-        raise ExtractError(_missing("DOCX", "python-docx")) from exc
-    try:
+    docx = _library("DOCX", "docx", "python-docx")
+    with _damaged("DOCX"):
         document = docx.Document(io.BytesIO(data))
         lines = [paragraph.text for paragraph in document.paragraphs]
         for table in document.tables:
             lines.append("")
             for row in table.rows:
                 lines.append("\t".join(cell.text for cell in row.cells))
-    except Exception as exc:  # damaged zip/XML surface as assorted types
-        raise ExtractError(f"Cannot read the DOCX: {type(exc).__name__}: {exc}") from exc
     return "\n".join(lines)
 
 
 def _xlsx_text(data: bytes) -> str:
-    try:
-        import openpyxl
-    except ImportError as exc:
-        raise ExtractError(_missing("XLSX", "openpyxl")) from exc
-    try:
+    openpyxl = _library("XLSX", "openpyxl", "openpyxl")
+    with _damaged("XLSX"):
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         lines: list[str] = []
         for sheet in workbook.worksheets:
@@ -287,13 +277,27 @@ def _xlsx_text(data: bytes) -> str:
                 if cells:
                     lines.append("\t".join(cells))
         workbook.close()
-    except Exception as exc:  # damaged zip/XML surface as assorted types
-        raise ExtractError(f"Cannot read the XLSX: {type(exc).__name__}: {exc}") from exc
     return "\n".join(lines)
 
 
-def _missing(kind: str, package: str) -> str:
-    return f"Reading {kind} files needs the {package!r} package: pip install 'nativemcp[documents]'"
+def _library(kind: str, module: str, package: str) -> Any:
+    """The optional library that reads ``kind`` files (the ``documents`` extra)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ExtractError(
+            f"Reading {kind} files needs the {package!r} package: "
+            "pip install 'nativemcp[documents]'"
+        ) from exc
+
+
+@contextlib.contextmanager
+def _damaged(kind: str) -> Iterator[None]:
+    """A damaged ``kind`` file as `ExtractError` (each library raises assorted types)."""
+    try:
+        yield
+    except Exception as exc:
+        raise ExtractError(f"Cannot read the {kind}: {type(exc).__name__}: {exc}") from exc
 
 
 def _pretty_json(text: str) -> str:
