@@ -32,11 +32,22 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._pool import WorkerPool
 from ._bridge import McpBridge, gather_instructions, select_servers
+from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
+from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
+from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 
-__all__ = ["DEFAULT_MAX_BODY", "TOKEN_ENV", "Drain", "http_app", "serve_stdio"]
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_SESSIONS_PER_CLIENT",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "TOKEN_ENV",
+    "Drain",
+    "http_app",
+    "serve_stdio",
+]
 
 _LOCAL_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
 
@@ -180,6 +191,8 @@ class _Routes:
         security: TransportSecuritySettings,
         max_body_size: int,
         input_timeout: float,
+        session_idle_timeout: float | None,
+        sessions_per_client: int | None,
     ) -> None:
         self._pool = pool
         self._servers = servers
@@ -189,6 +202,13 @@ class _Routes:
         self._security = security
         self._max_body_size = max_body_size
         self._input_timeout = input_timeout
+        self._idle_timeout = session_idle_timeout
+        # One count across every route: a client's sessions at /mcp and /mcp/<name> add up.
+        self._per_client = (
+            ClientSessions(sessions_per_client, session_idle_timeout)
+            if sessions_per_client and not stateless
+            else None
+        )
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
 
@@ -211,6 +231,7 @@ class _Routes:
             stateless=self._stateless,
             security_settings=self._security,
             max_request_body_size=self._max_body_size,
+            session_idle_timeout=self._idle_timeout,
         )
 
     @contextlib.asynccontextmanager
@@ -249,7 +270,10 @@ class _Routes:
             )
             await send({"type": "http.response.body", "body": body.encode()})
             return
-        await manager.handle_request(scope, receive, send)
+        if self._per_client is None:
+            await manager.handle_request(scope, receive, send)
+        else:
+            await self._per_client(manager.handle_request, scope, receive, send)
 
 
 def http_app(
@@ -264,6 +288,8 @@ def http_app(
     max_body_size: int = DEFAULT_MAX_BODY,
     timeout: float = 0,
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    sessions_per_client: int | None = DEFAULT_SESSIONS_PER_CLIENT,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
@@ -294,6 +320,8 @@ def http_app(
         security=_security(allowed_hosts, allowed_origins),
         max_body_size=max_body_size,
         input_timeout=input_timeout,
+        session_idle_timeout=session_idle_timeout,
+        sessions_per_client=sessions_per_client,
     )
     app = Starlette(
         routes=[

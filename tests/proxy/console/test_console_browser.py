@@ -23,7 +23,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import pytest
-from _process import alive
+from _process import alive, stop
 
 pytestmark = pytest.mark.real_process
 
@@ -131,13 +131,7 @@ def _running_console(data_dir: Path, *extra: str) -> Iterator[Console]:
             assert url.startswith("http://127.0.0.1:") and url.endswith("/"), url
             yield Console(url, process, data_dir)
         finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process, signal.SIGINT)
             assert process.stdout is not None
             process.stdout.close()
 
