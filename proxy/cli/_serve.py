@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import anyio
 
-from ._content import add_database_url
+from ._content import add_allow_lists, add_database_url
 
 __all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "run_serve"]
 
@@ -69,20 +69,7 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument(
         "--stateless", action="store_true", help="HTTP: no sessions (for replicas behind a LB)"
     )
-    serve.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="HTTP: accept this Host header too (DNS-rebinding allow-list; repeatable)",
-    )
-    serve.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="HTTP: accept this Origin header too (repeatable)",
-    )
+    add_allow_lists(serve, "HTTP: ")
     serve.add_argument(
         "--max-body", type=int, default=DEFAULT_MAX_BODY, help="HTTP: largest request in bytes"
     )

@@ -20,7 +20,7 @@ import contextlib
 import hmac
 import json
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any, Final
+from typing import Any
 
 import anyio
 from mcp.server.stdio import stdio_server
@@ -31,6 +31,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._pool import WorkerPool
+from .._rebinding import local_only
 from ._bridge import McpBridge, gather_instructions, select_servers
 from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
@@ -48,8 +49,6 @@ __all__ = [
     "http_app",
     "serve_stdio",
 ]
-
-_LOCAL_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
 
 
 async def serve_stdio(
@@ -84,20 +83,6 @@ async def serve_stdio(
     server = bridge.server()
     async with bridge, stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-def _security(
-    allowed_hosts: Iterable[str], allowed_origins: Iterable[str]
-) -> TransportSecuritySettings:
-    hosts = [*_LOCAL_HOSTS, *(f"{h}:*" for h in _LOCAL_HOSTS), *allowed_hosts]
-    origins = [
-        *(f"{scheme}://{h}" for scheme in ("http", "https") for h in _LOCAL_HOSTS),
-        *(f"{scheme}://{h}:*" for scheme in ("http", "https") for h in _LOCAL_HOSTS),
-        *allowed_origins,
-    ]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
 
 
 class _BearerToken:
@@ -317,7 +302,7 @@ def http_app(
         name=name,
         timeout=timeout,
         stateless=stateless,
-        security=_security(allowed_hosts, allowed_origins),
+        security=local_only(allowed_hosts, allowed_origins),
         max_body_size=max_body_size,
         input_timeout=input_timeout,
         session_idle_timeout=session_idle_timeout,

@@ -10,10 +10,11 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
+from _mcp_http import serving
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
-from test_serve import SERVERS, TESTS, _elicitation, _sampling, serving
+from test_serve import SERVERS, TESTS, _elicitation, _sampling
 
 from nativemcp.proxy import McpBridge, WorkerPool, http_app
 

@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.cli import main
-from nativemcp.proxy.serve._deadlines import deadline_protocol
+from nativemcp.proxy.serve import deadline_protocol
 from nativemcp.proxy.serve._transports import Drain
 
 pytestmark = pytest.mark.anyio
