@@ -213,7 +213,7 @@ async def test_round_ones_state_replayed_while_round_two_waits_is_refused() -> N
                 assert isinstance(first, types.InputRequiredResult)
                 assert first.input_requests is not None
                 (sample_key,) = first.input_requests
-                sampled = {
+                sampled: types.InputResponses = {
                     sample_key: types.CreateMessageResult(
                         role="assistant",
                         content=types.TextContent(type="text", text="Rex"),
