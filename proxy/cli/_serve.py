@@ -251,7 +251,7 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         lifespan="on",
         http=deadline_protocol(args.header_timeout, args.body_timeout),
     )
-    server = GracefulServer(config, drain, args.grace)
+    server = GracefulServer(config, drain, args.grace, app.state.stop_calls)
     print(f"nativemcp serving MCP at http://{args.host}:{args.port}/mcp", file=sys.stderr)
     server.run()
     return 0

@@ -239,6 +239,10 @@ class _Routes:
                 self._managers.clear()
                 self._bridges.clear()
 
+    def stop_calls(self, reason: str) -> int:
+        """Stop the tool calls running on every route, each answered with ``reason``."""
+        return sum(bridge.stop_calls(reason) for bridge in self._bridges)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")
         manager = self._managers.get(name)
@@ -281,6 +285,8 @@ def http_app(
     The app's lifespan starts the pool if it is not running yet (and then closes it)
     and the session managers; when mounting it in another Starlette or FastAPI app,
     run its lifespan from the host app's (``app.router.lifespan_context``).
+    ``app.state.stop_calls(reason)`` stops the tool calls running, each answering its
+    client with a JSON-RPC error saying ``reason`` (for a shutdown past its grace).
 
     Args:
         servers: which of the pool's servers to serve (default: all).
@@ -315,6 +321,8 @@ def http_app(
         ],
         lifespan=routes.lifespan,
     )
+    # For a shutdown past its grace: the calls still running answer with an error.
+    app.state.stop_calls = routes.stop_calls
     if token:
         app.add_middleware(_BearerToken, token=token)
     return app
