@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 
@@ -14,3 +15,15 @@ def alive(pid: int) -> bool:
         return False
     # The state follows the command name, which may hold spaces and parentheses.
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def stop(process: subprocess.Popen[bytes], sig: int, timeout: float = 30) -> None:
+    """Send ``sig`` to ``process`` (unless it has exited), wait up to ``timeout`` s for
+    it to exit, and kill it if it has not."""
+    if process.poll() is None:
+        process.send_signal(sig)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -35,7 +35,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # anyio test; a parametrize mark added before pytest reads the marks takes
     # precedence over the plugin's fixture (module scope, so a module's module-scoped
     # pools are made once per backend).
-    if "anyio_backend" in metafunc.fixturenames and not any(
+    if "anyio_backend" not in metafunc.fixturenames:
+        return
+    overrides = [
+        fixture.baseid
+        for fixture in metafunc._arg2fixturedefs.get("anyio_backend", ())
+        if not fixture.func.__module__.startswith("anyio.")
+    ]
+    if overrides:
+        # It would be parametrized over, silently: one way to choose, the marker.
+        raise pytest.UsageError(
+            f"{overrides[-1] or 'a conftest'} defines an anyio_backend fixture: mark the "
+            'module with pytest.mark.anyio_backends("asyncio") instead'
+        )
+    if not any(
         "anyio_backend" in mark.args[0] for mark in metafunc.definition.iter_markers("parametrize")
     ):
         marker = metafunc.definition.get_closest_marker("anyio_backends")

@@ -5,7 +5,8 @@ $ nativemcp console --port 8765
 http://127.0.0.1:8765/3q2-...-token/
 ```
 
-The URL carries a random token; requests without it get 401. The console runs the
+The URL carries a random token; requests without it get 401, requests naming another
+Host than a local name (or ``--allow-host``) 421, another Origin 403. The console runs the
 built-in servers (and any ``--server``) in a `WorkerPool` for as long as it serves;
 Ctrl-C stops both.
 """
@@ -21,7 +22,7 @@ from typing import Final
 
 import anyio
 
-from ._content import add_pool_options
+from ._content import add_allow_lists, add_pool_options
 
 __all__ = ["HOST", "SHUTDOWN_GRACE", "TOKEN_BYTES", "add_console_parser", "run_console"]
 
@@ -43,6 +44,7 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)"
     )
     add_pool_options(console)  # --data-dir, --mcp-config, --database-url
+    add_allow_lists(console)  # a name for 127.0.0.1 besides localhost (an SSH tunnel's)
     console.add_argument(
         "--workspace",
         type=Path,
@@ -89,7 +91,13 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
         ) as pool,
         anyio.create_task_group() as calls,
     ):
-        app = create_console_app(await ConsoleCatalog.load(pool), token, calls)
+        app = create_console_app(
+            await ConsoleCatalog.load(pool),
+            token,
+            calls,
+            allowed_hosts=args.allow_host,
+            allowed_origins=args.allow_origin,
+        )
         config = uvicorn.Config(
             app,
             log_level="warning",

@@ -29,6 +29,7 @@ from ._data_dir import DATA_DIR_ENV
 __all__ = [
     "CONTENT_STORE",
     "DEFAULT_STORE",
+    "add_allow_lists",
     "add_content_commands",
     "add_database_url",
     "add_pool_options",
@@ -65,6 +66,19 @@ def add_pool_options(parser: argparse.ArgumentParser) -> None:
         "(as Claude Desktop, Cursor and VS Code write it)",
     )
     add_database_url(parser)
+
+
+def add_allow_lists(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """``--allow-host`` and ``--allow-origin``: the DNS-rebinding allow-lists of a local
+    HTTP server (``prefix`` starts each help line)."""
+    lists = [
+        ("--allow-host", "HOST[:PORT]", "Host header too (DNS-rebinding allow-list; repeatable)"),
+        ("--allow-origin", "ORIGIN", "Origin header too (repeatable)"),
+    ]
+    for flag, metavar, what in lists:
+        parser.add_argument(
+            flag, action="append", default=[], metavar=metavar, help=f"{prefix}accept this {what}"
+        )
 
 
 def add_database_url(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,7 @@ SERVER is a built-in name (``content-store``, ``planning``, ``workspace``), a
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import sys
@@ -17,19 +18,28 @@ from typing import Any, Final
 
 import anyio
 
-from ._content import add_database_url
+from ._content import add_allow_lists, add_database_url
 
-__all__ = ["add_serve_parser", "run_serve"]
+__all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "run_serve"]
 
 DEFAULT_GRACE: Final = 10.0
 """Seconds in-flight HTTP requests get to finish after SIGTERM."""
+UNSAFE_NO_TOKEN: Final = "--unsafe-no-token"
+"""The opt-out flag for serving beyond loopback without a token (it warns at start)."""
 
 
 def add_serve_parser(commands: Any) -> None:
     """Add the ``serve`` verb to the CLI's subcommands."""
     from nativemcp.workers import BUILTIN_SERVERS
 
-    from ..serve._defaults import DEFAULT_MAX_BODY, TOKEN_ENV
+    from ..serve._defaults import (
+        DEFAULT_BODY_TIMEOUT,
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_MAX_BODY,
+        DEFAULT_SESSION_IDLE_TIMEOUT,
+        DEFAULT_SESSIONS_PER_CLIENT,
+        TOKEN_ENV,
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -49,24 +59,47 @@ def add_serve_parser(commands: Any) -> None:
         help=f"HTTP: require this bearer token (default: ${TOKEN_ENV}, else none)",
     )
     serve.add_argument(
+        UNSAFE_NO_TOKEN,
+        action="store_true",
+        help=(
+            "HTTP: listen beyond loopback without a token, so anyone who reaches the port "
+            "can call every tool (refused otherwise)"
+        ),
+    )
+    serve.add_argument(
         "--stateless", action="store_true", help="HTTP: no sessions (for replicas behind a LB)"
     )
-    serve.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="HTTP: accept this Host header too (DNS-rebinding allow-list; repeatable)",
-    )
-    serve.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="HTTP: accept this Origin header too (repeatable)",
-    )
+    add_allow_lists(serve, "HTTP: ")
     serve.add_argument(
         "--max-body", type=int, default=DEFAULT_MAX_BODY, help="HTTP: largest request in bytes"
+    )
+    serve.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=DEFAULT_SESSION_IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help="HTTP: a session with no request for this long ends (0: never)",
+    )
+    serve.add_argument(
+        "--sessions-per-client",
+        type=int,
+        default=DEFAULT_SESSIONS_PER_CLIENT,
+        metavar="N",
+        help="HTTP: sessions one client address may hold open (0: no limit)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT,
+        metavar="SECONDS",
+        help="HTTP: a client that takes longer to send a request's headers gets 408",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT,
+        metavar="SECONDS",
+        help="HTTP: a client that takes longer to send a request's body is disconnected",
     )
     serve.add_argument(
         "--grace",
@@ -131,14 +164,49 @@ def _sources(specs: list[str]) -> tuple[list[str], list[str]]:
     return builtins, sources
 
 
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` (``--host``) can be reached from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name that may resolve to anything: assume the network
+
+
+def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
+    """The bearer token; refuses a non-loopback ``--host`` without one (unless opted out).
+
+    The Host check stops browsers (DNS rebinding), not a client on the network, which
+    simply sends ``Host: 127.0.0.1``: beyond loopback only the token keeps tools private.
+    """
+    token: str | None = args.token or os.environ.get(token_env) or None
+    if token is None and not _is_loopback(args.host):
+        if not args.unsafe_no_token:
+            raise SystemExit(
+                f"nativemcp serve: --host {args.host} is reachable from the network and "
+                f"there is no token: set --token or ${token_env} "
+                f"(or pass {UNSAFE_NO_TOKEN} to let anyone call every tool)"
+            )
+        logging.getLogger("nativemcp.serve").warning(
+            "%s: serving on %s WITHOUT A TOKEN: anyone who reaches this port can call every tool",
+            UNSAFE_NO_TOKEN,
+            args.host,
+        )
+    return token
+
+
 def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
     from .._pool import WorkerPool
+    from ..serve._deadlines import deadline_protocol
     from ..serve._graceful import GracefulServer
     from ..serve._transports import TOKEN_ENV, Drain, http_app, serve_stdio
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # Checked before anything starts: a refused start costs nothing.
+    token = _network_token(args, TOKEN_ENV) if args.transport == "http" else None
     builtins, sources = _sources(args.servers)
     pool = WorkerPool(
         sources,
@@ -160,7 +228,6 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
 
     import uvicorn
 
-    token = args.token or os.environ.get(TOKEN_ENV) or None
     app = http_app(
         pool,
         token=token,
@@ -170,6 +237,8 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         max_body_size=args.max_body,
         timeout=args.timeout,
         input_timeout=args.input_timeout,
+        session_idle_timeout=args.session_idle_timeout or None,
+        sessions_per_client=args.sessions_per_client or None,
     )
     drain = Drain(app)
     config = uvicorn.Config(
@@ -180,8 +249,9 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         # The calls have drained by the time uvicorn shuts down (GracefulServer).
         timeout_graceful_shutdown=1,
         lifespan="on",
+        http=deadline_protocol(args.header_timeout, args.body_timeout),
     )
-    server = GracefulServer(config, drain, args.grace)
+    server = GracefulServer(config, drain, args.grace, app.state.stop_calls)
     print(f"nativemcp serving MCP at http://{args.host}:{args.port}/mcp", file=sys.stderr)
     server.run()
     return 0

@@ -1,9 +1,11 @@
 """The browser console's web app: the catalog, tool calls side by side, and live UIResources.
 
 A Starlette app, served on 127.0.0.1 by ``nativemcp console``. Everything lives under
-``/<token>/``; any other path answers 401, so only whoever holds the printed URL can
-list or call tools. The page is static (``proxy/console/``, shipped in the package; no
-CDN, no build step) and talks JSON:
+``/<token>/``; any other path answers 401 (but ``/ui/<capability>``, below), so only
+whoever holds the printed URL can list or call tools. Every request must name a local
+Host (else 421) and, when it has an Origin, a local one (else 403): a DNS-rebinding page
+that learned the token still cannot use it. The page is static (``proxy/console/``,
+shipped in the package; no CDN, no build step) and talks JSON:
 
 - ``GET  api/tools``                      the servers and their tools (full names)
 - ``POST api/calls``                      ``{"tool", "arguments"}`` → the started call
@@ -13,11 +15,20 @@ CDN, no build step) and talks JSON:
 - ``GET  api/calls/<id>``                 one call: its result, or its summary if running
 - ``GET  api/calls/<id>/events``          one call's events: ``progress``, then ``result``
 - ``GET  api/calls/<id>/blobs/<n>``       a blob resource's bytes, as a download
-- ``GET  ui/<id>/<n>``                    a UIResource's HTML, for a sandboxed iframe
+- ``POST api/calls/<id>/frames/<n>``      ``{}`` → ``{"src": "/ui/<capability>"}``: where a
+  sandboxed iframe loads a UIResource's HTML from, once, within a few seconds
 - ``POST api/calls/<id>/ui-actions``      ``{"block", "action"}`` → a started call (a tool
   of the server that rendered the UI), or a host action to show
 
-UIResources are served from their own URL with a ``sandbox allow-scripts`` content
+UIResources are served outside the token, from a one-time capability URL: a UI's script
+reads its own ``location``, and whatever a script can read it can send away (a WebRTC
+TURN username reaches any UDP port; no content security policy covers it). So the token
+is in nothing a frame can read: not its URL (a capability that grants that one document,
+once, and is spent by the time the script runs), not its document (the tool's HTML as
+the tool sent it), not its referrer (``no-referrer`` on the page and on the frame), not a
+cookie (none is used). The capability, not a cookie scoped to the API path, because
+cookies are not bound to a port: one set for 127.0.0.1 reaches every other local server
+the browser visits. UIResources are served with a ``sandbox allow-scripts`` content
 security policy (and the iframe has ``sandbox="allow-scripts"``): their origin is opaque,
 never the console's, and they may not fetch anything. JSON endpoints that change state
 refuse requests from another origin (a UI frame's origin is ``null``) and bodies that
@@ -34,7 +45,7 @@ import importlib.resources
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
@@ -68,10 +79,12 @@ from nativemcp.protocol import (
     service_meta,
 )
 
+from .._rebinding import RebindingGuard, local_only
 from ..llm._tokens import TOKEN_NOTE, estimate_tokens
 from ._catalog import ConsoleCatalog, UIActionTarget
+from ._frames import FrameCapabilities
 
-__all__ = ["ASSETS_PACKAGE", "create_console_app"]
+__all__ = ["ASSETS_PACKAGE", "FRAME_TTL", "create_console_app"]
 
 ASSETS_PACKAGE: Final = "nativemcp.proxy.console"
 """The page's files: ``proxy/console/`` in the package."""
@@ -96,6 +109,8 @@ _PRIVATE: Final = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-sto
 """Headers of every stored answer: taken as the type it is said to be, never cached."""
 _UI_MIME_TYPES: Final = ("text/html",)
 _SAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9._ -]+")
+FRAME_TTL: Final = 30.0
+"""Seconds a UI frame's capability URL stays valid (it is spent by its first load)."""
 FEED_LIMIT: Final = 20_000
 """Events the session stream keeps for late or reconnecting pages."""
 HISTORY_LIMIT: Final = 500
@@ -166,7 +181,8 @@ def _block_view(call: _Call, index: int, block: ContentBlock) -> dict[str, Any]:
         is_ui = resource.uri.startswith("ui://") and mime.split(";")[0].strip() in _UI_MIME_TYPES
         if is_ui and resource.text is not None:
             call.documents[index] = resource.text
-            return {**base, "type": "ui", "uri": resource.uri, "src": f"ui/{call.id}/{index}"}
+            frame = f"api/calls/{call.id}/frames/{index}"
+            return {**base, "type": "ui", "uri": resource.uri, "frame": frame}
         if resource.blob is not None:
             try:
                 data = base64.b64decode(resource.blob, validate=True)
@@ -323,11 +339,13 @@ def _asset(name: str) -> bytes:
 
 
 class _TokenGate:
-    """ASGI middleware: only paths under ``/<token>/`` reach the app; the rest get 401."""
+    """ASGI middleware: paths under ``/<token>/`` reach the app, ``/ui/<capability>`` the
+    UI frames (their capability is their credential); the rest get 401."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, frames: ASGIApp) -> None:
         self._app = app
         self._token = token
+        self._frames = frames
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -335,6 +353,9 @@ class _TokenGate:
             return
         path: str = scope["path"]
         first, slash, rest = path.lstrip("/").partition("/")
+        if first == "ui" and slash:
+            await self._frames({**scope, "path": "/" + rest, "root_path": ""}, receive, send)
+            return
         # Compared in constant time: the token is the only credential.
         if not hmac.compare_digest(first.encode(), self._token.encode()):
             response: Response = PlainTextResponse(
@@ -374,12 +395,19 @@ async def _json_body(request: Request) -> dict[str, Any] | Response:
 
 
 def create_console_app(
-    catalog: ConsoleCatalog, token: str, task_group: anyio.abc.TaskGroup
+    catalog: ConsoleCatalog,
+    token: str,
+    task_group: anyio.abc.TaskGroup,
+    *,
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
 ) -> ASGIApp:
     """The console as an ASGI app: everything under ``/<token>/``, the rest 401.
 
     Calls run in ``task_group`` (which must outlive the app's requests), so a call keeps
-    running, and is remembered, when the page that started it reloads.
+    running, and is remembered, when the page that started it reloads. Requests whose
+    Host is not a local name or in ``allowed_hosts`` (``host:port``, ``host:*``) get 421;
+    those with an Origin that is not local or in ``allowed_origins``, 403.
 
     Raises:
         ValueError: the token is empty or not URL-safe.
@@ -387,6 +415,7 @@ def create_console_app(
     if not re.fullmatch(r"[A-Za-z0-9_-]{16,}", token):
         raise ValueError("the console token must be 16 or more URL-safe characters")
     console = _Console(catalog, task_group)
+    capabilities = FrameCapabilities(FRAME_TTL)
 
     def page_asset(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -474,10 +503,22 @@ def create_console_app(
             data, media_type="application/octet-stream", headers={**disposition, **_PRIVATE}
         )
 
-    async def ui_document(request: Request) -> Response:
+    async def grant_frame(request: Request) -> Response:
+        body = await _json_body(request)  # the page's own origin only: never a frame's
+        if isinstance(body, Response):
+            return body
         document = stored(request, "UI resource")
         if isinstance(document, Response):
             return document
+        capability = capabilities.grant(request.path_params["call"], request.path_params["block"])
+        return JSONResponse({"src": f"/ui/{capability}"}, headers=_PRIVATE)
+
+    async def ui_document(request: Request) -> Response:
+        named = capabilities.redeem(request.path_params["capability"])
+        call = console.calls.get(named[0]) if named else None
+        document = call.documents.get(named[1]) if call and named else None
+        if document is None:
+            return PlainTextResponse("404: this frame's link was used or has expired", 404)
         return HTMLResponse(document, headers={"Content-Security-Policy": _UI_CSP, **_PRIVATE})
 
     async def ui_action(request: Request) -> Response:
@@ -516,9 +557,11 @@ def create_console_app(
         Route("/api/calls/{call:int}/events", events),
         Route("/api/calls/{call:int}/blobs/{block:int}", blob),
         Route("/api/calls/{call:int}/ui-actions", ui_action, methods=["POST"]),
-        Route("/ui/{call:int}/{block:int}", ui_document),
+        Route("/api/calls/{call:int}/frames/{block:int}", grant_frame, methods=["POST"]),
     ]
-    return _TokenGate(Starlette(routes=routes), token)
+    frames = Starlette(routes=[Route("/{capability}", ui_document)])
+    gate = _TokenGate(Starlette(routes=routes), token, frames)
+    return RebindingGuard(gate, local_only(allowed_hosts, allowed_origins))
 
 
 def _same_server(catalog: ConsoleCatalog, shown_by: str, wanted: str) -> None:

@@ -508,8 +508,14 @@
           "data-call": view.id,
           "data-block": block.index,
         });
-        frame.src = block.src;
-        return el("figure", {class: "ui"}, el("figcaption", {text: block.uri}), frame);
+        // The frame loads from a one-time capability URL, never from under the token:
+        // its script can read its own URL (see the console's _app.py).
+        const caption = el("figcaption", {text: block.uri});
+        api(block.frame, {}).then(
+          (granted) => { frame.src = granted.src; },
+          (err) => { caption.textContent = block.uri + " — not shown: " + err.message; },
+        );
+        return el("figure", {class: "ui"}, caption, frame);
       }
       case "blob":
         return el("div", {class: "blob"},

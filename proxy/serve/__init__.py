@@ -2,16 +2,18 @@
 
 What lives here is the official `mcp` package's server side around the pool: `_bridge`
 (the low-level server whose requests go to the pool), `_transports` (stdio and the
-Streamable HTTP app with its Host, Origin, token and size checks), `_suspended` (calls
-waiting on a 2026-07-28 client's input), `_graceful` (draining on SIGTERM) and
+Streamable HTTP app with its Host, Origin, token and size checks), `_deadlines` (read
+deadlines on HTTP connections), `_client_sessions` (sessions per client), `_suspended`
+(calls waiting on a 2026-07-28 client's input), `_graceful` (draining on SIGTERM) and
 `_defaults`. It may import the pool core of `nativemcp.proxy`, `nativemcp.proxy.llm`
 and the public names of `nativemcp.protocol` and `nativemcp.workers`; the pool core
 never imports it (the SDK's server side stays out of worker processes until used).
 """
 
 from ._bridge import McpBridge as McpBridge
+from ._deadlines import deadline_protocol as deadline_protocol
 from ._transports import TOKEN_ENV as TOKEN_ENV
 from ._transports import http_app as http_app
 from ._transports import serve_stdio as serve_stdio
 
-__all__ = ["TOKEN_ENV", "McpBridge", "http_app", "serve_stdio"]
+__all__ = ["TOKEN_ENV", "McpBridge", "deadline_protocol", "http_app", "serve_stdio"]

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server as LowLevelServer
@@ -125,6 +126,10 @@ class McpBridge:
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        # The pool calls running now, each in its own scope, so a shutdown can stop them
+        # and still answer their clients (`stop_calls`).
+        self._running: set[anyio.CancelScope] = set()
+        self._stopped_because = ""
 
     async def __aenter__(self) -> McpBridge:
         await self.suspended.__aenter__()
@@ -236,6 +241,15 @@ class McpBridge:
         )
         return started
 
+    def stop_calls(self, reason: str) -> int:
+        """Stop every tool call running through this bridge: each answers its client with
+        a JSON-RPC error (INTERNAL_ERROR, ``reason``, data ``{"reason": "shutting_down"}``)
+        rather than a dropped connection. Returns how many were stopped."""
+        self._stopped_because = reason
+        for scope in self._running:
+            scope.cancel()
+        return len(self._running)
+
     async def _cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if not self.suspend:
             raise ClientRequestError(
@@ -289,25 +303,32 @@ class McpBridge:
 
         session_id = _session_id(ctx)
         token = (ctx.meta or {}).get("progress_token")
-        try:
-            response = await self.pool.call_tool(
-                tool.name,
-                arguments,
-                options=CallOptions(
-                    timeout=self._limit,
-                    on_progress=on_progress if token is not None else None,
-                    on_log=on_log,
-                    on_request=on_request,
-                    scope=(session_id, None) if session_id is not None else None,
-                ),
-            )
-        except ServerError as exc:
-            # The tool did not run to an answer: the model reads why, as a tool error.
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=f"Error: {exc}")], is_error=True
-            )
-        except ArgumentsError as exc:
-            raise MCPError(INVALID_PARAMS, str(exc)) from exc
+        response = None
+        with anyio.CancelScope() as stoppable:
+            self._running.add(stoppable)
+            try:
+                response = await self.pool.call_tool(
+                    tool.name,
+                    arguments,
+                    options=CallOptions(
+                        timeout=self._limit,
+                        on_progress=on_progress if token is not None else None,
+                        on_log=on_log,
+                        on_request=on_request,
+                        scope=(session_id, None) if session_id is not None else None,
+                    ),
+                )
+            except ServerError as exc:
+                # The tool did not run to an answer: the model reads why, as a tool error.
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=f"Error: {exc}")], is_error=True
+                )
+            except ArgumentsError as exc:
+                raise MCPError(INVALID_PARAMS, str(exc)) from exc
+            finally:
+                self._running.discard(stoppable)
+        if response is None:  # stopped by `stop_calls`: the client hears why
+            raise MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
         if response.error is not None:
             raise MCPError(response.error.code, response.error.message, response.error.data)
         try:

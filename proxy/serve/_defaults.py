@@ -5,9 +5,27 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["DEFAULT_MAX_BODY", "TOKEN_ENV"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_SESSIONS_PER_CLIENT",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "TOKEN_ENV",
+]
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 """Largest HTTP request body accepted, in bytes (4 MiB); larger ones get 413."""
 TOKEN_ENV: Final = "NATIVEMCP_TOKEN"
 """Environment variable `nativemcp serve` reads the bearer token from (``--token`` wins)."""
+DEFAULT_SESSION_IDLE_TIMEOUT: Final = 600.0
+"""Seconds a Streamable HTTP session may go with no request in flight before it ends
+(the SDK's default is 30 minutes, in which 1,000 abandoned sessions held 36 MB). It
+must outlast ``--input-timeout``: a suspended call's retry comes after such a gap."""
+DEFAULT_SESSIONS_PER_CLIENT: Final = 100
+"""Sessions one client address may hold open at once, every route together."""
+DEFAULT_HEADER_TIMEOUT: Final = 10.0
+"""Seconds an HTTP client has to send a request's headers (then 408 and close)."""
+DEFAULT_BODY_TIMEOUT: Final = 30.0
+"""Seconds an HTTP client has to send a request's body once its headers are in (4 MiB,
+the largest body, at 140 KB/s); then the connection closes."""

@@ -20,7 +20,7 @@ import contextlib
 import hmac
 import json
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any, Final
+from typing import Any
 
 import anyio
 from mcp.server.stdio import stdio_server
@@ -31,14 +31,24 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._pool import WorkerPool
+from .._rebinding import local_only
 from ._bridge import McpBridge, gather_instructions, select_servers
+from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
+from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
+from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 
-__all__ = ["DEFAULT_MAX_BODY", "TOKEN_ENV", "Drain", "http_app", "serve_stdio"]
-
-_LOCAL_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_SESSIONS_PER_CLIENT",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "TOKEN_ENV",
+    "Drain",
+    "http_app",
+    "serve_stdio",
+]
 
 
 async def serve_stdio(
@@ -73,20 +83,6 @@ async def serve_stdio(
     server = bridge.server()
     async with bridge, stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-def _security(
-    allowed_hosts: Iterable[str], allowed_origins: Iterable[str]
-) -> TransportSecuritySettings:
-    hosts = [*_LOCAL_HOSTS, *(f"{h}:*" for h in _LOCAL_HOSTS), *allowed_hosts]
-    origins = [
-        *(f"{scheme}://{h}" for scheme in ("http", "https") for h in _LOCAL_HOSTS),
-        *(f"{scheme}://{h}:*" for scheme in ("http", "https") for h in _LOCAL_HOSTS),
-        *allowed_origins,
-    ]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
 
 
 class _BearerToken:
@@ -180,6 +176,8 @@ class _Routes:
         security: TransportSecuritySettings,
         max_body_size: int,
         input_timeout: float,
+        session_idle_timeout: float | None,
+        sessions_per_client: int | None,
     ) -> None:
         self._pool = pool
         self._servers = servers
@@ -189,6 +187,13 @@ class _Routes:
         self._security = security
         self._max_body_size = max_body_size
         self._input_timeout = input_timeout
+        self._idle_timeout = session_idle_timeout
+        # One count across every route: a client's sessions at /mcp and /mcp/<name> add up.
+        self._per_client = (
+            ClientSessions(sessions_per_client, session_idle_timeout)
+            if sessions_per_client and not stateless
+            else None
+        )
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
 
@@ -211,6 +216,7 @@ class _Routes:
             stateless=self._stateless,
             security_settings=self._security,
             max_request_body_size=self._max_body_size,
+            session_idle_timeout=self._idle_timeout,
         )
 
     @contextlib.asynccontextmanager
@@ -233,6 +239,10 @@ class _Routes:
                 self._managers.clear()
                 self._bridges.clear()
 
+    def stop_calls(self, reason: str) -> int:
+        """Stop the tool calls running on every route, each answered with ``reason``."""
+        return sum(bridge.stop_calls(reason) for bridge in self._bridges)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")
         manager = self._managers.get(name)
@@ -249,7 +259,10 @@ class _Routes:
             )
             await send({"type": "http.response.body", "body": body.encode()})
             return
-        await manager.handle_request(scope, receive, send)
+        if self._per_client is None:
+            await manager.handle_request(scope, receive, send)
+        else:
+            await self._per_client(manager.handle_request, scope, receive, send)
 
 
 def http_app(
@@ -264,12 +277,16 @@ def http_app(
     max_body_size: int = DEFAULT_MAX_BODY,
     timeout: float = 0,
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    sessions_per_client: int | None = DEFAULT_SESSIONS_PER_CLIENT,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
     The app's lifespan starts the pool if it is not running yet (and then closes it)
     and the session managers; when mounting it in another Starlette or FastAPI app,
     run its lifespan from the host app's (``app.router.lifespan_context``).
+    ``app.state.stop_calls(reason)`` stops the tool calls running, each answering its
+    client with a JSON-RPC error saying ``reason`` (for a shutdown past its grace).
 
     Args:
         servers: which of the pool's servers to serve (default: all).
@@ -291,9 +308,11 @@ def http_app(
         name=name,
         timeout=timeout,
         stateless=stateless,
-        security=_security(allowed_hosts, allowed_origins),
+        security=local_only(allowed_hosts, allowed_origins),
         max_body_size=max_body_size,
         input_timeout=input_timeout,
+        session_idle_timeout=session_idle_timeout,
+        sessions_per_client=sessions_per_client,
     )
     app = Starlette(
         routes=[
@@ -302,6 +321,8 @@ def http_app(
         ],
         lifespan=routes.lifespan,
     )
+    # For a shutdown past its grace: the calls still running answer with an error.
+    app.state.stop_calls = routes.stop_calls
     if token:
         app.add_middleware(_BearerToken, token=token)
     return app

@@ -120,8 +120,17 @@ async def test_an_export_card_is_served_sandboxed_and_its_action_downloads_the_b
     view = await _call(client, "builtin_workspace__export_file", {"path": "notes.txt"})
     (card,) = [block for block in view["blocks"] if block["type"] == "ui"]
     assert card["uri"].startswith("ui://nativemcp/export/file/")
-    document = await client.get(card["src"])
+    assert TOKEN not in card["frame"]
+    refused = await client.post(card["frame"], json={}, headers={"Origin": "null"})
+    assert refused.status_code == 403  # a frame (opaque origin) may not ask for one
+    granted = (await client.post(card["frame"], json={})).json()["src"]
+    assert granted.startswith("/ui/") and TOKEN not in granted
+    document = await client.get("http://127.0.0.1" + granted)
     assert document.status_code == 200 and "<button" in document.text
+    assert TOKEN not in document.text
+    # One load per capability: what the frame's script reads from its URL is spent.
+    again = await client.get("http://127.0.0.1" + granted)
+    assert again.status_code == 404 and "used or has expired" in again.text
     policy = document.headers["content-security-policy"]
     assert policy.startswith("sandbox allow-scripts;") and "connect-src" not in policy
     assert "default-src 'none'" in policy
@@ -191,3 +200,29 @@ async def test_resolve_ui_action_takes_the_server_from_the_content(
     for bad, message in cases:
         with pytest.raises(ValueError, match=message):
             catalog.resolve_ui_action(bad, [TextContent(text="no service here")])
+
+
+async def test_a_foreign_host_gets_421_and_a_foreign_origin_403_on_every_path(
+    catalog: ConsoleCatalog,
+) -> None:
+    async with anyio.create_task_group() as calls:
+        app = create_console_app(
+            catalog, TOKEN, calls, allowed_hosts=["console.internal:*"], allowed_origins=[]
+        )
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as http:
+            for path in ["", "api/tools", "api/calls", "/", "/ui/anything"]:
+                # Each check alone: one must not hide behind the other.
+                bad_host = await http.get(path, headers={"Host": "attacker.example:8765"})
+                assert bad_host.status_code == 421, path
+                bad_origin = await http.get(path, headers={"Origin": "http://attacker.example"})
+                assert bad_origin.status_code == 403, path
+            # DNS rebinding with the token in hand: the Host gives it away.
+            call = {"tool": "builtin_workspace__list_directory", "arguments": {}}
+            rebound = {"Host": "attacker.example:8765", "Origin": "http://attacker.example:8765"}
+            assert (await http.post("api/calls", json=call, headers=rebound)).status_code == 421
+            assert (await http.get("api/calls")).json()["calls"] == []
+            # The allow-list and the local names pass.
+            for host in ["console.internal:8765", "localhost:8765", "127.0.0.1:1"]:
+                assert (await http.get("api/tools", headers={"Host": host})).status_code == 200
+        calls.cancel_scope.cancel()

