@@ -29,8 +29,8 @@ from nativemcp.workers import (
     redact_url,
 )
 
-from ._external import ExternalServerSpec, load_mcp_servers
 from ._handle import CallOptions
+from ._mcp_config import ExternalServerSpec, load_mcp_servers
 from ._restart import RestartPolicy
 from ._worker import WorkerSettings
 
@@ -206,8 +206,11 @@ class PoolConfig:
             database_url=self.database_url,
         )
 
-    def worker_settings(self, label: str, source: ServerSource) -> WorkerSettings:
-        """How to start ``label``'s worker process (both pools start theirs so)."""
+    def worker_settings(
+        self, label: str, source: ServerSource, pool: str = "WorkerPool"
+    ) -> WorkerSettings:
+        """How to start ``label``'s worker process (both pools start theirs so; ``pool``
+        is the class that starts it, for messages)."""
         return WorkerSettings(
             source=source,
             config=self.server_config(label),
@@ -216,6 +219,7 @@ class PoolConfig:
             max_frame=self.max_frame,
             restart=self.restart,
             label=label,
+            pool=pool,
         )
 
     def make_data_dir(self) -> None:

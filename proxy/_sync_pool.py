@@ -31,6 +31,7 @@ from nativemcp.protocol.wire import (
 )
 from nativemcp.workers import ServerError, ServerStartError
 
+from ._bootstrap import exit_if_bootstrapping
 from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod
 from ._handle import DEFAULT, _Default, time_limit
 from ._pool import find_server, server_and_interface
@@ -74,6 +75,7 @@ class SyncWorkerPool:
         start_method: StartMethod = "spawn",
         restart: RestartPolicy | None = None,
     ) -> None:
+        exit_if_bootstrapping("SyncWorkerPool")
         # The async pool's configuration, checked by the same code.
         self._config = PoolConfig.build(
             servers,
@@ -113,7 +115,7 @@ class SyncWorkerPool:
         try:
             # Spawn every process first, then wait for each READY: the starts overlap.
             for label, source in config.plan():
-                worker = SyncWorker(config.worker_settings(label, source))
+                worker = SyncWorker(config.worker_settings(label, source, "SyncWorkerPool"))
                 launched.append((worker, worker.spawn()))
             errors: list[ServerError] = []
             for worker, conn in launched:
