@@ -113,7 +113,7 @@ def test_stores_list_read_and_delete_walk_a_store_from_the_command_line(
 
     assert main(["delete", content_id, "--store", "notes", "--json", *data]) == 0
     assert json.loads(capsys.readouterr().out)["filename"] == "note.txt"
-    assert main(["delete", "--store", "notes", *data]) == 0
+    assert main(["delete", "--store", "notes", "--yes", *data]) == 0
     capsys.readouterr()
     assert main(["list", "--store", "notes", *data]) == 2
     assert "no store named 'notes'" in capsys.readouterr().err
