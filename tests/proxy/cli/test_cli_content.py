@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from _scripts import venv_script
 
 from nativemcp.proxy.cli import DATA_DIR_ENV, default_data_dir, main
 
@@ -192,3 +196,48 @@ def test_a_database_url_that_is_not_postgresql_is_refused_without_its_password(
     error = capsys.readouterr().err
     assert "postgresql://" in error and "mysql://user@db/app" in error
     assert "hunter2" not in error
+
+
+def _delete_store_on_a_terminal(data: Path, answer: bytes) -> tuple[int, str]:
+    """Run ``nativemcp delete --store notes`` with a terminal for stdin; answer its question."""
+    leader, follower = pty.openpty()
+    try:
+        with subprocess.Popen(
+            [venv_script("nativemcp"), "delete", "--store", "notes", "--data-dir", str(data)],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as process:
+            os.write(leader, answer)
+            out, err = process.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    return process.returncode, out + err
+
+
+@pytest.mark.real_process
+def test_deleting_a_whole_store_asks_on_a_terminal_and_needs_yes_without_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    note = tmp_path / "note.txt"
+    note.write_text("one line\n", encoding="utf-8")
+    assert main(["ingest", str(note), "--store", "notes", "--data-dir", str(data)]) == 0
+    capsys.readouterr()
+
+    # No terminal (pytest's stdin is not one) and no --yes: refused, nothing deleted.
+    assert main(["delete", "--store", "notes", "--data-dir", str(data)]) == 2
+    assert "needs --yes" in capsys.readouterr().err
+
+    status, said = _delete_store_on_a_terminal(data, b"n\n")
+    assert status == 1 and "Delete store 'notes' and every file in it" in said
+    assert "Nothing deleted." in said
+    assert main(["stores", "--json", "--data-dir", str(data)]) == 0
+    assert [s["name"] for s in json.loads(capsys.readouterr().out)["stores"]] == ["notes"]
+
+    status, said = _delete_store_on_a_terminal(data, b"y\n")
+    assert status == 0 and 'Deleted store "notes"' in said
+    assert main(["stores", "--json", "--data-dir", str(data)]) == 0
+    assert json.loads(capsys.readouterr().out)["stores"] == []
