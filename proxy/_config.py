@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 
 import multiprocess
 
+from nativemcp.protocol import BackendType
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import (
     BUILTIN_SERVERS,
@@ -197,6 +198,13 @@ class PoolConfig:
         plan.extend((_label(source), source) for source in self.sources)
         return plan
 
+    def backend(self, label: str, *, in_process: bool = False) -> BackendType:
+        """The kind of server ``label`` of the plan is: a built-in or the user's own, in
+        a worker or (``in_process``) in this process."""
+        if label in self.builtins:
+            return BackendType.BUILTIN_NATIVE if in_process else BackendType.BUILTIN_WEB
+        return BackendType.USER_IN_PROCESS if in_process else BackendType.USER_WORKER
+
     def server_config(self, name: str | None) -> ServerConfig:
         """What server ``name`` is given at start-up (its data, its options)."""
         return ServerConfig(
@@ -220,6 +228,7 @@ class PoolConfig:
             restart=self.restart,
             label=label,
             pool=pool,
+            backend=self.backend(label),
         )
 
     def make_data_dir(self) -> None:

@@ -27,7 +27,14 @@ from typing import Any, Protocol, Self, TypeVar, overload
 import anyio
 import anyio.abc
 
-from nativemcp.protocol import ArgumentsError, NativeMCPResponse, Tool, ToolNameError, UnknownServer
+from nativemcp.protocol import (
+    ArgumentsError,
+    BackendType,
+    NativeMCPResponse,
+    Tool,
+    ToolNameError,
+    UnknownServer,
+)
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import (
     ClientRequestError,
@@ -84,7 +91,8 @@ class _Spec(Protocol):
 
 
 class _WorkerSpec:
-    """A server in its own worker process (``BuiltInWeb``), or in ``replicas`` of them."""
+    """A server in its own worker process (``BuiltInWeb``, or ``UserWorker``), or in
+    ``replicas`` of them."""
 
     required = True
 
@@ -109,17 +117,20 @@ class _WorkerSpec:
 
 
 class _LocalSpec:
-    """A server in this process (``BuiltInNative``)."""
+    """A server in this process (``BuiltInNative``, or ``UserInProcess``)."""
 
     required = True
 
-    def __init__(self, label: str, source: ServerSource, config: ServerConfig) -> None:
+    def __init__(
+        self, label: str, source: ServerSource, config: ServerConfig, backend: BackendType
+    ) -> None:
         self.label = label
         self._source = source
         self._config = config
+        self._backend = backend
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        return LocalServer(load_server(self._source, self._config))
+        return LocalServer(load_server(self._source, self._config), self._backend)
 
 
 class _ExternalSpec:
@@ -300,7 +311,8 @@ class WorkerPool:
         specs: list[_Spec] = []
         for label, source in config.plan():
             if label in config.in_process:
-                specs.append(_LocalSpec(label, source, config.server_config(label)))
+                backend = config.backend(label, in_process=True)
+                specs.append(_LocalSpec(label, source, config.server_config(label), backend))
             else:
                 settings = config.worker_settings(label, source)
                 specs.append(
@@ -479,8 +491,9 @@ class WorkerPool:
             raise ServerClosed("the pool is closed", server="*")
 
     async def list_tools(self) -> list[Tool]:
-        """Every tool of every source under its full name (``server__tool`` external,
-        ``builtin_server__tool`` built-in), its `ServiceInfo` in
+        """Every tool of every source under its full name (``builtin_server__tool`` for a
+        built-in server, ``server__tool`` for an external or the user's own), its
+        `ServiceInfo` in
         ``_meta["io.github.nativemcp/service"]`` (read it with `service_info`).
 
         Raises:

@@ -120,6 +120,8 @@ class WorkerSettings:
     label: str
     pool: str = "WorkerPool"
     """The pool class that starts the worker, as the user's script names it."""
+    backend: BackendType = BackendType.BUILTIN_WEB
+    """A built-in server's worker, or (`BackendType.USER_WORKER`) the user's own."""
 
     def launch(self) -> tuple[Any, socket.socket]:
         """Start a worker process: ``(process, the parent's socket)``.
@@ -284,11 +286,11 @@ async def _stop_process(process: Any, grace: float) -> None:
 class WorkerProcess:
     """A server in its own process, restarted when it crashes."""
 
-    backend = BackendType.BUILTIN_WEB
     trusts_type_refs = True
     default_timeout: float | None = None
 
     def __init__(self, settings: WorkerSettings) -> None:
+        self.backend = settings.backend
         self._settings = settings
         self._restart = settings.restart
         self._max_frame = settings.max_frame

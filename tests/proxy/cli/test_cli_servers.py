@@ -7,6 +7,7 @@ run as the user runs it, the real ``nativemcp`` script in a folder holding the u
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -184,11 +185,15 @@ async def test_serve_takes_a_file_server_and_the_workspace_folder(project: Path)
     )
     with anyio.fail_after(60):
         async with Client(params) as client:
+            assert client.server_info is not None
+            assert client.server_info.version == importlib.metadata.version("nativemcp")
             names = {tool.name for tool in (await client.list_tools()).tools}
-            write = next(name for name in names if name.endswith("workspace__write_file"))
-            await client.call_tool(write, {"path": "notes.md", "content": "# mine"})
-            greet = next(name for name in names if name.endswith("mytools__greet"))
-            result = await client.call_tool(greet, {"name": "Ada"})
+            # The user's server is not listed as a built-in one.
+            assert {"builtin_workspace__write_file", "mytools__greet"} <= names
+            await client.call_tool(
+                "builtin_workspace__write_file", {"path": "notes.md", "content": "# mine"}
+            )
+            result = await client.call_tool("mytools__greet", {"name": "Ada"})
     assert getattr(result.content[0], "text", None) == "hello Ada"
     assert (workspace / "notes.md").read_text() == "# mine"
 
