@@ -1,10 +1,11 @@
 """The content-store verbs of the command line, and the generic ``call``.
 
 ``ingest``, ``search``, ``stores``, ``list``, ``read`` and ``delete`` work on the
-content store in a worker process, on data kept in ``--data-dir``; ``call SERVER TOOL``
-calls any tool of a built-in server (or a ``module:attribute`` server) and prints what
-the model would read. Every verb takes ``--json`` for the typed value instead of the
-text. `add_content_commands` registers them on the parser of `_main`.
+content store in a worker process, on data kept in ``--data-dir``, and print the
+store's text with its next steps as ``nativemcp`` commands (`CommandSteps`);
+``call SERVER TOOL`` calls any tool of any server and prints what the model would read.
+Every verb takes ``--json`` for the typed value instead of the text.
+`add_content_commands` registers them on the parser of `_main`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,8 +24,10 @@ from typing import Any, Final
 import msgspec
 
 from nativemcp.protocol import NativeMCPResponse, ToolError, result_text
+from nativemcp.workers.content_store import render_text
 
 from ._errors import UsageError
+from ._next_steps import CommandSteps
 from ._pool_options import PoolOptions, pool_options_parser
 from ._servers import ServerChoice, resolve_servers
 
@@ -187,9 +191,13 @@ async def _require_store(store: Any, name_or_id: str, where: str) -> str:
     return store_id
 
 
-async def _resolve_content(store: Any, store_id: str, name_or_id: str) -> str:
+async def _resolve_content(store: Any, store_id: str, name_or_id: str, store_name: str) -> str:
     """The content id for a content id or a file name in the store (the first file of
-    that name); unknown, it is passed on as given, for the tool to report."""
+    that name).
+
+    Raises:
+        UsageError: no file of the store has that id or name.
+    """
     offset = 0
     while True:
         page = await store.list_content(store_id=store_id, offset=offset, limit=100)
@@ -197,8 +205,22 @@ async def _resolve_content(store: Any, store_id: str, name_or_id: str) -> str:
             if name_or_id in (item.content_id, item.filename):
                 return str(item.content_id)
         if not page.has_more:
-            return name_or_id
+            raise UsageError(
+                f"no file {name_or_id!r} in store {store_name!r} "
+                f"(see them with `nativemcp list --store {shlex.quote(store_name)}`)"
+            )
         offset += len(page.contents)
+
+
+def _print(value: Any, args: argparse.Namespace) -> int:
+    """Print a content verb's result: its text with the next steps as ``nativemcp``
+    commands, or with ``--json`` the typed value."""
+    if args.json:
+        _print_json(value)
+    else:
+        store = getattr(args, "store", None) or "NAME"  # `stores` names none
+        print(render_text(value, CommandSteps(store, args.data_dir)))
+    return 0
 
 
 def _show(response: NativeMCPResponse[Any], as_json: bool) -> int:
@@ -354,7 +376,8 @@ async def _ingest(args: argparse.Namespace, options: PoolOptions) -> int:
         where = f"Store {args.store!r} ({tally.store_id})" if tally.store_id else "No store"
         print(
             f"{where} in {options.where}: {tally.added} added "
-            f"({tally.chunks} chunks, {tally.bytes / 1e6:.2f} MB of text), "
+            f"({tally.chunks} chunk{'' if tally.chunks == 1 else 's'}, "
+            f"{tally.bytes / 1e6:.2f} MB of text), "
             f"{tally.duplicates} already there, {len(tally.skipped)} skipped "
             f"(unsupported type), {len(tally.failed)} failed, in {elapsed:.1f} s"
         )
@@ -366,26 +389,24 @@ async def _search(args: argparse.Namespace, options: PoolOptions) -> int:
     async with _content_pool(options) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _require_store(store, args.store, options.where)
-        response = await store.call_tool(
-            "keyword_similarity_search", {"store_id": store_id, "query": query, "top_n": args.top}
+        found = await store.keyword_similarity_search(
+            store_id=store_id, query=query, top_n=args.top
         )
-    return _show(response, args.json)
+    return _print(found, args)
 
 
 async def _stores(args: argparse.Namespace, options: PoolOptions) -> int:
     async with _content_pool(options) as pool:
-        response = await pool.server(CONTENT_STORE).call_tool("list_stores", {})
-    return _show(response, args.json)
+        stores = await pool.server(CONTENT_STORE).list_stores()
+    return _print(stores, args)
 
 
 async def _list(args: argparse.Namespace, options: PoolOptions) -> int:
     async with _content_pool(options) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _require_store(store, args.store, options.where)
-        response = await store.call_tool(
-            "list_content", {"store_id": store_id, "offset": args.offset, "limit": args.limit}
-        )
-    return _show(response, args.json)
+        listing = await store.list_content(store_id=store_id, offset=args.offset, limit=args.limit)
+    return _print(listing, args)
 
 
 async def _read(args: argparse.Namespace, options: PoolOptions) -> int:
@@ -394,15 +415,14 @@ async def _read(args: argparse.Namespace, options: PoolOptions) -> int:
     async with _content_pool(options) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _require_store(store, args.store, options.where)
-        arguments: dict[str, Any] = {
-            "store_id": store_id,
-            "content_id": await _resolve_content(store, store_id, args.content_id),
-            "from_line": args.from_line,
-        }
-        if args.to_line is not None:
-            arguments["to_line"] = args.to_line
-        response = await store.call_tool("read_content", arguments)
-    return _show(response, args.json)
+        content_id = await _resolve_content(store, store_id, args.content_id, args.store)
+        lines = await store.read_content(
+            store_id=store_id,
+            content_id=content_id,
+            from_line=args.from_line,
+            to_line=args.to_line,
+        )
+    return _print(lines, args)
 
 
 def confirm_delete(args: argparse.Namespace, options: PoolOptions) -> bool:
@@ -442,13 +462,11 @@ async def _delete(args: argparse.Namespace, options: PoolOptions) -> int:
         store = pool.server(CONTENT_STORE)
         store_id = await _require_store(store, args.store, options.where)
         if args.content_id is None:
-            response = await store.call_tool("delete_store", {"store_id": store_id})
+            deleted = await store.delete_store(store_id=store_id)
         else:
-            content_id = await _resolve_content(store, store_id, args.content_id)
-            response = await store.call_tool(
-                "delete_content", {"store_id": store_id, "content_id": content_id}
-            )
-    return _show(response, args.json)
+            content_id = await _resolve_content(store, store_id, args.content_id, args.store)
+            deleted = await store.delete_content(store_id=store_id, content_id=content_id)
+    return _print(deleted, args)
 
 
 async def _call(args: argparse.Namespace, options: PoolOptions) -> int:

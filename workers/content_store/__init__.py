@@ -1,6 +1,8 @@
 """The built-in content store: files and text in SQLite, with BM25 full-text search.
 
 Reached as ``pool.server("content-store")``; built in its worker by `create_server`.
+`render_text` writes a result's text as the model reads it, or with the next steps in
+another reader's words (`NextSteps`, as the command line does).
 """
 
 from ._api import ContentStoreAPI as ContentStoreAPI
@@ -15,6 +17,8 @@ from ._models import RelevanceType as RelevanceType
 from ._models import SearchHit as SearchHit
 from ._models import SearchResult as SearchResult
 from ._models import StoreInfo as StoreInfo
+from ._render import NextSteps as NextSteps
+from ._render import render_text as render_text
 from ._server import MAX_OFFSET as MAX_OFFSET
 from ._server import ContentStoreOptions as ContentStoreOptions
 from ._server import create_server as create_server
@@ -29,10 +33,12 @@ __all__ = [
     "DeleteStoreResult",
     "ListContentResult",
     "ListStoresResult",
+    "NextSteps",
     "ReadContentResult",
     "RelevanceType",
     "SearchHit",
     "SearchResult",
     "StoreInfo",
     "create_server",
+    "render_text",
 ]
