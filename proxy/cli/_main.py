@@ -12,6 +12,7 @@ of `_servers`. What goes wrong is one line on stderr (`_errors`), never a traceb
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import version
@@ -86,6 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"nativemcp {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader left (`nativemcp tools | head`): stop quietly, and keep Python from
+        # reporting the same broken pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as exc:
         lines = error_lines(exc)
         if lines is None:

@@ -181,3 +181,16 @@ def test_serve_on_a_busy_port_is_one_line_and_announces_nothing(tmp_path: Path) 
         line == f"nativemcp serve: error: cannot listen on 127.0.0.1:{port}: Address already in use"
     )
     assert "serving" not in done.stdout + done.stderr
+
+
+@pytest.mark.real_process
+def test_a_reader_that_leaves_early_stops_the_listing_quietly(tmp_path: Path) -> None:
+    command = [venv_script("nativemcp"), "tools", "planning", "--data-dir", str(tmp_path)]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # as `| head` does, before anything was written
+        errors = process.stderr.read()
+        assert process.wait(timeout=120) == 1
+    assert errors == ""
