@@ -140,8 +140,8 @@ class PoolOptions:
     """The URL given, or ``$NATIVEMCP_DATABASE_URL``; None: SQLite in ``data_dir``."""
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, data_dir: Path | None = None) -> PoolOptions:
-        """The options of ``args`` (``data_dir`` replaces the default data folder).
+    def from_args(cls, args: argparse.Namespace) -> PoolOptions:
+        """The options of a parsed command line.
 
         Raises:
             UsageError: a database URL that is not ``postgresql://`` (the password is
@@ -151,7 +151,7 @@ class PoolOptions:
         if args.mcp_config is not None and not args.mcp_config.is_file():
             raise UsageError(f"--mcp-config: no file {str(args.mcp_config)!r}")
         return cls(
-            data_dir=(args.data_dir or data_dir or default_data_dir()).expanduser(),
+            data_dir=(args.data_dir or default_data_dir()).expanduser(),
             workspace=args.workspace,
             mcp_config=args.mcp_config,
             database_url=url or None,
@@ -194,7 +194,7 @@ class PoolOptions:
 
         Raises:
             UsageError: the pool refuses its arguments (a bad ``--mcp-config`` file, a
-                data folder that is a file...), in one line.
+                server that cannot be sent to a worker...), in one line.
         """
         from nativemcp.proxy import WorkerPool
 
