@@ -73,6 +73,20 @@ def _from_file(spec: str, target: str, attribute: str) -> str:
             f"server {spec!r}: {path.name!r} cannot be imported under its name; "
             f"rename it to {module.replace('-', '_').replace('.', '_')}.py"
         )
+    # The file is imported by its name: a module that name finds already (one of
+    # Python's own, json.py; another file of that name, given before) would be imported
+    # instead of it.
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    if found is not None:
+        origin = found.origin
+        if origin is None or not os.path.exists(origin) or not path.samefile(origin):
+            raise UsageError(
+                f"server {spec!r}: the module name {module!r} is taken by "
+                f"{origin or 'another module'}; rename {path.name!r}"
+            )
     _importable_from(str(path.resolve().parent))
     return f"{module}:{attribute}"
 

@@ -88,11 +88,16 @@ def test_every_form_of_server_names_one_importable_source(project: Path) -> None
         ("mytools.py", "add the name of its Server (or factory): mytools.py:server"),
         ("no-such-thing", "no server 'no-such-thing': give a built-in (content-store,"),
         ("mytools:", "is none of a built-in"),
+        ("json.py:server", "the module name 'json' is taken by"),
+        ("sub/mytools.py:server", "the module name 'mytools' is taken by"),
     ],
 )
 def test_a_server_of_no_form_is_named_with_the_forms(
     project: Path, spec: str, message: str
 ) -> None:
+    (project / "json.py").write_text(MYTOOLS)
+    (project / "sub" / "mytools.py").write_text(MYTOOLS)
+    resolve_servers(["mytools.py:server"])  # first: the name 'mytools' is its
     with pytest.raises(UsageError, match=r"^[^\n]*$") as error:
         resolve_servers([spec])
     assert message in str(error.value)
