@@ -44,7 +44,13 @@ def add_serve_parser(commands: Any) -> None:
             f"({', '.join(BUILTIN_SERVERS)}), module:attribute or path/to/file.py:attribute."
         ),
     )
-    serve.add_argument("servers", nargs="+", metavar="SERVER")
+    serve.add_argument(
+        "servers",
+        nargs="*",
+        metavar="SERVER",
+        help="a built-in name, module:attribute or path/to/file.py:attribute "
+        "(none: only the servers of --mcp-config)",
+    )
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind")
     serve.add_argument("--port", type=int, default=8000, help="HTTP: port")
@@ -95,12 +101,14 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if not args.servers and options.mcp_config is None:
+        raise UsageError("say what to serve: SERVER..., --mcp-config FILE, or both")
     choice = resolve_servers(args.servers, mcp_config=options.mcp_config is not None)
     if choice.external:
-        # Served servers are named here; external ones come with --mcp-config, all of them.
+        # Every server of --mcp-config is served; naming one here would suggest otherwise.
         raise UsageError(
-            f"serve takes built-in and module servers; {', '.join(choice.external)} "
-            "would be served with --mcp-config FILE alone (every server in it is served)"
+            f"serve takes built-in and module servers; {', '.join(choice.external)} is "
+            "served with every other server of --mcp-config, without naming it"
         )
     if args.transport == "stdio":
 

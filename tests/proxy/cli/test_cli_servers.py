@@ -219,3 +219,34 @@ def test_console_takes_a_module_server_from_the_current_folder(project: Path) ->
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+def test_serve_says_that_an_mcp_config_is_served_whole(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nativemcp.proxy.cli import main
+
+    (project / "mcp.json").write_text(json.dumps({"mcpServers": {}}))
+    assert main(["serve", "time", "--mcp-config", "mcp.json"]) == 2
+    assert capsys.readouterr().err == (
+        "nativemcp serve: error: serve takes built-in and module servers; time is served "
+        "with every other server of --mcp-config, without naming it\n"
+    )
+    assert main(["serve"]) == 2
+    assert "say what to serve: SERVER..., --mcp-config FILE, or both" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+@pytest.mark.real_process
+async def test_serve_with_only_an_mcp_config_serves_its_servers(project: Path) -> None:
+    time_server = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+    (project / "mcp.json").write_text(json.dumps({"mcpServers": {"time": time_server}}))
+    params = StdioServerParameters(
+        command=venv_script("nativemcp"),
+        args=["serve", "--mcp-config", "mcp.json", "--data-dir", str(project / "data")],
+        cwd=str(project),
+    )
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+    assert "get_current_time" in names  # one server served: its tools keep their names
