@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
 import multiprocess
 
@@ -150,8 +151,11 @@ class PoolConfig:
         if database_url is None:
             database_url = os.environ.get(DATABASE_URL_ENV)
         if database_url and not is_postgres_url(database_url):
+            # Echo only what has URL parts to redact: 'user:pw@host/db' reads as scheme
+            # 'user' with the password in its path.
+            shown = urlsplit(database_url).netloc and f", not {redact_url(database_url)!r}"
             raise ValueError(
-                f"database_url must be a postgresql:// URL, not {redact_url(database_url)!r}"
+                f"database_url must be a postgresql://user:password@host/database URL{shown}"
             )
         config = cls(
             sources=sources,

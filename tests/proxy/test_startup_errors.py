@@ -68,6 +68,24 @@ def test_a_server_defined_inside_a_function_is_refused_before_any_process_starts
     WorkerPool([build()], in_process=["inner"])
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("notaurl", ""),
+        ("me:hunter2@db/app", ""),
+        ("mysql://me:hunter2@db", ", not 'mysql://me@db'"),
+    ],
+)
+def test_a_database_url_that_is_not_postgresql_is_refused_echoing_no_password(
+    url: str, shown: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        WorkerPool(database_url=url)
+    assert str(caught.value) == (
+        f"database_url must be a postgresql://user:password@host/database URL{shown}"
+    )
+
+
 def test_a_data_dir_that_is_a_file_is_refused_naming_it(tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("")
