@@ -62,6 +62,8 @@ def _type_of(schema: Mapping[str, Any]) -> str:
     """A JSON schema's type in a few characters (``string``, ``integer[]``, ``a|b``)."""
     if "enum" in schema:
         return "|".join(map(str, schema["enum"]))
+    if isinstance(schema.get("$ref"), str):  # a named type: "#/$defs/Replacement"
+        return str(schema["$ref"]).rpartition("/")[2]
     kind = schema.get("type")
     if isinstance(kind, list):
         return "|".join(map(str, kind))

@@ -250,3 +250,26 @@ async def test_serve_with_only_an_mcp_config_serves_its_servers(project: Path) -
         async with Client(params) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
     assert "get_current_time" in names  # one server served: its tools keep their names
+
+
+def test_a_tools_signature_reads_its_input_schema() -> None:
+    from nativemcp.protocol import Tool
+    from nativemcp.proxy.cli._tools import signature, summary
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "mode": {"enum": ["a", "w"]},
+            "edits": {"type": "array", "items": {"$ref": "#/$defs/LineReplacement"}},
+            "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
+        "required": ["path", "edits"],
+    }
+    tool = Tool(name="edit", input_schema=schema)
+    assert signature(tool, "edit") == (
+        "edit(path: string, mode?: a|w, edits: LineReplacement[], limit?: integer|null)"
+    )
+    assert summary("Edit a file. Then save it.\nMore.\n\nDetails.") == "Edit a file."
+    assert summary(None) == "(no description)"
+    assert summary("x" * 150) == "x" * 99 + "…"
