@@ -11,9 +11,13 @@ and exit status 2, as for ``console``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
+import signal
+import socket
 import sys
+from types import FrameType
 from typing import Any, Final
 
 import anyio
@@ -21,7 +25,7 @@ import anyio
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
-from ._servers import resolve_servers
+from ._servers import ServerChoice, resolve_servers
 
 __all__ = ["add_serve_parser", "run_serve"]
 
@@ -96,8 +100,7 @@ def add_serve_parser(commands: Any) -> None:
 
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
-    from ..serve._graceful import GracefulServer
-    from ..serve._transports import TOKEN_ENV, Drain, http_app, serve_stdio
+    from ..serve._transports import serve_stdio
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -119,18 +122,35 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         anyio.run(main)
         return 0
 
-    import uvicorn
-
     try:
         sock = listen(args.host, args.port)
     except OSError as exc:
         print(f"nativemcp serve: error: {exc}", file=sys.stderr)
         return 2
     with sock:
-        options.check_database(choice)
-        # Replicas behind a load balancer share the content store and planning in
-        # --database-url.
-        pool = options.build(choice, timeout=args.timeout)
+        # uvicorn's own loop choice: uvloop where it is installed.
+        uvloop = importlib.util.find_spec("uvloop") is not None
+        anyio.run(_serve_http, args, options, choice, sock, backend_options={"use_uvloop": uvloop})
+    return 0
+
+
+async def _serve_http(
+    args: argparse.Namespace, options: PoolOptions, choice: ServerChoice, sock: socket.socket
+) -> None:
+    """Start the servers, then say where they answer, then serve until SIGTERM or Ctrl-C.
+
+    The pool runs around uvicorn (its lifespan sees it running and leaves it be), so a
+    server that fails to start is one line before any announcement, and the pool closes
+    after the last call has drained.
+    """
+    import uvicorn
+
+    from ..serve._graceful import GracefulServer
+    from ..serve._transports import TOKEN_ENV, Drain, http_app
+
+    # Replicas behind a load balancer share the content store and planning in
+    # --database-url.
+    async with options.pool(choice, timeout=args.timeout) as pool:
         token = args.token or os.environ.get(TOKEN_ENV) or None
         app = http_app(
             pool,
@@ -152,9 +172,23 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         )
         server = GracefulServer(config, drain, args.grace)
         host, port = sock.getsockname()[:2]
-        print(f"nativemcp serving MCP at http://{_url_host(host)}:{port}/mcp", file=sys.stderr)
-        server.run(sockets=[sock])
-    return 0
+        print(
+            f"nativemcp serving MCP at http://{_url_host(host)}:{port}/mcp",
+            file=sys.stderr,
+            flush=True,
+        )
+        # Uvicorn raises the stopping signal again once it has shut down; here that
+        # would end the process before the pool closes, so the signal only stops serving.
+        stopped = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            for sig, handler in stopped.items():
+                signal.signal(sig, handler)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    """The stopping signal uvicorn raises again after shutting down: already handled."""
 
 
 def _url_host(host: str) -> str:

@@ -194,3 +194,18 @@ def test_a_reader_that_leaves_early_stops_the_listing_quietly(tmp_path: Path) ->
         errors = process.stderr.read()
         assert process.wait(timeout=120) == 1
     assert errors == ""
+
+
+@pytest.mark.real_process
+def test_serve_over_http_starts_its_servers_before_it_announces_them(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text(
+        "def server(config):\n    raise RuntimeError('cannot build: no API key')\n"
+    )
+    done = _nativemcp(
+        "serve", "broken.py:server", "--transport", "http", "--port", "0", cwd=tmp_path
+    )
+    assert _one_line(done, 1) == (
+        "nativemcp serve: error: server 'broken:server' failed to start: "
+        "RuntimeError: cannot build: no API key"
+    )
+    assert "serving" not in done.stdout + done.stderr

@@ -82,8 +82,8 @@ async def test_sigterm_lets_an_in_flight_call_finish() -> None:
             except* httpx2.ConnectError:
                 pass  # the client's goodbye, sent after the server has gone
         assert getattr(outcome[0], "text", None) == "finished"
-        # Uvicorn re-raises the signal once it has shut down gracefully.
-        assert process.wait(30) in (0, -signal.SIGTERM)
+        # The signal stops serving; the servers close after the drain, and the exit is clean.
+        assert process.wait(30) == 0
     finally:
         if process.poll() is None:
             process.kill()
