@@ -1,10 +1,11 @@
 """Tool naming: the spec's validity rule, full names, and parsing a full name back.
 
-External tools are ``server__tool``; built-in ones ``builtin_server__tool``. A full
-name splits at its first ``__``, so a server name may not contain ``__`` nor end with
-``_`` (``a_`` + ``b`` would read back as ``a`` + ``_b``), and an external server name
-may not be ``builtin`` nor start with ``builtin_`` (it would read as a built-in). With
-these rules every full name parses back to the one (server, tool) it came from.
+Built-in tools are ``builtin_server__tool``; every other server's, an external MCP
+server's or the user's own nativemcp server's, ``server__tool``. A full name splits at
+its first ``__``, so a server name may not contain ``__`` nor end with ``_`` (``a_`` +
+``b`` would read back as ``a`` + ``_b``), and a server that is not built in may not be
+named ``builtin`` nor start with ``builtin_`` (it would read as a built-in). With these
+rules every full name parses back to the one (server, tool) it came from.
 """
 
 from __future__ import annotations
@@ -57,6 +58,15 @@ class BackendType(enum.StrEnum):
     """A built-in server in a worker process."""
     BUILTIN_NATIVE = "BuiltInNative"
     """A built-in server in the app's own process."""
+    USER_WORKER = "UserWorker"
+    """The user's own nativemcp server in a worker process."""
+    USER_IN_PROCESS = "UserInProcess"
+    """The user's own nativemcp server in the app's own process."""
+
+    @property
+    def builtin(self) -> bool:
+        """Whether a server of this kind is one of nativemcp's built-in servers."""
+        return self in (BackendType.BUILTIN_WEB, BackendType.BUILTIN_NATIVE)
 
 
 class ServiceInfo(msgspec.Struct, frozen=True):
@@ -93,12 +103,13 @@ def validate_tool_name(name: str, *, what: str = "tool name") -> str:
 
 
 def full_tool_name(server_name: str, tool_name: str, backend_type: BackendType) -> str:
-    """The name a router lists: ``server__tool`` or ``builtin_server__tool``.
+    """The name a router lists: ``builtin_server__tool`` for a built-in server,
+    ``server__tool`` for any other.
 
     Raises:
         ToolNameError: a part is invalid, a server name contains ``__`` or ends with
-            ``_``, an external server name is ``builtin`` or starts with ``builtin_``,
-            or the whole exceeds 128 characters.
+            ``_``, a server that is not built in is named ``builtin`` or starts with
+            ``builtin_``, or the whole exceeds 128 characters.
     """
     validate_tool_name(server_name, what="server name")
     validate_tool_name(tool_name)
@@ -108,22 +119,28 @@ def full_tool_name(server_name: str, tool_name: str, backend_type: BackendType) 
         raise ToolNameError(
             f"server name {server_name!r} must not end with '_': the full name would not parse back"
         )
-    builtin = backend_type is not BackendType.EXTERNAL_MCP
+    builtin = BackendType(backend_type).builtin
     if not builtin and (server_name + SEPARATOR).startswith(BUILTIN_PREFIX):
+        kind = "external" if backend_type is BackendType.EXTERNAL_MCP else "user"
         raise ToolNameError(
-            f"external server name {server_name!r} must not be {BUILTIN_PREFIX[:-1]!r} or "
+            f"{kind} server name {server_name!r} must not be {BUILTIN_PREFIX[:-1]!r} or "
             f"start with {BUILTIN_PREFIX!r}: it would read as a built-in server"
         )
     prefix = BUILTIN_PREFIX if builtin else ""
     return validate_tool_name(f"{prefix}{server_name}{SEPARATOR}{tool_name}", what="full tool name")
 
 
-def parse_tool_name(name: str, *, native_servers: Container[str] = ()) -> ServiceInfo:
+def parse_tool_name(
+    name: str, *, native_servers: Container[str] = (), user_servers: Container[str] = ()
+) -> ServiceInfo:
     """Parse a full tool name back into `ServiceInfo`.
 
-    Built-in names do not say whether the server runs in a worker or in-process:
-    servers listed in ``native_servers`` are `BackendType.BUILTIN_NATIVE`, the
-    others `BackendType.BUILTIN_WEB`.
+    A name does not say whether its server runs in a worker or in-process, nor whether
+    a ``server__tool`` is an external server's or the user's own: servers listed in
+    ``native_servers`` run in-process (`BackendType.BUILTIN_NATIVE`, or
+    `BackendType.USER_IN_PROCESS` for a user server), the others in a worker
+    (`BackendType.BUILTIN_WEB`, `BackendType.USER_WORKER`); a ``server__tool`` is the
+    user's own when ``server`` is in ``user_servers``, else `BackendType.EXTERNAL_MCP`.
 
     Raises:
         ToolNameError: the name is invalid or has no ``server__tool`` shape.
@@ -134,7 +151,10 @@ def parse_tool_name(name: str, *, native_servers: Container[str] = ()) -> Servic
     server, sep, tool = body.partition(SEPARATOR)
     if not sep or not server or not tool:
         raise ToolNameError(f"full tool name {name!r} is not of the form server{SEPARATOR}tool")
-    if not builtin:
+    if not builtin and server in user_servers:
+        native = server in native_servers
+        backend = BackendType.USER_IN_PROCESS if native else BackendType.USER_WORKER
+    elif not builtin:
         backend = BackendType.EXTERNAL_MCP
     elif server in native_servers:
         backend = BackendType.BUILTIN_NATIVE

@@ -30,22 +30,24 @@ def _script() -> str:
     return os.path.basename(path) if path else "the main script"
 
 
-def no_main_guard_message(server: str) -> str:
-    """The parent's one-line explanation of `EXIT_NO_MAIN_GUARD` for ``server``."""
+def no_main_guard_message(server: str, pool: str = "WorkerPool") -> str:
+    """The parent's one-line explanation of `EXIT_NO_MAIN_GUARD` for ``server`` (a
+    server of a ``pool``, the class the script opened)."""
     return (
-        f"worker for {server!r} could not start: {_script()} opens a WorkerPool in code "
+        f"worker for {server!r} could not start: {_script()} opens a {pool} in code "
         'that is not under `if __name__ == "__main__":`, and each worker process runs the '
         "script's top-level code again; move the code that starts the pool under that guard"
     )
 
 
-def exit_if_bootstrapping() -> None:
+def exit_if_bootstrapping(pool: str = "WorkerPool") -> None:
     """In a worker process that is still importing the parent's main module, print one
-    line and exit with `EXIT_NO_MAIN_GUARD`; elsewhere, do nothing."""
+    line and exit with `EXIT_NO_MAIN_GUARD`; elsewhere, do nothing. ``pool`` is the
+    class being opened, as the message names it."""
     if not getattr(multiprocess.current_process(), "_inheriting", False):
         return
     print(
-        f"nativemcp: {_script()} opened a WorkerPool while a worker process was importing "
+        f"nativemcp: {_script()} opened a {pool} while a worker process was importing "
         'it: put the code that starts the pool under `if __name__ == "__main__":`',
         file=sys.stderr,
         flush=True,

@@ -1,7 +1,8 @@
 """One catalog over every tool source: full names, routing, service tags, UI actions.
 
-Every tool of every server is listed under its full name (``server__tool`` for an
-external server, ``builtin_server__tool`` for the pool's own), from `protocol._naming`:
+Every tool of every server is listed under its full name (``builtin_server__tool`` for
+a built-in server, ``server__tool`` for an external or the user's own server), from
+`protocol._naming`:
 a server name that breaks the rules, or two sources with the same full name, is an
 error naming both — never "first one wins". Every result routed through the catalog
 has the producing service in each content block's ``_meta``, which is what lets a UI

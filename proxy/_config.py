@@ -15,9 +15,11 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TypedDict, Unpack
+from urllib.parse import urlsplit
 
 import multiprocess
 
+from nativemcp.protocol import BackendType
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import (
     BUILTIN_SERVERS,
@@ -29,8 +31,8 @@ from nativemcp.workers import (
     redact_url,
 )
 
-from ._external import ExternalServerSpec, load_mcp_servers
 from ._handle import CallOptions
+from ._mcp_config import ExternalServerSpec, load_mcp_servers
 from ._restart import RestartPolicy
 from ._worker import WorkerSettings
 
@@ -177,8 +179,11 @@ class PoolConfig:
         if database_url is None:
             database_url = os.environ.get(DATABASE_URL_ENV)
         if database_url and not is_postgres_url(database_url):
+            # Echo only what has URL parts to redact: 'user:pw@host/db' reads as scheme
+            # 'user' with the password in its path.
+            shown = urlsplit(database_url).netloc and f", not {redact_url(database_url)!r}"
             raise ValueError(
-                f"database_url must be a postgresql:// URL, not {redact_url(database_url)!r}"
+                f"database_url must be a postgresql://user:password@host/database URL{shown}"
             )
         workspace_root = given.get("workspace_root")
         mcp_servers = given.get("mcp_servers")
@@ -229,6 +234,13 @@ class PoolConfig:
         plan.extend((_label(source), source) for source in self.sources)
         return plan
 
+    def backend(self, label: str, *, in_process: bool = False) -> BackendType:
+        """The kind of server ``label`` of the plan is: a built-in or the user's own, in
+        a worker or (``in_process``) in this process."""
+        if label in self.builtins:
+            return BackendType.BUILTIN_NATIVE if in_process else BackendType.BUILTIN_WEB
+        return BackendType.USER_IN_PROCESS if in_process else BackendType.USER_WORKER
+
     def server_config(self, name: str | None) -> ServerConfig:
         """What server ``name`` is given at start-up (its data, its options)."""
         return ServerConfig(
@@ -238,8 +250,11 @@ class PoolConfig:
             database_url=self.database_url,
         )
 
-    def worker_settings(self, label: str, source: ServerSource) -> WorkerSettings:
-        """How to start ``label``'s worker process (both pools start theirs so)."""
+    def worker_settings(
+        self, label: str, source: ServerSource, pool: str = "WorkerPool"
+    ) -> WorkerSettings:
+        """How to start ``label``'s worker process (both pools start theirs so; ``pool``
+        is the class that starts it, for messages)."""
         return WorkerSettings(
             source=source,
             config=self.server_config(label),
@@ -248,6 +263,8 @@ class PoolConfig:
             max_frame=self.max_frame,
             restart=self.restart,
             label=label,
+            pool=pool,
+            backend=self.backend(label),
         )
 
     def make_data_dir(self) -> None:

@@ -24,11 +24,13 @@ __all__ = ["LocalServer"]
 class LocalServer(UnwrappingHandle):
     """Calls a `Server` directly: no process, no frames, same timeouts and callbacks."""
 
-    backend = BackendType.BUILTIN_NATIVE
     trusts_type_refs = True
     default_timeout: float | None = None
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, backend: BackendType = BackendType.BUILTIN_NATIVE) -> None:
+        """Run ``server`` here; ``backend`` says whose it is (a built-in, by default, or
+        `BackendType.USER_IN_PROCESS`)."""
+        self.backend = backend
         self.server = server
         self.name = server.name
         self.description = server.description

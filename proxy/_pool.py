@@ -25,7 +25,14 @@ from typing import Any, Protocol, Self, TypeVar, Unpack, overload
 import anyio
 import anyio.abc
 
-from nativemcp.protocol import ArgumentsError, NativeMCPResponse, Tool, ToolNameError, UnknownServer
+from nativemcp.protocol import (
+    ArgumentsError,
+    BackendType,
+    NativeMCPResponse,
+    Tool,
+    ToolNameError,
+    UnknownServer,
+)
 from nativemcp.workers import (
     ClientRequestError,
     ServerClosed,
@@ -38,7 +45,7 @@ from nativemcp.workers import (
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
 from ._config import PoolConfig, PoolOptions, check_options
-from ._external import ExternalServer, ExternalServerSpec
+from ._external import ExternalServer
 from ._handle import (
     DEFAULT,
     CallOptions,
@@ -50,6 +57,7 @@ from ._handle import (
     merge_options,
 )
 from ._local import LocalServer
+from ._mcp_config import ExternalServerSpec
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
@@ -101,7 +109,8 @@ async def _supervised(task_group: anyio.abc.TaskGroup, handle: H) -> H:
 
 
 class _WorkerSpec:
-    """A server in its own worker process (``BuiltInWeb``), or in ``replicas`` of them."""
+    """A server in its own worker process (``BuiltInWeb``, or ``UserWorker``), or in
+    ``replicas`` of them."""
 
     required = True
 
@@ -120,17 +129,20 @@ class _WorkerSpec:
 
 
 class _LocalSpec:
-    """A server in this process (``BuiltInNative``)."""
+    """A server in this process (``BuiltInNative``, or ``UserInProcess``)."""
 
     required = True
 
-    def __init__(self, label: str, source: ServerSource, config: ServerConfig) -> None:
+    def __init__(
+        self, label: str, source: ServerSource, config: ServerConfig, backend: BackendType
+    ) -> None:
         self.label = label
         self._source = source
         self._config = config
+        self._backend = backend
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        return LocalServer(load_server(self._source, self._config))
+        return LocalServer(load_server(self._source, self._config), self._backend)
 
 
 class _ExternalSpec:
@@ -255,7 +267,7 @@ class WorkerPool:
         elicitation_handler: ClientHandler | None = None,
         **options: Unpack[PoolOptions],
     ) -> None:
-        exit_if_bootstrapping()
+        exit_if_bootstrapping("WorkerPool")
         check_options(options, PoolOptions.__optional_keys__, "WorkerPool")
         self._config = PoolConfig.build(servers, **options)
         self._handles: dict[str, ServerHandle] = {}
@@ -284,7 +296,8 @@ class WorkerPool:
         specs: list[_Spec] = []
         for label, source in config.plan():
             if label in config.in_process:
-                specs.append(_LocalSpec(label, source, config.server_config(label)))
+                backend = config.backend(label, in_process=True)
+                specs.append(_LocalSpec(label, source, config.server_config(label), backend))
             else:
                 settings = config.worker_settings(label, source)
                 specs.append(
@@ -463,8 +476,9 @@ class WorkerPool:
             raise ServerClosed("the pool is closed", server="*")
 
     async def list_tools(self) -> list[Tool]:
-        """Every tool of every source under its full name (``server__tool`` external,
-        ``builtin_server__tool`` built-in), its `ServiceInfo` in
+        """Every tool of every source under its full name (``builtin_server__tool`` for a
+        built-in server, ``server__tool`` for an external or the user's own), its
+        `ServiceInfo` in
         ``_meta["io.github.nativemcp/service"]`` (read it with `service_info`).
 
         Raises:

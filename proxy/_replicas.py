@@ -32,7 +32,6 @@ T = TypeVar("T")
 class ReplicaSet:
     """Several `WorkerProcess` replicas of one server, seen as one `ServerHandle`."""
 
-    backend = BackendType.BUILTIN_WEB
     trusts_type_refs = True
     default_timeout: float | None = None
 
@@ -40,6 +39,7 @@ class ReplicaSet:
         if not replicas:
             raise ValueError("a replica set needs at least one replica")
         self.replicas = replicas
+        self.backend: BackendType = replicas[0].backend
         self._load = [0] * len(replicas)
         self._next = 0
         self._listener: ResourceListener | None = None

@@ -27,6 +27,7 @@ from nativemcp.protocol.wire import (
 )
 from nativemcp.workers import ServerError, ServerStartError
 
+from ._bootstrap import exit_if_bootstrapping
 from ._config import PoolConfig, SyncPoolOptions, check_options
 from ._handle import DEFAULT, _Default, time_limit
 from ._pool import find_server, server_and_interface
@@ -57,6 +58,7 @@ class SyncWorkerPool:
     """
 
     def __init__(self, servers: Iterable[Any] = (), **options: Unpack[SyncPoolOptions]) -> None:
+        exit_if_bootstrapping("SyncWorkerPool")
         check_options(options, SyncPoolOptions.__optional_keys__, "SyncWorkerPool")
         # The async pool's configuration, checked by the same code.
         self._config = PoolConfig.build(servers, in_process=(), **options)
@@ -85,7 +87,7 @@ class SyncWorkerPool:
         try:
             # Spawn every process first, then wait for each READY: the starts overlap.
             for label, source in config.plan():
-                worker = SyncWorker(config.worker_settings(label, source))
+                worker = SyncWorker(config.worker_settings(label, source, "SyncWorkerPool"))
                 launched.append((worker, worker.spawn()))
             errors: list[ServerError] = []
             for worker, conn in launched:

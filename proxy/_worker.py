@@ -119,6 +119,10 @@ class WorkerSettings:
     max_frame: int
     restart: RestartPolicy
     label: str
+    pool: str = "WorkerPool"
+    """The pool class that starts the worker, as the user's script names it."""
+    backend: BackendType = BackendType.BUILTIN_WEB
+    """A built-in server's worker, or (`BackendType.USER_WORKER`) the user's own."""
 
     def launch(self) -> tuple[Any, socket.socket]:
         """Start a worker process: ``(process, the parent's socket)``.
@@ -159,7 +163,7 @@ class WorkerSettings:
     def exited_error(self, exitcode: int | None) -> ServerStartError:
         """The worker exited (with ``exitcode``) before it was ready."""
         if exitcode == EXIT_NO_MAIN_GUARD:
-            return ServerStartError(no_main_guard_message(self.label), server=self.label)
+            return ServerStartError(no_main_guard_message(self.label, self.pool), server=self.label)
         return ServerStartError(
             f"worker for {self.label!r} {describe_exit(exitcode)} during start-up",
             server=self.label,
@@ -285,6 +289,7 @@ class WorkerBase:
     blocking `SyncWorker`): how it starts, and the name and tools it last gave."""
 
     def __init__(self, settings: WorkerSettings) -> None:
+        self.backend = settings.backend
         self._settings = settings
         self._restart = settings.restart
         self._max_frame = settings.max_frame
@@ -328,7 +333,6 @@ class WorkerBase:
 class WorkerProcess(WorkerBase):
     """A server in its own process, restarted when it crashes."""
 
-    backend = BackendType.BUILTIN_WEB
     trusts_type_refs = True
     default_timeout: float | None = None
 
@@ -695,12 +699,30 @@ class WorkerProcess(WorkerBase):
 
 def start_failure(errors: Sequence[Exception]) -> Exception:
     """What a pool raises when servers failed to start: the one error, or all of them in
-    a group. A `ServerError` loses its traceback: the frames of a worker that failed to
-    start say nothing to the caller; its message says why, and what to do."""
-    if len(errors) == 1:
-        error = errors[0]
+    a group. Servers that failed alike (each worker re-ran a script without its guard)
+    are one error naming them all. A `ServerError` loses its traceback: the frames of a
+    worker that failed to start say nothing to the caller; its message says why, and
+    what to do."""
+    alike: dict[tuple[type[Exception], str], list[Exception]] = {}
+    for error in errors:
+        server = getattr(error, "server", None)
+        cause = str(error).replace(repr(server), "{server}") if server else str(error)
+        alike.setdefault((type(error), cause), []).append(error)
+    distinct = [_one_of(same) for same in alike.values()]
+    if len(distinct) == 1:
+        error = distinct[0]
         return error.with_traceback(None) if isinstance(error, ServerError) else error
-    return ExceptionGroup("several servers failed to start", errors)
+    return ExceptionGroup("several servers failed to start", distinct)
+
+
+def _one_of(same: list[Exception]) -> Exception:
+    """One error for servers that failed alike: the first, naming every server."""
+    first = same[0]
+    if len(same) == 1 or not isinstance(first, ServerStartError):
+        return first
+    names = [str(getattr(error, "server", "")) for error in same]
+    listed = ", ".join(map(repr, names[:-1])) + f" and {names[-1]!r}"
+    return ServerStartError(str(first).replace(repr(names[0]), listed), server=names[0])
 
 
 def _exit_text(process: Any) -> str:

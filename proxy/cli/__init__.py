@@ -3,8 +3,11 @@
 The outermost room: it may import every other room of `nativemcp.proxy` (the pool core,
 `serve`, `console`, `llm`) and the public names of `nativemcp.protocol` and
 `nativemcp.workers`; nothing imports it. `_main` builds the parser and dispatches;
-`_content` holds the content-store verbs and ``call``, `_serve` and `_console` the verbs
-that keep running, `_demo` the main job.
+`_content` holds the content-store verbs and ``call`` (`_next_steps`: their hints as
+commands), `_tools` the ``tools`` verb, `_serve` and `_console` the verbs that keep
+running (`_listen`: bind before announcing), `_demo` the main job. Every verb names
+servers by `_servers` and takes the pool options of `_pool_options`; `_errors` turns
+what goes wrong into one line.
 """
 
 from ._data_dir import DATA_DIR_ENV as DATA_DIR_ENV

@@ -7,22 +7,27 @@ http://127.0.0.1:8765/3q2-...-token/
 
 The URL carries a random token; requests without it get 401, requests naming another
 Host than a local name (or ``--allow-host``) 421, another Origin 403. The console runs the
-built-in servers (and any ``--server``) in a `WorkerPool` for as long as it serves;
-Ctrl-C stops both.
+built-in servers (and any ``--server``, named as on every verb) in a `WorkerPool` for
+as long as it serves; Ctrl-C stops both.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import secrets
 import socket
 import sys
-from pathlib import Path
 from typing import Final
 
 import anyio
 
-from ._content import add_allow_lists, add_pool_options
+from nativemcp.workers import BUILTIN_SERVERS
+
+from ._content import add_allow_lists
+from ._listen import listen
+from ._pool_options import PoolOptions, pool_options_parser
+from ._servers import resolve_servers
 
 __all__ = ["HOST", "SHUTDOWN_GRACE", "TOKEN_BYTES", "add_console_parser", "run_console"]
 
@@ -38,57 +43,35 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     """Register the ``console`` verb on the CLI's subcommands."""
     console = commands.add_parser(
         "console",
+        parents=[pool_options_parser()],
         help="a local web page: call any tool and see what the model reads and the app gets",
     )
     console.add_argument(
         "--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)"
     )
-    add_pool_options(console)  # --data-dir, --mcp-config, --database-url
     add_allow_lists(console)  # a name for 127.0.0.1 besides localhost (an SSH tunnel's)
-    console.add_argument(
-        "--workspace",
-        type=Path,
-        default=None,
-        help="the workspace server's root folder (default: a folder in the data folder)",
-    )
     console.add_argument(
         "--server",
         action="append",
         default=[],
-        metavar="MODULE:ATTR",
-        help="also run this server (a Server or a factory), in a worker; repeatable",
+        metavar="SERVER",
+        help="also run this server: module:attribute or path/to/file.py:attribute "
+        "(a Server or a factory), in a worker; repeatable",
     )
 
 
-def _listen(port: int) -> socket.socket:
-    """A bound loopback socket (port 0: any free port), so the URL names the real port."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((HOST, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(128)
-    return sock
-
-
-async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) -> int:
+async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.socket) -> int:
     import uvicorn
 
-    from .._pool import WorkerPool
     from ..console._app import create_console_app
     from ..console._catalog import ConsoleCatalog
 
     token = secrets.token_urlsafe(TOKEN_BYTES)
+    extra = resolve_servers(args.server)
+    # Every built-in runs in the console; --server adds the user's own.
+    choice = dataclasses.replace(extra, builtins=tuple(BUILTIN_SERVERS))
     async with (
-        WorkerPool(
-            args.server,
-            data_dir=data_dir,
-            workspace_root=args.workspace,
-            mcp_servers=args.mcp_config,
-            database_url=args.database_url,
-        ) as pool,
+        options.pool(choice) as pool,
         anyio.create_task_group() as calls,
     ):
         app = create_console_app(
@@ -111,7 +94,8 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
         # The first line of stdout, flushed: scripts and tests read the URL from it.
         print(f"http://{HOST}:{port}/{token}/", flush=True)
         print(
-            f"nativemcp console: servers {', '.join(pool.names)}; data in {data_dir}; Ctrl-C stops",
+            f"nativemcp console: servers {', '.join(pool.names)}; data in {options.where}; "
+            "Ctrl-C stops",
             file=sys.stderr,
             flush=True,
         )
@@ -120,16 +104,16 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
     return 0
 
 
-def run_console(args: argparse.Namespace, data_dir: Path) -> int:
+def run_console(args: argparse.Namespace, options: PoolOptions) -> int:
     """Serve the console until interrupted; returns the exit status."""
     try:
-        sock = _listen(args.port)
+        sock = listen(HOST, args.port)
     except OSError as exc:
-        print(f"cannot listen on {HOST}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"nativemcp console: error: {exc}", file=sys.stderr)
         return 2
     with sock:
         try:
-            return anyio.run(_serve, args, data_dir, sock)
+            return int(anyio.run(_serve, args, options, sock))
         except KeyboardInterrupt:
             # uvicorn shuts down on Ctrl-C, then raises it again; by then the pool has
             # closed every worker. Ctrl-C is how the console is meant to stop: status 0.

@@ -1,10 +1,11 @@
 """The content-store verbs of the command line, and the generic ``call``.
 
 ``ingest``, ``search``, ``stores``, ``list``, ``read`` and ``delete`` work on the
-content store in a worker process, on data kept in ``--data-dir``; ``call SERVER TOOL``
-calls any tool of a built-in server (or a ``module:attribute`` server) and prints what
-the model would read. Every verb takes ``--json`` for the typed value instead of the
-text. `add_content_commands` registers them on the parser of `_main`.
+content store in a worker process, on data kept in ``--data-dir``, and print the
+store's text with its next steps as ``nativemcp`` commands (`CommandSteps`);
+``call SERVER TOOL`` calls any tool of any server and prints what the model would read.
+Every verb takes ``--json`` for the typed value instead of the text.
+`add_content_commands` registers them on the parser of `_main`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,17 +24,19 @@ from typing import Any, Final
 import msgspec
 
 from nativemcp.protocol import NativeMCPResponse, ToolError, result_text
-from nativemcp.workers import DATABASE_URL_ENV, redact_url
+from nativemcp.workers.content_store import render_text
 
-from ._data_dir import DATA_DIR_ENV
+from ._errors import UsageError
+from ._next_steps import CommandSteps
+from ._pool_options import PoolOptions, pool_options_parser
+from ._servers import ServerChoice, resolve_servers
 
 __all__ = [
     "CONTENT_STORE",
     "DEFAULT_STORE",
     "add_allow_lists",
     "add_content_commands",
-    "add_database_url",
-    "add_pool_options",
+    "confirm_delete",
 ]
 
 DEFAULT_STORE: Final = "default"
@@ -41,31 +45,10 @@ CONTENT_STORE: Final = "content-store"
 _CALL_TIMEOUT: Final = 600.0
 """Seconds one file may take to parse and index (a 50 MB PDF is slow)."""
 
-Runner = Callable[[argparse.Namespace, Path], Any]
-"""An async verb: ``await run(args, data_dir)`` returns the exit status."""
+Runner = Callable[[argparse.Namespace, PoolOptions], Any]
+"""An async verb: ``await run(args, options)`` returns the exit status."""
 
-
-class UsageError(Exception):
-    """A mistake in what the user typed, said in their words (exit status 2)."""
-
-
-def add_pool_options(parser: argparse.ArgumentParser) -> None:
-    """The options every verb that opens a pool takes (the data folder, ...)."""
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help=f"data folder (default: ${DATA_DIR_ENV}, else the user data folder)",
-    )
-    parser.add_argument(
-        "--mcp-config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="external MCP servers to start too: an mcp.json with mcpServers "
-        "(as Claude Desktop, Cursor and VS Code write it)",
-    )
-    add_database_url(parser)
+_CONTENT: Final = ServerChoice(builtins=(CONTENT_STORE,))
 
 
 def add_allow_lists(parser: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -79,26 +62,6 @@ def add_allow_lists(parser: argparse.ArgumentParser, prefix: str = "") -> None:
         parser.add_argument(
             flag, action="append", default=[], metavar=metavar, help=f"{prefix}accept this {what}"
         )
-
-
-def add_database_url(parser: argparse.ArgumentParser) -> None:
-    """``--database-url``: the content store and planning in a shared PostgreSQL database."""
-    parser.add_argument(
-        "--database-url",
-        default=None,
-        metavar="URL",
-        help=(
-            "keep the content store and planning in this PostgreSQL database, shared "
-            f"with other machines (default: ${DATABASE_URL_ENV}; unset: SQLite files in "
-            "the data folder)"
-        ),
-    )
-
-
-def _where(args: argparse.Namespace, data_dir: Path) -> str:
-    """Where the state lives, for messages (a database URL without its password)."""
-    url = args.database_url if args.database_url is not None else os.environ.get(DATABASE_URL_ENV)
-    return redact_url(url) if url else str(data_dir)
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str], int]:
@@ -131,35 +94,34 @@ def _add_store(parser: argparse.ArgumentParser, default: str | None = DEFAULT_ST
 def add_content_commands(commands: Any) -> dict[str, Runner]:
     """Add the content verbs and ``call`` to ``commands`` (an argparse subparsers
     object); returns each verb's runner by name."""
-    ingest = commands.add_parser("ingest", help="add files to a content store (folders are walked)")
+    pool = [pool_options_parser()]
+    ingest = commands.add_parser(
+        "ingest", parents=pool, help="add files to a content store (folders are walked)"
+    )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ingest.add_argument("--store", default=DEFAULT_STORE, help="store name (created if new)")
     _add_json(ingest)
-    add_pool_options(ingest)
 
-    search = commands.add_parser("search", help="search a content store (BM25)")
+    search = commands.add_parser("search", parents=pool, help="search a content store (BM25)")
     search.add_argument("query", nargs="+", metavar="QUERY")
     _add_store(search)
     search.add_argument(
         "--top", type=_bounded_int(1, 100), default=5, help="how many results (1-100)"
     )
     _add_json(search)
-    add_pool_options(search)
 
-    stores = commands.add_parser("stores", help="list the content stores")
+    stores = commands.add_parser("stores", parents=pool, help="list the content stores")
     _add_json(stores)
-    add_pool_options(stores)
 
-    listing = commands.add_parser("list", help="list the files of a content store")
+    listing = commands.add_parser("list", parents=pool, help="list the files of a content store")
     _add_store(listing)
     listing.add_argument("--offset", type=_bounded_int(0, 10**9), default=0, help="skip this many")
     listing.add_argument(
         "--limit", type=_bounded_int(1, 100), default=50, help="how many (1-100, default 50)"
     )
     _add_json(listing)
-    add_pool_options(listing)
 
-    read = commands.add_parser("read", help="read lines of a stored file")
+    read = commands.add_parser("read", parents=pool, help="read lines of a stored file")
     read.add_argument(
         "content_id", metavar="CONTENT", help="a content id (as `list` shows it) or a file name"
     )
@@ -167,26 +129,37 @@ def add_content_commands(commands: Any) -> dict[str, Runner]:
     read.add_argument("--from", dest="from_line", type=_bounded_int(1, 10**9), default=1)
     read.add_argument("--to", dest="to_line", type=_bounded_int(1, 10**9), default=None)
     _add_json(read)
-    add_pool_options(read)
 
     delete = commands.add_parser(
-        "delete", help="delete a file from a store, or (no CONTENT) the whole store"
+        "delete",
+        parents=pool,
+        help="delete a file from a store, or (no CONTENT) the whole store",
     )
     delete.add_argument(
         "content_id", nargs="?", metavar="CONTENT", help="a content id or a file name"
     )
     _add_store(delete, default=None)
+    delete.add_argument(
+        "--yes",
+        action="store_true",
+        help="delete a whole store without asking (required when not on a terminal)",
+    )
     _add_json(delete)
-    add_pool_options(delete)
 
     call = commands.add_parser(
-        "call", help="call any tool: prints the text a model reads (--json: the value)"
+        "call",
+        parents=pool,
+        help="call any tool: prints the text a model reads (--json: the value)",
     )
-    call.add_argument("server", metavar="SERVER", help="a built-in name or module:attribute")
+    call.add_argument(
+        "server",
+        metavar="SERVER",
+        help="a built-in name, module:attribute, path/to/file.py:attribute, "
+        "or a server of --mcp-config",
+    )
     call.add_argument("tool", metavar="TOOL")
     call.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
     _add_json(call)
-    add_pool_options(call)
 
     return {
         "ingest": _ingest,
@@ -206,18 +179,12 @@ def _print_json(value: Any) -> None:
     print(msgspec.json.encode(value).decode())
 
 
-def _content_pool(
-    args: argparse.Namespace, data_dir: Path, options: dict[str, Any] | None = None
-) -> Any:
-    from nativemcp.proxy import WorkerPool
-
-    return WorkerPool(
-        data_dir=data_dir,
-        database_url=args.database_url,
-        builtins=[CONTENT_STORE],
+def _content_pool(options: PoolOptions, server_options: dict[str, Any] | None = None) -> Any:
+    """The content store's pool (``server_options``: the store's own options)."""
+    return options.pool(
+        _CONTENT,
         in_process=(),
-        options={CONTENT_STORE: options} if options else None,
-        mcp_servers=args.mcp_config,
+        options={CONTENT_STORE: server_options} if server_options else None,
     )
 
 
@@ -238,9 +205,13 @@ async def _require_store(store: Any, name_or_id: str, where: str) -> str:
     return store_id
 
 
-async def _resolve_content(store: Any, store_id: str, name_or_id: str) -> str:
+async def _resolve_content(store: Any, store_id: str, name_or_id: str, store_name: str) -> str:
     """The content id for a content id or a file name in the store (the first file of
-    that name); unknown, it is passed on as given, for the tool to report."""
+    that name).
+
+    Raises:
+        UsageError: no file of the store has that id or name.
+    """
     offset = 0
     while True:
         page = await store.list_content(store_id=store_id, offset=offset, limit=100)
@@ -248,8 +219,22 @@ async def _resolve_content(store: Any, store_id: str, name_or_id: str) -> str:
             if name_or_id in (item.content_id, item.filename):
                 return str(item.content_id)
         if not page.has_more:
-            return name_or_id
+            raise UsageError(
+                f"no file {name_or_id!r} in store {store_name!r} "
+                f"(see them with `nativemcp list --store {shlex.quote(store_name)}`)"
+            )
         offset += len(page.contents)
+
+
+def _print(value: Any, args: argparse.Namespace) -> int:
+    """Print a content verb's result: its text with the next steps as ``nativemcp``
+    commands, or with ``--json`` the typed value."""
+    if args.json:
+        _print_json(value)
+    else:
+        store = getattr(args, "store", None) or "NAME"  # `stores` names none
+        print(render_text(value, CommandSteps(store, args.data_dir)))
+    return 0
 
 
 def _show(response: NativeMCPResponse[Any], as_json: bool) -> int:
@@ -321,7 +306,7 @@ class _Tally:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
+async def _ingest(args: argparse.Namespace, options: PoolOptions) -> int:
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import (
@@ -338,9 +323,7 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
         raise UsageError("no files to ingest in " + ", ".join(map(str, args.paths)))
     tally = _Tally(store=args.store)
     started = time.perf_counter()
-    async with _content_pool(
-        args, data_dir, {"allowed_paths": _allowed_paths(args.paths, files)}
-    ) as pool:
+    async with _content_pool(options, {"allowed_paths": _allowed_paths(args.paths, files)}) as pool:
         store = pool.server(CONTENT_STORE)
         store_id = await _find_store(store, args.store)
         created = store_id is None
@@ -406,115 +389,109 @@ async def _ingest(args: argparse.Namespace, data_dir: Path) -> int:
     else:
         where = f"Store {args.store!r} ({tally.store_id})" if tally.store_id else "No store"
         print(
-            f"{where} in {_where(args, data_dir)}: {tally.added} added "
-            f"({tally.chunks} chunks, {tally.bytes / 1e6:.2f} MB of text), "
+            f"{where} in {options.where}: {tally.added} added "
+            f"({tally.chunks} chunk{'' if tally.chunks == 1 else 's'}, "
+            f"{tally.bytes / 1e6:.2f} MB of text), "
             f"{tally.duplicates} already there, {len(tally.skipped)} skipped "
             f"(unsupported type), {len(tally.failed)} failed, in {elapsed:.1f} s"
         )
     return 1 if tally.failed else 0
 
 
-async def _search(args: argparse.Namespace, data_dir: Path) -> int:
+async def _search(args: argparse.Namespace, options: PoolOptions) -> int:
     query = " ".join(args.query)
-    async with _content_pool(args, data_dir) as pool:
+    async with _content_pool(options) as pool:
         store = pool.server(CONTENT_STORE)
-        store_id = await _require_store(store, args.store, _where(args, data_dir))
-        response = await store.call_tool(
-            "keyword_similarity_search", {"store_id": store_id, "query": query, "top_n": args.top}
+        store_id = await _require_store(store, args.store, options.where)
+        found = await store.keyword_similarity_search(
+            store_id=store_id, query=query, top_n=args.top
         )
-    return _show(response, args.json)
+    return _print(found, args)
 
 
-async def _stores(args: argparse.Namespace, data_dir: Path) -> int:
-    async with _content_pool(args, data_dir) as pool:
-        response = await pool.server(CONTENT_STORE).call_tool("list_stores", {})
-    return _show(response, args.json)
+async def _stores(args: argparse.Namespace, options: PoolOptions) -> int:
+    async with _content_pool(options) as pool:
+        stores = await pool.server(CONTENT_STORE).list_stores()
+    return _print(stores, args)
 
 
-async def _list(args: argparse.Namespace, data_dir: Path) -> int:
-    async with _content_pool(args, data_dir) as pool:
+async def _list(args: argparse.Namespace, options: PoolOptions) -> int:
+    async with _content_pool(options) as pool:
         store = pool.server(CONTENT_STORE)
-        store_id = await _require_store(store, args.store, _where(args, data_dir))
-        response = await store.call_tool(
-            "list_content", {"store_id": store_id, "offset": args.offset, "limit": args.limit}
-        )
-    return _show(response, args.json)
+        store_id = await _require_store(store, args.store, options.where)
+        listing = await store.list_content(store_id=store_id, offset=args.offset, limit=args.limit)
+    return _print(listing, args)
 
 
-async def _read(args: argparse.Namespace, data_dir: Path) -> int:
+async def _read(args: argparse.Namespace, options: PoolOptions) -> int:
     if args.to_line is not None and args.to_line < args.from_line:
         raise UsageError(f"--to {args.to_line} is before --from {args.from_line}")
-    async with _content_pool(args, data_dir) as pool:
+    async with _content_pool(options) as pool:
         store = pool.server(CONTENT_STORE)
-        store_id = await _require_store(store, args.store, _where(args, data_dir))
-        arguments: dict[str, Any] = {
-            "store_id": store_id,
-            "content_id": await _resolve_content(store, store_id, args.content_id),
-            "from_line": args.from_line,
-        }
-        if args.to_line is not None:
-            arguments["to_line"] = args.to_line
-        response = await store.call_tool("read_content", arguments)
-    return _show(response, args.json)
+        store_id = await _require_store(store, args.store, options.where)
+        content_id = await _resolve_content(store, store_id, args.content_id, args.store)
+        lines = await store.read_content(
+            store_id=store_id,
+            content_id=content_id,
+            from_line=args.from_line,
+            to_line=args.to_line,
+        )
+    return _print(lines, args)
 
 
-async def _delete(args: argparse.Namespace, data_dir: Path) -> int:
+def confirm_delete(args: argparse.Namespace, options: PoolOptions) -> bool:
+    """Before ``delete`` opens the store: whether to go on. Deleting a whole store asks
+    on a terminal (yes or no) and, without one, needs ``--yes``; a file goes at once.
+
+    Raises:
+        UsageError: no ``--store``, or a whole store without a terminal nor ``--yes``.
+    """
     if args.store is None:
         raise UsageError(
             "say which store: `delete CONTENT --store NAME` removes a file, "
             "`delete --store NAME` the whole store"
         )
-    async with _content_pool(args, data_dir) as pool:
+    if args.content_id is not None or args.yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UsageError(
+            f"deleting the whole store {args.store!r} needs --yes when no terminal can "
+            "ask; nothing was deleted"
+        )
+    # The question goes to stderr, so stdout keeps only the result (for --json).
+    print(
+        f"Delete store {args.store!r} and every file in it ({options.where})? [y/N] ",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+    if sys.stdin.readline().strip().lower() in ("y", "yes"):
+        return True
+    print("Nothing deleted.", file=sys.stderr)
+    return False
+
+
+async def _delete(args: argparse.Namespace, options: PoolOptions) -> int:
+    async with _content_pool(options) as pool:
         store = pool.server(CONTENT_STORE)
-        store_id = await _require_store(store, args.store, _where(args, data_dir))
+        store_id = await _require_store(store, args.store, options.where)
         if args.content_id is None:
-            response = await store.call_tool("delete_store", {"store_id": store_id})
+            deleted = await store.delete_store(store_id=store_id)
         else:
-            content_id = await _resolve_content(store, store_id, args.content_id)
-            response = await store.call_tool(
-                "delete_content", {"store_id": store_id, "content_id": content_id}
-            )
-    return _show(response, args.json)
+            content_id = await _resolve_content(store, store_id, args.content_id, args.store)
+            deleted = await store.delete_content(store_id=store_id, content_id=content_id)
+    return _print(deleted, args)
 
 
-async def _call(args: argparse.Namespace, data_dir: Path) -> int:
-    from nativemcp.proxy import WorkerPool
-    from nativemcp.workers import BUILTIN_SERVERS
-
+async def _call(args: argparse.Namespace, options: PoolOptions) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--args is not JSON: {exc.msg} at character {exc.pos}") from None
     if not isinstance(arguments, dict):
         raise UsageError(f"--args must be a JSON object, got {type(arguments).__name__}")
-    external = args.mcp_config
-    if args.server in BUILTIN_SERVERS:
-        pool = WorkerPool(
-            data_dir=data_dir,
-            builtins=[args.server],
-            mcp_servers=external,
-            database_url=args.database_url,
-        )
-        name = args.server
-    elif ":" in args.server:
-        # As `python -m` does: a module in the current folder can be named.
-        sys.path.insert(0, os.getcwd())
-        pool = WorkerPool(
-            [args.server],
-            data_dir=data_dir,
-            builtins=[],
-            mcp_servers=external,
-            database_url=args.database_url,
-        )
-        name = None
-    elif external is not None:
-        pool = WorkerPool(data_dir=data_dir, builtins=[], mcp_servers=external)
-        name = args.server  # a server of the --mcp-config file
-    else:
-        raise UsageError(
-            f"no server {args.server!r}: give a built-in ({', '.join(BUILTIN_SERVERS)}), "
-            "module:attribute, or a server of --mcp-config FILE"
-        )
-    async with pool:
-        response = await pool.server(name or pool.names[0]).call_tool(args.tool, arguments)
+    choice = resolve_servers([args.server], mcp_config=options.mcp_config is not None)
+    async with options.pool(choice) as pool:
+        [name] = choice.names(pool.names)
+        response = await pool.server(name).call_tool(args.tool, arguments)
     return _show(response, args.json)

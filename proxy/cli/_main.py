@@ -2,16 +2,17 @@
 
 ``nativemcp demo`` runs the main job (see `nativemcp.proxy.cli._demo`). The content-store
 verbs (``ingest``, ``search``, ``stores``, ``list``, ``read``, ``delete``) and the
-generic ``call SERVER TOOL --args JSON`` live in `nativemcp.proxy.cli._content`; each
-opens a `WorkerPool` on data kept in ``--data-dir`` (default: `default_data_dir`), or
-in the PostgreSQL database of ``--database-url`` / ``$NATIVEMCP_DATABASE_URL``, and
-takes ``--json`` for the typed value instead of the text a model reads.
-``nativemcp console [--port N]`` serves the browser console (see `nativemcp.proxy.console._app`).
+generic ``call SERVER TOOL --args JSON`` live in `nativemcp.proxy.cli._content`,
+``tools`` in `_tools`, ``serve`` and ``console`` in `_serve` and `_console`. Every verb
+that starts servers takes the pool options of `_pool_options` (``--data-dir``,
+``--workspace``, ``--mcp-config``, ``--database-url``) and names servers by the one rule
+of `_servers`. What goes wrong is one line on stderr (`_errors`), never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import version
@@ -19,12 +20,11 @@ from pathlib import Path
 
 import anyio
 
-from nativemcp.protocol import NativeMCPError
-from nativemcp.workers import is_postgres_url, redact_url
-
 from ._console import add_console_parser, run_console
-from ._content import Runner, UsageError, add_content_commands, add_database_url
-from ._data_dir import default_data_dir
+from ._content import Runner, add_content_commands, confirm_delete
+from ._errors import UsageError, error_lines
+from ._pool_options import PoolOptions, check_database
+from ._tools import add_tools_parser
 
 __all__ = ["main"]
 
@@ -47,9 +47,15 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
     demo.add_argument(
         "--data-dir", type=Path, default=None, help="data folder (default: a temporary one)"
     )
-    add_database_url(demo)
+    demo.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="keep the content store and planning in this PostgreSQL database",
+    )
 
     runners = add_content_commands(commands)
+    runners["tools"] = add_tools_parser(commands)
     from ._serve import add_serve_parser
 
     add_serve_parser(commands)
@@ -65,32 +71,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        url = getattr(args, "database_url", None)
-        if url and not is_postgres_url(url):
-            raise UsageError(f"--database-url must be a postgresql:// URL, not {redact_url(url)!r}")
         if args.command == "demo":
-            from rich.console import Console
-
-            from ._demo import run_demo
-
-            console = Console()
-            if not console.is_terminal:
-                # Piped or captured: wide enough for the side-by-side tables.
-                console = Console(width=120)
-            return anyio.run(run_demo, args.data_dir, console, url)
-        data_dir = (args.data_dir or default_data_dir()).expanduser()
+            return _demo(args)
+        options = PoolOptions.from_args(args)
         if args.command == "serve":  # runs its own event loop (uvicorn's, over HTTP)
             from ._serve import run_serve
 
-            return run_serve(args, data_dir)
+            return run_serve(args, options)
         if args.command == "console":
             # Not a runner: it binds its socket first and stops on Ctrl-C.
-            return run_console(args, data_dir)
-        return int(anyio.run(runners[args.command], args, data_dir))
+            return run_console(args, options)
+        if args.command == "delete" and not confirm_delete(args, options):
+            return 1
+        return int(anyio.run(runners[args.command], args, options))
     except UsageError as exc:
         print(f"nativemcp {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (NativeMCPError, OSError) as exc:
-        # What went wrong, in one line; the traceback is for bugs, not for these.
-        print(f"nativemcp {args.command}: error: {exc}", file=sys.stderr)
+    except BrokenPipeError:
+        # The reader left (`nativemcp tools | head`): stop quietly, and keep Python from
+        # reporting the same broken pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as exc:
+        lines = error_lines(exc)
+        if lines is None:
+            raise  # a bug: its traceback is what a report needs
+        for line in lines:
+            print(f"nativemcp {args.command}: error: {line}", file=sys.stderr)
+        return 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ._demo import run_demo
+
+    url = PoolOptions.database_url_of(args)
+    check_database(url)
+    console = Console()
+    if not console.is_terminal:
+        # Piped or captured: wide enough for the side-by-side tables.
+        console = Console(width=120)
+    return int(anyio.run(run_demo, args.data_dir, console, url))

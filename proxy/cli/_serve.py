@@ -1,24 +1,33 @@
 """``nativemcp serve SERVER...``: serve nativemcp servers to MCP clients.
 
-SERVER is a built-in name (``content-store``, ``planning``, ``workspace``), a
-``module:attribute`` or a ``path/to/file.py:attribute`` naming a `Server` (or a factory).
+SERVER is named as on every verb (see `_servers`): a built-in name (``content-store``,
+``planning``, ``workspace``), ``module:attribute`` or ``path/to/file.py:attribute``.
 ``--transport stdio`` (default) speaks MCP on stdin/stdout (logs go to stderr);
-``--transport http`` serves Streamable HTTP with uvicorn at ``/mcp`` and ``/mcp/<name>``.
+``--transport http`` binds its port first, then says where it serves, and serves
+Streamable HTTP with uvicorn at ``/mcp`` and ``/mcp/<name>``; a port in use is one line
+and exit status 2, as for ``console``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import ipaddress
 import logging
 import os
+import signal
+import socket
 import sys
-from pathlib import Path
+from types import FrameType
 from typing import Any, Final
 
 import anyio
 
-from ._content import add_allow_lists, add_database_url
+from ._content import add_allow_lists
+from ._errors import UsageError
+from ._listen import listen
+from ._pool_options import PoolOptions, pool_options_parser
+from ._servers import ServerChoice, resolve_servers
 
 __all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "run_serve"]
 
@@ -43,13 +52,20 @@ def add_serve_parser(commands: Any) -> None:
 
     serve = commands.add_parser(
         "serve",
+        parents=[pool_options_parser()],
         help="serve servers to MCP clients over stdio or Streamable HTTP",
         description=(
             "Serve nativemcp servers over MCP. SERVER is a built-in "
             f"({', '.join(BUILTIN_SERVERS)}), module:attribute or path/to/file.py:attribute."
         ),
     )
-    serve.add_argument("servers", nargs="+", metavar="SERVER")
+    serve.add_argument(
+        "servers",
+        nargs="*",
+        metavar="SERVER",
+        help="a built-in name, module:attribute or path/to/file.py:attribute "
+        "(none: only the servers of --mcp-config)",
+    )
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind")
     serve.add_argument("--port", type=int, default=8000, help="HTTP: port")
@@ -107,8 +123,6 @@ def add_serve_parser(commands: Any) -> None:
         default=DEFAULT_GRACE,
         help="HTTP: seconds in-flight calls get to finish on SIGTERM",
     )
-    serve.add_argument("--data-dir", type=Path, default=None, help="built-in servers' data")
-    add_database_url(serve)
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
     serve.add_argument(
         "--input-timeout",
@@ -116,52 +130,6 @@ def add_serve_parser(commands: Any) -> None:
         default=300.0,
         help="seconds a call waiting for a 2026-07-28 client's input waits for its retry",
     )
-    serve.add_argument(
-        "--mcp-config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="external MCP servers to serve too: an mcp.json with mcpServers",
-    )
-
-
-def _importable_from(folder: str) -> None:
-    """Let this process and its workers import modules from ``folder``."""
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (folder, os.environ.get("PYTHONPATH")) if p
-    )
-
-
-def _sources(specs: list[str]) -> tuple[list[str], list[str]]:
-    """``(built-in names, module:attribute sources)``. A file path's folder, or for a
-    module the current folder (as ``python -m`` and uvicorn do), joins sys.path and
-    PYTHONPATH, so worker processes import it the same way."""
-    from nativemcp.workers import BUILTIN_SERVERS
-
-    builtins: list[str] = []
-    sources: list[str] = []
-    for spec in specs:
-        if spec in BUILTIN_SERVERS:
-            builtins.append(spec)
-            continue
-        target, sep, attribute = spec.rpartition(":")
-        if not sep or not target or not attribute:
-            raise SystemExit(
-                f"nativemcp serve: {spec!r} is neither a built-in ({', '.join(BUILTIN_SERVERS)}) "
-                "nor module:attribute nor path/to/file.py:attribute"
-            )
-        if target.endswith(".py"):
-            path = Path(target).resolve()
-            if not path.is_file():
-                raise SystemExit(f"nativemcp serve: no file {target!r}")
-            _importable_from(str(path.parent))
-            target = path.stem
-        else:
-            _importable_from(os.getcwd())
-        sources.append(f"{target}:{attribute}")
-    return builtins, sources
 
 
 def _is_loopback(host: str) -> bool:
@@ -196,62 +164,105 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
     return token
 
 
-def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
+def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
-    from .._pool import WorkerPool
-    from ..serve._deadlines import deadline_protocol
-    from ..serve._graceful import GracefulServer
-    from ..serve._transports import TOKEN_ENV, Drain, http_app, serve_stdio
+    from ..serve._transports import TOKEN_ENV, serve_stdio
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    # Checked before anything starts: a refused start costs nothing.
-    token = _network_token(args, TOKEN_ENV) if args.transport == "http" else None
-    builtins, sources = _sources(args.servers)
-    pool = WorkerPool(
-        sources,
-        data_dir=data_dir if builtins else None,
-        builtins=builtins,
-        timeout=args.timeout,
-        mcp_servers=args.mcp_config,
-        # Replicas behind a load balancer share the content store and planning here.
-        database_url=args.database_url,
-    )
+    if args.transport == "http":
+        # Checked before anything starts: a refused start costs nothing.
+        _network_token(args, TOKEN_ENV)
+    if not args.servers and options.mcp_config is None:
+        raise UsageError("say what to serve: SERVER..., --mcp-config FILE, or both")
+    choice = resolve_servers(args.servers, mcp_config=options.mcp_config is not None)
+    if choice.external:
+        # Every server of --mcp-config is served; naming one here would suggest otherwise.
+        raise UsageError(
+            f"serve takes built-in and module servers; {', '.join(choice.external)} is "
+            "served with every other server of --mcp-config, without naming it"
+        )
     if args.transport == "stdio":
 
         async def main() -> None:
-            async with pool:
+            async with options.pool(choice, timeout=args.timeout) as pool:
                 await serve_stdio(pool, timeout=args.timeout, input_timeout=args.input_timeout)
 
         anyio.run(main)
         return 0
 
+    try:
+        sock = listen(args.host, args.port)
+    except OSError as exc:
+        print(f"nativemcp serve: error: {exc}", file=sys.stderr)
+        return 2
+    with sock:
+        # uvicorn's own loop choice: uvloop where it is installed.
+        uvloop = importlib.util.find_spec("uvloop") is not None
+        anyio.run(_serve_http, args, options, choice, sock, backend_options={"use_uvloop": uvloop})
+    return 0
+
+
+async def _serve_http(
+    args: argparse.Namespace, options: PoolOptions, choice: ServerChoice, sock: socket.socket
+) -> None:
+    """Start the servers, then say where they answer, then serve until SIGTERM or Ctrl-C.
+
+    The pool runs around uvicorn (its lifespan sees it running and leaves it be), so a
+    server that fails to start is one line before any announcement, and the pool closes
+    after the last call has drained.
+    """
     import uvicorn
 
-    app = http_app(
-        pool,
-        token=token,
-        allowed_hosts=args.allow_host,
-        allowed_origins=args.allow_origin,
-        stateless=args.stateless,
-        max_body_size=args.max_body,
-        timeout=args.timeout,
-        input_timeout=args.input_timeout,
-        session_idle_timeout=args.session_idle_timeout or None,
-        sessions_per_client=args.sessions_per_client or None,
-    )
-    drain = Drain(app)
-    config = uvicorn.Config(
-        drain,
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        # The calls have drained by the time uvicorn shuts down (GracefulServer).
-        timeout_graceful_shutdown=1,
-        lifespan="on",
-        http=deadline_protocol(args.header_timeout, args.body_timeout),
-    )
-    server = GracefulServer(config, drain, args.grace, app.state.stop_calls)
-    print(f"nativemcp serving MCP at http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    server.run()
-    return 0
+    from ..serve._deadlines import deadline_protocol
+    from ..serve._graceful import GracefulServer
+    from ..serve._transports import TOKEN_ENV, Drain, http_app
+
+    # Replicas behind a load balancer share the content store and planning in
+    # --database-url.
+    async with options.pool(choice, timeout=args.timeout) as pool:
+        token = args.token or os.environ.get(TOKEN_ENV) or None
+        app = http_app(
+            pool,
+            token=token,
+            allowed_hosts=args.allow_host,
+            allowed_origins=args.allow_origin,
+            stateless=args.stateless,
+            max_body_size=args.max_body,
+            timeout=args.timeout,
+            input_timeout=args.input_timeout,
+            session_idle_timeout=args.session_idle_timeout or None,
+            sessions_per_client=args.sessions_per_client or None,
+        )
+        drain = Drain(app)
+        config = uvicorn.Config(
+            drain,
+            log_level="warning",
+            # The calls have drained by the time uvicorn shuts down (GracefulServer).
+            timeout_graceful_shutdown=1,
+            lifespan="on",
+            http=deadline_protocol(args.header_timeout, args.body_timeout),
+        )
+        server = GracefulServer(config, drain, args.grace, app.state.stop_calls)
+        host, port = sock.getsockname()[:2]
+        print(
+            f"nativemcp serving MCP at http://{_url_host(host)}:{port}/mcp",
+            file=sys.stderr,
+            flush=True,
+        )
+        # Uvicorn raises the stopping signal again once it has shut down; here that
+        # would end the process before the pool closes, so the signal only stops serving.
+        stopped = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            for sig, handler in stopped.items():
+                signal.signal(sig, handler)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    """The stopping signal uvicorn raises again after shutting down: already handled."""
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

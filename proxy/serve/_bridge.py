@@ -19,6 +19,7 @@ to the client that made the call (on 2025-11-25) or suspend the call behind an
 from __future__ import annotations
 
 import difflib
+import importlib.metadata
 import logging
 import weakref
 from collections.abc import Callable, Sequence
@@ -73,7 +74,7 @@ class McpBridge:
     """One MCP server over some of a running pool's servers.
 
     Its tools are the pool's catalog entries of those servers: under their full names
-    (``builtin_server__tool``, ``server__tool`` for an external server) when several
+    (``builtin_server__tool``, ``server__tool`` for an external or the user's own) when several
     servers are served, under the tools' own names when one is. Prompts are named the
     same way.
 
@@ -81,6 +82,7 @@ class McpBridge:
         pool: the running pool.
         servers: the names of the servers to serve (default: all), in listing order.
         name: the MCP server's name (``serverInfo.name``).
+        version: its ``serverInfo.version`` (default: the installed nativemcp's).
         timeout: seconds per call (0 or less: no limit).
         suspend: let a tool ask a 2026-07-28 client for input by suspending its call
             until the client's retry (False for stateless replicas: the tool's request
@@ -102,7 +104,7 @@ class McpBridge:
         servers: Sequence[str] | None = None,
         *,
         name: str = "nativemcp",
-        version: str = "",
+        version: str | None = None,
         timeout: float = 0,
         instructions: str | None = None,
         suspend: bool = True,
@@ -114,7 +116,7 @@ class McpBridge:
         # drop the fields of an external server's listings that nativemcp does not model.
         self.handles = {server: pool.handles[server] for server in self.servers}
         self.name = name
-        self.version = version
+        self.version = version if version is not None else importlib.metadata.version("nativemcp")
         self.timeout = timeout
         # 0 or less: no limit (the handles take None for that).
         self._limit = timeout if timeout > 0 else None

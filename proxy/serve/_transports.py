@@ -62,7 +62,8 @@ async def serve_stdio(
     """Serve ``servers`` of a running pool (default: all) over this process's stdin/stdout.
 
     Runs until the client closes stdin. With one server its tools keep their names;
-    with several they are listed under full names (``builtin_server__tool``). A tool's
+    with several they are listed under full names (``builtin_server__tool``,
+    ``server__tool``). A tool's
     request to a 2026-07-28 client suspends its call for up to ``input_timeout``
     seconds (see `McpBridge`).
 

@@ -86,8 +86,11 @@ def test_every_full_name_parses_back_to_what_it_was_built_from(
         name = full_tool_name(server, tool, backend)
     except ToolNameError:
         return
-    native = {server} if backend is BackendType.BUILTIN_NATIVE else set()
-    assert parse_tool_name(name, native_servers=native) == ServiceInfo(server, tool, backend)
+    in_process = (BackendType.BUILTIN_NATIVE, BackendType.USER_IN_PROCESS)
+    native = {server} if backend in in_process else set()
+    user = {server} if backend in (BackendType.USER_WORKER, BackendType.USER_IN_PROCESS) else set()
+    parsed = parse_tool_name(name, native_servers=native, user_servers=user)
+    assert parsed == ServiceInfo(server, tool, backend)
 
 
 @given(a=st.tuples(names, names), b=st.tuples(names, names))
@@ -109,6 +112,7 @@ def test_different_external_tools_never_get_the_same_full_name(
         ("a__b", "t", BackendType.EXTERNAL_MCP, "must not contain '__'"),
         ("a_", "b", BackendType.EXTERNAL_MCP, "must not end with '_'"),
         ("builtin_x", "t", BackendType.EXTERNAL_MCP, "would read as a built-in"),
+        ("builtin_x", "t", BackendType.USER_WORKER, "user server name 'builtin_x' must not"),
         ("builtin", "t", BackendType.EXTERNAL_MCP, "would read as a built-in"),
         ("srv", "bad name", BackendType.EXTERNAL_MCP, "tool name 'bad name'"),
         ("bad srv", "t", BackendType.BUILTIN_WEB, "server name 'bad srv'"),

@@ -39,7 +39,7 @@ async def test_each_spelling_of_the_limit_applies_to_a_call() -> None:
         with pytest.raises(CallTimeout):
             await proxy.nap(seconds=5)  # the pool's default
         with pytest.raises(CallTimeout):
-            await pool.call_tool("builtin_slow__nap", {"seconds": 5})
+            await pool.call_tool("slow__nap", {"seconds": 5})
         assert await proxy.nap(seconds=0.3, call_options=CallOptions(timeout=None)) == "slept"
         assert await proxy.nap(seconds=0.3, call_timeout=5) == "slept"  # the older spelling
         response = await proxy.call_tool("nap", {"seconds": 0.3}, timeout=None)

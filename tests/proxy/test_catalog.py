@@ -9,7 +9,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from nativemcp.protocol import BackendType, EmbeddedResource, ToolNameError, service_info
+from nativemcp.protocol import (
+    BackendType,
+    EmbeddedResource,
+    ServiceInfo,
+    ToolNameError,
+    service_info,
+)
 from nativemcp.proxy import PROXY_NAMES, ToolNameClash, UnknownTool, WorkerPool
 from nativemcp.workers import Server
 
@@ -114,4 +120,28 @@ async def test_a_tool_named_like_a_proxy_attribute_is_an_error_that_says_how_to_
             _ = proxy.tools
         assert await proxy.tool("ping")() == "ok"
         assert await proxy.fine() == "ok"
-        assert (await pool.call_tool("builtin_odd__ping")).result is not None
+        assert (await pool.call_tool("odd__ping")).result is not None
+
+
+async def test_the_users_own_server_is_its_own_kind_not_a_builtin(tmp_path: Path) -> None:
+    async with WorkerPool(
+        [_server("mine", "hello")],
+        data_dir=tmp_path,
+        builtins=["workspace"],
+        in_process=["mine", "workspace"],
+    ) as pool:
+        services = {tool.name: service_info(tool) for tool in await pool.list_tools()}
+        assert services["mine__hello"] == ServiceInfo("mine", "hello", BackendType.USER_IN_PROCESS)
+        assert not any(name.startswith("builtin_mine") for name in services)
+        workspace = services["builtin_workspace__write_file"]
+        assert workspace is not None and workspace.backend_type is BackendType.BUILTIN_NATIVE
+        assert pool.server("mine").backend == "UserInProcess"
+        response = await pool.call_tool("mine__hello")
+        assert response.result is not None
+        assert service_info(response.result.content[0]) == services["mine__hello"]
+
+
+async def test_a_users_server_named_like_a_builtin_prefix_is_refused() -> None:
+    with pytest.raises(ToolNameError, match="user server name 'builtin_x' must not"):
+        async with WorkerPool([_server("builtin_x", "a")], in_process=["builtin_x"]):
+            pass

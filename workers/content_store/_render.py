@@ -1,10 +1,15 @@
 """The text the model reads for each content-store result: the facts it needs to act
 next (ids, line ranges, scores, what to call next), never a bare status line.
+
+What to do next is said in the reader's words: the model's (tool calls, `NextSteps`)
+by default; the command line passes its own `NextSteps` (``nativemcp list --offset 3``)
+to `render_text`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Final
 
 from ._models import (
     AddContentResult,
@@ -21,6 +26,7 @@ from ._snippet import highlight
 from ._tokenize import query_terms
 
 __all__ = [
+    "NextSteps",
     "format_size",
     "render_add_content",
     "render_create_store",
@@ -30,6 +36,7 @@ __all__ = [
     "render_list_stores",
     "render_read_content",
     "render_search",
+    "render_text",
 ]
 
 
@@ -43,6 +50,44 @@ def format_size(size: int) -> str:
     raise AssertionError("unreachable")
 
 
+class NextSteps:
+    """The next steps a result's text suggests, as tool calls for a model; a subclass
+    says them in another reader's words (the command line's verbs)."""
+
+    def list_more(self, store_id: str, offset: int) -> str:
+        """A listing goes on at ``offset``."""
+        return f'More: list_content(store_id="{store_id}", offset={offset})'
+
+    def add_files(self, store_id: str) -> str:
+        """A store is empty."""
+        return "Add one with add_content."
+
+    def create_store(self) -> str:
+        """There is no store yet."""
+        return "Create one with create_store(name=...)."
+
+    def read_hit(self, store_id: str, content_id: str, lines: tuple[int, int]) -> str:
+        """Read a search's top hit."""
+        return (
+            f'Read the top hit: read_content(store_id="{store_id}", '
+            f'content_id="{content_id}", from_line={lines[0]}, '
+            f"to_line={lines[1]}) (or another hit's id and line range above)"
+        )
+
+    def read_more(self, store_id: str, content_id: str, from_line: int) -> str:
+        """A read stopped before the end of the file."""
+        return f"(more: from_line={from_line})"
+
+
+TOOL_CALLS: Final = NextSteps()
+"""The next steps in the model's words."""
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 chunk``, ``2 chunks``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _when(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
@@ -50,7 +95,7 @@ def _when(moment: datetime) -> str:
 def _store_line(store: StoreInfo) -> str:
     extra = f" — {store.description}" if store.description else ""
     session = f" | Session: {store.session_id}" if store.session_id else ""
-    items = f"{store.content_count} item{'s' if store.content_count != 1 else ''}"
+    items = _count(store.content_count, "item")
     return (
         f'"{store.name}"{extra}\n   Store ID: {store.store_id} | {items}{session}'
         f" | Created: {_when(store.created_at)}"
@@ -104,14 +149,14 @@ def render_add_content(result: AddContentResult) -> str:
     )
 
 
-def render_list_content(result: ListContentResult) -> str:
+def render_list_content(result: ListContentResult, steps: NextSteps = TOOL_CALLS) -> str:
     """Text for `list_content`: numbered files with their facts and a preview."""
     if result.total == 0:
-        return f"No files in store {result.store_id}. Add one with add_content."
+        return f"No files in store {result.store_id}. {steps.add_files(result.store_id)}"
     if not result.contents:
         return (
             f"No files at offset {result.offset}: store {result.store_id} has "
-            f"{result.total} file{'s' if result.total != 1 else ''}."
+            f"{_count(result.total, 'file')}."
         )
     first = result.offset + 1
     last = result.offset + len(result.contents)
@@ -120,7 +165,8 @@ def render_list_content(result: ListContentResult) -> str:
         preview = item.preview if len(item.preview) <= 150 else item.preview[:150] + "…"
         lines.extend(
             [
-                f"{number}. {item.filename} ({format_size(item.size)}, {item.line_count} lines)",
+                f"{number}. {item.filename} ({format_size(item.size)}, "
+                f"{_count(item.line_count, 'line')})",
                 f"   Type: {item.mime_type} | ID: {item.content_id} | Chunks: {item.chunk_count}",
                 f"   Uploaded: {_when(item.uploaded_at)}",
                 f"   Preview: {preview}",
@@ -128,11 +174,11 @@ def render_list_content(result: ListContentResult) -> str:
             ]
         )
     if result.has_more:
-        lines.append(f'More: list_content(store_id="{result.store_id}", offset={last})')
+        lines.append(steps.list_more(result.store_id, last))
     return "\n".join(lines).rstrip("\n")
 
 
-def render_read_content(result: ReadContentResult) -> str:
+def render_read_content(result: ReadContentResult, steps: NextSteps = TOOL_CALLS) -> str:
     """Text for `read_content`: the lines, numbered."""
     start, end = result.line_range
     width = len(str(end))
@@ -146,11 +192,11 @@ def render_read_content(result: ReadContentResult) -> str:
     ]
     tail = []
     if end < result.total_lines:
-        tail.append(f"(more: from_line={end + 1})")
+        tail.append(steps.read_more(result.store_id, result.content_id, end + 1))
     return "\n".join([head, *body, *tail])
 
 
-def render_search(result: SearchResult) -> str:
+def render_search(result: SearchResult, steps: NextSteps = TOOL_CALLS) -> str:
     """Text for `keyword_similarity_search`: located, scored, highlighted contexts."""
     if not result.results:
         floor = f" at threshold {result.threshold}" if result.threshold is not None else ""
@@ -161,9 +207,9 @@ def render_search(result: SearchResult) -> str:
     count = len(result.results)
     terms = len(query_terms(result.query))
     lines = [
-        f'{count} result{"s" if count != 1 else ""} for "{result.query}" in store '
-        f"{result.store_id} (relevance 0..1: the share of the query's {terms} "
-        f"term{'s' if terms != 1 else ''} a hit holds, weighted by BM25):",
+        f'{_count(count, "result")} for "{result.query}" in store '
+        f"{result.store_id} (relevance 0..1: the share of the query's "
+        f"{_count(terms, 'term')} a hit holds, weighted by BM25):",
         "",
     ]
     for number, hit in enumerate(result.results, 1):
@@ -180,11 +226,7 @@ def render_search(result: SearchResult) -> str:
             ]
         )
     top = result.results[0]
-    lines.append(
-        f'Read the top hit: read_content(store_id="{result.store_id}", '
-        f'content_id="{top.content_id}", from_line={top.line_range[0]}, '
-        f"to_line={top.line_range[1]}) (or another hit's id and line range above)"
-    )
+    lines.append(steps.read_hit(result.store_id, top.content_id, top.line_range))
     return "\n".join(lines)
 
 
@@ -192,7 +234,7 @@ def render_delete_content(result: DeleteContentResult) -> str:
     """Text for `delete_content`."""
     return (
         f'Deleted "{result.filename}" (content {result.content_id}, '
-        f"{result.deleted_chunks} chunks) from store {result.store_id}."
+        f"{_count(result.deleted_chunks, 'chunk')}) from store {result.store_id}."
     )
 
 
@@ -200,15 +242,47 @@ def render_delete_store(result: DeleteStoreResult) -> str:
     """Text for `delete_store`."""
     return (
         f'Deleted store "{result.name}" ({result.store_id}) and its '
-        f"{result.deleted_contents} content item{'s' if result.deleted_contents != 1 else ''}."
+        f"{_count(result.deleted_contents, 'content item')}."
     )
 
 
-def render_list_stores(result: ListStoresResult) -> str:
+def render_list_stores(result: ListStoresResult, steps: NextSteps = TOOL_CALLS) -> str:
     """Text for `list_stores`."""
     if not result.stores:
-        return "No stores yet. Create one with create_store(name=...)."
-    lines = [f"{result.total} store{'s' if result.total != 1 else ''}:", ""]
+        return f"No stores yet. {steps.create_store()}"
+    lines = [f"{_count(result.total, 'store')}:", ""]
     for number, store in enumerate(result.stores, 1):
         lines.append(f"{number}. {_store_line(store)}")
     return "\n".join(lines)
+
+
+Rendered = (
+    ListContentResult
+    | ListStoresResult
+    | ReadContentResult
+    | SearchResult
+    | DeleteContentResult
+    | DeleteStoreResult
+)
+"""The results whose text `render_text` writes with another reader's `NextSteps`."""
+
+
+def render_text(result: Rendered, steps: NextSteps = TOOL_CALLS) -> str:
+    """The text of a content-store result, its next steps in ``steps``' words.
+
+    Raises:
+        TypeError: ``result`` is not one of `Rendered`.
+    """
+    if isinstance(result, ListContentResult):
+        return render_list_content(result, steps)
+    if isinstance(result, ListStoresResult):
+        return render_list_stores(result, steps)
+    if isinstance(result, ReadContentResult):
+        return render_read_content(result, steps)
+    if isinstance(result, SearchResult):
+        return render_search(result, steps)
+    if isinstance(result, DeleteContentResult):
+        return render_delete_content(result)
+    if isinstance(result, DeleteStoreResult):
+        return render_delete_store(result)
+    raise TypeError(f"no content-store text for {type(result).__name__}")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from _scripts import venv_script
 
 from nativemcp.proxy.cli import DATA_DIR_ENV, default_data_dir, main
 
@@ -113,7 +117,7 @@ def test_stores_list_read_and_delete_walk_a_store_from_the_command_line(
 
     assert main(["delete", content_id, "--store", "notes", "--json", *data]) == 0
     assert json.loads(capsys.readouterr().out)["filename"] == "note.txt"
-    assert main(["delete", "--store", "notes", *data]) == 0
+    assert main(["delete", "--store", "notes", "--yes", *data]) == 0
     capsys.readouterr()
     assert main(["list", "--store", "notes", *data]) == 2
     assert "no store named 'notes'" in capsys.readouterr().err
@@ -192,3 +196,108 @@ def test_a_database_url_that_is_not_postgresql_is_refused_without_its_password(
     error = capsys.readouterr().err
     assert "postgresql://" in error and "mysql://user@db/app" in error
     assert "hunter2" not in error
+
+
+def _delete_store_on_a_terminal(data: Path, answer: bytes) -> tuple[int, str]:
+    """Run ``nativemcp delete --store notes`` with a terminal for stdin; answer its question."""
+    leader, follower = pty.openpty()
+    try:
+        with subprocess.Popen(
+            [venv_script("nativemcp"), "delete", "--store", "notes", "--data-dir", str(data)],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as process:
+            os.write(leader, answer)
+            out, err = process.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    return process.returncode, out + err
+
+
+@pytest.mark.real_process
+def test_deleting_a_whole_store_asks_on_a_terminal_and_needs_yes_without_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    note = tmp_path / "note.txt"
+    note.write_text("one line\n", encoding="utf-8")
+    assert main(["ingest", str(note), "--store", "notes", "--data-dir", str(data)]) == 0
+    capsys.readouterr()
+
+    # No terminal (pytest's stdin is not one) and no --yes: refused, nothing deleted.
+    assert main(["delete", "--store", "notes", "--data-dir", str(data)]) == 2
+    assert "needs --yes" in capsys.readouterr().err
+
+    status, said = _delete_store_on_a_terminal(data, b"n\n")
+    assert status == 1 and "Delete store 'notes' and every file in it" in said
+    assert "Nothing deleted." in said
+    assert main(["stores", "--json", "--data-dir", str(data)]) == 0
+    assert [s["name"] for s in json.loads(capsys.readouterr().out)["stores"]] == ["notes"]
+
+    status, said = _delete_store_on_a_terminal(data, b"y\n")
+    assert status == 0 and 'Deleted store "notes"' in said
+    assert main(["stores", "--json", "--data-dir", str(data)]) == 0
+    assert json.loads(capsys.readouterr().out)["stores"] == []
+
+
+@pytest.mark.real_process
+def test_content_verbs_speak_in_command_line_terms_and_call_keeps_the_models_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert main(["stores", *data]) == 0
+    empty = capsys.readouterr().out
+    assert "nativemcp ingest PATH... --store NAME" in empty and "create_store" not in empty
+
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text(f"only line of {name}\n", encoding="utf-8")
+    assert main(["ingest", str(tmp_path / "a.txt"), "--store", "one", *data]) == 0
+    assert "1 added (1 chunk, " in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "ingest",
+                str(tmp_path / "a.txt"),
+                str(tmp_path / "b.txt"),
+                "--store",
+                "my notes",
+                *data,
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+
+    assert main(["list", "--store", "my notes", "--limit", "1", *data]) == 0
+    listing = capsys.readouterr().out
+    assert "a.txt (19 B, 1 line)" in listing
+    assert f"More: nativemcp list --store 'my notes' --data-dir {data[1]} --offset 1" in listing
+    assert "list_content(" not in listing
+
+    assert main(["search", "only", "--store", "my notes", "--top", "1", *data]) == 0
+    found = capsys.readouterr().out
+    assert "Read the top hit: nativemcp read ct_" in found and "--from 1 --to 1" in found
+    assert "read_content(" not in found
+
+    assert main(["read", "nothing.txt", "--store", "my notes", *data]) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        "nativemcp read: error: no file 'nothing.txt' in store 'my notes' "
+        "(see them with `nativemcp list --store 'my notes'`)\n"
+    )
+
+    assert main(["delete", "a.txt", "--store", "one", *data]) == 0
+    assert "1 chunk)" in capsys.readouterr().out
+    assert main(["list", "--store", "one", *data]) == 0
+    assert "Add files with: nativemcp ingest PATH... --store one" in capsys.readouterr().out
+
+    # `call` shows what a model reads: the next step as the tool call a model makes.
+    assert main(["stores", "--json", *data]) == 0
+    stores = json.loads(capsys.readouterr().out)["stores"]
+    notes = next(store["storeId"] for store in stores if store["name"] == "my notes")
+    page = json.dumps({"store_id": notes, "limit": 1})
+    assert main(["call", "content-store", "list_content", "--args", page, *data]) == 0
+    assert f'More: list_content(store_id="{notes}", offset=1)' in capsys.readouterr().out

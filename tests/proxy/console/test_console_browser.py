@@ -327,23 +327,23 @@ def test_a_script_injected_through_a_display_name_does_not_run(page: Any) -> Non
     assert frame.evaluate("window.__pwned") is None
     assert page.locator('img[src="x"]').count() == 0
     assert frame.locator('img[src="x"]').count() == 0
-    _call_in_page(page, "builtin_console-test__hostile", {"name": HOSTILE})
+    _call_in_page(page, "console-test__hostile", {"name": HOSTILE})
     page.wait_for_selector("text=What the app gets")
     assert page.evaluate("window.__pwned") is None
     assert page.locator('img[src="x"]').count() == 0
 
 
 def test_progress_notifications_drive_the_progress_bar(page: Any, console: Console) -> None:
-    _call_in_page(page, "builtin_console-test__slow", {"key": "bar"})
+    _call_in_page(page, "console-test__slow", {"key": "bar"})
     page.wait_for_selector("#progress-text:has-text('one of four')")
     width = page.evaluate("document.getElementById('progress-bar').style.width")
     assert width == "25%"
-    console.call("builtin_console-test__release", {"key": "bar"})
+    console.call("console-test__release", {"key": "bar"})
     page.wait_for_selector(".model-text:has-text('released bar')")
 
 
 def test_images_and_audio_render(page: Any) -> None:
-    _call_in_page(page, "builtin_console-test__picture", {})
+    _call_in_page(page, "console-test__picture", {})
     image = page.wait_for_selector("img.media")
     page.wait_for_function("document.querySelector('img.media').naturalWidth === 24")
     assert image.get_attribute("alt") == "image from the tool (image/png)"
@@ -354,7 +354,7 @@ def test_images_and_audio_render(page: Any) -> None:
 def test_host_actions_are_shown_not_run_and_tool_actions_resolve_to_full_names(
     page: Any, console: Console
 ) -> None:
-    _call_in_page(page, "builtin_console-test__actions", {})
+    _call_in_page(page, "console-test__actions", {})
     page.wait_for_selector("iframe.ui-resource")
     card = page.frame_locator("iframe.ui-resource")
     before = len(json.loads(console.request("api/calls")[1])["calls"])
@@ -373,11 +373,11 @@ def test_host_actions_are_shown_not_run_and_tool_actions_resolve_to_full_names(
     page.wait_for_function("document.querySelector('iframe.ui-resource').style.height === '123px'")
     assert page.locator(".host-action").count() == 6
     card.locator("#tool").click()  # `release`, named by its own name in the UI
-    page.wait_for_selector(".ui-call:has-text('builtin_console-test__release')")
+    page.wait_for_selector(".ui-call:has-text('console-test__release')")
 
 
 def test_a_ui_frame_cannot_reach_the_console_api(page: Any) -> None:
-    _call_in_page(page, "builtin_console-test__actions", {})
+    _call_in_page(page, "console-test__actions", {})
     frame = page.wait_for_selector("iframe.ui-resource").content_frame()
     frame.wait_for_selector("#notify")
     outcome = frame.evaluate(
@@ -592,12 +592,12 @@ def test_arguments_typed_as_json_are_used_instead_of_the_fields(page: Any) -> No
 def test_seven_running_calls_do_not_stall_the_page(page: Any, console: Console) -> None:
     # A browser opens at most six connections to a host; the page keeps one stream.
     for n in range(7):
-        _call_in_page(page, "builtin_console-test__slow", {"key": f"many-{n}"})
+        _call_in_page(page, "console-test__slow", {"key": f"many-{n}"})
         page.wait_for_selector(f"#result:has-text('many-{n}'), .call-line:has-text('running')")
     _call_in_page(page, "builtin_planning__get_current_state", {})
     page.wait_for_selector(".column.model h3")
     for n in range(7):
-        console.call("builtin_console-test__release", {"key": f"many-{n}"})
+        console.call("console-test__release", {"key": f"many-{n}"})
     page.wait_for_function(
         "() => document.querySelectorAll('#history .history-item.running').length === 0"
     )

@@ -159,7 +159,7 @@ async def test_a_shortened_name_maps_back_to_its_tool(pool: WorkerPool, provider
     declared = [
         d.get("name") or d["function"]["name"] for d in await pool.tool_definitions(provider)
     ]
-    short = next(n for n in declared if n.startswith("builtin_odd-names__a_tool_name"))
+    short = next(n for n in declared if n.startswith("odd-names__a_tool_name"))
     message = await pool.run_tool_call(_call(provider, short, {"n": 41}), provider=provider)
     text, error = _result(provider, message)
     assert not error and "42" in text

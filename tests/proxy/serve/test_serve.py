@@ -59,7 +59,7 @@ async def _check_client(client: Client, *, prefix: str) -> None:
     assert moved.structured_content == {"x": 4, "y": 2}
     # Calls go through the pool's catalog: each block names the service that made it.
     service = moved.content[0].meta["io.github.nativemcp/service"]  # type: ignore[index]
-    assert service == {"serverName": "shapes", "toolName": "move", "backendType": "BuiltInWeb"}
+    assert service == {"serverName": "shapes", "toolName": "move", "backendType": "UserWorker"}
     with pytest.raises(
         MCPError, match=rf"unknown tool '{prefix}mvoe'; did you mean '{prefix}move'"
     ):
@@ -168,12 +168,13 @@ async def test_sdk_client_over_http_per_server_route_and_catalog_route() -> None
             ) as client:
                 assert client.instructions == "shapes: Shapes live on an integer grid."
                 names = {tool.name for tool in (await client.list_tools()).tools}
-                assert {"builtin_shapes__move", "builtin_other__ping_other"} <= names
+                # The user's own servers: not built-ins, not prefixed as one.
+                assert {"shapes__move", "other__ping_other"} <= names
                 # Exactly the pool's catalog, under the same full names.
                 assert names == {tool.name for tool in await pool.list_tools()}
-                await _check_client(client, prefix="builtin_shapes__")
-                await _check_features(client, prefix="builtin_shapes__")
-                await _check_client_requests(client, prefix="builtin_shapes__")
+                await _check_client(client, prefix="shapes__")
+                await _check_features(client, prefix="shapes__")
+                await _check_client_requests(client, prefix="shapes__")
 
 
 async def test_http_session_id_is_the_call_scope() -> None:

@@ -1,5 +1,6 @@
-"""`nativemcp serve` as a process: SIGTERM lets in-flight calls finish; bad SERVER
-arguments are named; stateless replicas on one PostgreSQL database share their state."""
+"""`nativemcp serve` as a process: SIGTERM lets in-flight calls finish; stateless
+replicas on one PostgreSQL database share their state. (How SERVER is named, on every
+verb: tests/proxy/cli/test_cli_servers.py.)"""
 
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ import pytest
 from _scripts import venv_script
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-
-from nativemcp.proxy.cli import main
 
 pytestmark = pytest.mark.anyio_backends("asyncio")
 
@@ -84,8 +83,8 @@ async def _slow_call_cut_by_sigterm(grace: float, seconds: float) -> object:
                     process.send_signal(signal.SIGTERM)
             except* httpx2.ConnectError:
                 pass  # the client's goodbye, sent after the server has gone
-        # Uvicorn re-raises the signal once it has shut down gracefully.
-        assert process.wait(30) in (0, -signal.SIGTERM)
+        # The signal stops serving; the servers close after the drain, and the exit is clean.
+        assert process.wait(30) == 0
         return outcome[0]
     finally:
         if process.poll() is None:
@@ -107,13 +106,6 @@ async def test_a_call_cut_after_the_grace_gets_a_json_rpc_error_not_a_dropped_co
     assert isinstance(cut, MCPError), cut
     assert "shutting down" in cut.error.message and "0.5 s of grace" in cut.error.message
     assert cut.error.data == {"reason": "shutting_down"}
-
-
-def test_a_bad_server_argument_is_named(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit, match="'no-such-thing' is neither a built-in"):
-        main(["serve", "no-such-thing"])
-    with pytest.raises(SystemExit, match=r"no file 'missing\.py'"):
-        main(["serve", "missing.py:server"])
 
 
 def _text(result: object) -> str:
