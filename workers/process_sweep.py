@@ -22,6 +22,7 @@ __all__ = [
     "descendants",
     "kill_pids",
     "kill_until_gone",
+    "other_pids",
     "process_stats",
     "session_members",
 ]
@@ -31,26 +32,29 @@ MAX_SWEEPS: Final = 50
 ends it; more passes only matter against a fork bomb)."""
 
 
-def process_stats() -> dict[int, tuple[int, int]]:
-    """``pid -> (parent pid, session id)`` for every live process but this one (zombies
-    left out); empty where there is no ``/proc``."""
-    stats: dict[int, tuple[int, int]] = {}
+def other_pids() -> list[int]:
+    """Every process id in ``/proc`` but this process's own; empty where there is none."""
     me = os.getpid()
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return stats
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
-            continue
+        return []
+    return [int(entry) for entry in entries if entry.isdigit() and int(entry) != me]
+
+
+def process_stats() -> dict[int, tuple[int, int]]:
+    """``pid -> (parent pid, session id)`` for every live process but this one (zombies
+    left out); empty where there is no ``/proc``."""
+    stats: dict[int, tuple[int, int]] = {}
+    for pid in other_pids():
         try:
-            with open(f"/proc/{entry}/stat") as file:
+            with open(f"/proc/{pid}/stat") as file:
                 # The command name may hold spaces and parentheses: split after the last ")".
                 fields = file.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue  # gone, or unreadable
         if fields and fields[0] != "Z":
-            stats[int(entry)] = (int(fields[1]), int(fields[3]))
+            stats[pid] = (int(fields[1]), int(fields[3]))
     return stats
 
 

@@ -29,7 +29,7 @@ from typing import Final
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from ..process_sweep import kill_until_gone, session_members
+from ..process_sweep import kill_until_gone, other_pids, session_members
 from ._models import ShellResult
 
 __all__ = ["render_shell", "run_shell"]
@@ -83,21 +83,14 @@ def _kill_group(pgid: int) -> None:
 def _marked(needle: bytes) -> list[int]:
     """The live processes whose environment holds the entry ``needle`` (``\\0name=value\\0``)."""
     found: list[int] = []
-    me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
-            continue
+    for pid in other_pids():
         try:
-            with open(f"/proc/{entry}/environ", "rb") as file:
+            with open(f"/proc/{pid}/environ", "rb") as file:
                 environ = file.read()
         except OSError:  # gone, or not ours to read
             continue
         if needle in b"\0" + environ:
-            found.append(int(entry))
+            found.append(pid)
     return found
 
 
