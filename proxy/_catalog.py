@@ -184,13 +184,14 @@ class Catalog:
             service = _service_of(content)
             if service is None:
                 raise ValueError(
-                    f"UI action names the base tool {name!r}, but the content given carries "
-                    "no service _meta; pass the content block (or result) from pool.call_tool"
+                    f"UI action names the base tool {quoted_name(name)}, but the content "
+                    "given carries no service _meta; pass the content block (or result) from "
+                    "pool.call_tool"
                 )
             try:
                 name = full_tool_name(service.server_name, name, service.backend_type)
             except ToolNameError as exc:
-                raise ValueError(f"UI action tool name {name!r}: {exc}") from exc
+                raise ValueError(f"UI action tool name {quoted_name(name)}: {exc}") from exc
             self.entry(name)  # raises UnknownTool with suggestions
         return UIAction(type="tool", tool_name=name, arguments=dict(params), action=dict(action))
 

@@ -19,6 +19,7 @@ from nativemcp.proxy import (
     ArgumentsError,
     RestartPolicy,
     ServerStartError,
+    UnknownServer,
     UnknownTool,
     WorkerPool,
 )
@@ -109,6 +110,13 @@ async def test_a_megabyte_tool_name_is_cut_in_every_error_message(pool: WorkerPo
     with pytest.raises(UnknownTool) as caught:
         await pool.call_tool(name, {})
     assert "(1,000,000 characters)" in str(caught.value) and len(str(caught.value)) < 2000
+    with pytest.raises(UnknownServer) as unknown:
+        pool.server(name)
+    assert "(1,000,000 characters)" in str(unknown.value) and len(str(unknown.value)) < 2000
+    # The LLM's path: the model named a tool that does not exist, with broken arguments.
+    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{"}}
+    message = await pool.run_tool_call(call, provider="openai")
+    assert "(1,000,000 characters)" in message["content"] and len(message["content"]) < 2000
 
 
 async def _send_raw(handle: WorkerProcess, message: list[Any]) -> Reply | Result:
