@@ -11,6 +11,8 @@ for three reasons the SDK's does not cover:
   read stream closes: the SDK fails every pending request at once, and ``ended`` tells
   the supervisor to restart the server by its policy. The SDK's reader instead drains
   stdout until the process exits, and its pending calls wait out their time limits.
+  The server's exit ends the connection too (watched through a pidfd, Linux), even
+  while a child it left holds its stdout open.
 - **Nothing it started outlives it.** The server leads a new session. On close: stdin
   closed, a grace period, SIGTERM to its group, SIGKILL; then every process still in
   its session (one that left its group) and every descendant seen at close (one that
@@ -34,6 +36,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 import anyio
 import anyio.abc
 
+from nativemcp.protocol import describe_exit
 from nativemcp.workers.process_sweep import descendants, kill_pids, kill_until_gone, session_members
 
 from ._tool_listing import drop_invalid_tools
@@ -55,6 +58,8 @@ GRACE: Final = 2.0
 """Seconds a server has to exit after its stdin closes (the spec's first step)."""
 TERM_GRACE: Final = 2.0
 """Seconds between SIGTERM and SIGKILL to the server's process group."""
+EXIT_DRAIN: Final = 1.0
+"""Seconds the reader has, after the server exited, to read what it wrote before."""
 _POLL: Final = 0.01
 
 JUNK_WARNING_INTERVAL: Final = 10.0
@@ -78,11 +83,14 @@ class StdioLink:
         self.pid: int | None = None
         self.ended = anyio.Event()
         self.failure: str | None = None
+        self.exit: str | None = None
         self._junk_warned = -JUNK_WARNING_INTERVAL
         self._junk_unreported = 0
 
     def reason(self) -> str:
         """Why the connection ended, in words."""
+        if self.exit is not None:
+            return f"its process {self.exit}"
         if self.failure is not None:
             return f"reading its stdout failed ({self.failure})"
         return "its stdout ended"
@@ -194,9 +202,24 @@ async def stdio_transport(
         # Writing is over (closed, or the pipe broke): the session must see the end too.
         await read_send.aclose()
 
+    async def watch_exit(pidfd: int) -> None:
+        try:
+            await anyio.wait_readable(pidfd)  # readable once the process has exited
+        finally:
+            os.close(pidfd)
+        # What it wrote before exiting is still in the pipe: the reader gets a moment
+        # for it, and ends the connection itself unless a child holds stdout open.
+        with anyio.move_on_after(EXIT_DRAIN):
+            await link.ended.wait()
+        if not link.ended.is_set():
+            link.exit = describe_exit(process.returncode)
+            link.ended.set()
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_stdout)
         tg.start_soon(write_stdin)
+        with contextlib.suppress(OSError, AttributeError):  # no pidfd: stdout's end tells
+            tg.start_soon(watch_exit, os.pidfd_open(process.pid))
         try:
             yield read_receive, write_send
         finally:
@@ -237,6 +260,18 @@ async def _stop(process: anyio.abc.Process, write_send: Any) -> None:
         if process.stdout is not None:
             with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdout.aclose()
+        _close_transport(process)
+
+
+def _close_transport(process: anyio.abc.Process) -> None:
+    """Close asyncio's subprocess transport, which stays open (and warns when collected)
+    while a process that escaped holds one of its pipes. Nothing public reaches it, so
+    this walks attributes, as the SDK's stdio client does; nothing to do on trio."""
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with contextlib.suppress(PermissionError):  # <=3.12 may re-kill a setuid child
+            close()
 
 
 def _left_session(pid: int) -> list[int]:

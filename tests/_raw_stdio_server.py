@@ -12,6 +12,7 @@ config holds any of:
 - ``stray_byte_on``: a tool name whose call writes a line ``b"\\xff"`` before its answer,
   and the answer with the byte ``0xe9`` in place of ``STRAY`` in the text;
 - ``close_stdout_on``: a tool name whose call closes stdout and sleeps (the process lives);
+- ``exit_on``: a tool name whose call ends the process (exit status 3) unanswered;
 - ``grandchild``: ``"fork"`` or ``"setsid"``; a ``sleep`` started that way, its pid
   written to the file ``grandchild_pid``.
 
@@ -92,6 +93,8 @@ def main(config: dict[str, Any]) -> None:
             elif name == config.get("close_stdout_on"):
                 os.close(1)
                 time.sleep(3600)
+            elif name == config.get("exit_on"):
+                os._exit(3)
             sys.stdout.buffer.write(answer + b"\n")
             sys.stdout.buffer.flush()
         else:

@@ -7,6 +7,7 @@ children that leave its group or session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -99,6 +100,29 @@ async def test_a_server_whose_stdout_ends_fails_its_call_at_once_and_is_restarte
         r.getMessage() for r in caplog.records if "stopped (its stdout ended)" in r.getMessage()
     ]
     assert stopped and "'raw'" in stopped[0]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="waits on a pidfd")
+async def test_a_server_that_exits_while_its_child_holds_stdout_is_a_crash_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The setsid child inherits the server's stdout: no end of stdout comes with the
+    # server's exit. The exit itself ends the connection.
+    caplog.set_level(logging.ERROR)
+    pid_file = tmp_path / "grandchild"
+    config = {"exit_on": "echo", "grandchild": "setsid", "grandchild_pid": str(pid_file)}
+    async with _pool(config, restart=RestartPolicy(backoff=0.01)) as pool:
+        await _until(pid_file.exists)
+        try:
+            pid = await _text(pool, "pid")
+            with anyio.fail_after(20), pytest.raises(ServerCrashed, match=r"'raw'.*'echo'"):
+                await pool.call_tool("raw__echo", {"text": "x"}, timeout=None)
+            assert await _text(pool, "pid") != pid
+        finally:
+            # Orphaned outside the session before the close: out of the pool's reach.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert any("its process exited with code 3" in r.getMessage() for r in caplog.records)
 
 
 async def test_an_optional_server_listing_a_tool_twice_loses_that_tool_not_the_pool(
