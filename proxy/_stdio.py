@@ -69,8 +69,9 @@ _SHOWN_BYTES: Final = 80
 
 
 class StdioLink:
-    """What the pool learns of one stdio connection: the process and whether reading
-    stopped (``ended``; ``failure`` says why, when it was not the end of stdout).
+    """What the pool learns of one stdio connection: the process, and whether the
+    connection ended (``ended``; `reason` says why: the end of stdout, the process's
+    ``exit``, or the reader's ``failure``).
 
     ``lenient`` (an optional server): a tool the SDK would refuse is dropped from each
     ``tools/list`` answer rather than failing the whole listing (`drop_invalid_tools`).
@@ -84,7 +85,7 @@ class StdioLink:
         self.ended = anyio.Event()
         self.failure: str | None = None
         self.exit: str | None = None
-        self._junk_warned = -JUNK_WARNING_INTERVAL
+        self._junk_warned: float | None = None
         self._junk_unreported = 0
 
     def reason(self) -> str:
@@ -98,7 +99,7 @@ class StdioLink:
     def junk(self, line: bytes) -> None:
         """Report a line that is not JSON-RPC: one warning line, rate-limited."""
         now = time.monotonic()
-        if now - self._junk_warned < JUNK_WARNING_INTERVAL:
+        if self._junk_warned is not None and now - self._junk_warned < JUNK_WARNING_INTERVAL:
             self._junk_unreported += 1
             return
         since = (
@@ -188,6 +189,8 @@ async def stdio_transport(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # our own close, or the session is gone
         except Exception as exc:
+            # Whatever stops the reading ends the connection: the server has crashed
+            # for the pool (pending calls fail, the supervisor restarts it and logs why).
             link.failure = f"{type(exc).__name__}: {exc}"
         finally:
             link.ended.set()
