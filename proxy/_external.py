@@ -50,7 +50,7 @@ from ._handle import (
 )
 from ._restart import RestartPolicy
 from ._stdio import StdioLink, stdio_transport
-from ._tool_listing import drop_repeated_tools
+from ._tool_listing import drop_repeated_tools, usable_tools_only
 
 if TYPE_CHECKING:
     import mcp_types
@@ -330,13 +330,19 @@ class ExternalServer(UnwrappingHandle):
             from mcp.client.sse import sse_client
 
             server = sse_client(spec.url, headers=spec.headers)
+        if not spec.required:
+            if isinstance(server, str):
+                from mcp.client.streamable_http import streamable_http_client
+
+                server = streamable_http_client(server)
+            server = usable_tools_only(server, self.name)
         return Client(server, logging_callback=self._on_log, log_level=MCP_LOG_LEVEL), http
 
     async def _lifetime(
         self, stderr: _Stderr | None, state: dict[str, bool], on_ready: Any
     ) -> None:
         """One connection: connect, list tools, serve until lost or stopped."""
-        link = StdioLink(self.name, lenient=not self.spec.required) if stderr else None
+        link = StdioLink(self.name) if stderr else None
         self._link = link
         client, http = self._client_for(stderr, link)
         async with contextlib.AsyncExitStack() as stack:

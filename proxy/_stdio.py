@@ -39,8 +39,6 @@ import anyio.abc
 from nativemcp.protocol import describe_exit
 from nativemcp.workers.process_sweep import descendants, kill_pids, kill_until_gone, session_members
 
-from ._tool_listing import drop_invalid_tools
-
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     from mcp.shared.message import SessionMessage
@@ -72,15 +70,10 @@ class StdioLink:
     """What the pool learns of one stdio connection: the process, and whether the
     connection ended (``ended``; `reason` says why: the end of stdout, the process's
     ``exit``, or the reader's ``failure``).
-
-    ``lenient`` (an optional server): a tool the SDK would refuse is dropped from each
-    ``tools/list`` answer rather than failing the whole listing (`drop_invalid_tools`).
     """
 
-    def __init__(self, server: str, *, lenient: bool) -> None:
+    def __init__(self, server: str) -> None:
         self.server = server
-        self.lenient = lenient
-        self.version = "2025-11-25"  # the SDK's assumption until a handshake says otherwise
         self.pid: int | None = None
         self.ended = anyio.Event()
         self.failure: str | None = None
@@ -130,12 +123,6 @@ def _parse(line: bytes, link: StdioLink) -> SessionMessage | None:
     except ValueError:
         link.junk(line)
         return None
-    if isinstance(message, mcp_types.JSONRPCResponse):
-        result = message.result
-        if isinstance(result.get("protocolVersion"), str):
-            link.version = result["protocolVersion"]  # the initialize answer
-        elif link.lenient and isinstance(result.get("tools"), list):
-            drop_invalid_tools(result, link.version, link.server)
     return SessionMessage(message)
 
 

@@ -1,8 +1,8 @@
 """External stdio servers that misbehave cost only what they break: real processes.
 
-The server is `tests/_raw_stdio_server.py`, a hand-written JSON-RPC server that writes
+The server is `tests/_raw_mcp_server.py`, a hand-written JSON-RPC server that writes
 what the SDK never would (stray bytes, junk lines, broken tool lists) and starts
-children that leave its group or session.
+children that leave its group or session; over HTTP it runs under uvicorn.
 """
 
 from __future__ import annotations
@@ -12,19 +12,23 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+import uvicorn
+from _raw_mcp_server import http_app
 
 from nativemcp.protocol import ToolNameError
 from nativemcp.proxy import RestartPolicy, ServerCrashed, WorkerPool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
-RAW = Path(__file__).parents[1] / "_raw_stdio_server.py"
+RAW = Path(__file__).parents[1] / "_raw_mcp_server.py"
 ECHO = {"name": "echo", "inputSchema": {"type": "object"}}
 PID = {"name": "pid", "inputSchema": {"type": "object"}}
 
@@ -177,3 +181,38 @@ async def test_a_grandchild_of_a_stdio_server_does_not_outlive_the_pool(
     finally:
         if not _gone(grandchild):
             os.kill(grandchild, signal.SIGKILL)
+
+
+@contextlib.asynccontextmanager
+async def _http(config: dict[str, Any]) -> AsyncIterator[str]:
+    """The raw server over Streamable HTTP on a free loopback port: its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    server = uvicorn.Server(
+        uvicorn.Config(
+            http_app(config), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        )
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        await _until(lambda: server.started)
+        try:
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            server.should_exit = True
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio only
+async def test_an_optional_http_server_loses_only_its_broken_tools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    broken = {"name": "broken", "inputSchema": {"type": 5}}
+    async with _http({"tools": [ECHO, broken, PID, PID]}) as url:
+        entry = {"type": "http", "url": url, "required": False}
+        async with WorkerPool(mcp_servers={"raw": entry}, builtins=[]) as pool:
+            assert {tool.name for tool in await pool.list_tools()} == {"raw__echo"}
+            assert await _text(pool, "echo", text="over http") == "over http"
+    warned = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert any("'broken'" in m for m in warned) and any("'pid'" in m for m in warned)
