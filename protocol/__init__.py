@@ -40,6 +40,7 @@ from ._exceptions import UnknownTool as UnknownTool
 from ._exceptions import UnwrapError as UnwrapError
 from ._exceptions import describe_exit as describe_exit
 from ._naming import BUILTIN_PREFIX as BUILTIN_PREFIX
+from ._naming import NAME_SHOWN_CHARS as NAME_SHOWN_CHARS
 from ._naming import SEPARATOR as SEPARATOR
 from ._naming import SERVICE_META_KEY as SERVICE_META_KEY
 from ._naming import BackendType as BackendType
@@ -47,6 +48,7 @@ from ._naming import ServiceInfo as ServiceInfo
 from ._naming import full_tool_name as full_tool_name
 from ._naming import is_valid_tool_name as is_valid_tool_name
 from ._naming import parse_tool_name as parse_tool_name
+from ._naming import quoted_name as quoted_name
 from ._naming import service_info as service_info
 from ._naming import service_meta as service_meta
 from ._naming import tag_service as tag_service
@@ -99,6 +101,7 @@ __all__ = [
     "INVALID_REQUEST",
     "JSONRPC_VERSION",
     "METHOD_NOT_FOUND",
+    "NAME_SHOWN_CHARS",
     "PARSE_ERROR",
     "REQUEST_TIMEOUT",
     "SEPARATOR",
@@ -163,6 +166,7 @@ __all__ = [
     "full_tool_name",
     "is_valid_tool_name",
     "parse_tool_name",
+    "quoted_name",
     "raise_for_error",
     "response_from_sdk",
     "response_to_sdk",

@@ -22,6 +22,7 @@ from ._types import ContentBlock, NativeMCPResponse, Tool, UnknownContent
 
 __all__ = [
     "BUILTIN_PREFIX",
+    "NAME_SHOWN_CHARS",
     "SEPARATOR",
     "SERVICE_META_KEY",
     "BackendType",
@@ -29,6 +30,7 @@ __all__ = [
     "full_tool_name",
     "is_valid_tool_name",
     "parse_tool_name",
+    "quoted_name",
     "service_info",
     "service_meta",
     "tag_service",
@@ -45,6 +47,9 @@ BUILTIN_PREFIX: Final = "builtin_"
 SERVICE_META_KEY: Final = "io.github.nativemcp/service"
 """The ``_meta`` key on a listed tool and on every content block of a routed result:
 ``{"serverName", "toolName", "backendType"}``, the service that produced it."""
+
+NAME_SHOWN_CHARS: Final = 80
+"""The most characters of a name that an error message quotes; a longer one is cut."""
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
@@ -82,6 +87,14 @@ def is_valid_tool_name(name: str) -> bool:
     return isinstance(name, str) and _TOOL_NAME.fullmatch(name) is not None
 
 
+def quoted_name(name: str) -> str:
+    """``repr(name)`` for an error message, cut after `NAME_SHOWN_CHARS` characters with
+    the length noted: a caller's megabyte-long name must not come back whole."""
+    if len(name) <= NAME_SHOWN_CHARS:
+        return repr(name)
+    return f"{name[:NAME_SHOWN_CHARS]!r}... ({len(name):,} characters)"
+
+
 def validate_tool_name(name: str, *, what: str = "tool name") -> str:
     """Return ``name`` when valid.
 
@@ -93,7 +106,7 @@ def validate_tool_name(name: str, *, what: str = "tool name") -> str:
     if not name:
         raise ToolNameError(f"{what} must not be empty")
     if len(name) > 128:
-        raise ToolNameError(f"{what} {name[:40]!r}... is {len(name)} characters; at most 128")
+        raise ToolNameError(f"{what} {quoted_name(name)} is too long; at most 128 characters")
     if not is_valid_tool_name(name):
         bad = sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9_.\-]", c)})
         raise ToolNameError(

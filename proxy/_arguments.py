@@ -1,9 +1,10 @@
 """The caller's check that a call can be sent: a tool name and arguments the wire carries.
 
 A worker reads each call as msgpack with string keys. Whatever would not survive that
-trip (a non-string key, a lone surrogate, an int over 64 bits, an object msgpack has
-no form for, nesting deeper than the encoder's recursion limit) is refused here, before
-anything is sent, as an `ArgumentsError` naming the argument and the problem.
+trip (a non-string key at any depth, a lone surrogate in a value or in the tool's name,
+an int over 64 bits, an object msgpack has no form for, nesting deeper than the
+encoder's recursion limit) is refused here, before anything is sent, as an
+`ArgumentsError` naming the argument and the problem.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from nativemcp.protocol import ArgumentsError
+from nativemcp.protocol import ArgumentsError, quoted_name
 
 __all__ = ["check_arguments", "check_tool_name"]
 
@@ -21,13 +22,23 @@ _encoder: Final = msgspec.msgpack.Encoder()
 
 
 def check_tool_name(tool: object) -> str:
-    """``tool`` itself when it is a string.
+    """``tool`` itself when it is a string that can be sent (UTF-8 text).
 
     Raises:
-        ArgumentsError: the tool name is not a string.
+        ArgumentsError: the tool name is not a string, or holds a lone surrogate.
     """
     if not isinstance(tool, str):
-        raise ArgumentsError(f"a tool name must be a string, got {type(tool).__name__}: {tool!r}")
+        raise ArgumentsError(
+            f"a tool name must be a string, got {type(tool).__name__}: {repr(tool)[:80]}"
+        )
+    if not tool.isascii():
+        try:
+            tool.encode()
+        except UnicodeEncodeError as exc:
+            raise ArgumentsError(
+                f"tool name {quoted_name(tool)} holds a lone surrogate "
+                f"({exc.object[exc.start : exc.end]!r}); it cannot be sent"
+            ) from None
     return tool
 
 
@@ -41,7 +52,7 @@ def check_arguments(tool: str, arguments: Mapping[Any, Any]) -> None:
     for key in arguments:
         if type(key) is not str:
             raise ArgumentsError(
-                f"arguments for {tool!r} must have string keys, got "
+                f"arguments for {quoted_name(tool)} must have string keys, got "
                 f"{type(key).__name__} key {key!r}"
             )
     try:
@@ -49,13 +60,44 @@ def check_arguments(tool: str, arguments: Mapping[Any, Any]) -> None:
     except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):
         pass
     else:
+        # msgpack carries any key, but the worker (and JSON) reads string keys only.
+        for key, value in arguments.items():
+            if isinstance(value, dict | list | tuple):
+                nested = _non_string_key(value)
+                if nested is not None:
+                    raise ArgumentsError(
+                        f"argument {key!r} of {quoted_name(tool)} cannot be sent: it holds a "
+                        f"mapping with the {type(nested).__name__} key {nested!r}; keys must "
+                        "be strings"
+                    )
         return
     # Slow path, for the message only: find the argument that fails.
     for key, value in arguments.items():
         problem = _problem(value)
         if problem is not None:
-            raise ArgumentsError(f"argument {key!r} of {tool!r} cannot be sent: {problem}")
-    raise ArgumentsError(f"arguments for {tool!r} cannot be sent")  # pragma: no cover
+            raise ArgumentsError(
+                f"argument {key!r} of {quoted_name(tool)} cannot be sent: {problem}"
+            )
+    raise ArgumentsError(f"arguments for {quoted_name(tool)} cannot be sent")  # pragma: no cover
+
+
+def _non_string_key(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> object | None:
+    """The first key at any depth of ``value`` that is not a string; None when all are.
+
+    Called only on values that encoded, so the nesting is within the encoder's limit.
+    """
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            mapping: dict[object, Any] = node
+            for key in mapping:
+                if type(key) is not str:
+                    return key
+            stack.extend(item for item in mapping.values() if isinstance(item, dict | list | tuple))
+        else:
+            stack.extend(item for item in node if isinstance(item, dict | list | tuple))
+    return None
 
 
 def _problem(value: Any) -> str | None:

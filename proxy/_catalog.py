@@ -27,6 +27,7 @@ from nativemcp.protocol import (
     UnknownTool,
     full_tool_name,
     is_valid_tool_name,
+    quoted_name,
     service_info,
     tag_service,
     tool_name_index,
@@ -184,13 +185,14 @@ class Catalog:
             service = _service_of(content)
             if service is None:
                 raise ValueError(
-                    f"UI action names the base tool {name!r}, but the content given carries "
-                    "no service _meta; pass the content block (or result) from pool.call_tool"
+                    f"UI action names the base tool {quoted_name(name)}, but the content "
+                    "given carries no service _meta; pass the content block (or result) from "
+                    "pool.call_tool"
                 )
             try:
                 name = full_tool_name(service.server_name, name, service.backend_type)
             except ToolNameError as exc:
-                raise ValueError(f"UI action tool name {name!r}: {exc}") from exc
+                raise ValueError(f"UI action tool name {quoted_name(name)}: {exc}") from exc
             self.entry(name)  # raises UnknownTool with suggestions
         return UIAction(type="tool", tool_name=name, arguments=dict(params), action=dict(action))
 
@@ -210,10 +212,12 @@ def _service_of(content: Any) -> ServiceInfo | None:
 
 
 def _unknown(name: str, index: Mapping[str, CatalogEntry]) -> str:
-    near = difflib.get_close_matches(name, list(index), n=3, cutoff=0.5)
-    if not near:
-        base = name.rpartition("__")[2]
-        near = [full for full in index if full.rpartition("__")[2] == base][:3]
+    near: list[str] = []
+    if is_valid_tool_name(name):  # no name is near a megabyte of junk: skip the search
+        near = difflib.get_close_matches(name, list(index), n=3, cutoff=0.5)
+        if not near:
+            base = name.rpartition("__")[2]
+            near = [full for full in index if full.rpartition("__")[2] == base][:3]
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     listing = "" if near else f"; tools: {', '.join(list(index)[:20]) or '(none)'}"
-    return f"no tool named {name!r} in the catalog{hint}{listing}"
+    return f"no tool named {quoted_name(name)} in the catalog{hint}{listing}"

@@ -7,10 +7,13 @@ own keys ``tools`` (allow-list), ``disabled_tools``, ``timeout`` and ``required`
 
 Each server gets a supervisor task, like a worker: it connects (bounded by the start
 timeout), lists the tools, and — for a stdio server — watches the child's stderr, which
-also feeds `logging` and keeps a tail for error messages. When the child dies, the
-SDK's dispatcher fails the pending calls at once; this turns them into `ServerCrashed`
-naming the server and tool, and the supervisor reconnects with backoff. A timed-out or
-cancelled call is abandoned through the SDK, which sends ``notifications/cancelled``.
+also feeds `logging` and keeps a tail for error messages. A stdio server runs through
+`stdio_transport` (``_stdio``): its stdout is read tolerantly, and when reading stops
+(the child died, closed its stdout, or the reader failed) the SDK's dispatcher fails
+the pending calls at once; this turns them into `ServerCrashed` naming the server and
+tool, and the supervisor reconnects with backoff. A timed-out or cancelled call is
+abandoned through the SDK, which sends ``notifications/cancelled``. An optional server's
+broken tools are left out, not the server (``_tool_listing``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from ._handle import (
 )
 from ._mcp_config import ExternalServerSpec
 from ._restart import RestartPolicy
+from ._stdio import StdioLink, stdio_transport
+from ._tool_listing import drop_repeated_tools, usable_tools_only
 
 if TYPE_CHECKING:
     import mcp_types
@@ -71,7 +76,6 @@ class _Stderr:
         os.set_blocking(self.read_fd, False)
         self.writer = os.fdopen(write_fd, "w")
         self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self.closed = anyio.Event()
         self._logger = logging.getLogger(f"nativemcp.external.{server}")
         self._partial = b""
 
@@ -97,7 +101,6 @@ class _Stderr:
             if self._partial:
                 self._line(self._partial)
         finally:
-            self.closed.set()
             self.close_writer()
             with contextlib.suppress(OSError):
                 os.close(self.read_fd)
@@ -111,34 +114,6 @@ class _Stderr:
     def text(self) -> str:
         """The stderr tail, or a note that there was none."""
         return "\n".join(self.tail) if self.tail else "(no stderr output)"
-
-
-def _alive(pid: int | None) -> bool:
-    """Whether ``pid`` runs (not gone, not a zombie); False when unknown."""
-    if pid is None:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _children_on_pipe(read_fd: int) -> int | None:
-    """The pid of our child whose stderr is the pipe behind ``read_fd`` (Linux), or None."""
-    try:
-        inode = os.fstat(read_fd).st_ino
-        pids: set[str] = set()
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as children:
-                pids.update(children.read().split())
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{pid}/fd/2") == f"pipe:[{inode}]":
-                    return int(pid)
-    except OSError:
-        return None
-    return None
 
 
 class ExternalServer(UnwrappingHandle):
@@ -170,6 +145,7 @@ class ExternalServer(UnwrappingHandle):
         self._finished = anyio.Event()
         self._stop = anyio.Event()
         self._stderr: _Stderr | None = None
+        self._link: StdioLink | None = None
         self._log_handlers: dict[int, LogHandler] = {}
         self._next_call = 0
         self.restarts = 0
@@ -183,20 +159,22 @@ class ExternalServer(UnwrappingHandle):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def _client_for(self, stderr: _Stderr | None) -> tuple[Client, Any]:
-        from mcp import Client, StdioServerParameters
+    def _client_for(self, stderr: _Stderr | None, link: StdioLink | None) -> tuple[Client, Any]:
+        from mcp import Client
 
         spec = self.spec
         server: Any
         http: Any = None
         if spec.transport == "stdio":
-            assert spec.command is not None and stderr is not None
-            params = StdioServerParameters(
-                command=spec.command, args=spec.args, env=spec.env, cwd=spec.cwd
+            assert spec.command is not None and stderr is not None and link is not None
+            server = stdio_transport(
+                spec.command,
+                spec.args,
+                env=spec.env,
+                cwd=spec.cwd,
+                errlog=stderr.writer,
+                link=link,
             )
-            from mcp.client.stdio import stdio_client
-
-            server = stdio_client(params, errlog=stderr.writer)
         elif spec.transport == "http":
             assert spec.url is not None
             if spec.headers:
@@ -212,13 +190,21 @@ class ExternalServer(UnwrappingHandle):
             from mcp.client.sse import sse_client
 
             server = sse_client(spec.url, headers=spec.headers)
+        if not spec.required:
+            if isinstance(server, str):
+                from mcp.client.streamable_http import streamable_http_client
+
+                server = streamable_http_client(server)
+            server = usable_tools_only(server, self.name)
         return Client(server, logging_callback=self._on_log, log_level=MCP_LOG_LEVEL), http
 
     async def _lifetime(
         self, stderr: _Stderr | None, state: dict[str, bool], on_ready: Any
     ) -> None:
         """One connection: connect, list tools, serve until lost or stopped."""
-        client, http = self._client_for(stderr)
+        link = StdioLink(self.name) if stderr else None
+        self._link = link
+        client, http = self._client_for(stderr, link)
         async with contextlib.AsyncExitStack() as stack:
             if http is not None:
                 await stack.enter_async_context(http)
@@ -227,27 +213,30 @@ class ExternalServer(UnwrappingHandle):
             finally:
                 if stderr is not None:
                     stderr.close_writer()
-            if stderr is not None:
-                self.pid = _children_on_pipe(stderr.read_fd)
+            if link is not None:
+                self.pid = link.pid
             tools = await _list_all_tools(client)
             self.description = client.instructions or ""
-            self._tools = [tool for tool in tools if self.spec.allows(tool.name)]
+            self._tools = self._usable(tools)
             self._client = client
             state["ready"] = True
             self._connected.set()
             on_ready()
             watch = [self._lost, self._stop]
-            if stderr is not None:
-                watch.append(stderr.closed)
+            if link is not None:
+                # Reading stdout stopped: the connection is gone whether or not the
+                # process lives on (a closed stdout, a failed reader).
+                watch.append(link.ended)
             try:
                 await _first(*watch)
-                if watch[-1] is not self._stop and _alive(self.pid) and not self._lost.is_set():
-                    # Its stderr closed but the process lives on (it closed the pipe
-                    # itself): keep serving until a call finds the connection gone.
-                    await _first(self._lost, self._stop)
             finally:
                 self._client = None
                 self._reset_connected()
+
+    def _usable(self, tools: list[Tool]) -> list[Tool]:
+        """The listed tools the entry allows; an optional server's repeated names out."""
+        allowed = [tool for tool in tools if self.spec.allows(tool.name)]
+        return allowed if self.spec.required else drop_repeated_tools(allowed, self.name)
 
     async def _connect_once(self, on_ready: Any) -> None:
         """Run one connection; a failure before it is ready is a `ServerStartError`.
@@ -334,10 +323,13 @@ class ExternalServer(UnwrappingHandle):
                     if self._closing:
                         return
                     tail = self._stderr.text() if self._stderr is not None else ""
+                    link = self._link
+                    why = f" ({link.reason()})" if link and link.ended.is_set() else ""
                     _logger.error(
-                        "MCP server %r (%s) stopped; restarting. stderr:\n%s",
+                        "MCP server %r (%s) stopped%s; restarting. stderr:\n%s",
                         self.name,
                         self.spec.describe(),
+                        why,
                         tail,
                     )
                     if not self._restart.allow_restart(recent):
@@ -358,8 +350,9 @@ class ExternalServer(UnwrappingHandle):
         self._connected.set()
 
     async def aclose(self) -> None:
-        """Disconnect; a stdio server's process is ended by the SDK (stdin closed, then
-        terminate, then kill). Shielded, bounded, idempotent."""
+        """Disconnect; a stdio server's process is ended by `stdio_transport` (stdin
+        closed, then terminate, then kill, then what it left in its session and the
+        descendants that left the session). Shielded, bounded, idempotent."""
         with anyio.CancelScope(shield=True):
             self._closing = True
             self._stop.set()
@@ -449,7 +442,7 @@ class ExternalServer(UnwrappingHandle):
         with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
             tools = await _list_all_tools(client)
-        self._tools = [tool for tool in tools if self.spec.allows(tool.name)]
+        self._tools = self._usable(tools)
         return self._tools
 
     async def feature(self, method: str, params: dict[str, Any], options: CallOptions) -> Any:

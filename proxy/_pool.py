@@ -32,6 +32,7 @@ from nativemcp.protocol import (
     Tool,
     ToolNameError,
     UnknownServer,
+    quoted_name,
 )
 from nativemcp.workers import (
     ClientRequestError,
@@ -195,7 +196,8 @@ def find_server(servers: Mapping[str, T], name: str, *, closed: bool) -> T:
         raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
     server = servers.get(name)
     if server is None:
-        raise UnknownServer(f"no server named {name!r}; servers: {', '.join(servers) or '(none)'}")
+        listing = ", ".join(servers) or "(none)"
+        raise UnknownServer(f"no server named {quoted_name(name)}; servers: {listing}")
     return server
 
 
@@ -594,7 +596,7 @@ class WorkerPool:
         full_name = self._names_for(provider).get(parsed.name, parsed.name)
         outcome: NativeMCPResponse[Any] | Exception
         if parsed.error is not None:
-            outcome = ArgumentsError(f"tool call {parsed.name!r}: {parsed.error}")
+            outcome = ArgumentsError(f"tool call {quoted_name(parsed.name)}: {parsed.error}")
         else:
             try:
                 outcome = await self.call_tool(

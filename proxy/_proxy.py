@@ -28,6 +28,7 @@ from nativemcp.protocol import (
     ResourceContents,
     Tool,
     ToolNameClash,
+    quoted_name,
 )
 from nativemcp.protocol.wire import RETURN_TYPE_META_KEY, resolve_type
 from nativemcp.workers import (
@@ -83,7 +84,7 @@ def coerce_arguments(
             parsed = json.loads(arguments)
         except ValueError as exc:
             raise ArgumentsError(
-                f"arguments for {tool!r} are a string that is not JSON ({exc}); "
+                f"arguments for {quoted_name(tool)} are a string that is not JSON ({exc}); "
                 f"pass keyword arguments, a dict or a JSON object string: {arguments[:80]!r}"
             ) from exc
         arguments = parsed
@@ -93,11 +94,13 @@ def coerce_arguments(
         merged = dict(arguments)
     else:
         raise ArgumentsError(
-            f"arguments for {tool!r} must be an object, got {type(arguments).__name__}"
+            f"arguments for {quoted_name(tool)} must be an object, got {type(arguments).__name__}"
         )
     clash = merged.keys() & kwargs.keys()
     if clash:
-        raise ArgumentsError(f"arguments for {tool!r} given twice: {', '.join(sorted(clash))}")
+        raise ArgumentsError(
+            f"arguments for {quoted_name(tool)} given twice: {', '.join(sorted(clash))}"
+        )
     merged.update(kwargs)
     check_arguments(tool, merged)
     return merged
@@ -373,7 +376,7 @@ class ServerProxy:
                 return method
         available = ", ".join(tool.name for tool in self._handle.tools) or "(none)"
         raise AttributeError(
-            f"server {self._handle.name!r} has no tool {name!r}; tools: {available}"
+            f"server {self._handle.name!r} has no tool {quoted_name(name)}; tools: {available}"
         )
 
     async def list_tools(self) -> list[Tool]:
@@ -415,7 +418,8 @@ class ServerProxy:
             if not matches:
                 available = ", ".join(tool.name for tool in tools) or "(none)"
                 raise AttributeError(
-                    f"server {self._handle.name!r} has no tool {name!r}; tools: {available}"
+                    f"server {self._handle.name!r} has no tool {quoted_name(name)}; "
+                    f"tools: {available}"
                 )
             method = self.tool(matches[0])
         self._methods[name] = method

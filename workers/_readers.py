@@ -23,7 +23,8 @@ come one at a time. Without epoll (not Linux) the reading always passes up front
 
 A call abandoned by its caller (a `Cancel` frame: timeout or cancellation) gives its
 slot back at once; its thread runs on (a thread cannot be interrupted) and its reply
-is dropped.
+is dropped. So the threads running tools may outnumber ``limit`` (by the abandoned calls
+still running); once they end, at most ``limit`` threads stay idle and the rest exit.
 """
 
 from __future__ import annotations
@@ -184,6 +185,8 @@ class ReaderThreads:
                         if self._watch is not None and not self._watching:
                             self._watching = watching = True  # this idle thread watches
                             break
+                        if self._idle >= self._limit:
+                            return  # enough threads wait already: a storm's extras end
                         self._idle += 1
                         self._wake.wait()
                         self._idle -= 1

@@ -34,6 +34,7 @@ import msgspec
 
 from nativemcp.protocol import (
     INVALID_PARAMS,
+    NAME_SHOWN_CHARS,
     CallToolResult,
     NativeMCPResponse,
     ResourceContents,
@@ -43,6 +44,7 @@ from nativemcp.protocol import (
     ToolError,
     empty_response,
     error_response,
+    quoted_name,
     text_response,
     tool_error_response,
     validate_tool_name,
@@ -545,13 +547,14 @@ class Server:
         if spec is None:
             available = ", ".join(self._tools) or "(none)"
             return error_response(
-                f"Unknown tool {name!r} on server {self.name!r}; available tools: {available}",
+                f"Unknown tool {quoted_name(name)} on server {self.name!r}; "
+                f"available tools: {available}",
                 code=INVALID_PARAMS,
-                data={"tool": name, "available": list(self._tools)},
+                data={"tool": name[:NAME_SHOWN_CHARS], "available": list(self._tools)},
             )
         if arguments is not None and not isinstance(arguments, Mapping):
             return error_response(
-                f"Invalid arguments for tool {name!r}: expected an object, "
+                f"Invalid arguments for tool {quoted_name(name)}: expected an object, "
                 f"got {type(arguments).__name__}",
                 code=INVALID_PARAMS,
             )

@@ -8,7 +8,9 @@ calls holding a slot.
 - At most ``limit`` calls hold a slot; more wait their turn, in order.
 - A call abandoned by its caller (timeout, cancellation) gives its slot back at once:
   its thread runs on (a thread cannot be interrupted) and the result is dropped, but it
-  no longer holds up the calls behind it. Threads are daemons, reused once idle.
+  no longer holds up the calls behind it. Threads are daemons, reused once idle; at
+  most ``limit`` stay idle, so the extra threads a storm of abandoned calls needed end
+  with their calls.
 - Each job runs in a copy of the caller's context variables, and inside anyio's worker
   thread marker, so ``anyio.from_thread.run(...)`` works from a tool as it does in an
   ``anyio.to_thread`` thread.
@@ -136,4 +138,7 @@ class ToolThreads:
                 job_loop.call_soon_threadsafe(_deliver, future, ok, outcome)
             del fn, future, outcome
             with self._lock:
+                if self._idle >= self._limit:
+                    break  # enough threads wait already: a storm's extras end
                 self._idle += 1
+        marker.__exit__(None, None, None)

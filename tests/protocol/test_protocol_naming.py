@@ -33,7 +33,7 @@ def test_names_of_1_to_128_spec_characters_are_valid(name: str) -> None:
     ("name", "says"),
     [
         ("", "must not be empty"),
-        ("x" * 129, "129 characters; at most 128"),
+        ("x" * 129, "(129 characters) is too long; at most 128 characters"),
         ("has space", "' '"),
         ("slash/name", "'/'"),
         ("한국어", "only A-Z a-z 0-9 _ . - are allowed"),

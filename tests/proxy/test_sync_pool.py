@@ -18,6 +18,7 @@ from _servers import Item, Listing
 
 from nativemcp.protocol import ToolError, unwrap
 from nativemcp.proxy import (
+    ArgumentsError,
     CallTimeout,
     RestartPolicy,
     ServerClosed,
@@ -151,6 +152,15 @@ def test_closing_stops_every_worker_and_refuses_later_calls() -> None:
 def test_an_unknown_server_names_the_servers(pool: SyncWorkerPool) -> None:
     with pytest.raises(UnknownServer, match="testing"):
         pool.server("nope")
+
+
+def test_arguments_that_cannot_be_sent_are_refused_before_sending(pool: SyncWorkerPool) -> None:
+    testing = pool.server("testing")
+    with pytest.raises(ArgumentsError, match="lone surrogate"):
+        testing.call_tool("\ud800", {})
+    with pytest.raises(ArgumentsError, match=r"tuple key \(1, 2\)"):
+        testing.call_tool("echo", {"text": {(1, 2): "a"}})
+    assert testing.echo(text="fine") == "fine"
 
 
 def test_a_server_that_fails_to_start_raises_at_start() -> None:

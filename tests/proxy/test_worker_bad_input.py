@@ -15,7 +15,14 @@ import pytest
 
 from nativemcp.protocol import INVALID_PARAMS
 from nativemcp.protocol.wire import Reply, Result, unpack_reply
-from nativemcp.proxy import ArgumentsError, RestartPolicy, ServerStartError, WorkerPool
+from nativemcp.proxy import (
+    ArgumentsError,
+    RestartPolicy,
+    ServerStartError,
+    UnknownServer,
+    UnknownTool,
+    WorkerPool,
+)
 from nativemcp.proxy._worker import WorkerProcess
 from nativemcp.workers.channel import Inbox
 
@@ -64,8 +71,18 @@ async def test_a_non_string_tool_name_is_an_arguments_error(pool: WorkerPool) ->
         (2**64, "64 bits"),
         (-(2**63) - 1, "64 bits"),
         (object(), "object is unsupported"),
+        ({(1, 2): "a"}, r"tuple key \(1, 2\); keys must be strings"),
+        ([{"ok": {3: "deep"}}], "int key 3; keys must be strings"),
     ],
-    ids=["lone-surrogate", "deep-nesting", "int-over-64-bits", "int-under-64-bits", "object"],
+    ids=[
+        "lone-surrogate",
+        "deep-nesting",
+        "int-over-64-bits",
+        "int-under-64-bits",
+        "object",
+        "nested-tuple-key",
+        "nested-int-key-in-a-list",
+    ],
 )
 async def test_arguments_that_cannot_be_encoded_are_an_arguments_error_naming_them(
     pool: WorkerPool, value: Any, problem: str
@@ -75,6 +92,31 @@ async def test_arguments_that_cannot_be_encoded_are_an_arguments_error_naming_th
         await testing.call_tool("echo", {"text": value})
     with pytest.raises(ArgumentsError, match=problem):
         await testing.echo(text=value)
+
+
+async def test_a_tool_name_with_a_lone_surrogate_is_an_arguments_error(pool: WorkerPool) -> None:
+    testing = pool.server("testing")
+    with pytest.raises(ArgumentsError, match=r"tool name '\\ud800' holds a lone surrogate"):
+        await testing.call_tool("\ud800", {})
+    assert await testing.echo(text="fine") == "fine"
+
+
+async def test_a_megabyte_tool_name_is_cut_in_every_error_message(pool: WorkerPool) -> None:
+    name = "x" * 1_000_000
+    response = await pool.server("testing").call_tool(name, {})
+    assert response.error is not None
+    assert "(1,000,000 characters)" in response.error.message
+    assert len(response.error.message) + len(str(response.error.data)) < 2000
+    with pytest.raises(UnknownTool) as caught:
+        await pool.call_tool(name, {})
+    assert "(1,000,000 characters)" in str(caught.value) and len(str(caught.value)) < 2000
+    with pytest.raises(UnknownServer) as unknown:
+        pool.server(name)
+    assert "(1,000,000 characters)" in str(unknown.value) and len(str(unknown.value)) < 2000
+    # The LLM's path: the model named a tool that does not exist, with broken arguments.
+    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{"}}
+    message = await pool.run_tool_call(call, provider="openai")
+    assert "(1,000,000 characters)" in message["content"] and len(message["content"]) < 2000
 
 
 async def _send_raw(handle: WorkerProcess, message: list[Any]) -> Reply | Result:

@@ -185,7 +185,9 @@ async def test_a_write_waiting_for_another_process_lock_holds_up_no_other_call(
 
 
 @pytest.mark.real_process
-async def test_a_huge_query_is_refused_naming_the_limit_and_the_option(tmp_path: Path) -> None:
+async def test_a_huge_query_is_refused_naming_the_limit_and_the_option_and_repeats_count_once(
+    tmp_path: Path,
+) -> None:
     async with _content_pool(tmp_path) as pool:
         store = pool.server("content-store")
         created = await store.create_store(name="q")
@@ -202,6 +204,11 @@ async def test_a_huge_query_is_refused_naming_the_limit_and_the_option(tmp_path:
             store_id=created.store_id, query=" ".join(["alpha"] + [f"t{i}" for i in range(63)])
         )
         assert found.results
+        # The limit counts distinct terms: a term repeated 70 times is one term.
+        repeated = await store.keyword_similarity_search(
+            store_id=created.store_id, query=" ".join(["alpha"] * 70)
+        )
+        assert repeated.results
 
 
 @pytest.mark.real_process

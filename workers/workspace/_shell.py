@@ -3,11 +3,12 @@
 The command runs in a new session (its own process group). At the timeout the whole
 group gets SIGKILL, so ``sleep 100 & wait`` dies with its children; the group is also
 killed when the shell exits, so a background job cannot outlive the call or hold the
-pipes open. A process can leave the group (``setsid``, a double fork): every process
-the command starts inherits an environment marker unique to the call, and on Linux
-each process still carrying it is found in ``/proc`` and killed too. (A process that
-both leaves the session and wipes its environment escapes; so does everything on a
-platform without ``/proc``, where only the group is killed.) Both pipes are drained
+pipes open. A process can leave the group: one that stays in the session (``set -m``
+job control) is found by its session id, and one that leaves the session too
+(``setsid``, a double fork) by an environment marker unique to the call, which every
+process the command starts inherits; on Linux both are found in ``/proc`` and killed.
+(A process that both leaves the session and wipes its environment escapes; so does
+everything on a platform without ``/proc``, where only the group is killed.) Both pipes are drained
 the whole time (the child never blocks on a full pipe), but only the first
 ``max_output_bytes`` of each are kept.
 
@@ -28,6 +29,7 @@ from typing import Final
 import anyio
 from anyio.abc import ByteReceiveStream
 
+from ..process_sweep import kill_until_gone, other_pids, session_members
 from ._models import ShellResult
 
 __all__ = ["render_shell", "run_shell"]
@@ -71,9 +73,6 @@ class _Capture:
 
 MARKER_VARIABLE: Final = "NATIVEMCP_SHELL_CALL"
 """The environment variable that marks every process one ``execute_shell`` call starts."""
-_SWEEPS: Final = 50
-"""Most passes over ``/proc`` per call (each pass kills what it finds; a pass that finds
-nothing ends the sweep; more passes only matter against a fork bomb)."""
 
 
 def _kill_group(pgid: int) -> None:
@@ -84,41 +83,25 @@ def _kill_group(pgid: int) -> None:
 def _marked(needle: bytes) -> list[int]:
     """The live processes whose environment holds the entry ``needle`` (``\\0name=value\\0``)."""
     found: list[int] = []
-    me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
-            continue
+    for pid in other_pids():
         try:
-            with open(f"/proc/{entry}/environ", "rb") as file:
+            with open(f"/proc/{pid}/environ", "rb") as file:
                 environ = file.read()
         except OSError:  # gone, or not ours to read
             continue
         if needle in b"\0" + environ:
-            found.append(int(entry))
+            found.append(pid)
     return found
 
 
-def kill_marked(marker: str) -> int:
-    """SIGKILL every process carrying ``marker`` in its environment; how many were killed.
+def kill_left_behind(marker: str, sid: int) -> int:
+    """SIGKILL every process of session ``sid`` or carrying ``marker`` in its environment,
+    pass after pass until none is left; how many were killed.
 
-    Repeats until a pass finds none, so a process forked between two passes dies too. A
-    killed process's environment reads empty once it exits, so it is not found again.
+    A killed process's environment reads empty once it exits, so it is not found again.
     """
     needle = b"\0" + marker.encode() + b"\0"
-    killed = 0
-    for _ in range(_SWEEPS):
-        pids = _marked(needle)
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-    return killed
+    return kill_until_gone(lambda: {*_marked(needle), *session_members(sid)})
 
 
 async def run_shell(
@@ -148,7 +131,7 @@ async def run_shell(
                 await process.wait()
             timed_out = scope.cancelled_caught
             _kill_group(pgid)
-            await anyio.to_thread.run_sync(kill_marked, marker)
+            await anyio.to_thread.run_sync(kill_left_behind, marker, pgid)
             await process.wait()
             with anyio.move_on_after(_DRAIN_GRACE):
                 await out.done.wait()
@@ -157,7 +140,7 @@ async def run_shell(
     finally:
         # Also on cancellation of the call: nothing started here outlives it.
         _kill_group(pgid)
-        kill_marked(marker)
+        kill_left_behind(marker, pgid)
     return ShellResult(
         command=command,
         exit_code=None if timed_out else process.returncode,

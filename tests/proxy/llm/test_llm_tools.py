@@ -57,6 +57,12 @@ def dotted(text: str | None = None) -> str:
     return text or "none"
 
 
+@odd.tool(name="dotted_name")
+def underscored() -> str:
+    """A tool whose name is what `dotted.name` becomes where dots are not allowed."""
+    return "the underscored tool"
+
+
 @pytest.fixture(scope="module")
 async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
     marker = tmp_path_factory.mktemp("m")
@@ -163,6 +169,27 @@ async def test_a_shortened_name_maps_back_to_its_tool(pool: WorkerPool, provider
     message = await pool.run_tool_call(_call(provider, short, {"n": 41}), provider=provider)
     text, error = _result(provider, message)
     assert not error and "42" in text
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_two_names_that_read_alike_to_a_provider_get_two_names_and_map_back_apart(
+    pool: WorkerPool, provider: Provider
+) -> None:
+    # Without dots (OpenAI, Anthropic) `dotted.name` reads as `dotted_name`: one of the
+    # two must be renamed, or the way back from the provider's name loses a tool.
+    declared = {
+        d.get("name") or d["function"]["name"] for d in await pool.tool_definitions(provider)
+    }
+    ours = sorted(n for n in declared if n.startswith("builtin_odd-names__dotted"))
+    assert len(ours) == 2, ours
+    answers = set()
+    for name in ours:
+        message = await pool.run_tool_call(_call(provider, name, {}), provider=provider)
+        text, error = _result(provider, message)
+        assert not error, text
+        answers.add(text)
+    assert len(answers) == 2 and any("the underscored tool" in text for text in answers)
+    assert any("none" in text for text in answers)
 
 
 @pytest.mark.parametrize("provider", ["openai", "openai-responses"])

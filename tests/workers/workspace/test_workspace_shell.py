@@ -1,5 +1,5 @@
 """``execute_shell`` leaves nothing behind: the process group, and every process that left
-it (``setsid``, double forks), are killed when the call ends, however it ends."""
+it (job control, ``setsid``, double forks), are killed when the call ends, however it ends."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def server(tmp_path: Path) -> Server:
 @pytest.fixture(autouse=True)
 def _reap_leftovers() -> object:
     yield
-    for tail in ("sleep 4321", "sleep 4322", "sleep 4323", "sleep 4324"):
+    for tail in ("sleep 4321", "sleep 4322", "sleep 4323", "sleep 4324", "sleep 4325"):
         for pid in _running(tail):
             os.kill(pid, signal.SIGKILL)
 
@@ -74,6 +74,18 @@ async def test_a_background_job_does_not_survive_a_call_that_exits_normally(
         _, value = await ok(server, "execute_shell", command="sleep 4322 & echo started")
     assert not value.timed_out and value.exit_code == 0
     await _none_left("sleep 4322")
+
+
+async def test_a_job_that_leaves_the_group_and_clears_its_environment_dies_with_the_session(
+    server: Server,
+) -> None:
+    # Job control puts the job in a group of its own; `env -i` drops the call's marker.
+    # It is still in the command's session, and that is how it is found.
+    command = "bash -c 'set -m; env -i sleep 4325 &'; echo ok"
+    with anyio.fail_after(20):
+        _, value = await ok(server, "execute_shell", command=command)
+    assert value.exit_code == 0 and value.stdout == "ok\n"
+    await _none_left("sleep 4325")
 
 
 async def test_a_double_forked_daemon_does_not_survive_a_timeout(server: Server) -> None:

@@ -1,0 +1,296 @@
+"""The stdio transport to an external MCP server: its process, its stdout read tolerantly.
+
+It stands in for the SDK's ``stdio_client`` (the official ``Client`` takes any transport)
+for three reasons the SDK's does not cover:
+
+- **A stray byte costs nothing.** Each stdout line is decoded on its own with
+  replacement characters, so one non-UTF-8 byte neither kills the reader nor hides the
+  lines after it. A line that is not JSON-RPC is skipped with one warning line naming
+  the server, at most one per `JUNK_WARNING_INTERVAL` (with the count left out since).
+- **A dead reader is a crash.** When reading stops (end of stdout, or any failure), the
+  read stream closes: the SDK fails every pending request at once, and ``ended`` tells
+  the supervisor to restart the server by its policy. The SDK's reader instead drains
+  stdout until the process exits, and its pending calls wait out their time limits.
+  The server's exit ends the connection too (watched through a pidfd, Linux), even
+  while a child it left holds its stdout open.
+- **Nothing it started outlives it.** The server leads a new session. On close: stdin
+  closed, a grace period, SIGTERM to its group, SIGKILL; then every process still in
+  its session (one that left its group) and every descendant seen at close (one that
+  left the session with ``setsid``, found through parent links while the server lived)
+  is killed. A process that left the session and was orphaned before the close (a
+  double fork whose parent exited) is out of reach: it no longer descends from the
+  server. On Linux only (``/proc``); elsewhere the group is ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from typing import IO, TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.abc
+
+from nativemcp.protocol import describe_exit
+from nativemcp.workers.process_sweep import descendants, kill_pids, kill_until_gone, session_members
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.shared.message import SessionMessage
+
+    Streams = tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+
+__all__ = ["JUNK_WARNING_INTERVAL", "StdioLink", "stdio_transport"]
+
+_logger = logging.getLogger("nativemcp.external")
+
+GRACE: Final = 2.0
+"""Seconds a server has to exit after its stdin closes (the spec's first step)."""
+TERM_GRACE: Final = 2.0
+"""Seconds between SIGTERM and SIGKILL to the server's process group."""
+EXIT_DRAIN: Final = 1.0
+"""Seconds the reader has, after the server exited, to read what it wrote before."""
+_POLL: Final = 0.01
+
+JUNK_WARNING_INTERVAL: Final = 10.0
+"""Seconds between two warnings about lines on a server's stdout that are not JSON-RPC."""
+_SHOWN_BYTES: Final = 80
+"""Bytes of a junk line quoted in its warning."""
+
+
+class StdioLink:
+    """What the pool learns of one stdio connection: the process, and whether the
+    connection ended (``ended``; `reason` says why: the end of stdout, the process's
+    ``exit``, or the reader's ``failure``).
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self.pid: int | None = None
+        self.ended = anyio.Event()
+        self.failure: str | None = None
+        self.exit: str | None = None
+        self._junk_warned: float | None = None
+        self._junk_unreported = 0
+
+    def reason(self) -> str:
+        """Why the connection ended, in words."""
+        if self.exit is not None:
+            return f"its process {self.exit}"
+        if self.failure is not None:
+            return f"reading its stdout failed ({self.failure})"
+        return "its stdout ended"
+
+    def junk(self, line: bytes) -> None:
+        """Report a line that is not JSON-RPC: one warning line, rate-limited."""
+        now = time.monotonic()
+        if self._junk_warned is not None and now - self._junk_warned < JUNK_WARNING_INTERVAL:
+            self._junk_unreported += 1
+            return
+        since = (
+            f" ({self._junk_unreported} more since the last warning)"
+            if self._junk_unreported
+            else ""
+        )
+        _logger.warning(
+            "MCP server %r wrote a line that is not JSON-RPC to stdout, skipped%s: %r%s",
+            self.server,
+            since,
+            line[:_SHOWN_BYTES],
+            "..." if len(line) > _SHOWN_BYTES else "",
+        )
+        self._junk_warned, self._junk_unreported = now, 0
+
+
+def _parse(line: bytes, link: StdioLink) -> SessionMessage | None:
+    """One stdout line as a message; None (reported) for a line that is not one."""
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    if not line.strip():
+        return None
+    try:
+        text = line.decode("utf-8", "replace")
+        message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValueError:
+        link.junk(line)
+        return None
+    return SessionMessage(message)
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: list[str],
+    *,
+    env: dict[str, str] | None,
+    cwd: str | None,
+    errlog: IO[str],
+    link: StdioLink,
+) -> AsyncIterator[Streams]:
+    """Start the server and yield the official client's streams to it.
+
+    Raises:
+        OSError: the command cannot be started.
+    """
+    from mcp.client.stdio import get_default_environment
+    from mcp.shared.message import SessionMessage
+
+    process = await anyio.open_process(
+        [command, *args],
+        env=get_default_environment() | (env or {}),
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        start_new_session=True,
+    )
+    link.pid = process.pid
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        pending = bytearray()
+        try:
+            async with read_send:
+                async for chunk in process.stdout:
+                    *lines, rest = chunk.split(b"\n")
+                    if not lines:
+                        pending += rest
+                        continue
+                    lines[0] = bytes(pending) + lines[0]
+                    pending = bytearray(rest)
+                    for line in lines:
+                        message = _parse(line, link)
+                        if message is not None:
+                            await read_send.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # our own close, or the session is gone
+        except Exception as exc:
+            # Whatever stops the reading ends the connection: the server has crashed
+            # for the pool (pending calls fail, the supervisor restarts it and logs why).
+            link.failure = f"{type(exc).__name__}: {exc}"
+        finally:
+            link.ended.set()
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async with write_receive:
+                async for message in write_receive:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send((data + "\n").encode("utf-8", "replace"))
+        # Writing is over (closed, or the pipe broke): the session must see the end too.
+        await read_send.aclose()
+
+    async def watch_exit(pidfd: int) -> None:
+        try:
+            await anyio.wait_readable(pidfd)  # readable once the process has exited
+        finally:
+            os.close(pidfd)
+        # What it wrote before exiting is still in the pipe: the reader gets a moment
+        # for it, and ends the connection itself unless a child holds stdout open.
+        with anyio.move_on_after(EXIT_DRAIN):
+            await link.ended.wait()
+        if not link.ended.is_set():
+            link.exit = describe_exit(process.returncode)
+            link.ended.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_stdout)
+        tg.start_soon(write_stdin)
+        with contextlib.suppress(OSError, AttributeError):  # no pidfd: stdout's end tells
+            tg.start_soon(watch_exit, os.pidfd_open(process.pid))
+        try:
+            yield read_receive, write_send
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process, write_send)
+                for stream in (read_receive, read_send, write_receive):
+                    await stream.aclose()
+            tg.cancel_scope.cancel()
+
+
+async def _stop(process: anyio.abc.Process, write_send: Any) -> None:
+    """Close stdin, wait out the grace, end the group, then whatever the server left."""
+    # Seen while the server lives: descendants that left its session keep their
+    # parent link only as long as their parent does.
+    left_session = await anyio.to_thread.run_sync(_left_session, process.pid)
+    pidfds = _pidfds(left_session)
+    try:
+        await write_send.aclose()
+        if process.stdin is not None:
+            with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdin.aclose()
+        if not await _exited(process, GRACE):
+            _signal_group(process.pid, signal.SIGTERM)
+            if not await _exited(process, TERM_GRACE):
+                _signal_group(process.pid, signal.SIGKILL)
+                await _exited(process, TERM_GRACE)
+        _signal_group(process.pid, signal.SIGKILL)  # what the server left in its group
+        if pidfds:
+            for fd in pidfds:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+        else:
+            kill_pids(left_session)
+        await anyio.to_thread.run_sync(kill_until_gone, lambda: session_members(process.pid))
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+        if process.stdout is not None:
+            with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdout.aclose()
+        _close_transport(process)
+
+
+def _close_transport(process: anyio.abc.Process) -> None:
+    """Close asyncio's subprocess transport, which stays open (and warns when collected)
+    while a process that escaped holds one of its pipes. Nothing public reaches it, so
+    this walks attributes, as the SDK's stdio client does; nothing to do on trio."""
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with contextlib.suppress(PermissionError):  # <=3.12 may re-kill a setuid child
+            close()
+
+
+def _left_session(pid: int) -> list[int]:
+    """The descendants of ``pid`` outside its session (they called ``setsid``)."""
+    inside = set(session_members(pid))
+    return [child for child in descendants(pid) if child not in inside]
+
+
+def _pidfds(pids: list[int]) -> list[int]:
+    """A pidfd per live pid: a handle a reused pid cannot redirect (Linux 5.3+)."""
+    fds: list[int] = []
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        return fds
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fds.append(os.pidfd_open(pid))
+    return fds
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+async def _exited(process: anyio.abc.Process, timeout: float) -> bool:
+    """Whether the server exited within ``timeout`` (polled: ``wait()`` on asyncio also
+    waits for the pipes, which a surviving child may hold open)."""
+    with anyio.move_on_after(timeout):
+        while process.returncode is None:  # noqa: ASYNC110 - a child's exit is no event
+            await anyio.sleep(_POLL)
+        return True
+    return False

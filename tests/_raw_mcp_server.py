@@ -1,0 +1,134 @@
+"""A hand-written MCP server that misbehaves on demand, for the edge tests.
+
+It speaks JSON-RPC without the SDK, so that it can write what the SDK never would: a
+stray non-UTF-8 byte, junk lines, binary noise before ``initialize``, a tool list with
+a duplicate or an invalid ``inputSchema``, and children that leave its process group or
+session. Over stdio: ``python tests/_raw_mcp_server.py CONFIG_JSON``; over Streamable
+HTTP (JSON answers, no session): mount ``http_app(config)``. The config holds any of:
+
+- ``tools``: the tool list to answer ``tools/list`` with (default: ``echo`` and ``pid``);
+- ``junk_before_init``: bytes (latin-1 text) written before anything is read;
+- ``junk_lines``: how many non-JSON lines to write after ``initialize``'s answer;
+- ``stray_byte_on``: a tool name whose call writes a line ``b"\\xff"`` before its answer,
+  and the answer with the byte ``0xe9`` in place of ``STRAY`` in the text;
+- ``close_stdout_on``: a tool name whose call closes stdout and sleeps (the process lives);
+- ``exit_on``: a tool name whose call ends the process (exit status 3) unanswered;
+- ``grandchild``: ``"fork"`` or ``"setsid"``; a ``sleep`` started that way, its pid
+  written to the file ``grandchild_pid`` (the setsid one keeps the server's stdout).
+
+The stdio-only behaviours do nothing over HTTP. ``echo`` answers its ``text``; ``pid``
+answers the server's pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+ECHO: dict[str, Any] = {
+    "name": "echo",
+    "description": "Echo text back.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
+PID: dict[str, Any] = {"name": "pid", "inputSchema": {"type": "object"}}
+
+
+def answer(message: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON-RPC answer to ``message``; None for a notification."""
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        return None
+    if method == "initialize":
+        result: dict[str, Any] = {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw", "version": "1"},
+        }
+    elif method == "tools/list":
+        result = {"tools": config.get("tools", [ECHO, PID])}
+    elif method == "tools/call":
+        name = message["params"]["name"]
+        arguments = message["params"].get("arguments") or {}
+        text = str(os.getpid()) if name == "pid" else str(arguments.get("text", ""))
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+    else:
+        error = {"code": -32601, "message": f"no method {method}"}
+        return {"jsonrpc": "2.0", "id": ident, "error": error}
+    return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+
+def _start_grandchild(how: str, pid_file: str) -> None:
+    sleeper = [sys.executable, "-c", "import time; time.sleep(3999)"]
+    if how == "setsid":
+        child = subprocess.Popen(sleeper, start_new_session=True, stdin=subprocess.DEVNULL)
+    else:
+        child = subprocess.Popen(sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    with open(pid_file + ".part", "w") as out:
+        out.write(str(child.pid))
+    os.replace(pid_file + ".part", pid_file)  # whole or absent for a reader
+
+
+def _write(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def main(config: dict[str, Any]) -> None:
+    """Serve over stdio until stdin ends."""
+    if "junk_before_init" in config:
+        _write(str(config["junk_before_init"]).encode("latin-1"))
+    if "grandchild" in config:
+        _start_grandchild(config["grandchild"], config["grandchild_pid"])
+    for line in sys.stdin:
+        message = json.loads(line)
+        reply = answer(message, config)
+        if reply is None:
+            continue
+        data = json.dumps(reply).encode()
+        tool = (message.get("params") or {}).get("name")
+        if message.get("method") == "tools/call":
+            if tool == config.get("stray_byte_on"):
+                # A line of one stray byte, then the answer with a Latin-1 byte in its text.
+                data = b"\xff\n" + data.replace(b"STRAY", b"caf\xe9")
+            elif tool == config.get("close_stdout_on"):
+                os.close(1)
+                time.sleep(3600)
+            elif tool == config.get("exit_on"):
+                os._exit(3)
+        _write(data + b"\n")
+        if message.get("method") == "initialize":
+            junk = int(config.get("junk_lines", 0))
+            _write(b"".join(f"junk line {i}, not JSON\n".encode() for i in range(junk)))
+
+
+def http_app(config: dict[str, Any]) -> Any:
+    """An ASGI app answering Streamable HTTP POSTs with plain JSON (no session)."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body"):
+                break
+        reply = answer(json.loads(body), config) if scope["method"] == "POST" else None
+        if reply is None:  # a notification, or a GET for a stream this server never opens
+            status = 202 if scope["method"] == "POST" else 405
+            await send({"type": "http.response.start", "status": status, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
+
+    return app
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
