@@ -197,7 +197,8 @@ class WorkerPool:
         servers: user-defined servers: `Server` objects, factories taking a
             `ServerConfig`, or ``"module:attribute"`` strings naming either.
         data_dir: where the built-in servers keep their data; with it, the built-in
-            servers (``content-store``, ``planning``, ``workspace``) start too.
+            servers (``content-store``, ``planning``, ``workspace``) start too
+            (``browser`` only when named in ``builtins``).
         workspace_root: the workspace server's root folder.
         builtins: which built-in servers to start (default: all, when ``data_dir`` is set).
         in_process: names of servers to run in this process instead of a worker
@@ -222,6 +223,9 @@ class WorkerPool:
             params in, ``CreateMessageResult`` JSON out); without it they get a
             `ClientRequestError`.
         elicitation_handler: answers tools' ``ctx.elicit(...)`` (``elicitation/create``).
+        browser_allowed_origins: the only origins (``scheme://host[:port]``) the
+            ``browser`` server's pages load from, private addresses included; without it
+            any public http(s) address loads and private ones are refused.
 
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a
@@ -255,6 +259,7 @@ class WorkerPool:
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
         replicas: Mapping[str, int] | None = None,
+        browser_allowed_origins: Iterable[str] | None = None,
     ) -> None:
         exit_if_bootstrapping()
         self._config = PoolConfig.build(
@@ -272,6 +277,7 @@ class WorkerPool:
             start_method=start_method,
             restart=restart,
             replicas=replicas,
+            browser_allowed_origins=browser_allowed_origins,
         )
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}

@@ -73,6 +73,7 @@ class SyncWorkerPool:
         max_frame: int = DEFAULT_MAX_FRAME,
         start_method: StartMethod = "spawn",
         restart: RestartPolicy | None = None,
+        browser_allowed_origins: Iterable[str] | None = None,
     ) -> None:
         # The async pool's configuration, checked by the same code.
         self._config = PoolConfig.build(
@@ -87,6 +88,7 @@ class SyncWorkerPool:
             max_frame=max_frame,
             start_method=start_method,
             restart=restart,
+            browser_allowed_origins=browser_allowed_origins,
         )
         self._workers: dict[str, SyncWorker] = {}
         self._started = False
