@@ -65,6 +65,12 @@ DEFAULT_SESSION: Final = "default"
 _LOAD_GRACE_MS: Final = 2_000
 """After the document is parsed, how long navigate waits for images and scripts."""
 
+_OPENS_TAB: Final = """e => {
+  const target = e.closest('a[href]')?.target ?? '';
+  return target !== '' && !['_self', '_parent', '_top'].includes(target.toLowerCase());
+}"""
+"""Whether clicking the element opens a link in another tab."""
+
 T = TypeVar("T")
 _Ref = Annotated[
     str, msgspec.Meta(description="An element's ref from the latest snapshot, like e12.")
@@ -182,7 +188,7 @@ class _Tools:
             tree=state.tree if navigated else None,
             tabs=await session.tabs() if tabs_changed else None,
             refused=session.take_refused(),
-            downloads=session.take_downloads(),
+            downloads=await session.take_downloads(self.options.action_timeout),
         )
         text = render_action(result, state.lines, self.options.max_changes)
         return structured_response(text, result)
@@ -220,6 +226,10 @@ class _Tools:
             with contextlib.suppress(Error):
                 await page.wait_for_load_state("load", timeout=_LOAD_GRACE_MS)
         state = await session.capture(page)
+        # The model has not seen this page's refs yet, and a new document numbers its
+        # refs afresh: an old ref must not reach an element of this page by its number.
+        state.refs.clear()
+        state.navigated = True
         return NavigateResult(
             session_id=session.name,
             url=page.url,
@@ -355,7 +365,12 @@ def create_server(config: ServerConfig) -> Server:
         async def body(session: Session) -> NativeMCPResponse[ActionResult]:
             _, locator, what = await tools.locate(session, ref)
             tabs_before = len(session.pages)
-            await locator.click()
+            if await locator.evaluate(_OPENS_TAB):
+                # The new tab's page event comes after the click returns: wait for it.
+                async with session.context.expect_page():
+                    await locator.click()
+            else:
+                await locator.click()
             return await tools.after(
                 session, f"Clicked {what}.", tabs_changed=len(session.pages) != tabs_before
             )

@@ -96,6 +96,8 @@ class Session:
         """Requests refused since the last call looked (``URL: why``)."""
         self.downloads: list[str] = []
         """Files saved since the last call looked (paths in the workspace)."""
+        self.saving: set[asyncio.Future[None]] = set()
+        """Downloads being written."""
         self._host = host
 
     @property
@@ -121,7 +123,8 @@ class Session:
         self.active = len(self.pages) - 1
         page.on("close", lambda _: self._forget(page))
         page.on("framenavigated", lambda frame: self._navigated(page, frame))
-        page.on("download", self._host.save_download(self))
+        save = self._host.save_download(self)
+        page.on("download", lambda download: self.saving.add(asyncio.ensure_future(save(download))))
 
     def _forget(self, page: Page) -> None:
         if page in self.states:
@@ -173,7 +176,11 @@ class Session:
         refused, self.refused = self.refused, []
         return refused
 
-    def take_downloads(self) -> list[str]:
+    async def take_downloads(self, timeout: float) -> list[str]:
+        """The files saved since the last look, once the ones being written are done."""
+        if self.saving:
+            pending, self.saving = self.saving, set()
+            await asyncio.wait(pending, timeout=timeout)
         saved, self.downloads = self.downloads, []
         return saved
 
