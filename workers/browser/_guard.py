@@ -1,8 +1,8 @@
 """Which URLs the browser may load: http(s) only, an optional allow-list, public addresses.
 
 Every request a page makes (the document, each redirect hop, scripts, images, XHR,
-WebSockets) passes `UrlPolicy.check` through Playwright's request routing before it
-leaves the browser:
+WebSockets) passes this policy in the session's egress proxy (``_egress.py``), which
+then connects to the very address it checked:
 
 - a scheme other than ``http``/``https`` is refused (``file:``, ``chrome:``, ``data:``
   documents never load through ``navigate``; Chromium itself keeps pages from
@@ -14,10 +14,9 @@ leaves the browser:
   private networks, link-local (cloud metadata at 169.254.169.254), shared, reserved
   and multicast addresses are refused.
 
-Known gap: Chromium resolves the name again when it connects, so a DNS server that
-answers a public address to this check and a private one a moment later (DNS
-rebinding) is not stopped here; deployments that must stop it run the browser behind
-an egress firewall, or list their origins.
+The proxy resolves each name once and connects to the address it checked, so a DNS
+server that answers a public address first and a private one a moment later (DNS
+rebinding) gets nowhere.
 """
 
 from __future__ import annotations
@@ -30,13 +29,17 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
-__all__ = ["UrlPolicy", "normalize_origin"]
+__all__ = ["Refused", "UrlPolicy", "address_refusal", "normalize_origin"]
 
 SCHEMES: Final = ("http", "https")
 """The only schemes pages may load."""
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 # WebSocket URLs are checked as the http(s) origin they belong to.
 _WS: Final = {"ws": "http", "wss": "https"}
+
+
+class Refused(Exception):
+    """A URL or address the policy does not let the browser reach; the message says why."""
 
 
 def _origin(scheme: str, host: str, port: int | None) -> str:
@@ -117,21 +120,38 @@ class UrlPolicy:
             return f"{origin} is not an allowed origin (allowed: {allowed})"
         return None
 
+    async def addresses(self, host: str, port: int) -> list[str]:
+        """The addresses to connect to for ``host``, each one checked (unless the policy
+        trusts the host's origin or private networks).
+
+        Raises:
+            Refused: the host does not resolve, or resolves to a refused address (one
+                is enough: a name that points inwards is not trusted for its other
+                addresses either).
+        """
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )
+        except OSError as exc:
+            raise Refused(f"{host} does not resolve ({exc.strerror or exc})") from None
+        found = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        if self.allowed_origins or self.allow_private:
+            return found  # the allow-list (checked on the URL) decides, not the address
+        for address in found:
+            why = address_refusal(address)
+            if why is not None:
+                raise Refused(why if why.startswith(host) else f"{host} resolves to {why}")
+        return found
+
     async def refusal(self, url: str) -> str | None:
         """Why ``url`` may not load, the host resolved (None: it may)."""
         reason = self.scheme_refusal(url)
-        if reason is not None or self.allowed_origins or self.allow_private:
+        if reason is not None:
             return reason
         parts = urlsplit(url)
-        host = parts.hostname or ""
         try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, parts.port or 0, type=socket.SOCK_STREAM
-            )
-        except OSError as exc:
-            return f"{host} does not resolve ({exc.strerror or exc})"
-        for info in infos:
-            why = address_refusal(str(info[4][0]))
-            if why is not None:
-                return why if why.startswith(host) else f"{host} resolves to {why}"
+            await self.addresses(parts.hostname or "", parts.port or 0)
+        except Refused as exc:
+            return str(exc)
         return None

@@ -222,6 +222,13 @@ class _Tools:
                 f"Error: could not open {url}: {_first_line(exc)}",
                 structured_content={"error": "navigation_failed", "url": url},
             ) from None
+        document = next((r for r in session.refused if r.startswith(f"{page.url}: ")), None)
+        if document is not None:  # the proxy's 403 stands where the page would be
+            await page.goto("about:blank")
+            raise ToolError(
+                f"Error: refused to load {document}.",
+                structured_content={"error": "url_refused", "refused": session.take_refused()},
+            )
         if not loading:
             with contextlib.suppress(Error):
                 await page.wait_for_load_state("load", timeout=_LOAD_GRACE_MS)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final
 from nativemcp.protocol import ToolError
 
 from ._aria import clickable_refs, compact, parse_snapshot, refs_of, render
+from ._egress import EgressProxy
 from ._guard import UrlPolicy
 from ._models import SnapshotNode, TabInfo
 from ._options import BrowserOptions
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
         Frame,
         Page,
         Playwright,
-        Route,
-        WebSocketRoute,
     )
 
 __all__ = ["BrowserHost", "PageState", "Session", "SessionKey"]
@@ -83,17 +82,26 @@ class PageState:
 class Session:
     """One browser context (cookies, storage, tabs) under one session key."""
 
-    def __init__(self, key: SessionKey, context: BrowserContext, host: BrowserHost) -> None:
+    def __init__(
+        self,
+        key: SessionKey,
+        context: BrowserContext,
+        host: BrowserHost,
+        egress: EgressProxy,
+        refused: list[str],
+    ) -> None:
         self.key = key
         self.context = context
+        self.egress = egress
         self.browser = context.browser
         self.pages: list[Page] = []
         self.states: dict[Page, PageState] = {}
         self.active = 0
         self.lock = asyncio.Lock()
         self.last_used = time.monotonic()
-        self.refused: list[str] = []
-        """Requests refused since the last call looked (``URL: why``)."""
+        self.refused = refused
+        """Requests refused since the last call looked (``URL: why``; the egress proxy
+        appends to it)."""
         self.downloads: list[str] = []
         """Files saved since the last call looked (paths in the workspace)."""
         self.saving: set[asyncio.Future[None]] = set()
@@ -173,7 +181,8 @@ class Session:
         return infos
 
     def take_refused(self) -> list[str]:
-        refused, self.refused = self.refused, []
+        refused = list(self.refused)
+        self.refused.clear()
         return refused
 
     async def take_downloads(self, timeout: float) -> list[str]:
@@ -183,28 +192,6 @@ class Session:
             await asyncio.wait(pending, timeout=timeout)
         saved, self.downloads = self.downloads, []
         return saved
-
-    async def route(self, route: Route) -> None:
-        """Let a request through only when the URL policy allows it."""
-        from playwright.async_api import Error
-
-        url = route.request.url
-        reason = await self._host.policy.refusal(url)
-        with contextlib.suppress(Error):  # the page went away meanwhile
-            if reason is None:
-                await route.continue_()
-            else:
-                self.refused.append(f"{url}: {reason}")
-                await route.abort("blockedbyclient")
-
-    async def route_websocket(self, socket: WebSocketRoute) -> None:
-        """The same policy for WebSocket connections."""
-        reason = await self._host.policy.refusal(socket.url)
-        if reason is None:
-            socket.connect_to_server()
-        else:
-            self.refused.append(f"{socket.url}: {reason}")
-            await socket.close(code=1008, reason="refused by the browser server's URL policy")
 
 
 class BrowserHost:
@@ -271,7 +258,7 @@ class BrowserHost:
             return
         self._browser = None
         for key in [k for k, s in self.sessions.items() if s.browser is browser]:
-            del self.sessions[key]
+            self.sessions.pop(key).egress.close()
 
     def crashed(self, session: Session) -> bool:
         """Whether ``session``'s browser is gone (a crash, not a close of ours)."""
@@ -294,6 +281,8 @@ class BrowserHost:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
+        for session in self.sessions.values():
+            session.egress.close()
         self.sessions.clear()
         await self._stop_browser()
         reaper, self._reaper = self._reaper, None
@@ -318,17 +307,27 @@ class BrowserHost:
                 f"{self.options.max_sessions}; close one with close_session first.",
                 structured_content={"error": "too_many_sessions"},
             )
-        context = await browser.new_context(
-            viewport={"width": self.options.viewport_width, "height": self.options.viewport_height},
-            accept_downloads=self.downloads is not None,
-            # A service worker's requests bypass routing, and so the URL policy.
-            service_workers="block",
-        )
+        refused: list[str] = []
+        egress = EgressProxy(self.policy, refused.append)
+        proxy = await egress.start()
+        try:
+            context = await browser.new_context(
+                viewport={
+                    "width": self.options.viewport_width,
+                    "height": self.options.viewport_height,
+                },
+                accept_downloads=self.downloads is not None,
+                # Every request leaves through the checking proxy (Playwright sends
+                # loopback through it too); service workers' requests included.
+                proxy={"server": proxy},
+                service_workers="block",
+            )
+        except BaseException:
+            egress.close()
+            raise
         context.set_default_timeout(self.options.action_timeout * 1000)
         context.set_default_navigation_timeout(self.options.page_timeout * 1000)
-        session = Session(key, context, self)
-        await context.route("**/*", session.route)
-        await context.route_web_socket("**/*", session.route_websocket)
+        session = Session(key, context, self, egress, refused)
         context.on("page", session.adopt)
         self.sessions[key] = session
         return session
@@ -340,6 +339,7 @@ class BrowserHost:
             return False
         with contextlib.suppress(Exception):  # already gone with a crashed browser
             await session.context.close()
+        session.egress.close()
         return True
 
     async def _sweep_idle(self) -> None:
