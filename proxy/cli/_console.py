@@ -21,7 +21,7 @@ from typing import Final
 
 import anyio
 
-from ._content import add_pool_options
+from ._content import add_browser_allow, add_pool_options
 
 __all__ = ["HOST", "SHUTDOWN_GRACE", "TOKEN_BYTES", "add_console_parser", "run_console"]
 
@@ -54,8 +54,12 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         action="append",
         default=[],
         metavar="MODULE:ATTR",
-        help="also run this server (a Server or a factory), in a worker; repeatable",
+        help=(
+            "also run this server (a Server or a factory, or an opt-in built-in such as "
+            "browser), in a worker; repeatable"
+        ),
     )
+    add_browser_allow(console)
 
 
 def _listen(port: int) -> socket.socket:
@@ -74,6 +78,8 @@ def _listen(port: int) -> socket.socket:
 async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) -> int:
     import uvicorn
 
+    from nativemcp.workers import BUILTIN_SERVERS, OPT_IN_BUILTINS
+
     from .._pool import WorkerPool
     from ..console._app import create_console_app
     from ..console._catalog import ConsoleCatalog
@@ -81,11 +87,18 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
     token = secrets.token_urlsafe(TOKEN_BYTES)
     async with (
         WorkerPool(
-            args.server,
+            [source for source in args.server if source not in BUILTIN_SERVERS],
             data_dir=data_dir,
             workspace_root=args.workspace,
+            # The default built-ins, and the opt-in ones (browser) named with --server.
+            builtins=[
+                name
+                for name in BUILTIN_SERVERS
+                if name not in OPT_IN_BUILTINS or name in args.server
+            ],
             mcp_servers=args.mcp_config,
             database_url=args.database_url,
+            browser_allowed_origins=args.browser_allow,
         ) as pool,
         anyio.create_task_group() as calls,
     ):

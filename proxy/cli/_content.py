@@ -30,6 +30,7 @@ __all__ = [
     "CONTENT_STORE",
     "DEFAULT_STORE",
     "add_content_commands",
+    "add_browser_allow",
     "add_database_url",
     "add_pool_options",
 ]
@@ -65,6 +66,20 @@ def add_pool_options(parser: argparse.ArgumentParser) -> None:
         "(as Claude Desktop, Cursor and VS Code write it)",
     )
     add_database_url(parser)
+
+
+def add_browser_allow(parser: argparse.ArgumentParser) -> None:
+    """``--browser-allow ORIGIN``: the browser server's allow-list (repeatable)."""
+    parser.add_argument(
+        "--browser-allow",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help=(
+            "the browser server loads pages only from this origin (scheme://host[:port]; "
+            "repeatable), private addresses included (default: any public address)"
+        ),
+    )
 
 
 def add_database_url(parser: argparse.ArgumentParser) -> None:
@@ -173,6 +188,7 @@ def add_content_commands(commands: Any) -> dict[str, Runner]:
     call.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
     _add_json(call)
     add_pool_options(call)
+    add_browser_allow(call)
 
     return {
         "ingest": _ingest,
@@ -480,6 +496,7 @@ async def _call(args: argparse.Namespace, data_dir: Path) -> int:
             builtins=[args.server],
             mcp_servers=external,
             database_url=args.database_url,
+            browser_allowed_origins=args.browser_allow,
         )
         name = args.server
     elif ":" in args.server:

@@ -1,6 +1,6 @@
 """``nativemcp serve SERVER...``: serve nativemcp servers to MCP clients.
 
-SERVER is a built-in name (``content-store``, ``planning``, ``workspace``), a
+SERVER is a built-in name (``content-store``, ``planning``, ``workspace``, ``browser``), a
 ``module:attribute`` or a ``path/to/file.py:attribute`` naming a `Server` (or a factory).
 ``--transport stdio`` (default) speaks MCP on stdin/stdout (logs go to stderr);
 ``--transport http`` serves Streamable HTTP with uvicorn at ``/mcp`` and ``/mcp/<name>``.
@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import anyio
 
-from ._content import add_database_url
+from ._content import add_browser_allow, add_database_url
 
 __all__ = ["add_serve_parser", "run_serve"]
 
@@ -76,6 +76,7 @@ def add_serve_parser(commands: Any) -> None:
     )
     serve.add_argument("--data-dir", type=Path, default=None, help="built-in servers' data")
     add_database_url(serve)
+    add_browser_allow(serve)
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
     serve.add_argument(
         "--input-timeout",
@@ -148,6 +149,7 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         mcp_servers=args.mcp_config,
         # Replicas behind a load balancer share the content store and planning here.
         database_url=args.database_url,
+        browser_allowed_origins=args.browser_allow,
     )
     if args.transport == "stdio":
 
