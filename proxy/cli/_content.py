@@ -29,8 +29,8 @@ from ._data_dir import DATA_DIR_ENV
 __all__ = [
     "CONTENT_STORE",
     "DEFAULT_STORE",
-    "add_content_commands",
     "add_browser_allow",
+    "add_content_commands",
     "add_database_url",
     "add_pool_options",
 ]
