@@ -291,6 +291,12 @@ def _lines(nodes: Iterable[SnapshotNode], depth: int) -> Iterator[str]:
             yield indent + whole
             continue
         label = _label(node)
+        only = node.children[0] if len(node.children) == 1 else None
+        if only is not None and not only.children and label.rstrip("#") in ("", "-"):
+            # A heading or list item around one element reads on one line:
+            # "## link "Spade" [ref=e20]", "- link "Roadmap" [ref=e9]".
+            yield f"{indent}{label} {_label(only)}"
+            continue
         if node.children:
             yield indent + (label + ":" if label and label != "-" else label or "")
             yield from _lines(node.children, depth + 1)
