@@ -234,6 +234,10 @@ async def measure(quick: bool) -> dict[str, Any]:
         f"{'met' if met else 'NOT met'}"
     )
     return {
+        "bench": "browser",
+        "quick": quick,
+        "playwright_mcp": PLAYWRIGHT_MCP,
+        "token_goal": TOKEN_GOAL,
         "pages": pages_json,
         "act_ms": {label: round(value, 1) for label, value in ms.items()},
         "act_ratio": round(speed, 3),
