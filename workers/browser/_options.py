@@ -42,7 +42,7 @@ class BrowserOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_f
     """Open tabs per session; a page's extra pop-ups are closed."""
     idle_timeout: _Seconds = 600.0
     """Seconds a session may go unused before it is closed."""
-    page_timeout: _Seconds = 30.0
+    page_timeout: _Seconds = 20.0
     """Seconds a navigation may take before it answers (with what has loaded)."""
     action_timeout: _Seconds = 10.0
     """Seconds a click, a fill or a wait may take."""
