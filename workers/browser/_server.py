@@ -101,6 +101,15 @@ class _Tools:
         self.host = host
         self.options = host.options
 
+    async def check_url(self, url: str) -> None:
+        """Refuse ``url`` before any page opens it, when the URL policy would."""
+        reason = await self.host.policy.refusal(url)
+        if reason is not None:
+            raise ToolError(
+                f"Error: refused to open {url}: {reason}.",
+                structured_content={"error": "url_refused", "url": url, "reason": reason},
+            )
+
     def key(self, ctx: Context, session_id: str | None) -> SessionKey:
         return (ctx.session_id, session_id or DEFAULT_SESSION)
 
@@ -333,12 +342,7 @@ def create_server(config: ServerConfig) -> Server:
     async def navigate(ctx: Context, url: str, session_id: _SessionId = None) -> NavigateResult:
         """Open an http(s) URL in the session's active tab; answers with the page's title,
         URL and how many interactive elements it has (snapshot shows them with refs)."""
-        reason = await host.policy.refusal(url)
-        if reason is not None:
-            raise ToolError(
-                f"Error: refused to open {url}: {reason}.",
-                structured_content={"error": "url_refused", "url": url, "reason": reason},
-            )
+        await tools.check_url(url)
         return await tools.run(ctx, session_id, lambda s: tools.navigate(s, url))
 
     @server.tool(annotations=_READS)
@@ -492,12 +496,7 @@ def create_server(config: ServerConfig) -> Server:
         """List the session's tabs, open a new one (at url), select one or close one (by
         index; close without index closes the active tab)."""
         if url is not None:
-            reason = await host.policy.refusal(url)
-            if reason is not None:
-                raise ToolError(
-                    f"Error: refused to open {url}: {reason}.",
-                    structured_content={"error": "url_refused", "url": url, "reason": reason},
-                )
+            await tools.check_url(url)
         return await tools.run(ctx, session_id, lambda s: tools.tabs(s, action, index, url))
 
     @server.tool(render=render_read_text, annotations=_READS)

@@ -22,7 +22,6 @@ from _browser_pages import (
     PageServer,
     command_line,
     require_chromium,
-    serving,
     tagged_processes,
     wait_until,
 )
@@ -42,17 +41,6 @@ pytestmark = [
 TAG_VARIABLE = "NATIVEMCP_TEST_BROWSER_TAG"
 GONE_WITHIN = 20.0
 """Seconds the processes get to go (the promise is moments; the machine may be loaded)."""
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[PageServer]:
-    with serving() as server:
-        yield server
 
 
 @pytest.fixture

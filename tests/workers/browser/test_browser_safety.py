@@ -8,12 +8,12 @@ from elsewhere. The address rules themselves are checked without a browser.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
-from _browser_pages import PageServer, require_chromium, serving
+from _browser_pages import PageServer, require_chromium
 
 from nativemcp.protocol import ServerStartError, ToolError
 from nativemcp.proxy import WorkerPool
@@ -23,11 +23,6 @@ from nativemcp.workers.browser._guard import UrlPolicy, address_refusal, normali
 from nativemcp.workers.browser._options import parse_options
 
 pytestmark = [pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.parametrize(
@@ -112,13 +107,6 @@ def test_the_allow_list_admits_only_its_origins() -> None:
 
 
 @pytest.fixture(scope="module")
-def site() -> Iterator[PageServer]:
-    require_chromium()
-    with serving() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 async def open_pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
     """A pool with the default policy (no allow-list)."""
     require_chromium()
@@ -132,6 +120,7 @@ async def listed_pool(
     site: PageServer, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[WorkerPool]:
     """A pool whose allow-list holds the page server's origin."""
+    require_chromium()
     folder = tmp_path_factory.mktemp("listed")
     async with WorkerPool(
         data_dir=folder, builtins=["browser"], browser_allowed_origins=[site.base], timeout=60

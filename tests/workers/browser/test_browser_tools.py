@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 import pytest
-from _browser_pages import PageServer, require_chromium, serving
+from _browser_pages import PageServer, require_chromium
 
-from nativemcp.protocol import ToolError
+from nativemcp.protocol import ImageContent, NativeMCPResponse, TextContent, ToolError
 from nativemcp.proxy import WorkerPool
 from nativemcp.workers.browser import (
     ActionResult,
@@ -30,18 +30,6 @@ from nativemcp.workers.browser import (
 require_chromium()
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    # One Chromium per module is the budget; the pool's own backends are tested elsewhere.
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[PageServer]:
-    with serving() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +70,18 @@ def ref_of(snapshot: SnapshotResult, role: str, name: str) -> str:
     raise AssertionError(f"no {role} {name!r} with a ref in {snapshot.tree}")
 
 
-async def text_of(pool: WorkerPool, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-    response = await pool.server("browser").call_tool(tool, arguments)
+def _text(response: NativeMCPResponse[Any]) -> str:
     assert response.result is not None, response.error
     block = response.result.content[0]
-    assert block.type == "text"
-    return block.text, bool(response.result.is_error)
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def text_of(pool: WorkerPool, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+    response = await pool.server("browser").call_tool(tool, arguments)
+    text = _text(response)
+    assert response.result is not None
+    return text, bool(response.result.is_error)
 
 
 async def test_navigate_answers_with_title_url_status_and_the_interactive_elements(
@@ -213,8 +207,8 @@ async def test_screenshot_is_an_image_block_of_a_png(
     response = await proxy.call_tool("screenshot", {"session_id": "shot"})
     assert response.result is not None
     text, image = response.result.content
-    assert text.type == "text" and "1280x800 px" in text.text
-    assert image.type == "image" and image.mime_type == "image/png"
+    assert isinstance(text, TextContent) and "1280x800 px" in text.text
+    assert isinstance(image, ImageContent) and image.mime_type == "image/png"
     data = base64.b64decode(image.data)
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     assert response.result.structured_content is not None
@@ -238,9 +232,9 @@ async def test_sessions_have_their_own_cookies_and_callers_their_own_sessions(
         response = await proxy.call_tool(
             "navigate", {"url": f"{site.base}/dynamic"}, session_id=client
         )
-        assert response.result is not None
-        assert "visited=once" in response.result.content[0].text
+        assert "visited=once" in _text(response)
     listed = await proxy.call_tool("list_sessions", {}, session_id="client-1")
+    assert listed.structured_result is not None
     assert [s["sessionId"] for s in listed.structured_result["sessions"]] == ["default"]
     for client in ("client-1", "client-2"):
         await proxy.call_tool("close_session", {"session_id": "default"}, session_id=client)
