@@ -129,7 +129,8 @@ async def _contenders(site: str, data: str) -> AsyncIterator[list[Contender]]:
               "--data-dir", data],
     )  # fmt: skip
     command = _playwright_mcp()
-    theirs = StdioServerParameters(command=command[0], args=command[1:])
+    # It writes console logs and snapshots under its working folder: a temporary one.
+    theirs = StdioServerParameters(command=command[0], args=command[1:], cwd=data)
     async with Client(ours) as native, Client(theirs) as playwright:
         tools = [tool.name for tool in (await native.list_tools()).tools]
         prefix = next(name for name in tools if name.endswith("navigate"))[: -len("navigate")]
