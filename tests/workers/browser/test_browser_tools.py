@@ -215,6 +215,16 @@ async def test_screenshot_is_an_image_block_of_a_png(
     assert response.result.structured_content["size"] == len(data)
     full = await browser.screenshot(session_id="shot", full_page=True)
     assert full.full_page and full.width == 1280
+    # Through the catalog (the LLM's path) every block, the image too, names its source.
+    tagged = await pool.call_tool("builtin_browser__screenshot", {"session_id": "shot"})
+    assert tagged.result is not None
+    for block in tagged.result.content:
+        assert block.meta is not None
+        assert block.meta["io.github.nativemcp/service"] == {
+            "serverName": "browser",
+            "toolName": "screenshot",
+            "backendType": "BuiltInWeb",
+        }
 
 
 async def test_sessions_have_their_own_cookies_and_callers_their_own_sessions(
