@@ -219,7 +219,7 @@ async def test_screenshot_is_an_image_block_of_a_png(
     tagged = await pool.call_tool("builtin_browser__screenshot", {"session_id": "shot"})
     assert tagged.result is not None
     for block in tagged.result.content:
-        assert block.meta is not None
+        assert isinstance(block, TextContent | ImageContent) and block.meta is not None
         assert block.meta["io.github.nativemcp/service"] == {
             "serverName": "browser",
             "toolName": "screenshot",
