@@ -117,7 +117,14 @@ class _Tools:
         self, ctx: Context, session_id: str | None, body: Callable[[Session], Awaitable[T]]
     ) -> T:
         """``body`` on the session's lock, Playwright's failures turned into tool errors."""
-        from playwright.async_api import Error, TimeoutError
+        try:
+            from playwright.async_api import Error, TimeoutError
+        except ImportError:
+            raise ToolError(
+                "Error: the browser server needs Playwright for Python: "
+                "pip install 'nativemcp[browser]'.",
+                structured_content={"error": "no_playwright"},
+            ) from None
 
         session = await self.host.session(self.key(ctx, session_id))
         async with session.lock:
