@@ -146,7 +146,16 @@ class EgressProxy:
                     + b"\r\n".join([*kept, b"Connection: close"])
                     + b"\r\n\r\n"
                 )
-            await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+            if tunnel:
+                await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+            else:
+                # One request: when its response ends, so does the connection, so the
+                # browser cannot send a next request (for any host) down this one.
+                sending = asyncio.ensure_future(_pipe(reader, upstream_writer))
+                try:
+                    await _pipe(upstream_reader, writer)
+                finally:
+                    sending.cancel()
         finally:
             upstream_writer.close()
 

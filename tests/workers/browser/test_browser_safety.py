@@ -235,6 +235,15 @@ async def test_the_egress_proxy_forwards_what_the_policy_allows(site: PageServer
         )
         assert answer.startswith(b"HTTP/1.0 200") or answer.startswith(b"HTTP/1.1 200")
         assert b"<h2>Sign up</h2>" in answer
+        # A second request down the same connection (to another host) goes nowhere:
+        # the connection ends with the first response.
+        twice = await _through(
+            url,
+            f"GET {site.base}/ HTTP/1.1\r\nHost: a\r\n\r\n"
+            f"GET http://localhost:{site.port}/form HTTP/1.1\r\nHost: b\r\n\r\n".encode(),
+        )
+        assert twice.count(b"HTTP/1.") == 1 and b"<h1>Welcome</h1>" in twice
+        assert b"Sign up" not in twice
         assert refused == []
     finally:
         proxy.close()
