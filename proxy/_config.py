@@ -24,6 +24,7 @@ from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import (
     BUILTIN_SERVERS,
     DATABASE_URL_ENV,
+    OPT_IN_BUILTINS,
     Server,
     ServerConfig,
     ServerSource,
@@ -67,6 +68,7 @@ class SyncPoolOptions(TypedDict, total=False):
     max_frame: int
     start_method: StartMethod
     restart: RestartPolicy | None
+    browser_allowed_origins: Iterable[str] | None
 
 
 class PoolOptions(SyncPoolOptions, total=False):
@@ -115,6 +117,17 @@ def _label(source: ServerSource) -> str:
     return source if isinstance(source, str) else getattr(source, "__name__", "server")
 
 
+def _with_browser_origins(
+    options: Mapping[str, Mapping[str, Any]], origins: Iterable[str] | None
+) -> dict[str, dict[str, Any]]:
+    """Per-server options, ``browser_allowed_origins`` folded into the browser's."""
+    merged = {name: dict(value) for name, value in options.items()}
+    if origins is not None:
+        browser = merged.setdefault("browser", {})
+        browser["allowed_origins"] = [*browser.get("allowed_origins", ()), *origins]
+    return merged
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PoolConfig:
     """What a pool runs and how, checked: build one with `PoolConfig.build`."""
@@ -158,7 +171,11 @@ class PoolConfig:
                 "(it is created if missing)"
             )
         if builtins is None:
-            chosen = [n for n in BUILTIN_SERVERS if _builtin_available(n)] if data_dir else []
+            chosen = (
+                [n for n in BUILTIN_SERVERS if n not in OPT_IN_BUILTINS and _builtin_available(n)]
+                if data_dir
+                else []
+            )
         else:
             chosen = list(builtins)
             unknown = [name for name in chosen if name not in BUILTIN_SERVERS]
@@ -193,7 +210,9 @@ class PoolConfig:
             workspace_root=Path(workspace_root).expanduser() if workspace_root else None,
             builtins=tuple(chosen),
             in_process=local,
-            options={name: dict(value) for name, value in (given.get("options") or {}).items()},
+            options=_with_browser_origins(
+                given.get("options") or {}, given.get("browser_allowed_origins")
+            ),
             external=tuple(load_mcp_servers(mcp_servers)) if mcp_servers is not None else (),
             database_url=database_url or None,
             # 0 or less also reads as no limit, as in earlier releases (see `time_limit`).

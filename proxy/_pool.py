@@ -226,7 +226,8 @@ class WorkerPool:
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
-            servers (``content-store``, ``planning``, ``workspace``) start too.
+            servers (``content-store``, ``planning``, ``workspace``) start too
+            (``browser`` only when named in ``builtins``).
         workspace_root: the workspace server's root folder.
         builtins: which built-in servers to start (default: all, when ``data_dir`` is set).
         in_process: names of servers to run in this process instead of a worker
@@ -247,6 +248,9 @@ class WorkerPool:
             the least-loaded one, a crash restarts only that one, and `switch_context`
             reaches all. For servers whose shared state lives outside the process (the
             built-ins keep theirs in SQLite).
+        browser_allowed_origins: the only origins (``scheme://host[:port]``) the
+            ``browser`` server's pages load from, private addresses included; without it
+            any public http(s) address loads and private ones are refused.
 
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a

@@ -14,6 +14,7 @@ from nativemcp.protocol import ServerStartError as ServerStartError
 from nativemcp.protocol import describe_exit as describe_exit
 
 from ._config import BUILTIN_SERVERS as BUILTIN_SERVERS
+from ._config import OPT_IN_BUILTINS as OPT_IN_BUILTINS
 from ._config import ServerConfig as ServerConfig
 from ._config import ServerSource as ServerSource
 from ._config import load_server as load_server
@@ -52,6 +53,7 @@ WorkerClosed = ServerClosed
 __all__ = [
     "BUILTIN_SERVERS",
     "DATABASE_URL_ENV",
+    "OPT_IN_BUILTINS",
     "CallTimeout",
     "ClientRequest",
     "ClientRequestError",

@@ -11,7 +11,7 @@ import msgspec
 
 from ._server import Server
 
-__all__ = ["BUILTIN_SERVERS", "ServerConfig", "ServerSource", "load_server"]
+__all__ = ["BUILTIN_SERVERS", "OPT_IN_BUILTINS", "ServerConfig", "ServerSource", "load_server"]
 
 
 class ServerConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -37,8 +37,13 @@ BUILTIN_SERVERS: Final[dict[str, str]] = {
     "content-store": "nativemcp.workers.content_store:create_server",
     "planning": "nativemcp.workers.planning:create_server",
     "workspace": "nativemcp.workers.workspace:create_server",
+    "browser": "nativemcp.workers.browser:create_server",
 }
 """The built-in servers by name, each a factory path (imported in the worker only)."""
+
+OPT_IN_BUILTINS: Final = frozenset({"browser"})
+"""Built-ins a pool starts only when named in ``builtins`` (a browser is a big process to
+start for every pool that has a data folder, and it reaches the network)."""
 
 
 def load_server(source: ServerSource, config: ServerConfig) -> Server:

@@ -19,6 +19,7 @@ from typing import Final
 
 __all__ = [
     "MAX_SWEEPS",
+    "carrying",
     "descendants",
     "kill_pids",
     "kill_until_gone",
@@ -76,6 +77,22 @@ def descendants(pid: int) -> list[int]:
         child = stack.pop()
         found.append(child)
         stack.extend(children.get(child, ()))
+    return found
+
+
+def carrying(entry: str) -> list[int]:
+    """The other live processes whose environment holds ``entry`` (``NAME=value``):
+    what one starter marked, found again however far its processes went."""
+    needle = b"\0" + entry.encode() + b"\0"
+    found: list[int] = []
+    for pid in other_pids():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as file:
+                environ = file.read()
+        except OSError:  # gone, or not ours to read
+            continue
+        if needle in b"\0" + environ:
+            found.append(pid)
     return found
 
 

@@ -22,7 +22,7 @@ from typing import Final
 
 import anyio
 
-from nativemcp.workers import BUILTIN_SERVERS
+from nativemcp.workers import BUILTIN_SERVERS, OPT_IN_BUILTINS
 
 from ._content import add_allow_lists
 from ._listen import listen
@@ -56,7 +56,7 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         default=[],
         metavar="SERVER",
         help="also run this server: module:attribute or path/to/file.py:attribute "
-        "(a Server or a factory), in a worker; repeatable",
+        "(a Server or a factory), or an opt-in built-in such as browser; repeatable",
     )
 
 
@@ -68,8 +68,10 @@ async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.so
 
     token = secrets.token_urlsafe(TOKEN_BYTES)
     extra = resolve_servers(args.server)
-    # Every built-in runs in the console; --server adds the user's own.
-    choice = dataclasses.replace(extra, builtins=tuple(BUILTIN_SERVERS))
+    # Every default built-in runs in the console; --server adds the user's own and the
+    # opt-in built-ins it names (browser).
+    builtins = [n for n in BUILTIN_SERVERS if n not in OPT_IN_BUILTINS or n in extra.builtins]
+    choice = dataclasses.replace(extra, builtins=tuple(builtins))
     async with (
         options.pool(choice) as pool,
         anyio.create_task_group() as calls,

@@ -1,6 +1,7 @@
 """The options of every verb that starts servers, defined once and applied once.
 
-``--data-dir``, ``--workspace``, ``--mcp-config`` and ``--database-url`` come from one
+``--data-dir``, ``--workspace``, ``--mcp-config``, ``--database-url`` and
+``--browser-allow`` come from one
 parent parser (`pool_options_parser`); `PoolOptions.from_args` checks what was typed,
 and `PoolOptions.pool` opens the `WorkerPool` every verb uses. A mistake is one line
 that names it: a ``--database-url`` that is not a PostgreSQL URL, a missing driver, a
@@ -73,6 +74,16 @@ def pool_options_parser() -> argparse.ArgumentParser:
             "the data folder)"
         ),
     )
+    group.add_argument(
+        "--browser-allow",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help=(
+            "the browser server loads pages only from this origin (scheme://host[:port]; "
+            "repeatable), private addresses included (default: any public address)"
+        ),
+    )
     return parser
 
 
@@ -138,6 +149,8 @@ class PoolOptions:
     mcp_config: Path | None = None
     database_url: str | None = None
     """The URL given, or ``$NATIVEMCP_DATABASE_URL``; None: SQLite in ``data_dir``."""
+    browser_allow: tuple[str, ...] | None = None
+    """``--browser-allow``: the only origins the browser server loads (None: public ones)."""
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PoolOptions:
@@ -155,6 +168,7 @@ class PoolOptions:
             workspace=args.workspace,
             mcp_config=args.mcp_config,
             database_url=url or None,
+            browser_allow=tuple(args.browser_allow) if args.browser_allow else None,
         )
 
     @staticmethod
@@ -206,6 +220,7 @@ class PoolOptions:
                 builtins=choice.builtins,
                 mcp_servers=self.mcp_config,
                 database_url=self.database_url,
+                browser_allowed_origins=self.browser_allow,
                 **extra,
             )
         except (ValueError, TypeError) as exc:

@@ -1,7 +1,8 @@
 """``nativemcp serve SERVER...``: serve nativemcp servers to MCP clients.
 
 SERVER is named as on every verb (see `_servers`): a built-in name (``content-store``,
-``planning``, ``workspace``), ``module:attribute`` or ``path/to/file.py:attribute``.
+``planning``, ``workspace``, ``browser``), ``module:attribute`` or
+``path/to/file.py:attribute``.
 ``--transport stdio`` (default) speaks MCP on stdin/stdout (logs go to stderr);
 ``--transport http`` binds its port first, then says where it serves, and serves
 Streamable HTTP with uvicorn at ``/mcp`` and ``/mcp/<name>``; a port in use is one line

@@ -29,7 +29,7 @@ from typing import Final
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from ..process_sweep import kill_until_gone, other_pids, session_members
+from ..process_sweep import carrying, kill_until_gone, session_members
 from ._models import ShellResult
 
 __all__ = ["render_shell", "run_shell"]
@@ -80,28 +80,13 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _marked(needle: bytes) -> list[int]:
-    """The live processes whose environment holds the entry ``needle`` (``\\0name=value\\0``)."""
-    found: list[int] = []
-    for pid in other_pids():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as file:
-                environ = file.read()
-        except OSError:  # gone, or not ours to read
-            continue
-        if needle in b"\0" + environ:
-            found.append(pid)
-    return found
-
-
 def kill_left_behind(marker: str, sid: int) -> int:
     """SIGKILL every process of session ``sid`` or carrying ``marker`` in its environment,
     pass after pass until none is left; how many were killed.
 
     A killed process's environment reads empty once it exits, so it is not found again.
     """
-    needle = b"\0" + marker.encode() + b"\0"
-    return kill_until_gone(lambda: {*_marked(needle), *session_members(sid)})
+    return kill_until_gone(lambda: {*carrying(marker), *session_members(sid)})
 
 
 async def run_shell(

@@ -153,6 +153,8 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         str(workspace),
         "--server",
         "_console_servers:server",
+        "--server",
+        "browser",
         "--mcp-config",
         str(config),
     ) as running:
@@ -349,6 +351,15 @@ def test_images_and_audio_render(page: Any) -> None:
     assert image.get_attribute("alt") == "image from the tool (image/png)"
     audio = page.wait_for_selector("audio.media")
     assert audio.evaluate("a => a.src.startsWith('data:audio/wav;base64,')")
+
+
+def test_a_browser_screenshot_shows_as_an_image(page: Any) -> None:
+    # The browser server's blank first tab: no page to allow, still a real PNG.
+    _call_in_page(page, "builtin_browser__screenshot", {})
+    image = page.wait_for_selector("img.media")
+    page.wait_for_function("document.querySelector('img.media').naturalWidth === 1280")
+    assert image.get_attribute("alt") == "image from the tool (image/png)"
+    assert "Screenshot (viewport, 1280x800 px" in page.text_content(".model-text")
 
 
 def test_host_actions_are_shown_not_run_and_tool_actions_resolve_to_full_names(

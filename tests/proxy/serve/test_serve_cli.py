@@ -173,3 +173,42 @@ async def test_stateless_replicas_on_one_database_share_plans_and_stores(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@pytest.mark.anyio
+@pytest.mark.real_process
+async def test_two_mcp_sessions_of_serve_browser_never_share_a_browser_session(
+    tmp_path: Path,
+) -> None:
+    from _browser_pages import require_chromium, serving
+
+    require_chromium()
+    port = _free_port()
+    with serving() as site:
+        server = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
+            [venv_script("nativemcp"), "serve", "browser", "--transport", "http",
+             "--port", str(port), "--data-dir", str(tmp_path), "--browser-allow", site.base],
+        )  # fmt: skip
+        try:
+            _wait_listening(port, server)
+            url = f"http://127.0.0.1:{port}/mcp/browser"
+            with anyio.fail_after(90):
+                # Legacy (initialize) clients carry an MCP session, the scope of their calls;
+                # 2026-07-28 clients have none, so serve gives their calls no scope.
+                async with (
+                    Client(url, mode="legacy") as first,
+                    Client(url, mode="legacy") as second,
+                ):
+                    # Both use the session "default"; each gets a context of its own.
+                    for client in (first, second, first):
+                        await client.call_tool("navigate", {"url": f"{site.base}/dynamic"})
+                    seen = _text(await first.call_tool("snapshot", {}))
+                    assert 'Page: "Dynamic (visited=again)"' in seen
+                    other = _text(await second.call_tool("snapshot", {}))
+                    assert 'Page: "Dynamic (visited=once)"' in other
+                    await first.call_tool("close_session", {"session_id": "default"})
+                    listed = _text(await second.call_tool("list_sessions", {}))
+                    assert "1 open browser session(s)" in listed
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(30)

@@ -1,0 +1,204 @@
+"""Local pages for the browser server's tests and bench, served over real HTTP on loopback.
+
+`PageServer` runs a `ThreadingHTTPServer` on 127.0.0.1 in a thread: forms, links,
+dynamic content, a slow page, a page that never finishes loading, redirects to refused
+addresses, a download. `require_chromium` skips a test module without Debian's
+``chromium``, or fails it under ``NATIVEMCP_REQUIRE_BROWSER=1`` (as CI sets).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+CHROMIUM: Final = os.environ.get("NATIVEMCP_CHROMIUM", "/usr/bin/chromium")
+SLOW_SECONDS: Final = 1.0
+"""How long ``/slow`` waits before it answers."""
+
+HOME: Final = """<!doctype html><html><head><title>Home</title></head><body>
+<h1>Welcome</h1>
+<nav><a href="/form">Sign-up form</a> <a href="/dynamic">Dynamic page</a>
+<a href="/popup">Popups</a></nav>
+<p>A small site for the browser tests.</p>
+<table><tr><th>Name</th><th>Role</th></tr><tr><td>Ada</td><td>Engineer</td></tr></table>
+</body></html>"""
+
+FORM: Final = """<!doctype html><html><head><title>Sign up</title></head><body>
+<h2>Sign up</h2>
+<form action="/done" method="get">
+<label>Name <input name="name"></label>
+<label>Role <select name="role"><option>Developer</option><option>Operator</option></select></label>
+<input type="checkbox" id="agree" name="agree"><label for="agree">I agree</label>
+<button type="submit">Send</button>
+</form>
+<button id="gone" onclick="this.remove()">Remove me</button>
+</body></html>"""
+
+DONE: Final = """<!doctype html><html><head><title>Thanks</title></head><body>
+<h1>Thanks</h1><p id="echo"></p>
+<script>document.getElementById('echo').textContent =
+  'Received ' + new URLSearchParams(location.search).get('name');</script>
+</body></html>"""
+
+DYNAMIC: Final = """<!doctype html><html><head><title>Dynamic</title></head><body>
+<button onclick="document.getElementById('out').textContent = 'Shown after the click'">Show</button>
+<button onclick="setTimeout(() => { const b = document.createElement('button');
+  b.textContent = 'Late button'; document.body.appendChild(b); }, 300)">Later</button>
+<div id="out"></div>
+<script>document.cookie = 'visited=' + (document.cookie.includes('visited') ? 'again' : 'once');
+document.title = 'Dynamic (' + document.cookie + ')';</script>
+</body></html>"""
+
+POPUP: Final = """<!doctype html><html><head><title>Popups</title></head><body>
+<a href="/" target="_blank">Home in a new tab</a>
+</body></html>"""
+
+HANG_HEAD: Final = b"""<!doctype html><html><head><title>Never done</title></head><body>
+<h1>Still loading</h1><a href="/">Home</a>
+"""
+
+
+class PageServer:
+    """The test site on ``http://127.0.0.1:<port>``; ``base`` is its origin."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        pages = {
+            "/": HOME,
+            "/form": FORM,
+            "/done": DONE,
+            "/dynamic": DYNAMIC,
+            "/popup": POPUP,
+            "/files": '<title>Files</title><a href="/report.csv">Get the report</a>',
+        }
+        stop = self._stop
+        server_ref: list[http.server.ThreadingHTTPServer] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                port = server_ref[0].server_port
+                html = {"Content-Type": "text/html; charset=utf-8"}
+                if path == "/image-elsewhere":
+                    # An image from another origin (localhost, the same machine).
+                    body = f'<html><head><title>Image</title></head><body><img alt="x" src="http://localhost:{port}/x.png"></body></html>'
+                    self._send(200, body.encode(), html)
+                elif path in pages:
+                    self._send(200, pages[path].encode(), html)
+                elif path == "/slow":
+                    stop.wait(SLOW_SECONDS)
+                    self._send(200, b"<title>Slow</title><h1>Finally</h1>", html)
+                elif path == "/hang":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html; charset=utf-8")
+                    self.end_headers()
+                    self.wfile.write(HANG_HEAD)
+                    self.wfile.flush()
+                    stop.wait(120)  # never finishes, until the server stops
+                elif path == "/to-metadata":
+                    self._send(302, b"", {"Location": "http://169.254.169.254/latest/meta-data/"})
+                elif path == "/to-localhost":
+                    self._send(302, b"", {"Location": f"http://localhost:{port}/"})
+                elif path == "/report.csv":
+                    self._send(
+                        200,
+                        b"a,b\n1,2\n",
+                        {
+                            "Content-Type": "text/csv",
+                            "Content-Disposition": 'attachment; filename="../../report.csv"',
+                        },
+                    )
+                else:
+                    self._send(404, b"<title>Not found</title>", html)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        server_ref.append(self._server)
+        self.port = self._server.server_port
+        self.base = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> PageServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(10)
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[PageServer]:
+    """A running `PageServer`."""
+    with PageServer() as server:
+        yield server
+
+
+def require_chromium() -> None:
+    """Skip the calling test module without Chromium and Playwright, unless CI requires
+    them (``NATIVEMCP_REQUIRE_BROWSER=1``): then the tests run and fail."""
+    if os.environ.get("NATIVEMCP_REQUIRE_BROWSER"):
+        return
+    if not Path(CHROMIUM).exists():
+        pytest.skip(
+            f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)",
+            allow_module_level=True,
+        )
+    pytest.importorskip("playwright.async_api")
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Live processes (not this one) whose environment holds ``tag`` (``NAME=value``)."""
+    needle = b"\0" + tag.encode() + b"\0"
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and needle in b"\0" + environ:
+            found.append(int(entry))
+    return found
+
+
+def command_line(pid: int) -> list[str]:
+    """The process's arguments ([] when it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` seconds pass; whether it held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()

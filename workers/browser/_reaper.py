@@ -1,0 +1,58 @@
+"""No Chromium outlives its worker, however the worker ends (SIGKILL included).
+
+Playwright starts a driver process, which starts Chromium, which starts its renderer
+and helper processes: grandchildren of the worker that no parent-death signal reaches.
+So before the first browser starts, the worker sets `MARKER_VARIABLE` in its own
+environment (every process it starts from then on inherits it) and starts a reaper: a
+small process in a session of its own that blocks reading a pipe only the worker holds
+open. When the worker exits, cleanly or killed, the pipe reaches end-of-file and the
+reaper SIGKILLs every process still carrying the marker (``/proc``, as
+``execute_shell`` does for its calls), then exits.
+
+Run as ``python -m nativemcp.workers.browser._reaper MARKER_ENTRY``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Final
+
+from nativemcp.workers.process_sweep import carrying, kill_until_gone
+
+__all__ = ["MARKER_VARIABLE", "start_reaper"]
+
+MARKER_VARIABLE: Final = "NATIVEMCP_BROWSER_OWNER"
+"""Set in the worker (and so in the driver and every Chromium process) to a value
+unique to the worker."""
+
+
+def start_reaper(value: str) -> subprocess.Popen[bytes]:
+    """Start the reaper for processes carrying ``MARKER_VARIABLE=value``.
+
+    The caller keeps the returned process's stdin open for as long as it lives; closing
+    it (or dying) makes the reaper sweep.
+    """
+    env = {key: item for key, item in os.environ.items() if key != MARKER_VARIABLE}
+    return subprocess.Popen(
+        [sys.executable, "-m", __name__, f"{MARKER_VARIABLE}={value}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        # Its own session: a signal to the worker's process group does not reach it.
+        start_new_session=True,
+    )
+
+
+def main() -> None:
+    """Wait for end-of-file on stdin, then kill every process carrying the marker."""
+    marker = sys.argv[1]
+    while sys.stdin.buffer.read(4096):
+        pass
+    kill_until_gone(lambda: carrying(marker))
+
+
+if __name__ == "__main__":
+    main()
