@@ -47,6 +47,7 @@ from ._naming import ServiceInfo as ServiceInfo
 from ._naming import full_tool_name as full_tool_name
 from ._naming import is_valid_tool_name as is_valid_tool_name
 from ._naming import parse_tool_name as parse_tool_name
+from ._naming import safe_server_name as safe_server_name
 from ._naming import service_info as service_info
 from ._naming import service_meta as service_meta
 from ._naming import tag_service as tag_service
@@ -167,6 +168,7 @@ __all__ = [
     "response_from_sdk",
     "response_to_sdk",
     "result_text",
+    "safe_server_name",
     "service_info",
     "service_meta",
     "structured_response",

@@ -19,12 +19,12 @@ from ._catalog import UIAction as UIAction
 from ._config import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._config import PoolConfig as PoolConfig
 from ._config import Timeouts as Timeouts
-from ._external import ExternalServerSpec as ExternalServerSpec
-from ._external import load_mcp_servers as load_mcp_servers
 from ._handle import DEFAULT as DEFAULT
 from ._handle import CallOptions as CallOptions
 from ._handle import LogHandler as LogHandler
 from ._handle import ProgressCallback as ProgressCallback
+from ._mcp_config import ExternalServerSpec as ExternalServerSpec
+from ._mcp_config import load_mcp_servers as load_mcp_servers
 from ._pool import ClientHandler as ClientHandler
 from ._pool import WorkerPool as WorkerPool
 from ._proxy import PROXY_NAMES as PROXY_NAMES

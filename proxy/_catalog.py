@@ -1,11 +1,13 @@
 """One catalog over every tool source: full names, routing, service tags, UI actions.
 
 Every tool of every server is listed under its full name (``server__tool`` for an
-external server, ``builtin_server__tool`` for the pool's own), from `protocol._naming`:
-a server name that breaks the rules, or two sources with the same full name, is an
-error naming both — never "first one wins". Every result routed through the catalog
-has the producing service in each content block's ``_meta``, which is what lets a UI
-action that names a base tool (``download_file``) find its full name.
+external server, ``builtin_server__tool`` for the pool's own), from `protocol._naming`.
+A server's name may be anything a person wrote in a config file: the full name holds
+`safe_server_name` of it, and the `ServiceInfo` the name as written. Two sources with
+the same full name are an error naming both — never "first one wins". Every result
+routed through the catalog has the producing service in each content block's ``_meta``,
+which is what lets a UI action that names a base tool (``download_file``) find its full
+name.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from nativemcp.protocol import (
     UnknownTool,
     full_tool_name,
     is_valid_tool_name,
+    safe_server_name,
     service_info,
     tag_service,
     tool_name_index,
@@ -84,10 +87,13 @@ class Catalog:
         return self._index
 
     def _build(self) -> tuple[dict[str, CatalogEntry], list[Tool]]:
+        # The index is built over the names' safe forms; each entry keeps the name as
+        # written (what a person reads in `ServiceInfo`).
         services: list[ServiceInfo] = []
         owners: dict[tuple[str, str, BackendType], tuple[Any, Tool]] = {}
         for handle in self._handles.values():
             backend = BackendType(handle.backend)
+            safe = safe_server_name(handle.name, backend)
             for tool in handle.tools:
                 if not is_valid_tool_name(tool.name):
                     # Only an external server can list such a name (ours are checked).
@@ -99,14 +105,15 @@ class Catalog:
                         handle.name,
                     )
                     continue
-                service = ServiceInfo(handle.name, tool.name, backend)
-                services.append(service)
-                owners[(handle.name, tool.name, backend)] = (handle, tool)
+                services.append(ServiceInfo(safe, tool.name, backend))
+                owners[(safe, tool.name, backend)] = (handle, tool)
         index = tool_name_index(services)
         entries: dict[str, CatalogEntry] = {}
         tools: list[Tool] = []
-        for name, service in index.items():
-            handle, tool = owners[(service.server_name, service.tool_name, service.backend_type)]
+        for name, safe_service in index.items():
+            key = (safe_service.server_name, safe_service.tool_name, safe_service.backend_type)
+            handle, tool = owners[key]
+            service = ServiceInfo(handle.name, tool.name, safe_service.backend_type)
             entries[name] = CatalogEntry(name, service, handle, tool)
             tools.append(tag_service(tool, service, name=name))
         return entries, tools
@@ -187,7 +194,8 @@ class Catalog:
                     "no service _meta; pass the content block (or result) from pool.call_tool"
                 )
             try:
-                name = full_tool_name(service.server_name, name, service.backend_type)
+                server = safe_server_name(service.server_name, service.backend_type)
+                name = full_tool_name(server, name, service.backend_type)
             except ToolNameError as exc:
                 raise ValueError(f"UI action tool name {name!r}: {exc}") from exc
             self.entry(name)  # raises UnknownTool with suggestions

@@ -29,8 +29,8 @@ from nativemcp.workers import (
     redact_url,
 )
 
-from ._external import ExternalServerSpec, load_mcp_servers
 from ._handle import CallOptions
+from ._mcp_config import ExternalServerSpec, load_mcp_servers
 from ._restart import RestartPolicy
 from ._worker import WorkerSettings
 

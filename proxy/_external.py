@@ -1,9 +1,7 @@
 """External MCP servers (backend ``ExternalMCP``) through the official ``mcp`` client.
 
-The entries are the ``mcpServers`` format Claude Desktop, Cursor and VS Code write:
-stdio ``{command, args, env, cwd}``, HTTP ``{url, headers}`` (``type`` ``"stdio"``,
-``"http"`` / ``"streamable-http"``, or ``"sse"`` for old servers), plus nativemcp's
-own keys ``tools`` (allow-list), ``disabled_tools``, ``timeout`` and ``required``.
+Each server is one entry of an MCP config file, read by `_mcp_config` into an
+`ExternalServerSpec`: stdio or HTTP (Streamable HTTP, or SSE for old servers).
 
 Each server gets a supervisor task, like a worker: it connects (bounded by the start
 timeout), lists the tools, and — for a stdio server — watches the child's stderr, which
@@ -17,16 +15,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import logging
 import os
-from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
-import msgspec
 
 from nativemcp.protocol import (
     BackendType,
@@ -45,13 +39,14 @@ from ._handle import (
     call_deadline,
     deliver_log,
 )
+from ._mcp_config import ExternalServerSpec
 from ._restart import RestartPolicy
 
 if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
 
-__all__ = ["ExternalServer", "ExternalServerSpec", "load_mcp_servers"]
+__all__ = ["ExternalServer"]
 
 _logger = logging.getLogger("nativemcp.external")
 
@@ -63,143 +58,6 @@ MCP_LOG_LEVEL: Final = "info"
 """The level of ``notifications/message`` asked of servers (newer MCP sends none unless
 asked): info and up, so debug chatter does not travel with every call."""
 _STDERR_CHUNK: Final = 65536
-
-Transport = Literal["stdio", "http", "sse"]
-
-
-class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One entry of an ``mcpServers`` mapping, checked."""
-
-    name: str
-    transport: Transport
-    command: str | None = None
-    args: list[str] = []
-    env: dict[str, str] | None = None
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] | None = None
-    tools: list[str] | None = None
-    disabled_tools: list[str] = []
-    timeout: float | None = None
-    required: bool = True
-
-    def describe(self) -> str:
-        """``command arg...`` or the URL, for error messages."""
-        if self.transport == "stdio":
-            return " ".join([self.command or "", *self.args])
-        return self.url or ""
-
-    def allows(self, tool: str) -> bool:
-        """Whether ``tool`` passes the allow-list and is not disabled."""
-        if self.tools is not None and tool not in self.tools:
-            return False
-        return tool not in self.disabled_tools
-
-
-_TYPES: Final[dict[str, Transport]] = {
-    "stdio": "stdio",
-    "http": "http",
-    "streamable-http": "http",
-    "streamable_http": "http",
-    "streamableHttp": "http",
-    "sse": "sse",
-}
-
-
-def _str_list(name: str, key: str, value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ValueError(f"MCP server {name!r}: {key!r} must be a list of strings, got {value!r}")
-    return list(value)
-
-
-def _str_map(name: str, key: str, value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise ValueError(f"MCP server {name!r}: {key!r} must map strings to strings")
-    return dict(value)
-
-
-def _spec(name: str, entry: Any) -> ExternalServerSpec:
-    if not isinstance(entry, Mapping):
-        raise ValueError(f"MCP server {name!r}: expected an object, got {type(entry).__name__}")
-    kind = entry.get("type")
-    if kind is None:
-        kind = "http" if "url" in entry and "command" not in entry else "stdio"
-    transport = _TYPES.get(str(kind))
-    if transport is None:
-        raise ValueError(
-            f"MCP server {name!r}: unknown type {kind!r}; use stdio, http, streamable-http or sse"
-        )
-    fields: dict[str, Any] = {"name": name, "transport": transport}
-    if transport == "stdio":
-        command = entry.get("command")
-        if not isinstance(command, str) or not command:
-            raise ValueError(f"MCP server {name!r}: a stdio server needs a 'command' string")
-        fields["command"] = command
-        if "args" in entry:
-            fields["args"] = _str_list(name, "args", entry["args"])
-        if entry.get("env") is not None:
-            fields["env"] = _str_map(name, "env", entry["env"])
-        if entry.get("cwd") is not None:
-            fields["cwd"] = str(Path(str(entry["cwd"])).expanduser())
-    else:
-        url = entry.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(f"MCP server {name!r}: an HTTP server needs an http(s) 'url'")
-        fields["url"] = url
-        if entry.get("headers") is not None:
-            fields["headers"] = _str_map(name, "headers", entry["headers"])
-    if entry.get("tools") is not None:
-        fields["tools"] = _str_list(name, "tools", entry["tools"])
-    for key in ("disabled_tools", "disabledTools"):
-        if entry.get(key) is not None:
-            fields["disabled_tools"] = _str_list(name, key, entry[key])
-    timeout = entry.get("timeout")
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"MCP server {name!r}: 'timeout' must be positive seconds")
-        fields["timeout"] = float(timeout)
-    required = entry.get("required", True)
-    if not isinstance(required, bool):
-        raise ValueError(f"MCP server {name!r}: 'required' must be true or false")
-    fields["required"] = required
-    return ExternalServerSpec(**fields)
-
-
-def load_mcp_servers(
-    source: Mapping[str, Any] | str | os.PathLike[str],
-) -> list[ExternalServerSpec]:
-    """The server entries of an ``mcpServers`` mapping, or of a JSON file holding one.
-
-    A file (or a mapping) may hold the entries under a top-level ``mcpServers`` (Claude
-    Desktop, Cursor) or ``servers`` (VS Code) key, or be the entries themselves.
-    A disabled entry (``"disabled": true``) is left out.
-
-    Raises:
-        ValueError: the file is not JSON, or an entry is malformed (named).
-        OSError: the file cannot be read.
-    """
-    if isinstance(source, str | os.PathLike):
-        path = Path(source).expanduser()
-        try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ValueError(f"MCP config {str(path)!r} is not valid JSON: {exc}") from exc
-        where = str(path)
-    else:
-        data, where = source, "mcp_servers"
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: expected a JSON object of MCP servers")
-    for key in ("mcpServers", "servers"):
-        if key in data and isinstance(data[key], Mapping):
-            data = data[key]
-            break
-    return [
-        _spec(str(name), entry)
-        for name, entry in data.items()
-        if not (isinstance(entry, Mapping) and entry.get("disabled") is True)
-    ]
 
 
 class _Stderr:

@@ -41,7 +41,7 @@ from nativemcp.workers import (
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
 from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod
-from ._external import ExternalServer, ExternalServerSpec
+from ._external import ExternalServer
 from ._handle import (
     DEFAULT,
     CallOptions,
@@ -53,6 +53,7 @@ from ._handle import (
     merge_options,
 )
 from ._local import LocalServer
+from ._mcp_config import ExternalServerSpec
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy

@@ -46,6 +46,7 @@ from nativemcp.protocol import (
     Tool,
     full_tool_name,
     response_to_sdk,
+    safe_server_name,
     service_info,
 )
 
@@ -153,7 +154,8 @@ class McpBridge:
     def _public(self, handle: ServerHandle, name: str) -> str:
         if self._single:
             return name
-        return full_tool_name(handle.name, name, BackendType(handle.backend))
+        backend = BackendType(handle.backend)
+        return full_tool_name(safe_server_name(handle.name, backend), name, backend)
 
     def _route(self, public: str, what: str) -> _Route:
         """The server and own name of a prompt (tools go through the catalog)."""
@@ -162,7 +164,14 @@ class McpBridge:
             return _Route(handle, public)
         body = public.removeprefix("builtin_")
         server, sep, own = body.partition(SEPARATOR)
-        found = self.handles.get(server)
+        found = next(
+            (
+                handle
+                for handle in self.handles.values()
+                if safe_server_name(handle.name, BackendType(handle.backend)) == server
+            ),
+            None,
+        )
         if not sep or found is None:
             raise MCPError(INVALID_PARAMS, f"unknown {what} {public!r}")
         return _Route(found, own)

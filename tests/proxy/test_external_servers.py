@@ -23,7 +23,15 @@ import uvicorn
 from _external_server import STAMPS, UNTRUSTED_MODULE, Stamp, make_server
 from _scripts import venv_script
 
-from nativemcp.protocol import BackendType, ServiceInfo, ToolError, ToolNameError, service_info
+from nativemcp.protocol import (
+    BackendType,
+    ServiceInfo,
+    ToolError,
+    full_tool_name,
+    parse_tool_name,
+    safe_server_name,
+    service_info,
+)
 from nativemcp.proxy import (
     CallOptions,
     CallTimeout,
@@ -39,6 +47,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
 
 TESTS = Path(__file__).parents[1]
+EXTERNAL = BackendType.EXTERNAL_MCP
 
 
 def _ext(marker_dir: Path) -> dict[str, Any]:
@@ -262,11 +271,24 @@ async def test_allow_list_and_disabled_tools_filter_the_catalog(tmp_path: Path) 
     assert "b__hang" not in names and "b__fail" not in names and "b__echo" in names
 
 
-@pytest.mark.parametrize("name", ["builtin_time", "a__b", "time_", "bad name"])
-async def test_a_server_name_that_breaks_the_naming_rules_is_an_error_at_start(name: str) -> None:
-    with pytest.raises(ToolNameError, match="server name"):
-        async with WorkerPool(mcp_servers={name: _time()}):
-            pass
+async def test_any_config_key_names_a_server_kept_as_written_beside_a_safe_full_name() -> None:
+    keys = ["My Time", "github.com/acme/tool", "時間", "builtin_time"]
+    async with WorkerPool(mcp_servers={key: _time() for key in keys}) as pool:
+        assert pool.names == keys
+        tools = {tool.name: tool for tool in await pool.list_tools()}
+        for key in keys:
+            full = full_tool_name(safe_server_name(key), "get_current_time", EXTERNAL)
+            assert full in tools, sorted(tools)
+            assert service_info(tools[full]) == ServiceInfo(key, "get_current_time", EXTERNAL)
+            assert parse_tool_name(full, servers=keys).server_name == key
+            response = await pool.call_tool(full, {"timezone": "UTC"})
+            assert response.result is not None and not response.result.is_error
+            assert service_info(response.result.content[0]) == ServiceInfo(
+                key, "get_current_time", EXTERNAL
+            )
+        proxy = pool.server("My Time")
+        assert (await proxy.call_tool("get_current_time", {"timezone": "UTC"})).error is None
+    assert "My_Time-" in next(name for name in tools if name.startswith("My_Time"))
 
 
 async def test_the_official_git_server_answers_on_a_real_repository(tmp_path: Path) -> None:
