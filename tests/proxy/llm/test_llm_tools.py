@@ -227,6 +227,93 @@ def test_gemini_schemas_inline_refs_and_turn_null_unions_into_nullable() -> None
     assert "additionalProperties" not in reduced and "$schema" not in reduced
 
 
+# sequential-thinking as earlier releases of the npm server listed it (zod-to-json-schema
+# reuses a property's schema through a $ref into #/properties).
+SEQUENTIAL_THINKING: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "thought": {"type": "string", "description": "Your current thinking step"},
+        "nextThoughtNeeded": {"type": "boolean", "description": "Whether another step is needed"},
+        "thoughtNumber": {"type": "integer", "minimum": 1},
+        "isRevision": {
+            "$ref": "#/properties/nextThoughtNeeded",
+            "description": "Whether this revises previous thinking",
+        },
+        "needsMoreThoughts": {
+            "$ref": "#/properties/nextThoughtNeeded",
+            "description": "If more thoughts are needed",
+        },
+        "revisesThought": {"$ref": "#/properties/thoughtNumber"},
+        "branch": {"$ref": "#/definitions/Branch"},
+        "escaped": {"$ref": "#/definitions/a~1b%20c"},
+        "tree": {"$ref": "#"},
+    },
+    "definitions": {
+        "Branch": {"type": "object", "properties": {"id": {"type": "string"}}},
+        "a/b c": {"type": "number"},
+    },
+    "required": ["thought", "nextThoughtNeeded", "thoughtNumber"],
+}
+
+
+def _untyped(schema: dict[str, Any], path: str = "") -> list[str]:
+    """The paths of the reduced schema's properties and items that lost their type."""
+    lost = [] if "type" in schema or "anyOf" in schema else [path or "(root)"]
+    for name, value in schema.get("properties", {}).items():
+        lost += _untyped(value, f"{path}.{name}")
+    if "items" in schema:
+        lost += _untyped(schema["items"], f"{path}[]")
+    return lost
+
+
+def test_gemini_resolves_every_local_ref_and_no_property_loses_its_type() -> None:
+    reduced = gemini_schema(SEQUENTIAL_THINKING)
+    genai_types.Schema.model_validate(reduced)
+    properties = reduced["properties"]
+    assert properties["isRevision"] == {
+        "type": "BOOLEAN",
+        "description": "Whether this revises previous thinking",
+    }
+    assert properties["needsMoreThoughts"]["type"] == "BOOLEAN"
+    assert properties["revisesThought"] == {"type": "INTEGER", "minimum": 1}
+    assert properties["branch"]["properties"] == {"id": {"type": "STRING"}}
+    assert properties["escaped"] == {"type": "NUMBER"}
+    # The root inlined once, and inside it only its type: a recursive type stays small.
+    assert properties["tree"]["properties"]["tree"] == {"type": "OBJECT"}
+    assert _untyped(reduced) == []
+
+
+def test_a_recursive_type_with_two_recursive_fields_stays_small() -> None:
+    node = {
+        "type": "object",
+        "properties": {
+            "left": {"$ref": "#/$defs/Node"},
+            "right": {"$ref": "#/$defs/Node"},
+            "value": {"type": "integer"},
+        },
+    }
+    schema = {"type": "object", "$defs": {"Node": node}, "properties": {"root": node}}
+    reduced = gemini_schema(schema)
+    assert len(json.dumps(reduced)) < 1000
+    assert reduced["properties"]["root"]["properties"]["left"]["properties"]["left"] == {
+        "type": "OBJECT"
+    }
+
+
+def test_a_ref_that_points_nowhere_keeps_what_the_property_says() -> None:
+    reduced = gemini_schema(
+        {
+            "type": "object",
+            "properties": {
+                "remote": {"$ref": "https://example.com/schema.json", "type": "string"},
+                "missing": {"$ref": "#/definitions/Nope", "type": "integer"},
+            },
+        }
+    )
+    assert reduced["properties"] == {"remote": {"type": "STRING"}, "missing": {"type": "INTEGER"}}
+
+
 def test_the_readme_agent_loop_is_valid_python_using_these_names() -> None:
     readme = (TESTS.parent / "README.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "run_tool_call" in b]
