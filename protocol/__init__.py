@@ -62,6 +62,8 @@ from ._responses import text_resource_response as text_resource_response
 from ._responses import text_response as text_response
 from ._responses import to_structured_content as to_structured_content
 from ._responses import tool_error_response as tool_error_response
+from ._schemas import portable_schema as portable_schema
+from ._schemas import portable_tool as portable_tool
 from ._sdk import from_sdk as from_sdk
 from ._sdk import response_from_sdk as response_from_sdk
 from ._sdk import response_to_sdk as response_to_sdk
@@ -164,6 +166,8 @@ __all__ = [
     "full_tool_name",
     "is_valid_tool_name",
     "parse_tool_name",
+    "portable_schema",
+    "portable_tool",
     "raise_for_error",
     "response_from_sdk",
     "response_to_sdk",

@@ -28,6 +28,7 @@ from nativemcp.protocol import (
     UnknownTool,
     full_tool_name,
     is_valid_tool_name,
+    portable_tool,
     safe_server_name,
     service_info,
     tag_service,
@@ -93,7 +94,10 @@ class Catalog:
         owners: dict[tuple[str, str, BackendType], tuple[Any, Tool]] = {}
         for handle in self._handles.values():
             backend = BackendType(handle.backend)
-            safe = safe_server_name(handle.name, backend)
+            # A config key is a name a person chose: any goes. The pool's own servers
+            # are named in code, where a name that breaks the rules is a mistake to report.
+            external = backend is BackendType.EXTERNAL_MCP
+            safe = safe_server_name(handle.name) if external else handle.name
             for tool in handle.tools:
                 if not is_valid_tool_name(tool.name):
                     # Only an external server can list such a name (ours are checked).
@@ -112,7 +116,9 @@ class Catalog:
         tools: list[Tool] = []
         for name, safe_service in index.items():
             key = (safe_service.server_name, safe_service.tool_name, safe_service.backend_type)
-            handle, tool = owners[key]
+            handle, listed = owners[key]
+            # What is listed is what clients get: schemas every client accepts.
+            tool = portable_tool(listed)
             service = ServiceInfo(handle.name, tool.name, safe_service.backend_type)
             entries[name] = CatalogEntry(name, service, handle, tool)
             tools.append(tag_service(tool, service, name=name))
