@@ -214,11 +214,17 @@ async def test_stored_items_and_workspace_exports_are_resources(tmp_path: Path) 
                 await store.read_resource(f"nativemcp://content-store/{created.store_id}/nope")
 
             ws = pool.server("workspace")
-            await ws.write_file(path="report one.txt", content="exported")
-            export = await ws.export_file(path="report one.txt")
-            (resource,) = await ws.list_resources()
+            await ws.write_file(path="report one.md", content="# exported")
+            export = await ws.export_file(path="report one.md")
+            await ws.export_zip(files=["report one.md"], package_name="report")
+            resource, package = await ws.list_resources()
             assert resource.uri.startswith("workspace:///exports/files/")
-            assert resource.uri.endswith(".txt") and " " not in resource.uri
-            (blob,) = await ws.read_resource(resource.uri)
-            assert blob.blob is not None and base64.b64decode(blob.blob) == b"exported"
+            assert resource.uri.endswith(".md") and " " not in resource.uri
             assert resource.name == Path(export.export_path).name
+            # The mime type the listing gives is the one the read gives; text is text.
+            (text,) = await ws.read_resource(resource.uri)
+            assert (resource.mime_type, text.mime_type) == ("text/markdown", "text/markdown")
+            assert (text.text, text.blob) == ("# exported", None)
+            (blob,) = await ws.read_resource(package.uri)
+            assert (package.mime_type, blob.mime_type) == ("application/zip", "application/zip")
+            assert blob.blob is not None and base64.b64decode(blob.blob)[:2] == b"PK"
