@@ -13,8 +13,10 @@ from ._constants import INTERNAL_ERROR as INTERNAL_ERROR
 from ._constants import INVALID_PARAMS as INVALID_PARAMS
 from ._constants import INVALID_REQUEST as INVALID_REQUEST
 from ._constants import JSONRPC_VERSION as JSONRPC_VERSION
+from ._constants import LOG_LEVELS as LOG_LEVELS
 from ._constants import METHOD_NOT_FOUND as METHOD_NOT_FOUND
 from ._constants import PARSE_ERROR as PARSE_ERROR
+from ._constants import PYTHON_LOG_LEVELS as PYTHON_LOG_LEVELS
 from ._constants import REQUEST_TIMEOUT as REQUEST_TIMEOUT
 from ._constants import STRUCTURED_RESULT_META_KEY as STRUCTURED_RESULT_META_KEY
 from ._errortext import ErrorInfo as ErrorInfo
@@ -101,8 +103,10 @@ __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "JSONRPC_VERSION",
+    "LOG_LEVELS",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "PYTHON_LOG_LEVELS",
     "REQUEST_TIMEOUT",
     "SEPARATOR",
     "SERVICE_META_KEY",

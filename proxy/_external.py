@@ -23,6 +23,7 @@ import anyio
 import anyio.abc
 
 from nativemcp.protocol import (
+    PYTHON_LOG_LEVELS,
     BackendType,
     NativeMCPResponse,
     Tool,
@@ -385,7 +386,7 @@ class ExternalServer(UnwrappingHandle):
 
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         logger = logging.getLogger(f"nativemcp.external.{self.name}")
-        level = logging.getLevelNamesMapping().get(str(params.level).upper(), logging.INFO)
+        level = PYTHON_LOG_LEVELS.get(str(params.level), logging.INFO)
         logger.log(level, "%s", params.data, extra={"mcp_server": self.name})
         for handler in list(self._log_handlers.values()):
             await deliver_log(handler, str(params.level), params.data, params.logger)

@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -36,6 +36,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from nativemcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    LOG_LEVELS,
     SEPARATOR,
     ArgumentsError,
     BackendType,
@@ -59,8 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["McpBridge", "gather_instructions", "select_servers"]
 
 _logger = logging.getLogger("nativemcp.serve")
-
-_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +281,7 @@ class McpBridge:
                 return
             connection = getattr(now.session, "_connection", None)
             floor = self._levels.get(connection, 0) if connection is not None else 0
-            rank = _LEVELS.index(level) if level in _LEVELS else 1
+            rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
             if rank < floor:
                 return
             await now.session.send_notification(
@@ -455,7 +454,7 @@ class McpBridge:
         """Send this connection only log messages at ``level`` or above."""
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None:
-            self._levels[connection] = _LEVELS.index(params.level)
+            self._levels[connection] = LOG_LEVELS.index(params.level)
         return types.EmptyResult()
 
     def server(self) -> LowLevelServer[Any]:

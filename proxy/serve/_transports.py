@@ -94,13 +94,16 @@ class _BearerToken:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+            # The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+            scheme, _, credentials = given.strip().partition(b" ")
             # A constant-time comparison: the token must not leak through timing.
-            if not hmac.compare_digest(given, self._expected):
+            matches = hmac.compare_digest(credentials.strip(), self._expected)
+            if scheme.lower() != b"bearer" or not matches:
                 body = json.dumps(
                     {
                         "error": "unauthorized",

@@ -8,6 +8,7 @@ Streamable HTTP (uvicorn on 127.0.0.1, a free port).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -184,6 +185,28 @@ async def test_progress_and_log_notifications_reach_the_callbacks(pool: WorkerPo
     assert done == "done"
     assert [p[0] for p in progress] == [1, 2, 3]
     assert [entry[1] for entry in logs] == ["did step 1", "did step 2", "did step 3"]
+
+
+async def test_each_mcp_log_level_reaches_python_logging_at_its_own_level(
+    pool: WorkerPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="nativemcp.external.ext"):
+        assert await pool.server("ext").call_tool("log-every-level", {})
+    levels = {
+        record.getMessage(): record.levelno
+        for record in caplog.records
+        if record.name == "nativemcp.external.ext" and record.getMessage().endswith(" message")
+    }
+    # The pool asks servers for info and up (MCP_LOG_LEVEL).
+    assert levels == {
+        "a info message": logging.INFO,
+        "a notice message": logging.INFO,
+        "a warning message": logging.WARNING,
+        "a error message": logging.ERROR,
+        "a critical message": logging.CRITICAL,
+        "a alert message": logging.CRITICAL,
+        "a emergency message": logging.CRITICAL,
+    }
 
 
 async def test_a_timeout_raises_and_sends_cancelled_to_the_server(

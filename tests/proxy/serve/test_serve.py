@@ -245,6 +245,18 @@ async def test_http_refuses_rebinding_hosts_wrong_tokens_and_big_bodies() -> Non
             assert wrong.status_code == 401
             ok = await http.post(f"{base}/mcp", json=_INIT, headers=auth)
             assert ok.status_code == 200
+            # The scheme is case-insensitive; the token is not; no other scheme passes.
+            for header, status in [
+                ("bearer s3cret", 200),
+                ("BEARER s3cret", 200),
+                ("bearer S3CRET", 401),
+                ("Basic s3cret", 401),
+                ("s3cret", 401),
+            ]:
+                reply = await http.post(
+                    f"{base}/mcp", json=_INIT, headers={**_HEADERS, "authorization": header}
+                )
+                assert reply.status_code == status, header
             evil = await http.post(
                 f"{base}/mcp",
                 json=_INIT,
