@@ -170,6 +170,7 @@ class ExternalServer(UnwrappingHandle):
         self._stop = anyio.Event()
         self._stderr: _Stderr | None = None
         self._log_handlers: dict[int, LogHandler] = {}
+        self._refused: int | None = None  # an HTTP server's 401/403 at the last connect
         self._next_call = 0
         self.restarts = 0
         self.pid: int | None = None
@@ -198,20 +199,34 @@ class ExternalServer(UnwrappingHandle):
             server = stdio_client(params, errlog=stderr.writer)
         elif spec.transport == "http":
             assert spec.url is not None
-            if spec.headers:
-                from mcp.client.streamable_http import streamable_http_client
-                from mcp.shared._httpx_utils import create_mcp_http_client
+            from mcp.client.streamable_http import streamable_http_client
 
-                http = create_mcp_http_client(headers=spec.headers)
-                server = streamable_http_client(spec.url, http_client=http)
-            else:
-                server = spec.url
+            http = self._http_client(headers=spec.headers)
+            server = streamable_http_client(spec.url, http_client=http)
         else:
             assert spec.url is not None
             from mcp.client.sse import sse_client
 
-            server = sse_client(spec.url, headers=spec.headers)
+            server = sse_client(
+                spec.url, headers=spec.headers, httpx_client_factory=self._http_client
+            )
         return Client(server, logging_callback=self._on_log, log_level=MCP_LOG_LEVEL), http
+
+    def _http_client(
+        self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+    ) -> Any:
+        """The SDK's HTTP client, noting a refusal: the SDK's Streamable HTTP client
+        reports a 401 only as "Server returned an error response"."""
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+
+        async def note_refusal(response: Any) -> None:
+            if response.status_code in (401, 403):
+                self._refused = int(response.status_code)
+
+        client.event_hooks["response"].append(note_refusal)
+        return client
 
     async def _lifetime(
         self, stderr: _Stderr | None, state: dict[str, bool], on_ready: Any
@@ -256,6 +271,7 @@ class ExternalServer(UnwrappingHandle):
         """
         stderr = _Stderr(self.name) if self.spec.transport == "stdio" else None
         self._stderr = stderr
+        self._refused = None
         state = {"ready": False, "timed_out": False}
 
         async def watchdog(scope: anyio.CancelScope) -> None:
@@ -281,6 +297,8 @@ class ExternalServer(UnwrappingHandle):
                     "MCP server %r: connection ended with %s", self.name, _describe(exc)
                 )
                 return
+            if self._refused is not None:
+                raise self._start_error(_refusal(self._refused, self.spec), stderr) from exc
             raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from exc
         finally:
             if stderr is not None:
@@ -536,6 +554,21 @@ async def _first(*events: anyio.Event) -> None:
 
         for event in events:
             tg.start_soon(one, event)
+
+
+def _refusal(status: int, spec: ExternalServerSpec) -> str:
+    """Why an HTTP server refused us, and how to give it credentials."""
+    what = "401 Unauthorized" if status == 401 else "403 Forbidden"
+    given = (
+        f"the headers sent ({', '.join(sorted(spec.headers))}) were not accepted"
+        if spec.headers
+        else "no headers were sent"
+    )
+    return (
+        f"refused the connection: HTTP {what} ({given}); pass a token in the entry's "
+        '"headers", e.g. {"Authorization": "Bearer ${API_TOKEN}"} with API_TOKEN set in '
+        "the environment"
+    )
 
 
 def _describe(exc: BaseException) -> str:

@@ -392,9 +392,16 @@ async def test_a_streamable_http_server_is_reached_through_the_sdk_client(tmp_pa
             }
         }
         try:
-            with pytest.raises(ServerStartError, match="'nokey'"):
-                async with WorkerPool(mcp_servers={"nokey": {"type": "http", "url": url}}):
-                    pass
+            # A 401 says so, and how to pass a token, for both HTTP transports.
+            for kind in ("http", "sse"):
+                entry = {"type": kind, "url": url, "headers": {"Authorization": "Bearer wrong"}}
+                with pytest.raises(ServerStartError) as refused:
+                    async with WorkerPool(mcp_servers={"nokey": entry}):
+                        pass
+                message = str(refused.value)
+                assert "'nokey'" in message and "HTTP 401 Unauthorized" in message, message
+                assert "headers sent (Authorization) were not accepted" in message
+                assert '"Authorization": "Bearer ${API_TOKEN}"' in message
             async with WorkerPool(mcp_servers=config) as pool:
                 total = await pool.server("remote").get_sum(a=20, b=22)
                 assert total.total == 42
