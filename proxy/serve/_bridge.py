@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -60,6 +60,10 @@ if TYPE_CHECKING:
 __all__ = ["McpBridge", "gather_instructions", "select_servers"]
 
 _logger = logging.getLogger("nativemcp.serve")
+
+INPUT_ERRORS_AS_TOOL_ERRORS: Final = "2025-11-25"
+"""The protocol version from which arguments that fail a tool's input schema are a tool
+error the model can read and correct (SEP-1303), not a JSON-RPC -32602."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,13 +315,16 @@ class McpBridge:
             )
         except ServerError as exc:
             # The tool did not run to an answer: the model reads why, as a tool error.
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=f"Error: {exc}")], is_error=True
-            )
+            return _tool_error(str(exc))
         except ArgumentsError as exc:
+            if _input_errors_are_tool_errors(ctx):
+                return _tool_error(str(exc))
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
-        if response.error is not None:
-            raise MCPError(response.error.code, response.error.message, response.error.data)
+        error = response.error
+        if error is not None:
+            if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(ctx):
+                return _tool_error(error.message)
+            raise MCPError(error.code, error.message, error.data)
         try:
             return response_to_sdk(response)
         except ProtocolError as exc:
@@ -482,6 +489,18 @@ class McpBridge:
         security = RequestStateSecurity.ephemeral(ttl=self.suspended.timeout)
         server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
+
+
+def _input_errors_are_tool_errors(ctx: ServerRequestContext[Any]) -> bool:
+    # Versions are dates: they compare as strings. No version known: the older rule.
+    version = ctx.protocol_version
+    return isinstance(version, str) and version >= INPUT_ERRORS_AS_TOOL_ERRORS
+
+
+def _tool_error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"Error: {message}")], is_error=True
+    )
 
 
 def _session_id(ctx: ServerRequestContext[Any]) -> str | None:

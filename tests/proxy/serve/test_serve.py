@@ -3,6 +3,7 @@ nativemcp servers running in worker processes (real processes, real sockets)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -116,10 +117,10 @@ async def _check_client(client: Client, *, prefix: str) -> None:
     assert "not today" in refused.content[0].text
     assert refused.structured_content == {"code": 4001}
 
-    # Bad arguments are a protocol error naming the field.
-    with pytest.raises(MCPError) as caught:
-        await client.call_tool(f"{prefix}move", {"point": {"x": "one"}})
-    assert "point" in caught.value.message
+    # Bad arguments are a tool error naming the field, for the model to correct
+    # (the client negotiates 2025-11-25 or later; see test_bad_arguments_follow_...).
+    bad = await client.call_tool(f"{prefix}move", {"point": {"x": "one"}})
+    assert bad.is_error and "point" in bad.content[0].text  # type: ignore[union-attr]
 
 
 async def _check_features(client: Client, *, prefix: str) -> None:
@@ -292,6 +293,40 @@ async def test_stateless_http_serves_each_request_alone() -> None:
             moved = await http.post(f"{base}/mcp/shapes", json=call, headers=headers)
             assert moved.status_code == 200
             assert '"structuredContent":{"x":1,"y":0}' in moved.text.replace(" ", "")
+
+
+async def test_bad_arguments_follow_the_negotiated_version() -> None:
+    """Up to 2025-06-18 arguments that fail the schema are JSON-RPC -32602; from
+    2025-11-25 they are a tool error the model reads and can correct (SEP-1303)."""
+    pool = WorkerPool(SERVERS, timeout=20)
+    bad = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "corners", "arguments": {"size": "big"}},
+    }
+    async with serving(http_app(pool, stateless=True)) as base, httpx2.AsyncClient() as http:
+        with anyio.fail_after(60):
+            replies = {}
+            for version in ("2025-06-18", "2025-11-25"):
+                headers = {**_HEADERS, "mcp-protocol-version": version}
+                reply = await http.post(f"{base}/mcp/shapes", json=bad, headers=headers)
+                assert reply.status_code == 200
+                replies[version] = _rpc_body(reply.text)
+    old = replies["2025-06-18"]
+    assert old["error"]["code"] == -32602 and "size" in old["error"]["message"]
+    new = replies["2025-11-25"]["result"]
+    assert new["isError"] is True and "size" in new["content"][0]["text"]
+
+
+def _rpc_body(text: str) -> dict[str, Any]:
+    """The JSON-RPC message of a Streamable HTTP reply (plain JSON or one SSE event)."""
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            found: dict[str, Any] = json.loads(line[5:])
+            return found
+    body: dict[str, Any] = json.loads(text)
+    return body
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
