@@ -151,6 +151,13 @@ async def test_completion_hook_answers(pool: WorkerPool) -> None:
         CompletionRef(type="ref/prompt", name="greet"), "name", "A"
     )
     assert values == ["greet:name:A"]
+    # The spec's reference object works as well, and a malformed one says what is wrong.
+    spec_ref = {"type": "ref/prompt", "name": "greet"}
+    assert await pool.server("features").complete(spec_ref, "name", "A") == values
+    with pytest.raises(ValueError, match="needs a 'name' string"):
+        await pool.server("features").complete({"type": "ref/prompt"}, "name", "A")
+    with pytest.raises(ValueError, match="'ref/prompt' or 'ref/resource', not 'prompt'"):
+        await pool.server("features").complete({"type": "prompt", "name": "g"}, "name", "A")
 
 
 async def test_sampling_goes_to_the_pool_handler(pool: WorkerPool) -> None:
