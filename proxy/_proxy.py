@@ -206,11 +206,12 @@ def _completion_ref(ref: CompletionRef | Mapping[str, Any]) -> dict[str, str]:
         return {"type": ref.type, key: ref.name}
     if isinstance(ref, Mapping):
         kind = ref.get("type")
-        key = {"ref/prompt": "name", "ref/resource": "uri"}.get(str(kind))
-        if key is None:
+        found = {"ref/prompt": "name", "ref/resource": "uri"}.get(str(kind))
+        if found is None:
             raise ValueError(
                 f"a completion ref's 'type' is 'ref/prompt' or 'ref/resource', not {kind!r}"
             )
+        key = found
         target = ref.get(key)
         if not isinstance(target, str) or not target:
             raise ValueError(f"a {kind} completion ref needs a {key!r} string, got {dict(ref)!r}")
