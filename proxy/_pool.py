@@ -58,7 +58,7 @@ from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
-from .llm._messages import tool_result_message
+from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
 
@@ -611,3 +611,33 @@ class WorkerPool:
         return tool_result_message(
             outcome, provider=provider, call_id=parsed.call_id, tool_name=parsed.name
         )
+
+    async def run_tool_calls(
+        self,
+        calls: Iterable[Any],
+        *,
+        provider: Provider,
+        timeout: float | _Default | None = DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        on_log: LogHandler | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run one model turn's tool calls, in order, and return the history entries that
+        answer them, to append to the conversation as they are.
+
+        Each call runs as `run_tool_call` runs it. OpenAI and Responses get one entry per
+        call; Anthropic one user message holding every ``tool_result`` block, and Gemini
+        one user content holding every ``functionResponse`` Part, as their APIs require
+        (see `tool_results_turn`).
+
+        Raises:
+            UnknownProviderError: not one of the four providers.
+            ValueError: an item of ``calls`` is not a tool call at all (no tool name).
+        """
+        provider = check_provider(provider)
+        results = [
+            await self.run_tool_call(
+                call, provider=provider, timeout=timeout, on_progress=on_progress, on_log=on_log
+            )
+            for call in calls
+        ]
+        return tool_results_turn(results, provider=provider)

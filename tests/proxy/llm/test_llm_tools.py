@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _provider_history import validate_turns
 from anthropic.types import ToolParam, ToolResultBlockParam, ToolUseBlock
 from google.genai import types as genai_types
 from openai.types.chat import (
@@ -23,12 +24,15 @@ from openai.types.chat import (
     ChatCompletionToolMessageParam,
 )
 from openai.types.chat.chat_completion_message_function_tool_call import Function
-from openai.types.responses import FunctionToolParam, ResponseFunctionToolCall
+from openai.types.responses import (
+    FunctionToolParam,
+    ResponseFunctionToolCall,
+)
 from openai.types.responses.response_input_item_param import FunctionCallOutput
 from pydantic import TypeAdapter
 
 from nativemcp.proxy import WorkerPool
-from nativemcp.proxy.llm import PROVIDERS, Provider, UnknownProviderError
+from nativemcp.proxy.llm import PROVIDERS, Provider, UnknownProviderError, clean_history
 from nativemcp.proxy.llm._tools import gemini_schema
 from nativemcp.workers import Server
 
@@ -142,6 +146,48 @@ def _result(provider: Provider, message: dict[str, Any]) -> tuple[str, bool]:
     genai_types.Part.model_validate(message)
     response = message["functionResponse"]["response"]
     return json.dumps(response), "error" in response
+
+
+def _assistant_turn(provider: Provider, calls: list[Any]) -> list[dict[str, Any]]:
+    """The history entries of a model turn that made ``calls`` (as each SDK dumps them)."""
+    dumped = [call.model_dump(exclude_none=True, mode="json") for call in calls]
+    if provider == "openai":
+        return [{"role": "assistant", "content": None, "tool_calls": dumped}]
+    if provider == "openai-responses":
+        return dumped
+    if provider == "anthropic":
+        return [{"role": "assistant", "content": dumped}]
+    return [{"role": "model", "parts": dumped}]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_one_turns_tool_calls_make_a_history_each_providers_api_takes(
+    pool: WorkerPool, provider: Provider
+) -> None:
+    """The README's loop: a model turn with two calls, answered by run_tool_calls.
+    Anthropic takes every tool_result of a turn in the one user message after it."""
+    calls = [
+        _call(provider, "ext__get-sum", {"a": 2, "b": 40}, "call_1"),
+        _call(provider, "ext__echo", {"text": "hi"}, "call_2"),
+    ]
+    user: dict[str, Any] = (
+        {"role": "user", "parts": [{"text": "add"}]}
+        if provider == "gemini"
+        else {"role": "user", "content": "add"}
+    )
+    answers = await pool.run_tool_calls(calls, provider=provider)
+    history = [user, *_assistant_turn(provider, calls), *answers]
+    validate_turns(provider, history)
+    results = answers
+    if provider == "anthropic":
+        (turn,) = answers
+        results = turn["content"]
+    elif provider == "gemini":
+        (turn,) = answers
+        results = turn["parts"]
+    texts = [_result(provider, result)[0] for result in results]
+    assert "42" in texts[0] and "hi" in texts[1]
+    assert clean_history(history, provider=provider) == history  # nothing unpaired
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
