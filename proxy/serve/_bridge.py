@@ -52,6 +52,7 @@ from nativemcp.protocol import (
 )
 
 from .._handle import CallOptions, ServerHandle
+from ._capabilities import require_capability
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 
 if TYPE_CHECKING:
@@ -241,7 +242,13 @@ class McpBridge:
             return await self._run(tool, arguments, ctx, self._cannot_ask, lambda: ctx)
 
         async def run(ask: ClientAsk, driver: Callable[[], Any]) -> types.CallToolResult:
-            return await self._run(tool, arguments, ctx, ask, driver)
+            async def declared_only(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
+                # The envelope of the request that started the call declares what its
+                # client can answer; the call suspends only for that.
+                require_capability(ctx, method, request_params)
+                return await ask(method, request_params)
+
+            return await self._run(tool, arguments, ctx, declared_only, driver)
 
         started: types.CallToolResult | types.InputRequiredResult = await self.suspended.start(
             ctx, run
@@ -512,7 +519,9 @@ def _session_id(ctx: ServerRequestContext[Any]) -> str | None:
 async def _ask_client(
     ctx: ServerRequestContext[Any], method: str, params: dict[str, Any]
 ) -> dict[str, Any]:
-    """Send a tool's request to the client that made the call, on that call's stream."""
+    """Send a tool's request to the client that made the call, on that call's stream, if
+    the client declared it can answer it."""
+    require_capability(ctx, method, params)
     request, result_type = client_request(method, params)
     try:
         result = await ctx.session.send_request(
