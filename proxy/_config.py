@@ -40,6 +40,7 @@ __all__ = [
     "PoolConfig",
     "StartMethod",
     "Timeouts",
+    "root_uris",
 ]
 
 DEFAULT_TIMEOUT: Final = 30.0
@@ -68,6 +69,25 @@ def _builtin_available(name: str) -> bool:
         return False
 
 
+def root_uris(roots: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """Roots as ``file://`` URIs: a URI as it is, a folder path made absolute.
+
+    Raises:
+        NotADirectoryError: a path that is not an existing folder (named).
+    """
+    uris: list[str] = []
+    for root in roots:
+        text = os.fspath(root)
+        if text.startswith("file://"):
+            uris.append(text)
+            continue
+        folder = Path(text).expanduser().resolve()
+        if not folder.is_dir():
+            raise NotADirectoryError(f"root {text!r} is not a folder; give existing folders")
+        uris.append(folder.as_uri())
+    return tuple(uris)
+
+
 def _label(source: ServerSource) -> str:
     if isinstance(source, Server):
         return source.name
@@ -91,6 +111,9 @@ class PoolConfig:
     start_method: StartMethod
     restart: RestartPolicy
     replicas: Mapping[str, int]
+    roots: tuple[str, ...] | None = None
+    """The ``file://`` URIs of the folders the pool offers external servers as roots
+    (None: the pool declares no roots)."""
 
     @classmethod
     def build(
@@ -110,6 +133,7 @@ class PoolConfig:
         start_method: StartMethod = "spawn",
         restart: RestartPolicy | None = None,
         replicas: Mapping[str, int] | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
     ) -> PoolConfig:
         """Check the arguments of `WorkerPool` (see there) and fix them in one value.
 
@@ -117,7 +141,7 @@ class PoolConfig:
             ValueError: an unknown built-in, built-ins without a ``data_dir``, a
                 ``database_url`` that is not ``postgresql://``, or replicas for an
                 unknown or in-process server or not a count ≥ 1.
-            NotADirectoryError: ``data_dir`` is a file.
+            NotADirectoryError: ``data_dir`` is a file, or a root is not a folder.
             TypeError: a `Server` to run in a worker is not importable by name.
         """
         sources = tuple(servers)
@@ -170,6 +194,7 @@ class PoolConfig:
             start_method=start_method,
             restart=restart or RestartPolicy(),
             replicas=dict(replicas or {}),
+            roots=root_uris(roots) if roots is not None else None,
         )
         config._check_replicas()
         return config

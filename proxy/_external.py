@@ -17,6 +17,7 @@ import collections
 import contextlib
 import logging
 import os
+import warnings
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -32,6 +33,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
 
+from ._client_side import ClientSide, ServerRequests
 from ._handle import (
     CallOptions,
     LogHandler,
@@ -152,8 +154,10 @@ class ExternalServer(UnwrappingHandle):
         *,
         start_timeout: float | None,
         restart: RestartPolicy,
+        client_side: ClientSide | None = None,
     ) -> None:
         self.spec = spec
+        self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
         self._start_timeout = start_timeout
@@ -210,7 +214,13 @@ class ExternalServer(UnwrappingHandle):
             server = sse_client(
                 spec.url, headers=spec.headers, httpx_client_factory=self._http_client
             )
-        return Client(server, logging_callback=self._on_log, log_level=MCP_LOG_LEVEL), http
+        client = Client(
+            server,
+            logging_callback=self._on_log,
+            log_level=MCP_LOG_LEVEL,
+            **self._requests.callbacks(),
+        )
+        return client, http
 
     def _http_client(
         self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
@@ -445,7 +455,8 @@ class ExternalServer(UnwrappingHandle):
         try:
             with call_deadline(self.name, tool, timeout):
                 client = await self._session(tool)
-                result = await client.call_tool(tool, arguments, progress_callback=on_progress)
+                with self._requests.during(options):
+                    result = await client.call_tool(tool, arguments, progress_callback=on_progress)
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
                 # Later calls wait for the supervisor's new connection, not this one.
@@ -517,6 +528,19 @@ class ExternalServer(UnwrappingHandle):
         except MCPError as exc:
             raise FeatureError(exc.message, code=exc.code) from exc
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def roots_changed(self) -> None:
+        """Tell the server its roots changed (``notifications/roots/list_changed``), if
+        the pool declared roots to it and it is connected."""
+        client = self._client
+        if client is None or not self._requests.side.roots:
+            return
+        from mcp import MCPDeprecationWarning
+
+        with warnings.catch_warnings():
+            # Roots are deprecated from 2026-07-28; servers of earlier versions use them.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.send_roots_list_changed()
 
     async def get_service_context(self, options: CallOptions) -> str:
         """The server's ``instructions``, if it sent any."""

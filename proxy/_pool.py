@@ -40,7 +40,8 @@ from nativemcp.workers import (
 
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
-from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod
+from ._client_side import ClientSide
+from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod, root_uris
 from ._external import ExternalServer
 from ._handle import (
     DEFAULT,
@@ -126,17 +127,25 @@ class _ExternalSpec:
     """An external MCP server (``ExternalMCP``) through the official client."""
 
     def __init__(
-        self, spec: ExternalServerSpec, start_timeout: float | None, restart: RestartPolicy
+        self,
+        spec: ExternalServerSpec,
+        start_timeout: float | None,
+        restart: RestartPolicy,
+        client_side: ClientSide,
     ) -> None:
         self.label = spec.name
         self.required = spec.required
         self._spec = spec
         self._start_timeout = start_timeout
         self._restart = restart
+        self._client_side = client_side
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
         server = ExternalServer(
-            self._spec, start_timeout=self._start_timeout, restart=self._restart
+            self._spec,
+            start_timeout=self._start_timeout,
+            restart=self._restart,
+            client_side=self._client_side,
         )
         try:
             await task_group.start(server.run)
@@ -145,6 +154,11 @@ class _ExternalSpec:
                 await server.aclose()
             raise
         return server
+
+
+def _root_name(uri: str) -> str:
+    """A root's display name: its folder's name."""
+    return uri.rstrip("/").rpartition("/")[2] or uri
 
 
 def server_and_interface(
@@ -223,6 +237,17 @@ class WorkerPool:
             params in, ``CreateMessageResult`` JSON out); without it they get a
             `ClientRequestError`.
         elicitation_handler: answers tools' ``ctx.elicit(...)`` (``elicitation/create``).
+        roots: folders (paths or ``file://`` URIs) external servers may work in: the
+            pool declares ``roots`` to them and answers ``roots/list`` with these
+            (change them with `set_roots`). None: no roots declared.
+        relay_client_requests: the pool's callers answer servers' sampling and
+            elicitation requests (each call's ``CallOptions.on_request``, as
+            ``nativemcp serve`` forwards them to its MCP clients): declare both to
+            external servers even without handlers.
+
+    External MCP servers are told the pool can sample, elicit or list roots only when
+    it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
+    call they belong to, else to these handlers.
 
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a
@@ -256,6 +281,8 @@ class WorkerPool:
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
         replicas: Mapping[str, int] | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
+        relay_client_requests: bool = False,
     ) -> None:
         exit_if_bootstrapping()
         self._config = PoolConfig.build(
@@ -273,7 +300,10 @@ class WorkerPool:
             start_method=start_method,
             restart=restart,
             replicas=replicas,
+            roots=roots,
         )
+        self._roots = self._config.roots
+        self._relay = relay_client_requests
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)
@@ -310,8 +340,15 @@ class WorkerPool:
                         config.replicas.get(label, 1),
                     )
                 )
+        side = ClientSide(
+            sampling=self._relay or "sampling/createMessage" in self._client_handlers,
+            elicitation=self._relay or "elicitation/create" in self._client_handlers,
+            roots=self._roots is not None,
+            answer=self.answer_client_request,
+        )
         specs.extend(
-            _ExternalSpec(spec, config.timeouts.start, config.restart) for spec in config.external
+            _ExternalSpec(spec, config.timeouts.start, config.restart, side)
+            for spec in config.external
         )
         return specs
 
@@ -400,9 +437,18 @@ class WorkerPool:
     async def answer_client_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Answer a tool's request to its client with the pool's handler for ``method``.
 
+        ``roots/list`` is answered with the pool's roots.
+
         Raises:
-            ClientRequestError: the pool has no handler for ``method``.
+            ClientRequestError: the pool has no handler for ``method`` (or no roots).
         """
+        if method == "roots/list":
+            if self._roots is None:
+                raise ClientRequestError(
+                    "a server asked for roots/list, but the pool has no roots: pass "
+                    "WorkerPool(roots=[...]) or --root DIR"
+                )
+            return {"roots": [{"uri": uri, "name": _root_name(uri)} for uri in self._roots]}
         handler = self._client_handlers.get(method)
         if handler is None:
             kind = "sampling_handler" if method.startswith("sampling") else "elicitation_handler"
@@ -414,6 +460,27 @@ class WorkerPool:
         if inspect.isawaitable(result):
             result = await result
         return dict(result)
+
+    @property
+    def roots(self) -> list[str]:
+        """The ``file://`` URIs of the pool's roots (empty when it has none)."""
+        return list(self._roots or ())
+
+    async def set_roots(self, roots: Iterable[str | os.PathLike[str]]) -> None:
+        """Replace the pool's roots and tell every external server they changed
+        (``notifications/roots/list_changed``).
+
+        Raises:
+            NotADirectoryError: a path that is not a folder.
+            ValueError: the pool was made without ``roots`` (it declared none to the
+                servers, which would not ask again).
+        """
+        if self._roots is None:
+            raise ValueError("the pool declared no roots; make it with WorkerPool(roots=[...])")
+        self._roots = root_uris(roots)
+        for handle in list(self._handles.values()):
+            if isinstance(handle, ExternalServer):
+                await handle.roots_changed()
 
     def add_resource_listener(self, listener: ResourceListener) -> None:
         """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed

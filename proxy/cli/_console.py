@@ -21,7 +21,7 @@ from typing import Final
 
 import anyio
 
-from ._content import add_pool_options
+from ._content import add_pool_options, external_servers
 
 __all__ = ["HOST", "SHUTDOWN_GRACE", "TOKEN_BYTES", "add_console_parser", "run_console"]
 
@@ -84,8 +84,8 @@ async def _serve(args: argparse.Namespace, data_dir: Path, sock: socket.socket) 
             args.server,
             data_dir=data_dir,
             workspace_root=args.workspace,
-            mcp_servers=args.mcp_config,
             database_url=args.database_url,
+            **external_servers(args),
         ) as pool,
         anyio.create_task_group() as calls,
     ):

@@ -32,6 +32,8 @@ __all__ = [
     "add_content_commands",
     "add_database_url",
     "add_pool_options",
+    "add_root_option",
+    "external_servers",
 ]
 
 DEFAULT_STORE: Final = "default"
@@ -64,7 +66,25 @@ def add_pool_options(parser: argparse.ArgumentParser) -> None:
         help="external MCP servers to start too: an mcp.json with mcpServers "
         "(as Claude Desktop, Cursor and VS Code write it)",
     )
+    add_root_option(parser)
     add_database_url(parser)
+
+
+def add_root_option(parser: argparse.ArgumentParser) -> None:
+    """``--root DIR`` (repeatable): the folders external MCP servers may work in."""
+    parser.add_argument(
+        "--root",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="a folder external MCP servers may work in (their MCP roots; repeatable)",
+    )
+
+
+def external_servers(args: argparse.Namespace) -> dict[str, Any]:
+    """The pool's keyword arguments for ``--mcp-config`` and ``--root``."""
+    return {"mcp_servers": args.mcp_config, "roots": args.root}
 
 
 def add_database_url(parser: argparse.ArgumentParser) -> None:
@@ -203,7 +223,7 @@ def _content_pool(
         builtins=[CONTENT_STORE],
         in_process=(),
         options={CONTENT_STORE: options} if options else None,
-        mcp_servers=args.mcp_config,
+        **external_servers(args),
     )
 
 
@@ -473,12 +493,12 @@ async def _call(args: argparse.Namespace, data_dir: Path) -> int:
         raise UsageError(f"--args is not JSON: {exc.msg} at character {exc.pos}") from None
     if not isinstance(arguments, dict):
         raise UsageError(f"--args must be a JSON object, got {type(arguments).__name__}")
-    external = args.mcp_config
+    external = external_servers(args)
     if args.server in BUILTIN_SERVERS:
         pool = WorkerPool(
             data_dir=data_dir,
             builtins=[args.server],
-            mcp_servers=external,
+            **external,
             database_url=args.database_url,
         )
         name = args.server
@@ -489,12 +509,12 @@ async def _call(args: argparse.Namespace, data_dir: Path) -> int:
             [args.server],
             data_dir=data_dir,
             builtins=[],
-            mcp_servers=external,
+            **external,
             database_url=args.database_url,
         )
         name = None
-    elif external is not None:
-        pool = WorkerPool(data_dir=data_dir, builtins=[], mcp_servers=external)
+    elif args.mcp_config is not None:
+        pool = WorkerPool(data_dir=data_dir, builtins=[], **external)
         name = args.server  # a server of the --mcp-config file
     else:
         raise UsageError(

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import anyio
 
-from ._content import add_database_url
+from ._content import add_database_url, add_root_option, external_servers
 
 __all__ = ["add_serve_parser", "run_serve"]
 
@@ -90,6 +90,7 @@ def add_serve_parser(commands: Any) -> None:
         metavar="FILE",
         help="external MCP servers to serve too: an mcp.json with mcpServers",
     )
+    add_root_option(serve)
 
 
 def _importable_from(folder: str) -> None:
@@ -145,9 +146,11 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         data_dir=data_dir if builtins else None,
         builtins=builtins,
         timeout=args.timeout,
-        mcp_servers=args.mcp_config,
         # Replicas behind a load balancer share the content store and planning here.
         database_url=args.database_url,
+        # External servers' sampling and elicitation go to the MCP client of the call.
+        relay_client_requests=True,
+        **external_servers(args),
     )
     if args.transport == "stdio":
 
