@@ -52,7 +52,7 @@ from nativemcp.protocol import (
 )
 
 from .._handle import CallOptions, ServerHandle
-from ._capabilities import require_capability
+from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 
 if TYPE_CHECKING:
@@ -237,23 +237,35 @@ class McpBridge:
             async def on_request(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
                 return await _ask_client(ctx, method, request_params)
 
-            return await self._run(tool, arguments, ctx, on_request, lambda: ctx)
+            return await self._run(
+                tool, arguments, ctx, self._declared(ctx, on_request), lambda: ctx
+            )
         if not self.suspend or not self.suspended.running:
             return await self._run(tool, arguments, ctx, self._cannot_ask, lambda: ctx)
 
         async def run(ask: ClientAsk, driver: Callable[[], Any]) -> types.CallToolResult:
-            async def declared_only(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
-                # The envelope of the request that started the call declares what its
-                # client can answer; the call suspends only for that.
-                require_capability(ctx, method, request_params)
-                return await ask(method, request_params)
-
-            return await self._run(tool, arguments, ctx, declared_only, driver)
+            # The envelope of the request that started the call declares what its client
+            # can answer; the call suspends only for that.
+            return await self._run(tool, arguments, ctx, self._declared(ctx, ask), driver)
 
         started: types.CallToolResult | types.InputRequiredResult = await self.suspended.start(
             ctx, run
         )
         return started
+
+    def _declared(self, ctx: ServerRequestContext[Any], ask: ClientAsk) -> ClientAsk:
+        """``ask`` for what the client of ``ctx`` declared it can answer: a tool's or an
+        external server's sampling, elicitation (form, URL) and roots requests, passed on
+        in the call; roots it did not declare are the pool's own (``--root``), if any."""
+
+        async def declared(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            missing = missing_capability(client_capabilities(ctx), method, params)
+            if missing == "roots" and self.pool.roots:
+                return await self.pool.answer_client_request(method, params)
+            require_capability(ctx, method, params)
+            return await ask(method, params)
+
+        return declared
 
     async def _cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if not self.suspend:
@@ -519,9 +531,7 @@ def _session_id(ctx: ServerRequestContext[Any]) -> str | None:
 async def _ask_client(
     ctx: ServerRequestContext[Any], method: str, params: dict[str, Any]
 ) -> dict[str, Any]:
-    """Send a tool's request to the client that made the call, on that call's stream, if
-    the client declared it can answer it."""
-    require_capability(ctx, method, params)
+    """Send a request to the client that made the call, on that call's stream."""
     request, result_type = client_request(method, params)
     try:
         result = await ctx.session.send_request(

@@ -16,10 +16,11 @@ from mcp.server.context import ServerRequestContext
 
 from nativemcp.protocol import ClientRequestError
 
-__all__ = ["missing_capability", "require_capability"]
+__all__ = ["client_capabilities", "missing_capability", "require_capability"]
 
 
-def _declared(ctx: ServerRequestContext[Any]) -> types.ClientCapabilities | None:
+def client_capabilities(ctx: ServerRequestContext[Any]) -> types.ClientCapabilities | None:
+    """What the client of ``ctx`` declared (None: nothing, or not known)."""
     connection = getattr(ctx.session, "_connection", None)
     found = getattr(connection, "client_capabilities", None)
     return found if isinstance(found, types.ClientCapabilities) else None
@@ -60,7 +61,7 @@ def require_capability(ctx: ServerRequestContext[Any], method: str, params: dict
     Raises:
         ClientRequestError: the client lacks the capability (named, with the method).
     """
-    missing = missing_capability(_declared(ctx), method, params)
+    missing = missing_capability(client_capabilities(ctx), method, params)
     if missing is not None:
         raise ClientRequestError(
             f"the client does not support {method}: it did not declare the "
