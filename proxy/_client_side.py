@@ -31,7 +31,7 @@ from ._handle import CallOptions, answer_client_request
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["ClientSide", "ServerRequests"]
+__all__ = ["ClientSide", "ServerRequests", "roots_answer"]
 
 _CALL: Final[contextvars.ContextVar[CallOptions | None]] = contextvars.ContextVar(
     "nativemcp_external_call", default=None
@@ -136,6 +136,13 @@ class ServerRequests:
             return mcp_types.ErrorData(
                 code=INTERNAL_ERROR, message=f"the answer to {method} is malformed: {exc}"
             )
+
+
+def roots_answer(uris: tuple[str, ...]) -> dict[str, Any]:
+    """The ``roots/list`` result for the roots ``uris``, each named for its folder."""
+    return {
+        "roots": [{"uri": uri, "name": uri.rstrip("/").rpartition("/")[2] or uri} for uri in uris]
+    }
 
 
 def _sampling_result(result: Any) -> Any:

@@ -40,7 +40,7 @@ from nativemcp.workers import (
 
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
-from ._client_side import ClientSide
+from ._client_side import ClientSide, roots_answer
 from ._config import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, PoolConfig, StartMethod, root_uris
 from ._external import ExternalServer
 from ._handle import (
@@ -154,11 +154,6 @@ class _ExternalSpec:
                 await server.aclose()
             raise
         return server
-
-
-def _root_name(uri: str) -> str:
-    """A root's display name: its folder's name."""
-    return uri.rstrip("/").rpartition("/")[2] or uri
 
 
 def server_and_interface(
@@ -448,7 +443,7 @@ class WorkerPool:
                     "a server asked for roots/list, but the pool has no roots: pass "
                     "WorkerPool(roots=[...]) or --root DIR"
                 )
-            return {"roots": [{"uri": uri, "name": _root_name(uri)} for uri in self._roots]}
+            return roots_answer(self._roots)
         handler = self._client_handlers.get(method)
         if handler is None:
             kind = "sampling_handler" if method.startswith("sampling") else "elicitation_handler"
