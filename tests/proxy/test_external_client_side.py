@@ -51,6 +51,8 @@ async def test_a_pool_without_handlers_or_roots_declares_none_and_is_offered_non
         names = {tool.name for tool in await pool.list_tools()}
     assert "everything__echo" in names
     assert not names & ASKING
+    # It runs only as a task, which the pool does not call: never offered (issue #23, 4).
+    assert "everything__simulate-research-query" not in names
 
 
 async def test_sampling_elicitation_and_roots_reach_the_pools_handlers(tmp_path: Path) -> None:
