@@ -109,17 +109,6 @@ class Catalog:
                         handle.name,
                     )
                     continue
-                if tool.execution is not None and tool.execution.task_support == "required":
-                    # Never offer a tool that cannot be called: this one answers only a
-                    # task-augmented call, which the pool does not make (yet).
-                    _logger.warning(
-                        "tool %r of server %r runs only as a task (execution.taskSupport "
-                        "'required'), which nativemcp cannot call yet; it is left out of "
-                        "the catalog",
-                        tool.name,
-                        handle.name,
-                    )
-                    continue
                 services.append(ServiceInfo(safe, tool.name, backend))
                 owners[(safe, tool.name, backend)] = (handle, tool)
         index = tool_name_index(services)

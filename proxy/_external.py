@@ -44,6 +44,7 @@ from ._handle import (
 )
 from ._mcp_config import ExternalServerSpec
 from ._restart import RestartPolicy
+from ._tasks import call_as_task, runs_as_task
 
 if TYPE_CHECKING:
     import mcp_types
@@ -456,7 +457,12 @@ class ExternalServer(UnwrappingHandle):
             with call_deadline(self.name, tool, timeout):
                 client = await self._session(tool)
                 with self._requests.during(options):
-                    result = await client.call_tool(tool, arguments, progress_callback=on_progress)
+                    if self._runs_as_task(tool):
+                        result = await call_as_task(client, tool, arguments, on_progress)
+                    else:
+                        result = await client.call_tool(
+                            tool, arguments, progress_callback=on_progress
+                        )
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
                 # Later calls wait for the supervisor's new connection, not this one.
@@ -475,6 +481,10 @@ class ExternalServer(UnwrappingHandle):
         finally:
             self._log_handlers.pop(key, None)
         return response_from_sdk(result)
+
+    def _runs_as_task(self, tool: str) -> bool:
+        """Whether ``tool`` answers only a task-augmented call (as listed)."""
+        return any(t.name == tool and runs_as_task(t.execution) for t in self._tools)
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
         """Ask the server for its tools again (the entry's filters applied)."""

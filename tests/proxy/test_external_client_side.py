@@ -15,7 +15,7 @@ import pytest
 from _node import node_env, node_tool
 from _scripts import venv_script
 
-from nativemcp.proxy import CallOptions, WorkerPool
+from nativemcp.proxy import CallOptions, CallTimeout, WorkerPool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
@@ -51,8 +51,6 @@ async def test_a_pool_without_handlers_or_roots_declares_none_and_is_offered_non
         names = {tool.name for tool in await pool.list_tools()}
     assert "everything__echo" in names
     assert not names & ASKING
-    # It runs only as a task, which the pool does not call: never offered (issue #23, 4).
-    assert "everything__simulate-research-query" not in names
 
 
 async def test_sampling_elicitation_and_roots_reach_the_pools_handlers(tmp_path: Path) -> None:
@@ -141,3 +139,34 @@ async def test_root_on_the_command_line_is_what_an_external_server_lists(tmp_pat
     )
     assert done.returncode == 0, done.stderr.decode()
     assert tmp_path.as_uri() in done.stdout.decode()
+
+
+async def test_a_tool_that_runs_only_as_a_task_is_called_like_any_other() -> None:
+    """server-everything's simulate-research-query has execution.taskSupport 'required':
+    the pool creates the task, reports its status messages as progress, and returns
+    its result, from call_tool, a typed proxy and run_tool_call alike."""
+    name = "everything__simulate-research-query"
+    async with WorkerPool(mcp_servers={"everything": _everything()}, timeout=60) as pool:
+        assert name in {tool.name for tool in await pool.list_tools()}
+        progress: list[str | None] = []
+        with anyio.fail_after(60):
+            response = await pool.call_tool(
+                name, {"topic": "cats"}, on_progress=lambda p, t, m: progress.append(m)
+            )
+            assert response.result is not None and not response.result.is_error
+            assert "Research Report: cats" in _text(response)
+            assert progress and all(progress), progress  # the task's status messages
+            typed = await pool.server("everything").tool("simulate-research-query")(topic="dogs")
+            assert "Research Report: dogs" in str(typed)
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": name, "arguments": '{"topic": "birds"}'},
+            }
+            message = await pool.run_tool_call(call, provider="openai")
+            assert "Research Report: birds" in message["content"]
+            # A time limit abandons the task (tasks/cancel), and the server goes on.
+            with pytest.raises(CallTimeout):
+                await pool.call_tool(name, {"topic": "slow"}, timeout=0.5)
+            again = await pool.call_tool("everything__echo", {"message": "still here"})
+            assert "still here" in _text(again)

@@ -108,5 +108,11 @@ async def test_a_client_without_sampling_gives_the_server_an_error_it_shows(
             sampled = await client.call_tool(
                 "everything__trigger-sampling-request", {"prompt": "hi", "maxTokens": 5}
             )
+            # A tool that runs only as a task is served as an ordinary tool that works.
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            research = tools["everything__simulate-research-query"]
+            assert research.execution is None or research.execution.task_support != "required"
+            report = await client.call_tool("everything__simulate-research-query", {"topic": "x"})
     text = _text(sampled)
     assert "does not support sampling/createMessage" in text and "'sampling'" in text, text
+    assert not report.is_error and "Research Report: x" in _text(report)
