@@ -20,7 +20,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
-from nativemcp.protocol import STRUCTURED_RESULT_META_KEY, response_from_sdk, unwrap
+from nativemcp.protocol import (
+    STRUCTURED_RESULT_META_KEY,
+    response_from_sdk,
+    safe_server_name,
+    unwrap,
+)
 from nativemcp.proxy import WorkerPool, http_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
@@ -293,6 +298,23 @@ async def test_stateless_http_serves_each_request_alone() -> None:
             moved = await http.post(f"{base}/mcp/shapes", json=call, headers=headers)
             assert moved.status_code == 200
             assert '"structuredContent":{"x":1,"y":0}' in moved.text.replace(" ", "")
+
+
+async def test_a_server_named_by_any_config_key_has_its_own_route() -> None:
+    """/mcp/<key> for the key as written (percent-encoded, slashes kept) and for the
+    part of full tool names that stands for it."""
+    time = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+    keys = ["My Time", "github.com/acme/tool"]
+    pool = WorkerPool(mcp_servers={key: time for key in keys}, timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            for path in ["My%20Time", "github.com/acme/tool", safe_server_name("My Time")]:
+                async with Client(f"{base}/mcp/{path}", mode="legacy") as client:
+                    names = [tool.name for tool in (await client.list_tools()).tools]
+                    assert "get_current_time" in names, path
+            async with Client(f"{base}/mcp", mode="legacy") as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+    assert f"{safe_server_name('My Time')}__get_current_time" in listed
 
 
 async def test_bad_arguments_follow_the_negotiated_version() -> None:
