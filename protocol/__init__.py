@@ -13,8 +13,10 @@ from ._constants import INTERNAL_ERROR as INTERNAL_ERROR
 from ._constants import INVALID_PARAMS as INVALID_PARAMS
 from ._constants import INVALID_REQUEST as INVALID_REQUEST
 from ._constants import JSONRPC_VERSION as JSONRPC_VERSION
+from ._constants import LOG_LEVELS as LOG_LEVELS
 from ._constants import METHOD_NOT_FOUND as METHOD_NOT_FOUND
 from ._constants import PARSE_ERROR as PARSE_ERROR
+from ._constants import PYTHON_LOG_LEVELS as PYTHON_LOG_LEVELS
 from ._constants import REQUEST_TIMEOUT as REQUEST_TIMEOUT
 from ._constants import STRUCTURED_RESULT_META_KEY as STRUCTURED_RESULT_META_KEY
 from ._errortext import ErrorInfo as ErrorInfo
@@ -49,6 +51,7 @@ from ._naming import full_tool_name as full_tool_name
 from ._naming import is_valid_tool_name as is_valid_tool_name
 from ._naming import parse_tool_name as parse_tool_name
 from ._naming import quoted_name as quoted_name
+from ._naming import safe_server_name as safe_server_name
 from ._naming import service_info as service_info
 from ._naming import service_meta as service_meta
 from ._naming import tag_service as tag_service
@@ -63,6 +66,8 @@ from ._responses import text_resource_response as text_resource_response
 from ._responses import text_response as text_response
 from ._responses import to_structured_content as to_structured_content
 from ._responses import tool_error_response as tool_error_response
+from ._schemas import portable_schema as portable_schema
+from ._schemas import portable_tool as portable_tool
 from ._sdk import from_sdk as from_sdk
 from ._sdk import response_from_sdk as response_from_sdk
 from ._sdk import response_to_sdk as response_to_sdk
@@ -100,9 +105,11 @@ __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "JSONRPC_VERSION",
+    "LOG_LEVELS",
     "METHOD_NOT_FOUND",
     "NAME_SHOWN_CHARS",
     "PARSE_ERROR",
+    "PYTHON_LOG_LEVELS",
     "REQUEST_TIMEOUT",
     "SEPARATOR",
     "SERVICE_META_KEY",
@@ -166,11 +173,14 @@ __all__ = [
     "full_tool_name",
     "is_valid_tool_name",
     "parse_tool_name",
+    "portable_schema",
+    "portable_tool",
     "quoted_name",
     "raise_for_error",
     "response_from_sdk",
     "response_to_sdk",
     "result_text",
+    "safe_server_name",
     "service_info",
     "service_meta",
     "structured_response",

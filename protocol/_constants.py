@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Final
 
 JSONRPC_VERSION: Final = "2.0"
@@ -31,3 +32,28 @@ at the MCP boundary, since spec clients drop unknown top-level fields."""
 
 FASTMCP_WRAP_SCHEMA_KEY: Final = "x-fastmcp-wrap-result"
 """FastMCP's output-schema marker: the structured content is `{"result": value}`."""
+
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+"""MCP's log levels (RFC 5424's syslog severities), least severe first."""
+
+PYTHON_LOG_LEVELS: Final[dict[str, int]] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+"""The Python `logging` level of each MCP log level (Python has no notice, alert or
+emergency: the nearest standard level, so handlers and formatters know them)."""

@@ -6,12 +6,20 @@ its first ``__``, so a server name may not contain ``__`` nor end with ``_`` (``
 ``b`` would read back as ``a`` + ``_b``), and a server that is not built in may not be
 named ``builtin`` nor start with ``builtin_`` (it would read as a built-in). With these
 rules every full name parses back to the one (server, tool) it came from.
+
+A server name is often a name a person chose in a config file (``My Time``,
+``github.com/acme/tool``, ``時間``): `safe_server_name` gives the part of a full name
+that stands for it, the name itself when it follows the rules, otherwise a readable
+slug with a hash of the name (stable, and told apart from every other name), and
+`parse_tool_name` maps it back to the name as written when given the server names.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 import re
+import unicodedata
 from collections.abc import Container, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -31,6 +39,7 @@ __all__ = [
     "is_valid_tool_name",
     "parse_tool_name",
     "quoted_name",
+    "safe_server_name",
     "service_info",
     "service_meta",
     "tag_service",
@@ -52,6 +61,9 @@ NAME_SHOWN_CHARS: Final = 80
 """The most characters of a name that an error message quotes; a longer one is cut."""
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_SLUG_BREAK: Final = re.compile(r"[^A-Za-z0-9.\-]+")
+_SLUG_MAX: Final = 40
+"""Characters of a derived server name's readable part (the hash follows it)."""
 
 
 class BackendType(enum.StrEnum):
@@ -115,36 +127,74 @@ def validate_tool_name(name: str, *, what: str = "tool name") -> str:
     return name
 
 
+def _server_name_problem(server_name: str, backend_type: BackendType) -> str | None:
+    """Why ``server_name`` cannot stand in a full tool name as it is; None when it can."""
+    try:
+        validate_tool_name(server_name, what="server name")
+    except ToolNameError as exc:
+        return str(exc)
+    if SEPARATOR in server_name:
+        return f"server name {server_name!r} must not contain {SEPARATOR!r}"
+    if server_name.endswith("_"):
+        return (
+            f"server name {server_name!r} must not end with '_': the full name would not parse back"
+        )
+    builtin = BackendType(backend_type).builtin
+    if not builtin and (server_name + SEPARATOR).startswith(BUILTIN_PREFIX):
+        kind = "external" if backend_type is BackendType.EXTERNAL_MCP else "user"
+        return (
+            f"{kind} server name {server_name!r} must not be {BUILTIN_PREFIX[:-1]!r} or "
+            f"start with {BUILTIN_PREFIX!r}: it would read as a built-in server"
+        )
+    return None
+
+
+def safe_server_name(server_name: str, backend_type: BackendType = BackendType.EXTERNAL_MCP) -> str:
+    """The part of a full tool name that stands for ``server_name``, whatever it is.
+
+    A name that follows the rules of `full_tool_name` is itself. Any other name (spaces,
+    ``/``, non-ASCII letters, ``__``, a trailing ``_``, an external ``builtin...``)
+    becomes its ASCII letters, digits, ``.`` and ``-`` with ``_`` for each run of
+    anything else, then ``-`` and 8 hex digits of the name's SHA-256: ``My Time`` →
+    ``My_Time-`` + hash. The same name gives the same result on every machine and run;
+    two names differ in their hash; `parse_tool_name` maps the result back.
+    """
+    if _server_name_problem(server_name, backend_type) is None:
+        return server_name
+    folded = unicodedata.normalize("NFKD", server_name).encode("ascii", "ignore").decode()
+    slug = _SLUG_BREAK.sub("_", folded).strip("_.-")[:_SLUG_MAX].rstrip("_")
+    if not slug or (slug + SEPARATOR).startswith(BUILTIN_PREFIX):
+        slug = f"mcp_{slug}".rstrip("_")
+    digest = hashlib.sha256(server_name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
 def full_tool_name(server_name: str, tool_name: str, backend_type: BackendType) -> str:
     """The name a router lists: ``builtin_server__tool`` for a built-in server,
     ``server__tool`` for any other.
+
+    The server name must follow the rules as it is; pass it through `safe_server_name`
+    first to accept any name.
 
     Raises:
         ToolNameError: a part is invalid, a server name contains ``__`` or ends with
             ``_``, a server that is not built in is named ``builtin`` or starts with
             ``builtin_``, or the whole exceeds 128 characters.
     """
-    validate_tool_name(server_name, what="server name")
+    problem = _server_name_problem(server_name, backend_type)
+    if problem is not None:
+        raise ToolNameError(problem)
     validate_tool_name(tool_name)
-    if SEPARATOR in server_name:
-        raise ToolNameError(f"server name {server_name!r} must not contain {SEPARATOR!r}")
-    if server_name.endswith("_"):
-        raise ToolNameError(
-            f"server name {server_name!r} must not end with '_': the full name would not parse back"
-        )
-    builtin = BackendType(backend_type).builtin
-    if not builtin and (server_name + SEPARATOR).startswith(BUILTIN_PREFIX):
-        kind = "external" if backend_type is BackendType.EXTERNAL_MCP else "user"
-        raise ToolNameError(
-            f"{kind} server name {server_name!r} must not be {BUILTIN_PREFIX[:-1]!r} or "
-            f"start with {BUILTIN_PREFIX!r}: it would read as a built-in server"
-        )
-    prefix = BUILTIN_PREFIX if builtin else ""
+    prefix = BUILTIN_PREFIX if BackendType(backend_type).builtin else ""
     return validate_tool_name(f"{prefix}{server_name}{SEPARATOR}{tool_name}", what="full tool name")
 
 
 def parse_tool_name(
-    name: str, *, native_servers: Container[str] = (), user_servers: Container[str] = ()
+    name: str,
+    *,
+    native_servers: Container[str] = (),
+    user_servers: Container[str] = (),
+    servers: Iterable[str] = (),
 ) -> ServiceInfo:
     """Parse a full tool name back into `ServiceInfo`.
 
@@ -154,6 +204,8 @@ def parse_tool_name(
     `BackendType.USER_IN_PROCESS` for a user server), the others in a worker
     (`BackendType.BUILTIN_WEB`, `BackendType.USER_WORKER`); a ``server__tool`` is the
     user's own when ``server`` is in ``user_servers``, else `BackendType.EXTERNAL_MCP`.
+    A server part that `safe_server_name` derived from one of ``servers`` (names as
+    written, ``My Time``) reads back as that name.
 
     Raises:
         ToolNameError: the name is invalid or has no ``server__tool`` shape.
@@ -173,6 +225,10 @@ def parse_tool_name(
         backend = BackendType.BUILTIN_NATIVE
     else:
         backend = BackendType.BUILTIN_WEB
+    for written in servers:
+        if written != server and safe_server_name(written, backend) == server:
+            server = written
+            break
     return ServiceInfo(server_name=server, tool_name=tool, backend_type=backend)
 
 

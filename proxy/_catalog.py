@@ -2,11 +2,12 @@
 
 Every tool of every server is listed under its full name (``builtin_server__tool`` for
 a built-in server, ``server__tool`` for an external or the user's own server), from
-`protocol._naming`:
-a server name that breaks the rules, or two sources with the same full name, is an
-error naming both — never "first one wins". Every result routed through the catalog
-has the producing service in each content block's ``_meta``, which is what lets a UI
-action that names a base tool (``download_file``) find its full name.
+`protocol._naming`. A server's name may be anything a person wrote in a config file: the
+full name holds `safe_server_name` of it, and the `ServiceInfo` the name as written. Two
+sources with the same full name are an error naming both — never "first one wins". Every
+result routed through the catalog has the producing service in each content block's
+``_meta``, which is what lets a UI action that names a base tool (``download_file``)
+find its full name.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from nativemcp.protocol import (
     UnknownTool,
     full_tool_name,
     is_valid_tool_name,
+    portable_tool,
     quoted_name,
+    safe_server_name,
     service_info,
     tag_service,
     tool_name_index,
@@ -86,10 +89,16 @@ class Catalog:
         return self._index
 
     def _build(self) -> tuple[dict[str, CatalogEntry], list[Tool]]:
+        # The index is built over the names' safe forms; each entry keeps the name as
+        # written (what a person reads in `ServiceInfo`).
         services: list[ServiceInfo] = []
         owners: dict[tuple[str, str, BackendType], tuple[Any, Tool]] = {}
         for handle in self._handles.values():
             backend = BackendType(handle.backend)
+            # A config key is a name a person chose: any goes. The pool's own servers
+            # are named in code, where a name that breaks the rules is a mistake to report.
+            external = backend is BackendType.EXTERNAL_MCP
+            safe = safe_server_name(handle.name) if external else handle.name
             for tool in handle.tools:
                 if not is_valid_tool_name(tool.name):
                     # Only an external server can list such a name (ours are checked).
@@ -101,14 +110,17 @@ class Catalog:
                         handle.name,
                     )
                     continue
-                service = ServiceInfo(handle.name, tool.name, backend)
-                services.append(service)
-                owners[(handle.name, tool.name, backend)] = (handle, tool)
+                services.append(ServiceInfo(safe, tool.name, backend))
+                owners[(safe, tool.name, backend)] = (handle, tool)
         index = tool_name_index(services)
         entries: dict[str, CatalogEntry] = {}
         tools: list[Tool] = []
-        for name, service in index.items():
-            handle, tool = owners[(service.server_name, service.tool_name, service.backend_type)]
+        for name, safe_service in index.items():
+            key = (safe_service.server_name, safe_service.tool_name, safe_service.backend_type)
+            handle, listed = owners[key]
+            # What is listed is what clients get: schemas every client accepts.
+            tool = portable_tool(listed)
+            service = ServiceInfo(handle.name, tool.name, safe_service.backend_type)
             entries[name] = CatalogEntry(name, service, handle, tool)
             tools.append(tag_service(tool, service, name=name))
         return entries, tools
@@ -190,7 +202,8 @@ class Catalog:
                     "pool.call_tool"
                 )
             try:
-                name = full_tool_name(service.server_name, name, service.backend_type)
+                server = safe_server_name(service.server_name, service.backend_type)
+                name = full_tool_name(server, name, service.backend_type)
             except ToolNameError as exc:
                 raise ValueError(f"UI action tool name {quoted_name(name)}: {exc}") from exc
             self.entry(name)  # raises UnknownTool with suggestions

@@ -46,6 +46,7 @@ __all__ = [
     "SyncPoolOptions",
     "Timeouts",
     "check_options",
+    "root_uris",
 ]
 
 DEFAULT_TIMEOUT: Final = 30.0
@@ -79,6 +80,7 @@ class PoolOptions(SyncPoolOptions, total=False):
     mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None
     database_url: str | None
     replicas: Mapping[str, int] | None
+    roots: Iterable[str | os.PathLike[str]] | None
 
 
 def check_options(given: Mapping[str, Any], accepted: frozenset[str], owner: str) -> None:
@@ -109,6 +111,25 @@ def _builtin_available(name: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
         return False
+
+
+def root_uris(roots: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """Roots as ``file://`` URIs: a URI as it is, a folder path made absolute.
+
+    Raises:
+        NotADirectoryError: a path that is not an existing folder (named).
+    """
+    uris: list[str] = []
+    for root in roots:
+        text = os.fspath(root)
+        if text.startswith("file://"):
+            uris.append(text)
+            continue
+        folder = Path(text).expanduser().resolve()
+        if not folder.is_dir():
+            raise NotADirectoryError(f"root {text!r} is not a folder; give existing folders")
+        uris.append(folder.as_uri())
+    return tuple(uris)
 
 
 def _label(source: ServerSource) -> str:
@@ -145,6 +166,9 @@ class PoolConfig:
     start_method: StartMethod
     restart: RestartPolicy
     replicas: Mapping[str, int]
+    roots: tuple[str, ...] | None = None
+    """The ``file://`` URIs of the folders the pool offers external servers as roots
+    (None: the pool declares no roots)."""
 
     @classmethod
     def build(
@@ -156,7 +180,7 @@ class PoolConfig:
             ValueError: an unknown built-in, built-ins without a ``data_dir``, a
                 ``database_url`` that is not ``postgresql://``, or replicas for an
                 unknown or in-process server or not a count ≥ 1.
-            NotADirectoryError: ``data_dir`` is a file.
+            NotADirectoryError: ``data_dir`` is a file, or a root is not a folder.
             TypeError: a `Server` to run in a worker is not importable by name.
         """
         check_options(given, PoolOptions.__optional_keys__, "PoolConfig.build")
@@ -226,6 +250,7 @@ class PoolConfig:
             start_method=given.get("start_method", "spawn"),
             restart=given.get("restart") or RestartPolicy(),
             replicas=dict(given.get("replicas") or {}),
+            roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
         )
         config._check_replicas()
         return config

@@ -1,9 +1,7 @@
 """External MCP servers (backend ``ExternalMCP``) through the official ``mcp`` client.
 
-The entries are the ``mcpServers`` format Claude Desktop, Cursor and VS Code write:
-stdio ``{command, args, env, cwd}``, HTTP ``{url, headers}`` (``type`` ``"stdio"``,
-``"http"`` / ``"streamable-http"``, or ``"sse"`` for old servers), plus nativemcp's
-own keys ``tools`` (allow-list), ``disabled_tools``, ``timeout`` and ``required``.
+Each server is one entry of an MCP config file, read by `_mcp_config` into an
+`ExternalServerSpec`: stdio or HTTP (Streamable HTTP, or SSE for old servers).
 
 Each server gets a supervisor task, like a worker: it connects (bounded by the start
 timeout), lists the tools, and — for a stdio server — watches the child's stderr, which
@@ -22,12 +20,14 @@ import collections
 import contextlib
 import logging
 import os
+import warnings
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
 
 from nativemcp.protocol import (
+    PYTHON_LOG_LEVELS,
     BackendType,
     NativeMCPResponse,
     Tool,
@@ -36,6 +36,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
 
+from ._client_side import ClientSide, ServerRequests
 from ._handle import (
     CallOptions,
     LogHandler,
@@ -47,6 +48,7 @@ from ._handle import (
 from ._mcp_config import ExternalServerSpec
 from ._restart import RestartPolicy
 from ._stdio import StdioLink, stdio_transport
+from ._tasks import call_as_task, runs_as_task
 from ._tool_listing import drop_repeated_tools, usable_tools_only
 
 if TYPE_CHECKING:
@@ -128,8 +130,10 @@ class ExternalServer(UnwrappingHandle):
         *,
         start_timeout: float | None,
         restart: RestartPolicy,
+        client_side: ClientSide | None = None,
     ) -> None:
         self.spec = spec
+        self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
         self._start_timeout = start_timeout
@@ -147,6 +151,7 @@ class ExternalServer(UnwrappingHandle):
         self._stderr: _Stderr | None = None
         self._link: StdioLink | None = None
         self._log_handlers: dict[int, LogHandler] = {}
+        self._refused: int | None = None  # an HTTP server's 401/403 at the last connect
         self._next_call = 0
         self.restarts = 0
         self.pid: int | None = None
@@ -177,26 +182,42 @@ class ExternalServer(UnwrappingHandle):
             )
         elif spec.transport == "http":
             assert spec.url is not None
-            if spec.headers:
-                from mcp.client.streamable_http import streamable_http_client
-                from mcp.shared._httpx_utils import create_mcp_http_client
+            from mcp.client.streamable_http import streamable_http_client
 
-                http = create_mcp_http_client(headers=spec.headers)
-                server = streamable_http_client(spec.url, http_client=http)
-            else:
-                server = spec.url
+            http = self._http_client(headers=spec.headers)
+            server = streamable_http_client(spec.url, http_client=http)
         else:
             assert spec.url is not None
             from mcp.client.sse import sse_client
 
-            server = sse_client(spec.url, headers=spec.headers)
+            server = sse_client(
+                spec.url, headers=spec.headers, httpx_client_factory=self._http_client
+            )
         if not spec.required:
-            if isinstance(server, str):
-                from mcp.client.streamable_http import streamable_http_client
-
-                server = streamable_http_client(server)
             server = usable_tools_only(server, self.name)
-        return Client(server, logging_callback=self._on_log, log_level=MCP_LOG_LEVEL), http
+        client = Client(
+            server,
+            logging_callback=self._on_log,
+            log_level=MCP_LOG_LEVEL,
+            **self._requests.callbacks(),
+        )
+        return client, http
+
+    def _http_client(
+        self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+    ) -> Any:
+        """The SDK's HTTP client, noting a refusal: the SDK's Streamable HTTP client
+        reports a 401 only as "Server returned an error response"."""
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+
+        async def note_refusal(response: Any) -> None:
+            if response.status_code in (401, 403):
+                self._refused = int(response.status_code)
+
+        client.event_hooks["response"].append(note_refusal)
+        return client
 
     async def _lifetime(
         self, stderr: _Stderr | None, state: dict[str, bool], on_ready: Any
@@ -246,6 +267,7 @@ class ExternalServer(UnwrappingHandle):
         """
         stderr = _Stderr(self.name) if self.spec.transport == "stdio" else None
         self._stderr = stderr
+        self._refused = None
         state = {"ready": False, "timed_out": False}
 
         async def watchdog(scope: anyio.CancelScope) -> None:
@@ -271,6 +293,8 @@ class ExternalServer(UnwrappingHandle):
                     "MCP server %r: connection ended with %s", self.name, _describe(exc)
                 )
                 return
+            if self._refused is not None:
+                raise self._start_error(_refusal(self._refused, self.spec), stderr) from exc
             raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from exc
         finally:
             if stderr is not None:
@@ -376,7 +400,7 @@ class ExternalServer(UnwrappingHandle):
 
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         logger = logging.getLogger(f"nativemcp.external.{self.name}")
-        level = logging.getLevelNamesMapping().get(str(params.level).upper(), logging.INFO)
+        level = PYTHON_LOG_LEVELS.get(str(params.level), logging.INFO)
         logger.log(level, "%s", params.data, extra={"mcp_server": self.name})
         for handler in list(self._log_handlers.values()):
             await deliver_log(handler, str(params.level), params.data, params.logger)
@@ -417,7 +441,13 @@ class ExternalServer(UnwrappingHandle):
         try:
             with call_deadline(self.name, tool, timeout):
                 client = await self._session(tool)
-                result = await client.call_tool(tool, arguments, progress_callback=on_progress)
+                with self._requests.during(options):
+                    if self._runs_as_task(tool):
+                        result = await call_as_task(client, tool, arguments, on_progress)
+                    else:
+                        result = await client.call_tool(
+                            tool, arguments, progress_callback=on_progress
+                        )
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
                 # Later calls wait for the supervisor's new connection, not this one.
@@ -436,6 +466,10 @@ class ExternalServer(UnwrappingHandle):
         finally:
             self._log_handlers.pop(key, None)
         return response_from_sdk(result)
+
+    def _runs_as_task(self, tool: str) -> bool:
+        """Whether ``tool`` answers only a task-augmented call (as listed)."""
+        return any(t.name == tool and runs_as_task(t.execution) for t in self._tools)
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
         """Ask the server for its tools again (the entry's filters applied)."""
@@ -490,6 +524,19 @@ class ExternalServer(UnwrappingHandle):
             raise FeatureError(exc.message, code=exc.code) from exc
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
+    async def roots_changed(self) -> None:
+        """Tell the server its roots changed (``notifications/roots/list_changed``), if
+        the pool declared roots to it and it is connected."""
+        client = self._client
+        if client is None or not self._requests.side.roots:
+            return
+        from mcp import MCPDeprecationWarning
+
+        with warnings.catch_warnings():
+            # Roots are deprecated from 2026-07-28; servers of earlier versions use them.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.send_roots_list_changed()
+
     async def get_service_context(self, options: CallOptions) -> str:
         """The server's ``instructions``, if it sent any."""
         return self.description
@@ -526,6 +573,21 @@ async def _first(*events: anyio.Event) -> None:
 
         for event in events:
             tg.start_soon(one, event)
+
+
+def _refusal(status: int, spec: ExternalServerSpec) -> str:
+    """Why an HTTP server refused us, and how to give it credentials."""
+    what = "401 Unauthorized" if status == 401 else "403 Forbidden"
+    given = (
+        f"the headers sent ({', '.join(sorted(spec.headers))}) were not accepted"
+        if spec.headers
+        else "no headers were sent"
+    )
+    return (
+        f"refused the connection: HTTP {what} ({given}); pass a token in the entry's "
+        '"headers", e.g. {"Authorization": "Bearer ${API_TOKEN}"} with API_TOKEN set in '
+        "the environment"
+    )
 
 
 def _describe(exc: BaseException) -> str:

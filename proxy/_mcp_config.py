@@ -1,9 +1,25 @@
-"""The ``mcpServers`` configuration: Claude Desktop's, Cursor's and VS Code's format.
+"""The MCP server config files that hosts write, read into `ExternalServerSpec`s.
 
-`load_mcp_servers` reads a mapping or a JSON file into checked `ExternalServerSpec`s
-(stdio ``{command, args, env, cwd}``, HTTP ``{url, headers}``). A mistake is one line
-naming the server and the key, and for a file where it is (``file:line:column:``);
-a key that reads as a typo of a known one (``comand``) is a mistake too.
+One reader for the formats people already have:
+
+- Claude Desktop and Cursor: ``{"mcpServers": {name: {command, args, env, cwd}}}``,
+  and ``{url, headers}`` for a remote server;
+- VS Code: ``{"servers": {name: {type, command, args, env, url, headers}}}``
+  (``inputs`` prompts are not read: a ``${input:...}`` is left as written);
+- Windsurf: a remote server's address under ``serverUrl``;
+- Claude Code (``.mcp.json``): ``type`` ``"stdio"`` / ``"http"`` / ``"sse"``,
+  ``headers``, and ``${VAR}`` / ``${VAR:-default}`` (VS Code's and Cursor's
+  ``${env:VAR}`` too) expanded from the environment in ``command``, ``args``, ``env``,
+  ``cwd``, ``url`` and ``headers``.
+
+The key of an entry is a name a person chose (``My Time``, ``github.com/acme/tool``,
+``時間``) and is kept as written: it is the server's name in the pool and in every
+`ServiceInfo`; the catalog derives the part of a full tool name from it
+(`nativemcp.protocol.safe_server_name`).
+
+A mistake is one line naming the server and the key, and for a file where it is
+(``file:line:column:``); a key that reads as a typo of a known one (``comand``) is a
+mistake too, while the other keys of other clients are ignored.
 """
 
 from __future__ import annotations
@@ -11,6 +27,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -19,13 +36,13 @@ import msgspec
 
 from ._json_where import key_positions, line_column
 
-__all__ = ["ExternalServerSpec", "Transport", "load_mcp_servers"]
+__all__ = ["ExternalServerSpec", "Transport", "expand_variables", "load_mcp_servers"]
 
 Transport = Literal["stdio", "http", "sse"]
 
 
 class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One entry of an ``mcpServers`` mapping, checked."""
+    """One entry of an ``mcpServers`` mapping, checked, its variables expanded."""
 
     name: str
     transport: Transport
@@ -62,71 +79,146 @@ _TYPES: Final[dict[str, Transport]] = {
     "sse": "sse",
 }
 
-
-def _str_list(name: str, key: str, value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ValueError(f"MCP server {name!r}: {key!r} must be a list of strings, got {value!r}")
-    return list(value)
+# ${VAR}, ${VAR:-default} (Claude Code) and ${env:VAR} (VS Code, Cursor). Anything else
+# in ${...} (VS Code's ${input:id} prompts) stays as written.
+_VARIABLE: Final = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*|/)(?::-([^}]*))?\}")
 
 
-def _str_map(name: str, key: str, value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise ValueError(f"MCP server {name!r}: {key!r} must map strings to strings")
-    return dict(value)
+def _predefined(name: str) -> str | None:
+    """VS Code's and Cursor's own variables, for a hub that runs in the project folder."""
+    if name == "userHome":
+        return str(Path.home())
+    if name == "workspaceFolder":
+        return os.getcwd()
+    if name == "workspaceFolderBasename":
+        return Path.cwd().name
+    if name in ("pathSeparator", "/"):
+        return os.sep
+    return None
 
 
-def _spec(name: str, entry: Any) -> ExternalServerSpec:
-    if not isinstance(entry, Mapping):
-        raise ValueError(f"MCP server {name!r}: expected an object, got {type(entry).__name__}")
-    kind = entry.get("type")
+def expand_variables(
+    text: str, environ: Mapping[str, str] | None = None, *, where: str = "value"
+) -> str:
+    """``text`` with ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` replaced from
+    ``environ`` (default: ``os.environ``). A set but empty ``VAR`` takes the default,
+    as in the shell. VS Code's ``${userHome}``, ``${workspaceFolder}`` (this process's
+    folder), ``${workspaceFolderBasename}`` and ``${pathSeparator}`` are known when no
+    variable of that name is set.
+
+    Raises:
+        ValueError: a variable without a default is not set (named, with ``where``).
+    """
+    values = os.environ if environ is None else environ
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        value = values.get(name, _predefined(name))
+        if value:
+            return value
+        if default is not None:
+            return default
+        if value is not None:
+            return value
+        raise ValueError(
+            f"{where}: environment variable {name!r} is not set; set it, or give a "
+            f"default as ${{{name}:-default}}"
+        )
+
+    return _VARIABLE.sub(replace, text)
+
+
+class _Entry:
+    """One raw entry being checked: its name for messages, its values expanded."""
+
+    def __init__(self, name: str, entry: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+        self.name = name
+        self.entry = entry
+        self.environ = environ
+
+    def fail(self, what: str) -> ValueError:
+        return ValueError(f"MCP server {self.name!r}: {what}")
+
+    def text(self, key: str, value: str) -> str:
+        return expand_variables(value, self.environ, where=f"MCP server {self.name!r} {key}")
+
+    def str_list(self, key: str, *, expand: bool = True) -> list[str]:
+        value = self.entry[key]
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.fail(f"{key!r} must be a list of strings, got {value!r}")
+        return [self.text(key, item) for item in value] if expand else list(value)
+
+    def str_map(self, key: str) -> dict[str, str]:
+        value = self.entry[key]
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise self.fail(f"{key!r} must map strings to strings")
+        return {k: self.text(f"{key}.{k}", v) for k, v in value.items()}
+
+
+def _url_key(entry: Mapping[str, Any]) -> str | None:
+    """Where the entry keeps a remote server's address: ``url``, or Windsurf's ``serverUrl``."""
+    for key in ("url", "serverUrl"):
+        if key in entry:
+            return key
+    return None
+
+
+def _spec(name: str, raw: Any, environ: Mapping[str, str]) -> ExternalServerSpec:
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"MCP server {name!r}: expected an object, got {type(raw).__name__}")
+    entry = _Entry(name, raw, environ)
+    url_key = _url_key(raw)
+    kind = raw.get("type")
     if kind is None:
-        kind = "http" if "url" in entry and "command" not in entry else "stdio"
+        kind = "http" if url_key is not None and "command" not in raw else "stdio"
     transport = _TYPES.get(str(kind))
     if transport is None:
-        raise ValueError(
-            f"MCP server {name!r}: unknown type {kind!r}; use stdio, http, streamable-http or sse"
-        )
+        raise entry.fail(f"unknown type {kind!r}; use stdio, http, streamable-http or sse")
     fields: dict[str, Any] = {"name": name, "transport": transport}
     if transport == "stdio":
-        command = entry.get("command")
+        command = raw.get("command")
         if not isinstance(command, str) or not command:
-            raise ValueError(f"MCP server {name!r}: a stdio server needs a 'command' string")
-        fields["command"] = command
-        if "args" in entry:
-            fields["args"] = _str_list(name, "args", entry["args"])
-        if entry.get("env") is not None:
-            fields["env"] = _str_map(name, "env", entry["env"])
-        if entry.get("cwd") is not None:
-            fields["cwd"] = str(Path(str(entry["cwd"])).expanduser())
+            raise entry.fail(
+                "a stdio server needs a 'command' string (a remote server: 'url' or 'serverUrl')"
+            )
+        fields["command"] = entry.text("command", command)
+        if "args" in raw:
+            fields["args"] = entry.str_list("args")
+        if raw.get("env") is not None:
+            fields["env"] = entry.str_map("env")
+        if raw.get("cwd") is not None:
+            fields["cwd"] = str(Path(entry.text("cwd", str(raw["cwd"]))).expanduser())
     else:
-        url = entry.get("url")
+        url = raw.get(url_key) if url_key is not None else None
+        if isinstance(url, str):
+            url = entry.text(url_key or "url", url)
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(f"MCP server {name!r}: an HTTP server needs an http(s) 'url'")
+            raise entry.fail("an HTTP server needs an http(s) 'url' (or 'serverUrl')")
         fields["url"] = url
-        if entry.get("headers") is not None:
-            fields["headers"] = _str_map(name, "headers", entry["headers"])
-    if entry.get("tools") is not None:
-        fields["tools"] = _str_list(name, "tools", entry["tools"])
+        if raw.get("headers") is not None:
+            fields["headers"] = entry.str_map("headers")
+    if raw.get("tools") is not None:
+        fields["tools"] = entry.str_list("tools", expand=False)
     for key in ("disabled_tools", "disabledTools"):
-        if entry.get(key) is not None:
-            fields["disabled_tools"] = _str_list(name, key, entry[key])
-    timeout = entry.get("timeout")
+        if raw.get(key) is not None:
+            fields["disabled_tools"] = entry.str_list(key, expand=False)
+    timeout = raw.get("timeout")
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"MCP server {name!r}: 'timeout' must be positive seconds")
+            raise entry.fail("'timeout' must be positive seconds")
         fields["timeout"] = float(timeout)
-    required = entry.get("required", True)
+    required = raw.get("required", True)
     if not isinstance(required, bool):
-        raise ValueError(f"MCP server {name!r}: 'required' must be true or false")
+        raise entry.fail("'required' must be true or false")
     fields["required"] = required
     return ExternalServerSpec(**fields)
 
 
 _KEYS: Final = frozenset(
-    {"type", "command", "args", "env", "cwd", "url", "headers", "tools", "disabled_tools"}
-    | {"disabledTools", "timeout", "required", "disabled"}
+    {"type", "command", "args", "env", "cwd", "url", "serverUrl", "headers", "tools"}
+    | {"disabled_tools", "disabledTools", "timeout", "required", "disabled"}
 )
 """The keys of a server entry read here; other keys (other clients' own) are ignored."""
 
@@ -150,38 +242,43 @@ class _EntryError(ValueError):
         self.key = key
 
 
-def _entry(name: str, entry: Any) -> ExternalServerSpec:
+def _entry(name: str, raw: Any, environ: Mapping[str, str]) -> ExternalServerSpec:
     """`_spec`, refusing a misspelled key too.
 
     Raises:
         _EntryError: the entry is malformed; names the offending key where there is one.
     """
-    keys = [str(key) for key in entry] if isinstance(entry, Mapping) else []
+    keys = [str(key) for key in raw] if isinstance(raw, Mapping) else []
     typo = _misspelled(keys)
     if typo is not None:
         raise _EntryError(
             f"MCP server {name!r}: unknown key {typo[0]!r} (did you mean {typo[1]!r}?)", typo[0]
         )
     try:
-        return _spec(name, entry)
+        return _spec(name, raw, environ)
     except ValueError as exc:
-        named = [key for key in keys if repr(key) in str(exc)]
+        named = [key for key in keys if repr(key) in str(exc) or f" {key}" in str(exc)]
         raise _EntryError(str(exc), named[0] if named else None) from None
 
 
 def load_mcp_servers(
     source: Mapping[str, Any] | str | os.PathLike[str],
+    *,
+    environ: Mapping[str, str] | None = None,
 ) -> list[ExternalServerSpec]:
-    """The server entries of an ``mcpServers`` mapping, or of a JSON file holding one.
+    """The server entries of an MCP config mapping, or of a JSON file holding one.
 
     A file (or a mapping) may hold the entries under a top-level ``mcpServers`` (Claude
-    Desktop, Cursor) or ``servers`` (VS Code) key, or be the entries themselves.
-    A disabled entry (``"disabled": true``) is left out. Keys of other clients are
-    ignored, but one that reads as a typo of a known key (``comand``) is an error.
+    Desktop, Cursor, Windsurf, Claude Code) or ``servers`` (VS Code) key, or be the
+    entries themselves. Any key names a server, kept as written. A disabled entry
+    (``"disabled": true``) is left out. Variables expand from ``environ`` (default:
+    ``os.environ``). Keys of other clients are ignored, but one that reads as a typo of
+    a known key (``comand``) is an error.
 
     Raises:
-        ValueError: the file is not JSON, or an entry is malformed; one line that
-            names the server and the key, and for a file ``file:line:column:`` first.
+        ValueError: the file is not JSON, an entry is malformed, or a variable it uses
+            is not set: one line that names the server and the key, and for a file
+            ``file:line:column:`` first.
         OSError: the file cannot be read.
     """
     text: str | None = None
@@ -204,12 +301,13 @@ def load_mcp_servers(
         if key in data and isinstance(data[key], Mapping):
             data, prefix = data[key], (key,)
             break
+    values = os.environ if environ is None else environ
     specs: list[ExternalServerSpec] = []
     for name, entry in data.items():
         if isinstance(entry, Mapping) and entry.get("disabled") is True:
             continue
         try:
-            specs.append(_entry(str(name), entry))
+            specs.append(_entry(str(name), entry, values))
         except _EntryError as exc:
             if text is None:
                 raise ValueError(str(exc)) from None

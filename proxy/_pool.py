@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, Unpack, overload
@@ -45,7 +46,8 @@ from nativemcp.workers import (
 
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
-from ._config import PoolConfig, PoolOptions, check_options
+from ._client_side import ClientSide, roots_answer
+from ._config import PoolConfig, PoolOptions, check_options, root_uris
 from ._external import ExternalServer
 from ._handle import (
     DEFAULT,
@@ -63,7 +65,7 @@ from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
-from .llm._messages import tool_result_message
+from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
 
@@ -150,17 +152,25 @@ class _ExternalSpec:
     """An external MCP server (``ExternalMCP``) through the official client."""
 
     def __init__(
-        self, spec: ExternalServerSpec, start_timeout: float | None, restart: RestartPolicy
+        self,
+        spec: ExternalServerSpec,
+        start_timeout: float | None,
+        restart: RestartPolicy,
+        client_side: ClientSide,
     ) -> None:
         self.label = spec.name
         self.required = spec.required
         self._spec = spec
         self._start_timeout = start_timeout
         self._restart = restart
+        self._client_side = client_side
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
         server = ExternalServer(
-            self._spec, start_timeout=self._start_timeout, restart=self._restart
+            self._spec,
+            start_timeout=self._start_timeout,
+            restart=self._restart,
+            client_side=self._client_side,
         )
         return await _supervised(task_group, server)
 
@@ -223,6 +233,10 @@ class WorkerPool:
             params in, ``CreateMessageResult`` JSON out); without it they get a
             `ClientRequestError`.
         elicitation_handler: answers tools' ``ctx.elicit(...)`` (``elicitation/create``).
+        relay_client_requests: the pool's callers answer servers' sampling and
+            elicitation requests (each call's ``CallOptions.on_request``, as
+            ``nativemcp serve`` forwards them to its MCP clients): declare both to
+            external servers even without handlers.
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
@@ -251,6 +265,13 @@ class WorkerPool:
         browser_allowed_origins: the only origins (``scheme://host[:port]``) the
             ``browser`` server's pages load from, private addresses included; without it
             any public http(s) address loads and private ones are refused.
+        roots: folders (paths or ``file://`` URIs) external servers may work in: the
+            pool declares ``roots`` to them and answers ``roots/list`` with these
+            (change them with `set_roots`). None: no roots declared.
+
+    External MCP servers are told the pool can sample, elicit or list roots only when
+    it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
+    call they belong to, else to the handlers.
 
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a
@@ -271,11 +292,14 @@ class WorkerPool:
         *,
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
+        relay_client_requests: bool = False,
         **options: Unpack[PoolOptions],
     ) -> None:
         exit_if_bootstrapping("WorkerPool")
         check_options(options, PoolOptions.__optional_keys__, "WorkerPool")
         self._config = PoolConfig.build(servers, **options)
+        self._roots = self._config.roots
+        self._relay = relay_client_requests
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)
@@ -313,8 +337,15 @@ class WorkerPool:
                         config.replicas.get(label, 1),
                     )
                 )
+        side = ClientSide(
+            sampling=self._relay or "sampling/createMessage" in self._client_handlers,
+            elicitation=self._relay or "elicitation/create" in self._client_handlers,
+            roots=self._roots is not None,
+            answer=self.answer_client_request,
+        )
         specs.extend(
-            _ExternalSpec(spec, config.timeouts.start, config.restart) for spec in config.external
+            _ExternalSpec(spec, config.timeouts.start, config.restart, side)
+            for spec in config.external
         )
         return specs
 
@@ -403,9 +434,18 @@ class WorkerPool:
     async def answer_client_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Answer a tool's request to its client with the pool's handler for ``method``.
 
+        ``roots/list`` is answered with the pool's roots.
+
         Raises:
-            ClientRequestError: the pool has no handler for ``method``.
+            ClientRequestError: the pool has no handler for ``method`` (or no roots).
         """
+        if method == "roots/list":
+            if self._roots is None:
+                raise ClientRequestError(
+                    "a server asked for roots/list, but the pool has no roots: pass "
+                    "WorkerPool(roots=[...]) or --root DIR"
+                )
+            return roots_answer(self._roots)
         handler = self._client_handlers.get(method)
         if handler is None:
             kind = "sampling_handler" if method.startswith("sampling") else "elicitation_handler"
@@ -417,6 +457,27 @@ class WorkerPool:
         if inspect.isawaitable(result):
             result = await result
         return dict(result)
+
+    @property
+    def roots(self) -> list[str]:
+        """The ``file://`` URIs of the pool's roots (empty when it has none)."""
+        return list(self._roots or ())
+
+    async def set_roots(self, roots: Iterable[str | os.PathLike[str]]) -> None:
+        """Replace the pool's roots and tell every external server they changed
+        (``notifications/roots/list_changed``).
+
+        Raises:
+            NotADirectoryError: a path that is not a folder.
+            ValueError: the pool was made without ``roots`` (it declared none to the
+                servers, which would not ask again).
+        """
+        if self._roots is None:
+            raise ValueError("the pool declared no roots; make it with WorkerPool(roots=[...])")
+        self._roots = root_uris(roots)
+        for handle in list(self._handles.values()):
+            if isinstance(handle, ExternalServer):
+                await handle.roots_changed()
 
     def add_resource_listener(self, listener: ResourceListener) -> None:
         """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed
@@ -615,3 +676,33 @@ class WorkerPool:
         return tool_result_message(
             outcome, provider=provider, call_id=parsed.call_id, tool_name=parsed.name
         )
+
+    async def run_tool_calls(
+        self,
+        calls: Iterable[Any],
+        *,
+        provider: Provider,
+        timeout: float | _Default | None = DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        on_log: LogHandler | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run one model turn's tool calls, in order, and return the history entries that
+        answer them, to append to the conversation as they are.
+
+        Each call runs as `run_tool_call` runs it. OpenAI and Responses get one entry per
+        call; Anthropic one user message holding every ``tool_result`` block, and Gemini
+        one user content holding every ``functionResponse`` Part, as their APIs require
+        (see `tool_results_turn`).
+
+        Raises:
+            UnknownProviderError: not one of the four providers.
+            ValueError: an item of ``calls`` is not a tool call at all (no tool name).
+        """
+        provider = check_provider(provider)
+        results = [
+            await self.run_tool_call(
+                call, provider=provider, timeout=timeout, on_progress=on_progress, on_log=on_log
+            )
+            for call in calls
+        ]
+        return tool_results_turn(results, provider=provider)

@@ -207,6 +207,34 @@ class ToolMethod(BoundTool):
         return f"<tool {self._proxy._handle.name}.{self.tool.name}>"
 
 
+def _completion_ref(ref: CompletionRef | Mapping[str, Any]) -> dict[str, str]:
+    """``ref`` as the spec's completion reference (``ref/prompt`` by name, ``ref/resource``
+    by URI).
+
+    Raises:
+        ValueError: not a `CompletionRef` nor a well-formed reference object.
+    """
+    if isinstance(ref, CompletionRef):
+        key = "name" if ref.type == "ref/prompt" else "uri"
+        return {"type": ref.type, key: ref.name}
+    if isinstance(ref, Mapping):
+        kind = ref.get("type")
+        found = {"ref/prompt": "name", "ref/resource": "uri"}.get(str(kind))
+        if found is None:
+            raise ValueError(
+                f"a completion ref's 'type' is 'ref/prompt' or 'ref/resource', not {kind!r}"
+            )
+        key = found
+        target = ref.get(key)
+        if not isinstance(target, str) or not target:
+            raise ValueError(f"a {kind} completion ref needs a {key!r} string, got {dict(ref)!r}")
+        return {"type": str(kind), key: target}
+    raise ValueError(
+        f"a completion ref is a CompletionRef or a dict like "
+        f'{{"type": "ref/prompt", "name": ...}}, not {type(ref).__name__}'
+    )
+
+
 class ServerProxy:
     """The caller's side of one server: raw calls, typed tool methods and hooks."""
 
@@ -346,13 +374,19 @@ class ServerProxy:
         )
         return msgspec.convert(found, GetPromptResult)
 
-    async def complete(self, ref: CompletionRef, argument: str, value: str) -> list[str]:
-        """Completion suggestions for one argument of a prompt or resource template."""
-        wire_ref = (
-            {"type": ref.type, "name": ref.name}
-            if ref.type == "ref/prompt"
-            else {"type": ref.type, "uri": ref.name}
-        )
+    async def complete(
+        self, ref: CompletionRef | Mapping[str, Any], argument: str, value: str
+    ) -> list[str]:
+        """Completion suggestions for one argument of a prompt or resource template.
+
+        ``ref`` is a `CompletionRef` or the spec's reference object:
+        ``{"type": "ref/prompt", "name": ...}`` or ``{"type": "ref/resource", "uri": ...}``.
+
+        Raises:
+            ValueError: ``ref`` is neither (the message says what is missing).
+            FeatureError: the server has no such prompt or template.
+        """
+        wire_ref = _completion_ref(ref)
         found = await self._handle.feature(
             "completion/complete",
             {"ref": wire_ref, "argument": {"name": argument, "value": value}},

@@ -17,7 +17,7 @@ import msgspec
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
 
-from nativemcp.protocol import response_to_sdk, structured_response
+from nativemcp.protocol import LOG_LEVELS, response_to_sdk, structured_response
 
 #: A module no test imports; a `_meta` type reference naming it must never be followed.
 UNTRUSTED_MODULE = "tests_untrusted_marker_module"
@@ -92,6 +92,13 @@ def make_server(marker_dir: str | None = None) -> MCPServer:
             await ctx.report_progress(step + 1, steps, f"step {step + 1}")
             await ctx.info(f"did step {step + 1}")
         return "done"
+
+    @server.tool(name="log-every-level")
+    async def log_every_level(ctx: Context) -> str:
+        """Log one message at each MCP log level, least severe first."""
+        for level in LOG_LEVELS:
+            await ctx.log(level, f"a {level} message")
+        return "logged"
 
     return server
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import msgspec
 
-from nativemcp.protocol import ClientRequestError, ContentBlock, TextContent
+from nativemcp.protocol import PYTHON_LOG_LEVELS, ClientRequestError, ContentBlock, TextContent
 from nativemcp.protocol.wire import (
     LogLevel,
     LogNotification,
@@ -30,17 +30,6 @@ __all__ = [
     "ResourceUpdatedNotification",
     "SampleResult",
 ]
-
-_PY_LEVELS: Final[dict[str, int]] = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 
 
 Notify = Callable[[Notification], Awaitable[None]]
@@ -138,7 +127,7 @@ class Context:
 
     async def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
         """Send a log message to the caller (and to this process's ``logging``)."""
-        self._logger.log(_PY_LEVELS.get(level, logging.INFO), "%s: %s", self.tool_name, data)
+        self._logger.log(PYTHON_LOG_LEVELS.get(level, logging.INFO), "%s: %s", self.tool_name, data)
         await self._notify(LogNotification(level=level, data=data, logger=logger))
 
     async def resource_updated(self, uri: str) -> None:

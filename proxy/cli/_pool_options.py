@@ -1,6 +1,6 @@
 """The options of every verb that starts servers, defined once and applied once.
 
-``--data-dir``, ``--workspace``, ``--mcp-config``, ``--database-url`` and
+``--data-dir``, ``--workspace``, ``--mcp-config``, ``--root``, ``--database-url`` and
 ``--browser-allow`` come from one
 parent parser (`pool_options_parser`); `PoolOptions.from_args` checks what was typed,
 and `PoolOptions.pool` opens the `WorkerPool` every verb uses. A mistake is one line
@@ -73,6 +73,14 @@ def pool_options_parser() -> argparse.ArgumentParser:
             f"with other machines (default: ${DATABASE_URL_ENV}; unset: SQLite files in "
             "the data folder)"
         ),
+    )
+    group.add_argument(
+        "--root",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="a folder external MCP servers may work in (their MCP roots; repeatable)",
     )
     group.add_argument(
         "--browser-allow",
@@ -149,6 +157,8 @@ class PoolOptions:
     mcp_config: Path | None = None
     database_url: str | None = None
     """The URL given, or ``$NATIVEMCP_DATABASE_URL``; None: SQLite in ``data_dir``."""
+    roots: tuple[Path, ...] | None = None
+    """``--root``: the folders external MCP servers may work in (None: no roots)."""
     browser_allow: tuple[str, ...] | None = None
     """``--browser-allow``: the only origins the browser server loads (None: public ones)."""
 
@@ -168,6 +178,7 @@ class PoolOptions:
             workspace=args.workspace,
             mcp_config=args.mcp_config,
             database_url=url or None,
+            roots=tuple(args.root) if args.root else None,
             browser_allow=tuple(args.browser_allow) if args.browser_allow else None,
         )
 
@@ -220,6 +231,7 @@ class PoolOptions:
                 builtins=choice.builtins,
                 mcp_servers=self.mcp_config,
                 database_url=self.database_url,
+                roots=self.roots,
                 browser_allowed_origins=self.browser_allow,
                 **extra,
             )

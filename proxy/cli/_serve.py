@@ -165,6 +165,12 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
     return token
 
 
+def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
+    """What serve's pool takes beyond the common options: the per-call limit, and every
+    external server's sampling and elicitation relayed to the MCP client of the call."""
+    return {"timeout": args.timeout, "relay_client_requests": True}
+
+
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
     from ..serve._transports import TOKEN_ENV, serve_stdio
@@ -186,7 +192,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     if args.transport == "stdio":
 
         async def main() -> None:
-            async with options.pool(choice, timeout=args.timeout) as pool:
+            async with options.pool(choice, **_serve_pool(args)) as pool:
                 await serve_stdio(pool, timeout=args.timeout, input_timeout=args.input_timeout)
 
         anyio.run(main)
@@ -221,7 +227,7 @@ async def _serve_http(
 
     # Replicas behind a load balancer share the content store and planning in
     # --database-url.
-    async with options.pool(choice, timeout=args.timeout) as pool:
+    async with options.pool(choice, **_serve_pool(args)) as pool:
         token = args.token or os.environ.get(TOKEN_ENV) or None
         app = http_app(
             pool,

@@ -5,6 +5,8 @@ the tool-result message of OpenAI Chat Completions, OpenAI Responses, Anthropic 
 Gemini. It never guesses and never warns: JSON text stays JSON, plain text stays text,
 errors keep their code and message, images reach Anthropic as images and everyone else
 as a one-line note, UI resources become a one-line summary instead of raw HTML.
+`tool_results_turn` gathers one model turn's results into the entries its history takes
+(Anthropic and Gemini: one user message holding them all).
 
 `StreamAccumulator` / `parse_stream_chunk` read streamed model output that mixes JSON
 envelopes with plain text; `clean_history` drops orphan tool results and unmatched
@@ -21,6 +23,7 @@ from ._history import ResponseStats as ResponseStats
 from ._history import clean_history as clean_history
 from ._history import response_stats as response_stats
 from ._messages import tool_result_message as tool_result_message
+from ._messages import tool_results_turn as tool_results_turn
 from ._provider import PROVIDERS as PROVIDERS
 from ._provider import Provider as Provider
 from ._render import EMPTY_RESULT_TEXT as EMPTY_RESULT_TEXT
@@ -40,4 +43,5 @@ __all__ = [
     "parse_stream_chunk",
     "response_stats",
     "tool_result_message",
+    "tool_results_turn",
 ]

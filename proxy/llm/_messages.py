@@ -25,7 +25,7 @@ from nativemcp.protocol import ImageContent, NativeMCPResponse
 from ._provider import Provider, check_provider
 from ._render import ToolOutput, render
 
-__all__ = ["tool_result_message"]
+__all__ = ["tool_result_message", "tool_results_turn"]
 
 logger = logging.getLogger("nativemcp.proxy.llm")
 
@@ -71,6 +71,27 @@ def tool_result_message(
         len(output.extras),
     )
     return build(output, call_id, tool_name)
+
+
+def tool_results_turn(results: list[dict[str, Any]], *, provider: Provider) -> list[dict[str, Any]]:
+    """The history entries that hand one model turn's tool results back (``results``
+    from `tool_result_message`, in the order of the calls), to append as they are.
+
+    OpenAI wants one ``tool`` message per result and Responses one ``function_call_output``
+    item per result: the results themselves. Anthropic wants every ``tool_result`` block
+    of a turn in the one user message that follows it, and Gemini every
+    ``functionResponse`` Part in one user content: one entry holding them all (none for
+    no results).
+
+    Raises:
+        UnknownProviderError: ``provider`` is not one of `PROVIDERS`.
+    """
+    provider = check_provider(provider)
+    if provider in ("openai", "openai-responses") or not results:
+        return list(results)
+    if provider == "anthropic":
+        return [{"role": "user", "content": list(results)}]
+    return [{"role": "user", "parts": list(results)}]
 
 
 def _openai(output: ToolOutput, call_id: str, tool_name: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -37,7 +38,7 @@ MAX_NAME: Final = 64
 _OPENAI_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _GEMINI_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}")
 _MAX_DEPTH: Final = 32
-"""How deep `$ref` inlining goes for Gemini before a recursive type stops at ``OBJECT``."""
+"""How deep a schema is reduced for Gemini before what is below stops at ``OBJECT``."""
 
 
 class ToolCall(msgspec.Struct, frozen=True):
@@ -140,27 +141,56 @@ _GEMINI_TYPES: Final = {
 def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON Schema reduced to Gemini's Schema subset.
 
-    ``$ref`` is inlined (from ``$defs`` / ``definitions``), ``anyOf`` with a ``null``
-    branch and ``type: [X, "null"]`` become ``nullable``, ``const`` becomes a one-value
-    ``enum``, enum values become strings, types are upper case, and keys Gemini does not
-    know (``$schema``, ``additionalProperties``, ``$defs``...) are dropped.
+    Every local ``$ref`` is inlined first, whatever it points at (``#/$defs/…``,
+    ``#/definitions/…``, ``#/properties/…``, ``#``), so a property that reuses another's
+    schema keeps its type; ``anyOf`` with a ``null`` branch and ``type: [X, "null"]``
+    become ``nullable``, ``const`` becomes a one-value ``enum``, enum values become
+    strings, types are upper case, and keys Gemini does not know (``$schema``,
+    ``additionalProperties``, ``$defs``...) are dropped.
     """
-    defs: dict[str, Any] = {}
-    for key in ("$defs", "definitions"):
-        found = schema.get(key)
-        if isinstance(found, Mapping):
-            defs.update({f"#/{key}/{name}": value for name, value in found.items()})
-    return _gemini(schema, defs, 0)
+    return _gemini(schema, schema, 0, frozenset())
 
 
-def _gemini(schema: Any, defs: Mapping[str, Any], depth: int) -> dict[str, Any]:
+def _resolve_pointer(root: Any, ref: str) -> Any:
+    """What the local reference ``ref`` (``#`` and a JSON Pointer) names in ``root``, or
+    None when it names nothing there (or is not local)."""
+    if not ref.startswith("#"):
+        return None
+    pointer = urllib.parse.unquote(ref[1:])
+    if pointer == "":
+        return root
+    if not pointer.startswith("/"):
+        return None  # a named anchor: nothing in MCP tool schemas uses one
+    node = root
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping):
+            node = node.get(token)
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None
+    return node
+
+
+def _gemini(
+    schema: Any, root: Mapping[str, Any], depth: int, expanding: frozenset[str]
+) -> dict[str, Any]:
+    """``schema`` reduced; ``expanding`` holds the refs being inlined above it."""
     if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
         return {"type": "OBJECT"} if depth > _MAX_DEPTH else {}
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        target = defs.get(ref)
-        merged = {**(target or {}), **{k: v for k, v in schema.items() if k != "$ref"}}
-        return _gemini(merged, defs, depth + 1)
+        local = {k: v for k, v in schema.items() if k != "$ref"}
+        target = _resolve_pointer(root, ref)
+        if ref in expanding:
+            # A recursive type: inlined once per path, then only its type (an inlined
+            # tree with two recursive fields would otherwise double at every level).
+            kind = target.get("type") if isinstance(target, Mapping) else None
+            local = {**local, "type": kind if isinstance(kind, str) else "object"}
+            return _gemini(local, root, depth + 1, expanding)
+        merged = {**target, **local} if isinstance(target, Mapping) else local
+        return _gemini(merged, root, depth + 1, expanding | {ref})
     out: dict[str, Any] = {}
     nullable = False
     kind = schema.get("type")
@@ -180,13 +210,13 @@ def _gemini(schema: Any, defs: Mapping[str, Any], depth: int) -> dict[str, Any]:
             ]
             nullable = nullable or len(others) < len(branches)
             if len(others) == 1:
-                out.update(_gemini(others[0], defs, depth + 1))
+                out.update(_gemini(others[0], root, depth + 1, expanding))
             elif others:
-                out["anyOf"] = [_gemini(b, defs, depth + 1) for b in others]
+                out["anyOf"] = [_gemini(b, root, depth + 1, expanding) for b in others]
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and all_of:
         for part in all_of:
-            out.update(_gemini(part, defs, depth + 1))
+            out.update(_gemini(part, root, depth + 1, expanding))
     for key, target in _GEMINI_KEYS.items():
         if key in schema and not isinstance(schema[key], Mapping | list):
             out[target] = schema[key]
@@ -203,7 +233,8 @@ def _gemini(schema: Any, defs: Mapping[str, Any], depth: int) -> dict[str, Any]:
     properties = schema.get("properties")
     if isinstance(properties, Mapping):
         out["properties"] = {
-            str(name): _gemini(value, defs, depth + 1) for name, value in properties.items()
+            str(name): _gemini(value, root, depth + 1, expanding)
+            for name, value in properties.items()
         }
         out.setdefault("type", "OBJECT")
         required = schema.get("required")
@@ -211,7 +242,7 @@ def _gemini(schema: Any, defs: Mapping[str, Any], depth: int) -> dict[str, Any]:
             out["required"] = [str(r) for r in required if r in properties]
     items = schema.get("items")
     if isinstance(items, Mapping):
-        out["items"] = _gemini(items, defs, depth + 1)
+        out["items"] = _gemini(items, root, depth + 1, expanding)
         out.setdefault("type", "ARRAY")
     elif out.get("type") == "ARRAY":
         out["items"] = {"type": "STRING"}

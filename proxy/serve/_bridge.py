@@ -38,6 +38,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from nativemcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    LOG_LEVELS,
     SEPARATOR,
     ArgumentsError,
     BackendType,
@@ -48,10 +49,12 @@ from nativemcp.protocol import (
     Tool,
     full_tool_name,
     response_to_sdk,
+    safe_server_name,
     service_info,
 )
 
 from .._handle import CallOptions, ServerHandle
+from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 
 if TYPE_CHECKING:
@@ -61,7 +64,9 @@ __all__ = ["McpBridge", "gather_instructions", "select_servers"]
 
 _logger = logging.getLogger("nativemcp.serve")
 
-_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+INPUT_ERRORS_AS_TOOL_ERRORS: Final = "2025-11-25"
+"""The protocol version from which arguments that fail a tool's input schema are a tool
+error the model can read and correct (SEP-1303), not a JSON-RPC -32602."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +165,8 @@ class McpBridge:
     def _public(self, handle: ServerHandle, name: str) -> str:
         if self._single:
             return name
-        return full_tool_name(handle.name, name, BackendType(handle.backend))
+        backend = BackendType(handle.backend)
+        return full_tool_name(safe_server_name(handle.name, backend), name, backend)
 
     def _route(self, public: str, what: str) -> _Route:
         """The server and own name of a prompt (tools go through the catalog)."""
@@ -169,7 +175,14 @@ class McpBridge:
             return _Route(handle, public)
         body = public.removeprefix("builtin_")
         server, sep, own = body.partition(SEPARATOR)
-        found = self.handles.get(server)
+        found = next(
+            (
+                handle
+                for handle in self.handles.values()
+                if safe_server_name(handle.name, BackendType(handle.backend)) == server
+            ),
+            None,
+        )
         if not sep or found is None:
             raise MCPError(INVALID_PARAMS, f"unknown {what} {public!r}")
         return _Route(found, own)
@@ -231,12 +244,16 @@ class McpBridge:
             async def on_request(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
                 return await _ask_client(ctx, method, request_params)
 
-            return await self._run(tool, arguments, ctx, on_request, lambda: ctx)
+            return await self._run(
+                tool, arguments, ctx, self._declared(ctx, on_request), lambda: ctx
+            )
         if not self.suspend or not self.suspended.running:
             return await self._run(tool, arguments, ctx, self._cannot_ask, lambda: ctx)
 
         async def run(ask: ClientAsk, driver: Callable[[], Any]) -> types.CallToolResult:
-            return await self._run(tool, arguments, ctx, ask, driver)
+            # The envelope of the request that started the call declares what its client
+            # can answer; the call suspends only for that.
+            return await self._run(tool, arguments, ctx, self._declared(ctx, ask), driver)
 
         started: types.CallToolResult | types.InputRequiredResult = await self.suspended.start(
             ctx, run
@@ -251,6 +268,20 @@ class McpBridge:
         for scope in self._running:
             scope.cancel()
         return len(self._running)
+
+    def _declared(self, ctx: ServerRequestContext[Any], ask: ClientAsk) -> ClientAsk:
+        """``ask`` for what the client of ``ctx`` declared it can answer: a tool's or an
+        external server's sampling, elicitation (form, URL) and roots requests, passed on
+        in the call; roots it did not declare are the pool's own (``--root``), if any."""
+
+        async def declared(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            missing = missing_capability(client_capabilities(ctx), method, params)
+            if missing == "roots" and self.pool.roots:
+                return await self.pool.answer_client_request(method, params)
+            require_capability(ctx, method, params)
+            return await ask(method, params)
+
+        return declared
 
     async def _cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if not self.suspend:
@@ -289,7 +320,7 @@ class McpBridge:
                 return
             connection = getattr(now.session, "_connection", None)
             floor = self._levels.get(connection, 0) if connection is not None else 0
-            rank = _LEVELS.index(level) if level in _LEVELS else 1
+            rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
             if rank < floor:
                 return
             await now.session.send_notification(
@@ -322,17 +353,20 @@ class McpBridge:
                 )
             except ServerError as exc:
                 # The tool did not run to an answer: the model reads why, as a tool error.
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=f"Error: {exc}")], is_error=True
-                )
+                return _tool_error(str(exc))
             except ArgumentsError as exc:
+                if _input_errors_are_tool_errors(ctx):
+                    return _tool_error(str(exc))
                 raise MCPError(INVALID_PARAMS, str(exc)) from exc
             finally:
                 self._running.discard(stoppable)
         if response is None:  # stopped by `stop_calls`: the client hears why
             raise MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
-        if response.error is not None:
-            raise MCPError(response.error.code, response.error.message, response.error.data)
+        error = response.error
+        if error is not None:
+            if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(ctx):
+                return _tool_error(error.message)
+            raise MCPError(error.code, error.message, error.data)
         try:
             return response_to_sdk(response)
         except ProtocolError as exc:
@@ -469,7 +503,7 @@ class McpBridge:
         """Send this connection only log messages at ``level`` or above."""
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None:
-            self._levels[connection] = _LEVELS.index(params.level)
+            self._levels[connection] = LOG_LEVELS.index(params.level)
         return types.EmptyResult()
 
     def server(self) -> LowLevelServer[Any]:
@@ -499,6 +533,18 @@ class McpBridge:
         return server
 
 
+def _input_errors_are_tool_errors(ctx: ServerRequestContext[Any]) -> bool:
+    # Versions are dates: they compare as strings. No version known: the older rule.
+    version = ctx.protocol_version
+    return isinstance(version, str) and version >= INPUT_ERRORS_AS_TOOL_ERRORS
+
+
+def _tool_error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"Error: {message}")], is_error=True
+    )
+
+
 def _session_id(ctx: ServerRequestContext[Any]) -> str | None:
     connection = getattr(ctx.session, "_connection", None)
     value = getattr(connection, "session_id", None)
@@ -508,7 +554,7 @@ def _session_id(ctx: ServerRequestContext[Any]) -> str | None:
 async def _ask_client(
     ctx: ServerRequestContext[Any], method: str, params: dict[str, Any]
 ) -> dict[str, Any]:
-    """Send a tool's request to the client that made the call, on that call's stream."""
+    """Send a request to the client that made the call, on that call's stream."""
     request, result_type = client_request(method, params)
     try:
         result = await ctx.session.send_request(

@@ -42,6 +42,7 @@ DEFAULT_INPUT_TIMEOUT: Final = 300.0
 _RESULT_TYPES: Final[dict[str, type[types.Result]]] = {
     "sampling/createMessage": types.CreateMessageResult,
     "elicitation/create": types.ElicitResult,
+    "roots/list": types.ListRootsResult,
 }
 
 ClientAsk = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -248,8 +249,10 @@ def _checked(method: str, raw: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 def client_request(
     method: str, params: dict[str, Any]
-) -> tuple[types.CreateMessageRequest | types.ElicitRequest, type[types.Result]]:
-    """A tool's request to its client as the SDK's request, and the type of its result.
+) -> tuple[types.InputRequest, type[types.Result]]:
+    """A request to the client (a tool's, or an external server's passed on) as the SDK's
+    request, and the type of its result: sampling, elicitation in form or URL mode,
+    roots.
 
     Raises:
         ClientRequestError: an unknown method, or malformed params.
@@ -260,9 +263,14 @@ def client_request(
                 params=types.CreateMessageRequestParams.model_validate(params)
             ), types.CreateMessageResult
         if method == "elicitation/create":
-            return types.ElicitRequest(
-                params=types.ElicitRequestFormParams.model_validate(params)
-            ), types.ElicitResult
+            shape = (
+                types.ElicitRequestURLParams
+                if params.get("mode") == "url"
+                else types.ElicitRequestFormParams
+            )
+            return types.ElicitRequest(params=shape.model_validate(params)), types.ElicitResult
+        if method == "roots/list":
+            return types.ListRootsRequest(), types.ListRootsResult
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise ClientRequestError(f"malformed {method} request: {exc}") from exc
     raise ClientRequestError(f"a tool may not send {method!r} to its client")

@@ -30,6 +30,8 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from nativemcp.protocol import safe_server_name
+
 from .._pool import WorkerPool
 from .._rebinding import local_only
 from ._bridge import McpBridge, gather_instructions, select_servers
@@ -91,13 +93,16 @@ class _BearerToken:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+            # The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+            scheme, _, credentials = given.strip().partition(b" ")
             # A constant-time comparison: the token must not leak through timing.
-            if not hmac.compare_digest(given, self._expected):
+            matches = hmac.compare_digest(credentials.strip(), self._expected)
+            if scheme.lower() != b"bearer" or not matches:
                 body = json.dumps(
                     {
                         "error": "unauthorized",
@@ -197,6 +202,9 @@ class _Routes:
         )
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
+        # A config key (`My Time`, `github.com/acme/tool`) is awkward in a URL: the part
+        # of full tool names that stands for it answers too.
+        self._aliases: dict[str, str] = {}
 
     async def _manager(self, servers: list[str], name: str) -> StreamableHTTPSessionManager:
         instructions = await gather_instructions(self._pool, servers)
@@ -230,6 +238,7 @@ class _Routes:
             self._managers[None] = await self._manager(servers, self._name)
             for server_name in servers:
                 self._managers[server_name] = await self._manager([server_name], server_name)
+                self._aliases[safe_server_name(server_name)] = server_name
             for manager in self._managers.values():
                 await stack.enter_async_context(manager.run())
             for bridge in self._bridges:
@@ -238,6 +247,7 @@ class _Routes:
                 yield
             finally:
                 self._managers.clear()
+                self._aliases.clear()
                 self._bridges.clear()
 
     def stop_calls(self, reason: str) -> int:
@@ -246,7 +256,7 @@ class _Routes:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")
-        manager = self._managers.get(name)
+        manager = self._managers.get(self._aliases.get(name, name) if name else name)
         if manager is None:
             body = (
                 f"no MCP server at this path; servers: {', '.join(k for k in self._managers if k)}"
@@ -318,7 +328,8 @@ def http_app(
     app = Starlette(
         routes=[
             Route("/mcp", endpoint=routes, methods=["GET", "POST", "DELETE"]),
-            Route("/mcp/{name}", endpoint=routes, methods=["GET", "POST", "DELETE"]),
+            # `path`: a server named for a URL (github.com/acme/tool) keeps its slashes.
+            Route("/mcp/{name:path}", endpoint=routes, methods=["GET", "POST", "DELETE"]),
         ],
         lifespan=routes.lifespan,
     )

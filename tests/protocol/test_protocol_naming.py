@@ -13,6 +13,7 @@ from nativemcp.protocol import (
     full_tool_name,
     is_valid_tool_name,
     parse_tool_name,
+    safe_server_name,
     tool_name_index,
     validate_tool_name,
 )
@@ -162,3 +163,30 @@ def test_collisions_are_errors_listing_every_clash_never_first_one_wins() -> Non
 def test_the_index_refuses_invalid_names() -> None:
     with pytest.raises(ToolNameError, match="must not end with '_'"):
         tool_name_index([ServiceInfo("a_", "b", BackendType.EXTERNAL_MCP)])
+
+
+@pytest.mark.parametrize(
+    "written", ["My Time", "github.com/acme/tool", "時間", "a__b", "time_", "builtin_x", "builtin"]
+)
+def test_any_server_name_gets_a_safe_stable_part_that_parses_back(written: str) -> None:
+    safe = safe_server_name(written)
+    assert safe != written and safe == safe_server_name(written)
+    name = full_tool_name(safe, "tool", BackendType.EXTERNAL_MCP)
+    assert parse_tool_name(name, servers=["other", written]) == ServiceInfo(
+        written, "tool", BackendType.EXTERNAL_MCP
+    )
+    assert parse_tool_name(name).server_name == safe
+
+
+def test_a_name_that_follows_the_rules_is_its_own_safe_part() -> None:
+    assert safe_server_name("github") == "github"
+    assert safe_server_name("content-store", BackendType.BUILTIN_WEB) == "content-store"
+    assert safe_server_name("My Time").startswith("My_Time-")
+    assert safe_server_name("github.com/acme/tool").startswith("github.com_acme_tool-")
+
+
+@given(a=st.text(min_size=1, max_size=30), b=st.text(min_size=1, max_size=30))
+def test_different_server_names_never_share_a_safe_part(a: str, b: str) -> None:
+    assume(a != b)
+    assert safe_server_name(a) != safe_server_name(b)
+    full_tool_name(safe_server_name(a), "t", BackendType.EXTERNAL_MCP)

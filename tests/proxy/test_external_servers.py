@@ -8,6 +8,7 @@ Streamable HTTP (uvicorn on 127.0.0.1, a free port).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -23,7 +24,15 @@ import uvicorn
 from _external_server import STAMPS, UNTRUSTED_MODULE, Stamp, make_server
 from _scripts import venv_script
 
-from nativemcp.protocol import BackendType, ServiceInfo, ToolError, ToolNameError, service_info
+from nativemcp.protocol import (
+    BackendType,
+    ServiceInfo,
+    ToolError,
+    full_tool_name,
+    parse_tool_name,
+    safe_server_name,
+    service_info,
+)
 from nativemcp.proxy import (
     CallOptions,
     CallTimeout,
@@ -39,6 +48,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
 
 TESTS = Path(__file__).parents[1]
+EXTERNAL = BackendType.EXTERNAL_MCP
 
 
 def _ext(marker_dir: Path) -> dict[str, Any]:
@@ -177,6 +187,28 @@ async def test_progress_and_log_notifications_reach_the_callbacks(pool: WorkerPo
     assert [entry[1] for entry in logs] == ["did step 1", "did step 2", "did step 3"]
 
 
+async def test_each_mcp_log_level_reaches_python_logging_at_its_own_level(
+    pool: WorkerPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="nativemcp.external.ext"):
+        assert await pool.server("ext").call_tool("log-every-level", {})
+    levels = {
+        record.getMessage(): record.levelno
+        for record in caplog.records
+        if record.name == "nativemcp.external.ext" and record.getMessage().endswith(" message")
+    }
+    # The pool asks servers for info and up (MCP_LOG_LEVEL).
+    assert levels == {
+        "a info message": logging.INFO,
+        "a notice message": logging.INFO,
+        "a warning message": logging.WARNING,
+        "a error message": logging.ERROR,
+        "a critical message": logging.CRITICAL,
+        "a alert message": logging.CRITICAL,
+        "a emergency message": logging.CRITICAL,
+    }
+
+
 async def test_a_timeout_raises_and_sends_cancelled_to_the_server(
     pool: WorkerPool, marker_dir: Path
 ) -> None:
@@ -262,11 +294,24 @@ async def test_allow_list_and_disabled_tools_filter_the_catalog(tmp_path: Path) 
     assert "b__hang" not in names and "b__fail" not in names and "b__echo" in names
 
 
-@pytest.mark.parametrize("name", ["builtin_time", "a__b", "time_", "bad name"])
-async def test_a_server_name_that_breaks_the_naming_rules_is_an_error_at_start(name: str) -> None:
-    with pytest.raises(ToolNameError, match="server name"):
-        async with WorkerPool(mcp_servers={name: _time()}):
-            pass
+async def test_any_config_key_names_a_server_kept_as_written_beside_a_safe_full_name() -> None:
+    keys = ["My Time", "github.com/acme/tool", "時間", "builtin_time"]
+    async with WorkerPool(mcp_servers={key: _time() for key in keys}) as pool:
+        assert pool.names == keys
+        tools = {tool.name: tool for tool in await pool.list_tools()}
+        for key in keys:
+            full = full_tool_name(safe_server_name(key), "get_current_time", EXTERNAL)
+            assert full in tools, sorted(tools)
+            assert service_info(tools[full]) == ServiceInfo(key, "get_current_time", EXTERNAL)
+            assert parse_tool_name(full, servers=keys).server_name == key
+            response = await pool.call_tool(full, {"timezone": "UTC"})
+            assert response.result is not None and not response.result.is_error
+            assert service_info(response.result.content[0]) == ServiceInfo(
+                key, "get_current_time", EXTERNAL
+            )
+        proxy = pool.server("My Time")
+        assert (await proxy.call_tool("get_current_time", {"timezone": "UTC"})).error is None
+    assert "My_Time-" in next(name for name in tools if name.startswith("My_Time"))
 
 
 async def test_the_official_git_server_answers_on_a_real_repository(tmp_path: Path) -> None:
@@ -347,9 +392,16 @@ async def test_a_streamable_http_server_is_reached_through_the_sdk_client(tmp_pa
             }
         }
         try:
-            with pytest.raises(ServerStartError, match="'nokey'"):
-                async with WorkerPool(mcp_servers={"nokey": {"type": "http", "url": url}}):
-                    pass
+            # A 401 says so, and how to pass a token, for both HTTP transports.
+            for kind in ("http", "sse"):
+                entry = {"type": kind, "url": url, "headers": {"Authorization": "Bearer wrong"}}
+                with pytest.raises(ServerStartError) as refused:
+                    async with WorkerPool(mcp_servers={"nokey": entry}):
+                        pass
+                message = str(refused.value)
+                assert "'nokey'" in message and "HTTP 401 Unauthorized" in message, message
+                assert "headers sent (Authorization) were not accepted" in message
+                assert '"Authorization": "Bearer ${API_TOKEN}"' in message
             async with WorkerPool(mcp_servers=config) as pool:
                 total = await pool.server("remote").get_sum(a=20, b=22)
                 assert total.total == 42

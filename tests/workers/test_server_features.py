@@ -125,6 +125,13 @@ async def test_completion_hook_answers(pool: WorkerPool) -> None:
         CompletionRef(type="ref/prompt", name="greet"), "name", "A"
     )
     assert values == ["greet:name:A"]
+    # The spec's reference object works as well, and a malformed one says what is wrong.
+    spec_ref = {"type": "ref/prompt", "name": "greet"}
+    assert await pool.server("features").complete(spec_ref, "name", "A") == values
+    with pytest.raises(ValueError, match="needs a 'name' string"):
+        await pool.server("features").complete({"type": "ref/prompt"}, "name", "A")
+    with pytest.raises(ValueError, match="'ref/prompt' or 'ref/resource', not 'prompt'"):
+        await pool.server("features").complete({"type": "prompt", "name": "g"}, "name", "A")
 
 
 async def test_sampling_goes_to_the_pool_handler(pool: WorkerPool) -> None:
@@ -188,11 +195,17 @@ async def test_stored_items_and_workspace_exports_are_resources(tmp_path: Path) 
                 await store.read_resource(f"nativemcp://content-store/{created.store_id}/nope")
 
             ws = pool.server("workspace")
-            await ws.write_file(path="report one.txt", content="exported")
-            export = await ws.export_file(path="report one.txt")
-            (resource,) = await ws.list_resources()
+            await ws.write_file(path="report one.md", content="# exported")
+            export = await ws.export_file(path="report one.md")
+            await ws.export_zip(files=["report one.md"], package_name="report")
+            resource, package = await ws.list_resources()
             assert resource.uri.startswith("workspace:///exports/files/")
-            assert resource.uri.endswith(".txt") and " " not in resource.uri
-            (blob,) = await ws.read_resource(resource.uri)
-            assert blob.blob is not None and base64.b64decode(blob.blob) == b"exported"
+            assert resource.uri.endswith(".md") and " " not in resource.uri
             assert resource.name == Path(export.export_path).name
+            # The mime type the listing gives is the one the read gives; text is text.
+            (text,) = await ws.read_resource(resource.uri)
+            assert (resource.mime_type, text.mime_type) == ("text/markdown", "text/markdown")
+            assert (text.text, text.blob) == ("# exported", None)
+            (blob,) = await ws.read_resource(package.uri)
+            assert (package.mime_type, blob.mime_type) == ("application/zip", "application/zip")
+            assert blob.blob is not None and base64.b64decode(blob.blob)[:2] == b"PK"

@@ -14,7 +14,6 @@ Options (``ServerConfig.options``) are listed on `WorkspaceOptions`.
 from __future__ import annotations
 
 import hashlib
-import mimetypes
 import re
 from pathlib import Path
 from typing import Annotated, Final, Literal
@@ -24,6 +23,7 @@ import msgspec
 
 from nativemcp.protocol import (
     NativeMCPResponse,
+    ResourceContents,
     ToolAnnotations,
     ToolError,
     structured_response,
@@ -246,13 +246,16 @@ def create_server(config: ServerConfig) -> Server:
         return _exports.download_file(workspace.sandbox, options, path)
 
     @server.resource(EXPORT_TEMPLATE, name="export")
-    def export_resource(kind: str, name: str) -> bytes:
-        """An exported file (exports/<kind>/<name>), as bytes."""
+    def export_resource(kind: str, name: str) -> ResourceContents:
+        """An exported file (exports/<kind>/<name>): text for a UTF-8 text type, else bytes;
+        the mime type is the one the listing gives."""
         try:
             target = workspace.sandbox.resolve(f"exports/{kind}/{unquote(name)}")
-            return workspace.sandbox.read_bytes(target, limit=options.max_export_bytes)
+            data = workspace.sandbox.read_bytes(target, limit=options.max_export_bytes)
         except ToolError as exc:
             raise FeatureError(exc.message) from exc
+        uri = EXPORT_TEMPLATE.format(kind=kind, name=name)
+        return _exports.export_contents(uri, target.name, data)
 
     @server.resource_lister
     def exports() -> list[Resource]:
@@ -266,7 +269,7 @@ def create_server(config: ServerConfig) -> Server:
                         uri=EXPORT_TEMPLATE.format(kind=kind.name, name=quote(item.name)),
                         name=item.name,
                         description=f"exported to exports/{kind.name}/",
-                        mime_type=mimetypes.guess_type(item.name)[0] or "application/octet-stream",
+                        mime_type=_exports.mime_type_of(item.name),
                     )
                 )
         return found

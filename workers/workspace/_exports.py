@@ -35,7 +35,15 @@ from ._options import WorkspaceOptions
 from ._sandbox import Resolved, Sandbox
 from ._ui import export_card, export_uri
 
-__all__ = ["EXPORT_FILES_DIR", "EXPORT_PACKAGES_DIR", "download_file", "export_file", "export_zip"]
+__all__ = [
+    "EXPORT_FILES_DIR",
+    "EXPORT_PACKAGES_DIR",
+    "download_file",
+    "export_contents",
+    "export_file",
+    "export_zip",
+    "mime_type_of",
+]
 
 EXPORT_FILES_DIR: Final = "exports/files"
 """Where `export_file` puts its copies, relative to the workspace root."""
@@ -242,13 +250,46 @@ def _failed(options: WorkspaceOptions, problems: list[tuple[str, ToolError]]) ->
     )
 
 
+_TEXT_TYPES: Final = frozenset(
+    {"application/json", "application/xml", "application/javascript", "application/x-sh"}
+)
+
+
+def mime_type_of(name: str) -> str:
+    """The mime type of a file called ``name``: one answer for listing, reading and
+    downloading it."""
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def _is_text_type(mime_type: str) -> bool:
+    return (
+        mime_type.startswith("text/")
+        or mime_type in _TEXT_TYPES
+        or mime_type.endswith(("+json", "+xml"))
+    )
+
+
+def export_contents(uri: str, name: str, data: bytes) -> ResourceContents:
+    """An export read as a resource: text for a text type that is UTF-8 (what a client
+    shows and a model reads), a base64 blob otherwise; its mime type as `mime_type_of`."""
+    mime_type = mime_type_of(name)
+    if _is_text_type(mime_type):
+        try:
+            return ResourceContents(uri=uri, mime_type=mime_type, text=data.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass  # mislabelled bytes: a blob, under the same mime type
+    return ResourceContents(
+        uri=uri, mime_type=mime_type, blob=base64.b64encode(data).decode("ascii")
+    )
+
+
 def download_file(
     sandbox: Sandbox, options: WorkspaceOptions, path: str
 ) -> NativeMCPResponse[DownloadResult]:
     """``path`` as a base64 blob resource: what an export card's button asks the host for."""
     target = sandbox.resolve(path)
     data = sandbox.read_bytes(target, limit=options.max_export_bytes)
-    mime_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    mime_type = mime_type_of(target.name)
     uri = "workspace:///" + quote(target.display)
     result = DownloadResult(path=target.display, uri=uri, mime_type=mime_type, size=len(data))
     blob = ResourceContents(

@@ -7,16 +7,12 @@ import logging
 from typing import Any
 
 import pytest
-from anthropic.types import MessageParam
-from google.genai import types as genai_types
+from _provider_history import validate_history
 from openai.types.chat import (
     ChatCompletionMessage,
-    ChatCompletionMessageParam,
     ChatCompletionMessageToolCall,
 )
 from openai.types.chat.chat_completion_message_function_tool_call import Function
-from openai.types.responses import ResponseInputItemParam
-from pydantic import TypeAdapter
 
 from nativemcp.protocol import (
     NativeMCPResponse,
@@ -34,30 +30,6 @@ from nativemcp.proxy.llm import (
     response_stats,
     tool_result_message,
 )
-
-
-def _materialise(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _materialise(item) for key, item in value.items()}
-    if isinstance(value, str | bytes | int | float | bool) or value is None:
-        return value
-    return [_materialise(item) for item in value]
-
-
-def validate_history(provider: Provider, history: list[dict[str, Any]]) -> None:
-    """Fail unless every entry is valid for the provider's SDK message type."""
-    if provider == "gemini":
-        for content in history:
-            genai_types.Content.model_validate(content)
-        return
-    adapters: dict[str, TypeAdapter[Any]] = {
-        "openai": TypeAdapter(ChatCompletionMessageParam),
-        "openai-responses": TypeAdapter(ResponseInputItemParam),
-        "anthropic": TypeAdapter(MessageParam),
-    }
-    adapter = adapters[provider]
-    for entry in history:
-        _materialise(adapter.validate_python(entry))
 
 
 def openai_call(call_id: str, name: str = "search") -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from _pages import ROOT, blocks
+from _provider_history import validate_turns
 from anthropic.types import ToolParam, ToolResultBlockParam, ToolUseBlock
 from google.genai import types as genai_types
 from openai.types.chat import (
@@ -24,12 +25,15 @@ from openai.types.chat import (
     ChatCompletionToolMessageParam,
 )
 from openai.types.chat.chat_completion_message_function_tool_call import Function
-from openai.types.responses import FunctionToolParam, ResponseFunctionToolCall
+from openai.types.responses import (
+    FunctionToolParam,
+    ResponseFunctionToolCall,
+)
 from openai.types.responses.response_input_item_param import FunctionCallOutput
 from pydantic import TypeAdapter
 
 from nativemcp.proxy import WorkerPool
-from nativemcp.proxy.llm import PROVIDERS, Provider, UnknownProviderError
+from nativemcp.proxy.llm import PROVIDERS, Provider, UnknownProviderError, clean_history
 from nativemcp.proxy.llm._tools import gemini_schema
 from nativemcp.workers import Server
 
@@ -145,6 +149,48 @@ def _result(provider: Provider, message: dict[str, Any]) -> tuple[str, bool]:
     return json.dumps(response), "error" in response
 
 
+def _assistant_turn(provider: Provider, calls: list[Any]) -> list[dict[str, Any]]:
+    """The history entries of a model turn that made ``calls`` (as each SDK dumps them)."""
+    dumped = [call.model_dump(exclude_none=True, mode="json") for call in calls]
+    if provider == "openai":
+        return [{"role": "assistant", "content": None, "tool_calls": dumped}]
+    if provider == "openai-responses":
+        return dumped
+    if provider == "anthropic":
+        return [{"role": "assistant", "content": dumped}]
+    return [{"role": "model", "parts": dumped}]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_one_turns_tool_calls_make_a_history_each_providers_api_takes(
+    pool: WorkerPool, provider: Provider
+) -> None:
+    """The README's loop: a model turn with two calls, answered by run_tool_calls.
+    Anthropic takes every tool_result of a turn in the one user message after it."""
+    calls = [
+        _call(provider, "ext__get-sum", {"a": 2, "b": 40}, "call_1"),
+        _call(provider, "ext__echo", {"text": "hi"}, "call_2"),
+    ]
+    user: dict[str, Any] = (
+        {"role": "user", "parts": [{"text": "add"}]}
+        if provider == "gemini"
+        else {"role": "user", "content": "add"}
+    )
+    answers = await pool.run_tool_calls(calls, provider=provider)
+    history = [user, *_assistant_turn(provider, calls), *answers]
+    validate_turns(provider, history)
+    results = answers
+    if provider == "anthropic":
+        (turn,) = answers
+        results = turn["content"]
+    elif provider == "gemini":
+        (turn,) = answers
+        results = turn["parts"]
+    texts = [_result(provider, result)[0] for result in results]
+    assert "42" in texts[0] and "hi" in texts[1]
+    assert clean_history(history, provider=provider) == history  # nothing unpaired
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_tool_call_round_trips_for_every_provider(
     pool: WorkerPool, provider: Provider
@@ -247,6 +293,93 @@ def test_gemini_schemas_inline_refs_and_turn_null_unions_into_nullable() -> None
     assert reduced["properties"]["kind"]["enum"] == ["a", "b"]
     assert reduced["properties"]["kind"]["nullable"] is True
     assert "additionalProperties" not in reduced and "$schema" not in reduced
+
+
+# sequential-thinking as earlier releases of the npm server listed it (zod-to-json-schema
+# reuses a property's schema through a $ref into #/properties).
+SEQUENTIAL_THINKING: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "thought": {"type": "string", "description": "Your current thinking step"},
+        "nextThoughtNeeded": {"type": "boolean", "description": "Whether another step is needed"},
+        "thoughtNumber": {"type": "integer", "minimum": 1},
+        "isRevision": {
+            "$ref": "#/properties/nextThoughtNeeded",
+            "description": "Whether this revises previous thinking",
+        },
+        "needsMoreThoughts": {
+            "$ref": "#/properties/nextThoughtNeeded",
+            "description": "If more thoughts are needed",
+        },
+        "revisesThought": {"$ref": "#/properties/thoughtNumber"},
+        "branch": {"$ref": "#/definitions/Branch"},
+        "escaped": {"$ref": "#/definitions/a~1b%20c"},
+        "tree": {"$ref": "#"},
+    },
+    "definitions": {
+        "Branch": {"type": "object", "properties": {"id": {"type": "string"}}},
+        "a/b c": {"type": "number"},
+    },
+    "required": ["thought", "nextThoughtNeeded", "thoughtNumber"],
+}
+
+
+def _untyped(schema: dict[str, Any], path: str = "") -> list[str]:
+    """The paths of the reduced schema's properties and items that lost their type."""
+    lost = [] if "type" in schema or "anyOf" in schema else [path or "(root)"]
+    for name, value in schema.get("properties", {}).items():
+        lost += _untyped(value, f"{path}.{name}")
+    if "items" in schema:
+        lost += _untyped(schema["items"], f"{path}[]")
+    return lost
+
+
+def test_gemini_resolves_every_local_ref_and_no_property_loses_its_type() -> None:
+    reduced = gemini_schema(SEQUENTIAL_THINKING)
+    genai_types.Schema.model_validate(reduced)
+    properties = reduced["properties"]
+    assert properties["isRevision"] == {
+        "type": "BOOLEAN",
+        "description": "Whether this revises previous thinking",
+    }
+    assert properties["needsMoreThoughts"]["type"] == "BOOLEAN"
+    assert properties["revisesThought"] == {"type": "INTEGER", "minimum": 1}
+    assert properties["branch"]["properties"] == {"id": {"type": "STRING"}}
+    assert properties["escaped"] == {"type": "NUMBER"}
+    # The root inlined once, and inside it only its type: a recursive type stays small.
+    assert properties["tree"]["properties"]["tree"] == {"type": "OBJECT"}
+    assert _untyped(reduced) == []
+
+
+def test_a_recursive_type_with_two_recursive_fields_stays_small() -> None:
+    node = {
+        "type": "object",
+        "properties": {
+            "left": {"$ref": "#/$defs/Node"},
+            "right": {"$ref": "#/$defs/Node"},
+            "value": {"type": "integer"},
+        },
+    }
+    schema = {"type": "object", "$defs": {"Node": node}, "properties": {"root": node}}
+    reduced = gemini_schema(schema)
+    assert len(json.dumps(reduced)) < 1000
+    assert reduced["properties"]["root"]["properties"]["left"]["properties"]["left"] == {
+        "type": "OBJECT"
+    }
+
+
+def test_a_ref_that_points_nowhere_keeps_what_the_property_says() -> None:
+    reduced = gemini_schema(
+        {
+            "type": "object",
+            "properties": {
+                "remote": {"$ref": "https://example.com/schema.json", "type": "string"},
+                "missing": {"$ref": "#/definitions/Nope", "type": "integer"},
+            },
+        }
+    )
+    assert reduced["properties"] == {"remote": {"type": "STRING"}, "missing": {"type": "INTEGER"}}
 
 
 def test_the_agent_loop_guide_is_valid_python_using_these_names() -> None:

@@ -3,6 +3,7 @@ nativemcp servers running in worker processes (real processes, real sockets)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
-from nativemcp.protocol import STRUCTURED_RESULT_META_KEY, response_from_sdk, unwrap
+from nativemcp.protocol import (
+    STRUCTURED_RESULT_META_KEY,
+    response_from_sdk,
+    safe_server_name,
+    unwrap,
+)
 from nativemcp.proxy import WorkerPool, http_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
@@ -92,10 +98,10 @@ async def _check_client(client: Client, *, prefix: str) -> None:
     assert "not today" in refused.content[0].text
     assert refused.structured_content == {"code": 4001}
 
-    # Bad arguments are a protocol error naming the field.
-    with pytest.raises(MCPError) as caught:
-        await client.call_tool(f"{prefix}move", {"point": {"x": "one"}})
-    assert "point" in caught.value.message
+    # Bad arguments are a tool error naming the field, for the model to correct
+    # (the client negotiates 2025-11-25 or later; see test_bad_arguments_follow_...).
+    bad = await client.call_tool(f"{prefix}move", {"point": {"x": "one"}})
+    assert bad.is_error and "point" in bad.content[0].text  # type: ignore[union-attr]
 
 
 async def _check_features(client: Client, *, prefix: str) -> None:
@@ -209,6 +215,18 @@ async def test_http_refuses_rebinding_hosts_wrong_tokens_and_big_bodies() -> Non
             assert wrong.status_code == 401
             ok = await http.post(f"{base}/mcp", json=_INIT, headers=auth)
             assert ok.status_code == 200
+            # The scheme is case-insensitive; the token is not; no other scheme passes.
+            for header, status in [
+                ("bearer s3cret", 200),
+                ("BEARER s3cret", 200),
+                ("bearer S3CRET", 401),
+                ("Basic s3cret", 401),
+                ("s3cret", 401),
+            ]:
+                reply = await http.post(
+                    f"{base}/mcp", json=_INIT, headers={**_HEADERS, "authorization": header}
+                )
+                assert reply.status_code == status, header
             # Each check alone: a broken Origin check must not hide behind the Host one.
             bad_host = await http.post(
                 f"{base}/mcp", json=_INIT, headers={**auth, "host": "evil.example.com"}
@@ -251,6 +269,57 @@ async def test_stateless_http_serves_each_request_alone() -> None:
             moved = await http.post(f"{base}/mcp/shapes", json=call, headers=headers)
             assert moved.status_code == 200
             assert '"structuredContent":{"x":1,"y":0}' in moved.text.replace(" ", "")
+
+
+async def test_a_server_named_by_any_config_key_has_its_own_route() -> None:
+    """/mcp/<key> for the key as written (percent-encoded, slashes kept) and for the
+    part of full tool names that stands for it."""
+    time = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+    keys = ["My Time", "github.com/acme/tool"]
+    pool = WorkerPool(mcp_servers={key: time for key in keys}, timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            for path in ["My%20Time", "github.com/acme/tool", safe_server_name("My Time")]:
+                async with Client(f"{base}/mcp/{path}", mode="legacy") as client:
+                    names = [tool.name for tool in (await client.list_tools()).tools]
+                    assert "get_current_time" in names, path
+            async with Client(f"{base}/mcp", mode="legacy") as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+    assert f"{safe_server_name('My Time')}__get_current_time" in listed
+
+
+async def test_bad_arguments_follow_the_negotiated_version() -> None:
+    """Up to 2025-06-18 arguments that fail the schema are JSON-RPC -32602; from
+    2025-11-25 they are a tool error the model reads and can correct (SEP-1303)."""
+    pool = WorkerPool(SERVERS, timeout=20)
+    bad = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "corners", "arguments": {"size": "big"}},
+    }
+    async with serving(http_app(pool, stateless=True)) as base, httpx2.AsyncClient() as http:
+        with anyio.fail_after(60):
+            replies = {}
+            for version in ("2025-06-18", "2025-11-25"):
+                headers = {**_HEADERS, "mcp-protocol-version": version}
+                reply = await http.post(f"{base}/mcp/shapes", json=bad, headers=headers)
+                assert reply.status_code == 200
+                replies[version] = _rpc_body(reply.text)
+    old = replies["2025-06-18"]
+    assert old["error"]["code"] == -32602 and "size" in old["error"]["message"]
+    new = replies["2025-11-25"]["result"]
+    assert new["isError"] is True and "size" in new["content"][0]["text"]
+
+
+def _rpc_body(text: str) -> dict[str, Any]:
+    """The JSON-RPC message of a Streamable HTTP reply (plain JSON or one SSE event)."""
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            found: dict[str, Any] = json.loads(line[5:])
+            return found
+    body: dict[str, Any] = json.loads(text)
+    return body
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -75,11 +76,19 @@ async def test_default_mode_client_samples_and_elicits_over_stdio() -> None:
         await _check_rounds(params)
 
 
+DECLARES_BOTH: dict[str, Any] = {
+    "sampling_callback": _sampling,
+    "elicitation_callback": _elicitation,
+}
+"""A client that declares sampling and elicitation (serve asks for nothing else)."""
+
+
 async def test_the_first_answer_names_the_request_and_a_sealed_state() -> None:
     pool = WorkerPool(SERVERS, timeout=20)
     async with serving(http_app(pool)) as base:
         with anyio.fail_after(60):
-            async with Client(f"{base}/mcp/shapes") as client:
+            # Callbacks declare the capabilities; the test answers the rounds itself.
+            async with Client(f"{base}/mcp/shapes", **DECLARES_BOTH) as client:
                 first = await client.session.call_tool(
                     "ask_model", {"question": "why?"}, allow_input_required=True
                 )
@@ -134,7 +143,8 @@ async def test_a_malformed_response_reaches_the_tool_as_its_error() -> None:
     pool = WorkerPool(SERVERS, timeout=20)
     async with serving(http_app(pool)) as base:
         with anyio.fail_after(60):
-            async with Client(f"{base}/mcp/shapes") as client:
+            # Callbacks declare the capabilities; the test answers the rounds itself.
+            async with Client(f"{base}/mcp/shapes", **DECLARES_BOTH) as client:
                 first = await client.session.call_tool("ask_user", {}, allow_input_required=True)
                 assert isinstance(first, types.InputRequiredResult)
                 assert first.input_requests is not None
@@ -155,7 +165,7 @@ async def test_an_abandoned_call_is_cancelled_and_its_state_refused(tmp_path: Pa
     note = tmp_path / "note.txt"
     async with WorkerPool(SERVERS, timeout=20) as pool:
         bridge = McpBridge(pool, ["shapes"], input_timeout=0.5)
-        async with bridge, Client(bridge.server()) as client:
+        async with bridge, Client(bridge.server(), **DECLARES_BOTH) as client:
             with anyio.fail_after(60):
                 first = await client.session.call_tool(
                     "ask_and_note", {"path": str(note)}, allow_input_required=True

@@ -1,0 +1,35 @@
+"""The Node MCP software the tests run for real: the Inspector CLI and server-everything.
+
+`.ci/node` installs Node 22 and the pinned npm packages into ``.ci/.node`` (git-ignored;
+``.ci/run`` calls it). Without them a test is skipped here, visibly, and fails under
+``CI=true``: a broken setup cannot pass as green.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE_TOOLS = ROOT / ".ci" / ".node"
+BIN = NODE_TOOLS / "node_modules" / ".bin"
+
+
+def node_tool(name: str) -> str:
+    """The path of the npm executable ``name`` installed by ``.ci/node``; skips (fails
+    under ``CI=true``) when it is missing."""
+    path = BIN / name
+    if path.exists() and (BIN / "node").exists():
+        return str(path)
+    message = f"{name} is not installed under {NODE_TOOLS}: run `bash .ci/node`"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message + " (.ci/run installs it)")
+    pytest.skip(message)
+
+
+def node_env() -> dict[str, str]:
+    """The environment for a Node tool: Node 22 from ``.ci/node`` first on ``PATH`` (the
+    tools' ``#!/usr/bin/env node`` must not find an older system Node)."""
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
