@@ -410,7 +410,7 @@ def _token(console: Console) -> str:
 def test_a_ui_frame_can_read_no_token_from_its_url_document_referrer_or_cookies(
     page: Any, console: Console
 ) -> None:
-    _call_in_page(page, "builtin_console-test__actions", {})
+    _call_in_page(page, "console-test__actions", {})
     frame = page.wait_for_selector("iframe.ui-resource").content_frame()
     frame.wait_for_selector("#notify")
     readable = frame.evaluate(
@@ -490,7 +490,7 @@ def test_what_a_ui_frame_sends_out_through_a_webrtc_turn_username_holds_no_token
     # UDP port as a TURN username. So what it can read must not hold the token.
     turn = _TurnServer()
     try:
-        _call_in_page(page, "builtin_console-test__actions", {})
+        _call_in_page(page, "console-test__actions", {})
         frame = page.wait_for_selector("iframe.ui-resource").content_frame()
         frame.wait_for_selector("#notify")
         frame.evaluate(
