@@ -3,21 +3,27 @@
 SERVER is a built-in name (``content-store``, ``planning``, ``workspace``), a
 ``module:attribute`` or a ``path/to/file.py:attribute`` naming a `Server` (or a factory).
 ``--transport stdio`` (default) speaks MCP on stdin/stdout (logs go to stderr);
-``--transport http`` serves Streamable HTTP with uvicorn at ``/mcp`` and ``/mcp/<name>``.
+``--transport http`` serves Streamable HTTP with uvicorn at ``/mcp`` and ``/mcp/<name>``;
+``--workers N`` runs N such server processes on one port (`serve_processes`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
+import socket
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from ._content import add_database_url
+
+if TYPE_CHECKING:
+    from .._pool import WorkerPool
 
 __all__ = ["add_serve_parser", "run_serve"]
 
@@ -50,6 +56,13 @@ def add_serve_parser(commands: Any) -> None:
     )
     serve.add_argument(
         "--stateless", action="store_true", help="HTTP: no sessions (for replicas behind a LB)"
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="HTTP: N server processes on one port, each with its own workers (stateless)",
     )
     serve.add_argument(
         "--allow-host",
@@ -131,16 +144,11 @@ def _sources(specs: list[str]) -> tuple[list[str], list[str]]:
     return builtins, sources
 
 
-def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
-    """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
+def _pool(args: argparse.Namespace, data_dir: Path) -> WorkerPool:
     from .._pool import WorkerPool
-    from ..serve._graceful import GracefulServer
-    from ..serve._transports import TOKEN_ENV, Drain, http_app, serve_stdio
 
-    # stdout is the MCP channel on stdio: every log line goes to stderr.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     builtins, sources = _sources(args.servers)
-    pool = WorkerPool(
+    return WorkerPool(
         sources,
         data_dir=data_dir if builtins else None,
         builtins=builtins,
@@ -149,20 +157,21 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         # Replicas behind a load balancer share the content store and planning here.
         database_url=args.database_url,
     )
-    if args.transport == "stdio":
 
-        async def main() -> None:
-            async with pool:
-                await serve_stdio(pool, timeout=args.timeout, input_timeout=args.input_timeout)
 
-        anyio.run(main)
-        return 0
-
+def _serve_http(
+    args: argparse.Namespace, data_dir: Path, sock: socket.socket | None = None
+) -> None:
+    """Serve over Streamable HTTP until SIGTERM: on ``--host``/``--port``, or on ``sock``
+    (a socket that several server processes share, see `serve_processes`)."""
     import uvicorn
+
+    from ..serve._graceful import GracefulServer
+    from ..serve._transports import TOKEN_ENV, Drain, http_app
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
     app = http_app(
-        pool,
+        _pool(args, data_dir),
         token=token,
         allowed_hosts=args.allow_host,
         allowed_origins=args.allow_origin,
@@ -181,7 +190,43 @@ def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
         timeout_graceful_shutdown=1,
         lifespan="on",
     )
-    server = GracefulServer(config, drain, args.grace)
-    print(f"nativemcp serving MCP at http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    server.run()
-    return 0
+    GracefulServer(config, drain, args.grace).run(sockets=None if sock is None else [sock])
+
+
+def run_serve(args: argparse.Namespace, data_dir: Path) -> int:
+    """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
+    from ..serve._transports import serve_stdio
+
+    # stdout is the MCP channel on stdio: every log line goes to stderr.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if args.workers < 1:
+        raise SystemExit(f"nativemcp serve: --workers must be at least 1, not {args.workers}")
+    if args.transport == "stdio":
+        if args.workers > 1:
+            raise SystemExit("nativemcp serve: --workers needs --transport http")
+        pool = _pool(args, data_dir)
+
+        async def main() -> None:
+            async with pool:
+                await serve_stdio(pool, timeout=args.timeout, input_timeout=args.input_timeout)
+
+        anyio.run(main)
+        return 0
+    if args.workers == 1:
+        print(f"nativemcp serving MCP at http://{args.host}:{args.port}/mcp", file=sys.stderr)
+        _serve_http(args, data_dir)
+        return 0
+    from ._serve_workers import bind_socket, serve_processes
+
+    _sources(args.servers)  # a bad SERVER is named here, once, not by every process
+    # Two requests of one client may reach two processes: no sessions.
+    args.stateless = True
+    sock = bind_socket(args.host, args.port)
+    port = sock.getsockname()[1]
+    print(
+        f"nativemcp serving MCP at http://{args.host}:{port}/mcp "
+        f"({args.workers} processes, stateless)",
+        file=sys.stderr,
+    )
+    with sock:
+        return serve_processes(args.workers, functools.partial(_serve_http, args, data_dir), sock)

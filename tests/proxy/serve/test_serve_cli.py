@@ -4,14 +4,13 @@ arguments are named; stateless replicas on one PostgreSQL database share their s
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
+from _process import free_port, wait_listening
 from _scripts import venv_script
 from mcp import Client
 
@@ -26,35 +25,17 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert process.poll() is None, "nativemcp serve exited"
-            assert time.monotonic() < deadline, "nativemcp serve did not listen in 60 s"
-            time.sleep(0.1)
-
-
 @pytest.mark.anyio
 @pytest.mark.real_process
 async def test_sigterm_lets_an_in_flight_call_finish() -> None:
-    port = _free_port()
+    port = free_port()
     argv = ["serve", "--transport", "http", "--port", str(port), "--grace", "20"]
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
         [venv_script("nativemcp"), *argv, "_serve_servers:server"],
         cwd=TESTS,  # module:attribute resolves from the current folder
     )
     try:
-        _wait_listening(port, process)
+        wait_listening(port, process)
         started = anyio.Event()
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -108,7 +89,7 @@ async def test_stateless_replicas_on_one_database_share_plans_and_stores(
     tmp_path: Path, postgres_url: str
 ) -> None:
     script = venv_script("nativemcp")
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     replicas = [
         subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
             [
@@ -131,7 +112,7 @@ async def test_stateless_replicas_on_one_database_share_plans_and_stores(
     ]
     try:
         for port, process in zip(ports, replicas, strict=True):
-            _wait_listening(port, process)
+            wait_listening(port, process)
         one, other = (f"http://127.0.0.1:{port}/mcp" for port in ports)
         with anyio.fail_after(60):
             async with Client(f"{one}/planning") as client:
