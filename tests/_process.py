@@ -41,3 +41,17 @@ def wait_listening(port: int, process: subprocess.Popen[bytes], limit: float = 6
             assert process.poll() is None, f"{process.args!r} exited"
             assert time.monotonic() < deadline, f"{process.args!r} did not listen in {limit} s"
             time.sleep(0.1)
+
+
+def stop_all(processes: list[subprocess.Popen[bytes]], grace: float = 30) -> None:
+    """SIGTERM every process still running, then wait for each: one that has not exited
+    within ``grace`` seconds is killed."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from _process import free_port, wait_listening
+from _process import free_port, stop_all, wait_listening
 from _scripts import venv_script
 from mcp import Client
 
@@ -136,11 +136,4 @@ async def test_stateless_replicas_on_one_database_share_plans_and_stores(
             assert found.structured_content is not None
             assert [hit["filename"] for hit in found.structured_content["results"]] == ["a.md"]
     finally:
-        for process in replicas:
-            process.terminate()
-        for process in replicas:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_all(replicas)
