@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
 
-__all__ = ["CPU_CALLS", "cpu_us_per_call", "one_cpu", "process_cpu_s"]
+__all__ = ["CPU_CALLS", "cpu_meter", "cpu_us_per_call", "one_cpu", "process_cpu_s"]
 
 CPU_CALLS: Final = 20_000
 """Calls per CPU measurement."""
@@ -35,6 +35,16 @@ def process_cpu_s(pid: int) -> float:
         # utime and stime are fields 14 and 15 of the whole line.
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+@contextlib.contextmanager
+def cpu_meter(worker_pid: int) -> Iterator[list[float]]:
+    """Seconds of CPU the caller and the worker used inside the block, summed: the one
+    item of the list it yields, filled in when the block ends."""
+    used: list[float] = []
+    caller, worker = time.process_time(), process_cpu_s(worker_pid)
+    yield used
+    used.append(time.process_time() - caller + process_cpu_s(worker_pid) - worker)
 
 
 def _threads(pid: int) -> list[int]:

@@ -62,7 +62,7 @@ from typing import Any
 import anyio
 
 from bench._report import emit_json, parse_args, print_table, ratio
-from bench._roundtrip_cpu import cpu_us_per_call
+from bench._roundtrip_cpu import cpu_meter, cpu_us_per_call
 from bench._roundtrip_floor import CALLERS, REQUEST, AsyncioEcho, RawPipe
 from bench._roundtrip_servers import ITEMS, Item
 from nativemcp.protocol import NativeMCPResponse, unwrap
@@ -270,12 +270,13 @@ async def main(
                 for name, call, count in contenders if round_ % 2 else contenders[::-1]:
                     samples[name].append(await _per_call_us(call, count, think_us))
 
+            value_pid, sync_pid = await proxy.pid(), sync_proxy.pid()
             cpu_contenders = [
                 ("raw_pipe", raw_call, raw.process.pid),
-                ("nativemcp_value", value_call, await proxy.pid()),
-                ("nativemcp_inline", inline_call, await proxy.pid()),
-                ("nativemcp_sync", sync_call, sync_proxy.pid()),
-                ("nativemcp_sync_inline", sync_inline_call, sync_proxy.pid()),
+                ("nativemcp_value", value_call, value_pid),
+                ("nativemcp_inline", inline_call, value_pid),
+                ("nativemcp_sync", sync_call, sync_pid),
+                ("nativemcp_sync_inline", sync_inline_call, sync_pid),
             ]
             cpu_samples: dict[str, list[tuple[float, float]]] = {
                 n: [] for n, _, _ in cpu_contenders
@@ -286,12 +287,18 @@ async def main(
                     cpu_samples[name].append(await cpu_us_per_call(call, pid, one_cpu_only=True))
                     cpu_free[name].append(await cpu_us_per_call(call, pid))
 
-            value_concurrent = await _concurrent(value_call, concurrent_total)
-            inline_concurrent = await _concurrent(inline_call, concurrent_total)
-            sync_concurrent = _threads_concurrent(
-                lambda: sync_proxy.list_items(count=ITEMS), concurrent_total
-            )
-            raw_concurrent = raw.pipelined(concurrent_total)
+            # CPU beside calls/s: calls/s needs free cores, which a shared machine
+            # does not have; the CPU a call costs under load is steadier.
+            with cpu_meter(value_pid) as value_cpu:
+                value_concurrent = await _concurrent(value_call, concurrent_total)
+            with cpu_meter(value_pid) as inline_cpu:
+                inline_concurrent = await _concurrent(inline_call, concurrent_total)
+            with cpu_meter(sync_pid) as sync_cpu:
+                sync_concurrent = _threads_concurrent(
+                    lambda: sync_proxy.list_items(count=ITEMS), concurrent_total
+                )
+            with cpu_meter(raw.process.pid) as raw_cpu:
+                raw_concurrent = raw.pipelined(concurrent_total)
             # SyncWorkerPool from 1 and from 8 threads, interleaved (median of 3 each).
             sync_threads: dict[int, list[float]] = {1: [], 8: []}
             for _ in range(3):
@@ -343,11 +350,31 @@ async def main(
         rows,
     )
     print()
-    concurrent_rows = [
-        ("raw_pipe (pipelined)", raw_concurrent, 1.0),
-        ("nativemcp_value", value_concurrent, ratio(value_concurrent, raw_concurrent)),
-        ("nativemcp_inline", inline_concurrent, ratio(inline_concurrent, raw_concurrent)),
-        ("nativemcp_sync (64 threads)", sync_concurrent, ratio(sync_concurrent, raw_concurrent)),
+    concurrent_cpu = {
+        name: used[0] / concurrent_total * 1e6
+        for name, used in (
+            ("raw", raw_cpu),
+            ("value", value_cpu),
+            ("inline", inline_cpu),
+            ("sync", sync_cpu),
+        )
+    }
+
+    def concurrent_row(name: str, key: str, rate: float) -> tuple[str, float, float, float, float]:
+        cpu_us = concurrent_cpu[key]
+        return (
+            name,
+            rate,
+            ratio(rate, raw_concurrent),
+            cpu_us,
+            ratio(cpu_us, concurrent_cpu["raw"]),
+        )
+
+    concurrent_rows: list[tuple[str, float, float, float | str, float | str]] = [
+        concurrent_row("raw_pipe (pipelined)", "raw", raw_concurrent),
+        concurrent_row("nativemcp_value", "value", value_concurrent),
+        concurrent_row("nativemcp_inline", "inline", inline_concurrent),
+        concurrent_row("nativemcp_sync (64 threads)", "sync", sync_concurrent),
     ]
     if replicas_concurrent is not None:
         concurrent_rows.append(
@@ -355,6 +382,8 @@ async def main(
                 f"nativemcp_value, {replicas} replicas",
                 replicas_concurrent,
                 ratio(replicas_concurrent, raw_concurrent),
+                "",
+                "",
             )
         )
     cpu = {
@@ -384,7 +413,9 @@ async def main(
     )
     print()
     print_table(
-        f"{CALLERS} concurrent callers", ["contender", "calls/s", "x raw_pipe"], concurrent_rows
+        f"{CALLERS} concurrent callers (CPU: caller + worker)",
+        ["contender", "calls/s", "x raw_pipe", "CPU µs/call", "x raw_pipe"],
+        concurrent_rows,
     )
     print()
     one_thread, eight_threads = (statistics.median(sync_threads[n]) for n in (1, 8))
@@ -447,6 +478,7 @@ async def main(
             "nativemcp_inline_calls_per_s": round(inline_concurrent),
             "nativemcp_sync_calls_per_s": round(sync_concurrent),
             "raw_pipe_calls_per_s": round(raw_concurrent),
+            "cpu_us_per_call": {name: round(us, 2) for name, us in concurrent_cpu.items()},
             "sync_pool_1_thread_calls_per_s": round(one_thread),
             "sync_pool_8_threads_calls_per_s": round(eight_threads),
             "replicas": replicas,
