@@ -12,6 +12,7 @@ import httpx2
 import pytest
 from _process import free_port, stop_all, wait_listening
 from _scripts import venv_script
+from _store_calls import find_the_note, store_a_note
 from mcp import Client
 
 from nativemcp.proxy.cli import main
@@ -121,19 +122,7 @@ async def test_stateless_replicas_on_one_database_share_plans_and_stores(
                 state = await client.call_tool("get_current_state", {})
             assert "ship the release" in _text(state)
 
-            async with Client(f"{other}/content-store") as client:
-                created = await client.call_tool("create_store", {"name": "shared"})
-                assert created.structured_content is not None
-                store_id = created.structured_content["storeId"]
-                await client.call_tool(
-                    "add_content",
-                    {"store_id": store_id, "content": "학교에서 공부했다", "filename": "a.md"},
-                )
-            async with Client(f"{one}/content-store") as client:
-                found = await client.call_tool(
-                    "keyword_similarity_search", {"store_id": store_id, "query": "학교"}
-                )
-            assert found.structured_content is not None
-            assert [hit["filename"] for hit in found.structured_content["results"]] == ["a.md"]
+            store_id = await store_a_note(f"{other}/content-store")
+            assert await find_the_note(f"{one}/content-store", store_id) == ["a.md"]
     finally:
         stop_all(replicas)
