@@ -23,6 +23,12 @@ Contenders, measured in the same run on the same list-shaped result:
 - ``fastmcp``: FastMCP's in-memory client against an equivalent FastMCP server (when
   FastMCP is installed: ``pip install -e '.[bench]'``).
 
+CPU time per call, caller plus worker (`bench._roundtrip_cpu`, over 20,000 calls in a
+row per contender, the median of 3 interleaved runs; 1 with ``--quick``): the measure
+that throughput and cost depend on. Measured with both processes on one CPU (JSON key
+``cpu_us_per_call``: steady from run to run; the goal is judged on it) and free
+(``cpu_us_per_call_free``: cross-CPU wake-ups included, which swing with the machine).
+
 Also: calls/s with 64 concurrent callers (raw pipe pipelined, nativemcp async, and the
 sync pool from 64 threads; ``--replicas N`` adds a pool with N replicas of the server),
 bytes on the wire per call for each path, worker cold start to ready, and idle RSS.
@@ -56,6 +62,7 @@ from typing import Any
 import anyio
 
 from bench._report import emit_json, parse_args, print_table, ratio
+from bench._roundtrip_cpu import cpu_meter, cpu_us_per_call
 from bench._roundtrip_floor import CALLERS, REQUEST, AsyncioEcho, RawPipe
 from bench._roundtrip_servers import ITEMS, Item
 from nativemcp.protocol import NativeMCPResponse, unwrap
@@ -135,18 +142,18 @@ async def _payload_bytes() -> dict[str, int]:
     }
 
 
-def _threads_concurrent(call: Callable[[], object], total: int) -> float:
-    """Calls/s with ``CALLERS`` threads calling at once (the sync pool, shared)."""
-    per_caller = max(1, total // CALLERS)
+def _threads_concurrent(call: Callable[[], object], total: int, threads: int = CALLERS) -> float:
+    """Calls/s with ``threads`` threads calling at once (the sync pool, shared)."""
+    per_caller = max(1, total // threads)
 
     def caller(_: int) -> None:
         for _ in range(per_caller):
             call()
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(CALLERS) as executor:
-        list(executor.map(caller, range(CALLERS)))
-    return per_caller * CALLERS / (time.perf_counter() - start)
+    with ThreadPoolExecutor(threads) as executor:
+        list(executor.map(caller, range(threads)))
+    return per_caller * threads / (time.perf_counter() - start)
 
 
 async def _replicas_concurrent(replicas: int, total: int) -> float:
@@ -263,12 +270,46 @@ async def main(
                 for name, call, count in contenders if round_ % 2 else contenders[::-1]:
                     samples[name].append(await _per_call_us(call, count, think_us))
 
-            value_concurrent = await _concurrent(value_call, concurrent_total)
-            inline_concurrent = await _concurrent(inline_call, concurrent_total)
-            sync_concurrent = _threads_concurrent(
-                lambda: sync_proxy.list_items(count=ITEMS), concurrent_total
-            )
-            raw_concurrent = raw.pipelined(concurrent_total)
+            value_pid, sync_pid = await proxy.pid(), sync_proxy.pid()
+            cpu_contenders = [
+                ("raw_pipe", raw_call, raw.process.pid),
+                ("nativemcp_value", value_call, value_pid),
+                ("nativemcp_inline", inline_call, value_pid),
+                ("nativemcp_sync", sync_call, sync_pid),
+                ("nativemcp_sync_inline", sync_inline_call, sync_pid),
+            ]
+            cpu_samples: dict[str, list[tuple[float, float]]] = {
+                n: [] for n, _, _ in cpu_contenders
+            }
+            cpu_free: dict[str, list[tuple[float, float]]] = {n: [] for n, _, _ in cpu_contenders}
+            for round_ in range(1 if quick else 3):
+                for name, call, pid in cpu_contenders[:: 1 if round_ % 2 else -1]:
+                    cpu_samples[name].append(await cpu_us_per_call(call, pid, one_cpu_only=True))
+                    cpu_free[name].append(await cpu_us_per_call(call, pid))
+
+            # CPU beside calls/s: calls/s needs free cores, which a shared machine
+            # does not have; the CPU a call costs under load is steadier.
+            with cpu_meter(value_pid) as value_cpu:
+                value_concurrent = await _concurrent(value_call, concurrent_total)
+            with cpu_meter(value_pid) as inline_cpu:
+                inline_concurrent = await _concurrent(inline_call, concurrent_total)
+            with cpu_meter(sync_pid) as sync_cpu:
+                sync_concurrent = _threads_concurrent(
+                    lambda: sync_proxy.list_items(count=ITEMS), concurrent_total
+                )
+            with cpu_meter(raw.process.pid) as raw_cpu:
+                raw_concurrent = raw.pipelined(concurrent_total)
+            # SyncWorkerPool from 1 and from 8 threads, interleaved (median of 3 each).
+            sync_threads: dict[int, list[float]] = {1: [], 8: []}
+            for _ in range(3):
+                for threads in sync_threads:
+                    sync_threads[threads].append(
+                        _threads_concurrent(
+                            lambda: sync_proxy.list_items(count=ITEMS),
+                            concurrent_total // 4,
+                            threads,
+                        )
+                    )
             idle_rss = _rss_mb(await proxy.pid())
             sdk_result = await sdk_local.call_tool("list_items", {"count": ITEMS})
             sdk_bytes = len(sdk_result.model_dump_json(by_alias=True, exclude_none=True)) + 120
@@ -309,11 +350,31 @@ async def main(
         rows,
     )
     print()
-    concurrent_rows = [
-        ("raw_pipe (pipelined)", raw_concurrent, 1.0),
-        ("nativemcp_value", value_concurrent, ratio(value_concurrent, raw_concurrent)),
-        ("nativemcp_inline", inline_concurrent, ratio(inline_concurrent, raw_concurrent)),
-        ("nativemcp_sync (64 threads)", sync_concurrent, ratio(sync_concurrent, raw_concurrent)),
+    concurrent_cpu = {
+        name: used[0] / concurrent_total * 1e6
+        for name, used in (
+            ("raw", raw_cpu),
+            ("value", value_cpu),
+            ("inline", inline_cpu),
+            ("sync", sync_cpu),
+        )
+    }
+
+    def concurrent_row(name: str, key: str, rate: float) -> tuple[str, float, float, float, float]:
+        cpu_us = concurrent_cpu[key]
+        return (
+            name,
+            rate,
+            ratio(rate, raw_concurrent),
+            cpu_us,
+            ratio(cpu_us, concurrent_cpu["raw"]),
+        )
+
+    concurrent_rows: list[tuple[str, float, float, float | str, float | str]] = [
+        concurrent_row("raw_pipe (pipelined)", "raw", raw_concurrent),
+        concurrent_row("nativemcp_value", "value", value_concurrent),
+        concurrent_row("nativemcp_inline", "inline", inline_concurrent),
+        concurrent_row("nativemcp_sync (64 threads)", "sync", sync_concurrent),
     ]
     if replicas_concurrent is not None:
         concurrent_rows.append(
@@ -321,10 +382,47 @@ async def main(
                 f"nativemcp_value, {replicas} replicas",
                 replicas_concurrent,
                 ratio(replicas_concurrent, raw_concurrent),
+                "",
+                "",
             )
         )
+    cpu = {
+        name: (
+            statistics.median(c for c, _ in runs),
+            statistics.median(w for _, w in runs),
+            statistics.median(c + w for c, w in runs),
+        )
+        for name, runs in cpu_samples.items()
+    }
+    free = {name: statistics.median(c + w for c, w in runs) for name, runs in cpu_free.items()}
     print_table(
-        f"{CALLERS} concurrent callers", ["contender", "calls/s", "x raw_pipe"], concurrent_rows
+        f"CPU per call, caller + worker ({len(cpu_samples['raw_pipe'])} x 20,000 calls, median)",
+        ["contender", "caller µs", "worker µs", "one CPU µs", "x raw_pipe", "free µs", "x raw"],
+        [
+            (
+                name,
+                caller,
+                worker,
+                total,
+                ratio(total, cpu["raw_pipe"][2]),
+                free[name],
+                ratio(free[name], free["raw_pipe"]),
+            )
+            for name, (caller, worker, total) in cpu.items()
+        ],
+    )
+    print()
+    print_table(
+        f"{CALLERS} concurrent callers (CPU: caller + worker)",
+        ["contender", "calls/s", "x raw_pipe", "CPU µs/call", "x raw_pipe"],
+        concurrent_rows,
+    )
+    print()
+    one_thread, eight_threads = (statistics.median(sync_threads[n]) for n in (1, 8))
+    print_table(
+        "SyncWorkerPool: calls/s from 1 and 8 threads (median of 3)",
+        ["threads", "calls/s", "x 1 thread"],
+        [(1, one_thread, 1.0), (8, eight_threads, ratio(eight_threads, one_thread))],
     )
     print()
     print_table("Bytes on the wire per call", ["message", "bytes"], sorted(payload.items()))
@@ -345,12 +443,15 @@ async def main(
     best_concurrent = max(value_concurrent, replicas_concurrent or 0.0)
     goals = {
         "sync typed call ≤ 2x raw_pipe": p50["nativemcp_sync"] <= 2 * p50["raw_pipe"],
+        "CPU per call: nativemcp_value ≤ 1.5x raw_pipe": cpu["nativemcp_value"][2]
+        <= 1.5 * cpu["raw_pipe"][2],
         "async typed call ≤ 1.25x asyncio_echo": base <= 1.25 * p50["asyncio_echo"],
         "sdk_inprocess / nativemcp_value ≥ 10": p50["sdk_inprocess"] / base >= 10,
         "sdk_stdio / nativemcp_value ≥ 20": p50["sdk_stdio"] / base >= 20,
         "pool_external_stdio ≤ 1.10x sdk_stdio": p50["pool_external_stdio"]
         <= 1.10 * p50["sdk_stdio"],
         "64 concurrent ≥ 0.5x pipelined raw": best_concurrent >= 0.5 * raw_concurrent,
+        "SyncWorkerPool: 8 threads ≥ 2x one thread": eight_threads >= 2 * one_thread,
         "cold start ≤ 300 ms": cold_ms <= 300,
         "idle RSS ≤ 40 MB": idle_rss <= 40,
     }
@@ -364,6 +465,12 @@ async def main(
     return {
         "think_us": think_us,
         "contenders": {name: {"p50_us": round(value, 1)} for name, value in p50.items()},
+        "cpu_us_per_call": {name: round(total, 2) for name, (_, _, total) in cpu.items()},
+        "cpu_us_per_call_free": {name: round(total, 2) for name, total in free.items()},
+        "cpu_us_per_call_split": {
+            name: {"caller": round(caller, 2), "worker": round(worker, 2)}
+            for name, (caller, worker, _) in cpu.items()
+        },
         "pool_external_stdio_vs_sdk_stdio": round(p50["pool_external_stdio"] / p50["sdk_stdio"], 3),
         "concurrent": {
             "callers": CALLERS,
@@ -371,6 +478,9 @@ async def main(
             "nativemcp_inline_calls_per_s": round(inline_concurrent),
             "nativemcp_sync_calls_per_s": round(sync_concurrent),
             "raw_pipe_calls_per_s": round(raw_concurrent),
+            "cpu_us_per_call": {name: round(us, 2) for name, us in concurrent_cpu.items()},
+            "sync_pool_1_thread_calls_per_s": round(one_thread),
+            "sync_pool_8_threads_calls_per_s": round(eight_threads),
             "replicas": replicas,
             "nativemcp_value_replicas_calls_per_s": (
                 round(replicas_concurrent) if replicas_concurrent is not None else None

@@ -9,8 +9,8 @@ bm25s in process, on the same generated corpus and queries, in the same run.
   the way the store's index is (accents folded, CJK runs as bigrams), top 5 in process;
 - overlap@5: the share of the store's top 5 chunks that each baseline also ranks top 5;
 - a payload table per tool: the rich text a model reads against a status-only text
-  like a bare "Found 5 content items" (bytes, and tokens estimated as
-  characters / 4).
+  like a bare "Found 5 content items" (bytes, and tokens: exact o200k_base counts
+  with the ``tokens`` extra, else characters / 4; ``bench.payload`` has every tool).
 - with ``--database-url postgresql://...``: the same corpus and queries on the
   PostgreSQL backend too (in a schema made for the run and dropped after), side by
   side with SQLite: ingest MB/s, p50/p95, overlap@5 against the SQLite backend, and
@@ -44,6 +44,7 @@ import anyio
 from bench._report import emit_json, parse_args, print_table, ratio
 from nativemcp.protocol import NativeMCPResponse, result_text
 from nativemcp.proxy import WorkerPool
+from nativemcp.proxy.llm import count_tokens, token_note
 from nativemcp.workers.content_store._tokenize import fold, index_text, query_terms
 
 SEED: Final = 20261125
@@ -313,9 +314,9 @@ async def _payloads(
         rich = _text(response)
         table[tool] = {
             "rich_bytes": len(rich.encode()),
-            "rich_tokens": len(rich) // 4,
+            "rich_tokens": count_tokens(rich),
             "status_bytes": len(status.encode()),
-            "status_tokens": max(1, len(status) // 4),
+            "status_tokens": count_tokens(status),
         }
     return table
 
@@ -487,7 +488,7 @@ def main() -> None:
     )
     print()
     print_table(
-        "payload per tool: what the model reads (tokens ~ characters / 4)",
+        f"payload per tool: what the model reads ({token_note()})",
         ["tool", "rich bytes", "rich tokens", "status-only bytes", "status-only tokens"],
         [
             [tool, row["rich_bytes"], row["rich_tokens"], row["status_bytes"], row["status_tokens"]]

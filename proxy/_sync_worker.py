@@ -6,7 +6,7 @@ reply on the calling thread: no event loop and no thread hop.
 
 Several threads may call at once. Frames go out under a send lock; replies come back in
 any order, so one caller at a time reads the socket (the *reader*) and hands every reply
-it meets to the call that waits for it; the others sleep on their own event. When the
+it meets to the call that waits for it; the others sleep on their own lock. When the
 reader has its own reply it passes the socket on to a caller still waiting
 (leader/followers): a lone caller never waits for anybody, and no reply is lost.
 
@@ -16,6 +16,7 @@ new one (at most ``restart.max_restarts`` in ``restart.window`` seconds).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import socket
@@ -70,33 +71,42 @@ _decoder: Final = msgspec.msgpack.Decoder(FromWorker)
 class _Slot:
     """One call waiting for its answer."""
 
-    __slots__ = ("answer", "done", "event", "what")
+    __slots__ = ("answer", "done", "parked", "what")
 
     def __init__(self, what: str) -> None:
         self.what = what
         self.done = False
         self.answer: Reply | Result | BaseException | None = None
-        # Made only when this caller has to wait for another reader: a lone caller
-        # reads its own answer and never sleeps.
-        self.event: threading.Event | None = None
+        # A held lock the waiting caller blocks on and a waker releases: a bare lock
+        # rather than a threading.Event, whose Condition adds a new lock, a waiter list
+        # and two more lock round trips to every wait and wake. Made only when this
+        # caller has to wait for another reader: a lone caller never sleeps.
+        self.parked: Any = None
+
+    def wake(self) -> None:
+        """Wake the caller (a wake-up while it is not asleep is kept for its next wait,
+        as an Event's would be until cleared)."""
+        with contextlib.suppress(RuntimeError):  # released already: a wake-up is pending
+            self.parked.release()
 
     def settle(self, answer: Reply | Result | BaseException) -> None:
         self.answer = answer
         self.done = True
-        if self.event is not None:
-            self.event.set()
+        if self.parked is not None:
+            self.wake()
 
     def wait(self, timeout: float, reading: threading.Lock) -> None:
         """Sleep until answered, woken to take over the reading, or ``timeout`` passes."""
-        if self.event is None:
-            self.event = threading.Event()
-            # An answer or a hand-off that came before the event existed found nobody
-            # to wake. Both happen before they look for the event, so looking at them
+        if self.parked is None:
+            parked = threading.Lock()
+            parked.acquire()
+            self.parked = parked
+            # An answer or a hand-off that came before the lock existed found nobody
+            # to wake. Both happen before they look for the lock, so looking at them
             # after making it misses neither (the interpreter runs these steps in order).
             if self.done or not reading.locked():
                 return
-        self.event.wait(timeout)
-        self.event.clear()
+        self.parked.acquire(timeout=timeout)
 
 
 class _Connection:
@@ -198,12 +208,12 @@ class _Connection:
     def hand_off(self) -> None:
         """Wake one waiting call to take over reading (after the read lock is released).
 
-        A waiting call with no event yet needs no waking: it looks at the read lock
-        after making its event (`_Slot.wait`).
+        A waiting call with no lock yet needs no waking: it looks at the read lock
+        after making its lock (`_Slot.wait`).
         """
         for slot in list(self.pending.values()):
-            if not slot.done and slot.event is not None:
-                slot.event.set()
+            if not slot.done and slot.parked is not None:
+                slot.wake()
                 return
 
 

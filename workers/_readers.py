@@ -290,14 +290,18 @@ class ReaderThreads:
             # Level-triggered: bytes already waiting fire the watch at once.
             watch.modify(fd, select.EPOLLIN | select.EPOLLONESHOT)
         try:
-            self._run(job)
+            frame = self._compute(job)
         finally:
+            # Disarmed before the reply goes out: the caller's next call, sent as soon as
+            # the reply lands, must find this thread still reading, not the watch armed
+            # (which would wake the watching thread and pass the reading on every call).
             with self._lock:
                 kept = self._keeping is job
                 if kept:
                     self._keeping = None
                     with contextlib.suppress(OSError):  # closed: the worker is ending
                         watch.modify(fd, 0)
+        self._finish(job, frame)
         return kept
 
     def _end(self, error: BaseException | None) -> None:
@@ -315,11 +319,18 @@ class ReaderThreads:
         self._on_end(error)
 
     def _run(self, job: Job) -> None:
+        self._finish(job, self._compute(job))
+
+    def _compute(self, job: Job) -> bytes | None:
+        """Run ``job``: its reply frame (None after a bug, logged)."""
         try:
-            frame = job.run()
+            return job.run()
         except Exception:  # run turns tool errors into replies; this is a bug
             _logger.exception("job for call %d failed", job.id)
-            frame = None
+            return None
+
+    def _finish(self, job: Job, frame: bytes | None) -> None:
+        """Give ``job``'s slot back and send its reply (unless its caller gave up)."""
         with self._lock:
             if job.abandoned:  # its caller gave up and its slot was passed on already
                 return

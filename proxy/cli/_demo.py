@@ -21,7 +21,7 @@ from rich.text import Text
 
 from nativemcp.protocol import NativeMCPResponse, result_text, unwrap
 
-from ..llm._tokens import TOKEN_NOTE, estimate_tokens
+from ..llm._tokens import count_tokens, token_note
 
 __all__ = ["run_demo"]
 
@@ -69,12 +69,12 @@ async def _call(
 def _side_by_side(console: Console, call: _Call) -> None:
     table = Table(expand=True, show_lines=False, title=Text(call.label, style="bold"))
     table.add_column(
-        f"What the LLM reads — {call.text_bytes:,} bytes, ≈{estimate_tokens(call.text)} tokens",
+        f"What the LLM reads — {call.text_bytes:,} bytes, ≈{count_tokens(call.text)} tokens",
         ratio=1,
     )
     table.add_column(
         f"What the app gets — {type(call.value).__name__}, "
-        f"{len(call.json.encode()):,} bytes as JSON (≈{estimate_tokens(call.json)} tokens if sent)",
+        f"{len(call.json.encode()):,} bytes as JSON (≈{count_tokens(call.json)} tokens if sent)",
         ratio=1,
     )
     table.add_row(
@@ -206,13 +206,13 @@ async def run_demo(data_dir: Path | None, console: Console, database_url: str | 
             cost.add_row(
                 call.label,
                 f"{call.text_bytes:,}",
-                str(estimate_tokens(call.text)),
+                str(count_tokens(call.text)),
                 f"{len(call.json.encode()):,}",
-                str(estimate_tokens(call.json)),
+                str(count_tokens(call.json)),
                 f"{call.elapsed_ms:.1f}",
             )
         console.print(cost)
-        console.print(Group(Text(TOKEN_NOTE, style="dim")))
+        console.print(Group(Text(token_note(), style="dim")))
         console.print(
             Panel.fit(
                 f"done in {time.perf_counter() - began:.1f} s — try "

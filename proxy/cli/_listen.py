@@ -11,8 +11,9 @@ import socket
 __all__ = ["listen"]
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (port 0: any free port) and listening.
+def listen(host: str, port: int, *, backlog: int = 128) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (port 0: any free port) and listening, with
+    room for ``backlog`` connections not yet accepted.
 
     Raises:
         OSError: it cannot bind (the port is in use, the address is not this
@@ -27,7 +28,7 @@ def listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(backlog)
     except OSError as exc:
         sock.close()
         raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

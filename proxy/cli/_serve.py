@@ -7,11 +7,13 @@ SERVER is named as on every verb (see `_servers`): a built-in name (``content-st
 ``--transport http`` binds its port first, then says where it serves, and serves
 Streamable HTTP with uvicorn at ``/mcp`` and ``/mcp/<name>``; a port in use is one line
 and exit status 2, as for ``console``.
+``--workers N`` runs N such server processes on one port (`serve_processes`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import ipaddress
 import logging
@@ -87,6 +89,13 @@ def add_serve_parser(commands: Any) -> None:
         "--stateless", action="store_true", help="HTTP: no sessions (for replicas behind a LB)"
     )
     add_allow_lists(serve, "HTTP: ")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="HTTP: N server processes on one port, each with its own workers (stateless)",
+    )
     serve.add_argument(
         "--max-body", type=int, default=DEFAULT_MAX_BODY, help="HTTP: largest request in bytes"
     )
@@ -177,9 +186,13 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, not {args.workers}")
     if args.transport == "http":
         # Checked before anything starts: a refused start costs nothing.
         _network_token(args, TOKEN_ENV)
+    elif args.workers > 1:
+        raise UsageError("--workers needs --transport http")
     if not args.servers and options.mcp_config is None:
         raise UsageError("say what to serve: SERVER..., --mcp-config FILE, or both")
     choice = resolve_servers(args.servers, mcp_config=options.mcp_config is not None)
@@ -199,19 +212,49 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         return 0
 
     try:
-        sock = listen(args.host, args.port)
+        sock = listen(args.host, args.port, backlog=2048 if args.workers > 1 else 128)
     except OSError as exc:
         print(f"nativemcp serve: error: {exc}", file=sys.stderr)
         return 2
     with sock:
-        # uvicorn's own loop choice: uvloop where it is installed.
-        uvloop = importlib.util.find_spec("uvloop") is not None
-        anyio.run(_serve_http, args, options, choice, sock, backend_options={"use_uvloop": uvloop})
-    return 0
+        if args.workers == 1:
+            _serve_on(args, options, choice, sock)
+            return 0
+        from ._serve_workers import serve_processes
+
+        # Two requests of one client may reach two processes: no sessions.
+        args.stateless = True
+        host, port = sock.getsockname()[:2]
+        print(
+            f"nativemcp serving MCP at http://{_url_host(host)}:{port}/mcp "
+            f"({args.workers} processes, stateless)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return serve_processes(
+            args.workers, functools.partial(_serve_on, args, options, choice), sock
+        )
+
+
+def _serve_on(
+    args: argparse.Namespace, options: PoolOptions, choice: ServerChoice, sock: socket.socket
+) -> None:
+    """Serve over HTTP on ``sock`` until SIGTERM: the one server process, or one of
+    ``--workers`` (which the supervisor announced, so this one stays quiet)."""
+    # uvicorn's own loop choice: uvloop where it is installed.
+    uvloop = importlib.util.find_spec("uvloop") is not None
+    announce = args.workers == 1
+    anyio.run(
+        _serve_http, args, options, choice, sock, announce, backend_options={"use_uvloop": uvloop}
+    )
 
 
 async def _serve_http(
-    args: argparse.Namespace, options: PoolOptions, choice: ServerChoice, sock: socket.socket
+    args: argparse.Namespace,
+    options: PoolOptions,
+    choice: ServerChoice,
+    sock: socket.socket,
+    announce: bool,
 ) -> None:
     """Start the servers, then say where they answer, then serve until SIGTERM or Ctrl-C.
 
@@ -251,12 +294,13 @@ async def _serve_http(
             http=deadline_protocol(args.header_timeout, args.body_timeout),
         )
         server = GracefulServer(config, drain, args.grace, app.state.stop_calls)
-        host, port = sock.getsockname()[:2]
-        print(
-            f"nativemcp serving MCP at http://{_url_host(host)}:{port}/mcp",
-            file=sys.stderr,
-            flush=True,
-        )
+        if announce:
+            host, port = sock.getsockname()[:2]
+            print(
+                f"nativemcp serving MCP at http://{_url_host(host)}:{port}/mcp",
+                file=sys.stderr,
+                flush=True,
+            )
         # Uvicorn raises the stopping signal again once it has shut down; here that
         # would end the process before the pool closes, so the signal only stops serving.
         stopped = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -80,7 +80,7 @@ from nativemcp.protocol import (
 )
 
 from .._rebinding import RebindingGuard, local_only
-from ..llm._tokens import TOKEN_NOTE, estimate_tokens
+from ..llm._tokens import count_tokens, token_note
 from ._catalog import ConsoleCatalog, UIActionTarget
 from ._frames import FrameCapabilities
 
@@ -154,7 +154,7 @@ class _Call:
 
 def _json_size(value: Any) -> tuple[str, int, int]:
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text, len(text.encode()), estimate_tokens(text)
+    return text, len(text.encode()), count_tokens(text)
 
 
 def _filename(uri: str, mime_type: str) -> str:
@@ -234,13 +234,13 @@ def _result_view(
         "service": service_meta(catalog.service(call.tool)),
         "text": text,
         "textBytes": len(text.encode()),
-        "textTokens": estimate_tokens(text),
+        "textTokens": count_tokens(text),
         "value": value,
         "valueBytes": value_bytes,
         "valueTokens": value_tokens,
         "blocks": blocks,
         "hostActions": call.host_actions,
-        "tokenNote": TOKEN_NOTE,
+        "tokenNote": token_note(),
     }
 
 
@@ -434,7 +434,7 @@ def create_console_app(
             }
             for server in catalog.servers
         ]
-        return JSONResponse({"servers": servers, "tokenNote": TOKEN_NOTE})
+        return JSONResponse({"servers": servers, "tokenNote": token_note()})
 
     async def start_call(request: Request) -> Response:
         body = await _json_body(request)

@@ -10,7 +10,8 @@ as a one-line note, UI resources become a one-line summary instead of raw HTML.
 
 `StreamAccumulator` / `parse_stream_chunk` read streamed model output that mixes JSON
 envelopes with plain text; `clean_history` drops orphan tool results and unmatched
-tool calls; `response_stats` counts tool results by kind.
+tool calls; `response_stats` counts tool results by kind. `count_tokens` says what a
+text costs a model: exact o200k_base counts with the ``tokens`` extra, else an estimate.
 
 This room is the agent-loop side of `nativemcp.proxy`: it imports only
 `nativemcp.protocol`, and the pool core imports it (for `WorkerPool.tool_definitions`
@@ -30,9 +31,14 @@ from ._render import EMPTY_RESULT_TEXT as EMPTY_RESULT_TEXT
 from ._stream import StreamAccumulator as StreamAccumulator
 from ._stream import StreamChunk as StreamChunk
 from ._stream import parse_stream_chunk as parse_stream_chunk
+from ._tokens import ENCODING as ENCODING
+from ._tokens import count_tokens as count_tokens
+from ._tokens import exact_counts as exact_counts
+from ._tokens import token_note as token_note
 
 __all__ = [
     "EMPTY_RESULT_TEXT",
+    "ENCODING",
     "PROVIDERS",
     "Provider",
     "ResponseStats",
@@ -40,8 +46,11 @@ __all__ = [
     "StreamChunk",
     "UnknownProviderError",
     "clean_history",
+    "count_tokens",
+    "exact_counts",
     "parse_stream_chunk",
     "response_stats",
+    "token_note",
     "tool_result_message",
     "tool_results_turn",
 ]

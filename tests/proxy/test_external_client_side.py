@@ -17,7 +17,7 @@ from _scripts import venv_script
 
 from nativemcp.proxy import CallOptions, CallTimeout, WorkerPool
 
-pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 ASKING = {
     "everything__trigger-sampling-request",
@@ -25,12 +25,6 @@ ASKING = {
     "everything__trigger-url-elicitation",
     "everything__get-roots-list",
 }
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """One backend is enough for a Node server's requests (the handle is anyio's)."""
-    return "asyncio"
 
 
 def _everything() -> dict[str, Any]:

@@ -17,13 +17,9 @@ import pytest
 from nativemcp.proxy import ExternalServerSpec, WorkerPool, load_mcp_servers
 from nativemcp.proxy._mcp_config import expand_variables
 
+pytestmark = pytest.mark.anyio_backends("asyncio")
+
 TIME = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """Reading a file does not depend on the event loop: asyncio only."""
-    return "asyncio"
 
 
 def _one(config: dict[str, Any], environ: dict[str, str] | None = None) -> ExternalServerSpec:

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from nativemcp.proxy.cli import main
+from nativemcp.proxy.llm import token_note
 
 
 def test_the_sample_corpus_ships_with_the_package() -> None:
@@ -33,7 +34,7 @@ def test_demo_searches_every_language_and_shows_both_readers(
         "What the app gets — SearchResult",
         "What the app gets — PlanningState",
         "ID:1 [✓] search the store",
-        "tokens ≈ characters / 4",
+        token_note(),
     ]:
         assert expected in out, expected
     assert "(no match)" not in out

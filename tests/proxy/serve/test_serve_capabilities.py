@@ -22,13 +22,7 @@ from test_serve import SERVERS, _elicitation, _sampling
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.serve._capabilities import missing_capability
 
-pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 
 def _text(result: types.CallToolResult) -> str:

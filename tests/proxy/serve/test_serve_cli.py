@@ -5,15 +5,15 @@ verb: tests/proxy/cli/test_cli_servers.py.)"""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
+from _process import free_port, stop_all, wait_listening
 from _scripts import venv_script
+from _store_calls import find_the_note, store_a_note
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -22,36 +22,18 @@ pytestmark = pytest.mark.anyio_backends("asyncio")
 TESTS = Path(__file__).parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert process.poll() is None, "nativemcp serve exited"
-            assert time.monotonic() < deadline, "nativemcp serve did not listen in 60 s"
-            time.sleep(0.1)
-
-
 async def _slow_call_cut_by_sigterm(grace: float, seconds: float) -> object:
     """What a client gets for a ``slow`` call of ``seconds`` when `nativemcp serve`
     (with ``--grace``) gets SIGTERM while the call runs: its first content block, or the
     error it raised."""
-    port = _free_port()
+    port = free_port()
     argv = ["serve", "--transport", "http", "--port", str(port), "--grace", str(grace)]
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
         [venv_script("nativemcp"), *argv, "_serve_servers:server"],
         cwd=TESTS,  # module:attribute resolves from the current folder
     )
     try:
-        _wait_listening(port, process)
+        wait_listening(port, process)
         started = anyio.Event()
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -118,7 +100,7 @@ async def test_stateless_replicas_on_one_database_share_plans_and_stores(
     tmp_path: Path, postgres_url: str
 ) -> None:
     script = venv_script("nativemcp")
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     replicas = [
         subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
             [
@@ -141,7 +123,7 @@ async def test_stateless_replicas_on_one_database_share_plans_and_stores(
     ]
     try:
         for port, process in zip(ports, replicas, strict=True):
-            _wait_listening(port, process)
+            wait_listening(port, process)
         one, other = (f"http://127.0.0.1:{port}/mcp" for port in ports)
         with anyio.fail_after(60):
             async with Client(f"{one}/planning") as client:
@@ -150,29 +132,10 @@ async def test_stateless_replicas_on_one_database_share_plans_and_stores(
                 state = await client.call_tool("get_current_state", {})
             assert "ship the release" in _text(state)
 
-            async with Client(f"{other}/content-store") as client:
-                created = await client.call_tool("create_store", {"name": "shared"})
-                assert created.structured_content is not None
-                store_id = created.structured_content["storeId"]
-                await client.call_tool(
-                    "add_content",
-                    {"store_id": store_id, "content": "학교에서 공부했다", "filename": "a.md"},
-                )
-            async with Client(f"{one}/content-store") as client:
-                found = await client.call_tool(
-                    "keyword_similarity_search", {"store_id": store_id, "query": "학교"}
-                )
-            assert found.structured_content is not None
-            assert [hit["filename"] for hit in found.structured_content["results"]] == ["a.md"]
+            store_id = await store_a_note(f"{other}/content-store")
+            assert await find_the_note(f"{one}/content-store", store_id) == ["a.md"]
     finally:
-        for process in replicas:
-            process.terminate()
-        for process in replicas:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_all(replicas)
 
 
 @pytest.mark.anyio
@@ -183,14 +146,14 @@ async def test_two_mcp_sessions_of_serve_browser_never_share_a_browser_session(
     from _browser_pages import require_chromium, serving
 
     require_chromium()
-    port = _free_port()
+    port = free_port()
     with serving() as site:
         server = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
             [venv_script("nativemcp"), "serve", "browser", "--transport", "http",
              "--port", str(port), "--data-dir", str(tmp_path), "--browser-allow", site.base],
         )  # fmt: skip
         try:
-            _wait_listening(port, server)
+            wait_listening(port, server)
             url = f"http://127.0.0.1:{port}/mcp/browser"
             with anyio.fail_after(90):
                 # Legacy (initialize) clients carry an MCP session, the scope of their calls;

@@ -20,13 +20,7 @@ import pytest
 from _node import node_env, node_tool
 from mcp import Client, StdioServerParameters
 
-pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """This module's tests run on asyncio only."""
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 
 def _serve(tmp_path: Path) -> StdioServerParameters:

@@ -1,0 +1,270 @@
+"""Beyond one machine: Debian's haproxy in front of two ``nativemcp serve --stateless``
+replicas sharing one PostgreSQL database. One replica is killed with SIGKILL in the
+middle of a bounded concurrent write load, then started again:
+
+- no acknowledged write is lost (each one is listed afterwards, through the balancer);
+- the balancer's health check (an MCP ``ping``) takes the dead replica out and brings
+  the restarted one back, which then serves writes again;
+- every writer has a write acknowledged within `RESUME_BOUND` seconds of the kill.
+
+Needs ``haproxy`` (``.ci/run`` installs it with apt): skipped without it, failed in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import httpx2
+import pytest
+from _process import free_port, stop_all, wait_listening
+from _scripts import venv_script
+
+WRITERS: Final = 8
+"""Concurrent writers through the balancer (a bounded load)."""
+RESUME_BOUND: Final = 5.0
+"""Seconds within which every writer has a write acknowledged again after the kill.
+The health check alone takes the replica out within ``inter * fall`` = 0.4 s; until
+then a refused connection is retried on the other replica (``option redispatch``), and
+a call that was inside the killed replica fails at once (an empty response: 502)."""
+BACKEND: Final = "replicas"
+
+pytestmark = [
+    pytest.mark.load_balancer,
+    pytest.mark.real_process,
+    pytest.mark.anyio_backends("asyncio"),
+]
+
+
+def _haproxy() -> str:
+    found = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin:/sbin")
+    if found:
+        return found
+    message = "haproxy is not installed (apt-get install haproxy; .ci/run does)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def haproxy_config(port: int, replicas: list[int], stats: Path) -> str:
+    """The balancer: round robin over the replicas, an MCP ping as the health check
+    every 200 ms (two failures: out; two successes: back), and a request whose
+    connection was refused is sent to the other replica."""
+    servers = "\n".join(
+        f"    server r{n} 127.0.0.1:{replica} check" for n, replica in enumerate(replicas, 1)
+    )
+    return f"""\
+global
+    maxconn 512
+    stats socket {stats} mode 600 level admin
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout check 2s
+    retries 3
+    option redispatch 1
+
+frontend mcp
+    bind 127.0.0.1:{port}
+    default_backend {BACKEND}
+
+backend {BACKEND}
+    balance roundrobin
+    option httpchk
+    http-check send meth POST uri /mcp ver HTTP/1.1 hdr Host 127.0.0.1 \
+hdr Content-Type application/json hdr Accept "application/json, text/event-stream" \
+body '{{"jsonrpc":"2.0","id":0,"method":"ping"}}'
+    http-check expect status 200
+    default-server inter 200ms fall 2 rise 2
+{servers}
+"""
+
+
+def _stats(socket_path: Path) -> dict[str, dict[str, str]]:
+    """haproxy's ``show stat`` for the replicas: server name -> column -> value."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(str(socket_path))
+        sock.sendall(b"show stat\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    header, *rows = data.decode().strip().splitlines()
+    columns = header.lstrip("# ").split(",")
+    table = (dict(zip(columns, row.split(","), strict=False)) for row in rows)
+    return {
+        row["svname"]: row
+        for row in table
+        if row["pxname"] == BACKEND and row["svname"] not in ("BACKEND", "FRONTEND")
+    }
+
+
+async def _until(condition: Any, limit: float) -> float:
+    """Seconds until ``condition()`` holds (polled every 50 ms), at most ``limit``."""
+    start = time.monotonic()
+    with anyio.fail_after(limit):
+        while not condition():  # noqa: ASYNC110 - polls processes outside this loop
+            await anyio.sleep(0.05)
+    return time.monotonic() - start
+
+
+class CallFailed(Exception):
+    """A call through the balancer got no result (an HTTP error, or a JSON-RPC error)."""
+
+
+async def _call(client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]) -> Any:
+    """One stateless ``tools/call`` (no session: any replica may answer it)."""
+    response = await client.post(
+        "/mcp/content-store",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        },
+        headers={"accept": "application/json, text/event-stream"},
+    )
+    if response.status_code != 200:
+        raise CallFailed(f"HTTP {response.status_code}")
+    data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+    message = json.loads(data[-1] if data else response.text)
+    result = message.get("result")
+    if result is None or result.get("isError"):
+        raise CallFailed(str(message))
+    return result["structuredContent"]
+
+
+def _start_replica(port: int, database_url: str, data_dir: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            *(venv_script("nativemcp"), "serve", "content-store", "--transport", "http"),
+            *("--stateless", "--port", str(port), "--data-dir", str(data_dir)),
+            *("--database-url", database_url),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Every process a test starts, stopped (by its pid) after it."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    stop_all(started)
+
+
+@pytest.mark.anyio
+async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_back(
+    tmp_path: Path, postgres_url: str, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    haproxy = _haproxy()
+    ports = [free_port(), free_port()]
+    lb_port = free_port()
+    stats = tmp_path / "haproxy.sock"
+    replicas = [
+        _start_replica(port, postgres_url, tmp_path / f"replica{n}") for n, port in enumerate(ports)
+    ]
+    processes.extend(replicas)
+    for port, replica in zip(ports, replicas, strict=True):
+        wait_listening(port, replica)
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(haproxy_config(lb_port, ports, stats))
+    balancer = subprocess.Popen(  # noqa: ASYNC220 - started once, before the load
+        [haproxy, "-db", "-f", str(config)], stdout=subprocess.DEVNULL
+    )
+    processes.append(balancer)
+    wait_listening(lb_port, balancer)
+    await _until(lambda: all(s["status"] == "UP" for s in _stats(stats).values()), 30)
+
+    acked: list[str] = []
+    ack_times: list[list[float]] = [[] for _ in range(WRITERS)]
+    failed = 0
+    stop = anyio.Event()
+    limits = httpx2.Limits(max_connections=WRITERS)
+    async with httpx2.AsyncClient(
+        base_url=f"http://127.0.0.1:{lb_port}", timeout=30, limits=limits
+    ) as client:
+        store = await _call(client, "create_store", {"name": "through the balancer"})
+
+        async def writer(number: int) -> None:
+            nonlocal failed
+            sent = 0
+            while not stop.is_set():
+                filename = f"w{number}-{sent}.md"
+                sent += 1
+                try:
+                    await _call(
+                        client,
+                        "add_content",
+                        {"store_id": store["storeId"], "content": filename, "filename": filename},
+                    )
+                except (httpx2.HTTPError, CallFailed):
+                    failed += 1  # not acknowledged: the writer goes on with the next one
+                    await anyio.sleep(0.05)
+                    continue
+                acked.append(filename)
+                ack_times[number].append(time.monotonic())
+
+        async with anyio.create_task_group() as tg:
+            for number in range(WRITERS):
+                tg.start_soon(writer, number)
+            await _until(lambda: len(acked) >= 4 * WRITERS, 60)
+
+            killed_at = time.monotonic()
+            replicas[1].kill()
+            replicas[1].wait()
+            out_after = await _until(lambda: _stats(stats)["r2"]["status"].startswith("DOWN"), 10)
+            await _until(lambda: all(t[-1] > killed_at for t in ack_times), 30)
+            # Per writer: its first write acknowledged after the kill; the slowest one.
+            resumed_after = max(
+                min(t for t in times if t > killed_at) - killed_at for times in ack_times
+            )
+            assert resumed_after <= RESUME_BOUND
+
+            processes.append(_start_replica(ports[1], postgres_url, tmp_path / "replica1"))
+            back_after = await _until(lambda: _stats(stats)["r2"]["status"] == "UP", 60)
+            served = int(_stats(stats)["r2"]["stot"])
+            await _until(lambda: int(_stats(stats)["r2"]["stot"]) > served + WRITERS, 30)
+            stop.set()
+
+        listed: set[str] = set()
+        offset = 0
+        while True:
+            page = await _call(
+                client,
+                "list_content",
+                {"store_id": store["storeId"], "offset": offset, "limit": 100},
+            )
+            listed.update(item["filename"] for item in page["contents"])
+            offset += len(page["contents"])
+            if not page["hasMore"]:
+                break
+    lost = set(acked) - listed
+    assert len(acked) == len(set(acked))
+    assert not lost, f"{len(lost)} acknowledged writes lost: {sorted(lost)[:5]}"
+    print(
+        f"\n{len(acked)} writes acknowledged, {failed} failed and not acknowledged; "
+        f"replica out after {out_after:.2f} s, every writer acknowledged again after "
+        f"{resumed_after:.2f} s (bound {RESUME_BOUND:g} s), back in after {back_after:.2f} s"
+    )
+
+
+def test_the_deployment_guides_haproxy_config_is_valid(tmp_path: Path) -> None:
+    guide = Path(__file__).parents[3] / "docs" / "guides" / "deployment.md"
+    block = guide.read_text().split("```haproxy\n", 1)[1].split("```", 1)[0]
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(block)
+    checked = subprocess.run(
+        [_haproxy(), "-c", "-f", str(config)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
