@@ -15,38 +15,15 @@ Pages load only over http(s) and, by default, only from public addresses (see
 (Playwright) and a Chromium binary; the tools answer with a clear error without one.
 """
 
+from . import _models
 from ._api import BrowserAPI as BrowserAPI
-from ._models import ActionResult as ActionResult
-from ._models import CloseSessionResult as CloseSessionResult
-from ._models import ListSessionsResult as ListSessionsResult
-from ._models import NavigateResult as NavigateResult
-from ._models import ReadTextResult as ReadTextResult
-from ._models import ScreenshotResult as ScreenshotResult
-from ._models import ScriptResult as ScriptResult
-from ._models import SessionInfo as SessionInfo
-from ._models import SnapshotNode as SnapshotNode
-from ._models import SnapshotResult as SnapshotResult
-from ._models import TabInfo as TabInfo
+
+# Every typed result is public: the list is `_models.__all__`, kept in one place.
+from ._models import *  # noqa: F403
 from ._options import BrowserOptions as BrowserOptions
 from ._server import DEFAULT_SESSION as DEFAULT_SESSION
 from ._server import SERVER_NAME as SERVER_NAME
 from ._server import create_server as create_server
 
-__all__ = [
-    "DEFAULT_SESSION",
-    "SERVER_NAME",
-    "ActionResult",
-    "BrowserAPI",
-    "BrowserOptions",
-    "CloseSessionResult",
-    "ListSessionsResult",
-    "NavigateResult",
-    "ReadTextResult",
-    "ScreenshotResult",
-    "ScriptResult",
-    "SessionInfo",
-    "SnapshotNode",
-    "SnapshotResult",
-    "TabInfo",
-    "create_server",
-]
+__all__ = ["DEFAULT_SESSION", "SERVER_NAME", "BrowserAPI", "BrowserOptions", "create_server"]
+__all__ += _models.__all__
