@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
+from _browser_pages import PageServer, serving
 
 TEST_DATABASE_ENV = "NATIVEMCP_TEST_DATABASE_URL"
 """The PostgreSQL server the test suite may create schemas in."""
@@ -98,3 +99,11 @@ def database_url(request: pytest.FixtureRequest) -> str | None:
         return None
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[PageServer]:
+    """The browser tests' pages over HTTP on loopback, for the module (each browser test
+    module runs on asyncio only: one Chromium per module is the budget)."""
+    with serving() as server:
+        yield server

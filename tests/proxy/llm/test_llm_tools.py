@@ -226,7 +226,7 @@ async def test_two_names_that_read_alike_to_a_provider_get_two_names_and_map_bac
     declared = {
         d.get("name") or d["function"]["name"] for d in await pool.tool_definitions(provider)
     }
-    ours = sorted(n for n in declared if n.startswith("builtin_odd-names__dotted"))
+    ours = sorted(n for n in declared if n.startswith("odd-names__dotted"))
     assert len(ours) == 2, ours
     answers = set()
     for name in ours:

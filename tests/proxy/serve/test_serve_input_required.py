@@ -208,7 +208,8 @@ async def test_an_abandoned_call_is_cancelled_and_its_state_refused(tmp_path: Pa
 async def test_round_ones_state_replayed_while_round_two_waits_is_refused() -> None:
     async with WorkerPool(SERVERS, timeout=20) as pool:
         bridge = McpBridge(pool, ["shapes"])
-        async with bridge, Client(bridge.server()) as client:
+        # Callbacks declare the capabilities; the test answers the rounds itself.
+        async with bridge, Client(bridge.server(), **DECLARES_BOTH) as client:
             with anyio.fail_after(60):
                 arguments = {"topic": "a fox"}
                 first = await client.session.call_tool(

@@ -130,8 +130,8 @@ async def test_the_processes_share_the_built_in_servers_sqlite_state(tmp_path: P
         stop_all([supervisor])
 
 
-def test_workers_needs_http_and_a_positive_count() -> None:
-    with pytest.raises(SystemExit, match="--workers needs --transport http"):
-        main(["serve", "--workers", "2", "planning"])
-    with pytest.raises(SystemExit, match="--workers must be at least 1, not 0"):
-        main(["serve", "--transport", "http", "--workers", "0", "planning"])
+def test_workers_needs_http_and_a_positive_count(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--workers", "2", "planning"]) == 2
+    assert capsys.readouterr().err == "nativemcp serve: error: --workers needs --transport http\n"
+    assert main(["serve", "--transport", "http", "--workers", "0", "planning"]) == 2
+    assert "--workers must be at least 1, not 0" in capsys.readouterr().err
