@@ -131,20 +131,20 @@ def render_add_content(result: AddContentResult) -> str:
     if result.duplicate:
         head = (
             f'Not added: "{result.filename}" has exactly the text of content '
-            f"{result.content_id} already in store {result.store_id} (SHA-256 "
-            f"{result.content_hash[:12]}…); use that id."
+            f"{result.content_id} already in store {result.store_id}; use that id."
         )
     else:
         head = f'Added "{result.filename}" to store {result.store_id}'
+    # The next step names its arguments only: both ids are stated just above, and
+    # repeating them would cost more tokens than the whole result as JSON.
     return "\n".join(
         [
             head,
             f"  {_content_facts(result)}",
-            f"  Uploaded: {_when(result.uploaded_at)}",
+            f"  Uploaded: {_when(result.uploaded_at)} | SHA-256: {result.content_hash}",
             f"  Preview: {result.preview}",
-            f'Read: read_content(store_id="{result.store_id}", content_id="{result.content_id}",'
-            f" from_line=1, to_line={min(result.line_count, 200)})"
-            f' | Search: keyword_similarity_search(store_id="{result.store_id}", query=...)',
+            f"Next: read_content(from_line=1, to_line={min(result.line_count, 200)})"
+            " or keyword_similarity_search(query=...) with these IDs.",
         ]
     )
 
@@ -168,7 +168,7 @@ def render_list_content(result: ListContentResult, steps: NextSteps = TOOL_CALLS
                 f"{number}. {item.filename} ({format_size(item.size)}, "
                 f"{_count(item.line_count, 'line')})",
                 f"   Type: {item.mime_type} | ID: {item.content_id} | Chunks: {item.chunk_count}",
-                f"   Uploaded: {_when(item.uploaded_at)}",
+                f"   Uploaded: {_when(item.uploaded_at)} | SHA-256: {item.content_hash}",
                 f"   Preview: {preview}",
                 "",
             ]
