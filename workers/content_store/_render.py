@@ -50,6 +50,13 @@ def format_size(size: int) -> str:
     raise AssertionError("unreachable")
 
 
+def _size(size: int) -> str:
+    """``246 B``, ``1.5 KB = 1536 B``: the exact count stays in the text beside the
+    rounded one, as it is in the JSON."""
+    rounded = format_size(size)
+    return rounded if size < 1024 else f"{rounded} = {size} B"
+
+
 class NextSteps:
     """The next steps a result's text suggests, as tool calls for a model; a subclass
     says them in another reader's words (the command line's verbs)."""
@@ -122,7 +129,7 @@ def render_create_store(store: StoreInfo) -> str:
 def _content_facts(item: ContentSummary | AddContentResult) -> str:
     return (
         f"Content ID: {item.content_id} | Type: {item.mime_type} | "
-        f"Size: {format_size(item.size)} | Lines: {item.line_count} | Chunks: {item.chunk_count}"
+        f"Size: {_size(item.size)} | Lines: {item.line_count} | Chunks: {item.chunk_count}"
     )
 
 
@@ -165,7 +172,7 @@ def render_list_content(result: ListContentResult, steps: NextSteps = TOOL_CALLS
         preview = item.preview if len(item.preview) <= 150 else item.preview[:150] + "…"
         lines.extend(
             [
-                f"{number}. {item.filename} ({format_size(item.size)}, "
+                f"{number}. {item.filename} ({_size(item.size)}, "
                 f"{_count(item.line_count, 'line')})",
                 f"   Type: {item.mime_type} | ID: {item.content_id} | Chunks: {item.chunk_count}",
                 f"   Uploaded: {_when(item.uploaded_at)} | SHA-256: {item.content_hash}",

@@ -378,6 +378,16 @@ async def test_same_text_twice_returns_the_existing_id(server: Server) -> None:
     assert not (await add(server, other, "hello\nworld")).duplicate
 
 
+async def test_add_and_list_state_the_exact_size_beside_the_rounded_one(server: Server) -> None:
+    store_id = await new_store(server)
+    response = await call(
+        server, "add_content", store_id=store_id, content="x" * 3000, filename="big.txt"
+    )
+    assert "Size: 2.9 KB = 3000 B" in text_of(response)
+    listing = text_of(await call(server, "list_content", store_id=store_id))
+    assert "1. big.txt (2.9 KB = 3000 B, 1 line)" in listing
+
+
 async def test_list_content_pages_over_every_item(server: Server) -> None:
     store_id = await new_store(server)
     ids = [
