@@ -37,3 +37,18 @@ def test_the_bench_prints_a_row_per_built_in_tool_with_exact_counts(
     assert search["rich_tokens"] > 0
     assert 0 < search["status_tokens"] < search["sdk_json_tokens"]
     assert all(f"{row['server']}.{row['tool']}" in out for row in report["tools"])
+
+
+def test_every_built_in_tool_states_every_fact_in_no_more_tokens_than_the_json() -> None:
+    report = cli(["--quick"])
+    assert report["exact_tokens"] is True
+    misses = {
+        f"{row['server']}.{row['tool']}": (
+            row["rich_tokens"],
+            row["sdk_json_tokens"],
+            row["facts_missing"],
+        )
+        for row in report["tools"]
+        if not row["met"]
+    }
+    assert misses == {}

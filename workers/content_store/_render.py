@@ -50,6 +50,13 @@ def format_size(size: int) -> str:
     raise AssertionError("unreachable")
 
 
+def _size(size: int) -> str:
+    """``246 B``, ``1.5 KB = 1536 B``: the exact count stays in the text beside the
+    rounded one, as it is in the JSON."""
+    rounded = format_size(size)
+    return rounded if size < 1024 else f"{rounded} = {size} B"
+
+
 class NextSteps:
     """The next steps a result's text suggests, as tool calls for a model; a subclass
     says them in another reader's words (the command line's verbs)."""
@@ -122,7 +129,7 @@ def render_create_store(store: StoreInfo) -> str:
 def _content_facts(item: ContentSummary | AddContentResult) -> str:
     return (
         f"Content ID: {item.content_id} | Type: {item.mime_type} | "
-        f"Size: {format_size(item.size)} | Lines: {item.line_count} | Chunks: {item.chunk_count}"
+        f"Size: {_size(item.size)} | Lines: {item.line_count} | Chunks: {item.chunk_count}"
     )
 
 
@@ -131,20 +138,20 @@ def render_add_content(result: AddContentResult) -> str:
     if result.duplicate:
         head = (
             f'Not added: "{result.filename}" has exactly the text of content '
-            f"{result.content_id} already in store {result.store_id} (SHA-256 "
-            f"{result.content_hash[:12]}…); use that id."
+            f"{result.content_id} already in store {result.store_id}; use that id."
         )
     else:
         head = f'Added "{result.filename}" to store {result.store_id}'
+    # The next step names its arguments only: both ids are stated just above, and
+    # repeating them would cost more tokens than the whole result as JSON.
     return "\n".join(
         [
             head,
             f"  {_content_facts(result)}",
-            f"  Uploaded: {_when(result.uploaded_at)}",
+            f"  Uploaded: {_when(result.uploaded_at)} | SHA-256: {result.content_hash}",
             f"  Preview: {result.preview}",
-            f'Read: read_content(store_id="{result.store_id}", content_id="{result.content_id}",'
-            f" from_line=1, to_line={min(result.line_count, 200)})"
-            f' | Search: keyword_similarity_search(store_id="{result.store_id}", query=...)',
+            f"Next: read_content(from_line=1, to_line={min(result.line_count, 200)})"
+            " or keyword_similarity_search(query=...) with these IDs.",
         ]
     )
 
@@ -165,10 +172,10 @@ def render_list_content(result: ListContentResult, steps: NextSteps = TOOL_CALLS
         preview = item.preview if len(item.preview) <= 150 else item.preview[:150] + "…"
         lines.extend(
             [
-                f"{number}. {item.filename} ({format_size(item.size)}, "
+                f"{number}. {item.filename} ({_size(item.size)}, "
                 f"{_count(item.line_count, 'line')})",
                 f"   Type: {item.mime_type} | ID: {item.content_id} | Chunks: {item.chunk_count}",
-                f"   Uploaded: {_when(item.uploaded_at)}",
+                f"   Uploaded: {_when(item.uploaded_at)} | SHA-256: {item.content_hash}",
                 f"   Preview: {preview}",
                 "",
             ]

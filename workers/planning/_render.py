@@ -26,23 +26,12 @@ def todo_line(todo: Todo, indent: str = "") -> str:
     return head + _indent_rest(todo.name, " " * len(head))
 
 
-def _label(text: str, limit: int = 80) -> str:
-    """The first line of ``text``, cut to ``limit`` characters, quoted: for one-line hints."""
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    if len(first) > limit or first != text.strip():
-        first = first[:limit].rstrip() + "…"
-    return f'"{first}"'
-
-
 def next_action(state: PlanningState) -> str:
-    """A one-line hint for the model's next step."""
+    """A one-line hint for the model's next step (a todo by its id: the plan lists it)."""
     pending = state.pending
     if pending:
         first = pending[0]
-        hint = (
-            f"Work on ID:{first.id} {_label(first.name)}, then call "
-            f"mark_todo(id={first.id}) when it is done."
-        )
+        hint = f"Work on ID:{first.id}, then call mark_todo(id={first.id})."
         if state.goal is None:
             hint += " No goal is set: record the objective with create_goal."
         return hint
@@ -59,26 +48,30 @@ def next_action(state: PlanningState) -> str:
 
 
 def render_state(state: PlanningState, headline: str) -> str:
-    """The full plan under a headline saying what the call did."""
-    lines = [headline, "", "Current Planning State:", ""]
+    """The whole plan under a headline saying what the call did.
+
+    The plan is stated once: the headline names what changed by id, without repeating
+    what the plan below lists, and empty parts take one line. A small plan then costs
+    the model no more tokens than the same state as JSON, and says more (what changed,
+    what to do next).
+    """
+    lines = [headline]
     lines.append(f"Goal: {_indent_rest(state.goal, '  ') if state.goal else 'No active goal set'}")
     if state.last_cleared_goal:
         lines.append(f"Previous Goal: {_indent_rest(state.last_cleared_goal, '  ')}")
-    lines.append("")
-    lines.append(f"Todos ({len(state.pending)} pending / {len(state.todos)} total):")
-    lines.extend(todo_line(todo, "  ") for todo in state.todos)
-    if not state.todos:
-        lines.append("  No todos created")
-    lines.append("")
-    lines.append(f"Recent Observations ({len(state.observations)}/{MAX_OBSERVATIONS}):")
-    lines.extend(
+    todos = [f"Todos ({len(state.pending)} pending / {len(state.todos)} total):"]
+    todos.extend(todo_line(todo, "  ") for todo in state.todos)
+    observations = [f"Observations (the newest {MAX_OBSERVATIONS} are kept):"]
+    observations.extend(
         f"  {number}. {_indent_rest(text, '     ')}"
         for number, text in enumerate(state.observations, 1)
     )
-    if not state.observations:
-        lines.append("  No recent observations")
-    lines.append("")
-    lines.append(f"Next Action: {next_action(state)}")
+    if not state.todos and not state.observations:
+        lines.append("No todos or observations yet.")
+    else:
+        lines.extend(todos if state.todos else ["Todos: none yet."])
+        lines.extend(observations if state.observations else ["Observations: none yet."])
+    lines.append(f"Next: {next_action(state)}")
     return "\n".join(lines)
 
 

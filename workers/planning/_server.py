@@ -129,12 +129,13 @@ def create_server(config: ServerConfig) -> Server:
         previous goal). Returns the whole plan and the next step."""
         text = _checked_text(goal, "goal", limit)
         state, previous = store.set_goal(scope, text)
+        # Headlines say what changed without repeating what the plan below states.
         if previous == text:
-            headline = f"Goal unchanged (already set): {quote(text)}"
+            headline = "Goal unchanged (already set)."
+        elif previous is not None:
+            headline = "Goal created; it replaces the Previous Goal."
         else:
-            headline = f"Goal created: {quote(text)}"
-            if previous is not None:
-                headline += f"\nReplaced previous goal: {quote(previous)}"
+            headline = "Goal created."
         return structured_response(render_state(state, headline), state)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
@@ -145,7 +146,7 @@ def create_server(config: ServerConfig) -> Server:
         if cleared is None:
             headline = "No active goal to clear; nothing changed."
         else:
-            headline = f"Goal cleared: {quote(cleared)}"
+            headline = "Goal cleared; it is kept as the Previous Goal."
         return structured_response(render_state(state, headline), state)
 
     @server.tool
@@ -156,7 +157,7 @@ def create_server(config: ServerConfig) -> Server:
         todo's id."""
         text = _checked_text(name, "name", limit)
         state, todo = store.add_todo(scope, text)
-        return structured_response(render_state(state, f"Todo added: {todo_line(todo)}"), state)
+        return structured_response(render_state(state, f"Todo ID:{todo.id} added."), state)
 
     @server.tool(annotations=ToolAnnotations(idempotent_hint=True))
     def mark_todo(
@@ -168,14 +169,12 @@ def create_server(config: ServerConfig) -> Server:
         """Mark a todo as completed (or, with completed=false, as pending again).
         Returns the whole plan and the next step."""
         try:
-            state, before, changed = store.mark_todo(scope, id, completed)
+            state, _, changed = store.mark_todo(scope, id, completed)
         except UnknownTodoIds as exc:
             raise _unknown_ids_error(exc) from None
         status = "completed" if completed else "pending"
-        if changed:
-            headline = f"Todo ID:{id} marked {status}: {quote(before.name)}"
-        else:
-            headline = f"Todo ID:{id} was already {status}: {quote(before.name)}"
+        verb = "marked" if changed else "was already"
+        headline = f"Todo ID:{id} {verb} {status}."
         return structured_response(render_state(state, headline), state)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True))
@@ -214,7 +213,7 @@ def create_server(config: ServerConfig) -> Server:
         10 are kept. Returns the whole plan."""
         text = _checked_text(observation, "observation", limit)
         state, dropped = store.add_observation(scope, text)
-        headline = f"Observation added: {quote(text)}"
+        headline = "Observation added."
         if dropped:
             headline += (
                 f"\nOnly the newest {MAX_OBSERVATIONS} observations are kept; dropped the oldest: "
@@ -246,6 +245,6 @@ def create_server(config: ServerConfig) -> Server:
     def get_current_state() -> Response:
         """The whole plan: goal, todos with ids and marks, observations, next step."""
         state = store.state(scope)
-        return structured_response(render_state(state, "Planning state retrieved."), state)
+        return structured_response(render_state(state, "The current plan:"), state)
 
     return server

@@ -172,15 +172,17 @@ def list_directory(sandbox: Sandbox, path: str, max_entries: int) -> ListDirecto
 
 
 def render_list_directory(result: ListDirectoryResult) -> str:
-    """A header, then one line per entry (``name/`` for directories)."""
+    """A header, then one line per entry with its type in words (``src/  (directory)``,
+    ``notes.md  (file, 75 bytes)``): a trailing ``/`` alone leaves a reader to infer
+    the type, and a file to be told apart from a symlink by the missing slash."""
     if not result.entries:
         return f"{result.path} is empty."
     lines = [f"{result.path}: {_count(result.total, 'entry', 'entries')}"]
     for entry in result.entries:
         if entry.type == "directory":
-            lines.append(f"  {entry.name}/")
+            lines.append(f"  {entry.name}/  (directory)")
         elif entry.type == "file":
-            lines.append(f"  {entry.name}  ({entry.size} bytes)")
+            lines.append(f"  {entry.name}  (file, {entry.size} bytes)")
         else:
             lines.append(f"  {entry.name}  ({entry.type})")
     if result.truncated:

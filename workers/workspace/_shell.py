@@ -139,16 +139,18 @@ async def run_shell(
 
 
 def render_shell(result: ShellResult) -> str:
-    """The outcome, then stdout and stderr (each only when not empty)."""
+    """The outcome, then each stream with its size in bytes (its text when not empty).
+
+    A stream cut at the output cap says so in its own text, with the total it had.
+    """
     if result.timed_out:
         head = f"$ {result.command}\nKilled at the timeout (the whole process group)."
     else:
         head = f"$ {result.command}\nExit code {result.exit_code}."
     parts = [head]
-    if result.stdout:
-        parts.append(f"stdout:\n{result.stdout}")
-    if result.stderr:
-        parts.append(f"stderr:\n{result.stderr}")
-    if not result.stdout and not result.stderr:
-        parts.append("(no output)")
+    for name, text, size in [
+        ("stdout", result.stdout, result.stdout_bytes),
+        ("stderr", result.stderr, result.stderr_bytes),
+    ]:
+        parts.append(f"{name} ({size} bytes):\n{text}" if text else f"{name}: empty ({size} bytes)")
     return "\n".join(parts)

@@ -370,11 +370,22 @@ async def test_same_text_twice_returns_the_existing_id(server: Server) -> None:
         await call(server, "add_content", store_id=store_id, content="hello\nworld", filename="x")
     )
     assert first.content_id in text and "Not added" in text
+    assert f"SHA-256: {first.content_hash}" in text  # the whole hash: what makes it the same
     listing = unwrap(await call(server, "list_content", store_id=store_id), ListContentResult)
     assert listing.total == 1
     # Another store takes the same text as its own item.
     other = await new_store(server, "other")
     assert not (await add(server, other, "hello\nworld")).duplicate
+
+
+async def test_add_and_list_state_the_exact_size_beside_the_rounded_one(server: Server) -> None:
+    store_id = await new_store(server)
+    response = await call(
+        server, "add_content", store_id=store_id, content="x" * 3000, filename="big.txt"
+    )
+    assert "Size: 2.9 KB = 3000 B" in text_of(response)
+    listing = text_of(await call(server, "list_content", store_id=store_id))
+    assert "1. big.txt (2.9 KB = 3000 B, 1 line)" in listing
 
 
 async def test_list_content_pages_over_every_item(server: Server) -> None:
@@ -400,6 +411,11 @@ async def test_list_content_pages_over_every_item(server: Server) -> None:
     text = text_of(await call(server, "list_content", store_id=store_id, offset=100, limit=2))
     assert text.startswith("Files 101-102 of 230")
     assert "101. f100.txt" in text and "ID: " in text and "Preview: item number 100" in text
+    shown = unwrap(
+        await call(server, "list_content", store_id=store_id, offset=100, limit=2),
+        ListContentResult,
+    )
+    assert all(f"SHA-256: {c.content_hash}" in text for c in shown.contents)
     assert "offset=102" in text
 
 

@@ -132,10 +132,12 @@ async def test_create_goal_returns_typed_state_camel_case_content_and_rich_text(
         "observations": [],
     }
     text = text_of(response)
-    assert text.startswith('Goal created: "Ship the planning server"')
-    assert "Goal: Ship the planning server" in text
-    assert "No todos created" in text
-    assert "Next Action: Break the goal into steps with add_todo." in text
+    assert text == (
+        "Goal created.\n"
+        "Goal: Ship the planning server\n"
+        "No todos or observations yet.\n"
+        "Next: Break the goal into steps with add_todo."
+    )
 
 
 async def test_clear_goal_really_clears_and_remembers_the_last_cleared_goal(
@@ -145,7 +147,7 @@ async def test_clear_goal_really_clears_and_remembers_the_last_cleared_goal(
     text, state = await ok(server, "clear_goal")
     assert state.goal is None
     assert state.last_cleared_goal == "first goal"
-    assert text.startswith('Goal cleared: "first goal"')
+    assert text.startswith("Goal cleared; it is kept as the Previous Goal.")
     assert "Goal: No active goal set" in text
     assert "Previous Goal: first goal" in text
     # The clearing is real: a fresh read agrees.
@@ -169,14 +171,15 @@ async def test_create_goal_replacing_a_goal_remembers_the_replaced_one(server: S
     text, state = await ok(server, "create_goal", goal="plan B")
     assert state.goal == "plan B"
     assert state.last_cleared_goal == "plan A"
-    assert 'Replaced previous goal: "plan A"' in text
+    assert text.startswith("Goal created; it replaces the Previous Goal.")
+    assert "Goal: plan B\nPrevious Goal: plan A" in text
 
 
 async def test_setting_the_same_goal_again_changes_nothing(server: Server) -> None:
     await ok(server, "create_goal", goal="plan A")
     await ok(server, "create_goal", goal="plan B")
     text, state = await ok(server, "create_goal", goal=" plan B ")
-    assert text.startswith('Goal unchanged (already set): "plan B"')
+    assert text.startswith("Goal unchanged (already set).\nGoal: plan B")
     assert state == PlanningState(goal="plan B", last_cleared_goal="plan A")
 
 
@@ -192,10 +195,11 @@ async def test_add_todo_numbers_todos_and_shows_them_pending(server: Server) -> 
     await ok(server, "add_todo", name="one")
     text, state = await ok(server, "add_todo", name="two")
     assert state.todos == [Todo(id=1, name="one"), Todo(id=2, name="two")]
-    assert text.startswith("Todo added: ID:2 [ ] two")
+    assert text.startswith("Todo ID:2 added.")
     assert "Todos (2 pending / 2 total):" in text
     assert "  ID:1 [ ] one\n  ID:2 [ ] two" in text
-    assert 'Next Action: Work on ID:1 "one", then call mark_todo(id=1)' in text
+    assert "Observations: none yet." in text
+    assert "Next: Work on ID:1, then call mark_todo(id=1)." in text
 
 
 async def test_mark_todo_completes_by_default_and_can_reopen(server: Server) -> None:
@@ -203,20 +207,20 @@ async def test_mark_todo_completes_by_default_and_can_reopen(server: Server) -> 
     await ok(server, "add_todo", name="two")
     text, state = await ok(server, "mark_todo", id=1)
     assert state.todos[0] == Todo(id=1, name="one", completed=True)
-    assert text.startswith('Todo ID:1 marked completed: "one"')
+    assert text.startswith("Todo ID:1 marked completed.")
     assert "  ID:1 [✓] one" in text
     assert "Todos (1 pending / 2 total):" in text
 
     text, state = await ok(server, "mark_todo", id=1, completed=False)
     assert state.todos[0].completed is False
-    assert text.startswith('Todo ID:1 marked pending: "one"')
+    assert text.startswith("Todo ID:1 marked pending.")
 
 
 async def test_mark_todo_twice_says_it_was_already_completed(server: Server) -> None:
     await ok(server, "add_todo", name="one")
     await ok(server, "mark_todo", id=1)
     text, state = await ok(server, "mark_todo", id=1)
-    assert text.startswith('Todo ID:1 was already completed: "one"')
+    assert text.startswith("Todo ID:1 was already completed.")
     assert state.todos == [Todo(id=1, name="one", completed=True)]
 
 
@@ -226,7 +230,7 @@ async def test_all_todos_done_with_a_goal_hints_to_check_and_clear_the_goal(
     await ok(server, "create_goal", goal="g")
     await ok(server, "add_todo", name="only")
     text, _ = await ok(server, "mark_todo", id=1)
-    assert "Next Action: All todos are done. Check that the goal is met" in text
+    assert "Next: All todos are done. Check that the goal is met" in text
 
 
 async def test_unknown_todo_id_is_an_error_listing_the_valid_ids_and_changes_nothing(
@@ -306,7 +310,6 @@ async def test_todo_ids_are_never_reused_after_clearing(server: Server) -> None:
 async def test_multi_line_todo_names_stay_inside_their_list_item(server: Server) -> None:
     text, _ = await ok(server, "add_todo", name="first line\nsecond line")
     assert "  ID:1 [ ] first line\n           second line" in text
-    assert 'Work on ID:1 "first line…"' in text
 
 
 # -- observations and the session -----------------------------------------------------------
@@ -320,7 +323,8 @@ async def test_observations_keep_the_newest_ten_and_say_what_was_dropped(
     text, state = await ok(server, "add_observation", observation="obs 11")
     assert state.observations == [f"obs {number}" for number in range(2, 12)]
     assert 'dropped the oldest: "obs 1"' in text
-    assert f"Recent Observations ({MAX_OBSERVATIONS}/{MAX_OBSERVATIONS}):" in text
+    assert f"Observations (the newest {MAX_OBSERVATIONS} are kept):" in text
+    assert "Todos: none yet." in text
     assert "  1. obs 2\n" in text
     assert "  10. obs 11\n" in text
 
@@ -335,7 +339,7 @@ async def test_clear_session_resets_goal_todos_observations_and_previous_goal(
     text, state = await ok(server, "clear_session")
     assert state == PlanningState()
     assert text.startswith("Session cleared: removed the goal, 1 todo, 1 observation.")
-    assert "Next Action: Create a goal with create_goal to get started." in text
+    assert "Next: Create a goal with create_goal to get started." in text
     text, _ = await ok(server, "clear_session")
     assert text.startswith("Session cleared (it was already empty).")
 
@@ -344,7 +348,7 @@ async def test_get_current_state_on_a_new_scope_is_empty(server: Server) -> None
     text, state = await ok(server, "get_current_state")
     assert state == PlanningState()
     assert "Goal: No active goal set" in text
-    assert "No recent observations" in text
+    assert "No todos or observations yet." in text
 
 
 # -- validation ---------------------------------------------------------------------------
@@ -498,6 +502,6 @@ async def test_service_context_shows_the_plan_for_the_current_scope(server: Serv
     assert "Goal: ctx goal" in text
     assert "ID:1 [ ] step one" in text
     assert "- note" in text
-    assert 'Next action: Work on ID:1 "step one"' in text
+    assert "Next action: Work on ID:1, then call mark_todo(id=1)." in text
     await server.switch_context("other", "t")
     assert "no active plan" in await server.get_service_context()

@@ -127,10 +127,10 @@ async def test_list_directory_lists_types_and_sizes_directories_first(
     assert value.entries[1].size == 7
     assert text.splitlines() == [
         ".: 4 entries",
-        "  src/",
-        "  blob.bin  (7 bytes)",
+        "  src/  (directory)",
+        "  blob.bin  (file, 7 bytes)",
         "  link  (symlink)",
-        f"  notes.md  ({value.entries[3].size} bytes)",
+        f"  notes.md  (file, {value.entries[3].size} bytes)",
     ]
     _, content = await failure(server, "list_directory", path="notes.md")
     assert content["rule"] == "not_a_directory"
@@ -260,7 +260,18 @@ async def test_execute_shell_runs_in_the_root_and_reports_exit_code_and_streams(
         stdout_bytes=len(f"{root}\n"),
         stderr_bytes=5,
     )
-    assert text.splitlines()[:2] == ["$ pwd; echo oops >&2; exit 3", "Exit code 3."]
+    # Every fact of the value is in the text, the streams' sizes in bytes included.
+    stdout = f"{root}\n"
+    assert text == (
+        f"$ pwd; echo oops >&2; exit 3\nExit code 3.\nstdout ({len(stdout)} bytes):\n"
+        f"{stdout}\nstderr (5 bytes):\noops\n"
+    )
+
+
+async def test_execute_shell_says_which_stream_was_empty(server: Server) -> None:
+    with anyio.fail_after(10):
+        text, _ = await ok(server, "execute_shell", command="true", timeout=10)
+    assert text == "$ true\nExit code 0.\nstdout: empty (0 bytes)\nstderr: empty (0 bytes)"
 
 
 async def wait_gone(pid: int) -> None:
@@ -313,7 +324,7 @@ async def test_execute_shell_caps_output_with_a_note(root: Path) -> None:
     assert value.truncated and value.stdout_bytes == 100000
     assert value.stdout.startswith("x" * 100)
     assert "[output truncated: showing the first 100 of 100000 bytes]" in value.stdout
-    assert "[output truncated" in text
+    assert "stdout (100000 bytes):\nxxx" in text and "[output truncated" in text
 
 
 async def test_execute_shell_can_be_disabled_and_bounds_the_timeout(root: Path) -> None:
