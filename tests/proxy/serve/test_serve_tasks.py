@@ -92,6 +92,16 @@ async def _list(client: Client) -> list[types.Task]:
     return listed.tasks
 
 
+async def _poll(client: Client, task_id: str, until: set[str]) -> set[str]:
+    """Poll tasks/get (the spec's way: there is no event to wait on) until the task's
+    status is one of ``until``; the statuses seen before."""
+    seen: set[str] = set()
+    while (status := (await _get(client, task_id)).status) not in until:
+        seen.add(status)
+        await anyio.sleep(0.1)
+    return seen
+
+
 def _text(result: types.CallToolResult) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
@@ -147,9 +157,7 @@ async def test_a_stdio_client_runs_a_tool_as_a_task_and_is_asked_for_input_on_it
             # until a tasks/result carries the elicitation, which is answered.
             created = await _create(client, RESEARCH, {"topic": "tea", "ambiguous": True})
             task_id = created["task"]["taskId"]
-            # A tasks client polls tasks/get (the spec's way; there is no event to wait on).
-            while (await _get(client, task_id)).status != "input_required":  # noqa: ASYNC110
-                await anyio.sleep(0.1)
+            await _poll(client, task_id, until={"input_required"})
             assert not asked
             result = await _result(client, task_id)
             # Cancel: the task ends cancelled, has no result, and cannot be cancelled again.
@@ -173,13 +181,34 @@ async def test_a_stdio_client_runs_a_tool_as_a_task_and_is_asked_for_input_on_it
 
 
 async def test_an_http_session_runs_tasks_that_other_sessions_cannot_see(tmp_path: Path) -> None:
-    with _http(tmp_path) as url, anyio.fail_after(90):
-        async with Client(url, mode="legacy") as client, Client(url, mode="legacy") as other:
+    async def never_asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise AssertionError("no tasks/result carried the request: it cannot reach us")
+
+    with _http(tmp_path, "--input-timeout", "1") as url, anyio.fail_after(90):
+        async with (
+            Client(url, mode="legacy", elicitation_callback=never_asked) as client,
+            Client(url, mode="legacy") as other,
+        ):
             task_id = await _creates_polls_and_gets_the_result(client)
             with pytest.raises(MCPError) as foreign:
                 await _get(other, task_id)
             assert await _list(other) == []
+            # Nobody calls tasks/result while the task asks for input: after the input
+            # timeout the source's elicitation fails, and it goes on with a default.
+            created = await _create(client, RESEARCH, {"topic": "tea", "ambiguous": True})
+            waited = await _result_after_the_end(client, created["task"]["taskId"])
+        # Tasks are a 2025-11-25 feature: a 2026-07-28 client is offered none.
+        async with Client(url, mode="auto") as modern:
+            tools = {tool.name: tool for tool in (await modern.list_tools()).tools}
     assert foreign.value.code == -32602
+    assert "elicitation unavailable" in _text(waited)
+    assert tools[RESEARCH].execution is None
+
+
+async def _result_after_the_end(client: Client, task_id: str) -> types.CallToolResult:
+    seen = await _poll(client, task_id, until={"completed", "failed"})
+    assert "input_required" in seen
+    return await _result(client, task_id)
 
 
 async def test_stateless_serve_offers_no_tasks_and_runs_a_task_request_as_a_call(
