@@ -94,13 +94,15 @@ class McpBridge:
         version: its ``serverInfo.version`` (default: the installed nativemcp's).
         timeout: seconds per call (0 or less: no limit).
         suspend: let a tool ask a 2026-07-28 client for input by suspending its call
-            until the client's retry (False for stateless replicas: the tool's request
-            then fails with a `ClientRequestError` saying why).
+            until the client's retry, and run task-augmented calls (False for
+            stateless replicas: the tool's request then fails with a
+            `ClientRequestError` saying why, and no tasks are offered).
         input_timeout: seconds a suspended call waits for its client's retry before
-            it is cancelled.
+            it is cancelled, and a task waits for a ``tasks/result`` to carry its
+            request to the client.
 
-    Calls are suspended in the bridge's own task group: run it with ``async with
-    bridge:`` around serving (`serve_stdio` and `http_app` do).
+    Calls are suspended, and tasks run, in the bridge's own task groups: run it with
+    ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
