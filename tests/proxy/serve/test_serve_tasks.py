@@ -7,9 +7,7 @@ served with ``taskSupport: "optional"``; a ``tools/call`` with ``task`` creates 
 the client polls (``tasks/get``), waits on (``tasks/result``), lists and cancels; a
 tool without task support refuses a task with -32601, as the specification asks.
 
-The SDK's client has no public call for a task-augmented ``tools/call`` (it checks the
-answer as a ``CallToolResult``): the tests send that one request through its
-dispatcher, as `nativemcp.proxy`'s own task client does, and the rest as typed requests.
+The requests of the task's requestor are in tests/_task_client.py.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ import pytest
 from _node import everything_server
 from _process import free_port, stop, wait_listening
 from _scripts import venv_script
+from _task_client import cancel_task, create_task, get_task, list_tasks, poll_task, task_result
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
@@ -59,49 +58,6 @@ def _http(tmp_path: Path, *extra: str) -> Iterator[str]:
         stop(process, signal.SIGTERM)
 
 
-async def _create(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    wire: dict[str, Any] = await client.session._dispatcher.send_raw_request(
-        "tools/call", {"name": name, "arguments": arguments, "task": {"ttl": 60_000}}, {}
-    )
-    return wire
-
-
-async def _get(client: Client, task_id: str) -> types.GetTaskResult:
-    params = types.GetTaskRequestParams(task_id=task_id)
-    return await client.session.send_request(
-        types.GetTaskRequest(params=params), types.GetTaskResult
-    )
-
-
-async def _result(client: Client, task_id: str) -> types.CallToolResult:
-    params = types.GetTaskPayloadRequestParams(task_id=task_id)
-    return await client.session.send_request(
-        types.GetTaskPayloadRequest(params=params), types.CallToolResult
-    )
-
-
-async def _cancel(client: Client, task_id: str) -> types.CancelTaskResult:
-    params = types.CancelTaskRequestParams(task_id=task_id)
-    return await client.session.send_request(
-        types.CancelTaskRequest(params=params), types.CancelTaskResult
-    )
-
-
-async def _list(client: Client) -> list[types.Task]:
-    listed = await client.session.send_request(types.ListTasksRequest(), types.ListTasksResult)
-    return listed.tasks
-
-
-async def _poll(client: Client, task_id: str, until: set[str]) -> set[str]:
-    """Poll tasks/get (the spec's way: there is no event to wait on) until the task's
-    status is one of ``until``; the statuses seen before."""
-    seen: set[str] = set()
-    while (status := (await _get(client, task_id)).status) not in until:
-        seen.add(status)
-        await anyio.sleep(0.1)
-    return seen
-
-
 def _text(result: types.CallToolResult) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
@@ -117,18 +73,18 @@ async def _creates_polls_and_gets_the_result(client: Client) -> str:
     assert research is not None and research.task_support == "optional"
     assert tools["everything__echo"].execution is None  # forbidden, as at the source
     created = types.CreateTaskResult.model_validate(
-        await _create(client, RESEARCH, {"topic": "cats"})
+        await create_task(client, RESEARCH, {"topic": "cats"})
     )
     task_id = created.task.task_id
     assert created.task.status == "working" and created.task.ttl == 60_000
-    assert (await _get(client, task_id)).status in {"working", "completed"}
-    result = await _result(client, task_id)
+    assert (await get_task(client, task_id)).status in {"working", "completed"}
+    result = await task_result(client, task_id)
     assert not result.is_error and "Research Report: cats" in _text(result)
     assert result.meta is not None and result.meta[RELATED_TASK] == {"taskId": task_id}
-    done = await _get(client, task_id)
+    done = await get_task(client, task_id)
     # The source's status messages reach the task's statusMessage.
     assert done.status == "completed" and done.status_message, done
-    assert task_id in {task.task_id for task in await _list(client)}
+    assert task_id in {task.task_id for task in await list_tasks(client)}
     return task_id
 
 
@@ -149,28 +105,28 @@ async def test_a_stdio_client_runs_a_tool_as_a_task_and_is_asked_for_input_on_it
             await _creates_polls_and_gets_the_result(client)
             # A tool without task support refuses a task (-32601) and still works.
             with pytest.raises(MCPError) as refused:
-                await _create(client, "everything__echo", {"message": "hi"})
+                await create_task(client, "everything__echo", {"message": "hi"})
             assert refused.value.code == -32601 and "taskSupport" in refused.value.message
             echoed = await client.call_tool("everything__echo", {"message": "hi"})
             assert "hi" in _text(echoed)
             # An ambiguous query asks the client: the task waits in input_required
             # until a tasks/result carries the elicitation, which is answered.
-            created = await _create(client, RESEARCH, {"topic": "tea", "ambiguous": True})
+            created = await create_task(client, RESEARCH, {"topic": "tea", "ambiguous": True})
             task_id = created["task"]["taskId"]
-            await _poll(client, task_id, until={"input_required"})
+            await poll_task(client, task_id, until={"input_required"})
             assert not asked
-            result = await _result(client, task_id)
+            result = await task_result(client, task_id)
             # Cancel: the task ends cancelled, has no result, and cannot be cancelled again.
-            slow = (await _create(client, RESEARCH, {"topic": "slow"}))["task"]["taskId"]
-            cancelled = await _cancel(client, slow)
+            slow = (await create_task(client, RESEARCH, {"topic": "slow"}))["task"]["taskId"]
+            cancelled = await cancel_task(client, slow)
             assert cancelled.status == "cancelled"
-            assert (await _get(client, slow)).status == "cancelled"
+            assert (await get_task(client, slow)).status == "cancelled"
             with pytest.raises(MCPError) as no_result:
-                await _result(client, slow)
+                await task_result(client, slow)
             with pytest.raises(MCPError) as again:
-                await _cancel(client, slow)
+                await cancel_task(client, slow)
             with pytest.raises(MCPError) as unknown:
-                await _get(client, "no-such-task")
+                await get_task(client, "no-such-task")
     assert len(asked) == 1
     meta: dict[str, Any] = dict(asked[0].meta or {})
     assert meta[RELATED_TASK] == {"taskId": task_id}
@@ -191,11 +147,11 @@ async def test_an_http_session_runs_tasks_that_other_sessions_cannot_see(tmp_pat
         ):
             task_id = await _creates_polls_and_gets_the_result(client)
             with pytest.raises(MCPError) as foreign:
-                await _get(other, task_id)
-            assert await _list(other) == []
+                await get_task(other, task_id)
+            assert await list_tasks(other) == []
             # Nobody calls tasks/result while the task asks for input: after the input
             # timeout the source's elicitation fails, and it goes on with a default.
-            created = await _create(client, RESEARCH, {"topic": "tea", "ambiguous": True})
+            created = await create_task(client, RESEARCH, {"topic": "tea", "ambiguous": True})
             waited = await _result_after_the_end(client, created["task"]["taskId"])
         # Tasks are a 2025-11-25 feature: a 2026-07-28 client is offered none.
         async with Client(url, mode="auto") as modern:
@@ -206,9 +162,9 @@ async def test_an_http_session_runs_tasks_that_other_sessions_cannot_see(tmp_pat
 
 
 async def _result_after_the_end(client: Client, task_id: str) -> types.CallToolResult:
-    seen = await _poll(client, task_id, until={"completed", "failed"})
+    seen = await poll_task(client, task_id, until={"completed", "failed"})
     assert "input_required" in seen
-    return await _result(client, task_id)
+    return await task_result(client, task_id)
 
 
 async def test_stateless_serve_offers_no_tasks_and_runs_a_task_request_as_a_call(
@@ -222,5 +178,5 @@ async def test_stateless_serve_offers_no_tasks_and_runs_a_task_request_as_a_call
             assert capabilities is not None and capabilities.tasks is None
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert tools[RESEARCH].execution is None
-            answered = await _create(client, RESEARCH, {"topic": "owls"})
+            answered = await create_task(client, RESEARCH, {"topic": "owls"})
     assert "Research Report: owls" in answered["content"][0]["text"]
