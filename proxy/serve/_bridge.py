@@ -25,6 +25,7 @@ import logging
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -151,11 +152,16 @@ class McpBridge:
         await self.tasks.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         try:
-            await self.tasks.__aexit__(*exc)
+            await self.tasks.__aexit__(exc_type, exc, traceback)
         finally:
-            await self.suspended.__aexit__(*exc)
+            await self.suspended.__aexit__(exc_type, exc, traceback)
 
     # -- naming ----------------------------------------------------------------------
 

@@ -23,12 +23,13 @@ arrives to carry it, as the specification describes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -166,7 +167,7 @@ class ServedTask:
         self._arrived.set()
 
 
-class ServedTasks:
+class ServedTasks(anyio.AsyncContextManagerMixin):
     """The tasks of one served MCP server, run in its own task group.
 
     Use as an async context manager around serving; outside it no task is offered
@@ -187,17 +188,20 @@ class ServedTasks:
         self._tasks: dict[str, ServedTask] = {}
         self._group: anyio.abc.TaskGroup | None = None
 
-    async def __aenter__(self) -> ServedTasks:
-        if self._enabled:
-            self._group = await anyio.create_task_group().__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        group, self._group = self._group, None
-        if group is not None:
-            group.cancel_scope.cancel()
-            await group.__aexit__(None, None, None)
-        self._tasks.clear()
+    @contextlib.asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
+        if not self._enabled:
+            yield self
+            return
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield self
+            finally:
+                # Serving ends: the tasks still running end with it.
+                self._group = None
+                self._tasks.clear()
+                group.cancel_scope.cancel()
 
     @property
     def running(self) -> bool:
