@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from ._handle import ProgressCallback
 
-__all__ = ["TASK_CANCEL_TIMEOUT", "call_as_task", "runs_as_task"]
+__all__ = ["TASK_CANCEL_TIMEOUT", "accepts_task", "call_as_task", "runs_as_task"]
 
 TASK_CANCEL_TIMEOUT: Final = 5.0
 """Seconds a ``tasks/cancel`` for an abandoned task may take (it is sent shielded)."""
@@ -32,6 +32,15 @@ _TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 def runs_as_task(execution: Any) -> bool:
     """Whether a tool with this ``execution`` must be called as a task."""
     return execution is not None and getattr(execution, "task_support", None) == "required"
+
+
+def accepts_task(execution: Any) -> bool:
+    """Whether a tool with this ``execution`` may be called as a task (``"optional"`` or
+    ``"required"``; absent is ``"forbidden"``)."""
+    return execution is not None and getattr(execution, "task_support", None) in (
+        "optional",
+        "required",
+    )
 
 
 async def call_as_task(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,3 +34,13 @@ def node_env() -> dict[str, str]:
     """The environment for a Node tool: Node 22 from ``.ci/node`` first on ``PATH`` (the
     tools' ``#!/usr/bin/env node`` must not find an older system Node)."""
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def everything_server() -> dict[str, Any]:
+    """The ``mcpServers`` entry of npm's server-everything over stdio (skips, or fails
+    under ``CI=true``, when it is not installed)."""
+    return {
+        "command": node_tool("mcp-server-everything"),
+        "args": ["stdio"],
+        "env": {"PATH": node_env()["PATH"]},
+    }

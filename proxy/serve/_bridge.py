@@ -13,7 +13,8 @@ Per call, the MCP request's context travels with it: progress and log notificati
 ride the request's own stream, a tool's ``ctx.sample``/``ctx.elicit`` become requests
 to the client that made the call (on 2025-11-25) or suspend the call behind an
 ``InputRequiredResult`` until the client's retry brings the answers (on 2026-07-28, see
-`SuspendedCalls`), and the client's session id is the call's scope.
+`SuspendedCalls`), and the client's session id is the call's scope. A 2025-11-25 client
+may run a tool that declares task support as a task (`ServedTasks`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import logging
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -39,6 +41,7 @@ from nativemcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     LOG_LEVELS,
+    METHOD_NOT_FOUND,
     SEPARATOR,
     ArgumentsError,
     BackendType,
@@ -54,8 +57,10 @@ from nativemcp.protocol import (
 )
 
 from .._handle import CallOptions, ServerHandle
+from .._tasks import accepts_task
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
+from ._tasks import ServedTask, ServedTasks, session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
@@ -90,13 +95,15 @@ class McpBridge:
         version: its ``serverInfo.version`` (default: the installed nativemcp's).
         timeout: seconds per call (0 or less: no limit).
         suspend: let a tool ask a 2026-07-28 client for input by suspending its call
-            until the client's retry (False for stateless replicas: the tool's request
-            then fails with a `ClientRequestError` saying why).
+            until the client's retry, and run task-augmented calls (False for
+            stateless replicas: the tool's request then fails with a
+            `ClientRequestError` saying why, and no tasks are offered).
         input_timeout: seconds a suspended call waits for its client's retry before
-            it is cancelled.
+            it is cancelled, and a task waits for a ``tasks/result`` to carry its
+            request to the client.
 
-    Calls are suspended in the bridge's own task group: run it with ``async with
-    bridge:`` around serving (`serve_stdio` and `http_app` do).
+    Calls are suspended, and tasks run, in the bridge's own task groups: run it with
+    ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
@@ -128,6 +135,8 @@ class McpBridge:
         self.instructions = instructions
         self.suspend = suspend
         self.suspended = SuspendedCalls(input_timeout)
+        # Tasks outlive the request that made them: a stateless replica cannot keep them.
+        self.tasks = ServedTasks(_ask_client, input_timeout, enabled=suspend)
         self._single = len(self.servers) == 1
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # logging/setLevel is per client connection; the connection object is the key.
@@ -140,10 +149,19 @@ class McpBridge:
 
     async def __aenter__(self) -> McpBridge:
         await self.suspended.__aenter__()
+        await self.tasks.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.suspended.__aexit__(*exc)
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            await self.tasks.__aexit__(exc_type, exc, traceback)
+        finally:
+            await self.suspended.__aexit__(exc_type, exc, traceback)
 
     # -- naming ----------------------------------------------------------------------
 
@@ -188,7 +206,7 @@ class McpBridge:
         return _Route(found, own)
 
     @staticmethod
-    def _tool(public: str, tool: Tool) -> types.Tool:
+    def _tool(public: str, tool: Tool, tasks: bool) -> types.Tool:
         data: dict[str, Any] = {
             "name": public,
             "inputSchema": tool.input_schema,
@@ -202,6 +220,10 @@ class McpBridge:
             data["annotations"] = _builtins(tool.annotations)
         if tool.meta is not None:  # the catalog's service tag is in it
             data["_meta"] = dict(tool.meta)
+        if tasks and accepts_task(tool.execution):
+            # "optional" even where the source says "required": the bridge runs the
+            # call as a task toward the source either way, so a plain call works too.
+            data["execution"] = {"taskSupport": "optional"}
         return types.Tool.model_validate(data)
 
     # -- handlers --------------------------------------------------------------------
@@ -211,9 +233,19 @@ class McpBridge:
     ) -> types.ListToolsResult:
         """Every served tool of the catalog, in its order."""
         served = await self._catalog()
+        tasks = self.tasks.offered(ctx)
         return types.ListToolsResult(
-            tools=[self._tool(name, tool) for name, tool in served.items()]
+            tools=[self._tool(name, tool, tasks) for name, tool in served.items()]
         )
+
+    async def _served_tool(self, name: str) -> Tool:
+        served = await self._catalog()
+        tool = served.get(name)
+        if tool is None:
+            near = difflib.get_close_matches(name, list(served), n=3)
+            hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}{hint}")
+        return tool
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -232,12 +264,7 @@ class McpBridge:
                 ctx, params.request_state, responses
             )
             return result
-        served = await self._catalog()
-        tool = served.get(params.name)
-        if tool is None:
-            near = difflib.get_close_matches(params.name, list(served), n=3)
-            hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
-            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}{hint}")
+        tool = await self._served_tool(params.name)
         arguments = dict(params.arguments or {})
         if legacy and self.suspend:
 
@@ -259,6 +286,33 @@ class McpBridge:
             ctx, run
         )
         return started
+
+    async def call_tool_as_task(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any]:
+        """Start a task-augmented call (2025-11-25) of a tool that declares task support;
+        the ``CreateTaskResult``. The tool's progress messages become the task's status,
+        its requests to the client ride a ``tasks/result`` (see `ServedTasks`).
+
+        Raises:
+            MCPError: METHOD_NOT_FOUND for a tool without task support (as the
+                specification asks), INVALID_PARAMS for an unknown tool.
+        """
+        tool = await self._served_tool(params.name)
+        if not accepts_task(tool.execution):
+            raise MCPError(
+                METHOD_NOT_FOUND,
+                f"tool {params.name!r} does not support task-augmented calls "
+                "(its execution.taskSupport is 'forbidden'): call it without 'task'",
+            )
+        arguments = dict(params.arguments or {})
+
+        async def work(task: ServedTask) -> types.CallToolResult:
+            ask = self._declared(ctx, task.ask)
+            return await self._run(tool, arguments, ctx, ask, task.driver, task.report)
+
+        assert params.task is not None  # the middleware routes only calls that carry it
+        return await self.tasks.create(ctx, params.task, work)
 
     def stop_calls(self, reason: str) -> int:
         """Stop every tool call running through this bridge: each answers its client with
@@ -303,11 +357,15 @@ class McpBridge:
         ctx: ServerRequestContext[Any],
         on_request: ClientAsk,
         driver: Callable[[], ServerRequestContext[Any] | None],
+        on_status: Callable[[str], None] | None = None,
     ) -> types.CallToolResult:
         """The pool call; progress and logs go to ``driver()``, the request now waiting
-        on the call (a suspended call's retries each have their own)."""
+        on the call (a suspended call's retries each have their own, a task's the
+        ``tasks/result`` waiting on it), progress messages to ``on_status`` too."""
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if on_status is not None and message:
+                on_status(message)
             now = driver()
             token = (now.meta or {}).get("progress_token") if now is not None else None
             if now is None or token is None:
@@ -334,8 +392,9 @@ class McpBridge:
                 related_request_id=now.request_id,
             )
 
-        session_id = _session_id(ctx)
+        session_id = session_key(ctx)
         token = (ctx.meta or {}).get("progress_token")
+        reports = token is not None or on_status is not None
         response = None
         with anyio.CancelScope() as stoppable:
             self._running.add(stoppable)
@@ -345,7 +404,7 @@ class McpBridge:
                     arguments,
                     options=CallOptions(
                         timeout=self._limit,
-                        on_progress=on_progress if token is not None else None,
+                        on_progress=on_progress if reports else None,
                         on_log=on_log,
                         on_request=on_request,
                         scope=(session_id, None) if session_id is not None else None,
@@ -526,6 +585,7 @@ class McpBridge:
         # Registered here, not as a constructor argument: the constructor warns that
         # logging is deprecated in a future protocol version, which clients still use.
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+        self.tasks.install(server, self.call_tool_as_task)
         # The echoed requestState is attacker-controlled: the SDK's boundary seals it
         # (bound to the method, tool, arguments and an expiry) and refuses any other.
         security = RequestStateSecurity.ephemeral(ttl=self.suspended.timeout)
@@ -543,12 +603,6 @@ def _tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=f"Error: {message}")], is_error=True
     )
-
-
-def _session_id(ctx: ServerRequestContext[Any]) -> str | None:
-    connection = getattr(ctx.session, "_connection", None)
-    value = getattr(connection, "session_id", None)
-    return value if isinstance(value, str) else None
 
 
 async def _ask_client(

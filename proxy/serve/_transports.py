@@ -307,7 +307,8 @@ def http_app(
         allowed_origins: Origin header values accepted besides local origins.
         stateless: no sessions: each request stands alone, so replicas behind any load
             balancer can serve any request. No sampling or elicitation then: a tool's
-            request to its client fails with a `ClientRequestError` saying so.
+            request to its client fails with a `ClientRequestError` saying so; and no
+            tasks (a ``task`` in ``tools/call`` is ignored).
         max_body_size: the largest request body in bytes (larger: 413).
         timeout: seconds per tool call (0: no limit).
         input_timeout: seconds a call suspended for a 2026-07-28 client's input waits

@@ -17,20 +17,16 @@ from typing import Any, Literal
 import anyio
 import mcp_types as types
 import pytest
-from _node import node_env, node_tool
+from _node import everything_server
 from mcp import Client, StdioServerParameters
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 
 def _serve(tmp_path: Path) -> StdioServerParameters:
-    entry = {
-        "command": node_tool("mcp-server-everything"),
-        "args": ["stdio"],
-        "env": {"PATH": node_env()["PATH"]},
-    }
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"everything": entry}}), encoding="utf-8")
+    servers = {"everything": everything_server()}
+    config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
     return StdioServerParameters(
         command=sys.executable,
         args=[
