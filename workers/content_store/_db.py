@@ -12,16 +12,30 @@ absent.
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 import sqlite3
 import threading
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
+from ._blockmax import (
+    BLOCK_CHUNKS,
+    block_bound,
+    read_averages,
+    scale_bound,
+    score_block,
+    seal,
+    top_k,
+)
 from ._merging import IDLE_SECONDS, STEP_PAGES, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
+from ._postings import Phrase, idf, phrases
 from ._records import (
     INDEX_VERSION,
     INSERT_BATCH,
@@ -34,7 +48,7 @@ from ._records import (
     utc_now,
 )
 from ._relevance import candidate_count, rank_hits
-from ._tokenize import index_text, match_expression
+from ._tokenize import index_text
 
 # NewContent lives in _records; tests still import it from here.
 __all__ = ["ContentDB", "NewContent"]
@@ -85,6 +99,23 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_content ON chunks (content_rid);
 CREATE INDEX IF NOT EXISTS chunks_by_store ON chunks (store_id);
+CREATE TABLE IF NOT EXISTS blocks (
+    store_rid INTEGER NOT NULL,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    average REAL NOT NULL,
+    ids BLOB NOT NULL,
+    lengths BLOB NOT NULL,
+    PRIMARY KEY (store_rid, lo)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS block_postings (
+    store_rid INTEGER NOT NULL,
+    lo INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    bound REAL NOT NULL,
+    postings BLOB NOT NULL,
+    PRIMARY KEY (store_rid, lo, token)
+) WITHOUT ROWID;
 """
 _FTS_TOKENIZER: Final = "unicode61 remove_diacritics 2"
 """Words split on Unicode classes, case and accents folded; CJK arrives as bigrams."""
@@ -126,11 +157,15 @@ def _connect(path: Path | str) -> sqlite3.Connection:
 class ContentDB:
     """Stores, contents and search over one SQLite file (see the module docstring)."""
 
-    def __init__(self, path: Path, *, merge_idle: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self, path: Path, *, merge_idle: float = IDLE_SECONDS, block_chunks: int = BLOCK_CHUNKS
+    ) -> None:
         """Open (or create) the database at ``path``; a store's index is merged after
-        ``merge_idle`` seconds without writes (`IndexMerger`)."""
+        ``merge_idle`` seconds without writes (`IndexMerger`); every ``block_chunks``
+        new chunks of a store are sealed into a block a search may skip (`top_k`)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.block_chunks = block_chunks
         # The merging thread writes too: one transaction at a time on the writer.
         self._writing = threading.Lock()
         self._write = _connect(path)
@@ -165,6 +200,13 @@ class ContentDB:
                         f"INSERT INTO {_fts(store_rid)} (rowid, body) VALUES (?, ?)",
                         ((rid, index_text(body)) for rid, body in rows),
                     )
+                # The block bounds hold tokens of the old rewrite too: sealed afresh.
+                self._write.execute("DELETE FROM blocks")
+                self._write.execute("DELETE FROM block_postings")
+                for store_rid, store_id in self._write.execute(
+                    "SELECT rid, id FROM stores"
+                ).fetchall():
+                    self._seal(self._write, store_rid, store_id)
             self._write.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
                 (str(INDEX_VERSION),),
@@ -210,6 +252,71 @@ class ContentDB:
         """How many chunks the store's index holds (its document-size table: no scan of
         the index)."""
         return int(conn.execute(f"SELECT count(*) FROM {_fts(store_rid)}_docsize").fetchone()[0])
+
+    def _seal(self, conn: sqlite3.Connection, store_rid: int, store_id: str) -> None:
+        """Seal the store's newest chunks into blocks of `block_chunks` (`seal`), in the
+        caller's transaction: a block is committed with the chunks it covers."""
+        last: int = conn.execute(
+            "SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?", (store_rid,)
+        ).fetchone()[0]
+        while True:
+            # Counted on the index first: the bodies are read only for a full block.
+            (waiting,) = conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE store_id = ? AND id > ? LIMIT ?)",
+                (store_id, last, self.block_chunks),
+            ).fetchone()
+            if waiting < self.block_chunks:
+                return
+            rows = conn.execute(
+                "SELECT id, body FROM chunks WHERE store_id = ? AND id > ? ORDER BY id LIMIT ?",
+                (store_id, last, self.block_chunks),
+            ).fetchall()
+            lo, last = last + 1, rows[-1][0]
+            self._write_block(conn, store_rid, lo, last, rows)
+
+    @staticmethod
+    def _write_block(
+        conn: sqlite3.Connection,
+        store_rid: int,
+        lo: int,
+        hi: int,
+        rows: Sequence[tuple[int, str]],
+    ) -> None:
+        block = seal(rows)
+        conn.execute(
+            "INSERT INTO blocks (store_rid, lo, hi, average, ids, lengths)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (store_rid, lo, hi, block.average, block.ids.tobytes(), block.lengths.tobytes()),
+        )
+        conn.executemany(
+            "INSERT INTO block_postings (store_rid, lo, token, bound, postings)"
+            " VALUES (?, ?, ?, ?, ?)",
+            ((store_rid, lo, token, *block.postings[token]) for token in sorted(block.postings)),
+        )
+
+    def _reseal(
+        self, conn: sqlite3.Connection, store_rid: int, store_id: str, chunk_ids: Sequence[int]
+    ) -> None:
+        """Rebuild the blocks that held ``chunk_ids`` (just deleted) from the chunks left
+        in their ranges, so a block's postings are always its chunks' own."""
+        if not chunk_ids:
+            return
+        blocks = conn.execute(
+            "SELECT lo, hi FROM blocks WHERE store_rid = ? AND hi >= ? AND lo <= ?",
+            (store_rid, min(chunk_ids), max(chunk_ids)),
+        ).fetchall()
+        for lo, hi in blocks:
+            conn.execute("DELETE FROM blocks WHERE store_rid = ? AND lo = ?", (store_rid, lo))
+            conn.execute(
+                "DELETE FROM block_postings WHERE store_rid = ? AND lo = ?", (store_rid, lo)
+            )
+            rows = conn.execute(
+                "SELECT id, body FROM chunks WHERE store_id = ? AND id BETWEEN ? AND ? ORDER BY id",
+                (store_id, lo, hi),
+            ).fetchall()
+            # An emptied block stays as a range with no postings: the ids below the
+            # newest block's end are never handed out again.
+            self._write_block(conn, store_rid, lo, hi, rows)
 
     # -- stores ----------------------------------------------------------------------
 
@@ -259,6 +366,8 @@ class ContentDB:
             if store_rid is None:
                 return 0
             conn.execute(f"DROP TABLE IF EXISTS {_fts(store_rid)}")
+            conn.execute("DELETE FROM blocks WHERE store_rid = ?", (store_rid,))
+            conn.execute("DELETE FROM block_postings WHERE store_rid = ?", (store_rid,))
             conn.execute("DELETE FROM chunks WHERE store_id = ?", (store_id,))
             count: int = conn.execute(
                 "SELECT count(*) FROM contents WHERE store_id = ?", (store_id,)
@@ -314,9 +423,12 @@ class ContentDB:
                     content_values(content_id, store_id, item, now),
                 )
                 rid = cursor.lastrowid
-                first: int = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[
-                    0
-                ]
+                # Above every sealed block too: a new chunk never lands in a range whose
+                # bounds were computed without it (its newest chunks may have been deleted).
+                first: int = conn.execute(
+                    "SELECT max(coalesce((SELECT max(id) FROM chunks), 0),"
+                    " coalesce((SELECT max(hi) FROM blocks), 0)) + 1"
+                ).fetchone()[0]
                 for start in range(0, total, INSERT_BATCH):
                     batch = item.chunks[start : start + INSERT_BATCH]
                     ids = range(first + start, first + start + len(batch))
@@ -334,6 +446,7 @@ class ContentDB:
                     )
                     if progress is not None:
                         progress(start + len(batch), total)
+                self._seal(conn, store_rid, store_id)
                 conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (now, store_id))
                 existing_id = content_id
                 indexed = self._index_rows(conn, store_rid)
@@ -384,6 +497,12 @@ class ContentDB:
             store_rid = self._store_rid(conn, store_id)
             if row is None or store_rid is None:
                 return 0
+            chunk_ids = [
+                chunk_id
+                for (chunk_id,) in conn.execute(
+                    "SELECT id FROM chunks WHERE content_rid = ?", (row[0],)
+                )
+            ]
             conn.execute(
                 f"DELETE FROM {_fts(store_rid)} WHERE rowid IN"
                 " (SELECT id FROM chunks WHERE content_rid = ?)",
@@ -392,6 +511,7 @@ class ContentDB:
             deleted: int = conn.execute(
                 "DELETE FROM chunks WHERE content_rid = ?", (row[0],)
             ).rowcount
+            self._reseal(conn, store_rid, store_id, chunk_ids)
             conn.execute("DELETE FROM contents WHERE rid = ?", (row[0],))
             conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (_now(), store_id))
             indexed = self._index_rows(conn, store_rid)
@@ -409,22 +529,9 @@ class ContentDB:
         Each hit's score is its relevance (`rank_hits`); hits below ``threshold`` and
         hits with no positive score are left out.
         """
-        store_rid = self._store_rid(self._read, store_id)
-        if store_rid is None:
+        ranked = self.ranked(store_id, query, candidate_count(top_n, query))
+        if ranked is None:
             return None
-        expression = match_expression(query)
-        if expression is None:
-            return []
-        fts = _fts(store_rid)
-        # FTS5 alone first: its ORDER BY rank LIMIT path scores without a join.
-        ranked = [
-            (rowid, score)
-            for rowid, score in self._read.execute(
-                f"SELECT rowid, -rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank LIMIT ?",
-                (expression, candidate_count(top_n, query)),
-            )
-            if score > 0
-        ]
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
@@ -435,3 +542,155 @@ class ContentDB:
             [rowid for rowid, _ in ranked],
         )
         return rank_hits(found_candidates(ranked, rows), query, top_n, threshold)
+
+    def ranked(self, store_id: str, query: str, k: int) -> list[tuple[int, float]] | None:
+        """The ``k`` best ``(chunk id, BM25)`` pairs for a plain-terms query, best first,
+        with a positive score: FTS5's ranking, exactly; None when the store does not
+        exist.
+
+        A query of single-token terms reads the sealed blocks by bound (`top_k`) and
+        FTS5 ranks the unsealed tail; a phrase or a prefix (CJK) is ranked by FTS5 over
+        the whole store, with its positions.
+        """
+        conn = self._read
+        store_rid = self._store_rid(conn, store_id)
+        if store_rid is None:
+            return None
+        wanted = phrases(query)
+        if not wanted:
+            return []
+        fts = _fts(store_rid)
+        expression = " OR ".join(_match(phrase) for phrase in wanted)
+        sealed: int = conn.execute(
+            "SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?", (store_rid,)
+        ).fetchone()[0]
+        if not sealed or any(len(p.tokens) > 1 or p.prefix for p in wanted):
+            found = self._rank_range(fts, expression, 0, _MAX_ROWID, k)
+        else:
+            found = self._block_max(store_rid, fts, expression, wanted, sealed, k)
+        return [(rowid, score) for rowid, score in found if score > 0]
+
+    def _rank_range(
+        self, fts: str, expression: str, lo: int, hi: int, k: int
+    ) -> list[tuple[int, float]]:
+        """FTS5's ``k`` best rows with rowid in ``lo..hi`` (its own BM25)."""
+        return self._read.execute(
+            f"SELECT rowid, -rank FROM {fts} WHERE {fts} MATCH ?"
+            " AND rowid BETWEEN ? AND ? ORDER BY rank LIMIT ?",
+            (expression, lo, hi, k),
+        ).fetchall()
+
+    def _block_max(
+        self,
+        store_rid: int,
+        fts: str,
+        expression: str,
+        wanted: Sequence[Phrase],
+        sealed: int,
+        k: int,
+    ) -> list[tuple[int, float]]:
+        """`top_k` over the sealed blocks (scored from their postings) and the tail
+        (ranked by FTS5), for a query of single-token terms."""
+        conn = self._read
+        tokens = [phrase.tokens[0] for phrase in wanted]
+        distinct = sorted(set(tokens))
+        marks = ",".join("?" * len(distinct))
+        blocks = conn.execute(
+            "SELECT lo, hi, average FROM blocks WHERE store_rid = ? ORDER BY lo", (store_rid,)
+        ).fetchall()
+        # Each token's bound per block, and its document frequency: postings in the
+        # blocks plus the tail's rows.
+        frequency = dict.fromkeys(distinct, 0)
+        bounds: dict[int, dict[str, float]] = {}
+        for lo, token, bound, size in conn.execute(
+            "SELECT lo, token, bound, length(postings) FROM block_postings"
+            " WHERE store_rid = ? AND lo IN (SELECT lo FROM blocks WHERE store_rid = ?)"
+            f" AND token IN ({marks})",
+            (store_rid, store_rid, *distinct),
+        ):
+            bounds.setdefault(lo, {})[token] = bound
+            frequency[token] += size // _PAIR_BYTES
+        for token in distinct:
+            frequency[token] += conn.execute(
+                f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ? AND rowid > ?",
+                (_match(Phrase((token,), prefix=False)), sealed),
+            ).fetchone()[0]
+        rows, average = self._averages(conn, fts)
+        weights = [(token, idf(rows, frequency[token])) for token in tokens]
+        together = self._together(fts, distinct, blocks, sealed)
+        ranges: list[tuple[float, int]] = [(math.inf, _TAIL)]
+        for lo, _, sealed_average in blocks:
+            if lo in bounds:
+                scaled = {
+                    token: scale_bound(bound, sealed_average, average)
+                    for token, bound in bounds[lo].items()
+                }
+                found = None if together is None else together.get(lo, ())
+                ranges.append((block_bound(weights, scaled, found), lo))
+
+        def read(lo: int) -> list[tuple[int, float]]:
+            if lo == _TAIL:
+                return self._rank_range(fts, expression, sealed + 1, _MAX_ROWID, k)
+            ids_blob, lengths_blob = conn.execute(
+                "SELECT ids, lengths FROM blocks WHERE store_rid = ? AND lo = ?",
+                (store_rid, lo),
+            ).fetchone()
+            packed: dict[str, bytes] = dict(
+                conn.execute(
+                    "SELECT token, postings FROM block_postings"
+                    f" WHERE store_rid = ? AND lo = ? AND token IN ({marks})",
+                    (store_rid, lo, *distinct),
+                ).fetchall()
+            )
+            ids, lengths = array("q"), array("i")
+            ids.frombytes(ids_blob)
+            lengths.frombytes(lengths_blob)
+            terms = [(weight, packed[token]) for token, weight in weights if token in packed]
+            return score_block(ids, lengths, terms, average)
+
+        return top_k(ranges, k, read)
+
+    def _together(
+        self, fts: str, tokens: Sequence[str], blocks: Sequence[tuple[int, int, float]], sealed: int
+    ) -> dict[int, list[set[str]]] | None:
+        """Per block, the query tokens each of its chunks holding two or more of them
+        holds (FTS5 intersects the doclists); None for a query of too many terms."""
+        if len(tokens) > _PAIRWISE_TERMS:
+            return None
+        present: dict[int, set[str]] = {}
+        for first, second in itertools.combinations(tokens, 2):
+            for (rowid,) in self._read.execute(
+                f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid <= ?",
+                (f'"{first}" AND "{second}"', sealed),
+            ):
+                present.setdefault(rowid, set()).update((first, second))
+        starts = [lo for lo, _, _ in blocks]
+        together: dict[int, list[set[str]]] = {}
+        for rowid, found in present.items():
+            together.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], []).append(found)
+        return together
+
+    @staticmethod
+    def _averages(conn: sqlite3.Connection, fts: str) -> tuple[int, float]:
+        """BM25's N and average length as FTS5 computes them (its averages record)."""
+        row = conn.execute(f"SELECT block FROM {fts}_data WHERE id = 1").fetchone()
+        rows, tokens = read_averages(row[0] if row else None)
+        return rows, tokens / rows if rows else 1.0
+
+
+_TAIL: Final = -1
+"""The key of the unsealed tail among the ranges `top_k` reads."""
+_PAIRWISE_TERMS: Final = 8
+"""Up to this many distinct terms, a search finds the chunks holding two or more of
+them (a query per pair) to bound each block tightly; above, bounds add every term."""
+_PAIR_BYTES: Final = 8
+"""Bytes per posting in a block: an index and a frequency, 4 bytes each."""
+
+_MAX_ROWID: Final = 2**63 - 1
+"""The largest rowid: the open end of the newest range."""
+
+
+def _match(phrase: Phrase) -> str:
+    """One phrase as FTS5 syntax: its tokens are letters and digits only, so nothing
+    inside the quotes is syntax."""
+    return '"' + " ".join(phrase.tokens) + '"' + (" *" if phrase.prefix else "")

@@ -1,0 +1,207 @@
+"""Exact top-k BM25 that reads only the blocks of the index that can still make the cut.
+
+FTS5's ``ORDER BY rank LIMIT k`` scores every row holding a query term (about 1 µs
+each): search time grows with the corpus. Here a store's chunks are cut, by rowid, into
+sealed blocks of `BLOCK_CHUNKS` chunks, and each block keeps, per token, the highest
+BM25 term score any of its chunks gets (at the block's own average length). A search
+(block-max, as search engines do over impact-ordered postings):
+
+1. computes each block's upper bound for the query: the sum over the query's phrases of
+   idf times the phrase's best term score in the block (0 where a token is absent);
+2. lets FTS5 rank one block at a time (``rowid BETWEEN lo AND hi``, its own exact BM25
+   with the whole table's statistics), highest bound first; the unsealed tail of newest
+   chunks has no bound and is ranked first;
+3. stops once ``k`` hits are in hand and the next block's bound is below the k-th
+   score: no chunk left unread can enter the top k.
+
+The result is FTS5's own ranking, exactly: the bounds only decide what is read. They
+hold whatever the store's average length is now: a score at average length ``A`` is at
+most ``max(1, A / A0)`` times the score at the block's ``A0`` (`scale_bound`). A deleted
+chunk leaves its block's bounds too high, never too low, so they stay valid.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Final, NamedTuple, TypeVar
+
+from ._postings import BM25_B, BM25_K1, chunk_tokens
+
+__all__ = [
+    "BLOCK_CHUNKS",
+    "Sealed",
+    "block_bound",
+    "fast_tokens",
+    "read_averages",
+    "scale_bound",
+    "score_block",
+    "seal",
+    "term_score",
+    "top_k",
+]
+
+T = TypeVar("T")
+
+BLOCK_CHUNKS: Final = 1024
+"""Chunks per sealed block: the unit a search reads or skips."""
+_SLACK: Final = 1e-9
+"""Relative margin on every bound, so float rounding never prunes a tying chunk."""
+
+
+class Sealed(NamedTuple):
+    """One block as written: its chunk ids and lengths (tokens), their average, and per
+    token ``(bound, postings)``: the best `term_score` of its chunks at that average,
+    and the chunks holding it as `array` bytes of ``index, tf`` pairs (index into the
+    ids), in index order."""
+
+    ids: array[int]
+    lengths: array[int]
+    average: float
+    postings: dict[str, tuple[float, bytes]]
+
+
+def term_score(tf: float, length: float, average: float) -> float:
+    """BM25's term-frequency part (FTS5's formula, k1 1.2, b 0.75), without the idf."""
+    return tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
+
+
+def scale_bound(score: float, sealed_average: float, average: float) -> float:
+    """An upper bound at average length ``average`` for a term score computed at
+    ``sealed_average``: the denominator's length part shrinks by at most that ratio."""
+    return score * max(1.0, average / sealed_average)
+
+
+def fast_tokens(text: str) -> list[str]:
+    """The tokens FTS5 indexes for ``text`` (`chunk_tokens`), with a fast path for ASCII
+    lines: lower-cased runs of letters and digits, exactly what ``unicode61`` keeps."""
+    if text.isascii():
+        return text.lower().translate(_ASCII_SEPARATORS).split()
+    # Tokens never span lines (a newline separates them): only the lines that are not
+    # ASCII take the slow path.
+    tokens: list[str] = []
+    for line in text.split("\n"):
+        if line.isascii():
+            tokens += line.lower().translate(_ASCII_SEPARATORS).split()
+        else:
+            tokens += chunk_tokens(line)
+    return tokens
+
+
+# Every ASCII character that is not a letter or digit separates tokens in unicode61.
+_ASCII_SEPARATORS: Final = {
+    code: " " for code in range(128) if not chr(code).isalnum() and chr(code) != " "
+}
+
+
+def seal(blocked: Sequence[tuple[int, str]]) -> Sealed:
+    """The block of ``(chunk id, text)`` pairs, in id order (see `Sealed`)."""
+    ids = array("q", [chunk_id for chunk_id, _ in blocked])
+    counted = [Counter(fast_tokens(text)) for _, text in blocked]
+    lengths = array("i", [sum(counts.values()) for counts in counted])
+    average = max(sum(lengths) / len(lengths), 1.0) if lengths else 1.0
+    pairs: dict[str, array[int]] = {}
+    best: dict[str, float] = {}
+    for index, counts in enumerate(counted):
+        length = lengths[index]
+        for token, tf in counts.items():
+            found = pairs.get(token)
+            if found is None:
+                found = pairs[token] = array("i")
+            found.append(index)
+            found.append(tf)
+            score = term_score(tf, length, average)
+            if score > best.get(token, 0.0):
+                best[token] = score
+    postings = {token: (best[token], found.tobytes()) for token, found in pairs.items()}
+    return Sealed(ids, lengths, average, postings)
+
+
+def score_block(
+    ids: array[int],
+    lengths: array[int],
+    terms: Sequence[tuple[float, bytes]],
+    average: float,
+) -> list[tuple[int, float]]:
+    """``(chunk id, BM25)`` of every chunk of a block holding a term, from each term's
+    ``(idf, postings)``: FTS5's formula and order of operations, so the scores are the
+    ones its ``rank`` gives."""
+    scores: dict[int, float] = {}
+    norm = 1 - BM25_B
+    for weight, packed in terms:
+        pairs = array("i")
+        pairs.frombytes(packed)
+        for index, tf in zip(pairs[0::2], pairs[1::2], strict=True):
+            part = weight * (
+                (tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (norm + BM25_B * lengths[index] / average))
+            )
+            scores[index] = scores.get(index, 0.0) + part
+    return [(ids[index], score) for index, score in scores.items()]
+
+
+def block_bound(
+    weights: Sequence[tuple[str, float]],
+    bounds: Mapping[str, float],
+    together: Iterable[Collection[str]] | None,
+) -> float:
+    """The most any chunk of a block can score for a query.
+
+    ``weights``: ``(token, idf)`` per query term; ``bounds``: each token's best term
+    score in the block (at the current average length); ``together``: the sets of
+    query tokens found in the same chunk, for each of the block's chunks holding two
+    or more (None: not known, every token counts as present in one chunk). A chunk
+    holding one query token scores at most that token's bound; only the chunks in
+    ``together`` can add several.
+    """
+    per_token: dict[str, float] = {}
+    for token, weight in weights:
+        per_token[token] = per_token.get(token, 0.0) + weight * bounds.get(token, 0.0)
+    if together is None:
+        return sum(per_token.values())
+    best = max(per_token.values(), default=0.0)
+    for present in together:
+        best = max(best, sum(per_token[token] for token in present))
+    return best
+
+
+def read_averages(blob: bytes | None) -> tuple[int, int]:
+    """``(rows, tokens)`` from FTS5's averages record (``%_data`` row 1): the row count
+    and the token total of its one column, as SQLite varints; ``(0, 0)`` when absent."""
+    if not blob:
+        return 0, 0
+    values: list[int] = []
+    offset = 0
+    while offset < len(blob) and len(values) < 2:
+        value = 0
+        for index in range(9):
+            byte = blob[offset]
+            offset += 1
+            if index == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return (values[0], values[1]) if len(values) == 2 else (0, 0)
+
+
+def top_k(
+    ranges: Iterable[tuple[float, T]], k: int, read: Callable[[T], list[tuple[int, float]]]
+) -> list[tuple[int, float]]:
+    """The ``k`` best ``(rowid, score)`` pairs, best first, reading ranges by bound.
+
+    ``ranges``: ``(bound, key)`` per part of the index, the bound at least the score of
+    any chunk in it; ``read(key)``: that part's scored chunks (or its best ``k``). Parts
+    are read highest bound first until ``k`` are in hand and the next bound is below
+    the k-th score: no chunk left unread can enter the top ``k``.
+    """
+    found: list[tuple[int, float]] = []
+    for bound, key in sorted(ranges, key=lambda entry: -entry[0]):
+        if len(found) >= k and bound * (1 + _SLACK) < found[k - 1][1]:
+            break
+        found.extend(read(key))
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
+        del found[k:]
+    return found
