@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from ._blockmax import (
     BLOCK_CHUNKS,
+    MIN_BLOCKS,
     block_bound,
     read_averages,
     scale_bound,
@@ -104,8 +105,6 @@ CREATE TABLE IF NOT EXISTS blocks (
     lo INTEGER NOT NULL,
     hi INTEGER NOT NULL,
     average REAL NOT NULL,
-    ids BLOB NOT NULL,
-    lengths BLOB NOT NULL,
     PRIMARY KEY (store_rid, lo)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS block_postings (
@@ -158,14 +157,21 @@ class ContentDB:
     """Stores, contents and search over one SQLite file (see the module docstring)."""
 
     def __init__(
-        self, path: Path, *, merge_idle: float = IDLE_SECONDS, block_chunks: int = BLOCK_CHUNKS
+        self,
+        path: Path,
+        *,
+        merge_idle: float = IDLE_SECONDS,
+        block_chunks: int = BLOCK_CHUNKS,
+        min_blocks: int = MIN_BLOCKS,
     ) -> None:
         """Open (or create) the database at ``path``; a store's index is merged after
         ``merge_idle`` seconds without writes (`IndexMerger`); every ``block_chunks``
-        new chunks of a store are sealed into a block a search may skip (`top_k`)."""
+        new chunks of a store are sealed into a block a search may skip (`top_k`), once
+        the store has ``min_blocks`` of them."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.block_chunks = block_chunks
+        self.min_blocks = min_blocks
         # The merging thread writes too: one transaction at a time on the writer.
         self._writing = threading.Lock()
         self._write = _connect(path)
@@ -234,12 +240,15 @@ class ContentDB:
         self._write.close()
 
     def _merge_step(self, store_id: str) -> bool:
-        """Merge `STEP_PAGES` pages of the store's index segments toward one b-tree;
-        False once there is nothing left to merge (or the store is gone)."""
+        """Seal one block of the store's newest chunks if a full one waits (`_seal`),
+        else merge `STEP_PAGES` pages of its index segments toward one b-tree; False
+        once there is nothing left to do (or the store is gone)."""
         with self._transaction() as conn:
             store_rid = self._store_rid(conn, store_id)
             if store_rid is None:
                 return False
+            if self._seal(conn, store_rid, store_id, limit=1):
+                return True
             fts = _fts(store_rid)
             before = conn.total_changes
             # A negative page count merges every segment, not only full levels: an
@@ -253,26 +262,37 @@ class ContentDB:
         the index)."""
         return int(conn.execute(f"SELECT count(*) FROM {_fts(store_rid)}_docsize").fetchone()[0])
 
-    def _seal(self, conn: sqlite3.Connection, store_rid: int, store_id: str) -> None:
-        """Seal the store's newest chunks into blocks of `block_chunks` (`seal`), in the
-        caller's transaction: a block is committed with the chunks it covers."""
+    def _unsealed(self, conn: sqlite3.Connection, store_rid: int, store_id: str) -> bool:
+        """Whether a full block of the store's newest chunks waits to be sealed (counted
+        on the index: no chunk text is read)."""
+        (waiting,) = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE store_id = ? AND id >"
+            " (SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?) LIMIT ?)",
+            (store_id, store_rid, self.block_chunks),
+        ).fetchone()
+        return bool(waiting >= self.block_chunks)
+
+    def _seal(
+        self, conn: sqlite3.Connection, store_rid: int, store_id: str, limit: int | None = None
+    ) -> int:
+        """Seal the store's newest chunks into blocks of `block_chunks` (`seal`), at most
+        ``limit`` of them, in the caller's transaction; how many were sealed. Chunks not
+        sealed yet are ranked by FTS5: the search is exact either way."""
         last: int = conn.execute(
             "SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?", (store_rid,)
         ).fetchone()[0]
-        while True:
-            # Counted on the index first: the bodies are read only for a full block.
-            (waiting,) = conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE store_id = ? AND id > ? LIMIT ?)",
-                (store_id, last, self.block_chunks),
-            ).fetchone()
-            if waiting < self.block_chunks:
-                return
+        sealed = 0
+        while limit is None or sealed < limit:
+            if not self._unsealed(conn, store_rid, store_id):
+                break
             rows = conn.execute(
                 "SELECT id, body FROM chunks WHERE store_id = ? AND id > ? ORDER BY id LIMIT ?",
                 (store_id, last, self.block_chunks),
             ).fetchall()
             lo, last = last + 1, rows[-1][0]
             self._write_block(conn, store_rid, lo, last, rows)
+            sealed += 1
+        return sealed
 
     @staticmethod
     def _write_block(
@@ -284,14 +304,21 @@ class ContentDB:
     ) -> None:
         block = seal(rows)
         conn.execute(
-            "INSERT INTO blocks (store_rid, lo, hi, average, ids, lengths)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (store_rid, lo, hi, block.average, block.ids.tobytes(), block.lengths.tobytes()),
+            "INSERT INTO blocks (store_rid, lo, hi, average) VALUES (?, ?, ?, ?)",
+            (store_rid, lo, hi, block.average),
         )
+        # The chunk ids and lengths travel as the postings of the empty token (never a
+        # real one): a search reads them with the query's postings, in one statement.
         conn.executemany(
             "INSERT INTO block_postings (store_rid, lo, token, bound, postings)"
             " VALUES (?, ?, ?, ?, ?)",
-            ((store_rid, lo, token, *block.postings[token]) for token in sorted(block.postings)),
+            (
+                (store_rid, lo, "", 0.0, block.ids.tobytes() + block.lengths.tobytes()),
+                *(
+                    (store_rid, lo, token, *block.postings[token])
+                    for token in sorted(block.postings)
+                ),
+            ),
         )
 
     def _reseal(
@@ -446,17 +473,18 @@ class ContentDB:
                     )
                     if progress is not None:
                         progress(start + len(batch), total)
-                self._seal(conn, store_rid, store_id)
                 conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (now, store_id))
                 existing_id = content_id
                 indexed = self._index_rows(conn, store_rid)
+                unsealed = self._unsealed(conn, store_rid, store_id)
             else:
                 existing_id = existing[0]
             row = conn.execute(
                 f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE id = ?", (existing_id,)
             ).fetchone()
         if existing is None:
-            self._merger.wrote(store_id, total, indexed)
+            # Sealing tokenizes a block's chunks in Python: done once writes stop.
+            self._merger.wrote(store_id, total, indexed, urgent=unsealed)
         return _summary(row), existing is not None
 
     def get_content(self, store_id: str, content_id: str) -> ContentSummary | None:
@@ -561,10 +589,10 @@ class ContentDB:
             return []
         fts = _fts(store_rid)
         expression = " OR ".join(_match(phrase) for phrase in wanted)
-        sealed: int = conn.execute(
-            "SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?", (store_rid,)
-        ).fetchone()[0]
-        if not sealed or any(len(p.tokens) > 1 or p.prefix for p in wanted):
+        blocks, sealed = conn.execute(
+            "SELECT count(*), coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?", (store_rid,)
+        ).fetchone()
+        if blocks < self.min_blocks or any(len(p.tokens) > 1 or p.prefix for p in wanted):
             found = self._rank_range(fts, expression, 0, _MAX_ROWID, k)
         else:
             found = self._block_max(store_rid, fts, expression, wanted, sealed, k)
@@ -601,14 +629,14 @@ class ContentDB:
         # Each token's bound per block, and its document frequency: postings in the
         # blocks plus the tail's rows.
         frequency = dict.fromkeys(distinct, 0)
-        bounds: dict[int, dict[str, float]] = {}
+        in_block: dict[int, list[tuple[str, float]]] = {}
         for lo, token, bound, size in conn.execute(
             "SELECT lo, token, bound, length(postings) FROM block_postings"
             " WHERE store_rid = ? AND lo IN (SELECT lo FROM blocks WHERE store_rid = ?)"
             f" AND token IN ({marks})",
             (store_rid, store_rid, *distinct),
         ):
-            bounds.setdefault(lo, {})[token] = bound
+            in_block.setdefault(lo, []).append((token, bound))
             frequency[token] += size // _PAIR_BYTES
         for token in distinct:
             frequency[token] += conn.execute(
@@ -617,34 +645,38 @@ class ContentDB:
             ).fetchone()[0]
         rows, average = self._averages(conn, fts)
         weights = [(token, idf(rows, frequency[token])) for token in tokens]
+        # A token written twice in the query (as two terms) counts twice, as in FTS5.
+        token_weight = dict.fromkeys(distinct, 0.0)
+        for token, weight in weights:
+            token_weight[token] += weight
         together = self._together(fts, distinct, blocks, sealed)
         ranges: list[tuple[float, int]] = [(math.inf, _TAIL)]
         for lo, _, sealed_average in blocks:
-            if lo in bounds:
-                scaled = {
-                    token: scale_bound(bound, sealed_average, average)
-                    for token, bound in bounds[lo].items()
-                }
-                found = None if together is None else together.get(lo, ())
-                ranges.append((block_bound(weights, scaled, found), lo))
+            entries = in_block.get(lo)
+            if entries is None:
+                continue
+            factor = scale_bound(1.0, sealed_average, average)
+            contributions = {
+                token: token_weight[token] * bound * factor for token, bound in entries
+            }
+            found = None if together is None else together.get(lo, ())
+            ranges.append((block_bound(contributions, found), lo))
 
         def read(lo: int) -> list[tuple[int, float]]:
             if lo == _TAIL:
                 return self._rank_range(fts, expression, sealed + 1, _MAX_ROWID, k)
-            ids_blob, lengths_blob = conn.execute(
-                "SELECT ids, lengths FROM blocks WHERE store_rid = ? AND lo = ?",
-                (store_rid, lo),
-            ).fetchone()
             packed: dict[str, bytes] = dict(
                 conn.execute(
                     "SELECT token, postings FROM block_postings"
-                    f" WHERE store_rid = ? AND lo = ? AND token IN ({marks})",
+                    f" WHERE store_rid = ? AND lo = ? AND token IN ('', {marks})",
                     (store_rid, lo, *distinct),
                 ).fetchall()
             )
+            chunks = packed.pop("")
             ids, lengths = array("q"), array("i")
-            ids.frombytes(ids_blob)
-            lengths.frombytes(lengths_blob)
+            split = len(chunks) // (ids.itemsize + lengths.itemsize) * ids.itemsize
+            ids.frombytes(chunks[:split])
+            lengths.frombytes(chunks[split:])
             terms = [(weight, packed[token]) for token, weight in weights if token in packed]
             return score_block(ids, lengths, terms, average)
 

@@ -38,17 +38,19 @@ _log = logging.getLogger(__name__)
 
 
 class _Debt:
-    """Rows written to one store's index since its last merge."""
+    """Rows written to one store's index since its last merge, and whether work is due
+    whatever their share (a block to seal)."""
 
-    __slots__ = ("rows", "total")
+    __slots__ = ("rows", "total", "urgent")
 
     def __init__(self) -> None:
         self.rows = 0
         self.total = 0
+        self.urgent = False
 
     @property
     def due(self) -> bool:
-        return self.rows > 0 and self.rows * REWRITE_SHARE >= self.total
+        return self.urgent or (self.rows > 0 and self.rows * REWRITE_SHARE >= self.total)
 
 
 class IndexMerger:
@@ -65,15 +67,17 @@ class IndexMerger:
         self._closed = False
         self._thread: threading.Thread | None = None
 
-    def wrote(self, store_id: str, rows: int, total: int) -> None:
+    def wrote(self, store_id: str, rows: int, total: int, *, urgent: bool = False) -> None:
         """Note that ``rows`` of the ``total`` rows now in the store's index were added
-        or removed (call after the write committed)."""
+        or removed (call after the write committed); ``urgent``: the store has work due
+        however few rows that is."""
         with self._changed:
             if self._closed:
                 return
             debt = self._debts.setdefault(store_id, _Debt())
             debt.rows += rows
             debt.total = total
+            debt.urgent = debt.urgent or urgent
             self._last_write = time.monotonic()
             if debt.due and self._thread is None:
                 self._thread = threading.Thread(
@@ -125,5 +129,6 @@ class IndexMerger:
                 if debt is not None:
                     # What was written while merging may not be merged yet.
                     debt.rows -= rows
+                    debt.urgent = False
                     if debt.rows <= 0:
                         del self._debts[store_id]

@@ -7,12 +7,13 @@ from __future__ import annotations
 import hashlib
 import random
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages
@@ -58,6 +59,12 @@ def _item(number: int, text: str) -> NewContent:
     )
 
 
+def _seal(db: ContentDB, store_id: str) -> None:
+    """Seal and merge now what the idle thread would once writes stop."""
+    while db._merge_step(store_id):
+        pass
+
+
 def _exact(db: ContentDB, store_id: str, query: str) -> dict[int, float]:
     """BM25 of every chunk holding a query phrase, from the chunk texts alone."""
     chunks = {
@@ -96,7 +103,7 @@ def _assert_exact(db: ContentDB, store_id: str, query: str, k: int) -> None:
 
 @contextmanager
 def _database(tmp_path: Path, block_chunks: int) -> Iterator[ContentDB]:
-    db = ContentDB(tmp_path / "content.sqlite3", block_chunks=block_chunks)
+    db = ContentDB(tmp_path / "content.sqlite3", block_chunks=block_chunks, min_blocks=1)
     try:
         yield db
     finally:
@@ -118,6 +125,8 @@ def test_block_max_ranking_equals_exact_bm25_on_generated_corpora(
         store = db.create_store("s", None, None).store_id
         for number in range(rng.randint(1, 8)):
             db.add_content(store, _item(number, _document(rng, rng.randint(1, 40))))
+            if rng.random() < 0.5:
+                _seal(db, store)  # else a longer tail of chunks waits unsealed
         for words in queries:
             for k in (1, 5, 15):
                 _assert_exact(db, store, " ".join(words), k)
@@ -128,12 +137,14 @@ def test_ranking_stays_exact_after_deletes_and_later_writes(tmp_path: Path) -> N
     with _database(tmp_path, block_chunks=4) as db:
         store = db.create_store("s", None, None).store_id
         added = [db.add_content(store, _item(n, _document(rng, 30)))[0] for n in range(6)]
+        _seal(db, store)
         # The newest content goes: its chunk ids must not be handed out again inside a
         # block sealed while it was there.
         db.delete_content(store, added[-1].content_id)
         db.delete_content(store, added[1].content_id)
         for n in range(6, 9):
             db.add_content(store, _item(n, _document(rng, 30)))
+        _seal(db, store)
         for query in ("alpha", "Müller beta", "학교 zeta", "東", "kappa lambda mu"):
             _assert_exact(db, store, query, 5)
             _assert_exact(db, store, query, 15)
@@ -150,9 +161,12 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) ->
         db.add_content(store, _item(0, "rare rare rare\n" + "filler words here\n" * 40))
         for n in range(1, 12):
             db.add_content(store, _item(n, f"rare filler {n}\n" + "more filler text\n" * 40))
+        _seal(db, store)
         reads: list[str] = []
         db._read.set_trace_callback(
-            lambda sql: reads.append(sql) if "SELECT ids, lengths FROM blocks" in sql else None
+            lambda sql: (
+                reads.append(sql) if "block_postings WHERE" in sql and "lo =" in sql else None
+            )
         )
         try:
             top = db.ranked(store, "rare", 1)
@@ -184,6 +198,20 @@ def test_ascii_fast_path_tokenizes_as_the_index_does(text: str) -> None:
     assert fast_tokens(text) == chunk_tokens(text)
 
 
+_MIXED = st.text(
+    alphabet=st.one_of(
+        st.characters(codec="utf-8"), st.sampled_from("東京都学校서울에서 \nÉéßﬁ\u0301ｶﾞ")
+    ),
+    max_size=120,
+)
+
+
+@given(_MIXED)
+@example("\U0002ebe1 東京")  # in a CJK block, yet no letter to Python's Unicode tables
+def test_the_fast_tokenizer_tokenizes_any_text_as_the_index_does(text: str) -> None:
+    assert fast_tokens(text) == chunk_tokens(text)
+
+
 def test_ascii_fast_path_agrees_with_fts5_itself() -> None:
     text = "Hello, World! x86_64 it's e-mail\tTAB 2026-11-26 a.b.c"
     conn = sqlite3.connect(":memory:")
@@ -194,3 +222,26 @@ def test_ascii_fast_path_agrees_with_fts5_itself() -> None:
     conn.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (text,))
     indexed = [term for (term,) in conn.execute("SELECT term FROM v ORDER BY offset")]
     assert fast_tokens(text) == indexed
+
+
+def test_blocks_are_sealed_once_writes_stop_and_ranking_is_exact_before_and_after(
+    tmp_path: Path,
+) -> None:
+    db = ContentDB(tmp_path / "content.sqlite3", merge_idle=0.05, block_chunks=4, min_blocks=1)
+    try:
+        store = db.create_store("s", None, None).store_id
+        rng = random.Random(11)
+        for n in range(5):
+            db.add_content(store, _item(n, _document(rng, 30)))
+        _assert_exact(db, store, "alpha beta", 15)
+        rid = db._read.execute("SELECT rid FROM stores").fetchone()[0]
+        deadline = time.monotonic() + 10
+        # The idle thread seals on its own (polled, as the merging tests do).
+        while db._unsealed(db._read, rid, store) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        assert blocks >= 5
+        _assert_exact(db, store, "alpha beta", 15)
+        _assert_exact(db, store, "gamma", 1)
+    finally:
+        db.close()
