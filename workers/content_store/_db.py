@@ -105,6 +105,7 @@ CREATE TABLE IF NOT EXISTS blocks (
     lo INTEGER NOT NULL,
     hi INTEGER NOT NULL,
     average REAL NOT NULL,
+    size INTEGER NOT NULL,
     PRIMARY KEY (store_rid, lo)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS block_postings (
@@ -183,7 +184,7 @@ class ContentDB:
         self._check_version()
         self._read = _connect(path)
         self._closed = False
-        self._merger = IndexMerger(self._merge_step, idle=merge_idle)
+        self._merger = IndexMerger(self._merge_step, idle=merge_idle, seal=self._seal_step)
 
     def _check_version(self) -> None:
         # The 'schema' row has only ever marked changes of the index (`INDEX_VERSION`,
@@ -239,16 +240,20 @@ class ContentDB:
         self._read.close()
         self._write.close()
 
+    def _seal_step(self, store_id: str) -> bool:
+        """Seal one block of the store's newest chunks (`_seal`) in a transaction of
+        its own; False once none waits (or the store is gone)."""
+        with self._transaction() as conn:
+            store_rid = self._store_rid(conn, store_id)
+            return store_rid is not None and self._seal(conn, store_rid, store_id, limit=1) > 0
+
     def _merge_step(self, store_id: str) -> bool:
-        """Seal one block of the store's newest chunks if a full one waits (`_seal`),
-        else merge `STEP_PAGES` pages of its index segments toward one b-tree; False
-        once there is nothing left to do (or the store is gone)."""
+        """Merge `STEP_PAGES` pages of the store's index segments toward one b-tree;
+        False once there is nothing left to merge (or the store is gone)."""
         with self._transaction() as conn:
             store_rid = self._store_rid(conn, store_id)
             if store_rid is None:
                 return False
-            if self._seal(conn, store_rid, store_id, limit=1):
-                return True
             fts = _fts(store_rid)
             before = conn.total_changes
             # A negative page count merges every segment, not only full levels: an
@@ -262,37 +267,48 @@ class ContentDB:
         the index)."""
         return int(conn.execute(f"SELECT count(*) FROM {_fts(store_rid)}_docsize").fetchone()[0])
 
-    def _unsealed(self, conn: sqlite3.Connection, store_rid: int, store_id: str) -> bool:
-        """Whether a full block of the store's newest chunks waits to be sealed (counted
+    @staticmethod
+    def _unsealed(conn: sqlite3.Connection, store_rid: int, store_id: str) -> bool:
+        """Whether chunks newer than the store's last block wait to be sealed (looked up
         on the index: no chunk text is read)."""
-        (waiting,) = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE store_id = ? AND id >"
-            " (SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?) LIMIT ?)",
-            (store_id, store_rid, self.block_chunks),
+        row = conn.execute(
+            "SELECT 1 FROM chunks WHERE store_id = ? AND id >"
+            " (SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?) LIMIT 1",
+            (store_id, store_rid),
         ).fetchone()
-        return bool(waiting >= self.block_chunks)
+        return row is not None
 
     def _seal(
         self, conn: sqlite3.Connection, store_rid: int, store_id: str, limit: int | None = None
     ) -> int:
-        """Seal the store's newest chunks into blocks of `block_chunks` (`seal`), at most
-        ``limit`` of them, in the caller's transaction; how many were sealed. Chunks not
-        sealed yet are ranked by FTS5: the search is exact either way."""
-        last: int = conn.execute(
-            "SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?", (store_rid,)
-        ).fetchone()[0]
+        """Seal the store's newest chunks into blocks of up to `block_chunks` (`seal`),
+        at most ``limit`` blocks, in the caller's transaction; how many were written.
+        Chunks not sealed yet are ranked by FTS5: the search is exact either way."""
         sealed = 0
-        while limit is None or sealed < limit:
-            if not self._unsealed(conn, store_rid, store_id):
-                break
+        while (limit is None or sealed < limit) and self._unsealed(conn, store_rid, store_id):
+            last = conn.execute(
+                "SELECT lo, hi, size FROM blocks WHERE store_rid = ? ORDER BY lo DESC LIMIT 1",
+                (store_rid,),
+            ).fetchone()
+            if last is not None and last[2] < self.block_chunks:
+                # The newest block is not full: rebuilt with the chunks after it, so a
+                # trickle of writes leaves one growing block, not many small ones.
+                lo = last[0]
+                self._drop_block(conn, store_rid, lo)
+            else:
+                lo = (last[1] if last is not None else 0) + 1
             rows = conn.execute(
-                "SELECT id, body FROM chunks WHERE store_id = ? AND id > ? ORDER BY id LIMIT ?",
-                (store_id, last, self.block_chunks),
+                "SELECT id, body FROM chunks WHERE store_id = ? AND id >= ? ORDER BY id LIMIT ?",
+                (store_id, lo, self.block_chunks),
             ).fetchall()
-            lo, last = last + 1, rows[-1][0]
-            self._write_block(conn, store_rid, lo, last, rows)
+            self._write_block(conn, store_rid, lo, rows[-1][0], rows)
             sealed += 1
         return sealed
+
+    @staticmethod
+    def _drop_block(conn: sqlite3.Connection, store_rid: int, lo: int) -> None:
+        conn.execute("DELETE FROM blocks WHERE store_rid = ? AND lo = ?", (store_rid, lo))
+        conn.execute("DELETE FROM block_postings WHERE store_rid = ? AND lo = ?", (store_rid, lo))
 
     @staticmethod
     def _write_block(
@@ -304,8 +320,8 @@ class ContentDB:
     ) -> None:
         block = seal(rows)
         conn.execute(
-            "INSERT INTO blocks (store_rid, lo, hi, average) VALUES (?, ?, ?, ?)",
-            (store_rid, lo, hi, block.average),
+            "INSERT INTO blocks (store_rid, lo, hi, average, size) VALUES (?, ?, ?, ?, ?)",
+            (store_rid, lo, hi, block.average, len(rows)),
         )
         # The chunk ids and lengths travel as the postings of the empty token (never a
         # real one): a search reads them with the query's postings, in one statement.
@@ -333,10 +349,7 @@ class ContentDB:
             (store_rid, min(chunk_ids), max(chunk_ids)),
         ).fetchall()
         for lo, hi in blocks:
-            conn.execute("DELETE FROM blocks WHERE store_rid = ? AND lo = ?", (store_rid, lo))
-            conn.execute(
-                "DELETE FROM block_postings WHERE store_rid = ? AND lo = ?", (store_rid, lo)
-            )
+            self._drop_block(conn, store_rid, lo)
             rows = conn.execute(
                 "SELECT id, body FROM chunks WHERE store_id = ? AND id BETWEEN ? AND ? ORDER BY id",
                 (store_id, lo, hi),
@@ -476,7 +489,6 @@ class ContentDB:
                 conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (now, store_id))
                 existing_id = content_id
                 indexed = self._index_rows(conn, store_rid)
-                unsealed = self._unsealed(conn, store_rid, store_id)
             else:
                 existing_id = existing[0]
             row = conn.execute(
@@ -484,7 +496,7 @@ class ContentDB:
             ).fetchone()
         if existing is None:
             # Sealing tokenizes a block's chunks in Python: done once writes stop.
-            self._merger.wrote(store_id, total, indexed, urgent=unsealed)
+            self._merger.wrote(store_id, total, indexed, unsealed=True)
         return _summary(row), existing is not None
 
     def get_content(self, store_id: str, content_id: str) -> ContentSummary | None:
@@ -595,7 +607,8 @@ class ContentDB:
         if blocks < self.min_blocks or any(len(p.tokens) > 1 or p.prefix for p in wanted):
             found = self._rank_range(fts, expression, 0, _MAX_ROWID, k)
         else:
-            found = self._block_max(store_rid, fts, expression, wanted, sealed, k)
+            tail = self._unsealed(conn, store_rid, store_id)
+            found = self._block_max(store_rid, fts, expression, wanted, sealed, tail, k)
         return [(rowid, score) for rowid, score in found if score > 0]
 
     def _rank_range(
@@ -615,10 +628,11 @@ class ContentDB:
         expression: str,
         wanted: Sequence[Phrase],
         sealed: int,
+        tail: bool,
         k: int,
     ) -> list[tuple[int, float]]:
-        """`top_k` over the sealed blocks (scored from their postings) and the tail
-        (ranked by FTS5), for a query of single-token terms."""
+        """`top_k` over the sealed blocks (scored from their postings) and, when
+        ``tail``, the chunks after them (ranked by FTS5), for single-token terms."""
         conn = self._read
         tokens = [phrase.tokens[0] for phrase in wanted]
         distinct = sorted(set(tokens))
@@ -638,7 +652,7 @@ class ContentDB:
         ):
             in_block.setdefault(lo, []).append((token, bound))
             frequency[token] += size // _PAIR_BYTES
-        for token in distinct:
+        for token in distinct if tail else ():
             frequency[token] += conn.execute(
                 f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ? AND rowid > ?",
                 (_match(Phrase((token,), prefix=False)), sealed),
@@ -650,7 +664,7 @@ class ContentDB:
         for token, weight in weights:
             token_weight[token] += weight
         together = self._together(fts, distinct, blocks, sealed)
-        ranges: list[tuple[float, int]] = [(math.inf, _TAIL)]
+        ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if tail else []
         for lo, _, sealed_average in blocks:
             entries = in_block.get(lo)
             if entries is None:

@@ -60,8 +60,8 @@ def _item(number: int, text: str) -> NewContent:
 
 
 def _seal(db: ContentDB, store_id: str) -> None:
-    """Seal and merge now what the idle thread would once writes stop."""
-    while db._merge_step(store_id):
+    """Seal now what the idle thread would once writes stop."""
+    while db._seal_step(store_id):
         pass
 
 
