@@ -112,9 +112,16 @@ CREATE TABLE IF NOT EXISTS block_postings (
     store_rid INTEGER NOT NULL,
     lo INTEGER NOT NULL,
     token TEXT NOT NULL,
-    bound REAL NOT NULL,
     postings BLOB NOT NULL,
     PRIMARY KEY (store_rid, lo, token)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS block_bounds (
+    store_rid INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    lo INTEGER NOT NULL,
+    bound REAL NOT NULL,
+    df INTEGER NOT NULL,
+    PRIMARY KEY (store_rid, token, lo)
 ) WITHOUT ROWID;
 """
 _FTS_TOKENIZER: Final = "unicode61 remove_diacritics 2"
@@ -210,6 +217,7 @@ class ContentDB:
                 # The block bounds hold tokens of the old rewrite too: sealed afresh.
                 self._write.execute("DELETE FROM blocks")
                 self._write.execute("DELETE FROM block_postings")
+                self._write.execute("DELETE FROM block_bounds")
                 for store_rid, store_id in self._write.execute(
                     "SELECT rid, id FROM stores"
                 ).fetchall():
@@ -309,6 +317,7 @@ class ContentDB:
     def _drop_block(conn: sqlite3.Connection, store_rid: int, lo: int) -> None:
         conn.execute("DELETE FROM blocks WHERE store_rid = ? AND lo = ?", (store_rid, lo))
         conn.execute("DELETE FROM block_postings WHERE store_rid = ? AND lo = ?", (store_rid, lo))
+        conn.execute("DELETE FROM block_bounds WHERE store_rid = ? AND lo = ?", (store_rid, lo))
 
     @staticmethod
     def _write_block(
@@ -325,15 +334,27 @@ class ContentDB:
         )
         # The chunk ids and lengths travel as the postings of the empty token (never a
         # real one): a search reads them with the query's postings, in one statement.
+        tokens = sorted(block.postings)
         conn.executemany(
-            "INSERT INTO block_postings (store_rid, lo, token, bound, postings)"
-            " VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO block_postings (store_rid, lo, token, postings) VALUES (?, ?, ?, ?)",
             (
-                (store_rid, lo, "", 0.0, block.ids.tobytes() + block.lengths.tobytes()),
-                *(
-                    (store_rid, lo, token, *block.postings[token])
-                    for token in sorted(block.postings)
-                ),
+                (store_rid, lo, "", block.ids.tobytes() + block.lengths.tobytes()),
+                *((store_rid, lo, token, block.postings[token][1]) for token in tokens),
+            ),
+        )
+        # The bounds apart, small rows by token: a search reads a token's bound in every
+        # block as one range of the key, not one lookup per block among the postings.
+        conn.executemany(
+            "INSERT INTO block_bounds (store_rid, token, lo, bound, df) VALUES (?, ?, ?, ?, ?)",
+            (
+                (
+                    store_rid,
+                    token,
+                    lo,
+                    block.postings[token][0],
+                    len(block.postings[token][1]) // _PAIR_BYTES,
+                )
+                for token in tokens
             ),
         )
 
@@ -408,6 +429,7 @@ class ContentDB:
             conn.execute(f"DROP TABLE IF EXISTS {_fts(store_rid)}")
             conn.execute("DELETE FROM blocks WHERE store_rid = ?", (store_rid,))
             conn.execute("DELETE FROM block_postings WHERE store_rid = ?", (store_rid,))
+            conn.execute("DELETE FROM block_bounds WHERE store_rid = ?", (store_rid,))
             conn.execute("DELETE FROM chunks WHERE store_id = ?", (store_id,))
             count: int = conn.execute(
                 "SELECT count(*) FROM contents WHERE store_id = ?", (store_id,)
@@ -644,14 +666,13 @@ class ContentDB:
         # blocks plus the tail's rows.
         frequency = dict.fromkeys(distinct, 0)
         in_block: dict[int, list[tuple[str, float]]] = {}
-        for lo, token, bound, size in conn.execute(
-            "SELECT lo, token, bound, length(postings) FROM block_postings"
-            " WHERE store_rid = ? AND lo IN (SELECT lo FROM blocks WHERE store_rid = ?)"
-            f" AND token IN ({marks})",
-            (store_rid, store_rid, *distinct),
+        for lo, token, bound, df in conn.execute(
+            "SELECT lo, token, bound, df FROM block_bounds"
+            f" WHERE store_rid = ? AND token IN ({marks})",
+            (store_rid, *distinct),
         ):
             in_block.setdefault(lo, []).append((token, bound))
-            frequency[token] += size // _PAIR_BYTES
+            frequency[token] += df
         for token in distinct if tail else ():
             frequency[token] += conn.execute(
                 f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ? AND rowid > ?",
