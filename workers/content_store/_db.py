@@ -1,10 +1,13 @@
 """The content store's SQLite database: stores, contents, line chunks and their FTS5 index.
 
 One file in WAL mode. Each store has its own FTS5 table (``fts_<store rowid>``), so
-BM25's statistics are the store's own and a search reads only that store's index,
-with FTS5's fast ``ORDER BY rank LIMIT n`` path. Two connections: the writer, one
-transaction at a time (the server's write calls, and the thread that merges a store's
-index once writes stop: `IndexMerger`), and the reader; WAL lets reads go on while a
+BM25's statistics are the store's own and a search reads only that store's index.
+Once writes stop, a store's chunks are also sealed into blocks with per-token bounds
+(`_blocks`), so a search of a large store reads only the blocks that can still make
+its top k (`_blockmax`); FTS5 ranks phrases, small stores and chunks not sealed yet.
+Two connections: the writer, one transaction at a time (the server's write calls, and
+the thread that seals blocks and merges a store's index once writes stop:
+`IndexMerger`), and the reader; WAL lets reads go on while a
 long write is in progress and shows them only committed data. Every change is one
 transaction, so a process killed mid-way leaves the change wholly applied or wholly
 absent.
@@ -12,31 +15,19 @@ absent.
 
 from __future__ import annotations
 
-import bisect
-import itertools
-import math
 import sqlite3
 import threading
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from ._blockmax import (
-    BLOCK_CHUNKS,
-    MIN_BLOCKS,
-    block_bound,
-    read_averages,
-    scale_bound,
-    score_block,
-    seal,
-    top_k,
-)
+from ._blockmax import BLOCK_CHUNKS, MIN_BLOCKS
+from ._blocks import match, reseal, seal_blocks, search_blocks, unsealed
 from ._merging import IDLE_SECONDS, STEP_PAGES, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._postings import Phrase, idf, phrases
+from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
     INSERT_BATCH,
@@ -221,7 +212,7 @@ class ContentDB:
                 for store_rid, store_id in self._write.execute(
                     "SELECT rid, id FROM stores"
                 ).fetchall():
-                    self._seal(self._write, store_rid, store_id)
+                    seal_blocks(self._write, store_rid, store_id, self.block_chunks)
             self._write.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
                 (str(INDEX_VERSION),),
@@ -253,7 +244,10 @@ class ContentDB:
         its own; False once none waits (or the store is gone)."""
         with self._transaction() as conn:
             store_rid = self._store_rid(conn, store_id)
-            return store_rid is not None and self._seal(conn, store_rid, store_id, limit=1) > 0
+            return (
+                store_rid is not None
+                and seal_blocks(conn, store_rid, store_id, self.block_chunks, limit=1) > 0
+            )
 
     def _merge_step(self, store_id: str) -> bool:
         """Merge `STEP_PAGES` pages of the store's index segments toward one b-tree;
@@ -274,110 +268,6 @@ class ContentDB:
         """How many chunks the store's index holds (its document-size table: no scan of
         the index)."""
         return int(conn.execute(f"SELECT count(*) FROM {_fts(store_rid)}_docsize").fetchone()[0])
-
-    @staticmethod
-    def _unsealed(conn: sqlite3.Connection, store_rid: int, store_id: str) -> bool:
-        """Whether chunks newer than the store's last block wait to be sealed (looked up
-        on the index: no chunk text is read)."""
-        row = conn.execute(
-            "SELECT 1 FROM chunks WHERE store_id = ? AND id >"
-            " (SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?) LIMIT 1",
-            (store_id, store_rid),
-        ).fetchone()
-        return row is not None
-
-    def _seal(
-        self, conn: sqlite3.Connection, store_rid: int, store_id: str, limit: int | None = None
-    ) -> int:
-        """Seal the store's newest chunks into blocks of up to `block_chunks` (`seal`),
-        at most ``limit`` blocks, in the caller's transaction; how many were written.
-        Chunks not sealed yet are ranked by FTS5: the search is exact either way."""
-        sealed = 0
-        while (limit is None or sealed < limit) and self._unsealed(conn, store_rid, store_id):
-            last = conn.execute(
-                "SELECT lo, hi, size FROM blocks WHERE store_rid = ? ORDER BY lo DESC LIMIT 1",
-                (store_rid,),
-            ).fetchone()
-            if last is not None and last[2] < self.block_chunks:
-                # The newest block is not full: rebuilt with the chunks after it, so a
-                # trickle of writes leaves one growing block, not many small ones.
-                lo = last[0]
-                self._drop_block(conn, store_rid, lo)
-            else:
-                lo = (last[1] if last is not None else 0) + 1
-            rows = conn.execute(
-                "SELECT id, body FROM chunks WHERE store_id = ? AND id >= ? ORDER BY id LIMIT ?",
-                (store_id, lo, self.block_chunks),
-            ).fetchall()
-            self._write_block(conn, store_rid, lo, rows[-1][0], rows)
-            sealed += 1
-        return sealed
-
-    @staticmethod
-    def _drop_block(conn: sqlite3.Connection, store_rid: int, lo: int) -> None:
-        conn.execute("DELETE FROM blocks WHERE store_rid = ? AND lo = ?", (store_rid, lo))
-        conn.execute("DELETE FROM block_postings WHERE store_rid = ? AND lo = ?", (store_rid, lo))
-        conn.execute("DELETE FROM block_bounds WHERE store_rid = ? AND lo = ?", (store_rid, lo))
-
-    @staticmethod
-    def _write_block(
-        conn: sqlite3.Connection,
-        store_rid: int,
-        lo: int,
-        hi: int,
-        rows: Sequence[tuple[int, str]],
-    ) -> None:
-        block = seal(rows)
-        conn.execute(
-            "INSERT INTO blocks (store_rid, lo, hi, average, size) VALUES (?, ?, ?, ?, ?)",
-            (store_rid, lo, hi, block.average, len(rows)),
-        )
-        # The chunk ids and lengths travel as the postings of the empty token (never a
-        # real one): a search reads them with the query's postings, in one statement.
-        tokens = sorted(block.postings)
-        conn.executemany(
-            "INSERT INTO block_postings (store_rid, lo, token, postings) VALUES (?, ?, ?, ?)",
-            (
-                (store_rid, lo, "", block.ids.tobytes() + block.lengths.tobytes()),
-                *((store_rid, lo, token, block.postings[token][1]) for token in tokens),
-            ),
-        )
-        # The bounds apart, small rows by token: a search reads a token's bound in every
-        # block as one range of the key, not one lookup per block among the postings.
-        conn.executemany(
-            "INSERT INTO block_bounds (store_rid, token, lo, bound, df) VALUES (?, ?, ?, ?, ?)",
-            (
-                (
-                    store_rid,
-                    token,
-                    lo,
-                    block.postings[token][0],
-                    len(block.postings[token][1]) // _PAIR_BYTES,
-                )
-                for token in tokens
-            ),
-        )
-
-    def _reseal(
-        self, conn: sqlite3.Connection, store_rid: int, store_id: str, chunk_ids: Sequence[int]
-    ) -> None:
-        """Rebuild the blocks that held ``chunk_ids`` (just deleted) from the chunks left
-        in their ranges, so a block's postings are always its chunks' own."""
-        if not chunk_ids:
-            return
-        blocks = conn.execute(
-            "SELECT lo, hi FROM blocks WHERE store_rid = ? AND hi >= ? AND lo <= ?",
-            (store_rid, min(chunk_ids), max(chunk_ids)),
-        ).fetchall()
-        for lo, hi in blocks:
-            self._drop_block(conn, store_rid, lo)
-            rows = conn.execute(
-                "SELECT id, body FROM chunks WHERE store_id = ? AND id BETWEEN ? AND ? ORDER BY id",
-                (store_id, lo, hi),
-            ).fetchall()
-            # An emptied block stays as a range with no postings: the ids below the
-            # newest block's end are never handed out again.
-            self._write_block(conn, store_rid, lo, hi, rows)
 
     # -- stores ----------------------------------------------------------------------
 
@@ -573,7 +463,7 @@ class ContentDB:
             deleted: int = conn.execute(
                 "DELETE FROM chunks WHERE content_rid = ?", (row[0],)
             ).rowcount
-            self._reseal(conn, store_rid, store_id, chunk_ids)
+            reseal(conn, store_rid, store_id, chunk_ids)
             conn.execute("DELETE FROM contents WHERE rid = ?", (row[0],))
             conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (_now(), store_id))
             indexed = self._index_rows(conn, store_rid)
@@ -622,15 +512,24 @@ class ContentDB:
         if not wanted:
             return []
         fts = _fts(store_rid)
-        expression = " OR ".join(_match(phrase) for phrase in wanted)
+        expression = " OR ".join(match(phrase) for phrase in wanted)
         blocks, sealed = conn.execute(
             "SELECT count(*), coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?", (store_rid,)
         ).fetchone()
         if blocks < self.min_blocks or any(len(p.tokens) > 1 or p.prefix for p in wanted):
             found = self._rank_range(fts, expression, 0, _MAX_ROWID, k)
         else:
-            tail = self._unsealed(conn, store_rid, store_id)
-            found = self._block_max(store_rid, fts, expression, wanted, sealed, tail, k)
+            found = search_blocks(
+                conn,
+                store_rid,
+                fts,
+                wanted,
+                sealed,
+                k,
+                (lambda: self._rank_range(fts, expression, sealed + 1, _MAX_ROWID, k))
+                if unsealed(conn, store_rid, store_id)
+                else None,
+            )
         return [(rowid, score) for rowid, score in found if score > 0]
 
     def _rank_range(
@@ -643,121 +542,6 @@ class ContentDB:
             (expression, lo, hi, k),
         ).fetchall()
 
-    def _block_max(
-        self,
-        store_rid: int,
-        fts: str,
-        expression: str,
-        wanted: Sequence[Phrase],
-        sealed: int,
-        tail: bool,
-        k: int,
-    ) -> list[tuple[int, float]]:
-        """`top_k` over the sealed blocks (scored from their postings) and, when
-        ``tail``, the chunks after them (ranked by FTS5), for single-token terms."""
-        conn = self._read
-        tokens = [phrase.tokens[0] for phrase in wanted]
-        distinct = sorted(set(tokens))
-        marks = ",".join("?" * len(distinct))
-        blocks = conn.execute(
-            "SELECT lo, hi, average FROM blocks WHERE store_rid = ? ORDER BY lo", (store_rid,)
-        ).fetchall()
-        # Each token's bound per block, and its document frequency: postings in the
-        # blocks plus the tail's rows.
-        frequency = dict.fromkeys(distinct, 0)
-        in_block: dict[int, list[tuple[str, float]]] = {}
-        for lo, token, bound, df in conn.execute(
-            "SELECT lo, token, bound, df FROM block_bounds"
-            f" WHERE store_rid = ? AND token IN ({marks})",
-            (store_rid, *distinct),
-        ):
-            in_block.setdefault(lo, []).append((token, bound))
-            frequency[token] += df
-        for token in distinct if tail else ():
-            frequency[token] += conn.execute(
-                f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ? AND rowid > ?",
-                (_match(Phrase((token,), prefix=False)), sealed),
-            ).fetchone()[0]
-        rows, average = self._averages(conn, fts)
-        weights = [(token, idf(rows, frequency[token])) for token in tokens]
-        # A token written twice in the query (as two terms) counts twice, as in FTS5.
-        token_weight = dict.fromkeys(distinct, 0.0)
-        for token, weight in weights:
-            token_weight[token] += weight
-        together = self._together(fts, distinct, blocks, sealed)
-        ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if tail else []
-        for lo, _, sealed_average in blocks:
-            entries = in_block.get(lo)
-            if entries is None:
-                continue
-            factor = scale_bound(1.0, sealed_average, average)
-            contributions = {
-                token: token_weight[token] * bound * factor for token, bound in entries
-            }
-            found = None if together is None else together.get(lo, ())
-            ranges.append((block_bound(contributions, found), lo))
-
-        def read(lo: int) -> list[tuple[int, float]]:
-            if lo == _TAIL:
-                return self._rank_range(fts, expression, sealed + 1, _MAX_ROWID, k)
-            packed: dict[str, bytes] = dict(
-                conn.execute(
-                    "SELECT token, postings FROM block_postings"
-                    f" WHERE store_rid = ? AND lo = ? AND token IN ('', {marks})",
-                    (store_rid, lo, *distinct),
-                ).fetchall()
-            )
-            chunks = packed.pop("")
-            ids, lengths = array("q"), array("i")
-            split = len(chunks) // (ids.itemsize + lengths.itemsize) * ids.itemsize
-            ids.frombytes(chunks[:split])
-            lengths.frombytes(chunks[split:])
-            terms = [(weight, packed[token]) for token, weight in weights if token in packed]
-            return score_block(ids, lengths, terms, average)
-
-        return top_k(ranges, k, read)
-
-    def _together(
-        self, fts: str, tokens: Sequence[str], blocks: Sequence[tuple[int, int, float]], sealed: int
-    ) -> dict[int, list[set[str]]] | None:
-        """Per block, the query tokens each of its chunks holding two or more of them
-        holds (FTS5 intersects the doclists); None for a query of too many terms."""
-        if len(tokens) > _PAIRWISE_TERMS:
-            return None
-        present: dict[int, set[str]] = {}
-        for first, second in itertools.combinations(tokens, 2):
-            for (rowid,) in self._read.execute(
-                f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid <= ?",
-                (f'"{first}" AND "{second}"', sealed),
-            ):
-                present.setdefault(rowid, set()).update((first, second))
-        starts = [lo for lo, _, _ in blocks]
-        together: dict[int, list[set[str]]] = {}
-        for rowid, found in present.items():
-            together.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], []).append(found)
-        return together
-
-    @staticmethod
-    def _averages(conn: sqlite3.Connection, fts: str) -> tuple[int, float]:
-        """BM25's N and average length as FTS5 computes them (its averages record)."""
-        row = conn.execute(f"SELECT block FROM {fts}_data WHERE id = 1").fetchone()
-        rows, tokens = read_averages(row[0] if row else None)
-        return rows, tokens / rows if rows else 1.0
-
-
-_TAIL: Final = -1
-"""The key of the unsealed tail among the ranges `top_k` reads."""
-_PAIRWISE_TERMS: Final = 8
-"""Up to this many distinct terms, a search finds the chunks holding two or more of
-them (a query per pair) to bound each block tightly; above, bounds add every term."""
-_PAIR_BYTES: Final = 8
-"""Bytes per posting in a block: an index and a frequency, 4 bytes each."""
 
 _MAX_ROWID: Final = 2**63 - 1
 """The largest rowid: the open end of the newest range."""
-
-
-def _match(phrase: Phrase) -> str:
-    """One phrase as FTS5 syntax: its tokens are letters and digits only, so nothing
-    inside the quotes is syntax."""
-    return '"' + " ".join(phrase.tokens) + '"' + (" *" if phrase.prefix else "")

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages
+from nativemcp.workers.content_store._blocks import unsealed
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
 from nativemcp.workers.content_store._postings import (
@@ -237,7 +238,7 @@ def test_blocks_are_sealed_once_writes_stop_and_ranking_is_exact_before_and_afte
         rid = db._read.execute("SELECT rid FROM stores").fetchone()[0]
         deadline = time.monotonic() + 10
         # The idle thread seals on its own (polled, as the merging tests do).
-        while db._unsealed(db._read, rid, store) and time.monotonic() < deadline:
+        while unsealed(db._read, rid, store) and time.monotonic() < deadline:
             time.sleep(0.01)
         blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
         assert blocks >= 5
