@@ -51,6 +51,7 @@ import anyio
 from bench._report import emit_json, parse_args, print_table, ratio
 from nativemcp.protocol import NativeMCPResponse, result_text
 from nativemcp.proxy import WorkerPool
+from nativemcp.workers.content_store._postings import BM25_B, BM25_K1
 from nativemcp.workers.content_store._tokenize import fold, index_text, query_terms
 
 SEED: Final = 20261125
@@ -401,10 +402,14 @@ def rank_bm25_search(ids: list[str], texts: list[str]) -> Callable[[str], list[s
 
 
 def bm25s_search(ids: list[str], texts: list[str]) -> Callable[[str], list[str]]:
-    """bm25s over the store's chunks (single-threaded retrieval): query → top chunk ids."""
+    """bm25s over the store's chunks (single-threaded retrieval): query → top chunk ids.
+
+    With the store's BM25 parameters (FTS5's k1 1.2 and b 0.75; bm25s' default k1 is
+    1.5), so overlap@5 measures how the ranking is computed, not which k1 was chosen.
+    """
     import bm25s
 
-    index = bm25s.BM25()
+    index = bm25s.BM25(k1=BM25_K1, b=BM25_B)
     index.index([tokens(text) for text in texts], show_progress=False)
     vocab = index.vocab_dict
 
