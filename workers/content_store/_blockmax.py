@@ -22,7 +22,9 @@ chunk leaves its block's bounds too high, never too low, so they stay valid.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import math
 import re
 from array import array
 from collections import Counter
@@ -42,6 +44,7 @@ __all__ = [
     "scale_bound",
     "score_block",
     "seal",
+    "skippable_tokens",
     "term_score",
     "top_k",
 ]
@@ -146,23 +149,68 @@ def seal(blocked: Sequence[tuple[int, str]]) -> Sealed:
 def score_block(
     ids: array[int],
     lengths: array[int],
-    terms: Sequence[tuple[float, bytes]],
+    terms: Sequence[tuple[str, float, bytes]],
     average: float,
+    skippable: Collection[str] = (),
 ) -> list[tuple[int, float]]:
-    """``(chunk id, BM25)`` of every chunk of a block holding a term, from each term's
-    ``(idf, postings)``: FTS5's formula and order of operations, so the scores are the
-    ones its ``rank`` gives."""
-    scores: dict[int, float] = {}
-    norm = 1 - BM25_B
-    for weight, packed in terms:
+    """``(chunk id, BM25)`` of the chunks of a block holding a term, from each term's
+    ``(token, idf, postings)`` in query order: FTS5's formula and order of operations,
+    so the scores are the ones its ``rank`` gives.
+
+    Chunks holding only ``skippable`` tokens are left out: the caller knows they
+    cannot reach its top k (MaxScore within the block). The other chunks are found in
+    the postings of the remaining tokens, and a skippable token's part is looked up
+    in its postings (by bisection) rather than read through.
+    """
+    decoded: dict[str, tuple[array[int], array[int]]] = {}
+    for token, _, packed in terms:
         pairs = array("i")
         pairs.frombytes(packed)
-        for index, tf in zip(pairs[0::2], pairs[1::2], strict=True):
-            part = weight * (
-                (tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (norm + BM25_B * lengths[index] / average))
-            )
-            scores[index] = scores.get(index, 0.0) + part
-    return [(ids[index], score) for index, score in scores.items()]
+        decoded[token] = (pairs[0::2], pairs[1::2])
+    norm = 1 - BM25_B
+    if not skippable:
+        scores: dict[int, float] = {}
+        for token, weight, _ in terms:
+            indexes, frequencies = decoded[token]
+            for index, tf in zip(indexes, frequencies, strict=True):
+                part = weight * (
+                    (tf * (BM25_K1 + 1))
+                    / (tf + BM25_K1 * (norm + BM25_B * lengths[index] / average))
+                )
+                scores[index] = scores.get(index, 0.0) + part
+        return [(ids[index], score) for index, score in scores.items()]
+    candidates: set[int] = set()
+    for token, (indexes, _) in decoded.items():
+        if token not in skippable:
+            candidates.update(indexes)
+    found = []
+    for index in candidates:
+        score = 0.0
+        for token, weight, _ in terms:
+            indexes, frequencies = decoded[token]
+            at = bisect.bisect_left(indexes, index)
+            if at < len(indexes) and indexes[at] == index:
+                tf = frequencies[at]
+                score += weight * (
+                    (tf * (BM25_K1 + 1))
+                    / (tf + BM25_K1 * (norm + BM25_B * lengths[index] / average))
+                )
+        found.append((ids[index], score))
+    return found
+
+
+def skippable_tokens(contributions: Mapping[str, float], threshold: float) -> set[str]:
+    """The tokens whose chunks cannot reach ``threshold`` on their own: the largest
+    set of the smallest ``contributions`` (bounds per token in a block) whose sum stays
+    below it, so a chunk holding only those scores less."""
+    skippable: set[str] = set()
+    total = 0.0
+    for token, bound in sorted(contributions.items(), key=lambda item: item[1]):
+        total += bound
+        if total * (1 + _SLACK) >= threshold:
+            break
+        skippable.add(token)
+    return skippable
 
 
 def block_bound(
@@ -208,13 +256,16 @@ def read_averages(blob: bytes | None) -> tuple[int, int]:
 
 
 def top_k(
-    ranges: Iterable[tuple[float, T]], k: int, read: Callable[[T], list[tuple[int, float]]]
+    ranges: Iterable[tuple[float, T]],
+    k: int,
+    read: Callable[[T, float], list[tuple[int, float]]],
 ) -> list[tuple[int, float]]:
     """The ``k`` best ``(rowid, score)`` pairs, best first (ties: lower rowid first),
     reading ranges by bound.
 
     ``ranges``: ``(bound, key)`` per part of the index, the bound at least the score of
-    any chunk in it; ``read(key)``: that part's scored chunks (or its best ``k``). Parts
+    any chunk in it; ``read(key, threshold)``: that part's scored chunks (or its best
+    ``k``), any scoring below ``threshold`` (the k-th score so far) may be left out. Parts
     are read highest bound first until ``k`` are in hand and the next bound is below
     the k-th score: no chunk left unread can enter the top ``k``.
     """
@@ -222,7 +273,7 @@ def top_k(
     for bound, key in sorted(ranges, key=lambda entry: -entry[0]):
         if len(best) >= k and bound * (1 + _SLACK) < best[0][0]:
             break
-        for rowid, score in read(key):
+        for rowid, score in read(key, best[0][0] if len(best) >= k else -math.inf):
             entry = (score, -rowid)
             if len(best) < k:
                 heapq.heappush(best, entry)

@@ -19,7 +19,15 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from ._blockmax import block_bound, read_averages, scale_bound, score_block, seal, top_k
+from ._blockmax import (
+    block_bound,
+    read_averages,
+    scale_bound,
+    score_block,
+    seal,
+    skippable_tokens,
+    top_k,
+)
 from ._postings import Phrase, idf
 
 __all__ = [
@@ -183,16 +191,18 @@ def search_blocks(
         token_weight[token] += weight
     together = _together(conn, fts, distinct, blocks, sealed)
     ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if tail else []
+    bounds: dict[int, dict[str, float]] = {}
     for lo, _, sealed_average in blocks:
         entries = in_block.get(lo)
         if entries is None:
             continue
         factor = scale_bound(1.0, sealed_average, average)
         contributions = {token: token_weight[token] * bound * factor for token, bound in entries}
+        bounds[lo] = contributions
         found = None if together is None else together.get(lo, ())
         ranges.append((block_bound(contributions, found), lo))
 
-    def read(lo: int) -> list[tuple[int, float]]:
+    def read(lo: int, threshold: float) -> list[tuple[int, float]]:
         if rank_tail is not None and lo == _TAIL:
             return rank_tail()
         packed: dict[str, bytes] = dict(
@@ -207,8 +217,8 @@ def search_blocks(
         split = len(chunks) // (ids.itemsize + lengths.itemsize) * ids.itemsize
         ids.frombytes(chunks[:split])
         lengths.frombytes(chunks[split:])
-        terms = [(weight, packed[token]) for token, weight in weights if token in packed]
-        return score_block(ids, lengths, terms, average)
+        terms = [(token, weight, packed[token]) for token, weight in weights if token in packed]
+        return score_block(ids, lengths, terms, average, skippable_tokens(bounds[lo], threshold))
 
     return top_k(ranges, k, read)
 
