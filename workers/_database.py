@@ -98,9 +98,12 @@ class Database:
             ``migrations[N - 1]``. Versions a database already has are skipped.
         after_migrate: called with the connection after the migrations, in their
             transaction and under their lock (data upgrades, such as a re-index).
+        pool_size: the most connections this process holds at once (`POOL_MAX_SIZE`
+            by default).
 
     Raises:
-        ValueError: ``url`` is not a PostgreSQL URL, or psycopg is not installed.
+        ValueError: ``url`` is not a PostgreSQL URL, psycopg is not installed, or
+            ``pool_size`` is below 1.
     """
 
     def __init__(
@@ -109,9 +112,13 @@ class Database:
         component: str,
         migrations: Sequence[Migration],
         after_migrate: Callable[[psycopg.Connection[Any]], None] | None = None,
+        pool_size: int = POOL_MAX_SIZE,
     ) -> None:
         if not is_postgres_url(url):
             raise ValueError(f"not a PostgreSQL URL: {redact_url(url)}")
+        if pool_size < 1:
+            raise ValueError(f"database pool size must be 1 or more, not {pool_size}")
+        self.pool_size = pool_size
         try:
             import psycopg_pool  # noqa: F401
         except ImportError as exc:
@@ -136,8 +143,8 @@ class Database:
 
         pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             self.url,
-            min_size=POOL_MIN_SIZE,
-            max_size=POOL_MAX_SIZE,
+            min_size=min(POOL_MIN_SIZE, self.pool_size),
+            max_size=self.pool_size,
             timeout=CHECKOUT_TIMEOUT,
             kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True},
             configure=_configure,
@@ -188,7 +195,7 @@ class Database:
                     # The database answers: every pooled connection was busy that long.
                     raise DatabaseUnavailable(
                         self.name,
-                        f"all {POOL_MAX_SIZE} connections of this worker stayed busy for "
+                        f"all {self.pool_size} connections of this worker stayed busy for "
                         f"{CHECKOUT_TIMEOUT:g} s",
                     ) from None
             else:

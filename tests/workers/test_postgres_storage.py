@@ -353,3 +353,16 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
             "SELECT version FROM nativemcp_schema WHERE component = 'content-store.index'"
         ).fetchone()
     assert row == (INDEX_VERSION,)
+
+
+def test_the_connection_pool_size_is_an_option(postgres_url: str) -> None:
+    db = PostgresContentDB(postgres_url, pool_size=2)
+    try:
+        assert db.db.pool_size == 2
+        assert db.db._pool.max_size == 2
+        store = db.create_store("sized", None, None)
+        assert db.search(store.store_id, "anything", 5, None) == []
+    finally:
+        db.close()
+    with pytest.raises(ValueError, match="pool size must be 1 or more"):
+        PostgresContentDB(postgres_url, pool_size=0)

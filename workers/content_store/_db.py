@@ -1,10 +1,13 @@
 """The content store's SQLite database: stores, contents, line chunks and their FTS5 index.
 
 One file in WAL mode. Each store has its own FTS5 table (``fts_<store rowid>``), so
-BM25's statistics are the store's own and a search reads only that store's index,
-with FTS5's fast ``ORDER BY rank LIMIT n`` path. Two connections: the writer, one
-transaction at a time (the server's write calls, and the thread that merges a store's
-index once writes stop: `IndexMerger`), and the reader; WAL lets reads go on while a
+BM25's statistics are the store's own and a search reads only that store's index.
+Once writes stop, a store's chunks are also sealed into blocks with per-token bounds
+(`_blocks`), so a search of a large store reads only the blocks that can still make
+its top k (`_blockmax`); FTS5 ranks phrases, small stores and chunks not sealed yet.
+Two connections: the writer, one transaction at a time (the server's write calls, and
+the thread that seals blocks and merges a store's index once writes stop:
+`IndexMerger`), and the reader; WAL lets reads go on while a
 long write is in progress and shows them only committed data. Every change is one
 transaction, so a process killed mid-way leaves the change wholly applied or wholly
 absent.
@@ -20,8 +23,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
+from ._blockmax import BLOCK_CHUNKS, MIN_BLOCKS
+from ._blocks import match, reseal, seal_blocks, search_blocks, unsealed
 from ._merging import IDLE_SECONDS, STEP_PAGES, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
+from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
     INSERT_BATCH,
@@ -34,7 +40,7 @@ from ._records import (
     utc_now,
 )
 from ._relevance import candidate_count, rank_hits
-from ._tokenize import index_text, match_expression
+from ._tokenize import index_text
 
 # NewContent lives in _records; tests still import it from here.
 __all__ = ["ContentDB", "NewContent"]
@@ -85,6 +91,29 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_content ON chunks (content_rid);
 CREATE INDEX IF NOT EXISTS chunks_by_store ON chunks (store_id);
+CREATE TABLE IF NOT EXISTS blocks (
+    store_rid INTEGER NOT NULL,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    average REAL NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (store_rid, lo)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS block_postings (
+    store_rid INTEGER NOT NULL,
+    lo INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    postings BLOB NOT NULL,
+    PRIMARY KEY (store_rid, lo, token)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS block_bounds (
+    store_rid INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    lo INTEGER NOT NULL,
+    bound REAL NOT NULL,
+    df INTEGER NOT NULL,
+    PRIMARY KEY (store_rid, token, lo)
+) WITHOUT ROWID;
 """
 _FTS_TOKENIZER: Final = "unicode61 remove_diacritics 2"
 """Words split on Unicode classes, case and accents folded; CJK arrives as bigrams."""
@@ -126,11 +155,22 @@ def _connect(path: Path | str) -> sqlite3.Connection:
 class ContentDB:
     """Stores, contents and search over one SQLite file (see the module docstring)."""
 
-    def __init__(self, path: Path, *, merge_idle: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        merge_idle: float = IDLE_SECONDS,
+        block_chunks: int = BLOCK_CHUNKS,
+        min_blocks: int = MIN_BLOCKS,
+    ) -> None:
         """Open (or create) the database at ``path``; a store's index is merged after
-        ``merge_idle`` seconds without writes (`IndexMerger`)."""
+        ``merge_idle`` seconds without writes (`IndexMerger`); every ``block_chunks``
+        new chunks of a store are sealed into a block a search may skip (`top_k`), once
+        the store has ``min_blocks`` of them."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.block_chunks = block_chunks
+        self.min_blocks = min_blocks
         # The merging thread writes too: one transaction at a time on the writer.
         self._writing = threading.Lock()
         self._write = _connect(path)
@@ -142,7 +182,7 @@ class ContentDB:
         self._check_version()
         self._read = _connect(path)
         self._closed = False
-        self._merger = IndexMerger(self._merge_step, idle=merge_idle)
+        self._merger = IndexMerger(self._merge_step, idle=merge_idle, seal=self._seal_step)
 
     def _check_version(self) -> None:
         # The 'schema' row has only ever marked changes of the index (`INDEX_VERSION`,
@@ -165,6 +205,14 @@ class ContentDB:
                         f"INSERT INTO {_fts(store_rid)} (rowid, body) VALUES (?, ?)",
                         ((rid, index_text(body)) for rid, body in rows),
                     )
+                # The block bounds hold tokens of the old rewrite too: sealed afresh.
+                self._write.execute("DELETE FROM blocks")
+                self._write.execute("DELETE FROM block_postings")
+                self._write.execute("DELETE FROM block_bounds")
+                for store_rid, store_id in self._write.execute(
+                    "SELECT rid, id FROM stores"
+                ).fetchall():
+                    seal_blocks(self._write, store_rid, store_id, self.block_chunks)
             self._write.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
                 (str(INDEX_VERSION),),
@@ -190,6 +238,16 @@ class ContentDB:
         self._merger.close()
         self._read.close()
         self._write.close()
+
+    def _seal_step(self, store_id: str) -> bool:
+        """Seal one block of the store's newest chunks (`_seal`) in a transaction of
+        its own; False once none waits (or the store is gone)."""
+        with self._transaction() as conn:
+            store_rid = self._store_rid(conn, store_id)
+            return (
+                store_rid is not None
+                and seal_blocks(conn, store_rid, store_id, self.block_chunks, limit=1) > 0
+            )
 
     def _merge_step(self, store_id: str) -> bool:
         """Merge `STEP_PAGES` pages of the store's index segments toward one b-tree;
@@ -259,6 +317,9 @@ class ContentDB:
             if store_rid is None:
                 return 0
             conn.execute(f"DROP TABLE IF EXISTS {_fts(store_rid)}")
+            conn.execute("DELETE FROM blocks WHERE store_rid = ?", (store_rid,))
+            conn.execute("DELETE FROM block_postings WHERE store_rid = ?", (store_rid,))
+            conn.execute("DELETE FROM block_bounds WHERE store_rid = ?", (store_rid,))
             conn.execute("DELETE FROM chunks WHERE store_id = ?", (store_id,))
             count: int = conn.execute(
                 "SELECT count(*) FROM contents WHERE store_id = ?", (store_id,)
@@ -314,9 +375,12 @@ class ContentDB:
                     content_values(content_id, store_id, item, now),
                 )
                 rid = cursor.lastrowid
-                first: int = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[
-                    0
-                ]
+                # Above every sealed block too: a new chunk never lands in a range whose
+                # bounds were computed without it (its newest chunks may have been deleted).
+                first: int = conn.execute(
+                    "SELECT max(coalesce((SELECT max(id) FROM chunks), 0),"
+                    " coalesce((SELECT max(hi) FROM blocks), 0)) + 1"
+                ).fetchone()[0]
                 for start in range(0, total, INSERT_BATCH):
                     batch = item.chunks[start : start + INSERT_BATCH]
                     ids = range(first + start, first + start + len(batch))
@@ -343,7 +407,8 @@ class ContentDB:
                 f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE id = ?", (existing_id,)
             ).fetchone()
         if existing is None:
-            self._merger.wrote(store_id, total, indexed)
+            # Sealing tokenizes a block's chunks in Python: done once writes stop.
+            self._merger.wrote(store_id, total, indexed, unsealed=True)
         return _summary(row), existing is not None
 
     def get_content(self, store_id: str, content_id: str) -> ContentSummary | None:
@@ -384,6 +449,12 @@ class ContentDB:
             store_rid = self._store_rid(conn, store_id)
             if row is None or store_rid is None:
                 return 0
+            chunk_ids = [
+                chunk_id
+                for (chunk_id,) in conn.execute(
+                    "SELECT id FROM chunks WHERE content_rid = ?", (row[0],)
+                )
+            ]
             conn.execute(
                 f"DELETE FROM {_fts(store_rid)} WHERE rowid IN"
                 " (SELECT id FROM chunks WHERE content_rid = ?)",
@@ -392,6 +463,7 @@ class ContentDB:
             deleted: int = conn.execute(
                 "DELETE FROM chunks WHERE content_rid = ?", (row[0],)
             ).rowcount
+            reseal(conn, store_rid, store_id, chunk_ids)
             conn.execute("DELETE FROM contents WHERE rid = ?", (row[0],))
             conn.execute("UPDATE stores SET updated_at = ? WHERE id = ?", (_now(), store_id))
             indexed = self._index_rows(conn, store_rid)
@@ -409,22 +481,9 @@ class ContentDB:
         Each hit's score is its relevance (`rank_hits`); hits below ``threshold`` and
         hits with no positive score are left out.
         """
-        store_rid = self._store_rid(self._read, store_id)
-        if store_rid is None:
+        ranked = self.ranked(store_id, query, candidate_count(top_n, query))
+        if ranked is None:
             return None
-        expression = match_expression(query)
-        if expression is None:
-            return []
-        fts = _fts(store_rid)
-        # FTS5 alone first: its ORDER BY rank LIMIT path scores without a join.
-        ranked = [
-            (rowid, score)
-            for rowid, score in self._read.execute(
-                f"SELECT rowid, -rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank LIMIT ?",
-                (expression, candidate_count(top_n, query)),
-            )
-            if score > 0
-        ]
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
@@ -435,3 +494,54 @@ class ContentDB:
             [rowid for rowid, _ in ranked],
         )
         return rank_hits(found_candidates(ranked, rows), query, top_n, threshold)
+
+    def ranked(self, store_id: str, query: str, k: int) -> list[tuple[int, float]] | None:
+        """The ``k`` best ``(chunk id, BM25)`` pairs for a plain-terms query, best first,
+        with a positive score: FTS5's ranking, exactly; None when the store does not
+        exist.
+
+        A query of single-token terms reads the sealed blocks by bound (`top_k`) and
+        FTS5 ranks the unsealed tail; a phrase or a prefix (CJK) is ranked by FTS5 over
+        the whole store, with its positions.
+        """
+        conn = self._read
+        store_rid = self._store_rid(conn, store_id)
+        if store_rid is None:
+            return None
+        wanted = phrases(query)
+        if not wanted:
+            return []
+        fts = _fts(store_rid)
+        expression = " OR ".join(match(phrase) for phrase in wanted)
+        blocks, sealed = conn.execute(
+            "SELECT count(*), coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?", (store_rid,)
+        ).fetchone()
+        if blocks < self.min_blocks or any(len(p.tokens) > 1 or p.prefix for p in wanted):
+            found = self._rank_range(fts, expression, 0, _MAX_ROWID, k)
+        else:
+            found = search_blocks(
+                conn,
+                store_rid,
+                fts,
+                wanted,
+                sealed,
+                k,
+                (lambda: self._rank_range(fts, expression, sealed + 1, _MAX_ROWID, k))
+                if unsealed(conn, store_rid, store_id)
+                else None,
+            )
+        return [(rowid, score) for rowid, score in found if score > 0]
+
+    def _rank_range(
+        self, fts: str, expression: str, lo: int, hi: int, k: int
+    ) -> list[tuple[int, float]]:
+        """FTS5's ``k`` best rows with rowid in ``lo..hi`` (its own BM25)."""
+        return self._read.execute(
+            f"SELECT rowid, -rank FROM {fts} WHERE {fts} MATCH ?"
+            " AND rowid BETWEEN ? AND ? ORDER BY rank LIMIT ?",
+            (expression, lo, hi, k),
+        ).fetchall()
+
+
+_MAX_ROWID: Final = 2**63 - 1
+"""The largest rowid: the open end of the newest range."""

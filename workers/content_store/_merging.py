@@ -38,26 +38,41 @@ _log = logging.getLogger(__name__)
 
 
 class _Debt:
-    """Rows written to one store's index since its last merge."""
+    """Rows written to one store's index since its last merge, and writes that left
+    chunks to seal."""
 
-    __slots__ = ("rows", "total")
+    __slots__ = ("rows", "total", "unsealed")
 
     def __init__(self) -> None:
         self.rows = 0
         self.total = 0
+        self.unsealed = 0
+
+    @property
+    def merge_due(self) -> bool:
+        return self.rows > 0 and self.rows * REWRITE_SHARE >= self.total
 
     @property
     def due(self) -> bool:
-        return self.rows > 0 and self.rows * REWRITE_SHARE >= self.total
+        return self.unsealed > 0 or self.merge_due
 
 
 class IndexMerger:
     """Runs ``step(store_id)`` (one merge step; True while there is more to merge) for
     the stores written to, on its own thread, once writes stop (see the module
-    docstring). `wrote` notes each write; `close` stops the thread."""
+    docstring); before it, ``seal(store_id)`` (one step; True while there is more) for
+    the stores whose writes left chunks to seal, however few. `wrote` notes each write;
+    `close` stops the thread."""
 
-    def __init__(self, step: Callable[[str], bool], *, idle: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        step: Callable[[str], bool],
+        *,
+        idle: float = IDLE_SECONDS,
+        seal: Callable[[str], bool] | None = None,
+    ) -> None:
         self._step = step
+        self._seal = seal
         self._idle = idle
         self._debts: dict[str, _Debt] = {}
         self._last_write = 0.0
@@ -65,15 +80,17 @@ class IndexMerger:
         self._closed = False
         self._thread: threading.Thread | None = None
 
-    def wrote(self, store_id: str, rows: int, total: int) -> None:
+    def wrote(self, store_id: str, rows: int, total: int, *, unsealed: bool = False) -> None:
         """Note that ``rows`` of the ``total`` rows now in the store's index were added
-        or removed (call after the write committed)."""
+        or removed (call after the write committed); ``unsealed``: it left chunks to
+        seal."""
         with self._changed:
             if self._closed:
                 return
             debt = self._debts.setdefault(store_id, _Debt())
             debt.rows += rows
             debt.total = total
+            debt.unsealed += unsealed
             self._last_write = time.monotonic()
             if debt.due and self._thread is None:
                 self._thread = threading.Thread(
@@ -91,9 +108,10 @@ class IndexMerger:
         if thread is not None:
             thread.join()
 
-    def _next(self) -> tuple[str, int] | None:
-        """The next store to merge and its rows written so far, once writes have stopped
-        for the idle time; None once closed."""
+    def _next(self) -> tuple[str, int, int, bool] | None:
+        """The next store with work due, its rows written so far, its writes that left
+        chunks to seal and whether a merge is due, once writes have stopped for the idle
+        time; None once closed."""
         with self._changed:
             while not self._closed:
                 due = next((s for s, d in self._debts.items() if d.due), None)
@@ -104,14 +122,17 @@ class IndexMerger:
                 if left > 0:
                     self._changed.wait(left)
                     continue
-                return due, self._debts[due].rows
+                debt = self._debts[due]
+                return due, debt.rows, debt.unsealed, debt.merge_due
         return None
 
     def _run(self) -> None:
         while (job := self._next()) is not None:
-            store_id, rows = job
+            store_id, rows, unsealed, merge = job
             try:
-                more = self._step(store_id)
+                more = bool(unsealed and self._seal is not None and self._seal(store_id))
+                if not more and merge:
+                    more = self._step(store_id)
             except sqlite3.Error as exc:
                 # Merging only makes searches faster: a busy or failing database is
                 # left as it is (every row is there either way), and the next write
@@ -123,7 +144,9 @@ class IndexMerger:
             with self._changed:
                 debt = self._debts.get(store_id)
                 if debt is not None:
-                    # What was written while merging may not be merged yet.
-                    debt.rows -= rows
-                    if debt.rows <= 0:
+                    # What was written while merging may not be merged (or sealed) yet.
+                    debt.unsealed -= unsealed
+                    if merge:
+                        debt.rows -= rows
+                    if debt.rows <= 0 and debt.unsealed <= 0:
                         del self._debts[store_id]

@@ -31,7 +31,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from nativemcp.workers._database import Database, escape_text, read_version, write_version
+from nativemcp.workers._database import (
+    POOL_MAX_SIZE,
+    Database,
+    escape_text,
+    read_version,
+    write_version,
+)
 
 from ._models import ContentSummary, SearchHit, StoreInfo
 from ._postings import (
@@ -189,11 +195,13 @@ class PostgresContentDB:
     """Stores, contents and search in a PostgreSQL database (see the module docstring).
 
     Raises:
-        ValueError: ``url`` is not a PostgreSQL URL.
+        ValueError: ``url`` is not a PostgreSQL URL, or ``pool_size`` is below 1.
     """
 
-    def __init__(self, url: str) -> None:
-        self.db = Database(url, COMPONENT, MIGRATIONS, after_migrate=_check_index)
+    def __init__(self, url: str, *, pool_size: int = POOL_MAX_SIZE) -> None:
+        self.db = Database(
+            url, COMPONENT, MIGRATIONS, after_migrate=_check_index, pool_size=pool_size
+        )
 
     def close(self) -> None:
         """Close the connection pool (idempotent)."""

@@ -91,6 +91,9 @@ class ContentStoreOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unkn
     """Longest search query, in characters: a search costs time and memory in its length."""
     max_query_terms: int = 64
     """Most distinct terms in one search query (each is one more index lookup)."""
+    database_pool_size: int | None = None
+    """With a PostgreSQL ``database_url``: the most connections one worker holds at once
+    (None: the default, 4); searches run concurrently on them."""
 
 
 MAX_OFFSET: Final = 2**62
@@ -107,6 +110,11 @@ def _options(raw: Mapping[str, Any]) -> ContentStoreOptions:
         options = msgspec.convert(values, ContentStoreOptions)
     except msgspec.ValidationError as exc:
         raise ValueError(f"invalid content-store options: {exc}") from exc
+    if options.database_pool_size is not None and options.database_pool_size < 1:
+        raise ValueError(
+            "invalid content-store options: database_pool_size must be 1 or more, "
+            f"not {options.database_pool_size}"
+        )
     for root in options.allowed_paths:
         if not root or "\0" in root:
             raise ValueError(f"invalid content-store options: bad allowed_paths entry {root!r}")
@@ -177,7 +185,9 @@ class _ContentStore:
             folder = self.server.data_dir
             if self.database_url:
                 # Shared state: nothing is kept in the data folder.
-                self._db = open_storage(Path(), self.database_url)
+                self._db = open_storage(
+                    Path(), self.database_url, pool_size=self.options.database_pool_size
+                )
                 return self._db
             if folder is None:
                 # No data folder configured: keep the data for this process only.

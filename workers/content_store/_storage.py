@@ -82,17 +82,22 @@ class ContentStorage(Protocol):
         the BM25-ranked candidates), no zero-score hit; None when the store does not exist."""
 
 
-def open_storage(folder: Path, database_url: str | None) -> ContentStorage:
-    """The backend for a data folder: PostgreSQL when ``database_url`` is given, else the
-    SQLite file `DB_FILENAME` in ``folder``.
+def open_storage(
+    folder: Path, database_url: str | None, *, pool_size: int | None = None
+) -> ContentStorage:
+    """The backend for a data folder: PostgreSQL when ``database_url`` is given (with at
+    most ``pool_size`` connections, or the default), else the SQLite file `DB_FILENAME`
+    in ``folder``.
 
     Raises:
-        ValueError: ``database_url`` is not a PostgreSQL URL.
+        ValueError: ``database_url`` is not a PostgreSQL URL, or ``pool_size`` is below 1.
     """
     if database_url:
         from ._pg import PostgresContentDB
 
-        return PostgresContentDB(database_url)
+        if pool_size is None:
+            return PostgresContentDB(database_url)
+        return PostgresContentDB(database_url, pool_size=pool_size)
     from ._db import ContentDB
 
     return ContentDB(folder / DB_FILENAME)

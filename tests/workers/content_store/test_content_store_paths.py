@@ -162,3 +162,9 @@ async def test_bad_allowed_paths_options_are_rejected(tmp_path: Path) -> None:
     for bad in ("/single/string", [""], ["/a\x00b"], [1]):
         with pytest.raises(ValueError, match="options"):
             make_server(tmp_path, allowed_paths=bad)
+
+
+async def test_a_database_pool_size_below_one_is_rejected(tmp_path: Path) -> None:
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match="database_pool_size must be 1 or more"):
+            make_server(tmp_path, database_pool_size=bad)

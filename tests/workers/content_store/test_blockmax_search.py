@@ -1,0 +1,248 @@
+"""Block-max search returns exact BM25 rankings: checked against BM25 computed from
+scratch over the stored chunks, on generated corpora, with blocks small enough that
+every search has many to skip, and after deletes and later writes."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages
+from nativemcp.workers.content_store._blocks import unsealed
+from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
+from nativemcp.workers.content_store._db import ContentDB, NewContent
+from nativemcp.workers.content_store._postings import (
+    bm25,
+    chunk_tokens,
+    idf,
+    phrase_frequency,
+    phrases,
+    token_positions,
+)
+
+_WORDS = [
+    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+    "lambda", "mu", "Müller", "café", "naïve", "x86", "2026",
+]  # fmt: skip
+_CJK = ["東京都", "学校", "図書館", "서울에서", "학교"]
+
+
+def _document(rng: random.Random, lines: int) -> str:
+    out = []
+    for _ in range(lines):
+        if rng.random() < 0.15:
+            out.append(" ".join(rng.choice(_CJK) for _ in range(rng.randint(1, 4))))
+        else:
+            # Zipf-like: early words far more common, so some terms fill every block.
+            words = rng.choices(_WORDS, weights=[1 / (r + 1) for r in range(len(_WORDS))], k=8)
+            out.append(" ".join(words[: rng.randint(1, 8)]))
+    return "\n".join(out)
+
+
+def _item(number: int, text: str) -> NewContent:
+    lines = split_lines(text)
+    return NewContent(
+        f"doc{number}.txt",
+        "text/plain",
+        text,
+        hashlib.sha256(text.encode()).hexdigest(),
+        len(lines),
+        chunk_lines(lines, max_lines=3, overlap_lines=1),
+    )
+
+
+def _seal(db: ContentDB, store_id: str) -> None:
+    """Seal now what the idle thread would once writes stop."""
+    while db._seal_step(store_id):
+        pass
+
+
+def _exact(db: ContentDB, store_id: str, query: str) -> dict[int, float]:
+    """BM25 of every chunk holding a query phrase, from the chunk texts alone."""
+    chunks = {
+        rowid: chunk_tokens(body)
+        for rowid, body in db._read.execute(
+            "SELECT id, body FROM chunks WHERE store_id = ?", (store_id,)
+        )
+    }
+    lengths = {rowid: len(tokens) for rowid, tokens in chunks.items()}
+    average = sum(lengths.values()) / len(lengths)
+    positions = {rowid: token_positions(tokens) for rowid, tokens in chunks.items()}
+    weighted = []
+    for phrase in phrases(query):
+        found = {
+            rowid: freq
+            for rowid, where in positions.items()
+            if (freq := phrase_frequency(phrase, where)) > 0
+        }
+        weighted.append((idf(len(chunks), len(found)), found))
+    return dict(bm25(weighted, lengths, average))
+
+
+def _assert_exact(db: ContentDB, store_id: str, query: str, k: int) -> None:
+    got = db.ranked(store_id, query, k)
+    assert got is not None
+    scores = sorted(((s, c) for c, s in _exact(db, store_id, query).items() if s > 0), reverse=True)
+    want = scores[:k]
+    assert [round(s, 9) for _, s in got] == [round(s, 9) for s, _ in want], query
+    if len(want) == k:
+        # Chunks scoring above the k-th are the same; at the k-th, any of the ties.
+        cut = want[-1][0]
+        assert {c for c, s in got if s > cut + 1e-9} == {c for s, c in want if s > cut + 1e-9}
+    else:
+        assert {c for c, _ in got} == {c for _, c in want}
+
+
+@contextmanager
+def _database(tmp_path: Path, block_chunks: int) -> Iterator[ContentDB]:
+    db = ContentDB(tmp_path / "content.sqlite3", block_chunks=block_chunks, min_blocks=1)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+_QUERY = st.lists(st.sampled_from(_WORDS + _CJK + ["東", "学", "nothing"]), min_size=1, max_size=4)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1), queries=st.lists(_QUERY, min_size=1, max_size=5))
+def test_block_max_ranking_equals_exact_bm25_on_generated_corpora(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, queries: list[list[str]]
+) -> None:
+    rng = random.Random(seed)
+    with _database(tmp_path_factory.mktemp("bm"), block_chunks=rng.choice([2, 5, 16])) as db:
+        store = db.create_store("s", None, None).store_id
+        for number in range(rng.randint(1, 8)):
+            db.add_content(store, _item(number, _document(rng, rng.randint(1, 40))))
+            if rng.random() < 0.5:
+                _seal(db, store)  # else a longer tail of chunks waits unsealed
+        for words in queries:
+            for k in (1, 5, 15):
+                _assert_exact(db, store, " ".join(words), k)
+
+
+def test_ranking_stays_exact_after_deletes_and_later_writes(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    with _database(tmp_path, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        added = [db.add_content(store, _item(n, _document(rng, 30)))[0] for n in range(6)]
+        _seal(db, store)
+        # The newest content goes: its chunk ids must not be handed out again inside a
+        # block sealed while it was there.
+        db.delete_content(store, added[-1].content_id)
+        db.delete_content(store, added[1].content_id)
+        for n in range(6, 9):
+            db.add_content(store, _item(n, _document(rng, 30)))
+        _seal(db, store)
+        for query in ("alpha", "Müller beta", "학교 zeta", "東", "kappa lambda mu"):
+            _assert_exact(db, store, query, 5)
+            _assert_exact(db, store, query, 15)
+        hi = db._read.execute("SELECT max(hi) FROM blocks").fetchone()[0]
+        newest = db._read.execute("SELECT min(id) FROM chunks WHERE id > ?", (hi,)).fetchone()
+        assert newest[0] is None or newest[0] > hi
+
+
+def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) -> None:
+    with _database(tmp_path, block_chunks=8) as db:
+        store = db.create_store("s", None, None).store_id
+        # "rare" stands thrice in one chunk of the first content; every other chunk
+        # holds it once: every block but one is bounded below that chunk's score.
+        db.add_content(store, _item(0, "rare rare rare\n" + "filler words here\n" * 40))
+        for n in range(1, 12):
+            db.add_content(store, _item(n, f"rare filler {n}\n" + "more filler text\n" * 40))
+        _seal(db, store)
+        reads: list[str] = []
+        db._read.set_trace_callback(
+            lambda sql: (
+                reads.append(sql) if "block_postings WHERE" in sql and "lo =" in sql else None
+            )
+        )
+        try:
+            top = db.ranked(store, "rare", 1)
+        finally:
+            db._read.set_trace_callback(None)
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        assert blocks > 10
+        assert top is not None and len(top) == 1
+        # The one block holding the best chunk is read: every other is bounded below it.
+        assert len(reads) == 1
+        _assert_exact(db, store, "rare", 1)
+
+
+def test_averages_record_gives_fts5_row_count_and_token_total(tmp_path: Path) -> None:
+    with _database(tmp_path, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        rng = random.Random(3)
+        for n in range(3):
+            db.add_content(store, _item(n, _document(rng, 20)))
+        bodies = [b for (b,) in db._read.execute("SELECT body FROM chunks")]
+        rid = db._read.execute("SELECT rid FROM stores").fetchone()[0]
+        blob = db._read.execute(f"SELECT block FROM fts_{rid}_data WHERE id = 1").fetchone()[0]
+        assert read_averages(blob) == (len(bodies), sum(len(chunk_tokens(b)) for b in bodies))
+        assert read_averages(None) == (0, 0)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_ascii_fast_path_tokenizes_as_the_index_does(text: str) -> None:
+    assert fast_tokens(text) == chunk_tokens(text)
+
+
+_MIXED = st.text(
+    alphabet=st.one_of(
+        st.characters(codec="utf-8"), st.sampled_from("東京都学校서울에서 \nÉéßﬁ\u0301ｶﾞ")
+    ),
+    max_size=120,
+)
+
+
+@given(_MIXED)
+@example("\U0002ebe1 東京")  # in a CJK block, yet no letter to Python's Unicode tables
+def test_the_fast_tokenizer_tokenizes_any_text_as_the_index_does(text: str) -> None:
+    assert fast_tokens(text) == chunk_tokens(text)
+
+
+def test_ascii_fast_path_agrees_with_fts5_itself() -> None:
+    text = "Hello, World! x86_64 it's e-mail\tTAB 2026-11-26 a.b.c"
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')"
+    )
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    conn.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (text,))
+    indexed = [term for (term,) in conn.execute("SELECT term FROM v ORDER BY offset")]
+    assert fast_tokens(text) == indexed
+
+
+def test_blocks_are_sealed_once_writes_stop_and_ranking_is_exact_before_and_after(
+    tmp_path: Path,
+) -> None:
+    db = ContentDB(tmp_path / "content.sqlite3", merge_idle=0.05, block_chunks=4, min_blocks=1)
+    try:
+        store = db.create_store("s", None, None).store_id
+        rng = random.Random(11)
+        for n in range(5):
+            db.add_content(store, _item(n, _document(rng, 30)))
+        _assert_exact(db, store, "alpha beta", 15)
+        rid = db._read.execute("SELECT rid FROM stores").fetchone()[0]
+        deadline = time.monotonic() + 10
+        # The idle thread seals on its own (polled, as the merging tests do).
+        while unsealed(db._read, rid, store) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        assert blocks >= 5
+        _assert_exact(db, store, "alpha beta", 15)
+        _assert_exact(db, store, "gamma", 1)
+    finally:
+        db.close()
