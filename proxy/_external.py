@@ -46,7 +46,7 @@ from ._handle import (
     deliver_log,
 )
 from ._mcp_config import ExternalServerSpec
-from ._restart import RestartPolicy
+from ._restart import RestartPolicy, Supervised
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
 from ._tool_listing import drop_repeated_tools, usable_tools_only
@@ -118,8 +118,10 @@ class _Stderr:
         return "\n".join(self.tail) if self.tail else "(no stderr output)"
 
 
-class ExternalServer(UnwrappingHandle):
+class ExternalServer(UnwrappingHandle, Supervised):
     """An external MCP server behind the pool's handle, through the official client."""
+
+    _logger = _logger
 
     backend = BackendType.EXTERNAL_MCP
     trusts_type_refs = False
@@ -142,18 +144,14 @@ class ExternalServer(UnwrappingHandle):
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
         self._client: Client | None = None
-        self._connected = anyio.Event()
+        self._init_supervision()
         self._lost = anyio.Event()
-        self._closing = False
-        self._failure: ServerStartError | None = None
-        self._finished = anyio.Event()
         self._stop = anyio.Event()
         self._stderr: _Stderr | None = None
         self._link: StdioLink | None = None
         self._log_handlers: dict[int, LogHandler] = {}
         self._refused: int | None = None  # an HTTP server's 401/403 at the last connect
         self._next_call = 0
-        self.restarts = 0
         self.pid: int | None = None
         """The live stdio server's process id (Linux; None for HTTP or when unknown)."""
 
@@ -368,10 +366,8 @@ class ExternalServer(UnwrappingHandle):
             self._client = None
             self._finished.set()
 
-    def _give_up(self, cause: Exception) -> None:
-        self._failure = self._restart.gave_up(f"MCP server {self.name!r}", self.name, cause)
-        _logger.error("%s", self._failure)
-        self._connected.set()
+    def _what(self) -> str:
+        return f"MCP server {self.name!r}"
 
     async def aclose(self) -> None:
         """Disconnect; a stdio server's process is ended by `stdio_transport` (stdin
@@ -387,16 +383,7 @@ class ExternalServer(UnwrappingHandle):
     # -- calls -----------------------------------------------------------------------
 
     async def _session(self, tool: str) -> Client:
-        while True:
-            if self._closing:
-                raise ServerClosed(
-                    f"MCP server {self.name!r} is closed; cannot call {tool!r}", server=self.name
-                )
-            if self._failure is not None:
-                raise self._failure
-            if self._client is not None:
-                return self._client
-            await self._connected.wait()
+        return await self._live(lambda: self._client, f"call {tool!r}")
 
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         logger = logging.getLogger(f"nativemcp.external.{self.name}")

@@ -1,15 +1,22 @@
 """How a crashed server is restarted: the one policy of every supervisor (a worker
-process, a blocking pool's worker, an external MCP server)."""
+process, a blocking pool's worker, an external MCP server), and what the async
+supervisors' callers wait on (`Supervised`)."""
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
+import anyio
 import msgspec
 
-from nativemcp.protocol import ServerStartError
+from nativemcp.protocol import ServerClosed, ServerStartError
 
-__all__ = ["RestartPolicy"]
+__all__ = ["RestartPolicy", "Supervised"]
+
+T = TypeVar("T")
 
 
 class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,3 +54,47 @@ class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
             f"{self.window:g} s{reason}",
             server=server,
         )
+
+
+class Supervised:
+    """What callers of a supervised async server wait on (a worker process, an external
+    MCP server): whether it is closing, the failure that ended its restarts, and an event
+    set whenever a connection comes up or either of those changes. ``what`` names the
+    server in messages (``worker for server 'x'``, ``MCP server 'x'``)."""
+
+    name: str
+    _restart: RestartPolicy
+    _logger: logging.Logger
+
+    def _init_supervision(self) -> None:
+        self._closing = False
+        self._failure: ServerStartError | None = None
+        self._connected = anyio.Event()
+        self._finished = anyio.Event()
+        self.restarts = 0
+
+    def _what(self) -> str:
+        raise NotImplementedError
+
+    async def _live(self, current: Callable[[], T | None], doing: str) -> T:
+        """What ``current`` gives once it gives something: the live connection.
+
+        Raises:
+            ServerClosed: the server is closing (``doing``: what could not be done).
+            ServerStartError: its restarts ran out.
+        """
+        while True:
+            if self._closing:
+                raise ServerClosed(f"{self._what()} is closed; cannot {doing}", server=self.name)
+            if self._failure is not None:
+                raise self._failure
+            value = current()
+            if value is not None:
+                return value
+            await self._connected.wait()
+
+    def _give_up(self, cause: Exception) -> None:
+        """Stop restarting: every waiting and later caller gets the failure."""
+        self._failure = self._restart.gave_up(self._what(), self.name, cause)
+        self._logger.error("%s", self._failure)
+        self._connected.set()

@@ -79,7 +79,7 @@ from ._handle import (
     deliver,
 )
 from ._link import AnyioBackend, Backend, Deadlines, Inbox, Link
-from ._restart import RestartPolicy
+from ._restart import RestartPolicy, Supervised
 
 __all__ = ["WorkerBase", "WorkerProcess", "WorkerSettings", "start_failure"]
 
@@ -330,23 +330,20 @@ class WorkerBase:
             )
 
 
-class WorkerProcess(WorkerBase):
+class WorkerProcess(WorkerBase, Supervised):
     """A server in its own process, restarted when it crashes."""
 
     trusts_type_refs = True
     default_timeout: float | None = None
+    _logger = _logger
 
     def __init__(self, settings: WorkerSettings) -> None:
         super().__init__(settings)
+        self._init_supervision()
         self._conn: _Connection | None = None
-        self._connected = anyio.Event()
-        self._closing = False
-        self._failure: ServerError | None = None
-        self._finished = anyio.Event()
         self._backend: Backend | None = None
         # Keyed by the identity of the call's inbox (ids restart with each connection).
         self._deadlines: Deadlines[tuple[Inbox[_Item], str, float]] | None = None
-        self.restarts = 0
         self.on_resource_updated: ResourceListener | None = None
 
     # -- lifecycle -------------------------------------------------------------------
@@ -426,10 +423,8 @@ class WorkerProcess(WorkerBase):
             backoff = min(backoff * 2, self._restart.max_backoff)
             self.restarts += 1
 
-    def _give_up(self, cause: ServerError) -> None:
-        self._failure = self._restart.gave_up(f"worker for server {self.name!r}", self.name, cause)
-        _logger.error("%s", self._failure)
-        self._connected.set()  # wake waiting callers: they get the failure
+    def _what(self) -> str:
+        return f"worker for server {self.name!r}"
 
     async def _spawn(self) -> _Connection:
         # Shielded: a started process must be seen through (closed below).
@@ -507,16 +502,11 @@ class WorkerProcess(WorkerBase):
     # -- calls -----------------------------------------------------------------------
 
     async def _connection(self, what: str) -> _Connection:
-        while True:
-            if self._closing:
-                raise ServerClosed(
-                    f"server {self.name!r} is closed; cannot {what}", server=self.name
-                )
-            if self._failure is not None:
-                raise self._failure
-            if self._conn is not None and self._conn.is_open:
-                return self._conn
-            await self._connected.wait()
+        return await self._live(self._open_connection, what)
+
+    def _open_connection(self) -> _Connection | None:
+        conn = self._conn
+        return conn if conn is not None and conn.is_open else None
 
     async def call(
         self, tool: str, arguments: dict[str, Any], options: CallOptions
