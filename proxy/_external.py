@@ -337,10 +337,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 except ServerStartError as exc:
                     if not started:
                         raise
-                    if not self._restart.allow_restart(recent):
-                        self._give_up(exc)
+                    if not self._retry(exc, recent, backoff):
                         return
-                    _logger.error("%s; retrying in %.2f s", exc, backoff)
                 else:
                     if self._closing:
                         return

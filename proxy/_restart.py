@@ -93,6 +93,15 @@ class Supervised:
                 return value
             await self._connected.wait()
 
+    def _retry(self, failed: ServerStartError, recent: list[float], backoff: float) -> bool:
+        """After a restart that failed to start: whether to try again (logged, with the
+        ``backoff`` to wait), or not, the budget spent (then it has given up)."""
+        if not self._restart.allow_restart(recent):
+            self._give_up(failed)
+            return False
+        self._logger.error("%s; retrying in %.2f s", failed, backoff)
+        return True
+
     def _give_up(self, cause: Exception) -> None:
         """Stop restarting: every waiting and later caller gets the failure."""
         self._failure = self._restart.gave_up(self._what(), self.name, cause)

@@ -387,10 +387,8 @@ class WorkerProcess(WorkerBase, Supervised):
             except ServerStartError as exc:
                 if not started:
                     raise
-                if not self._restart.allow_restart(recent):
-                    self._give_up(exc)
+                if not self._retry(exc, recent, backoff):
                     return
-                _logger.error("%s; retrying in %.2f s", exc, backoff)
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, self._restart.max_backoff)
                 continue
