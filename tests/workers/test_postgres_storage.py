@@ -24,7 +24,7 @@ from nativemcp.workers import ServerConfig, load_server
 from nativemcp.workers.content_store import ReadContentResult, SearchResult, StoreInfo
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
-from nativemcp.workers.content_store._pg import PostgresContentDB
+from nativemcp.workers.content_store._pg import MIGRATIONS, PostgresContentDB
 from nativemcp.workers.planning import PlanningState, Todo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
@@ -217,6 +217,47 @@ def _fill(db: ContentDB | PostgresContentDB) -> str:
     return store_id
 
 
+def _filled(url: str) -> str:
+    """The sample corpus stored through a backend that is closed again; the store's id."""
+    db = PostgresContentDB(url)
+    try:
+        return _fill(db)
+    finally:
+        db.close()
+
+
+def _assert_searches_as_sqlite(tmp_path: Path, url: str, store_id: str) -> None:
+    """Every query finds on PostgreSQL (reopened) what SQLite finds, in the same order
+    and with the same BM25 scores."""
+    reference = ContentDB(tmp_path / "content.sqlite3")
+    reopened = PostgresContentDB(url)
+    try:
+        reference_id = _fill(reference)
+        for query in QUERIES:
+            expected = reference.search(reference_id, query, 10, None)
+            got = reopened.search(store_id, query, 10, None)
+            assert expected is not None and got is not None
+            assert [(h.filename, h.line_range) for h in got] == [
+                (h.filename, h.line_range) for h in expected
+            ], query
+            for mine, theirs in zip(got, expected, strict=True):
+                assert mine.raw_score == pytest.approx(theirs.raw_score, rel=1e-6), query
+    finally:
+        reference.close()
+        reopened.close()
+
+
+def _schema_version(url: str, component: str) -> int | None:
+    """The version the schema table records for ``component``."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT version FROM nativemcp_schema WHERE component = %s", (component,)
+        ).fetchone()
+    return None if row is None else int(row[0])
+
+
 QUERIES = [
     "학교",
     "학교에서 공부",
@@ -294,21 +335,43 @@ def test_a_newer_schema_in_the_database_is_refused_with_a_clear_error(postgres_u
 
     db = PostgresContentDB(postgres_url)
     try:
-        db.list_stores()  # creates the schema, version 1
+        db.list_stores()  # creates the schema, the newest version
     finally:
         db.close()
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         row = conn.execute(
             "SELECT version FROM nativemcp_schema WHERE component = 'content-store'"
         ).fetchone()
-        assert row == (1,)
+        assert row == (len(MIGRATIONS),)
         conn.execute("UPDATE nativemcp_schema SET version = 99")
     newer = PostgresContentDB(postgres_url)
     try:
-        with pytest.raises(RuntimeError, match="version 99; this nativemcp understands up to 1"):
+        with pytest.raises(
+            RuntimeError, match=f"version 99; this nativemcp understands up to {len(MIGRATIONS)}"
+        ):
             newer.list_stores()
     finally:
         newer.close()
+
+
+def test_a_version_1_database_is_upgraded_to_leave_room_for_in_page_count_updates(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    store_id = _filled(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        # Back to the schema as version 1 made it, with a store in it.
+        conn.execute("UPDATE nativemcp_schema SET version = 1 WHERE component = 'content-store'")
+        conn.execute("ALTER TABLE cs_terms RESET (fillfactor)")
+    # What was stored before the upgrade is found as before.
+    _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
+    with psycopg.connect(postgres_url) as conn:
+        options = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE oid = 'cs_terms'::regclass"
+        ).fetchone()
+    assert options == (["fillfactor=50"],)
+    assert _schema_version(postgres_url, "content-store") == len(MIGRATIONS)
 
 
 def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
@@ -318,11 +381,7 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
 
     from nativemcp.workers.content_store._pg import INDEX_VERSION
 
-    first = PostgresContentDB(postgres_url)
-    try:
-        store_id = _fill(first)
-    finally:
-        first.close()
+    store_id = _filled(postgres_url)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         # As if another tokenizer had written the index: wrong tokens, counts and totals.
         conn.execute("UPDATE cs_postings SET token = token || 'x'")
@@ -332,27 +391,8 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
             "UPDATE nativemcp_schema SET version = %s WHERE component = 'content-store.index'",
             (INDEX_VERSION - 1,),
         )
-    reference = ContentDB(tmp_path / "content.sqlite3")
-    reopened = PostgresContentDB(postgres_url)
-    try:
-        reference_id = _fill(reference)
-        for query in QUERIES:
-            expected = reference.search(reference_id, query, 10, None)
-            got = reopened.search(store_id, query, 10, None)
-            assert expected is not None and got is not None
-            assert [(h.filename, h.line_range) for h in got] == [
-                (h.filename, h.line_range) for h in expected
-            ], query
-            for mine, theirs in zip(got, expected, strict=True):
-                assert mine.raw_score == pytest.approx(theirs.raw_score, rel=1e-6), query
-    finally:
-        reference.close()
-        reopened.close()
-    with psycopg.connect(postgres_url) as conn:
-        row = conn.execute(
-            "SELECT version FROM nativemcp_schema WHERE component = 'content-store.index'"
-        ).fetchone()
-    assert row == (INDEX_VERSION,)
+    _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
+    assert _schema_version(postgres_url, "content-store.index") == INDEX_VERSION
 
 
 def test_the_connection_pool_size_is_an_option(postgres_url: str) -> None:

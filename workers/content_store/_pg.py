@@ -39,13 +39,13 @@ from nativemcp.workers._database import (
     write_version,
 )
 
+from ._blockmax import fast_tokens
 from ._models import ContentSummary, SearchHit, StoreInfo
 from ._postings import (
     BM25_B,
     BM25_K1,
     Phrase,
     bm25,
-    chunk_tokens,
     distinct_counts,
     idf,
     phrase_frequency,
@@ -129,6 +129,11 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             PRIMARY KEY (store_rid, token)
         )""",
     ),
+    # Every add changes the counts of about as many terms as the item has distinct
+    # tokens: with room left on each page, the new row version stays on its page (a
+    # HOT update: no new key in the primary key). Measured: ingest 1.1x as fast. Pages
+    # written before keep their fill until rewritten.
+    ("ALTER TABLE cs_terms SET (fillfactor = 50)",),
 )
 """The schema, one tuple of statements per version (see `Database`)."""
 
@@ -290,7 +295,7 @@ class PostgresContentDB:
             LookupError: the store is gone.
         """
         total = len(item.chunks)
-        tokenized = [chunk_tokens(chunk.text) for chunk in item.chunks]
+        tokenized = [fast_tokens(chunk.text) for chunk in item.chunks]
         with self.db.transaction() as conn:
             # The store's lock: one writer per store at a time, across every process.
             row = conn.execute(
@@ -563,7 +568,7 @@ def _reindex(conn: Any) -> None:
     with conn.cursor(name="nativemcp_reindex") as cursor:
         cursor.execute("SELECT id, store_rid, body FROM cs_chunks ORDER BY id")
         while batch := cursor.fetchmany(INSERT_BATCH):
-            chunks = [(rid, chunk_id, chunk_tokens(body)) for chunk_id, rid, body in batch]
+            chunks = [(rid, chunk_id, fast_tokens(body)) for chunk_id, rid, body in batch]
             _copy_postings(conn, chunks)
             with conn.cursor().copy("COPY cs_reindex (id, length, tokens) FROM STDIN") as copy:
                 copy.write(
