@@ -70,6 +70,9 @@ def _start_grandchild(how: str, pid_file: str) -> None:
     with open(pid_file + ".part", "w") as out:
         out.write(str(child.pid))
     os.replace(pid_file + ".part", pid_file)  # whole or absent for a reader
+    # Every start's grandchild, for a test whose server restarts to clean up after.
+    with open(pid_file + ".all", "a") as every:
+        every.write(f"{child.pid}\n")
 
 
 def _write(data: bytes) -> None:
