@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
+from _process import free_port
 from _raw_mcp_server import http_app
 
 from nativemcp.protocol import ToolNameError
@@ -188,9 +188,7 @@ async def test_a_grandchild_of_a_stdio_server_does_not_outlive_the_pool(
 @contextlib.asynccontextmanager
 async def _http(config: dict[str, Any]) -> AsyncIterator[str]:
     """The raw server over Streamable HTTP on a free loopback port: its URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
             http_app(config), host="127.0.0.1", port=port, log_level="warning", lifespan="off"

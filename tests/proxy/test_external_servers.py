@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ import msgspec
 import pytest
 import uvicorn
 from _external_server import STAMPS, UNTRUSTED_MODULE, Stamp, make_server
+from _process import free_port
 from _scripts import venv_script
 
 from nativemcp.protocol import (
@@ -357,14 +357,8 @@ async def test_the_config_file_format_of_desktop_clients_is_read(tmp_path: Path)
         load_mcp_servers({"x": {"type": "carrier-pigeon", "command": "a"}})
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_a_streamable_http_server_is_reached_through_the_sdk_client(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     inner = make_server(str(tmp_path)).streamable_http_app()
 
     async def app(scope: Any, receive: Any, send: Any) -> None:

@@ -8,7 +8,6 @@ two machines.
 from __future__ import annotations
 
 import glob
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import anyio.abc
 import pytest
+from _process import free_port
 
 from nativemcp.protocol import ToolError
 from nativemcp.proxy import WorkerPool
@@ -160,19 +160,12 @@ async def tcp_forwarder(target: tuple[str, int], port: int) -> AsyncIterator[Non
             tg.cancel_scope.cancel()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.mark.real_process
 async def test_a_database_that_goes_away_fails_calls_clearly_and_the_worker_recovers(
     tmp_path: Path, postgres_url: str
 ) -> None:
     real = urlsplit(postgres_url)
-    port = _free_port()
+    port = free_port()
     via = urlunsplit(real._replace(netloc=f"{real.username}:{real.password}@127.0.0.1:{port}"))
     target = (real.hostname or "127.0.0.1", real.port or 5432)
     with anyio.fail_after(120):

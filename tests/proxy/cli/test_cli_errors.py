@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from _process import free_port
 from _scripts import venv_script
 
 from nativemcp.proxy import load_mcp_servers
@@ -88,14 +89,8 @@ def test_an_entry_error_points_at_its_key_and_other_clients_keys_pass(tmp_path: 
     assert [spec.name for spec in load_mcp_servers(config)] == ["ok"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_a_database_where_nothing_listens_is_one_line_with_advice(tmp_path: Path) -> None:
-    url = f"postgresql://me:hunter2@127.0.0.1:{_free_port()}/app"
+    url = f"postgresql://me:hunter2@127.0.0.1:{free_port()}/app"
     done = _nativemcp("stores", "--database-url", url, cwd=tmp_path)
     line = _one_line(done, 1)
     assert line == (
