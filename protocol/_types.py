@@ -55,9 +55,17 @@ class Annotations(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=Tr
     last_modified: str | None = None
 
 
-class TextContent(
-    msgspec.Struct, tag="text", tag_field="type", omit_defaults=True, rename="camel", kw_only=True
+class _ContentBlock(
+    msgspec.Struct, tag_field="type", omit_defaults=True, rename="camel", kw_only=True
 ):
+    """A content block's wire form: tagged by ``type``, camelCase names, defaults left out.
+
+    The fields stay on each block (``annotations`` and ``_meta`` last): a subclass's
+    fields follow its base's, and a block's fields encode in the order they are listed.
+    """
+
+
+class TextContent(_ContentBlock, tag="text"):
     """Text for the model (rich, self-explaining text in nativemcp's own results)."""
 
     type: ClassVar[Literal["text"]] = "text"
@@ -66,28 +74,25 @@ class TextContent(
     meta: dict[str, Any] | None = _META
 
 
-class ImageContent(
-    msgspec.Struct, tag="image", tag_field="type", omit_defaults=True, rename="camel", kw_only=True
-):
+class _Base64Content(_ContentBlock):
+    """The spec's media blocks share one shape: base64 ``data`` and its ``mimeType``."""
+
+    data: str
+    mime_type: str
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = _META
+
+
+class ImageContent(_Base64Content, tag="image"):
     """An image, base64-encoded in ``data``."""
 
     type: ClassVar[Literal["image"]] = "image"
-    data: str
-    mime_type: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = _META
 
 
-class AudioContent(
-    msgspec.Struct, tag="audio", tag_field="type", omit_defaults=True, rename="camel", kw_only=True
-):
+class AudioContent(_Base64Content, tag="audio"):
     """Audio, base64-encoded in ``data``."""
 
     type: ClassVar[Literal["audio"]] = "audio"
-    data: str
-    mime_type: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = _META
 
 
 class Icon(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
@@ -99,14 +104,7 @@ class Icon(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
     theme: Literal["light", "dark"] | None = None
 
 
-class ResourceLink(
-    msgspec.Struct,
-    tag="resource_link",
-    tag_field="type",
-    omit_defaults=True,
-    rename="camel",
-    kw_only=True,
-):
+class ResourceLink(_ContentBlock, tag="resource_link"):
     """A link to a resource the client may read or subscribe to."""
 
     type: ClassVar[Literal["resource_link"]] = "resource_link"
@@ -139,14 +137,7 @@ class ResourceContents(msgspec.Struct, omit_defaults=True, rename="camel", kw_on
             raise ValueError("resource contents need exactly one of `text` and `blob`")
 
 
-class EmbeddedResource(
-    msgspec.Struct,
-    tag="resource",
-    tag_field="type",
-    omit_defaults=True,
-    rename="camel",
-    kw_only=True,
-):
+class EmbeddedResource(_ContentBlock, tag="resource"):
     """A resource embedded in a result (text or blob contents)."""
 
     type: ClassVar[Literal["resource"]] = "resource"

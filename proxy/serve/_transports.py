@@ -17,6 +17,7 @@ on Host and Origin (localhost names, plus an allow-list), an optional bearer tok
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hmac
 import json
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -168,6 +169,18 @@ class Drain:
                 self._idle.set()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Session:
+    """How every route's MCP sessions run: one value for the bridge and its manager."""
+
+    timeout: float
+    stateless: bool
+    security: TransportSecuritySettings
+    max_body_size: int
+    input_timeout: float
+    idle_timeout: float | None
+
+
 class _Routes:
     """The ``/mcp`` and ``/mcp/<name>`` endpoints; their session managers start with the app."""
 
@@ -177,27 +190,17 @@ class _Routes:
         servers: Sequence[str] | None,
         *,
         name: str,
-        timeout: float,
-        stateless: bool,
-        security: TransportSecuritySettings,
-        max_body_size: int,
-        input_timeout: float,
-        session_idle_timeout: float | None,
+        session: _Session,
         sessions_per_client: int | None,
     ) -> None:
         self._pool = pool
         self._servers = servers
         self._name = name
-        self._timeout = timeout
-        self._stateless = stateless
-        self._security = security
-        self._max_body_size = max_body_size
-        self._input_timeout = input_timeout
-        self._idle_timeout = session_idle_timeout
+        self._session = session
         # One count across every route: a client's sessions at /mcp and /mcp/<name> add up.
         self._per_client = (
-            ClientSessions(sessions_per_client, session_idle_timeout)
-            if sessions_per_client and not stateless
+            ClientSessions(sessions_per_client, session.idle_timeout)
+            if sessions_per_client and not session.stateless
             else None
         )
         self._bridges: list[McpBridge] = []
@@ -208,24 +211,25 @@ class _Routes:
 
     async def _manager(self, servers: list[str], name: str) -> StreamableHTTPSessionManager:
         instructions = await gather_instructions(self._pool, servers)
+        session = self._session
         bridge = McpBridge(
             self._pool,
             servers,
             name=name,
-            timeout=self._timeout,
+            timeout=session.timeout,
             instructions=instructions,
             # Stateless replicas: a retry may reach another process than the suspended call.
-            suspend=not self._stateless,
-            input_timeout=self._input_timeout,
+            suspend=not session.stateless,
+            input_timeout=session.input_timeout,
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
         return StreamableHTTPSessionManager(
             app=bridge.server(),
-            stateless=self._stateless,
-            security_settings=self._security,
-            max_request_body_size=self._max_body_size,
-            session_idle_timeout=self._idle_timeout,
+            stateless=session.stateless,
+            security_settings=session.security,
+            max_request_body_size=session.max_body_size,
+            session_idle_timeout=session.idle_timeout,
         )
 
     @contextlib.asynccontextmanager
@@ -314,17 +318,16 @@ def http_app(
         input_timeout: seconds a call suspended for a 2026-07-28 client's input waits
             for the client's retry before it is cancelled.
     """
-    routes = _Routes(
-        pool,
-        servers,
-        name=name,
+    session = _Session(
         timeout=timeout,
         stateless=stateless,
         security=local_only(allowed_hosts, allowed_origins),
         max_body_size=max_body_size,
         input_timeout=input_timeout,
-        session_idle_timeout=session_idle_timeout,
-        sessions_per_client=sessions_per_client,
+        idle_timeout=session_idle_timeout,
+    )
+    routes = _Routes(
+        pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
     )
     app = Starlette(
         routes=[
