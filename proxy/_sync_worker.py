@@ -166,15 +166,21 @@ class _Connection:
         size = len(frame)
         try:
             with self.send_lock:
-                # The socket is read for the fd each time: closed, it says -1 (EBADF), and
-                # no other thread can close it in between (this thread keeps the GIL).
+                # Only while other calls are in flight: a lone caller has nobody to lose
+                # the GIL to, and the socket method is the cheaper call (by 0.5 µs).
+                # The fd is asked for each time: closed, the socket says -1 (EBADF), and
+                # no other thread can close it in between (this one keeps the GIL).
                 sent = (
                     _send_holding_gil(self.sock.fileno(), frame, size, _SEND_FLAGS)
-                    if _send_holding_gil is not None and size <= _GIL_SEND_MAX
+                    if len(self.pending) > 1
+                    and _send_holding_gil is not None
+                    and size <= _GIL_SEND_MAX
                     else 0
                 )
-                if sent < size:  # a full buffer, a part, or an error sendall will raise
-                    self.sock.sendall(memoryview(frame)[max(sent, 0) :])
+                if sent <= 0:  # not tried, a full buffer, or an error sendall will raise
+                    self.sock.sendall(frame)
+                elif sent < size:
+                    self.sock.sendall(memoryview(frame)[sent:])
         except OSError:
             return False
         return True
