@@ -13,13 +13,12 @@ reader has its own reply it passes the socket on to a caller still waiting
 With many threads the cost is the GIL, not the work: every system call made through
 Python's socket methods lets go of it, and when other threads are waiting for it the
 caller loses it there and sleeps to get it back (a context switch, which on a VM costs
-more than the rest of a small call). So a call's frame is written without letting go
-(`_send_holding_gil`: a non-blocking ``send(2)`` that takes a few microseconds), and the
-reader wakes the callers whose replies it found only once the whole read is decoded,
-just before it reads again (letting go of the GIL then), rather than one by one while it
-still holds the GIL they need. Measured with the round-trip bench's 20-item tool from 8
-threads on 2 cores: 4.3 to 2.7 context switches and 41 to 28 µs of the caller's CPU per
-call, 0.9x to 1.5-1.7x one thread's calls/s.
+more than the rest of a small call). So while other calls are in flight a call's frame
+is written without letting go (`_send_holding_gil`: a non-blocking ``send(2)`` of a few
+microseconds), and the reader wakes the callers whose replies it found only once the
+whole read is decoded, just before it reads again (letting go of the GIL then), rather
+than one by one while it still holds the GIL they need. From 8 threads that takes a
+fifth to a third of the context switches off each call (bench.roundtrip's 20-item tool).
 
 A worker that dies fails every waiting call with `ServerCrashed`; the next call starts a
 new one (at most ``restart.max_restarts`` in ``restart.window`` seconds).
