@@ -31,7 +31,10 @@ that throughput and cost depend on. Measured with both processes on one CPU (JSO
 
 Also: calls/s with 64 concurrent callers (raw pipe pipelined, nativemcp async, and the
 sync pool from 64 threads; ``--replicas N`` adds a pool with N replicas of the server),
-bytes on the wire per call for each path, worker cold start to ready, and idle RSS.
+the sync pool from 1 and from 8 threads (calls/s, and the caller's and the worker's CPU
+per call: on 2 shared vCPUs the calls/s swing with where the scheduler puts the threads,
+the CPU much less; JSON ``concurrent.sync_pool_cpu_us_per_call``), bytes on the wire per
+call for each path, worker cold start to ready, and idle RSS.
 
 The MCP boundary (`bench._roundtrip_bridge`): the official SDK client calling the tool
 through ``nativemcp serve`` (``bridge_stdio``, ``bridge_http``) next to the SDK's own
@@ -54,6 +57,7 @@ import contextlib
 import importlib.util
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -62,7 +66,7 @@ from typing import Any
 import anyio
 
 from bench._report import emit_json, parse_args, print_table, ratio
-from bench._roundtrip_cpu import cpu_meter, cpu_us_per_call
+from bench._roundtrip_cpu import cpu_meter, cpu_us_per_call, process_cpu_s
 from bench._roundtrip_floor import CALLERS, REQUEST, AsyncioEcho, RawPipe
 from bench._roundtrip_servers import ITEMS, Item
 from nativemcp.protocol import NativeMCPResponse, unwrap
@@ -143,17 +147,47 @@ async def _payload_bytes() -> dict[str, int]:
 
 
 def _threads_concurrent(call: Callable[[], object], total: int, threads: int = CALLERS) -> float:
-    """Calls/s with ``threads`` threads calling at once (the sync pool, shared)."""
-    per_caller = max(1, total // threads)
+    """Calls/s with ``threads`` threads calling at once (the sync pool, shared).
 
-    def caller(_: int) -> None:
+    The clock starts once every thread is up: starting them is not the pool's work (for
+    a short run of 8 threads it was a tenth of the time measured).
+    """
+    per_caller = max(1, total // threads)
+    start_line = threading.Barrier(threads + 1)
+
+    def caller() -> None:
+        start_line.wait()
         for _ in range(per_caller):
             call()
 
-    start = time.perf_counter()
     with ThreadPoolExecutor(threads) as executor:
-        list(executor.map(caller, range(threads)))
-    return per_caller * threads / (time.perf_counter() - start)
+        running = [executor.submit(caller) for _ in range(threads)]
+        start_line.wait()
+        start = time.perf_counter()
+        for future in running:
+            future.result()
+        elapsed = time.perf_counter() - start
+    return per_caller * threads / elapsed
+
+
+def _sync_threads(
+    call: Callable[[], object], worker_pid: int, quick: bool
+) -> dict[int, tuple[float, float, float]]:
+    """SyncWorkerPool from 1 and from 8 threads: ``{threads: (median calls/s, caller µs,
+    worker µs)}``, the runs interleaved, the CPU per call over all of a count's runs."""
+    runs, calls = (3, 4_000) if quick else (5, 20_000)
+    rates: dict[int, list[float]] = {1: [], 8: []}
+    cpu = dict.fromkeys(rates, (0.0, 0.0))
+    for _ in range(runs):
+        for threads in rates:
+            caller, worker = time.process_time(), process_cpu_s(worker_pid)
+            rates[threads].append(_threads_concurrent(call, calls, threads))
+            used = (time.process_time() - caller, process_cpu_s(worker_pid) - worker)
+            cpu[threads] = (cpu[threads][0] + used[0], cpu[threads][1] + used[1])
+    per_call = 1e6 / (runs * calls)
+    return {
+        n: (statistics.median(rates[n]), cpu[n][0] * per_call, cpu[n][1] * per_call) for n in rates
+    }
 
 
 async def _replicas_concurrent(replicas: int, total: int) -> float:
@@ -299,17 +333,9 @@ async def main(
                 )
             with cpu_meter(raw.process.pid) as raw_cpu:
                 raw_concurrent = raw.pipelined(concurrent_total)
-            # SyncWorkerPool from 1 and from 8 threads, interleaved (median of 3 each).
-            sync_threads: dict[int, list[float]] = {1: [], 8: []}
-            for _ in range(3):
-                for threads in sync_threads:
-                    sync_threads[threads].append(
-                        _threads_concurrent(
-                            lambda: sync_proxy.list_items(count=ITEMS),
-                            concurrent_total // 4,
-                            threads,
-                        )
-                    )
+            sync_threads = _sync_threads(
+                lambda: sync_proxy.list_items(count=ITEMS), sync_pid, quick
+            )
             idle_rss = _rss_mb(await proxy.pid())
             sdk_result = await sdk_local.call_tool("list_items", {"count": ITEMS})
             sdk_bytes = len(sdk_result.model_dump_json(by_alias=True, exclude_none=True)) + 120
@@ -418,11 +444,16 @@ async def main(
         concurrent_rows,
     )
     print()
-    one_thread, eight_threads = (statistics.median(sync_threads[n]) for n in (1, 8))
+    one_thread, eight_threads = (sync_threads[n][0] for n in (1, 8))
+    one_cpu = sum(sync_threads[1][1:])
     print_table(
-        "SyncWorkerPool: calls/s from 1 and 8 threads (median of 3)",
-        ["threads", "calls/s", "x 1 thread"],
-        [(1, one_thread, 1.0), (8, eight_threads, ratio(eight_threads, one_thread))],
+        f"SyncWorkerPool: calls/s from 1 and 8 threads (median of {3 if quick else 5} runs; "
+        "CPU per call over all of them)",
+        ["threads", "calls/s", "x 1 thread", "caller µs", "worker µs", "CPU x 1 thread"],
+        [
+            (n, rate, ratio(rate, one_thread), caller, worker, ratio(caller + worker, one_cpu))
+            for n, (rate, caller, worker) in sync_threads.items()
+        ],
     )
     print()
     print_table("Bytes on the wire per call", ["message", "bytes"], sorted(payload.items()))
@@ -481,6 +512,10 @@ async def main(
             "cpu_us_per_call": {name: round(us, 2) for name, us in concurrent_cpu.items()},
             "sync_pool_1_thread_calls_per_s": round(one_thread),
             "sync_pool_8_threads_calls_per_s": round(eight_threads),
+            "sync_pool_cpu_us_per_call": {
+                str(n): {"caller": round(caller, 2), "worker": round(worker, 2)}
+                for n, (_, caller, worker) in sync_threads.items()
+            },
             "replicas": replicas,
             "nativemcp_value_replicas_calls_per_s": (
                 round(replicas_concurrent) if replicas_concurrent is not None else None

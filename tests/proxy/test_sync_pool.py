@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import os
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -73,6 +74,41 @@ def test_threads_sharing_the_pool_each_get_their_own_answers(pool: SyncWorkerPoo
     for pairs in results:
         for sent, answered in pairs:
             assert answered == sent
+
+
+def test_frames_the_socket_takes_only_in_parts_arrive_whole_from_every_thread() -> None:
+    with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
+        testing = pool.server("testing")
+        # A send buffer of a few KiB: the non-blocking write that keeps the GIL takes
+        # only the first part of these frames, and the rest must follow in order, with
+        # other threads writing theirs meanwhile.
+        conn = pool._workers["testing"]._conn
+        assert conn is not None
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+
+        def run(worker: int) -> list[bool]:
+            texts = [f"{worker}:{size}:" + "x" * size for size in (100, 9_000, 60_000, 200_000)]
+            return [testing.echo(text=text) == text for text in texts for _ in range(3)]
+
+        with ThreadPoolExecutor(4) as executor:
+            results = list(executor.map(run, range(4)))
+        assert results == [[True] * 12] * 4
+
+
+def test_a_crash_fails_the_call_of_every_waiting_thread() -> None:
+    with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
+        testing = pool.server("testing")
+        first = testing.pid()
+        with ThreadPoolExecutor(4) as executor:
+            waiting = [executor.submit(testing.block, seconds=30) for _ in range(4)]
+            # The kill lands while the calls are in flight (or before some are sent:
+            # those fail too); one of them is reading the socket, the others sleep.
+            threading.Event().wait(0.3)
+            os.kill(first, signal.SIGKILL)
+            for call in waiting:
+                with pytest.raises(ServerCrashed):
+                    call.result(timeout=10)
+        assert testing.echo(text="back") == "back"
 
 
 def test_a_slow_call_does_not_hold_up_other_threads(pool: SyncWorkerPool) -> None:
