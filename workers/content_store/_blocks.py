@@ -15,19 +15,17 @@ import bisect
 import itertools
 import math
 import sqlite3
-from array import array
 from collections.abc import Callable, Sequence
 from typing import Final
 
 from ._blockmax import (
     block_bound,
-    read_averages,
-    scale_bound,
     score_block,
     seal,
     skippable_tokens,
     top_k,
 )
+from ._index_cache import StoreIndex, unsealed
 from ._postings import Phrase, idf
 
 __all__ = [
@@ -35,19 +33,7 @@ __all__ = [
     "reseal",
     "seal_blocks",
     "search_blocks",
-    "unsealed",
 ]
-
-
-def unsealed(conn: sqlite3.Connection, store_rid: int, store_id: str) -> bool:
-    """Whether chunks newer than the store's last block wait to be sealed (looked up
-    on the index: no chunk text is read)."""
-    row = conn.execute(
-        "SELECT 1 FROM chunks WHERE store_id = ? AND id >"
-        " (SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?) LIMIT 1",
-        (store_id, store_rid),
-    ).fetchone()
-    return row is not None
 
 
 def seal_blocks(
@@ -151,56 +137,41 @@ def reseal(
 
 def search_blocks(
     conn: sqlite3.Connection,
-    store_rid: int,
-    fts: str,
+    index: StoreIndex,
     wanted: Sequence[Phrase],
-    sealed: int,
     k: int,
     rank_tail: Callable[[], list[tuple[int, float]]] | None,
 ) -> list[tuple[int, float]]:
     """The ``k`` best ``(chunk id, BM25)`` pairs for a query of single-token terms:
-    `top_k` over the store's blocks, scored from their postings, and the chunks after
-    the last (``sealed``) ranked by ``rank_tail`` (FTS5), if any wait."""
-    tail = rank_tail is not None
+    `top_k` over the store's blocks (``index``), scored from their postings, and the
+    chunks after the last ranked by ``rank_tail`` (FTS5), if any wait."""
     tokens = [phrase.tokens[0] for phrase in wanted]
     distinct = sorted(set(tokens))
     marks = ",".join("?" * len(distinct))
-    blocks = conn.execute(
-        "SELECT lo, hi, average FROM blocks WHERE store_rid = ? ORDER BY lo", (store_rid,)
-    ).fetchall()
-    # Each token's bound per block, and its document frequency: postings in the
-    # blocks plus the tail's rows.
-    frequency = dict.fromkeys(distinct, 0)
-    in_block: dict[int, list[tuple[str, float]]] = {}
-    for lo, token, bound, df in conn.execute(
-        f"SELECT lo, token, bound, df FROM block_bounds WHERE store_rid = ? AND token IN ({marks})",
-        (store_rid, *distinct),
-    ):
-        in_block.setdefault(lo, []).append((token, bound))
-        frequency[token] += df
-    for token in distinct if tail else ():
-        frequency[token] += conn.execute(
-            f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ? AND rowid > ?",
-            (match(Phrase((token,), prefix=False)), sealed),
-        ).fetchone()[0]
-    rows, average = _averages(conn, fts)
-    weights = [(token, idf(rows, frequency[token])) for token in tokens]
+    bounds = index.bounds(distinct)
+    # Each token's document frequency: postings in the blocks plus the tail's rows.
+    frequency = {
+        token: sum(df for _, _, df in bounds[token])
+        + (index.tail_frequency(token) if rank_tail is not None else 0)
+        for token in distinct
+    }
+    average = index.average
+    weights = [(token, idf(index.rows, frequency[token])) for token in tokens]
     # A token written twice in the query (as two terms) counts twice, as in FTS5.
     token_weight = dict.fromkeys(distinct, 0.0)
     for token, weight in weights:
         token_weight[token] += weight
-    together = _together(conn, fts, distinct, blocks, sealed)
-    ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if tail else []
-    bounds: dict[int, dict[str, float]] = {}
-    for lo, _, sealed_average in blocks:
-        entries = in_block.get(lo)
-        if entries is None:
-            continue
-        factor = scale_bound(1.0, sealed_average, average)
-        contributions = {token: token_weight[token] * bound * factor for token, bound in entries}
-        bounds[lo] = contributions
+    factors = index.factors
+    contributions: dict[int, dict[str, float]] = {}
+    for token in distinct:
+        weight = token_weight[token]
+        for lo, bound, _ in bounds[token]:
+            contributions.setdefault(lo, {})[token] = weight * bound * factors[lo]
+    together = _together(conn, index, distinct)
+    ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if rank_tail is not None else []
+    for lo, block in contributions.items():
         found = None if together is None else together.get(lo, ())
-        ranges.append((block_bound(contributions, found), lo))
+        ranges.append((block_bound(block, found), lo))
 
     def read(lo: int, threshold: float) -> list[tuple[int, float]]:
         if rank_tail is not None and lo == _TAIL:
@@ -208,27 +179,21 @@ def search_blocks(
         packed: dict[str, bytes] = dict(
             conn.execute(
                 "SELECT token, postings FROM block_postings"
-                f" WHERE store_rid = ? AND lo = ? AND token IN ('', {marks})",
-                (store_rid, lo, *distinct),
+                f" WHERE store_rid = ? AND lo = ? AND token IN ({marks})",
+                (index.rid, lo, *distinct),
             ).fetchall()
         )
-        chunks = packed.pop("")
-        ids, lengths = array("q"), array("i")
-        split = len(chunks) // (ids.itemsize + lengths.itemsize) * ids.itemsize
-        ids.frombytes(chunks[:split])
-        lengths.frombytes(chunks[split:])
+        ids, lengths = index.chunks(lo)
         terms = [(token, weight, packed[token]) for token, weight in weights if token in packed]
-        return score_block(ids, lengths, terms, average, skippable_tokens(bounds[lo], threshold))
+        return score_block(
+            ids, lengths, terms, average, skippable_tokens(contributions[lo], threshold)
+        )
 
     return top_k(ranges, k, read)
 
 
 def _together(
-    conn: sqlite3.Connection,
-    fts: str,
-    tokens: Sequence[str],
-    blocks: Sequence[tuple[int, int, float]],
-    sealed: int,
+    conn: sqlite3.Connection, index: StoreIndex, tokens: Sequence[str]
 ) -> dict[int, list[set[str]]] | None:
     """Per block, the query tokens each of its chunks holding two or more of them
     holds (FTS5 intersects the doclists); None for a query of too many terms."""
@@ -237,22 +202,15 @@ def _together(
     present: dict[int, set[str]] = {}
     for first, second in itertools.combinations(tokens, 2):
         for (rowid,) in conn.execute(
-            f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid <= ?",
-            (f'"{first}" AND "{second}"', sealed),
+            f"SELECT rowid FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
+            (f'"{first}" AND "{second}"', index.sealed),
         ):
             present.setdefault(rowid, set()).update((first, second))
-    starts = [lo for lo, _, _ in blocks]
+    starts = index.starts
     together: dict[int, list[set[str]]] = {}
     for rowid, found in present.items():
         together.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], []).append(found)
     return together
-
-
-def _averages(conn: sqlite3.Connection, fts: str) -> tuple[int, float]:
-    """BM25's N and average length as FTS5 computes them (its averages record)."""
-    row = conn.execute(f"SELECT block FROM {fts}_data WHERE id = 1").fetchone()
-    rows, tokens = read_averages(row[0] if row else None)
-    return rows, tokens / rows if rows else 1.0
 
 
 _TAIL: Final = -1

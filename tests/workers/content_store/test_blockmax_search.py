@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import random
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,9 +19,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages
-from nativemcp.workers.content_store._blocks import unsealed
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
+from nativemcp.workers.content_store._index_cache import unsealed
 from nativemcp.workers.content_store._postings import (
     bm25,
     chunk_tokens,
@@ -166,7 +168,7 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) ->
         reads: list[str] = []
         db._read.set_trace_callback(
             lambda sql: (
-                reads.append(sql) if "block_postings WHERE" in sql and "lo =" in sql else None
+                reads.append(sql) if "block_postings WHERE" in sql and "token IN" in sql else None
             )
         )
         try:
@@ -246,3 +248,47 @@ def test_blocks_are_sealed_once_writes_stop_and_ranking_is_exact_before_and_afte
         _assert_exact(db, store, "gamma", 1)
     finally:
         db.close()
+
+
+_OTHER_WRITER = """
+import random, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from test_blockmax_search import _document, _item, _seal
+from nativemcp.workers.content_store._db import ContentDB
+
+db = ContentDB(Path(sys.argv[1]), block_chunks=4, min_blocks=1)
+store = db.list_stores()[0].store_id
+rng = random.Random(5)
+for n in range(10, 14):
+    db.add_content(store, _item(n, _document(rng, 30)))
+_seal(db, store)
+first = db.list_contents(store, 0, 1)[0]
+db.delete_content(store, first.content_id)
+db.close()
+"""
+
+
+def test_search_stays_exact_after_another_process_writes_and_seals_the_same_file(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(13)
+    with _database(tmp_path, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        for n in range(6):
+            db.add_content(store, _item(n, _document(rng, 30)))
+        _seal(db, store)
+        queries = ("alpha", "gamma delta", "Müller kappa", "zeta eta theta")
+        for query in queries:
+            _assert_exact(db, store, query, 5)  # the index facts are kept from here on
+        before = db.ranked(store, "alpha", 15)
+        # A real second process: this connection learns of its commits only from the file.
+        subprocess.run(
+            [sys.executable, "-c", _OTHER_WRITER, str(db.path), str(Path(__file__).parent)],
+            check=True,
+            timeout=60,
+        )
+        assert db.ranked(store, "alpha", 15) != before
+        for query in queries:
+            _assert_exact(db, store, query, 5)
+            _assert_exact(db, store, query, 15)
