@@ -6,7 +6,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nativemcp.workers.content_store._models import SearchHit
 from nativemcp.workers.content_store._relevance import Candidate, rank_hits, relevance
 from nativemcp.workers.content_store._snippet import context, describe_match
 from nativemcp.workers.content_store._tokenize import query_terms
@@ -16,7 +15,7 @@ _WORDS = ["apple", "pear", "plum", "東京", "Straße", "fig"]
 
 def _every_candidate_scored(
     candidates: list[Candidate], query: str, top_n: int, threshold: float | None
-) -> list[SearchHit]:
+) -> list[tuple[str, float, str, list[str], int]]:
     """The re-rank as it was: each candidate's match found, then sorted."""
     found = [c for c in candidates if c.bm25 > 0]
     if not found:
@@ -33,17 +32,7 @@ def _every_candidate_scored(
             scored.append((score, candidate, match))
     scored.sort(key=lambda entry: -entry[0])
     return [
-        SearchHit(
-            content_id=c.content_id,
-            chunk_id=f"{c.content_id}:{c.seq}",
-            filename=c.filename,
-            line_range=(c.start_line, c.end_line),
-            score=round(score, 4),
-            raw_score=c.bm25,
-            relevance_type=match.relevance_type,
-            matched_terms=match.matched_terms,
-            context=context(c.body, match.first),
-        )
+        (c.content_id, round(score, 4), match.relevance_type, match.matched_terms, match.first)
         for score, c, match in scored[:top_n]
     ]
 
@@ -71,6 +60,10 @@ def test_re_ranking_equals_scoring_every_candidate(
         for n, (body, score) in enumerate(sorted(drawn, key=lambda pair: -pair[1]))
     ]
     query = " ".join(words)
-    assert rank_hits(candidates, query, top_n, threshold) == _every_candidate_scored(
-        candidates, query, top_n, threshold
-    )
+    hits = rank_hits(candidates, query, top_n, threshold)
+    expected = _every_candidate_scored(candidates, query, top_n, threshold)
+    assert [(h.content_id, h.score, h.relevance_type, h.matched_terms) for h in hits] == [
+        entry[:4] for entry in expected
+    ]
+    bodies = {c.content_id: c.body for c in candidates}
+    assert [h.context for h in hits] == [context(bodies[e[0]], e[4]) for e in expected]
