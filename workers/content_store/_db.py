@@ -518,9 +518,13 @@ class ContentDB:
         with a positive score: FTS5's ranking, exactly; None when the store does not
         exist.
 
-        A query of single-token terms reads the sealed blocks by bound (`top_k`) and
-        FTS5 ranks the unsealed tail; a phrase or a prefix (CJK) is ranked by FTS5 over
-        the whole store, with its positions.
+        A query of single-token terms, or of one phrase of several (a CJK word), reads
+        the sealed blocks by bound (`top_k`) and FTS5 ranks the unsealed tail. A prefix
+        (a lone CJK character), or a phrase beside other terms, is ranked by FTS5 over
+        the whole store: bounded by its tokens' bounds, a phrase among other terms
+        skips few blocks (at 104,000 chunks, two or three CJK words: 71-85 of 102
+        blocks read, 10.5-14.9 ms against FTS5's 10.0-13.4 ms; one word: 7 blocks,
+        1.7 ms against 3.7 ms).
         """
         with self._snapshot():
             conn = self._read
@@ -533,8 +537,10 @@ class ContentDB:
             fts = _fts(store_rid)
             expression = " OR ".join(match(phrase) for phrase in wanted)
             index = self._indexes.current(store_rid, store_id, fts)
-            if len(index.blocks) < self.min_blocks or any(
-                len(p.tokens) > 1 or p.prefix for p in wanted
+            if (
+                len(index.blocks) < self.min_blocks
+                or any(p.prefix for p in wanted)
+                or (len(wanted) > 1 and any(len(p.tokens) > 1 for p in wanted))
             ):
                 found = self._rank_range(fts, expression, 0, _MAX_ROWID, k)
             else:

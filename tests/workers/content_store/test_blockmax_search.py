@@ -292,3 +292,31 @@ def test_search_stays_exact_after_another_process_writes_and_seals_the_same_file
         for query in queries:
             _assert_exact(db, store, query, 5)
             _assert_exact(db, store, query, 15)
+
+
+def test_a_cjk_word_is_ranked_from_the_blocks_counting_only_adjacent_bigrams(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(17)
+    # "東京 京都" holds both bigrams of 東京都 apart: the phrase is not there, though
+    # each token is; "東京都東京都" holds it twice.
+    lines = ["東京都 alpha", "東京 京都 beta", "東京都東京都", "京都東京 alpha beta", "gamma"]
+    with _database(tmp_path, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        for n in range(8):
+            text = "\n".join(rng.choice(lines) for _ in range(rng.randint(4, 30)))
+            db.add_content(store, _item(n, text))
+        _seal(db, store)
+        ranked: list[str] = []
+        db._read.set_trace_callback(
+            lambda sql: ranked.append(sql) if "ORDER BY rank" in sql else None
+        )
+        try:
+            for query in ("東京都", "東京都東京"):
+                for k in (1, 5, 15):
+                    _assert_exact(db, store, query, k)
+        finally:
+            db._read.set_trace_callback(None)
+        assert ranked == []  # one CJK word: every block was scored here, none by FTS5
+        for query in ("東京都 alpha", "beta 東京都 京都"):  # FTS5 ranks a phrase among terms
+            _assert_exact(db, store, query, 5)
