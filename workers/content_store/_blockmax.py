@@ -8,9 +8,9 @@ BM25 term score any of its chunks gets (at the block's own average length). A se
 
 1. computes each block's upper bound for the query: the sum over the query's phrases of
    idf times the phrase's best term score in the block (0 where a token is absent);
-2. lets FTS5 rank one block at a time (``rowid BETWEEN lo AND hi``, its own exact BM25
-   with the whole table's statistics), highest bound first; the unsealed tail of newest
-   chunks has no bound and is ranked first;
+2. scores one block at a time from its postings (`score_block`: FTS5's formula, with
+   the whole table's statistics), highest bound first; the unsealed tail of newest
+   chunks has no bound and is ranked first (by FTS5);
 3. stops once ``k`` hits are in hand and the next block's bound is below the k-th
    score: no chunk left unread can enter the top k.
 

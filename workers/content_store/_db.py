@@ -4,7 +4,9 @@ One file in WAL mode. Each store has its own FTS5 table (``fts_<store rowid>``),
 BM25's statistics are the store's own and a search reads only that store's index.
 Once writes stop, a store's chunks are also sealed into blocks with per-token bounds
 (`_blocks`), so a search of a large store reads only the blocks that can still make
-its top k (`_blockmax`); FTS5 ranks phrases, small stores and chunks not sealed yet.
+its top k (`_blockmax`); FTS5 ranks prefixes, phrases beside other terms, small
+stores and chunks not sealed yet. What every search of a store reads besides its
+postings is kept between searches until the file changes (`_index_cache`).
 Two connections: the writer, one transaction at a time (the server's write calls, and
 the thread that seals blocks and merges a store's index once writes stop:
 `IndexMerger`), and the reader; WAL lets reads go on while a
