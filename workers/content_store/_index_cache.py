@@ -26,8 +26,12 @@ from ._blockmax import read_averages, scale_bound
 __all__ = ["IndexCache", "StoreIndex", "unsealed"]
 
 MAX_TOKENS: Final = 4096
-"""Tokens whose bounds a store keeps; past this the bounds are dropped and read again
-(a store's queries use far fewer distinct tokens than its vocabulary)."""
+"""Tokens whose unsealed-chunk counts a store keeps; past this they are dropped and
+counted again (a store's queries use far fewer distinct tokens than its vocabulary)."""
+MAX_BOUNDS: Final = 200_000
+"""``(token, block)`` bounds a store keeps (about 25 MB); past this they are dropped
+and read again. A token holds one per block it is in: a common token at 300,000
+chunks, about 300."""
 
 
 def unsealed(conn: sqlite3.Connection, store_rid: int, store_id: str) -> bool:
@@ -49,6 +53,7 @@ class StoreIndex:
         "_bounds",
         "_chunks",
         "_conn",
+        "_kept",
         "_tail",
         "average",
         "blocks",
@@ -84,6 +89,7 @@ class StoreIndex:
         self.factors = {lo: scale_bound(1.0, sealed, self.average) for lo, _, sealed in self.blocks}
         """Per block, what its bounds are multiplied by at today's average length."""
         self._bounds: dict[str, list[tuple[int, float, int]]] = {}
+        self._kept = 0  # entries in ``_bounds``
         self._chunks: dict[int, tuple[array[int], array[int]]] = {}
         self._tail: dict[str, int] = {}
 
@@ -91,8 +97,10 @@ class StoreIndex:
         """Per token, ``(block lo, bound, chunks holding it)`` for each block holding it."""
         missing = [token for token in tokens if token not in self._bounds]
         if missing:
-            if len(self._bounds) + len(missing) > MAX_TOKENS:
+            if self._kept + len(missing) * len(self.blocks) > MAX_BOUNDS:
                 self._bounds.clear()
+                self._kept = 0
+                missing = list(dict.fromkeys(tokens))
             for token in missing:
                 self._bounds[token] = []
             marks = ",".join("?" * len(missing))
@@ -102,6 +110,7 @@ class StoreIndex:
                 (self.rid, *missing),
             ):
                 self._bounds[token].append((lo, bound, df))
+                self._kept += 1
         return {token: self._bounds[token] for token in tokens}
 
     def tail_frequency(self, token: str) -> int:

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from nativemcp.workers.content_store import _index_cache
 from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
@@ -319,4 +320,20 @@ def test_a_cjk_word_is_ranked_from_the_blocks_counting_only_adjacent_bigrams(
             db._read.set_trace_callback(None)
         assert ranked == []  # one CJK word: every block was scored here, none by FTS5
         for query in ("東京都 alpha", "beta 東京都 京都"):  # FTS5 ranks a phrase among terms
+            _assert_exact(db, store, query, 5)
+
+
+def test_search_stays_exact_when_the_kept_bounds_overflow_and_are_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Room for the bounds of about one token: every new token drops the others.
+    rng = random.Random(19)
+    with _database(tmp_path, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        for n in range(6):
+            db.add_content(store, _item(n, _document(rng, 30)))
+        _seal(db, store)
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        monkeypatch.setattr(_index_cache, "MAX_BOUNDS", blocks + 1)
+        for query in ("alpha", "alpha beta", "gamma alpha delta", "beta", "alpha beta"):
             _assert_exact(db, store, query, 5)
