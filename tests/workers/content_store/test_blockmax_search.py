@@ -105,6 +105,15 @@ def _assert_exact(db: ContentDB, store_id: str, query: str, k: int) -> None:
         assert {c for c, _ in got} == {c for _, c in want}
 
 
+def _sealed_store(db: ContentDB, rng: random.Random) -> str:
+    """A store of six generated contents, sealed."""
+    store = db.create_store("s", None, None).store_id
+    for n in range(6):
+        db.add_content(store, _item(n, _document(rng, 30)))
+    _seal(db, store)
+    return store
+
+
 @contextmanager
 def _database(tmp_path: Path, block_chunks: int) -> Iterator[ContentDB]:
     db = ContentDB(tmp_path / "content.sqlite3", block_chunks=block_chunks, min_blocks=1)
@@ -273,12 +282,8 @@ db.close()
 def test_search_stays_exact_after_another_process_writes_and_seals_the_same_file(
     tmp_path: Path,
 ) -> None:
-    rng = random.Random(13)
     with _database(tmp_path, block_chunks=4) as db:
-        store = db.create_store("s", None, None).store_id
-        for n in range(6):
-            db.add_content(store, _item(n, _document(rng, 30)))
-        _seal(db, store)
+        store = _sealed_store(db, random.Random(13))
         queries = ("alpha", "gamma delta", "Müller kappa", "zeta eta theta")
         for query in queries:
             _assert_exact(db, store, query, 5)  # the index facts are kept from here on
@@ -327,12 +332,8 @@ def test_search_stays_exact_when_the_kept_bounds_overflow_and_are_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Room for the bounds of about one token: every new token drops the others.
-    rng = random.Random(19)
     with _database(tmp_path, block_chunks=4) as db:
-        store = db.create_store("s", None, None).store_id
-        for n in range(6):
-            db.add_content(store, _item(n, _document(rng, 30)))
-        _seal(db, store)
+        store = _sealed_store(db, random.Random(19))
         blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
         monkeypatch.setattr(_index_cache, "MAX_BOUNDS", blocks + 1)
         for query in ("alpha", "alpha beta", "gamma alpha delta", "beta", "alpha beta"):
