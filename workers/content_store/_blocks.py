@@ -12,42 +12,33 @@ on its read connection.
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import math
 import sqlite3
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final
 
 from ._blockmax import (
+    _SLACK,
     block_bound,
-    read_averages,
-    scale_bound,
+    fast_tokens,
     score_block,
     seal,
     skippable_tokens,
+    term_score,
     top_k,
 )
-from ._postings import Phrase, idf
+from ._index_cache import StoreIndex, unsealed
+from ._postings import Phrase, idf, phrase_frequency, token_positions
 
 __all__ = [
     "match",
     "reseal",
     "seal_blocks",
     "search_blocks",
-    "unsealed",
 ]
-
-
-def unsealed(conn: sqlite3.Connection, store_rid: int, store_id: str) -> bool:
-    """Whether chunks newer than the store's last block wait to be sealed (looked up
-    on the index: no chunk text is read)."""
-    row = conn.execute(
-        "SELECT 1 FROM chunks WHERE store_id = ? AND id >"
-        " (SELECT coalesce(max(hi), 0) FROM blocks WHERE store_rid = ?) LIMIT 1",
-        (store_id, store_rid),
-    ).fetchone()
-    return row is not None
 
 
 def seal_blocks(
@@ -151,56 +142,58 @@ def reseal(
 
 def search_blocks(
     conn: sqlite3.Connection,
-    store_rid: int,
-    fts: str,
+    index: StoreIndex,
     wanted: Sequence[Phrase],
-    sealed: int,
     k: int,
     rank_tail: Callable[[], list[tuple[int, float]]] | None,
 ) -> list[tuple[int, float]]:
-    """The ``k`` best ``(chunk id, BM25)`` pairs for a query of single-token terms:
-    `top_k` over the store's blocks, scored from their postings, and the chunks after
-    the last (``sealed``) ranked by ``rank_tail`` (FTS5), if any wait."""
-    tail = rank_tail is not None
-    tokens = [phrase.tokens[0] for phrase in wanted]
-    distinct = sorted(set(tokens))
-    marks = ",".join("?" * len(distinct))
-    blocks = conn.execute(
-        "SELECT lo, hi, average FROM blocks WHERE store_rid = ? ORDER BY lo", (store_rid,)
-    ).fetchall()
-    # Each token's bound per block, and its document frequency: postings in the
-    # blocks plus the tail's rows.
-    frequency = dict.fromkeys(distinct, 0)
-    in_block: dict[int, list[tuple[str, float]]] = {}
-    for lo, token, bound, df in conn.execute(
-        f"SELECT lo, token, bound, df FROM block_bounds WHERE store_rid = ? AND token IN ({marks})",
-        (store_rid, *distinct),
-    ):
-        in_block.setdefault(lo, []).append((token, bound))
-        frequency[token] += df
-    for token in distinct if tail else ():
-        frequency[token] += conn.execute(
-            f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ? AND rowid > ?",
-            (match(Phrase((token,), prefix=False)), sealed),
-        ).fetchone()[0]
-    rows, average = _averages(conn, fts)
-    weights = [(token, idf(rows, frequency[token])) for token in tokens]
-    # A token written twice in the query (as two terms) counts twice, as in FTS5.
-    token_weight = dict.fromkeys(distinct, 0.0)
-    for token, weight in weights:
-        token_weight[token] += weight
-    together = _together(conn, fts, distinct, blocks, sealed)
-    ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if tail else []
-    bounds: dict[int, dict[str, float]] = {}
-    for lo, _, sealed_average in blocks:
-        entries = in_block.get(lo)
-        if entries is None:
-            continue
-        factor = scale_bound(1.0, sealed_average, average)
-        contributions = {token: token_weight[token] * bound * factor for token, bound in entries}
-        bounds[lo] = contributions
+    """The ``k`` best ``(chunk id, BM25)`` pairs for a query of phrases without a
+    prefix: `top_k` over the store's blocks (``index``), scored from their postings,
+    and the chunks after the last ranked by ``rank_tail`` (FTS5), if any wait.
+
+    A phrase of several tokens (a CJK word, as bigrams) is bounded in a block by the
+    least bound of its tokens (it occurs in a chunk at most as often as each of them);
+    its chunks are those holding all its tokens, and a chunk that can still make the
+    cut is counted exactly from its text (`_PhraseScorer`)."""
+    # A phrase is keyed by its tokens, space-joined (tokens hold no space).
+    keys = [" ".join(phrase.tokens) for phrase in wanted]
+    phrase_of = dict(zip(keys, wanted, strict=True))
+    distinct = sorted({token for phrase in wanted for token in phrase.tokens})
+    bounds = index.bounds(distinct)
+    frequency: dict[str, int] = {}
+    for key, phrase in phrase_of.items():
+        if len(phrase.tokens) == 1:
+            # Postings in the blocks plus the tail's rows.
+            frequency[key] = sum(df for _, _, df in bounds[key]) + (
+                index.tail_frequency(key) if rank_tail is not None else 0
+            )
+        else:
+            # Adjacency is in no block's postings: FTS5 counts the chunks, all of them.
+            frequency[key] = conn.execute(
+                f"SELECT count(*) FROM {index.fts} WHERE {index.fts} MATCH ?", (match(phrase),)
+            ).fetchone()[0]
+    weights = [(key, idf(index.rows, frequency[key])) for key in keys]
+    # A phrase written twice in the query (as two terms) counts twice, as in FTS5.
+    key_weight = dict.fromkeys(phrase_of, 0.0)
+    for key, weight in weights:
+        key_weight[key] += weight
+    in_block = {token: {lo: bound for lo, bound, _ in bounds[token]} for token in distinct}
+    factors = index.factors
+    contributions: dict[int, dict[str, float]] = {}
+    for key, phrase in phrase_of.items():
+        first, *rest = (in_block[token] for token in phrase.tokens)
+        for lo, bound in first.items():
+            least = min([bound, *(other.get(lo, 0.0) for other in rest)])
+            if least > 0:
+                contributions.setdefault(lo, {})[key] = key_weight[key] * least * factors[lo]
+    together = _together(conn, index, list(phrase_of.values()))
+    ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if rank_tail is not None else []
+    for lo, block in contributions.items():
         found = None if together is None else together.get(lo, ())
-        ranges.append((block_bound(contributions, found), lo))
+        ranges.append((block_bound(block, found), lo))
+    marks = ",".join("?" * len(distinct))
+    scorer = _PhraseScorer(conn, phrase_of, k)
+    tokens_only = all(len(phrase.tokens) == 1 for phrase in wanted)
 
     def read(lo: int, threshold: float) -> list[tuple[int, float]]:
         if rank_tail is not None and lo == _TAIL:
@@ -208,51 +201,139 @@ def search_blocks(
         packed: dict[str, bytes] = dict(
             conn.execute(
                 "SELECT token, postings FROM block_postings"
-                f" WHERE store_rid = ? AND lo = ? AND token IN ('', {marks})",
-                (store_rid, lo, *distinct),
+                f" WHERE store_rid = ? AND lo = ? AND token IN ({marks})",
+                (index.rid, lo, *distinct),
             ).fetchall()
         )
-        chunks = packed.pop("")
-        ids, lengths = array("q"), array("i")
-        split = len(chunks) // (ids.itemsize + lengths.itemsize) * ids.itemsize
-        ids.frombytes(chunks[:split])
-        lengths.frombytes(chunks[split:])
-        terms = [(token, weight, packed[token]) for token, weight in weights if token in packed]
-        return score_block(ids, lengths, terms, average, skippable_tokens(bounds[lo], threshold))
+        ids, lengths = index.chunks(lo)
+        skippable = skippable_tokens(contributions[lo], threshold)
+        if tokens_only:  # every frequency is in the postings
+            terms = [(key, weight, packed[key]) for key, weight in weights if key in packed]
+            return score_block(ids, lengths, terms, index.average, skippable)
+        return scorer.score(ids, lengths, packed, weights, index.average, skippable, threshold)
 
     return top_k(ranges, k, read)
 
 
+class _PhraseScorer:
+    """Scores a block for a query holding phrases of several tokens.
+
+    Such a phrase's frequency in a chunk is at most the least of its tokens': every
+    chunk is first scored with that, and only one that can still enter the top ``k``
+    (above the search's ``threshold`` and the block's own k-th exact score) is
+    counted exactly from its text, tokenized as the index was."""
+
+    def __init__(self, conn: sqlite3.Connection, phrases: Mapping[str, Phrase], k: int) -> None:
+        self._conn = conn
+        self._phrases = phrases
+        self._k = k
+
+    def score(
+        self,
+        ids: array[int],
+        lengths: array[int],
+        packed: Mapping[str, bytes],
+        weights: Sequence[tuple[str, float]],
+        average: float,
+        skippable: Collection[str],
+        threshold: float,
+    ) -> list[tuple[int, float]]:
+        """``(chunk id, BM25)`` of the block's chunks that can make the top ``k``."""
+        frequencies: dict[str, dict[int, int]] = {}
+        for key, phrase in self._phrases.items():
+            per_token = [_decode(packed[token]) for token in phrase.tokens if token in packed]
+            if len(per_token) < len(phrase.tokens):
+                continue  # a token is missing: the phrase is not in this block
+            found = per_token[0]
+            for other in per_token[1:]:
+                found = {i: min(tf, other[i]) for i, tf in found.items() if i in other}
+            if found:
+                frequencies[key] = found
+        candidates: set[int] = set()
+        for key, found in frequencies.items():
+            if key not in skippable:
+                candidates.update(found)
+        several = [key for key in frequencies if len(self._phrases[key].tokens) > 1]
+        exact: list[tuple[int, float]] = []
+        pending: list[tuple[float, int]] = []
+        for chunk in candidates:
+            upper = _bm25(chunk, frequencies, weights, lengths[chunk], average)
+            if any(chunk in frequencies[key] for key in several):
+                pending.append((upper, chunk))
+            else:
+                exact.append((ids[chunk], upper))
+        # The block's own k best exact scores (a min-heap) bound what else can enter.
+        best = heapq.nlargest(self._k, (score for _, score in exact))
+        heapq.heapify(best)
+        pending.sort(reverse=True)
+        for upper, chunk in pending:
+            cut = max(threshold, best[0] if len(best) >= self._k else -math.inf)
+            if upper * (1 + _SLACK) < cut:
+                break
+            counted = self._count(ids[chunk], several)
+            for key in several:
+                if chunk in frequencies[key]:
+                    frequencies[key][chunk] = counted[key]
+            score = _bm25(chunk, frequencies, weights, lengths[chunk], average)
+            if score > 0:
+                exact.append((ids[chunk], score))
+                if len(best) < self._k:
+                    heapq.heappush(best, score)
+                else:
+                    heapq.heappushpop(best, score)
+        return exact
+
+    def _count(self, chunk_id: int, keys: Sequence[str]) -> dict[str, int]:
+        """How often each phrase of ``keys`` occurs in the chunk, from its text."""
+        (body,) = self._conn.execute("SELECT body FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+        positions = token_positions(fast_tokens(body))
+        return {key: phrase_frequency(self._phrases[key], positions) for key in keys}
+
+
+def _decode(packed: bytes) -> dict[int, int]:
+    """A block's postings of one token: chunk index to term frequency."""
+    pairs = array("i")
+    pairs.frombytes(packed)
+    return dict(zip(pairs[0::2], pairs[1::2], strict=True))
+
+
+def _bm25(
+    chunk: int,
+    frequencies: Mapping[str, Mapping[int, int]],
+    weights: Sequence[tuple[str, float]],
+    length: int,
+    average: float,
+) -> float:
+    """A chunk's BM25 from its phrase frequencies, in query order as FTS5 adds them."""
+    score = 0.0
+    for key, weight in weights:
+        tf = frequencies.get(key, {}).get(chunk, 0)
+        if tf:
+            score += weight * term_score(tf, length, average)
+    return score
+
+
 def _together(
-    conn: sqlite3.Connection,
-    fts: str,
-    tokens: Sequence[str],
-    blocks: Sequence[tuple[int, int, float]],
-    sealed: int,
+    conn: sqlite3.Connection, index: StoreIndex, wanted: Sequence[Phrase]
 ) -> dict[int, list[set[str]]] | None:
-    """Per block, the query tokens each of its chunks holding two or more of them
-    holds (FTS5 intersects the doclists); None for a query of too many terms."""
-    if len(tokens) > _PAIRWISE_TERMS:
+    """Per block, the query phrases (keyed by their tokens, space-joined) each of its
+    chunks holding two or more of them holds (FTS5 intersects the doclists); None for a
+    query of too many terms."""
+    if len(wanted) > _PAIRWISE_TERMS:
         return None
     present: dict[int, set[str]] = {}
-    for first, second in itertools.combinations(tokens, 2):
+    for first, second in itertools.combinations(wanted, 2):
+        pair = (" ".join(first.tokens), " ".join(second.tokens))
         for (rowid,) in conn.execute(
-            f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid <= ?",
-            (f'"{first}" AND "{second}"', sealed),
+            f"SELECT rowid FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
+            (f"{match(first)} AND {match(second)}", index.sealed),
         ):
-            present.setdefault(rowid, set()).update((first, second))
-    starts = [lo for lo, _, _ in blocks]
+            present.setdefault(rowid, set()).update(pair)
+    starts = index.starts
     together: dict[int, list[set[str]]] = {}
     for rowid, found in present.items():
         together.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], []).append(found)
     return together
-
-
-def _averages(conn: sqlite3.Connection, fts: str) -> tuple[int, float]:
-    """BM25's N and average length as FTS5 computes them (its averages record)."""
-    row = conn.execute(f"SELECT block FROM {fts}_data WHERE id = 1").fetchone()
-    rows, tokens = read_averages(row[0] if row else None)
-    return rows, tokens / rows if rows else 1.0
 
 
 _TAIL: Final = -1

@@ -18,6 +18,7 @@ lower still makes the cut.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
@@ -72,20 +73,32 @@ def rank_hits(
     """The best ``top_n`` hits of ``candidates`` by relevance (then BM25), each with its
     match type, matched terms and context; hits below ``threshold`` and candidates
     without a positive BM25 are left out."""
-    found = [c for c in candidates if c.bm25 > 0]
+    # Best BM25 first (stable: the backend's order among equals), so that a hit's
+    # relevance can only be at most the one before it could reach.
+    found = sorted((c for c in candidates if c.bm25 > 0), key=lambda c: -c.bm25)
     if not found:
         return []
-    best = max(c.bm25 for c in found)
+    best = found[0].bm25
     terms = query_terms(query)
     scored: list[tuple[float, Candidate, Match]] = []
+    kept: list[float] = []  # the relevances kept so far, ascending
     for candidate in found:
+        # Holding every term, a candidate scores this much; any after it no more. Once
+        # `top_n` are kept at or above it (or it is below the threshold), the rest
+        # cannot make the cut: their matches are never looked for.
+        reachable = relevance(len(terms), len(terms), candidate.bm25, best)
+        if (len(kept) >= top_n and kept[-top_n] >= reachable) or (
+            threshold is not None and reachable < threshold
+        ):
+            break
         match = describe_match(candidate.body, terms)
         exact = match.relevance_type == "exact_phrase"
         matched = len(terms) if exact else len(match.matched_terms)
         score = relevance(matched, len(terms), candidate.bm25, best)
         if threshold is None or score >= threshold:
             scored.append((score, candidate, match))
-    # Stable: equal relevance keeps the backend's BM25 order.
+            bisect.insort(kept, score)
+    # Stable: equal relevance keeps the BM25 order.
     scored.sort(key=lambda entry: -entry[0])
     return [
         SearchHit(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import random
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,10 +18,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from nativemcp.workers.content_store import _index_cache
 from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages
-from nativemcp.workers.content_store._blocks import unsealed
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
+from nativemcp.workers.content_store._index_cache import unsealed
 from nativemcp.workers.content_store._postings import (
     bm25,
     chunk_tokens,
@@ -102,6 +105,15 @@ def _assert_exact(db: ContentDB, store_id: str, query: str, k: int) -> None:
         assert {c for c, _ in got} == {c for _, c in want}
 
 
+def _sealed_store(db: ContentDB, rng: random.Random) -> str:
+    """A store of six generated contents, sealed."""
+    store = db.create_store("s", None, None).store_id
+    for n in range(6):
+        db.add_content(store, _item(n, _document(rng, 30)))
+    _seal(db, store)
+    return store
+
+
 @contextmanager
 def _database(tmp_path: Path, block_chunks: int) -> Iterator[ContentDB]:
     db = ContentDB(tmp_path / "content.sqlite3", block_chunks=block_chunks, min_blocks=1)
@@ -166,7 +178,7 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) ->
         reads: list[str] = []
         db._read.set_trace_callback(
             lambda sql: (
-                reads.append(sql) if "block_postings WHERE" in sql and "lo =" in sql else None
+                reads.append(sql) if "block_postings WHERE" in sql and "token IN" in sql else None
             )
         )
         try:
@@ -246,3 +258,83 @@ def test_blocks_are_sealed_once_writes_stop_and_ranking_is_exact_before_and_afte
         _assert_exact(db, store, "gamma", 1)
     finally:
         db.close()
+
+
+_OTHER_WRITER = """
+import random, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from test_blockmax_search import _document, _item, _seal
+from nativemcp.workers.content_store._db import ContentDB
+
+db = ContentDB(Path(sys.argv[1]), block_chunks=4, min_blocks=1)
+store = db.list_stores()[0].store_id
+rng = random.Random(5)
+for n in range(10, 14):
+    db.add_content(store, _item(n, _document(rng, 30)))
+_seal(db, store)
+first = db.list_contents(store, 0, 1)[0]
+db.delete_content(store, first.content_id)
+db.close()
+"""
+
+
+def test_search_stays_exact_after_another_process_writes_and_seals_the_same_file(
+    tmp_path: Path,
+) -> None:
+    with _database(tmp_path, block_chunks=4) as db:
+        store = _sealed_store(db, random.Random(13))
+        queries = ("alpha", "gamma delta", "Müller kappa", "zeta eta theta")
+        for query in queries:
+            _assert_exact(db, store, query, 5)  # the index facts are kept from here on
+        before = db.ranked(store, "alpha", 15)
+        # A real second process: this connection learns of its commits only from the file.
+        subprocess.run(
+            [sys.executable, "-c", _OTHER_WRITER, str(db.path), str(Path(__file__).parent)],
+            check=True,
+            timeout=60,
+        )
+        assert db.ranked(store, "alpha", 15) != before
+        for query in queries:
+            _assert_exact(db, store, query, 5)
+            _assert_exact(db, store, query, 15)
+
+
+def test_a_cjk_word_is_ranked_from_the_blocks_counting_only_adjacent_bigrams(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(17)
+    # "東京 京都" holds both bigrams of 東京都 apart: the phrase is not there, though
+    # each token is; "東京都東京都" holds it twice.
+    lines = ["東京都 alpha", "東京 京都 beta", "東京都東京都", "京都東京 alpha beta", "gamma"]
+    with _database(tmp_path, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        for n in range(8):
+            text = "\n".join(rng.choice(lines) for _ in range(rng.randint(4, 30)))
+            db.add_content(store, _item(n, text))
+        _seal(db, store)
+        ranked: list[str] = []
+        db._read.set_trace_callback(
+            lambda sql: ranked.append(sql) if "ORDER BY rank" in sql else None
+        )
+        try:
+            for query in ("東京都", "東京都東京"):
+                for k in (1, 5, 15):
+                    _assert_exact(db, store, query, k)
+        finally:
+            db._read.set_trace_callback(None)
+        assert ranked == []  # one CJK word: every block was scored here, none by FTS5
+        for query in ("東京都 alpha", "beta 東京都 京都"):  # FTS5 ranks a phrase among terms
+            _assert_exact(db, store, query, 5)
+
+
+def test_search_stays_exact_when_the_kept_bounds_overflow_and_are_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Room for the bounds of about one token: every new token drops the others.
+    with _database(tmp_path, block_chunks=4) as db:
+        store = _sealed_store(db, random.Random(19))
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        monkeypatch.setattr(_index_cache, "MAX_BOUNDS", blocks + 1)
+        for query in ("alpha", "alpha beta", "gamma alpha delta", "beta", "alpha beta"):
+            _assert_exact(db, store, query, 5)
