@@ -62,7 +62,8 @@ class IndexMerger:
     the stores written to, on its own thread, once writes stop (see the module
     docstring); before it, ``seal(store_id)`` (one step; True while there is more) for
     the stores whose writes left chunks to seal, however few. `wrote` notes each write;
-    `close` stops the thread."""
+    `close` stops the thread. A step raising one of ``errors`` (the database's) is
+    logged and left for the next write."""
 
     def __init__(
         self,
@@ -70,8 +71,10 @@ class IndexMerger:
         *,
         idle: float = IDLE_SECONDS,
         seal: Callable[[str], bool] | None = None,
+        errors: tuple[type[Exception], ...] = (sqlite3.Error,),
     ) -> None:
         self._step = step
+        self._errors = errors
         self._seal = seal
         self._idle = idle
         self._debts: dict[str, _Debt] = {}
@@ -133,7 +136,7 @@ class IndexMerger:
                 more = bool(unsealed and self._seal is not None and self._seal(store_id))
                 if not more and merge:
                     more = self._step(store_id)
-            except sqlite3.Error as exc:
+            except self._errors as exc:
                 # Merging only makes searches faster: a busy or failing database is
                 # left as it is (every row is there either way), and the next write
                 # to the store tries again.

@@ -1,0 +1,426 @@
+"""The search index of a PostgreSQL store: sealed blocks, merged off the write path.
+
+An item's chunks are written with their distinct tokens and nothing per token (one
+``COPY``); the chunks past the store's merged watermark (``cs_stores.merged``) are its
+pending tail. A merge (`merge_step`, run once writes stop, as SQLite seals its blocks)
+folds the tail into sealed blocks of `BLOCK_CHUNKS` chunks, `_blockmax`'s: one
+``cs_blocks`` row per block and, per (token, block), one ``cs_block_postings`` row with
+the packed postings, the token's best term score in the block (its bound) and its
+chunk count there. The empty token's row holds the block's chunk ids and lengths.
+
+A search (`ranked`) reads per query token its bound and count in every block: a
+token's document frequency is the sum of its counts plus the tail's, so no count is
+kept per token outside the blocks. A query of plain terms is then ranked by block-max
+(`top_k`): the tail first, scored exactly from its chunks' texts, then the blocks
+highest bound first until no block left can reach the top k. A phrase or a CJK prefix
+is matched on every block and the tail (positions from the candidate chunks' texts).
+Either way the scores are FTS5's BM25, exactly.
+
+A deleted chunk's blocks are sealed again from the chunks left in their ranges
+(`reseal`), so postings and counts are always the stored chunks' own. Everything here
+runs in the caller's transaction or on its connection; writers hold the store's row
+lock.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from ._blockmax import (
+    BLOCK_CHUNKS,
+    block_bound,
+    fast_tokens,
+    scale_bound,
+    score_block,
+    seal,
+    skippable_tokens,
+    top_k,
+)
+from ._postings import Phrase, bm25, idf, phrase_frequency, token_positions
+
+__all__ = ["BLOCK_CHUNKS", "MIGRATION", "merge_step", "ranked", "reseal"]
+
+MIGRATION: Final = (
+    # Postings per (token, chunk) and per-token counts updated on every write gave way
+    # to sealed blocks written by a merge (see the module docstring).
+    "DROP TABLE cs_postings",
+    "DROP TABLE cs_terms",
+    # Chunks at or below this id are in sealed blocks: 0, every chunk is pending (the
+    # next start seals them).
+    "ALTER TABLE cs_stores ADD COLUMN merged BIGINT NOT NULL DEFAULT 0",
+    "CREATE INDEX cs_chunks_by_store ON cs_chunks (store_rid, id)",
+    """CREATE TABLE cs_blocks (
+        store_rid BIGINT NOT NULL,
+        lo BIGINT NOT NULL,
+        hi BIGINT NOT NULL,
+        average FLOAT8 NOT NULL,
+        size INTEGER NOT NULL,
+        PRIMARY KEY (store_rid, lo)
+    )""",
+    # COLLATE "C": byte order, so a prefix (LIKE 'x%') is a range scan of the key; the
+    # bound and count in the key's leaf, so reading them is an index-only scan.
+    """CREATE TABLE cs_block_postings (
+        store_rid BIGINT NOT NULL,
+        token TEXT COLLATE "C" NOT NULL,
+        lo BIGINT NOT NULL,
+        bound FLOAT8 NOT NULL,
+        df INTEGER NOT NULL,
+        postings BYTEA NOT NULL,
+        PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df)
+    )""",
+)
+"""Schema version 3: the statements that replace the per-token tables with blocks."""
+
+_PAIR_BYTES: Final = 8
+"""Bytes per posting in a block: an index and a frequency, 4 bytes each."""
+_CHUNKS_TOKEN: Final = ""
+"""The token (never a real one) whose row holds a block's chunk ids and lengths."""
+_PREFETCH: Final = 8
+"""Blocks whose postings one statement reads, next in bound order: most searches of a
+store of fewer blocks read them all in one round trip."""
+_TAIL: Final = -1
+"""The key of the pending tail among the ranges `top_k` reads."""
+
+
+# -- merging ---------------------------------------------------------------------------
+
+
+def merge_step(conn: Any, store_rid: int, merged: int, block_chunks: int = BLOCK_CHUNKS) -> bool:
+    """Seal the store's oldest pending chunks (ids above ``merged``) into one block, in
+    the caller's transaction, which holds the store's row lock; False when none waits.
+
+    The newest block, when not full, is sealed again with the chunks after it, so a
+    trickle of writes leaves one growing block rather than many small ones.
+    """
+    pending = conn.execute(
+        "SELECT 1 FROM cs_chunks WHERE store_rid = %s AND id > %s LIMIT 1", (store_rid, merged)
+    ).fetchone()
+    if pending is None:
+        return False
+    last = conn.execute(
+        "SELECT lo, size FROM cs_blocks WHERE store_rid = %s ORDER BY lo DESC LIMIT 1",
+        (store_rid,),
+    ).fetchone()
+    if last is not None and last[1] < block_chunks:
+        lo = last[0]
+        _drop_block(conn, store_rid, lo)
+    else:
+        lo = merged + 1
+    rows = conn.execute(
+        "SELECT id, body FROM cs_chunks WHERE store_rid = %s AND id >= %s ORDER BY id LIMIT %s",
+        (store_rid, lo, block_chunks),
+    ).fetchall()
+    hi = rows[-1][0]
+    _write_block(conn, store_rid, lo, hi, rows)
+    conn.execute(
+        "UPDATE cs_stores SET merged = greatest(merged, %s) WHERE rid = %s", (hi, store_rid)
+    )
+    return True
+
+
+def reseal(conn: Any, store_rid: int, chunk_ids: Sequence[int]) -> None:
+    """Seal again, from the chunks left in their ranges, the blocks that held
+    ``chunk_ids`` (just deleted), so a block's postings and counts are its chunks' own."""
+    if not chunk_ids:
+        return
+    blocks = conn.execute(
+        "SELECT lo, hi FROM cs_blocks WHERE store_rid = %s AND hi >= %s AND lo <= %s",
+        (store_rid, min(chunk_ids), max(chunk_ids)),
+    ).fetchall()
+    wanted = sorted(chunk_ids)
+    for lo, hi in blocks:
+        if not any(lo <= chunk_id <= hi for chunk_id in wanted):
+            continue
+        _drop_block(conn, store_rid, lo)
+        rows = conn.execute(
+            "SELECT id, body FROM cs_chunks WHERE store_rid = %s AND id BETWEEN %s AND %s"
+            " ORDER BY id",
+            (store_rid, lo, hi),
+        ).fetchall()
+        # An emptied block stays, as a range with no postings: its ids are never
+        # handed out again, and the watermark stays where it is.
+        _write_block(conn, store_rid, lo, hi, rows)
+
+
+def _drop_block(conn: Any, store_rid: int, lo: int) -> None:
+    conn.execute("DELETE FROM cs_blocks WHERE store_rid = %s AND lo = %s", (store_rid, lo))
+    conn.execute("DELETE FROM cs_block_postings WHERE store_rid = %s AND lo = %s", (store_rid, lo))
+
+
+def _write_block(
+    conn: Any, store_rid: int, lo: int, hi: int, rows: Sequence[tuple[int, str]]
+) -> None:
+    block = seal(rows)
+    conn.execute(
+        "INSERT INTO cs_blocks (store_rid, lo, hi, average, size) VALUES (%s, %s, %s, %s, %s)",
+        (store_rid, lo, hi, block.average, len(rows)),
+    )
+    # COPY text written directly: tokens are letters and digits only (nothing to
+    # escape), a bound's repr reads back as the same float8, and bytea goes as hex
+    # (its backslash doubled for COPY).
+    head = f"{store_rid}\t"
+    lines = [
+        f"{head}{_CHUNKS_TOKEN}\t{lo}\t0\t{len(rows)}"
+        f"\t\\\\x{block.ids.tobytes().hex()}{block.lengths.tobytes().hex()}\n"
+    ]
+    lines += [
+        f"{head}{token}\t{lo}\t{bound!r}\t{len(packed) // _PAIR_BYTES}\t\\\\x{packed.hex()}\n"
+        for token, (bound, packed) in block.postings.items()
+    ]
+    with conn.cursor().copy(
+        "COPY cs_block_postings (store_rid, token, lo, bound, df, postings) FROM STDIN"
+    ) as copy:
+        copy.write("".join(lines).encode("utf-8"))
+
+
+# -- search ----------------------------------------------------------------------------
+
+
+def ranked(
+    conn: Any,
+    store_rid: int,
+    merged: int | None,
+    wanted: Sequence[Phrase],
+    rows: int,
+    average: float,
+    k: int,
+) -> list[tuple[int, float]]:
+    """The ``k`` best ``(chunk id, BM25)`` pairs of the store for the query's phrases,
+    best first (ties: lower id first), over its sealed blocks and its pending tail (the
+    chunks above ``merged``; None: no chunk is pending); ``rows`` and ``average``:
+    BM25's N and average length."""
+    tail = _Tail(conn, store_rid, merged, wanted)
+    if any(len(phrase.tokens) > 1 or phrase.prefix for phrase in wanted):
+        scores = _phrase_scores(conn, store_rid, wanted, tail, rows, average)
+        best = sorted(scores.items(), key=lambda entry: (-entry[1], entry[0]))
+        return best[:k]
+    return _block_max(
+        conn, store_rid, [phrase.tokens[0] for phrase in wanted], tail, rows, average, k
+    )
+
+
+class _Tail:
+    """The pending chunks holding a query token (or a token a prefix starts), tokenized
+    from their texts: ids, lengths and token lists in id order."""
+
+    def __init__(
+        self, conn: Any, store_rid: int, merged: int | None, wanted: Sequence[Phrase]
+    ) -> None:
+        self.ids = array("q")
+        self.lengths = array("i")
+        self.tokens: list[list[str]] = []
+        if merged is None:
+            return
+        exact = sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)})
+        prefixes = sorted({_like(p.tokens[-1]) for p in wanted if p.prefix})
+        clauses = ["tokens && %(exact)s::text[]"]
+        if prefixes:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM unnest(tokens) AS t (token)"
+                " WHERE t.token LIKE ANY(%(prefixes)s::text[]))"
+            )
+        found = conn.execute(
+            "SELECT id, length, body FROM cs_chunks WHERE store_rid = %(store)s"
+            f" AND id > %(merged)s AND ({' OR '.join(clauses)}) ORDER BY id",
+            {"store": store_rid, "merged": merged, "exact": exact, "prefixes": prefixes},
+        ).fetchall()
+        self.ids.extend(row[0] for row in found)
+        self.lengths.extend(row[1] for row in found)
+        self.tokens = [fast_tokens(row[2]) for row in found]
+
+
+def _block_max(
+    conn: Any,
+    store_rid: int,
+    tokens: Sequence[str],
+    tail: _Tail,
+    rows: int,
+    average: float,
+    k: int,
+) -> list[tuple[int, float]]:
+    """Plain terms: `top_k` over the tail (scored first) and the blocks by bound."""
+    distinct = sorted(set(tokens))
+    frequency = dict.fromkeys(distinct, 0)
+    in_block: dict[int, list[tuple[str, float]]] = {}
+    averages: dict[int, float] = {}
+    for lo, token, bound, df, sealed_average in conn.execute(
+        "SELECT p.lo, p.token, p.bound, p.df, b.average FROM cs_block_postings p"
+        " JOIN cs_blocks b ON b.store_rid = p.store_rid AND b.lo = p.lo"
+        ' WHERE p.store_rid = %s AND p.token = ANY(%s::text[] COLLATE "C")',
+        (store_rid, distinct),
+    ):
+        in_block.setdefault(lo, []).append((token, bound))
+        averages[lo] = sealed_average
+        frequency[token] += df
+    tail_postings: dict[str, array[int]] = {}
+    for index, chunk_tokens in enumerate(tail.tokens):
+        counts = Counter(chunk_tokens)
+        for token in distinct:
+            if tf := counts.get(token, 0):
+                tail_postings.setdefault(token, array("i")).extend((index, tf))
+                frequency[token] += 1
+    weights = [(token, idf(rows, frequency[token])) for token in tokens if frequency[token]]
+    if not weights:
+        return []
+    # A token written twice in the query (as two terms) counts twice, as in FTS5.
+    token_weight = dict.fromkeys(distinct, 0.0)
+    for token, weight in weights:
+        token_weight[token] += weight
+    ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if tail_postings else []
+    bounds: dict[int, dict[str, float]] = {}
+    for lo, entries in in_block.items():
+        factor = scale_bound(1.0, averages[lo], average)
+        bounds[lo] = {token: token_weight[token] * bound * factor for token, bound in entries}
+        ranges.append((block_bound(bounds[lo], None), lo))
+    order = [lo for _, lo in sorted(ranges, key=lambda entry: -entry[0]) if lo != _TAIL]
+    read_blocks: dict[int, tuple[array[int], array[int], dict[str, bytes]]] = {}
+
+    def read(lo: int, threshold: float) -> list[tuple[int, float]]:
+        if lo == _TAIL:
+            terms = [
+                (token, weight, tail_postings[token].tobytes())
+                for token, weight in weights
+                if token in tail_postings
+            ]
+            return score_block(tail.ids, tail.lengths, terms, average)
+        if lo not in read_blocks:
+            start = order.index(lo)
+            read_blocks.update(
+                _read_blocks(conn, store_rid, order[start : start + _PREFETCH], distinct)
+            )
+        ids, lengths, packed = read_blocks[lo]
+        terms = [(token, weight, packed[token]) for token, weight in weights if token in packed]
+        return score_block(ids, lengths, terms, average, skippable_tokens(bounds[lo], threshold))
+
+    return top_k(ranges, k, read)
+
+
+def _read_blocks(
+    conn: Any, store_rid: int, blocks: Sequence[int], tokens: Sequence[str]
+) -> dict[int, tuple[array[int], array[int], dict[str, bytes]]]:
+    """Per block: its chunk ids, their lengths and the packed postings of ``tokens``."""
+    packed: dict[int, dict[str, bytes]] = {lo: {} for lo in blocks}
+    for lo, token, postings in conn.execute(
+        "SELECT lo, token, postings FROM cs_block_postings WHERE store_rid = %s"
+        ' AND token = ANY(%s::text[] COLLATE "C") AND lo = ANY(%s::int8[])',
+        (store_rid, [_CHUNKS_TOKEN, *tokens], list(blocks)),
+    ):
+        packed[lo][token] = postings
+    return {
+        lo: (*_chunks(postings.pop(_CHUNKS_TOKEN)), postings) for lo, postings in packed.items()
+    }
+
+
+def _phrase_scores(
+    conn: Any,
+    store_rid: int,
+    wanted: Sequence[Phrase],
+    tail: _Tail,
+    rows: int,
+    average: float,
+) -> dict[int, float]:
+    """BM25 per chunk for a query holding a phrase or a prefix: every block and the
+    tail are matched (no pruning), a phrase's positions read from its candidates' texts."""
+    exact = sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)})
+    prefixes = sorted({p.tokens[-1] for p in wanted if p.prefix})
+    clauses = ['token = ANY(%(exact)s::text[] COLLATE "C")']
+    clauses += [f"token LIKE %(prefix{n})s" for n in range(len(prefixes))]
+    params: dict[str, Any] = {"store": store_rid, "exact": exact}
+    params.update({f"prefix{n}": _like(prefix) for n, prefix in enumerate(prefixes)})
+    # Per token found: chunk id -> tf, over every block.
+    postings: dict[str, dict[int, int]] = {}
+    found_in: set[int] = set()
+    sealed: dict[int, list[tuple[str, bytes]]] = {}
+    for lo, token, packed in conn.execute(
+        "SELECT lo, token, postings FROM cs_block_postings WHERE store_rid = %(store)s"
+        f" AND ({' OR '.join(clauses)})",
+        params,
+    ):
+        sealed.setdefault(lo, []).append((token, packed))
+        found_in.add(lo)
+    lengths: dict[int, int] = {}
+    if found_in:
+        for lo, packed_chunks in conn.execute(
+            "SELECT lo, postings FROM cs_block_postings WHERE store_rid = %s AND token = ''"
+            " AND lo = ANY(%s::int8[])",
+            (store_rid, sorted(found_in)),
+        ):
+            ids, chunk_lengths = _chunks(packed_chunks)
+            lengths.update(zip(ids, chunk_lengths, strict=True))
+            for token, packed in sealed[lo]:
+                pairs = array("i")
+                pairs.frombytes(packed)
+                target = postings.setdefault(token, {})
+                for index, tf in zip(pairs[0::2], pairs[1::2], strict=True):
+                    target[ids[index]] = tf
+    # A phrase of several tokens can only be in a chunk holding each of its exact
+    # tokens (and a token its prefix starts): only those chunks' texts are read.
+    multi = [p for p in wanted if len(p.tokens) > 1]
+    candidates: set[int] = set()
+    for phrase in multi:
+        candidates |= _holding(phrase, postings)
+    positions: dict[int, dict[str, list[int]]] = {}
+    if candidates:
+        for chunk_id, body in conn.execute(
+            "SELECT id, body FROM cs_chunks WHERE id = ANY(%s::int8[])", (sorted(candidates),)
+        ):
+            positions[chunk_id] = token_positions(fast_tokens(body))
+    for chunk_id, length, chunk_tokens in zip(tail.ids, tail.lengths, tail.tokens, strict=True):
+        lengths[chunk_id] = length
+        positions[chunk_id] = token_positions(chunk_tokens)
+    weighted: list[tuple[float, dict[int, int]]] = []
+    for phrase in wanted:
+        frequencies: dict[int, int] = {}
+        if len(phrase.tokens) == 1:
+            # A lone token's frequency is its tf; a prefix's, the sum over the tokens
+            # it starts. No positions needed.
+            for token, per_chunk in postings.items():
+                if token == phrase.tokens[0] or (
+                    phrase.prefix and token.startswith(phrase.tokens[0])
+                ):
+                    for chunk_id, tf in per_chunk.items():
+                        frequencies[chunk_id] = frequencies.get(chunk_id, 0) + tf
+            sources: Iterable[int] = tail.ids
+        else:
+            sources = sorted(_holding(phrase, postings)) + list(tail.ids)
+        for chunk_id in sources:
+            if (freq := phrase_frequency(phrase, positions[chunk_id])) > 0:
+                frequencies[chunk_id] = freq
+        if frequencies:
+            weighted.append((idf(rows, len(frequencies)), frequencies))
+    return bm25(weighted, lengths, average)
+
+
+def _holding(phrase: Phrase, postings: dict[str, dict[int, int]]) -> set[int]:
+    """The sealed chunks holding every exact token of ``phrase`` (and, for a prefix, a
+    token it starts)."""
+    exact = phrase.tokens[:-1] if phrase.prefix else phrase.tokens
+    held = set(postings.get(exact[0], ()))
+    for token in exact[1:]:
+        held &= postings.get(token, {}).keys()
+    if phrase.prefix:
+        started: set[int] = set()
+        for token, per_chunk in postings.items():
+            if token.startswith(phrase.tokens[-1]):
+                started |= per_chunk.keys()
+        held &= started
+    return held
+
+
+def _chunks(packed: bytes) -> tuple[array[int], array[int]]:
+    """A block's chunk ids and their lengths, from its empty token's row."""
+    ids, lengths = array("q"), array("i")
+    split = len(packed) // (ids.itemsize + lengths.itemsize) * ids.itemsize
+    ids.frombytes(packed[:split])
+    lengths.frombytes(packed[split:])
+    return ids, lengths
+
+
+def _like(prefix: str) -> str:
+    """A ``LIKE`` pattern for the tokens ``prefix`` starts (tokens hold no ``%``, ``_``
+    or backslash, but escaping costs nothing)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
