@@ -363,6 +363,10 @@ def test_a_version_2_database_is_upgraded_to_sealed_blocks_on_start(
         conn.execute("DROP TABLE cs_blocks, cs_block_postings")
         conn.execute("DROP INDEX cs_chunks_by_store")
         conn.execute("ALTER TABLE cs_stores DROP COLUMN merged")
+        conn.execute(
+            "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT[]"
+            " USING string_to_array(btrim(tokens), ' ')"
+        )
         for statement in MIGRATIONS[0]:
             if "cs_postings" in statement or "cs_terms" in statement:
                 conn.execute(statement)
@@ -396,7 +400,7 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
         # As if another tokenizer had written the index: wrong tokens, counts, lengths
         # and totals.
         conn.execute("UPDATE cs_block_postings SET token = token || 'x', df = df + 7")
-        conn.execute("UPDATE cs_chunks SET tokens = array_append(tokens, 'x'), length = 1")
+        conn.execute("UPDATE cs_chunks SET tokens = tokens || 'x ', length = 1")
         conn.execute("UPDATE cs_stores SET token_total = 1")
         conn.execute(
             "UPDATE nativemcp_schema SET version = %s WHERE component = 'content-store.index'",

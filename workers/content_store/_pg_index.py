@@ -52,6 +52,21 @@ MIGRATION: Final = (
     # Chunks at or below this id are in sealed blocks: 0, every chunk is pending (the
     # next start seals them).
     "ALTER TABLE cs_stores ADD COLUMN merged BIGINT NOT NULL DEFAULT 0",
+    # A chunk's distinct tokens as one text, each between spaces: written without the
+    # array parsing that cost half the write path, matched with LIKE.
+    "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT"
+    " USING ' ' || array_to_string(tokens, ' ') || ' '",
+    # A chunk row (text and tokens, a few KB) is stored as it is, not compressed once
+    # over 2 KB: 1.2x the write path's speed, measured.
+    "ALTER TABLE cs_chunks SET (toast_tuple_target = 8160)",
+    # An item's text compressed with lz4 where the server has it (pglz, the default,
+    # took a seventh of the write path's time).
+    """DO $$ BEGIN
+        IF EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression'
+                   AND 'lz4' = ANY (enumvals)) THEN
+            ALTER TABLE cs_contents ALTER COLUMN body SET COMPRESSION lz4;
+        END IF;
+    END $$""",
     "CREATE INDEX cs_chunks_by_store ON cs_chunks (store_rid, id)",
     """CREATE TABLE cs_blocks (
         store_rid BIGINT NOT NULL,
@@ -215,18 +230,15 @@ class _Tail:
         self.tokens: list[list[str]] = []
         if merged is None:
             return
-        exact = sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)})
-        prefixes = sorted({_like(p.tokens[-1]) for p in wanted if p.prefix})
-        clauses = ["tokens && %(exact)s::text[]"]
-        if prefixes:
-            clauses.append(
-                "EXISTS (SELECT 1 FROM unnest(tokens) AS t (token)"
-                " WHERE t.token LIKE ANY(%(prefixes)s::text[]))"
-            )
+        # Each token stands between spaces in a chunk's token text.
+        patterns = sorted(
+            {f"% {_like(t)} %" for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)}
+            | {f"% {_like(p.tokens[-1])}%" for p in wanted if p.prefix}
+        )
         found = conn.execute(
-            "SELECT id, length, body FROM cs_chunks WHERE store_rid = %(store)s"
-            f" AND id > %(merged)s AND ({' OR '.join(clauses)}) ORDER BY id",
-            {"store": store_rid, "merged": merged, "exact": exact, "prefixes": prefixes},
+            "SELECT id, length, body FROM cs_chunks WHERE store_rid = %s AND id > %s"
+            " AND tokens LIKE ANY(%s::text[]) ORDER BY id",
+            (store_rid, merged, patterns),
         ).fetchall()
         self.ids.extend(row[0] for row in found)
         self.lengths.extend(row[1] for row in found)
@@ -330,7 +342,7 @@ def _phrase_scores(
     clauses = ['token = ANY(%(exact)s::text[] COLLATE "C")']
     clauses += [f"token LIKE %(prefix{n})s" for n in range(len(prefixes))]
     params: dict[str, Any] = {"store": store_rid, "exact": exact}
-    params.update({f"prefix{n}": _like(prefix) for n, prefix in enumerate(prefixes)})
+    params.update({f"prefix{n}": _like(prefix) + "%" for n, prefix in enumerate(prefixes)})
     # Per token found: chunk id -> tf, over every block.
     postings: dict[str, dict[int, int]] = {}
     found_in: set[int] = set()
@@ -420,7 +432,7 @@ def _chunks(packed: bytes) -> tuple[array[int], array[int]]:
     return ids, lengths
 
 
-def _like(prefix: str) -> str:
-    """A ``LIKE`` pattern for the tokens ``prefix`` starts (tokens hold no ``%``, ``_``
+def _like(text: str) -> str:
+    """``text`` matched literally inside a ``LIKE`` pattern (tokens hold no ``%``, ``_``
     or backslash, but escaping costs nothing)."""
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
