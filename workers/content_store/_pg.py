@@ -43,7 +43,7 @@ from nativemcp.workers._database import (
 from ._blockmax import BLOCK_CHUNKS, fast_tokens
 from ._merging import IDLE_SECONDS, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._pg_index import MIGRATION, merge_step, ranked, reseal
+from ._pg_index import MIGRATION, StoreIndex, merge_step, ranked, reseal
 from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
@@ -488,26 +488,23 @@ class PostgresContentDB:
 
     @staticmethod
     def _ranked(conn: Any, store_id: str, query: str, k: int) -> list[tuple[int, float]] | None:
-        store = conn.execute(
+        row = conn.execute(
             "SELECT rid, chunk_total, token_total, merged, EXISTS (SELECT 1 FROM cs_chunks c"
-            " WHERE c.store_rid = s.rid AND c.id > s.merged) FROM cs_stores s WHERE id = %s",
+            " WHERE c.store_rid = s.rid AND c.id > s.merged),"
+            " (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
+            " FROM cs_stores s WHERE id = %s",
             (store_id,),
         ).fetchone()
-        if store is None:
+        if row is None:
             return None
-        store_rid, rows, tokens_total, merged, pending = store
+        store_rid, rows, tokens_total, merged, pending, blocks = row
         wanted = phrases(query)
         if not wanted or rows <= 0:
             return []
-        return ranked(
-            conn,
-            store_rid,
-            merged if pending else None,
-            wanted,
-            rows,
-            max(tokens_total / rows, 1e-9),
-            k,
+        store = StoreIndex(
+            store_rid, rows, max(tokens_total / rows, 1e-9), merged if pending else None, blocks
         )
+        return ranked(conn, store, wanted, k)
 
 
 def _merge_lock(conn: Any, store_rid: int) -> bool:
