@@ -43,7 +43,7 @@ from nativemcp.workers._database import (
 from ._blockmax import BLOCK_CHUNKS, fast_tokens
 from ._merging import IDLE_SECONDS, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._pg_index import MIGRATION, StoreIndex, merge_step, ranked, reseal
+from ._pg_index import MIGRATION, BlockCache, merge_step, ranked, reseal
 from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
@@ -197,6 +197,7 @@ class PostgresContentDB:
             url, COMPONENT, MIGRATIONS, after_migrate=_check_index, pool_size=pool_size
         )
         self.block_chunks = block_chunks
+        self._blocks = BlockCache()
         # Merging only makes searches faster: a database that fails meanwhile leaves
         # the tail pending (searched exactly), and the next write tries again.
         self._merger = IndexMerger(
@@ -486,25 +487,10 @@ class PostgresContentDB:
         with self.db.connection() as conn:
             return self._ranked(conn, store_id, query, k)
 
-    @staticmethod
-    def _ranked(conn: Any, store_id: str, query: str, k: int) -> list[tuple[int, float]] | None:
-        row = conn.execute(
-            "SELECT rid, chunk_total, token_total, merged, EXISTS (SELECT 1 FROM cs_chunks c"
-            " WHERE c.store_rid = s.rid AND c.id > s.merged),"
-            " (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
-            " FROM cs_stores s WHERE id = %s",
-            (store_id,),
-        ).fetchone()
-        if row is None:
-            return None
-        store_rid, rows, tokens_total, merged, pending, blocks = row
-        wanted = phrases(query)
-        if not wanted or rows <= 0:
-            return []
-        store = StoreIndex(
-            store_rid, rows, max(tokens_total / rows, 1e-9), merged if pending else None, blocks
-        )
-        return ranked(conn, store, wanted, k)
+    def _ranked(
+        self, conn: Any, store_id: str, query: str, k: int
+    ) -> list[tuple[int, float]] | None:
+        return ranked(conn, store_id, phrases(query), k, self._blocks)
 
 
 def _merge_lock(conn: Any, store_rid: int) -> bool:

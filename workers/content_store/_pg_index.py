@@ -25,9 +25,10 @@ lock.
 from __future__ import annotations
 
 import math
+import threading
 from array import array
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from ._blockmax import (
@@ -42,7 +43,15 @@ from ._blockmax import (
 )
 from ._postings import Phrase, bm25, idf, phrase_frequency, token_positions
 
-__all__ = ["BLOCK_CHUNKS", "MIGRATION", "StoreIndex", "merge_step", "ranked", "reseal"]
+__all__ = [
+    "BLOCK_CHUNKS",
+    "MIGRATION",
+    "BlockCache",
+    "StoreIndex",
+    "merge_step",
+    "ranked",
+    "reseal",
+]
 
 MIGRATION: Final = (
     # Postings per (token, chunk) and per-token counts updated on every write gave way
@@ -74,6 +83,8 @@ MIGRATION: Final = (
         hi BIGINT NOT NULL,
         average FLOAT8 NOT NULL,
         size INTEGER NOT NULL,
+        -- New with every sealing: what a search read of a block is checked against it.
+        version BIGINT GENERATED ALWAYS AS IDENTITY,
         PRIMARY KEY (store_rid, lo)
     )""",
     # COLLATE "C": byte order, so a prefix (LIKE 'x%') is a range scan of the key; the
@@ -100,6 +111,8 @@ _CHUNKS_TOKEN: Final = ""
 _PREFETCH: Final = 16
 """Blocks whose postings one statement reads, next in bound order; a store of this
 many blocks or fewer is read whole in the statement that reads the bounds."""
+_CACHED_BLOCKS: Final = 1024
+"""Blocks whose chunk ids and lengths a process keeps (12 KiB each when full)."""
 _TAIL: Final = -1
 """The key of the pending tail among the ranges `top_k` reads."""
 
@@ -199,50 +212,153 @@ def _write_block(
 
 
 class StoreIndex(NamedTuple):
-    """What a search needs to know of a store first: its row id, BM25's N and average
-    length, its merged watermark (None when no chunk is pending) and its block count."""
+    """What a search reads of a store first: its row id, BM25's N and average length,
+    its merged watermark, its newest chunk id and its block count."""
 
     rid: int
     rows: int
     average: float
-    merged: int | None
+    merged: int
+    newest: int
     blocks: int
 
 
+class BlockCache:
+    """Sealed blocks' chunk ids and lengths (12 bytes a chunk), kept by a process for
+    the searches that read those blocks again: each plain search needs them for every
+    block it scores, and a block changes only when it is sealed again, with a new
+    version, which the search reads beside its bounds and checks here."""
+
+    def __init__(self, size: int = _CACHED_BLOCKS) -> None:
+        self._size = size
+        self._blocks: OrderedDict[tuple[int, int], tuple[int, array[int], array[int]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def chunks(
+        self, conn: Any, store_rid: int, versions: Mapping[int, int]
+    ) -> dict[int, tuple[array[int], array[int]]]:
+        """The chunk ids and lengths of each block ``lo`` of ``versions`` (lo: the
+        version the caller read), read from the database when not kept.
+
+        Raises:
+            _Changed: a block was sealed again (or dropped) since its version was read.
+        """
+        found: dict[int, tuple[array[int], array[int]]] = {}
+        with self._lock:
+            for lo, version in versions.items():
+                kept = self._blocks.get((store_rid, lo))
+                if kept is not None and kept[0] == version:
+                    self._blocks.move_to_end((store_rid, lo))
+                    found[lo] = kept[1], kept[2]
+        missing = [lo for lo in versions if lo not in found]
+        if not missing:
+            return found
+        for lo, version, packed in conn.execute(
+            "SELECT p.lo, b.version, p.postings FROM cs_block_postings p JOIN cs_blocks b"
+            " ON b.store_rid = p.store_rid AND b.lo = p.lo WHERE p.store_rid = %s"
+            " AND p.token = '' AND p.lo = ANY(%s::int8[])",
+            (store_rid, missing),
+            binary=True,
+        ):
+            if version != versions[lo]:
+                raise _Changed
+            found[lo] = _chunks(packed)
+            with self._lock:
+                self._blocks[store_rid, lo] = (version, *found[lo])
+                if len(self._blocks) > self._size:
+                    self._blocks.popitem(last=False)
+        if len(found) < len(versions):
+            raise _Changed
+        return found
+
+
+class _Changed(Exception):
+    """A block read by a search was sealed again meanwhile (by a delete or a merge)."""
+
+
 def ranked(
-    conn: Any, store: StoreIndex, wanted: Sequence[Phrase], k: int
-) -> list[tuple[int, float]]:
+    conn: Any, store_id: str, wanted: Sequence[Phrase], k: int, cache: BlockCache
+) -> list[tuple[int, float]] | None:
     """The ``k`` best ``(chunk id, BM25)`` pairs of the store for the query's phrases,
-    best first (ties: lower id first), over its sealed blocks and its pending tail."""
-    tail = _Tail(conn, store.rid, store.merged, wanted)
-    if any(len(phrase.tokens) > 1 or phrase.prefix for phrase in wanted):
-        scores = _phrase_scores(conn, store.rid, wanted, tail, store.rows, store.average)
-        best = sorted(scores.items(), key=lambda entry: (-entry[1], entry[0]))
-        return best[:k]
-    return _block_max(conn, store, [phrase.tokens[0] for phrase in wanted], tail, k)
+    best first (ties: lower id first), over its sealed blocks and its pending tail; None
+    when the store does not exist.
+
+    The statements run without a transaction (most searches take one statement here);
+    a search that finds a block changed under it runs again in one snapshot.
+    """
+    try:
+        return _ranked(conn, store_id, wanted, k, cache)
+    except _Changed:
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return _ranked(conn, store_id, wanted, k, cache)
+
+
+def _ranked(
+    conn: Any, store_id: str, wanted: Sequence[Phrase], k: int, cache: BlockCache
+) -> list[tuple[int, float]] | None:
+    plain = not any(len(phrase.tokens) > 1 or phrase.prefix for phrase in wanted)
+    # The store, and for plain terms their bounds and counts in every block (with the
+    # postings too when the store has few blocks), in one statement: one snapshot.
+    found = conn.execute(
+        _STORE_SQL,
+        {
+            "store": store_id,
+            "tokens": sorted({phrase.tokens[0] for phrase in wanted}) if plain else [],
+            "whole": _PREFETCH,
+        },
+        binary=True,
+    ).fetchall()
+    if not found:
+        return None
+    rid, rows, tokens_total, merged, newest, blocks = found[0][:6]
+    if not wanted or rows <= 0:
+        return []
+    store = StoreIndex(rid, rows, max(tokens_total / rows, 1e-9), merged, newest, blocks)
+    tail = _Tail(conn, store, wanted)
+    if not plain:
+        scores = _phrase_scores(conn, store, wanted, tail)
+        return sorted(scores.items(), key=lambda entry: (-entry[1], entry[0]))[:k]
+    entries = [row[6:] for row in found if row[6] is not None]
+    return _block_max(conn, store, [phrase.tokens[0] for phrase in wanted], tail, entries, k, cache)
+
+
+_STORE_SQL: Final = """
+SELECT s.rid, s.chunk_total, s.token_total, s.merged, t.newest, n.blocks,
+       p.lo, p.token, p.bound, p.df, b.average, b.version,
+       CASE WHEN n.blocks <= %(whole)s THEN p.postings END
+FROM cs_stores s
+CROSS JOIN LATERAL (SELECT count(*) AS blocks FROM cs_blocks WHERE store_rid = s.rid) AS n
+CROSS JOIN LATERAL (SELECT coalesce(max(id), 0) AS newest FROM cs_chunks
+                    WHERE store_rid = s.rid) AS t
+LEFT JOIN (cs_block_postings p JOIN cs_blocks b ON b.store_rid = p.store_rid AND b.lo = p.lo)
+    ON p.store_rid = s.rid AND p.token = ANY(%(tokens)s::text[] COLLATE "C")
+WHERE s.id = %(store)s
+"""
 
 
 class _Tail:
     """The pending chunks holding a query token (or a token a prefix starts), tokenized
     from their texts: ids, lengths and token lists in id order."""
 
-    def __init__(
-        self, conn: Any, store_rid: int, merged: int | None, wanted: Sequence[Phrase]
-    ) -> None:
+    def __init__(self, conn: Any, store: StoreIndex, wanted: Sequence[Phrase]) -> None:
         self.ids = array("q")
         self.lengths = array("i")
         self.tokens: list[list[str]] = []
-        if merged is None:
+        if store.newest <= store.merged:
             return
         # Each token stands between spaces in a chunk's token text.
         patterns = sorted(
             {f"% {_like(t)} %" for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)}
             | {f"% {_like(p.tokens[-1])}%" for p in wanted if p.prefix}
         )
+        # Up to the newest chunk the store's totals count (newer ones are not in N).
         found = conn.execute(
             "SELECT id, length, body FROM cs_chunks WHERE store_rid = %s AND id > %s"
-            " AND tokens LIKE ANY(%s::text[]) ORDER BY id",
-            (store_rid, merged, patterns),
+            " AND id <= %s AND tokens LIKE ANY(%s::text[]) ORDER BY id",
+            (store.rid, store.merged, store.newest, patterns),
         ).fetchall()
         self.ids.extend(row[0] for row in found)
         self.lengths.extend(row[1] for row in found)
@@ -250,34 +366,30 @@ class _Tail:
 
 
 def _block_max(
-    conn: Any, store: StoreIndex, tokens: Sequence[str], tail: _Tail, k: int
+    conn: Any,
+    store: StoreIndex,
+    tokens: Sequence[str],
+    tail: _Tail,
+    entries: Sequence[Sequence[Any]],
+    k: int,
+    cache: BlockCache,
 ) -> list[tuple[int, float]]:
-    """Plain terms: `top_k` over the tail (scored first) and the blocks by bound."""
-    store_rid, rows, average = store.rid, store.rows, store.average
+    """Plain terms: `top_k` over the tail (scored first) and the blocks by bound, from
+    ``entries``: per block holding a query token, its bound, count, the block's average
+    length and version, and the postings (None: not read yet)."""
     distinct = sorted(set(tokens))
     frequency = dict.fromkeys(distinct, 0)
     in_block: dict[int, list[tuple[str, float]]] = {}
     averages: dict[int, float] = {}
-    # A store of few blocks is read whole with the bounds, in one statement (a round
-    # trip costs more than reading the blocks the bounds would skip); a larger one
-    # reads its bounds, then its blocks by bound, `_PREFETCH` at a time.
-    whole = store.blocks <= _PREFETCH
+    versions: dict[int, int] = {}
     packed: dict[int, dict[str, bytes]] = {}
-    for lo, token, bound, df, sealed_average, postings in conn.execute(
-        "SELECT p.lo, p.token, p.bound, p.df, b.average,"
-        f" {'p.postings' if whole else 'NULL'} FROM cs_block_postings p"
-        " JOIN cs_blocks b ON b.store_rid = p.store_rid AND b.lo = p.lo"
-        ' WHERE p.store_rid = %s AND p.token = ANY(%s::text[] COLLATE "C")',
-        (store_rid, [_CHUNKS_TOKEN, *distinct] if whole else distinct),
-        binary=True,
-    ):
-        if whole:
-            packed.setdefault(lo, {})[token] = postings
-        if token == _CHUNKS_TOKEN:
-            continue
+    for lo, token, bound, df, sealed_average, version, postings in entries:
         in_block.setdefault(lo, []).append((token, bound))
         averages[lo] = sealed_average
+        versions[lo] = version
         frequency[token] += df
+        if postings is not None:
+            packed.setdefault(lo, {})[token] = postings
     tail_postings: dict[str, array[int]] = {}
     for index, chunk_tokens in enumerate(tail.tokens):
         counts = Counter(chunk_tokens)
@@ -285,7 +397,7 @@ def _block_max(
             if tf := counts.get(token, 0):
                 tail_postings.setdefault(token, array("i")).extend((index, tf))
                 frequency[token] += 1
-    weights = [(token, idf(rows, frequency[token])) for token in tokens if frequency[token]]
+    weights = [(token, idf(store.rows, frequency[token])) for token in tokens if frequency[token]]
     if not weights:
         return []
     # A token written twice in the query (as two terms) counts twice, as in FTS5.
@@ -294,12 +406,16 @@ def _block_max(
         token_weight[token] += weight
     ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if tail_postings else []
     bounds: dict[int, dict[str, float]] = {}
-    for lo, entries in in_block.items():
-        factor = scale_bound(1.0, averages[lo], average)
-        bounds[lo] = {token: token_weight[token] * bound * factor for token, bound in entries}
+    for lo, present in in_block.items():
+        factor = scale_bound(1.0, averages[lo], store.average)
+        bounds[lo] = {token: token_weight[token] * bound * factor for token, bound in present}
         ranges.append((block_bound(bounds[lo], None), lo))
     order = [lo for _, lo in sorted(ranges, key=lambda entry: -entry[0]) if lo != _TAIL]
-    read_blocks = {lo: (*_chunks(found.pop(_CHUNKS_TOKEN)), found) for lo, found in packed.items()}
+    blocks: dict[int, tuple[array[int], array[int], dict[str, bytes]]] = {}
+    if packed:
+        # A store of few blocks: every block's postings came with the bounds.
+        chunks = cache.chunks(conn, store.rid, versions)
+        blocks = {lo: (*chunks[lo], packed[lo]) for lo in versions}
 
     def read(lo: int, threshold: float) -> list[tuple[int, float]]:
         if lo == _TAIL:
@@ -308,44 +424,47 @@ def _block_max(
                 for token, weight in weights
                 if token in tail_postings
             ]
-            return score_block(tail.ids, tail.lengths, terms, average)
-        if lo not in read_blocks:
+            return score_block(tail.ids, tail.lengths, terms, store.average)
+        if lo not in blocks:
             start = order.index(lo)
-            read_blocks.update(
-                _read_blocks(conn, store_rid, order[start : start + _PREFETCH], distinct)
-            )
-        ids, lengths, packed = read_blocks[lo]
-        terms = [(token, weight, packed[token]) for token, weight in weights if token in packed]
-        return score_block(ids, lengths, terms, average, skippable_tokens(bounds[lo], threshold))
+            batch = {block: versions[block] for block in order[start : start + _PREFETCH]}
+            blocks.update(_read_blocks(conn, store.rid, batch, distinct, cache))
+        ids, lengths, postings = blocks[lo]
+        terms = [(token, weight, postings[token]) for token, weight in weights if token in postings]
+        return score_block(
+            ids, lengths, terms, store.average, skippable_tokens(bounds[lo], threshold)
+        )
 
     return top_k(ranges, k, read)
 
 
 def _read_blocks(
-    conn: Any, store_rid: int, blocks: Sequence[int], tokens: Sequence[str]
+    conn: Any, store_rid: int, versions: Mapping[int, int], tokens: Sequence[str], cache: BlockCache
 ) -> dict[int, tuple[array[int], array[int], dict[str, bytes]]]:
-    """Per block: its chunk ids, their lengths and the packed postings of ``tokens``."""
-    packed: dict[int, dict[str, bytes]] = {lo: {} for lo in blocks}
-    for lo, token, postings in conn.execute(
-        "SELECT lo, token, postings FROM cs_block_postings WHERE store_rid = %s"
-        ' AND token = ANY(%s::text[] COLLATE "C") AND lo = ANY(%s::int8[])',
-        (store_rid, [_CHUNKS_TOKEN, *tokens], list(blocks)),
+    """Per block of ``versions``: its chunk ids, their lengths and the packed postings
+    of ``tokens``.
+
+    Raises:
+        _Changed: a block was sealed again since its version was read.
+    """
+    packed: dict[int, dict[str, bytes]] = {lo: {} for lo in versions}
+    for lo, version, token, postings in conn.execute(
+        "SELECT p.lo, b.version, p.token, p.postings FROM cs_block_postings p JOIN cs_blocks b"
+        " ON b.store_rid = p.store_rid AND b.lo = p.lo WHERE p.store_rid = %s"
+        ' AND p.token = ANY(%s::text[] COLLATE "C") AND p.lo = ANY(%s::int8[])',
+        (store_rid, list(tokens), list(versions)),
         # Binary: bytea as it is, not as hex text to decode.
         binary=True,
     ):
+        if version != versions[lo]:
+            raise _Changed
         packed[lo][token] = postings
-    return {
-        lo: (*_chunks(postings.pop(_CHUNKS_TOKEN)), postings) for lo, postings in packed.items()
-    }
+    chunks = cache.chunks(conn, store_rid, versions)
+    return {lo: (*chunks[lo], packed[lo]) for lo in versions}
 
 
 def _phrase_scores(
-    conn: Any,
-    store_rid: int,
-    wanted: Sequence[Phrase],
-    tail: _Tail,
-    rows: int,
-    average: float,
+    conn: Any, store: StoreIndex, wanted: Sequence[Phrase], tail: _Tail
 ) -> dict[int, float]:
     """BM25 per chunk for a query holding a phrase or a prefix: every block and the
     tail are matched (no pruning), a phrase's positions read from its candidates' texts."""
@@ -353,7 +472,7 @@ def _phrase_scores(
     prefixes = sorted({p.tokens[-1] for p in wanted if p.prefix})
     clauses = ['token = ANY(%(exact)s::text[] COLLATE "C")']
     clauses += [f"token LIKE %(prefix{n})s" for n in range(len(prefixes))]
-    params: dict[str, Any] = {"store": store_rid, "exact": exact}
+    params: dict[str, Any] = {"store": store.rid, "exact": exact}
     params.update({f"prefix{n}": _like(prefix) + "%" for n, prefix in enumerate(prefixes)})
     # Per token found: chunk id -> tf, over every block.
     postings: dict[str, dict[int, int]] = {}
@@ -372,7 +491,7 @@ def _phrase_scores(
         for lo, packed_chunks in conn.execute(
             "SELECT lo, postings FROM cs_block_postings WHERE store_rid = %s AND token = ''"
             " AND lo = ANY(%s::int8[])",
-            (store_rid, sorted(found_in)),
+            (store.rid, sorted(found_in)),
             binary=True,
         ):
             ids, chunk_lengths = _chunks(packed_chunks)
@@ -417,8 +536,8 @@ def _phrase_scores(
             if (freq := phrase_frequency(phrase, positions[chunk_id])) > 0:
                 frequencies[chunk_id] = freq
         if frequencies:
-            weighted.append((idf(rows, len(frequencies)), frequencies))
-    return bm25(weighted, lengths, average)
+            weighted.append((idf(store.rows, len(frequencies)), frequencies))
+    return bm25(weighted, lengths, store.average)
 
 
 def _holding(phrase: Phrase, postings: dict[str, dict[int, int]]) -> set[int]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._pg import PostgresContentDB
+from nativemcp.workers.content_store._pg_index import BlockCache
 from nativemcp.workers.content_store._postings import (
     bm25,
     chunk_tokens,
@@ -177,6 +179,8 @@ def test_deletes_reseal_their_blocks_and_ranking_stays_exact(postgres_url: str) 
         added = [db.add_content(store, _new(n, _text(rng, 15)))[0] for n in range(5)]
         db.merge(store)
         db.add_content(store, _new(5, _text(rng, 15)))  # a pending tail beside the blocks
+        for query in ("alpha", "beta gamma"):
+            _assert_exact(db, store, query, 5)  # the blocks' chunks now kept by the process
         for summary in (added[1], added[3]):
             assert db.delete_content(store, summary.content_id) > 0
         with db.db.connection() as conn:
@@ -240,3 +244,31 @@ def test_an_empty_store_and_absent_terms_rank_nothing(postgres_url: str, query: 
         db.add_content(store, _new(0, "omega only here"))
         db.merge(store)
         assert db.ranked(store, query, 5) == []
+
+
+def test_a_search_that_finds_a_block_sealed_again_under_it_ranks_one_snapshot(
+    postgres_url: str,
+) -> None:
+    rng = random.Random(13)
+    with _database(postgres_url, block_chunks=3) as db:
+        store = db.create_store("s", None, None).store_id
+        added = [db.add_content(store, _new(n, _text(rng, 15)))[0] for n in range(4)]
+        db.merge(store)
+
+        class Racing(BlockCache):
+            """Deletes an item (on another pooled connection, committed at once) after
+            the search read its blocks' versions, before it reads their chunks."""
+
+            raced = False
+
+            def chunks(self, conn: Any, store_rid: int, versions: Mapping[int, int]) -> Any:
+                if not self.raced:
+                    self.raced = True
+                    db.delete_content(store, added[0].content_id)
+                return super().chunks(conn, store_rid, versions)
+
+        racing = Racing()
+        db._blocks = racing
+        # "alpha" is in every block: the delete changed blocks this search reads.
+        _assert_exact(db, store, "alpha", 5)
+        assert racing.raced
