@@ -96,11 +96,13 @@ MIGRATION: Final = (
         bound FLOAT8 NOT NULL,
         df INTEGER NOT NULL,
         postings BYTEA NOT NULL,
+        positions BYTEA NOT NULL,
         PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df)
     )""",
     # Packed postings do not compress: stored as they are, read without pglz (a search
     # read them 2x as fast, measured).
     "ALTER TABLE cs_block_postings ALTER COLUMN postings SET STORAGE EXTERNAL",
+    "ALTER TABLE cs_block_postings ALTER COLUMN positions SET STORAGE EXTERNAL",
 )
 """Schema version 3: the statements that replace the per-token tables with blocks."""
 
@@ -186,6 +188,12 @@ def _write_block(
     conn: Any, store_rid: int, lo: int, hi: int, rows: Sequence[tuple[int, str]]
 ) -> None:
     block = seal(rows)
+    # Each token's positions in its chunks, in the order of its postings (a phrase is
+    # matched on them, as FTS5 does on its position lists).
+    positions: dict[str, array[int]] = {}
+    for _, text in rows:
+        for token, where in token_positions(fast_tokens(text)).items():
+            positions.setdefault(token, array("i")).extend(where)
     conn.execute(
         "INSERT INTO cs_blocks (store_rid, lo, hi, average, size) VALUES (%s, %s, %s, %s, %s)",
         (store_rid, lo, hi, block.average, len(rows)),
@@ -196,14 +204,15 @@ def _write_block(
     head = f"{store_rid}\t"
     lines = [
         f"{head}{_CHUNKS_TOKEN}\t{lo}\t0\t{len(rows)}"
-        f"\t\\\\x{block.ids.tobytes().hex()}{block.lengths.tobytes().hex()}\n"
+        f"\t\\\\x{block.ids.tobytes().hex()}{block.lengths.tobytes().hex()}\t\\\\x\n"
     ]
     lines += [
-        f"{head}{token}\t{lo}\t{bound!r}\t{len(packed) // _PAIR_BYTES}\t\\\\x{packed.hex()}\n"
+        f"{head}{token}\t{lo}\t{bound!r}\t{len(packed) // _PAIR_BYTES}\t\\\\x{packed.hex()}"
+        f"\t\\\\x{positions[token].tobytes().hex()}\n"
         for token, (bound, packed) in block.postings.items()
     ]
     with conn.cursor().copy(
-        "COPY cs_block_postings (store_rid, token, lo, bound, df, postings) FROM STDIN"
+        "COPY cs_block_postings (store_rid, token, lo, bound, df, postings, positions) FROM STDIN"
     ) as copy:
         copy.write("".join(lines).encode("utf-8"))
 
@@ -467,24 +476,25 @@ def _phrase_scores(
     conn: Any, store: StoreIndex, wanted: Sequence[Phrase], tail: _Tail
 ) -> dict[int, float]:
     """BM25 per chunk for a query holding a phrase or a prefix: every block and the
-    tail are matched (no pruning), a phrase's positions read from its candidates' texts."""
+    tail are matched (no pruning), a phrase on its tokens' positions in the blocks."""
     exact = sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)})
     prefixes = sorted({p.tokens[-1] for p in wanted if p.prefix})
     clauses = ['token = ANY(%(exact)s::text[] COLLATE "C")']
     clauses += [f"token LIKE %(prefix{n})s" for n in range(len(prefixes))]
     params: dict[str, Any] = {"store": store.rid, "exact": exact}
     params.update({f"prefix{n}": _like(prefix) + "%" for n, prefix in enumerate(prefixes)})
-    # Per token found: chunk id -> tf, over every block.
-    postings: dict[str, dict[int, int]] = {}
+    # Per token found, over every block: chunk id -> (tf, the block's positions of
+    # the token, where this chunk's start).
+    postings: dict[str, dict[int, tuple[int, array[int], int]]] = {}
     found_in: set[int] = set()
-    sealed: dict[int, list[tuple[str, bytes]]] = {}
-    for lo, token, packed in conn.execute(
-        "SELECT lo, token, postings FROM cs_block_postings WHERE store_rid = %(store)s"
-        f" AND ({' OR '.join(clauses)})",
+    sealed: dict[int, list[tuple[str, bytes, bytes]]] = {}
+    for lo, token, packed, located in conn.execute(
+        "SELECT lo, token, postings, positions FROM cs_block_postings"
+        f" WHERE store_rid = %(store)s AND ({' OR '.join(clauses)})",
         params,
         binary=True,
     ):
-        sealed.setdefault(lo, []).append((token, packed))
+        sealed.setdefault(lo, []).append((token, packed, located))
         found_in.add(lo)
     lengths: dict[int, int] = {}
     if found_in:
@@ -496,24 +506,22 @@ def _phrase_scores(
         ):
             ids, chunk_lengths = _chunks(packed_chunks)
             lengths.update(zip(ids, chunk_lengths, strict=True))
-            for token, packed in sealed[lo]:
-                pairs = array("i")
+            for token, packed, located in sealed[lo]:
+                pairs, where = array("i"), array("i")
                 pairs.frombytes(packed)
+                where.frombytes(located)
                 target = postings.setdefault(token, {})
+                start = 0
                 for index, tf in zip(pairs[0::2], pairs[1::2], strict=True):
-                    target[ids[index]] = tf
+                    target[ids[index]] = (tf, where, start)
+                    start += tf
     # A phrase of several tokens can only be in a chunk holding each of its exact
-    # tokens (and a token its prefix starts): only those chunks' texts are read.
-    multi = [p for p in wanted if len(p.tokens) > 1]
-    candidates: set[int] = set()
-    for phrase in multi:
-        candidates |= _holding(phrase, postings)
+    # tokens (and a token its prefix starts): only those chunks' positions are read.
     positions: dict[int, dict[str, list[int]]] = {}
-    if candidates:
-        for chunk_id, body in conn.execute(
-            "SELECT id, body FROM cs_chunks WHERE id = ANY(%s::int8[])", (sorted(candidates),)
-        ):
-            positions[chunk_id] = token_positions(fast_tokens(body))
+    for phrase in wanted:
+        if len(phrase.tokens) > 1:
+            for chunk_id in _holding(phrase, postings):
+                positions[chunk_id] = _chunk_positions(chunk_id, postings)
     for chunk_id, length, chunk_tokens in zip(tail.ids, tail.lengths, tail.tokens, strict=True):
         lengths[chunk_id] = length
         positions[chunk_id] = token_positions(chunk_tokens)
@@ -527,7 +535,7 @@ def _phrase_scores(
                 if token == phrase.tokens[0] or (
                     phrase.prefix and token.startswith(phrase.tokens[0])
                 ):
-                    for chunk_id, tf in per_chunk.items():
+                    for chunk_id, (tf, _, _) in per_chunk.items():
                         frequencies[chunk_id] = frequencies.get(chunk_id, 0) + tf
             sources: Iterable[int] = tail.ids
         else:
@@ -540,7 +548,20 @@ def _phrase_scores(
     return bm25(weighted, lengths, store.average)
 
 
-def _holding(phrase: Phrase, postings: dict[str, dict[int, int]]) -> set[int]:
+def _chunk_positions(
+    chunk_id: int, postings: Mapping[str, Mapping[int, tuple[int, array[int], int]]]
+) -> dict[str, list[int]]:
+    """A sealed chunk's positions of each token read that it holds."""
+    found = {}
+    for token, per_chunk in postings.items():
+        entry = per_chunk.get(chunk_id)
+        if entry is not None:
+            tf, where, start = entry
+            found[token] = where[start : start + tf].tolist()
+    return found
+
+
+def _holding(phrase: Phrase, postings: Mapping[str, Mapping[int, object]]) -> set[int]:
     """The sealed chunks holding every exact token of ``phrase`` (and, for a prefix, a
     token it starts)."""
     exact = phrase.tokens[:-1] if phrase.prefix else phrase.tokens
