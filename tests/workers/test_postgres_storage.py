@@ -363,9 +363,14 @@ def test_a_version_2_database_is_upgraded_to_sealed_blocks_on_start(
         conn.execute("DROP TABLE cs_blocks, cs_block_postings")
         conn.execute("DROP INDEX cs_chunks_by_store")
         conn.execute("ALTER TABLE cs_stores DROP COLUMN merged")
+        # Version 2 kept each chunk's distinct tokens, sorted, as an array.
         conn.execute(
             "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT[]"
             " USING string_to_array(btrim(tokens), ' ')"
+        )
+        conn.execute(
+            'UPDATE cs_chunks SET tokens = ARRAY(SELECT DISTINCT t COLLATE "C"'
+            " FROM unnest(tokens) AS t ORDER BY 1)"
         )
         for statement in MIGRATIONS[0]:
             if "cs_postings" in statement or "cs_terms" in statement:

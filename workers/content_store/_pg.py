@@ -7,8 +7,8 @@ Tables (prefixed ``cs_``; planning's share the database under ``planning_``):
   watermark (the newest chunk id in its sealed blocks);
 - ``cs_contents``: one row per item, ``UNIQUE (store_rid, sha256)``: the duplicate
   rule is the database's, so two pools adding the same text at once store it once;
-- ``cs_chunks``: the line chunks, with their token count and distinct tokens (one
-  text, each token between spaces, so ``LIKE '% token %'`` finds a chunk holding it);
+- ``cs_chunks``: the line chunks, with their token count and tokens (one text, each
+  token between spaces, so ``LIKE '% token %'`` finds a chunk holding it);
 - ``cs_blocks`` and ``cs_block_postings``: the search index, sealed blocks of chunks
   with per-token postings and bounds (`_pg_index`).
 
@@ -556,9 +556,10 @@ _COPY_ESCAPES: Final = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\
 
 
 def _token_text(tokens: list[str]) -> str:
-    """A chunk's distinct tokens, each between spaces (a text, not an array: parsing
-    an array of them took half the write path's time in PostgreSQL)."""
-    return " " + " ".join(set(tokens)) + " "
+    """A chunk's tokens in order, each between spaces (a text, not an array: parsing
+    an array of them took half the write path's time in PostgreSQL); a search of the
+    pending tail splits it rather than tokenizing the chunk's text again."""
+    return " " + " ".join(tokens) + " "
 
 
 def _copy_text(text: str) -> str:

@@ -34,7 +34,6 @@ from typing import Any, Final, NamedTuple
 from ._blockmax import (
     BLOCK_CHUNKS,
     block_bound,
-    fast_tokens,
     scale_bound,
     score_block,
     seal,
@@ -61,10 +60,13 @@ MIGRATION: Final = (
     # Chunks at or below this id are in sealed blocks: 0, every chunk is pending (the
     # next start seals them).
     "ALTER TABLE cs_stores ADD COLUMN merged BIGINT NOT NULL DEFAULT 0",
-    # A chunk's distinct tokens as one text, each between spaces: written without the
+    # A chunk's tokens in order as one text, each between spaces: written without the
     # array parsing that cost half the write path, matched with LIKE.
     "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT"
     " USING ' ' || array_to_string(tokens, ' ') || ' '",
+    # The arrays held each token once, not in order: marked as another tokenizer's
+    # index, so the start re-indexes every chunk from its text (`_reindex`).
+    "UPDATE nativemcp_schema SET version = 0 WHERE component = 'content-store.index'",
     # A chunk row (text and tokens, a few KB) is stored as it is, not compressed once
     # over 2 KB: 1.2x the write path's speed, measured.
     "ALTER TABLE cs_chunks SET (toast_tuple_target = 8160)",
@@ -144,7 +146,8 @@ def merge_step(conn: Any, store_rid: int, merged: int, block_chunks: int = BLOCK
     else:
         lo = merged + 1
     rows = conn.execute(
-        "SELECT id, body FROM cs_chunks WHERE store_rid = %s AND id >= %s ORDER BY id LIMIT %s",
+        "SELECT id, body, tokens FROM cs_chunks WHERE store_rid = %s AND id >= %s"
+        " ORDER BY id LIMIT %s",
         (store_rid, lo, block_chunks),
     ).fetchall()
     hi = rows[-1][0]
@@ -170,7 +173,8 @@ def reseal(conn: Any, store_rid: int, chunk_ids: Sequence[int]) -> None:
             continue
         _drop_block(conn, store_rid, lo)
         rows = conn.execute(
-            "SELECT id, body FROM cs_chunks WHERE store_rid = %s AND id BETWEEN %s AND %s"
+            "SELECT id, body, tokens FROM cs_chunks WHERE store_rid = %s"
+            " AND id BETWEEN %s AND %s"
             " ORDER BY id",
             (store_rid, lo, hi),
         ).fetchall()
@@ -185,14 +189,16 @@ def _drop_block(conn: Any, store_rid: int, lo: int) -> None:
 
 
 def _write_block(
-    conn: Any, store_rid: int, lo: int, hi: int, rows: Sequence[tuple[int, str]]
+    conn: Any, store_rid: int, lo: int, hi: int, rows: Sequence[tuple[int, str, str]]
 ) -> None:
-    block = seal(rows)
+    """Seal ``(id, text, token text)`` chunks into the block ``lo``..``hi``."""
+    block = seal([(chunk_id, text) for chunk_id, text, _ in rows])
     # Each token's positions in its chunks, in the order of its postings (a phrase is
-    # matched on them, as FTS5 does on its position lists).
+    # matched on them, as FTS5 does on its position lists), from the tokens written
+    # with the chunk rather than its text tokenized once more.
     positions: dict[str, array[int]] = {}
-    for _, text in rows:
-        for token, where in token_positions(fast_tokens(text)).items():
+    for _, _, tokens in rows:
+        for token, where in token_positions(tokens.split()).items():
             positions.setdefault(token, array("i")).extend(where)
     conn.execute(
         "INSERT INTO cs_blocks (store_rid, lo, hi, average, size) VALUES (%s, %s, %s, %s, %s)",
@@ -349,8 +355,8 @@ WHERE s.id = %(store)s
 
 
 class _Tail:
-    """The pending chunks holding a query token (or a token a prefix starts), tokenized
-    from their texts: ids, lengths and token lists in id order."""
+    """The pending chunks holding a query token (or a token a prefix starts): ids,
+    lengths and token lists (as written with them), in id order."""
 
     def __init__(self, conn: Any, store: StoreIndex, wanted: Sequence[Phrase]) -> None:
         self.ids = array("q")
@@ -365,13 +371,13 @@ class _Tail:
         )
         # Up to the newest chunk the store's totals count (newer ones are not in N).
         found = conn.execute(
-            "SELECT id, length, body FROM cs_chunks WHERE store_rid = %s AND id > %s"
+            "SELECT id, length, tokens FROM cs_chunks WHERE store_rid = %s AND id > %s"
             " AND id <= %s AND tokens LIKE ANY(%s::text[]) ORDER BY id",
             (store.rid, store.merged, store.newest, patterns),
         ).fetchall()
         self.ids.extend(row[0] for row in found)
         self.lengths.extend(row[1] for row in found)
-        self.tokens = [fast_tokens(row[2]) for row in found]
+        self.tokens = [row[2].split() for row in found]
 
 
 def _block_max(
