@@ -27,6 +27,8 @@ half-written.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Final
@@ -197,7 +199,11 @@ class PostgresContentDB:
             url, COMPONENT, MIGRATIONS, after_migrate=_check_index, pool_size=pool_size
         )
         self.block_chunks = block_chunks
+        self.merge_idle = merge_idle
         self._blocks = BlockCache()
+        # Per store, when this process last wrote to it: while writes go on, a merge
+        # seals only full blocks.
+        self._written: dict[str, float] = {}
         # Merging only makes searches faster: a database that fails meanwhile leaves
         # the tail pending (searched exactly), and the next write tries again.
         self._merger = IndexMerger(
@@ -210,23 +216,27 @@ class PostgresContentDB:
         self._merger.close()
         self.db.close()
 
-    def _merge_step(self, store_id: str) -> bool:
+    def _merge_step(self, store_id: str, *, wait: bool = False) -> bool:
         """Seal one block of the store's pending chunks (`merge_step`) in a transaction
-        of its own; False once none waits, the store is gone or another process is
-        merging it."""
+        of its own; False once none waits, the store is gone or (unless ``wait``)
+        another process is merging it."""
         with self.db.transaction() as conn:
             row = conn.execute("SELECT rid FROM cs_stores WHERE id = %s", (store_id,)).fetchone()
-            if row is None or not _merge_lock(conn, row[0]):
+            if row is None or not _merge_lock(conn, row[0], wait=wait):
                 return False
             locked = conn.execute(
                 "SELECT merged FROM cs_stores WHERE rid = %s FOR NO KEY UPDATE", (row[0],)
             ).fetchone()
-            return locked is not None and merge_step(conn, row[0], locked[0], self.block_chunks)
+            writing = time.monotonic() - self._written.get(store_id, -math.inf) < self.merge_idle
+            return locked is not None and merge_step(
+                conn, row[0], locked[0], self.block_chunks, full=writing
+            )
 
     def merge(self, store_id: str) -> None:
-        """Seal every pending chunk of the store now (the merging thread does it once
-        writes stop; a benchmark waits for it here)."""
-        while self._merge_step(store_id):
+        """Seal every pending chunk of the store now, after any merge of it in progress
+        (the merging thread does it once writes stop)."""
+        self._written.pop(store_id, None)
+        while self._merge_step(store_id, wait=True):
             pass
 
     # -- stores ----------------------------------------------------------------------
@@ -316,11 +326,12 @@ class PostgresContentDB:
         with self.db.transaction() as conn:
             # The store's lock: one writer per store at a time, across every process.
             row = conn.execute(
-                "SELECT rid FROM cs_stores WHERE id = %s FOR NO KEY UPDATE", (store_id,)
+                "SELECT rid, merged FROM cs_stores WHERE id = %s FOR NO KEY UPDATE", (store_id,)
             ).fetchone()
             if row is None:
                 raise LookupError(f"store {store_id} is gone")
-            store_rid = row[0]
+            store_rid, merged = row
+            newest = merged
             now = utc_now()
             inserted = conn.execute(
                 "INSERT INTO cs_contents (id, store_rid, filename, mime_type, size, line_count,"
@@ -330,7 +341,7 @@ class PostgresContentDB:
                 content_values(new_id("ct"), store_rid, item, now),
             ).fetchone()
             if inserted is not None:
-                self._index(conn, store_rid, inserted[0], item, tokenized, progress)
+                newest = self._index(conn, store_rid, inserted[0], item, tokenized, progress)
                 conn.execute(
                     "UPDATE cs_stores SET updated_at = %s, chunk_total = chunk_total + %s,"
                     " token_total = token_total + %s WHERE rid = %s",
@@ -343,8 +354,13 @@ class PostgresContentDB:
             ).fetchone()
         assert found is not None
         if inserted is not None and total:
-            # Every chunk written is pending: the merge is due once writes stop.
-            self._merger.wrote(store_id, total, total)
+            # Every chunk written is pending: the merge is due once writes stop, and
+            # before, a block at a time, once the tail would fill two (ids count every
+            # store's chunks: at most an early look that finds too few to seal).
+            self._written[store_id] = time.monotonic()
+            self._merger.wrote(
+                store_id, total, total, urgent=newest - merged >= 2 * self.block_chunks
+            )
         return _summary(found), inserted is None
 
     @staticmethod
@@ -355,7 +371,8 @@ class PostgresContentDB:
         item: NewContent,
         tokenized: list[list[str]],
         progress: Callable[[int, int], None] | None,
-    ) -> None:
+    ) -> int:
+        """Write the item's chunks; the newest chunk id."""
         total = len(item.chunks)
         ids = [
             r[0]
@@ -383,6 +400,7 @@ class PostgresContentDB:
                 copy.write(chunk_rows.encode("utf-8"))
             if progress is not None:
                 progress(stop, total)
+        return ids[-1] if ids else 0
 
     def get_content(self, store_id: str, content_id: str) -> ContentSummary | None:
         """A content item's summary, or None."""
@@ -493,14 +511,15 @@ class PostgresContentDB:
         return ranked(conn, store_id, phrases(query), k, self._blocks)
 
 
-def _merge_lock(conn: Any, store_rid: int) -> bool:
+def _merge_lock(conn: Any, store_rid: int, *, wait: bool = False) -> bool:
     """Whether this transaction now holds the store's merge lock (an advisory lock, so
-    two processes never merge one store at once: the second leaves it to the first)."""
+    two processes never merge one store at once: the second leaves it to the first,
+    or with ``wait``, waits for it)."""
+    lock = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
     row = conn.execute(
-        "SELECT pg_try_advisory_xact_lock(hashtext('nativemcp.cs_merge'), %s::int4)",
-        (store_rid % _INT4,),
+        f"SELECT {lock}(hashtext('nativemcp.cs_merge'), %s::int4)", (store_rid % _INT4,)
     ).fetchone()
-    return bool(row[0])
+    return wait or bool(row[0])
 
 
 _INT4: Final = 2**31

@@ -124,9 +124,12 @@ _TAIL: Final = -1
 # -- merging ---------------------------------------------------------------------------
 
 
-def merge_step(conn: Any, store_rid: int, merged: int, block_chunks: int = BLOCK_CHUNKS) -> bool:
+def merge_step(
+    conn: Any, store_rid: int, merged: int, block_chunks: int = BLOCK_CHUNKS, *, full: bool = False
+) -> bool:
     """Seal the store's oldest pending chunks (ids above ``merged``) into one block, in
-    the caller's transaction, which holds the store's row lock; False when none waits.
+    the caller's transaction, which holds the store's row lock; False when none waits
+    (with ``full``, while writes go on: when not enough wait to fill a block).
 
     The newest block, when not full, is sealed again with the chunks after it, so a
     trickle of writes leaves one growing block rather than many small ones.
@@ -140,16 +143,17 @@ def merge_step(conn: Any, store_rid: int, merged: int, block_chunks: int = BLOCK
         "SELECT lo, size FROM cs_blocks WHERE store_rid = %s ORDER BY lo DESC LIMIT 1",
         (store_rid,),
     ).fetchone()
-    if last is not None and last[1] < block_chunks:
-        lo = last[0]
-        _drop_block(conn, store_rid, lo)
-    else:
-        lo = merged + 1
+    growing = last is not None and last[1] < block_chunks
+    lo = last[0] if growing else merged + 1
     rows = conn.execute(
         "SELECT id, body, tokens FROM cs_chunks WHERE store_rid = %s AND id >= %s"
         " ORDER BY id LIMIT %s",
         (store_rid, lo, block_chunks),
     ).fetchall()
+    if full and len(rows) < block_chunks:
+        return False
+    if growing:
+        _drop_block(conn, store_rid, lo)
     hi = rows[-1][0]
     _write_block(conn, store_rid, lo, hi, rows)
     conn.execute(

@@ -156,7 +156,8 @@ def test_adding_writes_no_index_rows_and_the_merge_seals_every_pending_chunk(
     postgres_url: str,
 ) -> None:
     rng = random.Random(7)
-    with _database(postgres_url, block_chunks=4) as db:
+    # Blocks larger than what is added: no merge runs before the test's.
+    with _database(postgres_url, block_chunks=64) as db:
         store = db.create_store("s", None, None).store_id
         for number in range(3):
             db.add_content(store, _new(number, _text(rng, 20)))
@@ -229,7 +230,8 @@ def test_a_second_process_does_not_merge_a_store_another_is_merging(
                 "SELECT pg_advisory_xact_lock(hashtext('nativemcp.cs_merge'), %s::int4)",
                 (rid[0],),
             )
-            db.merge(store)
+            # The merging thread's step leaves the store to the other process.
+            assert not db._merge_step(store)
             assert _pending(db, store) > 0
         db.merge(store)
         assert _pending(db, store) == 0
@@ -272,3 +274,24 @@ def test_a_search_that_finds_a_block_sealed_again_under_it_ranks_one_snapshot(
         # "alpha" is in every block: the delete changed blocks this search reads.
         _assert_exact(db, store, "alpha", 5)
         assert racing.raced
+
+
+def test_while_writes_go_on_a_long_tail_is_sealed_in_full_blocks_only(postgres_url: str) -> None:
+    # Never idle within the test: only the merges a long tail asks for run.
+    with _database(postgres_url, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        rng = random.Random(17)
+        db.add_content(store, _new(0, _text(rng, 12)))  # under two blocks: left pending
+        db.add_content(store, _new(1, _text(rng, 40)))
+        deadline = time.monotonic() + 10
+        while _pending(db, store) >= 4:
+            assert time.monotonic() < deadline, "the long tail was never merged"
+            time.sleep(0.01)
+        with db.db.connection() as conn:
+            sizes = [size for (size,) in conn.execute("SELECT size FROM cs_blocks")]
+        # Full blocks only; the rest waits for writes to stop (or an explicit merge).
+        assert sizes and set(sizes) == {4}
+        assert _pending(db, store) > 0
+        _assert_exact(db, store, "alpha beta", 5)
+        db.merge(store)
+        assert _pending(db, store) == 0
