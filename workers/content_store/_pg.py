@@ -20,9 +20,10 @@ block-max, and over the tail, from its chunks' texts. The query text only select
 tokens: it never reaches PostgreSQL as syntax.
 
 Writers to one store take its row lock (``FOR NO KEY UPDATE``) first: the duplicate
-check, the inserts, the totals and each merge step are serialised per store across
-every process, and one transaction per change means a killed worker leaves nothing
-half-written.
+check, the inserts and the totals are serialised per store across every process. A
+merge step takes the store's merge lock (advisory) and not its row lock, so adds go on
+while it seals; deletes, which seal blocks again, take the merge lock first too. One
+transaction per change means a killed worker leaves nothing half-written.
 """
 
 from __future__ import annotations
@@ -224,12 +225,14 @@ class PostgresContentDB:
             row = conn.execute("SELECT rid FROM cs_stores WHERE id = %s", (store_id,)).fetchone()
             if row is None or not _merge_lock(conn, row[0], wait=wait):
                 return False
-            locked = conn.execute(
-                "SELECT merged FROM cs_stores WHERE rid = %s FOR NO KEY UPDATE", (row[0],)
+            # Read under the merge lock, which every change of the blocks holds: adds
+            # go on meanwhile (their chunks come after every chunk read here).
+            merged = conn.execute(
+                "SELECT merged FROM cs_stores WHERE rid = %s", (row[0],)
             ).fetchone()
             writing = time.monotonic() - self._written.get(store_id, -math.inf) < self.merge_idle
-            return locked is not None and merge_step(
-                conn, row[0], locked[0], self.block_chunks, full=writing
+            return merged is not None and merge_step(
+                conn, row[0], merged[0], self.block_chunks, full=writing
             )
 
     def merge(self, store_id: str) -> None:
@@ -280,12 +283,9 @@ class PostgresContentDB:
     def delete_store(self, store_id: str) -> int:
         """Remove a store and its contents; the number of contents removed."""
         with self.db.transaction() as conn:
-            row = conn.execute(
-                "SELECT rid FROM cs_stores WHERE id = %s FOR UPDATE", (store_id,)
-            ).fetchone()
-            if row is None:
+            rid = _lock_blocks(conn, store_id, "UPDATE")
+            if rid is None:
                 return 0
-            rid = row[0]
             count = conn.execute(
                 "SELECT count(*) FROM cs_contents WHERE store_rid = %s", (rid,)
             ).fetchone()
@@ -440,12 +440,9 @@ class PostgresContentDB:
     def delete_content(self, store_id: str, content_id: str) -> int:
         """Remove a content item and its chunks; the number of chunks removed."""
         with self.db.transaction() as conn:
-            row = conn.execute(
-                "SELECT rid FROM cs_stores WHERE id = %s FOR NO KEY UPDATE", (store_id,)
-            ).fetchone()
-            if row is None:
+            store_rid = _lock_blocks(conn, store_id, "NO KEY UPDATE")
+            if store_rid is None:
                 return 0
-            store_rid = row[0]
             content = conn.execute(
                 "SELECT rid FROM cs_contents WHERE store_rid = %s AND id = %s",
                 (store_rid, content_id),
@@ -529,15 +526,31 @@ stores only makes one of them wait for the next merge)."""
 
 def _merge_all(conn: Any) -> None:
     """Seal every store's pending chunks, in the caller's transaction."""
-    for store_rid, merged in conn.execute(
-        "SELECT rid, merged FROM cs_stores s WHERE EXISTS (SELECT 1 FROM cs_chunks c"
-        " WHERE c.store_rid = s.rid AND c.id > s.merged) ORDER BY rid FOR NO KEY UPDATE"
+    for (store_rid,) in conn.execute(
+        "SELECT rid FROM cs_stores s WHERE EXISTS (SELECT 1 FROM cs_chunks c"
+        " WHERE c.store_rid = s.rid AND c.id > s.merged) ORDER BY rid"
     ).fetchall():
         if _merge_lock(conn, store_rid):
-            while merge_step(conn, store_rid, merged):
+            merging = True
+            while merging:
                 (merged,) = conn.execute(
                     "SELECT merged FROM cs_stores WHERE rid = %s", (store_rid,)
                 ).fetchone()
+                merging = merge_step(conn, store_rid, merged)
+
+
+def _lock_blocks(conn: Any, store_id: str, strength: str) -> int | None:
+    """The store's row id, once this transaction holds its merge lock (waiting for a
+    merge in progress: the change reseals or drops blocks) and then its row lock
+    (``FOR`` ``strength``), in the order a merge takes them; None: no such store."""
+    row = conn.execute("SELECT rid FROM cs_stores WHERE id = %s", (store_id,)).fetchone()
+    if row is None:
+        return None
+    _merge_lock(conn, row[0], wait=True)
+    locked = conn.execute(
+        f"SELECT rid FROM cs_stores WHERE rid = %s FOR {strength}", (row[0],)
+    ).fetchone()
+    return None if locked is None else int(locked[0])
 
 
 def _reindex(conn: Any) -> None:

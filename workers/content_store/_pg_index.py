@@ -18,8 +18,8 @@ Either way the scores are FTS5's BM25, exactly.
 
 A deleted chunk's blocks are sealed again from the chunks left in their ranges
 (`reseal`), so postings and counts are always the stored chunks' own. Everything here
-runs in the caller's transaction or on its connection; writers hold the store's row
-lock.
+runs in the caller's transaction or on its connection; what seals blocks holds the
+store's merge lock.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def merge_step(
     conn: Any, store_rid: int, merged: int, block_chunks: int = BLOCK_CHUNKS, *, full: bool = False
 ) -> bool:
     """Seal the store's oldest pending chunks (ids above ``merged``) into one block, in
-    the caller's transaction, which holds the store's row lock; False when none waits
+    the caller's transaction, which holds the store's merge lock; False when none waits
     (with ``full``, while writes go on: when not enough wait to fill a block).
 
     The newest block, when not full, is sealed again with the chunks after it, so a
