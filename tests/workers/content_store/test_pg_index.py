@@ -281,8 +281,8 @@ def test_while_writes_go_on_a_long_tail_is_sealed_in_full_blocks_only(postgres_u
     with _database(postgres_url, block_chunks=4) as db:
         store = db.create_store("s", None, None).store_id
         rng = random.Random(17)
-        db.add_content(store, _new(0, _text(rng, 12)))  # under two blocks: left pending
-        db.add_content(store, _new(1, _text(rng, 40)))
+        db.add_content(store, _new(0, _text(rng, 12)))  # a short tail: left pending
+        db.add_content(store, _new(1, _text(rng, 90)))
         deadline = time.monotonic() + 10
         while _pending(db, store) >= 4:
             assert time.monotonic() < deadline, "the long tail was never merged"
