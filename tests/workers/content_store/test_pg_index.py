@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nativemcp.workers.content_store import ContentSummary
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._pg import PostgresContentDB
 from nativemcp.workers.content_store._pg_index import BlockCache
@@ -126,6 +127,16 @@ def _pending(db: PostgresContentDB, store_id: str) -> int:
     return int(row[0])
 
 
+def _merged_store(
+    db: PostgresContentDB, rng: random.Random, items: int
+) -> tuple[str, list[ContentSummary]]:
+    """A store of ``items`` generated items, every chunk sealed; its id and items."""
+    store = db.create_store("s", None, None).store_id
+    added = [db.add_content(store, _new(n, _text(rng, 15)))[0] for n in range(items)]
+    db.merge(store)
+    return store, added
+
+
 def _index_rows(db: PostgresContentDB) -> int:
     with db.db.connection() as conn:
         row = conn.execute("SELECT count(*) FROM cs_block_postings").fetchone()
@@ -176,9 +187,7 @@ def test_adding_writes_no_index_rows_and_the_merge_seals_every_pending_chunk(
 def test_deletes_reseal_their_blocks_and_ranking_stays_exact(postgres_url: str) -> None:
     rng = random.Random(11)
     with _database(postgres_url, block_chunks=3) as db:
-        store = db.create_store("s", None, None).store_id
-        added = [db.add_content(store, _new(n, _text(rng, 15)))[0] for n in range(5)]
-        db.merge(store)
+        store, added = _merged_store(db, rng, 5)
         db.add_content(store, _new(5, _text(rng, 15)))  # a pending tail beside the blocks
         for query in ("alpha", "beta gamma"):
             _assert_exact(db, store, query, 5)  # the blocks' chunks now kept by the process
@@ -253,9 +262,7 @@ def test_a_search_that_finds_a_block_sealed_again_under_it_ranks_one_snapshot(
 ) -> None:
     rng = random.Random(13)
     with _database(postgres_url, block_chunks=3) as db:
-        store = db.create_store("s", None, None).store_id
-        added = [db.add_content(store, _new(n, _text(rng, 15)))[0] for n in range(4)]
-        db.merge(store)
+        store, added = _merged_store(db, rng, 4)
 
         class Racing(BlockCache):
             """Deletes an item (on another pooled connection, committed at once) after
