@@ -204,7 +204,15 @@ class PostgresContentDB:
         import psycopg
 
         self.db = Database(
-            url, COMPONENT, MIGRATIONS, after_migrate=_check_index, pool_size=pool_size
+            url,
+            COMPONENT,
+            MIGRATIONS,
+            after_migrate=_check_index,
+            pool_size=pool_size,
+            # Every statement here is planned well without its parameters' values;
+            # replanning each execution (PostgreSQL's default for these) cost more
+            # than running it: a search's main statement 0.55 -> 0.21 ms, measured.
+            settings={"plan_cache_mode": "force_generic_plan"},
         )
         self.block_chunks = block_chunks
         self.merge_idle = merge_idle

@@ -115,6 +115,8 @@ _CHUNKS_TOKEN: Final = ""
 _PREFETCH: Final = 16
 """Blocks whose postings one statement reads, next in bound order; a store of this
 many blocks or fewer is read whole in the statement that reads the bounds."""
+_TOP: Final = "\U0010ffff"
+"""The highest character: no token holds it (letters and digits only)."""
 _CACHED_BLOCKS: Final = 1024
 """Blocks whose chunk ids and lengths a process keeps (12 KiB each when full)."""
 _TAIL: Final = -1
@@ -490,9 +492,12 @@ def _phrase_scores(
     exact = sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)})
     prefixes = sorted({p.tokens[-1] for p in wanted if p.prefix})
     clauses = ['token = ANY(%(exact)s::text[] COLLATE "C")']
-    clauses += [f"token LIKE %(prefix{n})s" for n in range(len(prefixes))]
+    # A prefix as a range of the key (byte order: every token it starts sorts from it
+    # up to it followed by the highest character), which a generic plan scans too.
+    clauses += [f"(token >= %(from{n})s AND token < %(to{n})s)" for n in range(len(prefixes))]
     params: dict[str, Any] = {"store": store.rid, "exact": exact}
-    params.update({f"prefix{n}": _like(prefix) + "%" for n, prefix in enumerate(prefixes)})
+    for n, prefix in enumerate(prefixes):
+        params[f"from{n}"], params[f"to{n}"] = prefix, prefix + _TOP
     # Per token found, over every block: chunk id -> (tf, the block's positions of
     # the token, where this chunk's start).
     postings: dict[str, dict[int, tuple[int, array[int], int]]] = {}
