@@ -426,3 +426,23 @@ def test_the_connection_pool_size_is_an_option(postgres_url: str) -> None:
         db.close()
     with pytest.raises(ValueError, match="pool size must be 1 or more"):
         PostgresContentDB(postgres_url, pool_size=0)
+
+
+def test_the_content_store_plans_its_statements_once_per_connection(postgres_url: str) -> None:
+    db = PostgresContentDB(postgres_url)
+    try:
+        with db.db.connection() as conn:
+            row = conn.execute("SHOW plan_cache_mode").fetchone()
+        assert row == ("force_generic_plan",)
+        # A CJK prefix still finds its tokens through the key under a generic plan.
+        store = db.create_store("cjk", None, None).store_id
+        lines = ["東京 大阪", "東北", "北京"]
+        db.add_content(
+            store,
+            NewContent("c.txt", "text/plain", "\n".join(lines), "c", 3, chunk_lines(lines)),
+        )
+        db.merge(store)
+        found = db.search(store, "東", 5, None)
+        assert found is not None and found[0].line_range[0] == 1
+    finally:
+        db.close()
