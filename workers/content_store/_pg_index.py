@@ -1,20 +1,23 @@
 """The search index of a PostgreSQL store: sealed blocks, merged off the write path.
 
-An item's chunks are written with their distinct tokens and nothing per token (one
-``COPY``); the chunks past the store's merged watermark (``cs_stores.merged``) are its
-pending tail. A merge (`merge_step`, run once writes stop, as SQLite seals its blocks)
-folds the tail into sealed blocks of `BLOCK_CHUNKS` chunks, `_blockmax`'s: one
-``cs_blocks`` row per block and, per (token, block), one ``cs_block_postings`` row with
-the packed postings, the token's best term score in the block (its bound) and its
-chunk count there. The empty token's row holds the block's chunk ids and lengths.
+An item's chunks are written with their tokens (one text each) and nothing per token
+(one ``COPY``); the chunks past the store's merged watermark (``cs_stores.merged``)
+are its pending tail. A merge (`merge_step`: once writes stop, as SQLite seals its
+blocks, or a full block at a time while a long tail waits) folds the tail into sealed
+blocks of `BLOCK_CHUNKS` chunks, `_blockmax`'s: one ``cs_blocks`` row per block (with
+a version, new at every sealing) and, per (token, block), one ``cs_block_postings``
+row with the packed postings, their positions, the token's best term score in the
+block (its bound) and its chunk count there. The empty token's row holds the block's
+chunk ids and lengths, which a process keeps for its next searches (`BlockCache`).
 
-A search (`ranked`) reads per query token its bound and count in every block: a
-token's document frequency is the sum of its counts plus the tail's, so no count is
-kept per token outside the blocks. A query of plain terms is then ranked by block-max
-(`top_k`): the tail first, scored exactly from its chunks' texts, then the blocks
+A search (`ranked`) reads the store and, per query token, its bound and count in every
+block (and for a store of few blocks the postings too) in one statement: a token's
+document frequency is the sum of its counts plus the tail's, so no count is kept per
+token outside the blocks. A query of plain terms is then ranked by block-max
+(`top_k`): the tail first, scored exactly from its chunks' tokens, then the blocks
 highest bound first until no block left can reach the top k. A phrase or a CJK prefix
-is matched on every block and the tail (positions from the candidate chunks' texts).
-Either way the scores are FTS5's BM25, exactly.
+is matched on every block and the tail, on its tokens' positions. Either way the
+scores are FTS5's BM25, exactly.
 
 A deleted chunk's blocks are sealed again from the chunks left in their ranges
 (`reseal`), so postings and counts are always the stored chunks' own. Everything here
@@ -89,8 +92,8 @@ MIGRATION: Final = (
         version BIGINT GENERATED ALWAYS AS IDENTITY,
         PRIMARY KEY (store_rid, lo)
     )""",
-    # COLLATE "C": byte order, so a prefix (LIKE 'x%') is a range scan of the key; the
-    # bound and count in the key's leaf, so reading them is an index-only scan.
+    # COLLATE "C": byte order, so the tokens a prefix starts are a range of the key;
+    # the bound and count in the key's leaf, so reading them is an index-only scan.
     """CREATE TABLE cs_block_postings (
         store_rid BIGINT NOT NULL,
         token TEXT COLLATE "C" NOT NULL,
@@ -306,15 +309,19 @@ def ranked(
     best first (ties: lower id first), over its sealed blocks and its pending tail; None
     when the store does not exist.
 
-    The statements run without a transaction (most searches take one statement here);
-    a search that finds a block changed under it runs again in one snapshot.
+    Plain terms run without a transaction (most such searches take one statement
+    here), and again in one snapshot if a block they read changed meanwhile; a query
+    with a phrase or a prefix, which reads the blocks in several statements, runs in
+    one snapshot.
     """
-    try:
-        return _ranked(conn, store_id, wanted, k, cache)
-    except _Changed:
-        with conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    if not any(len(phrase.tokens) > 1 or phrase.prefix for phrase in wanted):
+        try:
             return _ranked(conn, store_id, wanted, k, cache)
+        except _Changed:
+            pass
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        return _ranked(conn, store_id, wanted, k, cache)
 
 
 def _ranked(
