@@ -15,7 +15,9 @@ bm25s in process, on the same generated corpus and queries, in the same run.
   PostgreSQL backend too (in a schema made for the run and dropped after), side by
   side with SQLite: ingest MB/s, p50/p95, overlap@5 against the SQLite backend, and
   p50 with half the corpus stored against p50 with all of it (does the index keep
-  search time flat as the store grows).
+  search time flat as the store grows). Ingest is reported twice per backend: the
+  write path alone (``add_content`` calls), and settled, until the index work each
+  backend does once writes stop (SQLite's sealing, PostgreSQL's merge) is done.
 
 - with ``--scale N``: the same generator makes N times the documents (same vocabulary,
   same queries), and rank-bm25, which scores every chunk per query, is timed on about
@@ -191,6 +193,8 @@ class _Backend:
         self.store = store
         self.store_id = store_id
         self.ingest_s = 0.0
+        self.settle_s = 0.0
+        self.last_write = 0.0
         self.half_samples: list[float] = []
         self.full_samples: list[float] = []
         self.last: Any = None
@@ -204,7 +208,8 @@ class _Backend:
                 filename=f"doc{number:04d}.txt",
                 call_timeout=120,
             )
-        self.ingest_s += time.perf_counter() - start
+        self.last_write = time.perf_counter()
+        self.ingest_s += self.last_write - start
 
     async def time_block(self, queries: list[str], samples: list[float]) -> None:
         """One warmed-up block of every query, timed (the store-growth table)."""
@@ -254,13 +259,18 @@ async def run_all(
             backends.append(_Backend(name, store, created.store_id))
         size = sum(len(doc.encode()) for doc in documents)
         half = len(documents) // 2
-        for backend in backends:
+        for backend, (_, url) in zip(backends, urls, strict=True):
             await backend.ingest(documents[:half], 0)
             await backend.time_block(queries, backend.half_samples)
             await backend.ingest(documents[half:], half)
             await backend.time_block(queries, backend.full_samples)
-
-        settle_s = await settle(data_dir / "nativemcp")
+            # Timed from the last write (the growth table's searches run meanwhile, as
+            # on a store searched while its index settles), before the next backend
+            # ingests, so no other backend's work falls into it.
+            backend.settle_s = await settle(
+                _pg_pending(url) if url else _sqlite_pending(data_dir / backend.name),
+                since=backend.last_write,
+            )
         ids, texts = load_chunks(data_dir / "nativemcp")
         rank = rank_bm25_search(ids, texts)
         fast = bm25s_search(ids, texts)
@@ -287,12 +297,13 @@ async def run_all(
         backend.name: {
             "ingest_mb_s": size / 1e6 / backend.ingest_s,
             "ingest_s": backend.ingest_s,
+            "index_settle_s": backend.settle_s,
+            "settled_mb_s": size / 1e6 / (backend.ingest_s + backend.settle_s),
             "half_p50_ms": statistics.median(backend.half_samples) * 1e3,
             "full_p50_ms": statistics.median(backend.full_samples) * 1e3,
         }
         for backend in backends
     }
-    stats["nativemcp"]["index_settle_s"] = settle_s
     return stats, engines, payload, len(ids)
 
 
@@ -354,26 +365,51 @@ SETTLE_TIMEOUT: Final = 1800.0
 """Longest wait (seconds) for the SQLite store's blocks to be sealed after ingest."""
 
 
-async def settle(data_dir: Path) -> float:
-    """Seconds until the SQLite store has sealed every chunk into its search blocks
-    (the worker does it once writes stop, off the write path), read from its file.
+async def settle(pending: Callable[[], int], since: float) -> float:
+    """Seconds from ``since`` (a `time.perf_counter` reading) until ``pending()`` (run
+    on a thread) finds no chunk waiting for the index work a backend does once writes
+    stop, off the write path: SQLite seals its search blocks, PostgreSQL merges its
+    pending tail into sealed blocks.
 
     The rounds are timed on a settled store, as a store is searched once written;
     the store-growth table times searches right after writing instead.
     """
+    while time.perf_counter() - since < SETTLE_TIMEOUT:
+        if not await anyio.to_thread.run_sync(pending):
+            break
+        await anyio.sleep(0.05)
+    return time.perf_counter() - since
+
+
+def _sqlite_pending(data_dir: Path) -> Callable[[], int]:
+    """Chunks of the SQLite store not sealed into blocks yet, read from its file."""
     path = data_dir / "content-store" / "content.sqlite3"
-    start = time.perf_counter()
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-        while time.perf_counter() - start < SETTLE_TIMEOUT:
+
+    def count() -> int:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
             (waiting,) = conn.execute(
                 "SELECT count(*) FROM chunks c JOIN stores s ON s.id = c.store_id"
                 " WHERE c.id > (SELECT coalesce(max(hi), 0) FROM blocks b"
                 " WHERE b.store_rid = s.rid)"
             ).fetchone()
-            if not waiting:
-                break
-            await anyio.sleep(0.2)
-    return time.perf_counter() - start
+        return int(waiting)
+
+    return count
+
+
+def _pg_pending(url: str) -> Callable[[], int]:
+    """Chunks of the PostgreSQL stores past their merged watermark (the pending tail)."""
+    import psycopg
+
+    def count() -> int:
+        with psycopg.connect(url) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
+                " WHERE c.id > s.merged"
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    return count
 
 
 def load_chunks(data_dir: Path) -> tuple[list[str], list[str]]:
@@ -485,13 +521,21 @@ def goals(report: dict[str, Any], scale: int) -> list[tuple[str, str, bool]]:
     if pg is not None:
         rows += [
             (
-                "PostgreSQL ingest >= 0.5 x SQLite",
-                f"{pg['ingest_mb_s']:.2f} / {ours['ingest_mb_s']:.2f} MB/s",
+                "PostgreSQL ingest >= 0.5 x SQLite (write path)",
+                f"{pg['ingest_mb_s']:.2f} / {ours['ingest_mb_s']:.2f} MB/s"
+                f" = {pg['ingest_mb_s'] / ours['ingest_mb_s']:.2f}x",
                 pg["ingest_mb_s"] >= 0.5 * ours["ingest_mb_s"],
             ),
             (
+                "PostgreSQL ingest >= 0.5 x SQLite (settled)",
+                f"{pg['settled_mb_s']:.2f} / {ours['settled_mb_s']:.2f} MB/s"
+                f" = {pg['settled_mb_s'] / ours['settled_mb_s']:.2f}x",
+                pg["settled_mb_s"] >= 0.5 * ours["settled_mb_s"],
+            ),
+            (
                 "PostgreSQL p50 <= 1.5 x SQLite",
-                f"{pg['p50_ms']:.2f} / {ours['p50_ms']:.2f} ms",
+                f"{pg['p50_ms']:.2f} / {ours['p50_ms']:.2f} ms"
+                f" = {pg['p50_ms'] / ours['p50_ms']:.2f}x",
                 pg["p50_ms"] <= 1.5 * ours["p50_ms"],
             ),
         ]
@@ -536,16 +580,17 @@ def main() -> None:
         f"corpus: {len(documents)} documents, {mb:.1f} MB, {chunks} chunks; "
         f"{len(queries)} queries x {ROUNDS} rounds, top {TOP_N}"
     )
-    for name, label in (("nativemcp", "SQLite"), ("nativemcp-pg", "PostgreSQL")):
+    for name, label, work in (
+        ("nativemcp", "SQLite", "search blocks sealed"),
+        ("nativemcp-pg", "PostgreSQL", "pending tail merged into blocks"),
+    ):
         if name in ingest:
+            row = ingest[name]
             print(
-                f"ingest through the proxy ({label}): {ingest[name]['ingest_mb_s']:.2f} MB/s "
-                f"({ingest[name]['ingest_s']:.1f} s)"
+                f"ingest through the proxy ({label}): {row['ingest_mb_s']:.2f} MB/s write path "
+                f"({row['ingest_s']:.1f} s); {row['settled_mb_s']:.2f} MB/s settled ({work}, "
+                f"off the write path, {row['index_settle_s']:.1f} s after the last write)"
             )
-    print(
-        "SQLite search blocks sealed (off the write path) "
-        f"{ingest['nativemcp']['index_settle_s']:.1f} s after the last write"
-    )
     print()
     base = timing["nativemcp"]["p50_ms"]
     rows: list[list[Any]] = [

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -100,6 +100,8 @@ class Database:
             transaction and under their lock (data upgrades, such as a re-index).
         pool_size: the most connections this process holds at once (`POOL_MAX_SIZE`
             by default).
+        settings: run-time parameters set on each connection (``set_config``), for
+            example ``{"plan_cache_mode": "force_generic_plan"}``.
 
     Raises:
         ValueError: ``url`` is not a PostgreSQL URL, psycopg is not installed, or
@@ -113,6 +115,7 @@ class Database:
         migrations: Sequence[Migration],
         after_migrate: Callable[[psycopg.Connection[Any]], None] | None = None,
         pool_size: int = POOL_MAX_SIZE,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         if not is_postgres_url(url):
             raise ValueError(f"not a PostgreSQL URL: {redact_url(url)}")
@@ -132,6 +135,7 @@ class Database:
         self._component = component
         self._migrations = list(migrations)
         self._after_migrate = after_migrate
+        self._settings = dict(settings or {})
         self._migrated = False
         self._lock = threading.Lock()
         self._down = False
@@ -147,7 +151,7 @@ class Database:
             max_size=self.pool_size,
             timeout=CHECKOUT_TIMEOUT,
             kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True},
-            configure=_configure,
+            configure=self._configure,
             # A connection broken by a database restart is found and replaced here,
             # not handed to a call.
             check=ConnectionPool.check_connection,
@@ -163,6 +167,11 @@ class Database:
         with self._lock:
             self._closed = True
             self._pool.close()
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        _configure(conn)
+        for name, value in self._settings.items():
+            conn.execute("SELECT set_config(%s, %s, false)", (name, value))
 
     @property
     def schema_version(self) -> int:

@@ -276,19 +276,24 @@ def test_postgres_search_finds_and_ranks_what_sqlite_does(
     tmp_path: Path, postgres_url: str
 ) -> None:
     sqlite_db = ContentDB(tmp_path / "content.sqlite3")
-    pg_db = PostgresContentDB(postgres_url)
+    # Small blocks, merged only when the test says so: first every chunk is pending,
+    # then every one is sealed, in many blocks.
+    pg_db = PostgresContentDB(postgres_url, merge_idle=3600, block_chunks=16)
     try:
         ids = {"sqlite": _fill(sqlite_db), "pg": _fill(pg_db)}
-        for query in QUERIES:
-            expected = sqlite_db.search(ids["sqlite"], query, 10, None)
-            got = pg_db.search(ids["pg"], query, 10, None)
-            assert expected is not None and got is not None
-            assert [(h.filename, h.line_range, h.matched_terms) for h in got] == [
-                (h.filename, h.line_range, h.matched_terms) for h in expected
-            ], query
-            for mine, theirs in zip(got, expected, strict=True):
-                assert mine.raw_score == pytest.approx(theirs.raw_score, rel=1e-6), query
-                assert mine.score > 0
+        for merged in (False, True):
+            if merged:
+                pg_db.merge(ids["pg"])
+            for query in QUERIES:
+                expected = sqlite_db.search(ids["sqlite"], query, 10, None)
+                got = pg_db.search(ids["pg"], query, 10, None)
+                assert expected is not None and got is not None
+                assert [(h.filename, h.line_range, h.matched_terms) for h in got] == [
+                    (h.filename, h.line_range, h.matched_terms) for h in expected
+                ], (query, merged)
+                for mine, theirs in zip(got, expected, strict=True):
+                    assert mine.raw_score == pytest.approx(theirs.raw_score, rel=1e-6), query
+                    assert mine.score > 0
     finally:
         sqlite_db.close()
         pg_db.close()
@@ -347,23 +352,44 @@ def test_a_newer_schema_in_the_database_is_refused_with_a_clear_error(postgres_u
         newer.close()
 
 
-def test_a_version_1_database_is_upgraded_to_leave_room_for_in_page_count_updates(
+def test_a_version_2_database_is_upgraded_to_sealed_blocks_on_start(
     tmp_path: Path, postgres_url: str
 ) -> None:
     import psycopg
 
     store_id = _filled(postgres_url)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        # Back to the schema as version 1 made it, with a store in it.
-        conn.execute("UPDATE nativemcp_schema SET version = 1 WHERE component = 'content-store'")
-        conn.execute("ALTER TABLE cs_terms RESET (fillfactor)")
-    # What was stored before the upgrade is found as before.
+        # Back to the schema as version 2 left it: per-token tables, no blocks.
+        conn.execute("DROP TABLE cs_blocks, cs_block_postings")
+        conn.execute("DROP INDEX cs_chunks_by_store")
+        conn.execute("ALTER TABLE cs_stores DROP COLUMN merged")
+        # Version 2 kept each chunk's distinct tokens, sorted, as an array.
+        conn.execute(
+            "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT[]"
+            " USING string_to_array(btrim(tokens), ' ')"
+        )
+        conn.execute(
+            'UPDATE cs_chunks SET tokens = ARRAY(SELECT DISTINCT t COLLATE "C"'
+            " FROM unnest(tokens) AS t ORDER BY 1)"
+        )
+        for statement in MIGRATIONS[0]:
+            if "cs_postings" in statement or "cs_terms" in statement:
+                conn.execute(statement)
+        for statement in MIGRATIONS[1]:
+            conn.execute(statement)
+        conn.execute("UPDATE nativemcp_schema SET version = 2 WHERE component = 'content-store'")
+    # What was stored before the upgrade is found as before: sealed when it started.
     _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
     with psycopg.connect(postgres_url) as conn:
-        options = conn.execute(
-            "SELECT reloptions FROM pg_class WHERE oid = 'cs_terms'::regclass"
+        left = conn.execute(
+            "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
+            " WHERE c.id > s.merged"
         ).fetchone()
-    assert options == (["fillfactor=50"],)
+        tables = conn.execute(
+            "SELECT count(*) FROM pg_class WHERE relname IN ('cs_postings', 'cs_terms')"
+        ).fetchone()
+    assert left == (0,)
+    assert tables == (0,)
     assert _schema_version(postgres_url, "content-store") == len(MIGRATIONS)
 
 
@@ -376,9 +402,10 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
 
     store_id = _filled(postgres_url)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        # As if another tokenizer had written the index: wrong tokens, counts and totals.
-        conn.execute("UPDATE cs_postings SET token = token || 'x'")
-        conn.execute("UPDATE cs_terms SET token = token || 'x', df = df + 7")
+        # As if another tokenizer had written the index: wrong tokens, counts, lengths
+        # and totals.
+        conn.execute("UPDATE cs_block_postings SET token = token || 'x', df = df + 7")
+        conn.execute("UPDATE cs_chunks SET tokens = tokens || 'x ', length = 1")
         conn.execute("UPDATE cs_stores SET token_total = 1")
         conn.execute(
             "UPDATE nativemcp_schema SET version = %s WHERE component = 'content-store.index'",
@@ -399,3 +426,23 @@ def test_the_connection_pool_size_is_an_option(postgres_url: str) -> None:
         db.close()
     with pytest.raises(ValueError, match="pool size must be 1 or more"):
         PostgresContentDB(postgres_url, pool_size=0)
+
+
+def test_the_content_store_plans_its_statements_once_per_connection(postgres_url: str) -> None:
+    db = PostgresContentDB(postgres_url)
+    try:
+        with db.db.connection() as conn:
+            row = conn.execute("SHOW plan_cache_mode").fetchone()
+        assert row == ("force_generic_plan",)
+        # A CJK prefix still finds its tokens through the key under a generic plan.
+        store = db.create_store("cjk", None, None).store_id
+        lines = ["東京 大阪", "東北", "北京"]
+        db.add_content(
+            store,
+            NewContent("c.txt", "text/plain", "\n".join(lines), "c", 3, chunk_lines(lines)),
+        )
+        db.merge(store)
+        found = db.search(store, "東", 5, None)
+        assert found is not None and found[0].line_range[0] == 1
+    finally:
+        db.close()

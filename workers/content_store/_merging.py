@@ -38,15 +38,16 @@ _log = logging.getLogger(__name__)
 
 
 class _Debt:
-    """Rows written to one store's index since its last merge, and writes that left
-    chunks to seal."""
+    """Rows written to one store's index since its last merge, writes that left
+    chunks to seal, and writes after which a step is due before writes stop."""
 
-    __slots__ = ("rows", "total", "unsealed")
+    __slots__ = ("rows", "total", "unsealed", "urgent")
 
     def __init__(self) -> None:
         self.rows = 0
         self.total = 0
         self.unsealed = 0
+        self.urgent = 0
 
     @property
     def merge_due(self) -> bool:
@@ -62,7 +63,8 @@ class IndexMerger:
     the stores written to, on its own thread, once writes stop (see the module
     docstring); before it, ``seal(store_id)`` (one step; True while there is more) for
     the stores whose writes left chunks to seal, however few. `wrote` notes each write;
-    `close` stops the thread."""
+    `close` stops the thread. A step raising one of ``errors`` (the database's) is
+    logged and left for the next write."""
 
     def __init__(
         self,
@@ -70,8 +72,10 @@ class IndexMerger:
         *,
         idle: float = IDLE_SECONDS,
         seal: Callable[[str], bool] | None = None,
+        errors: tuple[type[Exception], ...] = (sqlite3.Error,),
     ) -> None:
         self._step = step
+        self._errors = errors
         self._seal = seal
         self._idle = idle
         self._debts: dict[str, _Debt] = {}
@@ -80,10 +84,19 @@ class IndexMerger:
         self._closed = False
         self._thread: threading.Thread | None = None
 
-    def wrote(self, store_id: str, rows: int, total: int, *, unsealed: bool = False) -> None:
+    def wrote(
+        self,
+        store_id: str,
+        rows: int,
+        total: int,
+        *,
+        unsealed: bool = False,
+        urgent: bool = False,
+    ) -> None:
         """Note that ``rows`` of the ``total`` rows now in the store's index were added
         or removed (call after the write committed); ``unsealed``: it left chunks to
-        seal."""
+        seal; ``urgent``: run the steps now, without waiting for writes to stop (they
+        run again, as usual, once writes stop)."""
         with self._changed:
             if self._closed:
                 return
@@ -91,6 +104,7 @@ class IndexMerger:
             debt.rows += rows
             debt.total = total
             debt.unsealed += unsealed
+            debt.urgent += urgent
             self._last_write = time.monotonic()
             if debt.due and self._thread is None:
                 self._thread = threading.Thread(
@@ -108,32 +122,32 @@ class IndexMerger:
         if thread is not None:
             thread.join()
 
-    def _next(self) -> tuple[str, int, int, bool] | None:
+    def _next(self) -> tuple[str, int, int, bool, int] | None:
         """The next store with work due, its rows written so far, its writes that left
-        chunks to seal and whether a merge is due, once writes have stopped for the idle
-        time; None once closed."""
+        chunks to seal, whether a merge is due and its urgent writes, once writes have
+        stopped for the idle time (at once for urgent work); None once closed."""
         with self._changed:
             while not self._closed:
                 due = next((s for s, d in self._debts.items() if d.due), None)
                 if due is None:
                     self._changed.wait()
                     continue
+                debt = self._debts[due]
                 left = self._last_write + self._idle - time.monotonic()
-                if left > 0:
+                if left > 0 and not debt.urgent:
                     self._changed.wait(left)
                     continue
-                debt = self._debts[due]
-                return due, debt.rows, debt.unsealed, debt.merge_due
+                return due, debt.rows, debt.unsealed, debt.merge_due, debt.urgent
         return None
 
     def _run(self) -> None:
         while (job := self._next()) is not None:
-            store_id, rows, unsealed, merge = job
+            store_id, rows, unsealed, merge, urgent = job
             try:
                 more = bool(unsealed and self._seal is not None and self._seal(store_id))
                 if not more and merge:
                     more = self._step(store_id)
-            except sqlite3.Error as exc:
+            except self._errors as exc:
                 # Merging only makes searches faster: a busy or failing database is
                 # left as it is (every row is there either way), and the next write
                 # to the store tries again.
@@ -143,7 +157,10 @@ class IndexMerger:
                 continue
             with self._changed:
                 debt = self._debts.get(store_id)
-                if debt is not None:
+                if debt is not None and urgent:
+                    # Steps run during writes: the work stays due for when they stop.
+                    debt.urgent -= urgent
+                elif debt is not None:
                     # What was written while merging may not be merged (or sealed) yet.
                     debt.unsealed -= unsealed
                     if merge:

@@ -111,8 +111,11 @@ def _stored_chunks(data_dir: Path, database_url: str | None) -> dict[str, tuple[
             rows = conn.execute(
                 "SELECT ct.id, ct.chunk_count,"
                 " (SELECT count(*) FROM cs_chunks c WHERE c.content_rid = ct.rid),"
-                " (SELECT count(DISTINCT p.chunk_id) FROM cs_postings p"
-                "  JOIN cs_chunks c ON c.id = p.chunk_id WHERE c.content_rid = ct.rid)"
+                # Indexed: pending (searched from its text) or in a sealed block.
+                " (SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
+                "  WHERE c.content_rid = ct.rid AND (c.id > s.merged OR EXISTS (SELECT 1"
+                "  FROM cs_blocks b WHERE b.store_rid = c.store_rid AND c.id BETWEEN b.lo"
+                "  AND b.hi)))"
                 " FROM cs_contents ct"
             ).fetchall()
         return {
