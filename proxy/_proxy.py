@@ -191,9 +191,16 @@ class ToolMethod(BoundTool):
             ServerError: the server timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
-        given = self._split(kwargs) if kwargs else None
         name = self.tool.name
-        merged = coerce_arguments(name, arguments, kwargs)
+        if arguments is None and not (kwargs.keys() & self._options_kw):
+            # The usual call, keywords only: they are this call's own fresh dict, so
+            # they are sent as they are, without merging into a copy.
+            given = None
+            check_arguments(check_tool_name(name), kwargs)
+            merged = kwargs
+        else:
+            given = self._split(kwargs) if kwargs else None
+            merged = coerce_arguments(name, arguments, kwargs)
         proxy = self._proxy
         # The common case (no options) reuses one resolved object.
         options = proxy._defaults if given is None else proxy._resolve(given)
