@@ -54,6 +54,7 @@ class FrameReader:
         "_on_message",
         "_on_undecodable",
         "_start",
+        "_view",
     )
 
     def __init__(
@@ -68,6 +69,7 @@ class FrameReader:
         self._on_message = on_message
         self._on_undecodable = on_undecodable
         self._buffer = bytearray(_CHUNK)
+        self._view = memoryview(self._buffer)  # made once per buffer, not per read
         self._start = 0  # the unread bytes are _buffer[_start:_end]
         self._end = 0
 
@@ -79,6 +81,8 @@ class FrameReader:
     def get_buffer(self) -> memoryview:
         """Free space for the next read: at least `_CHUNK` bytes, or room for the whole
         frame being received when the length prefix says it is bigger."""
+        if not self._end:  # empty (the usual case between messages): all of it is free
+            return self._view
         needed = _CHUNK
         pending = self._end - self._start
         if pending >= HEADER_SIZE:
@@ -87,7 +91,7 @@ class FrameReader:
                 needed = max(needed, HEADER_SIZE + size - pending)
         if len(self._buffer) - self._end < needed:
             self._make_room(pending + needed)
-        return memoryview(self._buffer)[self._end :]
+        return self._view[self._end :]
 
     def _make_room(self, capacity: int) -> None:
         # The caller may still hold a view of the buffer, so it is never resized in
@@ -99,6 +103,7 @@ class FrameReader:
             bigger = bytearray(max(capacity, 2 * len(buffer)))
             bigger[: end - start] = buffer[start:end]
             self._buffer = bigger
+            self._view = memoryview(bigger)
         self._start, self._end = 0, end - start
 
     def buffer_updated(
@@ -125,38 +130,37 @@ class FrameReader:
     def _parse(self, stop: Callable[[], bool]) -> ProtocolError | None:
         position, end = self._start, self._end
         error: ProtocolError | None = None
-        with memoryview(self._buffer) as view:
-            while end - position >= HEADER_SIZE:
-                size = int.from_bytes(view[position : position + HEADER_SIZE], "big")
-                if not frame_fits(size, self._max_frame):
-                    error = ProtocolError(
-                        f"incoming frame of {size} bytes exceeds {self._max_frame}"
-                    )
+        view = self._view
+        while end - position >= HEADER_SIZE:
+            size = int.from_bytes(view[position : position + HEADER_SIZE], "big")
+            if not frame_fits(size, self._max_frame):
+                error = ProtocolError(f"incoming frame of {size} bytes exceeds {self._max_frame}")
+                break
+            frame_end = position + HEADER_SIZE + size
+            if frame_end > end:
+                break
+            # A copy: decoded messages may keep the payload (`msgspec.Raw`), and the
+            # buffer is reused.
+            payload = bytes(view[position + HEADER_SIZE : frame_end])
+            position = frame_end
+            try:
+                message = self._decoder.decode(payload)
+            except msgspec.MsgspecError as exc:
+                if self._on_undecodable is None:
+                    error = ProtocolError(f"undecodable frame: {exc}")
                     break
-                frame_end = position + HEADER_SIZE + size
-                if frame_end > end:
-                    break
-                # A copy: decoded messages may keep the payload (`msgspec.Raw`), and the
-                # buffer is reused.
-                payload = bytes(view[position + HEADER_SIZE : frame_end])
-                position = frame_end
-                try:
-                    message = self._decoder.decode(payload)
-                except msgspec.MsgspecError as exc:
-                    if self._on_undecodable is None:
-                        error = ProtocolError(f"undecodable frame: {exc}")
-                        break
-                    # The length prefix was valid, so the stream is still in step: only
-                    # this one message is bad, and the receiver answers or drops it.
-                    self._on_undecodable(payload, exc)
-                else:
-                    self._on_message(message)
-                if stop():
-                    break
+                # The length prefix was valid, so the stream is still in step: only
+                # this one message is bad, and the receiver answers or drops it.
+                self._on_undecodable(payload, exc)
+            else:
+                self._on_message(message)
+            if stop():
+                break
         if position == end:
             self._start = self._end = 0
             if len(self._buffer) > _CHUNK:  # a big frame has gone: give its memory back
                 self._buffer = bytearray(_CHUNK)
+                self._view = memoryview(self._buffer)
         else:
             self._start = position
         return error
