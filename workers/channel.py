@@ -272,6 +272,8 @@ async def open_channel(sock: socket.socket, reader: FrameReader) -> FrameChannel
 class Inbox(Generic[T]):
     """Items for one waiting task, delivered in order; `put` never blocks.
 
+    A waiting task awaits a bare future, and `put` hands the item straight into it: no
+    coroutine of the inbox's own to step through on the way in and out of each wait.
     ``loop``: the event loop it is used on, when the maker knows it (the running one
     otherwise): one look-up saved per wait, which on Python 3.11 is a system call.
     """
@@ -280,25 +282,28 @@ class Inbox(Generic[T]):
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._items: deque[T] = deque()
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[T] | None = None
         self._loop = loop
 
     def put(self, item: T) -> None:
-        """Queue ``item`` and wake the reader (event loop thread only)."""
-        self._items.append(item)
+        """Hand ``item`` to the waiting task, or queue it (event loop thread only)."""
         waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():  # else its task was cancelled while it waited
+                waiter.set_result(item)
+                return
+        self._items.append(item)
 
     def __len__(self) -> int:
         return len(self._items)
 
-    async def get(self) -> T:
-        """The next item, waiting for it if needed."""
-        while not self._items:
-            self._waiter = (self._loop or asyncio.get_running_loop()).create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._items.popleft()
+    def get(self) -> asyncio.Future[T]:
+        """The next item, to await: a future that the next `put` completes (one task
+        waits at a time)."""
+        future = (self._loop or asyncio.get_running_loop()).create_future()
+        if self._items:
+            future.set_result(self._items.popleft())
+        else:
+            self._waiter = future
+        return future
