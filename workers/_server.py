@@ -549,7 +549,8 @@ class Server:
                 code=INVALID_PARAMS,
                 data={"tool": name[:NAME_SHOWN_CHARS], "available": list(self._tools)},
             )
-        if arguments is not None and not isinstance(arguments, Mapping):
+        # A dict first: a Mapping check is an ABC's __instancecheck__, in Python, per call.
+        if type(arguments) is not dict and not isinstance(arguments, Mapping | None):
             return error_response(
                 f"Invalid arguments for tool {quoted_name(name)}: expected an object, "
                 f"got {type(arguments).__name__}",
