@@ -281,7 +281,9 @@ class Inbox(Generic[T]):
     __slots__ = ("_items", "_loop", "_waiter")
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        self._items: deque[T] = deque()
+        # Made when an item first has to wait (rare for a call's inbox): a deque is
+        # over 600 bytes, an allocation per call otherwise.
+        self._items: deque[T] | None = None
         self._waiter: asyncio.Future[T] | None = None
         self._loop = loop
 
@@ -293,10 +295,12 @@ class Inbox(Generic[T]):
             if not waiter.done():  # else its task was cancelled while it waited
                 waiter.set_result(item)
                 return
+        if self._items is None:
+            self._items = deque()
         self._items.append(item)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) if self._items is not None else 0
 
     def get(self) -> asyncio.Future[T]:
         """The next item, to await: a future that the next `put` completes (one task
