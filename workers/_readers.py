@@ -303,8 +303,12 @@ class ReaderThreads:
                 kept = self._keeping is job
                 if kept:
                     self._keeping = None
-                    with contextlib.suppress(OSError):  # closed: the worker is ending
+                    # Not contextlib.suppress: this runs on every lone call, and a
+                    # suppress object (0.17 us) costs a third of the call it guards.
+                    try:  # noqa: SIM105 - see above
                         watch.modify(fd, 0)
+                    except OSError:  # closed: the worker is ending
+                        pass
         self._finish(job, frame)
         return kept
 
