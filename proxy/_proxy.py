@@ -159,7 +159,7 @@ class ToolMethod(BoundTool):
         self._options_kw = _OPTION_KEYWORDS - declared
 
     def _split(self, kwargs: dict[str, Any]) -> CallOptions | None:
-        if not (kwargs.keys() & self._options_kw):
+        if self._options_kw.isdisjoint(kwargs):
             return None
         options = kwargs.pop("call_options", None) if "call_options" in self._options_kw else None
         if options is not None and not isinstance(options, CallOptions):
@@ -192,7 +192,7 @@ class ToolMethod(BoundTool):
             ArgumentsError: the arguments are not an object.
         """
         name = self.tool.name
-        if arguments is None and not (kwargs.keys() & self._options_kw):
+        if arguments is None and self._options_kw.isdisjoint(kwargs):
             # The usual call, keywords only: they are this call's own fresh dict, so
             # they are sent as they are, without merging into a copy.
             given = None
