@@ -25,7 +25,9 @@ Contenders, measured in the same run on the same list-shaped result:
 
 CPU time per call, caller plus worker (`bench._roundtrip_cpu`, over 20,000 calls in a
 row per contender, the median of 3 interleaved runs; 1 with ``--quick``): the measure
-that throughput and cost depend on. Measured with both processes on one CPU (JSON key
+that throughput and cost depend on. ``asyncio_echo`` is there too: what any asyncio
+caller pays (its loop's two passes and its wake-up per call), which a blocking caller
+such as ``raw_pipe`` does not. Measured with both processes on one CPU (JSON key
 ``cpu_us_per_call``: steady from run to run; the goal is judged on it) and free
 (``cpu_us_per_call_free``: cross-CPU wake-ups included, which swing with the machine).
 
@@ -307,6 +309,7 @@ async def main(
             value_pid, sync_pid = await proxy.pid(), sync_proxy.pid()
             cpu_contenders = [
                 ("raw_pipe", raw_call, raw.process.pid),
+                ("asyncio_echo", echo.call, echo.process.pid),
                 ("nativemcp_value", value_call, value_pid),
                 ("nativemcp_inline", inline_call, value_pid),
                 ("nativemcp_sync", sync_call, sync_pid),
@@ -423,7 +426,16 @@ async def main(
     free = {name: statistics.median(c + w for c, w in runs) for name, runs in cpu_free.items()}
     print_table(
         f"CPU per call, caller + worker ({len(cpu_samples['raw_pipe'])} x 20,000 calls, median)",
-        ["contender", "caller µs", "worker µs", "one CPU µs", "x raw_pipe", "free µs", "x raw"],
+        [
+            "contender",
+            "caller µs",
+            "worker µs",
+            "one CPU µs",
+            "x raw_pipe",
+            "x asyncio_echo",
+            "free µs",
+            "x raw",
+        ],
         [
             (
                 name,
@@ -431,6 +443,7 @@ async def main(
                 worker,
                 total,
                 ratio(total, cpu["raw_pipe"][2]),
+                ratio(total, cpu["asyncio_echo"][2]),
                 free[name],
                 ratio(free[name], free["raw_pipe"]),
             )

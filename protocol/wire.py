@@ -18,9 +18,10 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from ._constants import JSONRPC_VERSION
 from ._exceptions import ProtocolError
 from ._typeref import RETURN_TYPE_META_KEY, describe_type, resolve_type
-from ._types import NativeMCPResponse, Tool
+from ._types import CallToolResult, NativeMCPResponse, Tool
 from ._unwrap import unwrap
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "HEADER_SIZE",
     "KEEP",
     "RETURN_TYPE_META_KEY",
+    "VALUE",
     "Answer",
     "Ask",
     "Call",
@@ -53,6 +55,7 @@ __all__ = [
     "StartFailed",
     "SwitchContext",
     "ToWorker",
+    "ValueReader",
     "describe_type",
     "encode_frame",
     "frame_fits",
@@ -220,7 +223,8 @@ class Reply(msgspec.Struct, tag="reply", array_like=True):
 
     ``rebuild`` says how the receiver restores the dropped ``structuredResult``:
     `KEEP` (it was sent), `FROM_CONTENT` (equal to ``structuredContent``) or
-    `FROM_WRAPPED` (equal to ``structuredContent["result"]``).
+    `FROM_WRAPPED` (equal to ``structuredContent["result"]``); or, `VALUE`, that
+    ``response`` is the value alone, the whole of a value-only call's success.
     """
 
     id: int
@@ -236,6 +240,14 @@ FROM_CONTENT: Final = 1
 """`Reply.rebuild`: ``structuredResult`` equals ``structuredContent``."""
 FROM_WRAPPED: Final = 2
 """`Reply.rebuild`: ``structuredResult`` equals ``structuredContent["result"]``."""
+VALUE: Final = 3
+"""`Reply.rebuild`: ``response`` holds the ``structuredResult`` alone, of a success with
+no content and nothing else (what a value-only call answers): a typed call decodes it
+straight into its type, with no envelope around it to read through."""
+
+_BARE_RESULT: Final = CallToolResult(content=[])
+"""The result of a value-only success: the value travels beside it, in
+``structuredResult``."""
 
 
 def pack_reply(call_id: int, response: NativeMCPResponse[Any]) -> Reply:
@@ -247,6 +259,13 @@ def pack_reply(call_id: int, response: NativeMCPResponse[Any]) -> Reply:
     response.id = call_id
     value = response.structured_result
     result = response.result
+    if (
+        value is not None
+        and result == _BARE_RESULT
+        and response.error is None
+        and response.jsonrpc == JSONRPC_VERSION
+    ):
+        return Reply(id=call_id, response=msgspec.Raw(_encoder.encode(value)), rebuild=VALUE)
     rebuild = KEEP
     if value is not None and result is not None and result.structured_content is not None:
         content = result.structured_content
@@ -267,6 +286,11 @@ def unpack_reply(reply: Reply) -> NativeMCPResponse[Any]:
         ProtocolError: the response inside the reply does not decode.
     """
     try:
+        if reply.rebuild == VALUE:
+            value = msgspec.msgpack.decode(reply.response)
+            return NativeMCPResponse(
+                id=reply.id, result=CallToolResult(content=[]), structured_result=value
+            )
         response = _response_decoder.decode(reply.response)
     except msgspec.MsgspecError as exc:
         raise ProtocolError(f"undecodable response in a worker reply: {exc}") from exc
@@ -286,6 +310,8 @@ def reply_value(
     Raises:
         ToolError, UnwrapError, ProtocolError: as `nativemcp.protocol.unwrap`.
     """
+    if reply.rebuild == VALUE:
+        return unwrap(unpack_reply(reply), type_, tool=tool, output_schema=output_schema)
     return unwrap(
         bytes(reply.response),
         type_,
@@ -293,6 +319,36 @@ def reply_value(
         output_schema=output_schema,
         format="msgpack",
     )
+
+
+class ValueReader:
+    """`reply_value` for one type, its decoder made once (one per typed tool method): a
+    `VALUE` reply is decoded straight into the type, as a bare pipe would decode it."""
+
+    __slots__ = ("_decoder", "output_schema", "type")
+
+    def __init__(self, type_: Any, output_schema: Mapping[str, Any] | None = None) -> None:
+        self.type = type_
+        self.output_schema = output_schema
+        self._decoder: msgspec.msgpack.Decoder[Any] | None
+        try:
+            self._decoder = msgspec.msgpack.Decoder(type_)
+        except (TypeError, NameError):  # not a type msgspec decodes: `unwrap` says why
+            self._decoder = None
+
+    def read(self, reply: Reply, tool: str) -> Any:
+        """The reply's value as the type (see `reply_value`).
+
+        Raises:
+            ToolError, UnwrapError, ProtocolError: as `nativemcp.protocol.unwrap`.
+        """
+        decoder = self._decoder
+        if reply.rebuild == VALUE and decoder is not None:
+            try:
+                return decoder.decode(reply.response)
+            except msgspec.MsgspecError:
+                pass  # the general path converts what it can, or explains what failed
+        return reply_value(reply, self.type, tool=tool, output_schema=self.output_schema)
 
 
 class Result(_Outcome, tag="result"):

@@ -19,6 +19,11 @@ from nativemcp.protocol import ArgumentsError, quoted_name
 __all__ = ["check_arguments", "check_tool_name"]
 
 _encoder: Final = msgspec.msgpack.Encoder()
+_ALWAYS_SENT: Final = frozenset({bool, float, type(None)})
+"""Value types every instance of which msgpack carries (a str can hold a lone surrogate,
+an int can be too big)."""
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1
 
 
 def check_tool_name(tool: object) -> str:
@@ -49,12 +54,22 @@ def check_arguments(tool: str, arguments: Mapping[Any, Any]) -> None:
         ArgumentsError: a key is not a string, or a value cannot be encoded (the
             message names the argument and why).
     """
-    for key in arguments:
+    plain = True  # every key and value is one msgpack always carries (checked cheaply)
+    for key, value in arguments.items():
         if type(key) is not str:
             raise ArgumentsError(
                 f"arguments for {quoted_name(tool)} must have string keys, got "
                 f"{type(key).__name__} key {key!r}"
             )
+        if plain:
+            kind = type(value)
+            plain = key.isascii() and (
+                kind in _ALWAYS_SENT
+                or (kind is int and _INT_MIN <= value <= _INT_MAX)
+                or (kind is str and value.isascii())
+            )
+    if plain:
+        return  # the usual call (a few numbers, flags and names): no trial encoding
     try:
         _encoder.encode(arguments)
     except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):

@@ -55,7 +55,7 @@ class AsyncioBackend:
         return self._loop.time()
 
     def inbox(self) -> Inbox[Any]:
-        return _FutureInbox()
+        return _FutureInbox(self._loop)
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         return self._loop.call_at(when, callback)

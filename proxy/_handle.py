@@ -19,7 +19,7 @@ import anyio
 import msgspec
 
 from nativemcp.protocol import BackendType, CallTimeout, NativeMCPResponse, Tool, unwrap
-from nativemcp.protocol.wire import Reply, reply_value
+from nativemcp.protocol.wire import Reply, ValueReader
 from nativemcp.workers import (
     ClientRequest,
     ClientRequestError,
@@ -170,14 +170,19 @@ class Expected:
 
     type: Any
     output_schema: Mapping[str, Any] | None = None
+    _reader: ValueReader = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # The reply's decoder is made here, once per method, not on every call.
+        object.__setattr__(self, "_reader", ValueReader(self.type, self.output_schema))
 
     def unwrap(self, response: NativeMCPResponse[Any], tool: str) -> Any:
         """The value of a whole response (see `nativemcp.protocol.unwrap`)."""
         return unwrap(response, self.type, tool=tool, output_schema=self.output_schema)
 
     def from_reply(self, reply: Reply, tool: str) -> Any:
-        """The value of a worker's reply, decoded in one pass (see `reply_value`)."""
-        return reply_value(reply, self.type, tool=tool, output_schema=self.output_schema)
+        """The value of a worker's reply, decoded in one pass (see `ValueReader`)."""
+        return self._reader.read(reply, tool)
 
 
 class UnwrappingHandle(abc.ABC):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import socket
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
@@ -39,7 +39,7 @@ class Inbox(Protocol[T]):
 
     def __len__(self) -> int: ...
 
-    async def get(self) -> T: ...
+    def get(self) -> Awaitable[T]: ...
 
 
 class Link(Protocol):

@@ -159,7 +159,7 @@ class ToolMethod(BoundTool):
         self._options_kw = _OPTION_KEYWORDS - declared
 
     def _split(self, kwargs: dict[str, Any]) -> CallOptions | None:
-        if not (kwargs.keys() & self._options_kw):
+        if self._options_kw.isdisjoint(kwargs):
             return None
         options = kwargs.pop("call_options", None) if "call_options" in self._options_kw else None
         if options is not None and not isinstance(options, CallOptions):
@@ -191,9 +191,16 @@ class ToolMethod(BoundTool):
             ServerError: the server timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
-        given = self._split(kwargs) if kwargs else None
         name = self.tool.name
-        merged = coerce_arguments(name, arguments, kwargs)
+        if arguments is None and self._options_kw.isdisjoint(kwargs):
+            # The usual call, keywords only: they are this call's own fresh dict, so
+            # they are sent as they are, without merging into a copy.
+            given = None
+            check_arguments(check_tool_name(name), kwargs)
+            merged = kwargs
+        else:
+            given = self._split(kwargs) if kwargs else None
+            merged = coerce_arguments(name, arguments, kwargs)
         proxy = self._proxy
         # The common case (no options) reuses one resolved object.
         options = proxy._defaults if given is None else proxy._resolve(given)

@@ -580,8 +580,11 @@ class WorkerProcess(WorkerBase, Supervised):
         try:
             # The only call in flight goes out at once; concurrent ones are batched.
             conn.send(frame, alone=len(conn.pending) == 1)
+            item = await inbox.get()
+            if type(item) is Reply:  # the usual first item: no notification, no request
+                return item
             return await self._await_reply(
-                conn, inbox, on_progress, options.on_log, options.on_request
+                conn, inbox, item, on_progress, options.on_log, options.on_request
             )
         except (CallTimeout, anyio.get_cancelled_exc_class()):
             conn.send(encode_frame(Cancel(id=call_id)))  # the worker stops the tool
@@ -600,12 +603,13 @@ class WorkerProcess(WorkerBase, Supervised):
         self,
         conn: _Connection,
         inbox: Inbox[_Item],
+        item: _Item,
         on_progress: ProgressCallback | None,
         on_log: LogHandler | None,
         on_request: ClientRequest | None,
     ) -> Reply:
+        """Handle ``item`` and the call's next items until its reply comes."""
         while True:
-            item = await inbox.get()
             if isinstance(item, Reply):
                 return item
             if isinstance(item, Notify):
@@ -618,6 +622,7 @@ class WorkerProcess(WorkerBase, Supervised):
                 conn.send(encode_frame(Answer(id=item.id, value=value, error=error, code=code)))
             elif isinstance(item, BaseException):
                 raise item
+            item = await inbox.get()
 
     async def _request(self, make: Callable[[int], Any], what: str, options: CallOptions) -> Any:
         conn: _Connection | None = None

@@ -86,7 +86,7 @@ class _ToolSpec:
     is_async: bool
     inline: bool
     args_type: type[msgspec.Struct]
-    param_names: tuple[str, ...]
+    """One field per parameter (the `Context` one aside), named as the parameter."""
     context_param: str | None
     value_type: Any
     renderer: Renderer | None
@@ -348,7 +348,6 @@ class Server:
         hints = typing.get_type_hints(fn, include_extras=True)
         fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
         context_param: str | None = None
-        names: list[str] = []
         for param in inspect.signature(fn).parameters.values():
             annotation = hints.get(param.name, inspect.Parameter.empty)
             if annotation is Context:
@@ -358,7 +357,6 @@ class Server:
                 raise ValueError(f"tool {tool_name!r}: *args/**kwargs are not supported")
             if annotation is inspect.Parameter.empty:
                 raise ValueError(f"tool {tool_name!r}: parameter {param.name!r} needs a type")
-            names.append(param.name)
             if param.default is inspect.Parameter.empty:
                 fields.append((param.name, annotation))
             else:
@@ -414,7 +412,6 @@ class Server:
             is_async=inspect.iscoroutinefunction(fn),
             inline=inline,
             args_type=args_type,
-            param_names=tuple(names),
             context_param=context_param,
             value_type=value_type,
             renderer=render,
@@ -552,7 +549,8 @@ class Server:
                 code=INVALID_PARAMS,
                 data={"tool": name[:NAME_SHOWN_CHARS], "available": list(self._tools)},
             )
-        if arguments is not None and not isinstance(arguments, Mapping):
+        # A dict first: a Mapping check is an ABC's __instancecheck__, in Python, per call.
+        if type(arguments) is not dict and not isinstance(arguments, Mapping | None):
             return error_response(
                 f"Invalid arguments for tool {quoted_name(name)}: expected an object, "
                 f"got {type(arguments).__name__}",
@@ -569,7 +567,8 @@ class Server:
                 code=INVALID_PARAMS,
                 data={"tool": name, "detail": str(exc)},
             )
-        return spec, {field: getattr(args, field) for field in spec.param_names}
+        # The struct's fields are the tool's parameters: its dict is the keyword arguments.
+        return spec, msgspec.structs.asdict(args)
 
     def _failed(self, name: str, exc: Exception) -> NativeMCPResponse[Any]:
         if isinstance(exc, ToolError):

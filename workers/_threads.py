@@ -134,8 +134,10 @@ class ToolThreads:
                 outcome, ok = fn(), True
             except BaseException as exc:  # delivered to the caller, raised there
                 outcome, ok = exc, False
-            with contextlib.suppress(RuntimeError):  # the loop closed: the worker is exiting
+            try:  # noqa: SIM105 - not contextlib.suppress: 0.17 us per call, for nothing
                 job_loop.call_soon_threadsafe(_deliver, future, ok, outcome)
+            except RuntimeError:  # the loop closed: the worker is exiting
+                pass
             del fn, future, outcome
             with self._lock:
                 if self._idle >= self._limit:

@@ -6,11 +6,19 @@ import logging
 from collections.abc import AsyncIterator
 
 import anyio
+import msgspec
 import pytest
 from _servers import Listing, server
 
-from nativemcp.protocol import ToolError, unwrap
-from nativemcp.protocol.wire import Call, encode_frame, pack_reply
+from nativemcp.protocol import ToolError, UnwrapError, unwrap
+from nativemcp.protocol.wire import (
+    VALUE,
+    Call,
+    ValueReader,
+    encode_frame,
+    pack_reply,
+    unpack_reply,
+)
 from nativemcp.proxy import WorkerPool
 
 pytestmark = pytest.mark.anyio
@@ -42,6 +50,24 @@ async def test_value_only_reply_is_smaller_than_the_full_reply() -> None:
     value_bytes = len(encode_frame(pack_reply(1, value)))
     assert value_bytes < full_bytes
     assert Call(id=1, tool="t", arguments={}).value_only is False
+
+
+async def test_value_only_success_travels_as_the_bare_value_and_reads_back_alike() -> None:
+    value = await server.call_tool("listing", {"count": 3}, value_only=True)
+    reply = pack_reply(7, value)
+    # No envelope around the value: the caller decodes it as a bare pipe would.
+    assert reply.rebuild == VALUE
+    assert bytes(reply.response) == msgspec.msgpack.encode(value.structured_result)
+    assert ValueReader(Listing).read(reply, "listing") == value.structured_result
+    whole = unpack_reply(reply)
+    assert whole.id == 7 and whole.result is not None and whole.result.content == []
+    assert unwrap(whole, Listing) == value.structured_result
+
+
+async def test_a_bare_value_that_does_not_convert_is_an_unwrap_error_naming_the_tool() -> None:
+    reply = pack_reply(1, await server.call_tool("listing", {"count": 1}, value_only=True))
+    with pytest.raises(UnwrapError, match="listing"):
+        ValueReader(int).read(reply, "listing")
 
 
 async def test_value_only_errors_are_answered_in_full() -> None:

@@ -21,7 +21,7 @@ from nativemcp.protocol.wire import FromWorker, Reply, encode_frame
 from nativemcp.proxy import CallTimeout, ServerProxy, WorkerPool
 from nativemcp.workers._frame_writer import FrameWriter
 from nativemcp.workers._server import TOOL_THREADS
-from nativemcp.workers.channel import FrameReader
+from nativemcp.workers.channel import FrameReader, Inbox
 
 pytestmark = pytest.mark.anyio_backends("asyncio")
 
@@ -92,6 +92,29 @@ def test_an_oversized_length_prefix_is_an_error_not_an_allocation() -> None:
     assert "exceeds 1000" in str(error)
     assert messages == []
     assert len(reader.get_buffer()) <= 2 * _CHUNK  # no room was made for the claim
+
+
+@pytest.mark.anyio
+async def test_an_inbox_hands_items_over_in_order_and_keeps_one_a_cancelled_waiter_missed() -> None:
+    inbox: Inbox[int] = Inbox()
+    inbox.put(1)  # before any wait: queued
+    assert await inbox.get() == 1
+    got: list[int] = []
+
+    async def take(count: int) -> None:
+        for _ in range(count):
+            got.append(await inbox.get())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(take, 2)
+        await anyio.wait_all_tasks_blocked()
+        inbox.put(2)  # handed straight to the waiting task
+        inbox.put(3)  # queued behind it
+    assert got == [2, 3] and len(inbox) == 0
+    with anyio.move_on_after(0):  # a waiter cancelled before anything came
+        await inbox.get()
+    inbox.put(4)
+    assert len(inbox) == 1 and await inbox.get() == 4
 
 
 def test_the_writer_never_blocks_and_keeps_each_writers_order() -> None:
