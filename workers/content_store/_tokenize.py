@@ -198,10 +198,28 @@ def fold(text: str) -> Folded:
     folded = "".join(parts)
     if len(folded) == len(text) and all(_RESIZING.isdisjoint(run) for run in foldable):
         return Folded(folded, None)
-    pieces = [_FOLD[ord(char)] for char in text]
+    return _fold_mapped(text)
+
+
+def _fold_mapped(text: str) -> Folded:
+    """`fold` for a text with a character that changes length (``ß``, ``…``): with
+    the map back. Only the foldable runs are walked character by
+    character; the rest folds one to one with lower(), its map a range."""
+    pieces: list[str] = []
+    origin: list[int] = []
+    start = 0
+    for number, run in enumerate(_FOLDABLE_RUN.split(text)):
+        if number % 2:
+            for offset, char in enumerate(run, start):
+                piece = _FOLD[ord(char)]
+                pieces.append(piece)
+                origin += [offset] * len(piece)
+        else:
+            pieces.append(run.lower())
+            origin += range(start, start + len(run))
+        start += len(run)
     folded = "".join(pieces)
-    if len(folded) == len(text) and all(len(piece) == 1 for piece in pieces):
+    if len(origin) == len(text) and _RESIZING.isdisjoint(text):
         return Folded(folded, None)
-    origin = [index for index, piece in enumerate(pieces) for _ in piece]
     origin.append(len(text))
     return Folded(folded, origin)
