@@ -153,10 +153,12 @@ def score_block(
     terms: Sequence[tuple[str, float, bytes]],
     average: float,
     skippable: Collection[str] = (),
+    threshold: float = -math.inf,
 ) -> list[tuple[int, float]]:
     """``(chunk id, BM25)`` of the chunks of a block holding a term, from each term's
     ``(token, idf, postings)`` in query order: FTS5's formula and order of operations,
-    so the scores are the ones its ``rank`` gives.
+    so the scores are the ones its ``rank`` gives. Chunks scoring below ``threshold``
+    are left out (the caller's k-th score: they cannot enter its top k).
 
     Chunks holding only ``skippable`` tokens are left out: the caller knows they
     cannot reach its top k (MaxScore within the block). The other chunks are found in
@@ -179,7 +181,7 @@ def score_block(
                     / (tf + BM25_K1 * (norm + BM25_B * lengths[index] / average))
                 )
                 scores[index] = scores.get(index, 0.0) + part
-        return [(ids[index], score) for index, score in scores.items()]
+        return [(ids[index], score) for index, score in scores.items() if score >= threshold]
     candidates: set[int] = set()
     for token, (indexes, _) in decoded.items():
         if token not in skippable:
@@ -196,7 +198,8 @@ def score_block(
                     (tf * (BM25_K1 + 1))
                     / (tf + BM25_K1 * (norm + BM25_B * lengths[index] / average))
                 )
-        found.append((ids[index], score))
+        if score >= threshold:
+            found.append((ids[index], score))
     return found
 
 

@@ -209,7 +209,7 @@ def search_blocks(
         skippable = skippable_tokens(contributions[lo], threshold)
         if tokens_only:  # every frequency is in the postings
             terms = [(key, weight, packed[key]) for key, weight in weights if key in packed]
-            return score_block(ids, lengths, terms, index.average, skippable)
+            return score_block(ids, lengths, terms, index.average, skippable, threshold)
         return scorer.score(ids, lengths, packed, weights, index.average, skippable, threshold)
 
     return top_k(ranges, k, read)

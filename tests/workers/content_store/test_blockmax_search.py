@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store import _index_cache
-from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages
+from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages, score_block, seal
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
 from nativemcp.workers.content_store._index_cache import unsealed
@@ -338,3 +338,19 @@ def test_search_stays_exact_when_the_kept_bounds_overflow_and_are_read_again(
         monkeypatch.setattr(_index_cache, "MAX_BOUNDS", blocks + 1)
         for query in ("alpha", "alpha beta", "gamma alpha delta", "beta", "alpha beta"):
             _assert_exact(db, store, query, 5)
+
+
+@pytest.mark.parametrize("skippable", [(), ("beta",)])
+def test_a_block_scored_against_a_threshold_keeps_every_chunk_at_or_above_it(
+    skippable: tuple[str, ...],
+) -> None:
+    # top_k admits a chunk tying its k-th score (a lower rowid wins the tie): leaving
+    # out only what scores below the threshold keeps its ranking exact.
+    texts = ["alpha beta", "alpha", "beta beta", "alpha gamma", "alpha", "gamma beta alpha"]
+    block = seal(list(enumerate(texts, start=100)))
+    terms = [(token, 1.5, block.postings[token][1]) for token in ("alpha", "beta")]
+    every = score_block(block.ids, block.lengths, terms, block.average, skippable)
+    tie = sorted(score for _, score in every)[len(every) // 2]
+    kept = score_block(block.ids, block.lengths, terms, block.average, skippable, tie)
+    assert sorted(kept) == sorted(entry for entry in every if entry[1] >= tie)
+    assert any(score == tie for _, score in kept) and len(kept) < len(every)
