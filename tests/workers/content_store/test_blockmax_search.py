@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from nativemcp.workers.content_store import _index_cache
 from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages, score_block, seal
+from nativemcp.workers.content_store._blocks import PAIRWISE_BLOCKS
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
 from nativemcp.workers.content_store._index_cache import unsealed
@@ -354,3 +355,21 @@ def test_a_block_scored_against_a_threshold_keeps_every_chunk_at_or_above_it(
     kept = score_block(block.ids, block.lengths, terms, block.average, skippable, tie)
     assert sorted(kept) == sorted(entry for entry in every if entry[1] >= tie)
     assert any(score == tie for _, score in kept) and len(kept) < len(every)
+
+
+@pytest.mark.parametrize("block_chunks", [64, 4])
+def test_chunks_holding_two_terms_are_looked_up_only_in_a_store_of_many_blocks(
+    tmp_path: Path, block_chunks: int
+) -> None:
+    rng = random.Random(11)
+    with _database(tmp_path, block_chunks=block_chunks) as db:
+        store = _sealed_store(db, rng)
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        pairs: list[str] = []
+        db._read.set_trace_callback(lambda sql: pairs.append(sql) if "rowid <=" in sql else None)
+        try:
+            db.ranked(store, "alpha beta", 5)
+        finally:
+            db._read.set_trace_callback(None)
+        assert bool(pairs) == (blocks >= PAIRWISE_BLOCKS)
+        _assert_exact(db, store, "alpha beta", 5)
