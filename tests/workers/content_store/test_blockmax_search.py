@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import sqlite3
 import subprocess
 import sys
@@ -13,14 +14,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from nativemcp.workers.content_store import _index_cache
+from nativemcp.workers.content_store import _blockmax, _blocks, _index_cache
 from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages, score_block, seal
-from nativemcp.workers.content_store._blocks import PAIRWISE_BLOCKS
+from nativemcp.workers.content_store._blocks import PAIRWISE_BLOCKS, READ_AHEAD
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
 from nativemcp.workers.content_store._index_cache import unsealed
@@ -167,7 +169,9 @@ def test_ranking_stays_exact_after_deletes_and_later_writes(tmp_path: Path) -> N
         assert newest[0] is None or newest[0] > hi
 
 
-def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) -> None:
+def test_search_skips_blocks_whose_bound_cannot_reach_the_top(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with _database(tmp_path, block_chunks=8) as db:
         store = db.create_store("s", None, None).store_id
         # "rare" stands thrice in one chunk of the first content; every other chunk
@@ -176,6 +180,13 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) ->
         for n in range(1, 12):
             db.add_content(store, _item(n, f"rare filler {n}\n" + "more filler text\n" * 40))
         _seal(db, store)
+        scored: list[int] = []  # the first chunk id of each block scored
+
+        def score_block(ids: Any, *args: Any) -> list[tuple[int, float]]:
+            scored.append(ids[0])
+            return _blockmax.score_block(ids, *args)
+
+        monkeypatch.setattr(_blocks, "score_block", score_block)
         reads: list[str] = []
         db._read.set_trace_callback(
             lambda sql: (
@@ -189,8 +200,11 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) ->
         blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
         assert blocks > 10
         assert top is not None and len(top) == 1
-        # The one block holding the best chunk is read: every other is bounded below it.
-        assert len(reads) == 1
+        # The one block holding the best chunk is scored: every other is bounded below
+        # it; one statement fetched its postings and those of the next few by bound.
+        assert len(scored) == 1 and len(reads) == 1
+        (listed,) = re.findall(r"lo IN \(([^)]*)\)", reads[0])
+        assert len(listed.split(",")) == READ_AHEAD
         _assert_exact(db, store, "rare", 1)
 
 
