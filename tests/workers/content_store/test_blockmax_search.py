@@ -387,3 +387,35 @@ def test_chunks_holding_two_terms_are_looked_up_only_in_a_store_of_many_blocks(
             db._read.set_trace_callback(None)
         assert bool(pairs) == (blocks >= PAIRWISE_BLOCKS)
         _assert_exact(db, store, "alpha beta", 5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=1, max_size=12),
+        min_size=1,
+        max_size=40,
+    ),
+    query=st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=5),
+    skippable=st.sets(st.sampled_from(["a", "b", "c", "d"])),
+)
+def test_skipping_tokens_leaves_every_other_chunk_s_score_bit_for_bit(
+    texts: list[list[str]], query: list[str], skippable: set[str]
+) -> None:
+    # MaxScore inside a block leaves out the chunks holding only skippable tokens; the
+    # others' scores must be the very floats of scoring every chunk (same additions,
+    # in query order: with three terms or more, another order rounds differently).
+    block = seal([(100 + n, " ".join(words)) for n, words in enumerate(texts)])
+    terms = [
+        (token, 0.5 + index / 3, block.postings[token][1])
+        for index, token in enumerate(query)
+        if token in block.postings
+    ]
+    every = dict(score_block(block.ids, block.lengths, terms, block.average))
+    holding = {
+        chunk
+        for chunk, words in zip(block.ids, texts, strict=True)
+        if any(token in words for token, _, _ in terms if token not in skippable)
+    }
+    skipped = score_block(block.ids, block.lengths, terms, block.average, skippable)
+    assert dict(skipped) == {chunk: every[chunk] for chunk in holding}
