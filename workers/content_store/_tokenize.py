@@ -157,16 +157,6 @@ class Folded(NamedTuple):
         return self.origin[start], self.origin[end - 1] + 1
 
 
-def _fold_runs(text: str, parts: list[str], foldable: list[str]) -> None:
-    """Fold ``text`` onto ``parts``: the runs `_FOLDABLE_RUN` finds through the table
-    (also added to ``foldable``), the rest with lower()."""
-    runs = _FOLDABLE_RUN.split(text)
-    foldable += runs[1::2]
-    runs[::2] = [run.lower() for run in runs[::2]]
-    runs[1::2] = [run.translate(_FOLD) for run in runs[1::2]]
-    parts += runs
-
-
 def fold(text: str) -> Folded:
     """Case-, accent- and compatibility-folded text (``Straße`` → ``strasse``, ``ﬁle``
     → ``file``), with the way back to the original's indexes.
@@ -180,31 +170,33 @@ def fold(text: str) -> Folded:
     # lower() folds ASCII, Hangul and CJK ideographs (which fold to themselves) in C at
     # memory speed. Finding those runs is a regex scan of about 10 ns a character, so
     # only the lines that are not ASCII are scanned: a Latin chunk with a CJK line or a
-    # curly quote folds 2-3 times faster so. Only a text with a character that changes
-    # length needs the map back.
-    parts: list[str] = []
+    # curly quote folds 2-3 times faster so. Each character folds on its own, so where
+    # the text is cut does not matter: at "\n" is cheapest. Only a text with a
+    # character that changes length needs the map back.
+    lines = text.split("\n")
     foldable: list[str] = []
-    block: list[str] = []  # consecutive lines that are not ASCII, scanned as one
-    for line in text.splitlines(keepends=True):
+    for number, line in enumerate(lines):
         if line.isascii():
-            if block:
-                _fold_runs("".join(block), parts, foldable)
-                block.clear()
-            parts.append(line.lower())
-        else:
-            block.append(line)
-    if block:
-        _fold_runs("".join(block), parts, foldable)
-    folded = "".join(parts)
+            lines[number] = line.lower()
+            continue
+        runs = _FOLDABLE_RUN.split(line)
+        if len(runs) == 1:  # nothing foldable: ASCII, Hangul and CJK ideographs
+            lines[number] = line.lower()
+            continue
+        foldable += runs[1::2]
+        runs[::2] = [run.lower() for run in runs[::2]]
+        runs[1::2] = [run.translate(_FOLD) for run in runs[1::2]]
+        lines[number] = "".join(runs)
+    folded = "\n".join(lines)
     if len(folded) == len(text) and all(_RESIZING.isdisjoint(run) for run in foldable):
         return Folded(folded, None)
     return _fold_mapped(text)
 
 
 def _fold_mapped(text: str) -> Folded:
-    """`fold` for a text with a character that changes length (``ß``, ``…``): with
-    the map back. Only the foldable runs are walked character by
-    character; the rest folds one to one with lower(), its map a range."""
+    """`fold` for a text with a character that changes length (``ß``, ``…``), with
+    the map back: only the foldable runs are walked character by character; the
+    rest folds one to one with lower(), its map a range."""
     pieces: list[str] = []
     origin: list[int] = []
     start = 0
