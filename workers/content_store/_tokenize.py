@@ -210,8 +210,5 @@ def _fold_mapped(text: str) -> Folded:
             pieces.append(run.lower())
             origin += range(start, start + len(run))
         start += len(run)
-    folded = "".join(pieces)
-    if len(origin) == len(text) and _RESIZING.isdisjoint(text):
-        return Folded(folded, None)
     origin.append(len(text))
-    return Folded(folded, origin)
+    return Folded("".join(pieces), origin)
