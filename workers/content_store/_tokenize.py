@@ -131,10 +131,11 @@ class _FoldTable(dict[int, str]):
         return folded
 
 
-_FOLDABLE_RUN: Final = re.compile("([^\x00-\x7f\uac00-\ud7a3\u4e00-\u9fff]+)")
-"""A run of characters folding may change: not ASCII (which only lowercases), not a
-Hangul syllable or a CJK unified ideograph (which fold to themselves; a test checks
-every one). The group keeps the runs in `re.split`'s result."""
+_FOLDABLE_RUN: Final = re.compile("([^\x00-\x7f\u3001-\u3029\uac00-\ud7a3\u4e00-\u9fff]+)")
+"""A run of characters folding may change: not ASCII (which only lowercases), not CJK
+punctuation (``、。「」``), a Hangul syllable or a CJK unified ideograph (which fold to
+themselves; a test checks every one). The group keeps the runs in `re.split`'s
+result."""
 _RESIZING: Final[set[str]] = set()
 """Characters seen so far that fold to more or fewer than one character (``ß``, ``ﬁ``)."""
 _FOLD: Final = _FoldTable()
@@ -167,12 +168,12 @@ def fold(text: str) -> Folded:
         return Folded(text.lower(), None)
     # Only the runs that can fold go through the table: str.translate looks each
     # character of a non-ASCII string up through a Python int (about 40 ns each), while
-    # lower() folds ASCII, Hangul and CJK ideographs (which fold to themselves) in C at
-    # memory speed. Finding those runs is a regex scan of about 10 ns a character, so
-    # only the lines that are not ASCII are scanned: a Latin chunk with a CJK line or a
-    # curly quote folds 2-3 times faster so. Each character folds on its own, so where
-    # the text is cut does not matter: at "\n" is cheapest. Only a text with a
-    # character that changes length needs the map back.
+    # lower() folds ASCII, CJK punctuation, Hangul and CJK ideographs (which fold to
+    # themselves) in C at memory speed. Finding those runs is a regex scan of about 10
+    # ns a character, so only the lines that are not ASCII are scanned: a Latin chunk
+    # with a CJK line or a curly quote folds 2-3 times faster so. Each character folds
+    # on its own, so where the text is cut does not matter: at "\n" is cheapest. Only a
+    # text with a character that changes length needs the map back.
     lines = text.split("\n")
     foldable: list[str] = []
     for number, line in enumerate(lines):
