@@ -22,7 +22,6 @@ chunk leaves its block's bounds too high, never too low, so they stay valid.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import re
@@ -153,51 +152,43 @@ def score_block(
     terms: Sequence[tuple[str, float, bytes]],
     average: float,
     skippable: Collection[str] = (),
+    threshold: float = -math.inf,
 ) -> list[tuple[int, float]]:
     """``(chunk id, BM25)`` of the chunks of a block holding a term, from each term's
     ``(token, idf, postings)`` in query order: FTS5's formula and order of operations,
-    so the scores are the ones its ``rank`` gives.
+    so the scores are the ones its ``rank`` gives. Chunks scoring below ``threshold``
+    are left out (the caller's k-th score: they cannot enter its top k).
 
     Chunks holding only ``skippable`` tokens are left out: the caller knows they
     cannot reach its top k (MaxScore within the block). The other chunks are found in
-    the postings of the remaining tokens, and a skippable token's part is looked up
-    in its postings (by bisection) rather than read through.
+    the postings of the remaining tokens, and a skippable token's part is added to
+    them only (a block holds at most `BLOCK_CHUNKS`: its postings are read through,
+    a set lookup each, faster than bisecting them per candidate).
+
+    Each term's parts are added in query order, term by term, as FTS5 adds them.
     """
     decoded: dict[str, tuple[array[int], array[int]]] = {}
     for token, _, packed in terms:
         pairs = array("i")
         pairs.frombytes(packed)
         decoded[token] = (pairs[0::2], pairs[1::2])
-    norm = 1 - BM25_B
-    if not skippable:
-        scores: dict[int, float] = {}
-        for token, weight, _ in terms:
-            indexes, frequencies = decoded[token]
-            for index, tf in zip(indexes, frequencies, strict=True):
-                part = weight * (
-                    (tf * (BM25_K1 + 1))
-                    / (tf + BM25_K1 * (norm + BM25_B * lengths[index] / average))
-                )
-                scores[index] = scores.get(index, 0.0) + part
-        return [(ids[index], score) for index, score in scores.items()]
     candidates: set[int] = set()
-    for token, (indexes, _) in decoded.items():
-        if token not in skippable:
-            candidates.update(indexes)
-    found = []
-    for index in candidates:
-        score = 0.0
-        for token, weight, _ in terms:
-            indexes, frequencies = decoded[token]
-            at = bisect.bisect_left(indexes, index)
-            if at < len(indexes) and indexes[at] == index:
-                tf = frequencies[at]
-                score += weight * (
-                    (tf * (BM25_K1 + 1))
-                    / (tf + BM25_K1 * (norm + BM25_B * lengths[index] / average))
-                )
-        found.append((ids[index], score))
-    return found
+    if skippable:
+        for token, (indexes, _) in decoded.items():
+            if token not in skippable:
+                candidates.update(indexes)
+    # Locals, not globals, in the loop below; the same values, so the same floats.
+    k1, b, plus_one, norm = BM25_K1, BM25_B, BM25_K1 + 1, 1 - BM25_B
+    scores: dict[int, float] = {}
+    for token, weight, _ in terms:
+        indexes, frequencies = decoded[token]
+        postings: Iterable[tuple[int, int]] = zip(indexes, frequencies, strict=True)
+        if token in skippable:
+            postings = [(index, tf) for index, tf in postings if index in candidates]
+        for index, tf in postings:
+            part = weight * ((tf * plus_one) / (tf + k1 * (norm + b * lengths[index] / average)))
+            scores[index] = scores.get(index, 0.0) + part
+    return [(ids[index], score) for index, score in scores.items() if score >= threshold]
 
 
 def skippable_tokens(contributions: Mapping[str, float], threshold: float) -> set[str]:

@@ -16,6 +16,8 @@ __all__ = ["Match", "context", "describe_match", "highlight"]
 CONTEXT_CHARS: Final = 240
 """Length of a context snippet."""
 _LEAD: Final = 60
+_ELLIPSIS: Final = "…"
+"""What `context` marks a cut end with."""
 _WORD_PART: Final = re.compile(r"[^\W_]+")
 _CJK: Final = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
@@ -111,21 +113,26 @@ def context(body: str, position: int) -> str:
         space = body.rfind(" ", start + CONTEXT_CHARS // 2, end)
         end = space if space != -1 else end
     text = " ".join(body[start:end].split())
-    return ("…" if start > 0 else "") + text + ("…" if end < len(body) else "")
+    return (_ELLIPSIS if start > 0 else "") + text + (_ELLIPSIS if end < len(body) else "")
 
 
 def highlight(text: str, terms: list[str]) -> str:
     """``text`` with each occurrence of the terms wrapped in ``**``, for the model."""
-    folded = fold(text)
+    # A context's cut ends are marked ``…``, which folds to three dots: folded with
+    # them, the text would need the slow map back. They are no part of any match, and
+    # where a match may start or end they stand as the text's ends do (not a letter).
+    core = text.lstrip(_ELLIPSIS)
+    lead = len(text) - len(core)
+    core = core.rstrip(_ELLIPSIS)
+    folded = fold(core)
     marks: list[tuple[int, int]] = []
     for term in terms:
         pattern = _pattern(term)
         if pattern is not None and _needle(term) in folded.text:
-            marks.extend(
-                folded.span(*hit.span())
-                for hit in pattern.finditer(folded.text)
-                if hit.end() > hit.start()
-            )
+            for hit in pattern.finditer(folded.text):
+                if hit.end() > hit.start():
+                    start, end = folded.span(*hit.span())
+                    marks.append((lead + start, lead + end))
     if not marks:
         return text
     marks.sort()

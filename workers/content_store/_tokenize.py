@@ -131,10 +131,11 @@ class _FoldTable(dict[int, str]):
         return folded
 
 
-_FOLDABLE_RUN: Final = re.compile("([^\x00-\x7f\uac00-\ud7a3\u4e00-\u9fff]+)")
-"""A run of characters folding may change: not ASCII (which only lowercases), not a
-Hangul syllable or a CJK unified ideograph (which fold to themselves; a test checks
-every one). The group keeps the runs in `re.split`'s result."""
+_FOLDABLE_RUN: Final = re.compile("([^\x00-\x7f\u3001-\u3029\uac00-\ud7a3\u4e00-\u9fff]+)")
+"""A run of characters folding may change: not ASCII (which only lowercases), not CJK
+punctuation (``、。「」``), a Hangul syllable or a CJK unified ideograph (which fold to
+themselves; a test checks every one). The group keeps the runs in `re.split`'s
+result."""
 _RESIZING: Final[set[str]] = set()
 """Characters seen so far that fold to more or fewer than one character (``ß``, ``ﬁ``)."""
 _FOLD: Final = _FoldTable()
@@ -157,16 +158,6 @@ class Folded(NamedTuple):
         return self.origin[start], self.origin[end - 1] + 1
 
 
-def _fold_runs(text: str, parts: list[str], foldable: list[str]) -> None:
-    """Fold ``text`` onto ``parts``: the runs `_FOLDABLE_RUN` finds through the table
-    (also added to ``foldable``), the rest with lower()."""
-    runs = _FOLDABLE_RUN.split(text)
-    foldable += runs[1::2]
-    runs[::2] = [run.lower() for run in runs[::2]]
-    runs[1::2] = [run.translate(_FOLD) for run in runs[1::2]]
-    parts += runs
-
-
 def fold(text: str) -> Folded:
     """Case-, accent- and compatibility-folded text (``Straße`` → ``strasse``, ``ﬁle``
     → ``file``), with the way back to the original's indexes.
@@ -177,31 +168,48 @@ def fold(text: str) -> Folded:
         return Folded(text.lower(), None)
     # Only the runs that can fold go through the table: str.translate looks each
     # character of a non-ASCII string up through a Python int (about 40 ns each), while
-    # lower() folds ASCII, Hangul and CJK ideographs (which fold to themselves) in C at
-    # memory speed. Finding those runs is a regex scan of about 10 ns a character, so
-    # only the lines that are not ASCII are scanned: a Latin chunk with a CJK line or a
-    # curly quote folds 2-3 times faster so. Only a text with a character that changes
-    # length needs the map back.
-    parts: list[str] = []
+    # lower() folds ASCII, CJK punctuation, Hangul and CJK ideographs (which fold to
+    # themselves) in C at memory speed. Finding those runs is a regex scan of about 10
+    # ns a character, so only the lines that are not ASCII are scanned: a Latin chunk
+    # with a CJK line or a curly quote folds 2-3 times faster so. Each character folds
+    # on its own, so where the text is cut does not matter: at "\n" is cheapest. Only a
+    # text with a character that changes length needs the map back.
+    lines = text.split("\n")
     foldable: list[str] = []
-    block: list[str] = []  # consecutive lines that are not ASCII, scanned as one
-    for line in text.splitlines(keepends=True):
+    for number, line in enumerate(lines):
         if line.isascii():
-            if block:
-                _fold_runs("".join(block), parts, foldable)
-                block.clear()
-            parts.append(line.lower())
-        else:
-            block.append(line)
-    if block:
-        _fold_runs("".join(block), parts, foldable)
-    folded = "".join(parts)
+            lines[number] = line.lower()
+            continue
+        runs = _FOLDABLE_RUN.split(line)
+        if len(runs) == 1:  # nothing foldable: ASCII, Hangul and CJK ideographs
+            lines[number] = line.lower()
+            continue
+        foldable += runs[1::2]
+        runs[::2] = [run.lower() for run in runs[::2]]
+        runs[1::2] = [run.translate(_FOLD) for run in runs[1::2]]
+        lines[number] = "".join(runs)
+    folded = "\n".join(lines)
     if len(folded) == len(text) and all(_RESIZING.isdisjoint(run) for run in foldable):
         return Folded(folded, None)
-    pieces = [_FOLD[ord(char)] for char in text]
-    folded = "".join(pieces)
-    if len(folded) == len(text) and all(len(piece) == 1 for piece in pieces):
-        return Folded(folded, None)
-    origin = [index for index, piece in enumerate(pieces) for _ in piece]
+    return _fold_mapped(text)
+
+
+def _fold_mapped(text: str) -> Folded:
+    """`fold` for a text with a character that changes length (``ß``, ``…``), with
+    the map back: only the foldable runs are walked character by character; the
+    rest folds one to one with lower(), its map a range."""
+    pieces: list[str] = []
+    origin: list[int] = []
+    start = 0
+    for number, run in enumerate(_FOLDABLE_RUN.split(text)):
+        if number % 2:
+            for offset, char in enumerate(run, start):
+                piece = _FOLD[ord(char)]
+                pieces.append(piece)
+                origin += [offset] * len(piece)
+        else:
+            pieces.append(run.lower())
+            origin += range(start, start + len(run))
+        start += len(run)
     origin.append(len(text))
-    return Folded(folded, origin)
+    return Folded("".join(pieces), origin)

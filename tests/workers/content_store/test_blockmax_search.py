@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import sqlite3
 import subprocess
 import sys
@@ -13,13 +14,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from nativemcp.workers.content_store import _index_cache
-from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages
+from nativemcp.workers.content_store import _blockmax, _blocks, _index_cache
+from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages, score_block, seal
+from nativemcp.workers.content_store._blocks import PAIRWISE_BLOCKS, READ_AHEAD
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
 from nativemcp.workers.content_store._index_cache import unsealed
@@ -166,7 +169,9 @@ def test_ranking_stays_exact_after_deletes_and_later_writes(tmp_path: Path) -> N
         assert newest[0] is None or newest[0] > hi
 
 
-def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) -> None:
+def test_search_skips_blocks_whose_bound_cannot_reach_the_top(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with _database(tmp_path, block_chunks=8) as db:
         store = db.create_store("s", None, None).store_id
         # "rare" stands thrice in one chunk of the first content; every other chunk
@@ -175,6 +180,13 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) ->
         for n in range(1, 12):
             db.add_content(store, _item(n, f"rare filler {n}\n" + "more filler text\n" * 40))
         _seal(db, store)
+        scored: list[int] = []  # the first chunk id of each block scored
+
+        def score_block(ids: Any, *args: Any) -> list[tuple[int, float]]:
+            scored.append(ids[0])
+            return _blockmax.score_block(ids, *args)
+
+        monkeypatch.setattr(_blocks, "score_block", score_block)
         reads: list[str] = []
         db._read.set_trace_callback(
             lambda sql: (
@@ -188,8 +200,11 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(tmp_path: Path) ->
         blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
         assert blocks > 10
         assert top is not None and len(top) == 1
-        # The one block holding the best chunk is read: every other is bounded below it.
-        assert len(reads) == 1
+        # The one block holding the best chunk is scored: every other is bounded below
+        # it; one statement fetched its postings and those of the next few by bound.
+        assert len(scored) == 1 and len(reads) == 1
+        (listed,) = re.findall(r"lo IN \(([^)]*)\)", reads[0])
+        assert len(listed.split(",")) == READ_AHEAD
         _assert_exact(db, store, "rare", 1)
 
 
@@ -338,3 +353,69 @@ def test_search_stays_exact_when_the_kept_bounds_overflow_and_are_read_again(
         monkeypatch.setattr(_index_cache, "MAX_BOUNDS", blocks + 1)
         for query in ("alpha", "alpha beta", "gamma alpha delta", "beta", "alpha beta"):
             _assert_exact(db, store, query, 5)
+
+
+@pytest.mark.parametrize("skippable", [(), ("beta",)])
+def test_a_block_scored_against_a_threshold_keeps_every_chunk_at_or_above_it(
+    skippable: tuple[str, ...],
+) -> None:
+    # top_k admits a chunk tying its k-th score (a lower rowid wins the tie): leaving
+    # out only what scores below the threshold keeps its ranking exact.
+    texts = ["alpha beta", "alpha", "beta beta", "alpha gamma", "alpha", "gamma beta alpha"]
+    block = seal(list(enumerate(texts, start=100)))
+    terms = [(token, 1.5, block.postings[token][1]) for token in ("alpha", "beta")]
+    every = score_block(block.ids, block.lengths, terms, block.average, skippable)
+    tie = sorted(score for _, score in every)[len(every) // 2]
+    kept = score_block(block.ids, block.lengths, terms, block.average, skippable, tie)
+    assert sorted(kept) == sorted(entry for entry in every if entry[1] >= tie)
+    assert any(score == tie for _, score in kept) and len(kept) < len(every)
+
+
+@pytest.mark.parametrize("block_chunks", [64, 4])
+def test_chunks_holding_two_terms_are_looked_up_only_in_a_store_of_many_blocks(
+    tmp_path: Path, block_chunks: int
+) -> None:
+    rng = random.Random(11)
+    with _database(tmp_path, block_chunks=block_chunks) as db:
+        store = _sealed_store(db, rng)
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        pairs: list[str] = []
+        db._read.set_trace_callback(lambda sql: pairs.append(sql) if "rowid <=" in sql else None)
+        try:
+            db.ranked(store, "alpha beta", 5)
+        finally:
+            db._read.set_trace_callback(None)
+        assert bool(pairs) == (blocks >= PAIRWISE_BLOCKS)
+        _assert_exact(db, store, "alpha beta", 5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=1, max_size=12),
+        min_size=1,
+        max_size=40,
+    ),
+    query=st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=5),
+    skippable=st.sets(st.sampled_from(["a", "b", "c", "d"])),
+)
+def test_skipping_tokens_leaves_every_other_chunk_s_score_bit_for_bit(
+    texts: list[list[str]], query: list[str], skippable: set[str]
+) -> None:
+    # MaxScore inside a block leaves out the chunks holding only skippable tokens; the
+    # others' scores must be the very floats of scoring every chunk (same additions,
+    # in query order: with three terms or more, another order rounds differently).
+    block = seal([(100 + n, " ".join(words)) for n, words in enumerate(texts)])
+    terms = [
+        (token, 0.5 + index / 3, block.postings[token][1])
+        for index, token in enumerate(query)
+        if token in block.postings
+    ]
+    every = dict(score_block(block.ids, block.lengths, terms, block.average))
+    holding = {
+        chunk
+        for chunk, words in zip(block.ids, texts, strict=True)
+        if any(token in words for token, _, _ in terms if token not in skippable)
+    }
+    skipped = score_block(block.ids, block.lengths, terms, block.average, skippable)
+    assert dict(skipped) == {chunk: every[chunk] for chunk in holding}

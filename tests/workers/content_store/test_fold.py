@@ -39,9 +39,9 @@ def test_a_character_that_changes_length_keeps_the_map_back_even_when_lengths_ma
     assert fold("학교 東京 İstanbul").origin is None
 
 
-def test_hangul_syllables_and_cjk_ideographs_fold_to_themselves() -> None:
+def test_cjk_punctuation_hangul_syllables_and_cjk_ideographs_fold_to_themselves() -> None:
     # fold() lowercases runs of these (with ASCII) in C instead of looking each one up.
-    for block in (range(0xAC00, 0xD7A4), range(0x4E00, 0xA000)):
+    for block in (range(0x3001, 0x302A), range(0xAC00, 0xD7A4), range(0x4E00, 0xA000)):
         text = "".join(map(chr, block))
         assert "".join(_fold_one(char) for char in text) == text
 

@@ -36,3 +36,32 @@ def test_a_term_inside_a_longer_word_is_no_match_but_a_later_whole_one_is() -> N
     hit = _search("abc", text)
     assert hit is not None and hit.span() == (15, 18)
     assert highlight("Xabc, abcd and ABC.", ["abc"]) == "Xabc, abcd and **ABC**."
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.tuples(_PIECES, _GLUE), max_size=20),
+    st.lists(_PIECES, min_size=1, max_size=2),
+    st.integers(0, 2),
+    st.integers(0, 2),
+)
+def test_a_context_s_cut_marks_change_no_match_of_a_term(
+    text_parts: list[tuple[str, str]], term_parts: list[str], lead: int, trail: int
+) -> None:
+    # highlight() folds a context without the "…" at its ends ("…" folds to three
+    # dots): the terms' matches must be those found folding the whole text.
+    core = "".join(piece + glue for piece, glue in text_parts)
+    text = "…" * lead + core + "…" * trail
+    term = " ".join(term_parts)
+    pattern = _pattern(term)
+    assert pattern is not None
+    whole, alone = fold(text), fold(core)
+    expected = [whole.span(*hit.span()) for hit in pattern.finditer(whole.text) if hit.group()]
+    found = [alone.span(*hit.span()) for hit in pattern.finditer(alone.text) if hit.group()]
+    assert [(start + lead, end + lead) for start, end in found] == expected
+    assert highlight(text, [term]) == "…" * lead + highlight(core, [term]) + "…" * trail
+
+
+def test_a_cut_context_is_highlighted_through_its_accents() -> None:
+    text = "…Herr Müller wohnt in der Straße…"
+    assert highlight(text, ["muller", "strasse"]) == "…Herr **Müller** wohnt in der **Straße**…"
