@@ -8,7 +8,7 @@ Tables (prefixed ``cs_``; planning's share the database under ``planning_``):
 - ``cs_contents``: one row per item, ``UNIQUE (store_rid, sha256)``: the duplicate
   rule is the database's, so two pools adding the same text at once store it once;
 - ``cs_chunks``: the line chunks, with their token count and tokens (one text, each
-  token between spaces, so ``LIKE '% token %'`` finds a chunk holding it);
+  token between spaces: a search of the pending tail splits it, `_pg_tail`);
 - ``cs_blocks`` and ``cs_block_postings``: the search index, sealed blocks of chunks
   with per-token postings and bounds (`_pg_index`).
 
@@ -16,7 +16,8 @@ Adding an item writes its row and its chunks (one ``COPY``) and nothing per toke
 the new chunks wait in the store's pending tail until a merge seals them into blocks,
 on a thread of this process once writes stop (`IndexMerger`), or when a process
 starts. A search is exact either way: FTS5's BM25 (`_postings`) over the blocks, by
-block-max, and over the tail, from its chunks' texts. The query text only selects
+block-max, and over the tail, from the postings each process keeps of it in memory
+(`TailCache`). The query text only selects
 tokens: it never reaches PostgreSQL as syntax.
 
 Writers to one store take its row lock (``FOR NO KEY UPDATE``) first: the duplicate
@@ -46,7 +47,8 @@ from nativemcp.workers._database import (
 from ._blockmax import BLOCK_CHUNKS, fast_tokens
 from ._merging import IDLE_SECONDS, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._pg_index import MIGRATION, BlockCache, merge_step, ranked, reseal
+from ._pg_index import MIGRATION, BlockCache, Kept, merge_step, ranked, reseal
+from ._pg_tail import TailCache
 from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
@@ -216,7 +218,7 @@ class PostgresContentDB:
         )
         self.block_chunks = block_chunks
         self.merge_idle = merge_idle
-        self._blocks = BlockCache()
+        self._kept = Kept(BlockCache(), TailCache())
         # Per store, when this process last wrote to it: while writes go on, a merge
         # seals only full blocks.
         self._written: dict[str, float] = {}
@@ -515,7 +517,7 @@ class PostgresContentDB:
         """The ``k`` best ``(chunk id, BM25)`` pairs for ``query``, best first (ties:
         lower id first); None when the store does not exist.
 
-        Sealed blocks are read by bound (`ranked`), the pending tail from its texts:
+        Sealed blocks are read by bound (`ranked`), the pending tail from its postings:
         FTS5's ranking, exactly, whether the store was merged or not.
         """
         with self.db.connection() as conn:
@@ -524,7 +526,7 @@ class PostgresContentDB:
     def _ranked(
         self, conn: Any, store_id: str, query: str, k: int
     ) -> list[tuple[int, float]] | None:
-        return ranked(conn, store_id, phrases(query), k, self._blocks)
+        return ranked(conn, store_id, phrases(query), k, self._kept)
 
 
 def _merge_lock(conn: Any, store_rid: int, *, wait: bool = False) -> bool:

@@ -14,8 +14,9 @@ A search (`ranked`) reads the store and, per query token, its bound and count in
 block (and for a store of few blocks the postings too) in one statement: a token's
 document frequency is the sum of its counts plus the tail's, so no count is kept per
 token outside the blocks. A query of plain terms is then ranked by block-max
-(`top_k`): the tail first, scored exactly from its chunks' tokens, then the blocks
-highest bound first until no block left can reach the top k. A phrase or a CJK prefix
+(`top_k`): the tail first, scored exactly from its postings (which each process keeps
+in memory, `_pg_tail`), then the blocks highest bound first until no block left can
+reach the top k. A phrase or a CJK prefix
 is matched on every block and the tail, on its tokens' positions. Either way the
 scores are FTS5's BM25, exactly.
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 import math
 import threading
 from array import array
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -43,12 +44,14 @@ from ._blockmax import (
     skippable_tokens,
     top_k,
 )
+from ._pg_tail import TailCache, TailView
 from ._postings import Phrase, bm25, idf, phrase_frequency, token_positions
 
 __all__ = [
     "BLOCK_CHUNKS",
     "MIGRATION",
     "BlockCache",
+    "Kept",
     "StoreIndex",
     "merge_step",
     "ranked",
@@ -298,12 +301,20 @@ class BlockCache:
         return found
 
 
+class Kept(NamedTuple):
+    """What a process keeps between searches: sealed blocks' chunk ids and lengths,
+    and the pending tails' postings."""
+
+    blocks: BlockCache
+    tails: TailCache
+
+
 class _Changed(Exception):
     """A block read by a search was sealed again meanwhile (by a delete or a merge)."""
 
 
 def ranked(
-    conn: Any, store_id: str, wanted: Sequence[Phrase], k: int, cache: BlockCache
+    conn: Any, store_id: str, wanted: Sequence[Phrase], k: int, kept: Kept
 ) -> list[tuple[int, float]] | None:
     """The ``k`` best ``(chunk id, BM25)`` pairs of the store for the query's phrases,
     best first (ties: lower id first), over its sealed blocks and its pending tail; None
@@ -316,16 +327,16 @@ def ranked(
     """
     if not any(len(phrase.tokens) > 1 or phrase.prefix for phrase in wanted):
         try:
-            return _ranked(conn, store_id, wanted, k, cache)
+            return _ranked(conn, store_id, wanted, k, kept)
         except _Changed:
             pass
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        return _ranked(conn, store_id, wanted, k, cache)
+        return _ranked(conn, store_id, wanted, k, kept)
 
 
 def _ranked(
-    conn: Any, store_id: str, wanted: Sequence[Phrase], k: int, cache: BlockCache
+    conn: Any, store_id: str, wanted: Sequence[Phrase], k: int, kept: Kept
 ) -> list[tuple[int, float]] | None:
     plain = not any(len(phrase.tokens) > 1 or phrase.prefix for phrase in wanted)
     # The store, and for plain terms their bounds and counts in every block (with the
@@ -345,12 +356,22 @@ def _ranked(
     if not wanted or rows <= 0:
         return []
     store = StoreIndex(rid, rows, max(tokens_total / rows, 1e-9), merged, newest, blocks)
-    tail = _Tail(conn, store, wanted)
+    tail = _NO_TAIL
+    if newest > merged:
+        # Up to the newest chunk the store's totals count (newer ones are not in N).
+        tail = kept.tails.view(
+            conn,
+            (rid, rows, merged, newest),
+            sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)}),
+            sorted({p.tokens[-1] for p in wanted if p.prefix}),
+        )
     if not plain:
         scores = _phrase_scores(conn, store, wanted, tail)
         return sorted(scores.items(), key=lambda entry: (-entry[1], entry[0]))[:k]
     entries = [row[6:] for row in found if row[6] is not None]
-    return _block_max(conn, store, [phrase.tokens[0] for phrase in wanted], tail, entries, k, cache)
+    return _block_max(
+        conn, store, [phrase.tokens[0] for phrase in wanted], tail, entries, k, kept.blocks
+    )
 
 
 _STORE_SQL: Final = """
@@ -367,37 +388,15 @@ WHERE s.id = %(store)s
 """
 
 
-class _Tail:
-    """The pending chunks holding a query token (or a token a prefix starts): ids,
-    lengths and token lists (as written with them), in id order."""
-
-    def __init__(self, conn: Any, store: StoreIndex, wanted: Sequence[Phrase]) -> None:
-        self.ids = array("q")
-        self.lengths = array("i")
-        self.tokens: list[list[str]] = []
-        if store.newest <= store.merged:
-            return
-        # Each token stands between spaces in a chunk's token text.
-        patterns = sorted(
-            {f"% {_like(t)} %" for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)}
-            | {f"% {_like(p.tokens[-1])}%" for p in wanted if p.prefix}
-        )
-        # Up to the newest chunk the store's totals count (newer ones are not in N).
-        found = conn.execute(
-            "SELECT id, length, tokens FROM cs_chunks WHERE store_rid = %s AND id > %s"
-            " AND id <= %s AND tokens LIKE ANY(%s::text[]) ORDER BY id",
-            (store.rid, store.merged, store.newest, patterns),
-        ).fetchall()
-        self.ids.extend(row[0] for row in found)
-        self.lengths.extend(row[1] for row in found)
-        self.tokens = [row[2].split() for row in found]
+_NO_TAIL: Final = TailView(array("q"), array("i"), [], {})
+"""The tail of a store whose every chunk is sealed."""
 
 
 def _block_max(
     conn: Any,
     store: StoreIndex,
     tokens: Sequence[str],
-    tail: _Tail,
+    tail: TailView,
     entries: Sequence[Sequence[Any]],
     k: int,
     cache: BlockCache,
@@ -418,13 +417,9 @@ def _block_max(
         frequency[token] += df
         if postings is not None:
             packed.setdefault(lo, {})[token] = postings
-    tail_postings: dict[str, array[int]] = {}
-    for index, chunk_tokens in enumerate(tail.tokens):
-        counts = Counter(chunk_tokens)
-        for token in distinct:
-            if tf := counts.get(token, 0):
-                tail_postings.setdefault(token, array("i")).extend((index, tf))
-                frequency[token] += 1
+    tail_postings = tail.postings
+    for token, pending in tail_postings.items():
+        frequency[token] += len(pending) // _PAIR_BYTES
     weights = [(token, idf(store.rows, frequency[token])) for token in tokens if frequency[token]]
     if not weights:
         return []
@@ -448,7 +443,7 @@ def _block_max(
     def read(lo: int, threshold: float) -> list[tuple[int, float]]:
         if lo == _TAIL:
             terms = [
-                (token, weight, tail_postings[token].tobytes())
+                (token, weight, tail_postings[token])
                 for token, weight in weights
                 if token in tail_postings
             ]
@@ -492,7 +487,7 @@ def _read_blocks(
 
 
 def _phrase_scores(
-    conn: Any, store: StoreIndex, wanted: Sequence[Phrase], tail: _Tail
+    conn: Any, store: StoreIndex, wanted: Sequence[Phrase], tail: TailView
 ) -> dict[int, float]:
     """BM25 per chunk for a query holding a phrase or a prefix: every block and the
     tail are matched (no pruning), a phrase on its tokens' positions in the blocks."""
@@ -544,9 +539,12 @@ def _phrase_scores(
         if len(phrase.tokens) > 1:
             for chunk_id in _holding(phrase, postings):
                 positions[chunk_id] = _chunk_positions(chunk_id, postings)
-    for chunk_id, length, chunk_tokens in zip(tail.ids, tail.lengths, tail.tokens, strict=True):
+    # The pending chunks holding a query token (or a token a prefix starts).
+    pending = tail.matching()
+    for chunk_id, length, chunk_tokens in pending:
         lengths[chunk_id] = length
         positions[chunk_id] = token_positions(chunk_tokens)
+    pending_ids = [chunk_id for chunk_id, _, _ in pending]
     weighted: list[tuple[float, dict[int, int]]] = []
     for phrase in wanted:
         frequencies: dict[int, int] = {}
@@ -559,9 +557,9 @@ def _phrase_scores(
                 ):
                     for chunk_id, (tf, _, _) in per_chunk.items():
                         frequencies[chunk_id] = frequencies.get(chunk_id, 0) + tf
-            sources: Iterable[int] = tail.ids
+            sources: Iterable[int] = pending_ids
         else:
-            sources = sorted(_holding(phrase, postings)) + list(tail.ids)
+            sources = sorted(_holding(phrase, postings)) + pending_ids
         for chunk_id in sources:
             if (freq := phrase_frequency(phrase, positions[chunk_id])) > 0:
                 frequencies[chunk_id] = freq
@@ -606,9 +604,3 @@ def _chunks(packed: bytes) -> tuple[array[int], array[int]]:
     ids.frombytes(packed[:split])
     lengths.frombytes(packed[split:])
     return ids, lengths
-
-
-def _like(text: str) -> str:
-    """``text`` matched literally inside a ``LIKE`` pattern (tokens hold no ``%``, ``_``
-    or backslash, but escaping costs nothing)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

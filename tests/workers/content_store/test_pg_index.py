@@ -277,7 +277,7 @@ def test_a_search_that_finds_a_block_sealed_again_under_it_ranks_one_snapshot(
                 return super().chunks(conn, store_rid, versions)
 
         racing = Racing()
-        db._blocks = racing
+        db._kept = db._kept._replace(blocks=racing)
         # "alpha" is in every block: the delete changed blocks this search reads.
         _assert_exact(db, store, "alpha", 5)
         assert racing.raced
@@ -302,3 +302,35 @@ def test_while_writes_go_on_a_long_tail_is_sealed_in_full_blocks_only(postgres_u
         _assert_exact(db, store, "alpha beta", 5)
         db.merge(store)
         assert _pending(db, store) == 0
+
+
+def test_a_tail_kept_in_memory_follows_writes_deletes_and_merges_made_elsewhere(
+    postgres_url: str,
+) -> None:
+    # Two backends, each with its own pool and kept tails, as two processes (or two
+    # replicas) have: one searches while the other writes, deletes and merges.
+    rng = random.Random(23)
+    queries = ["alpha", "gamma theta", "東京都", "東", "学校 delta", "Müller café", "beta"]
+    with (
+        _database(postgres_url, block_chunks=16) as searcher,
+        _database(postgres_url, block_chunks=16) as writer,
+    ):
+        store = writer.create_store("s", None, None).store_id
+        # The searcher's start (which seals what is pending) before any write.
+        assert searcher.ranked(store, "alpha", 5) == []
+        added = [writer.add_content(store, _new(n, _text(rng, 12)))[0] for n in range(3)]
+        steps = [
+            lambda: writer.add_content(store, _new(10, _text(rng, 12))),
+            lambda: writer.delete_content(store, added[1].content_id),  # a tail item
+            lambda: writer.add_content(store, _new(11, _text(rng, 12))),
+            lambda: writer.merge(store),  # the watermark moves
+            lambda: writer.add_content(store, _new(12, _text(rng, 12))),
+            lambda: writer.delete_content(store, added[0].content_id),  # a sealed item
+            lambda: writer.add_content(store, _new(13, _text(rng, 12))),
+        ]
+        assert _pending(searcher, store) > 0
+        for step in [lambda: None, *steps]:
+            step()
+            for query in queries:
+                _assert_exact(searcher, store, query, 5)
+        assert _pending(searcher, store) > 0
