@@ -320,16 +320,14 @@ def ranked(
     best first (ties: lower id first), over its sealed blocks and its pending tail; None
     when the store does not exist.
 
-    Plain terms run without a transaction (most such searches take one statement
-    here), and again in one snapshot if a block they read changed meanwhile; a query
-    with a phrase or a prefix, which reads the blocks in several statements, runs in
-    one snapshot.
+    A search runs without a transaction (the store and the postings it needs come in
+    one statement, one snapshot), and again in one repeatable-read snapshot if a block
+    it read was sealed again meanwhile.
     """
-    if not any(len(phrase.tokens) > 1 or phrase.prefix for phrase in wanted):
-        try:
-            return _ranked(conn, store_id, wanted, k, kept)
-        except _Changed:
-            pass
+    try:
+        return _ranked(conn, store_id, wanted, k, kept)
+    except _Changed:
+        pass
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         return _ranked(conn, store_id, wanted, k, kept)
@@ -339,17 +337,23 @@ def _ranked(
     conn: Any, store_id: str, wanted: Sequence[Phrase], k: int, kept: Kept
 ) -> list[tuple[int, float]] | None:
     plain = not any(len(phrase.tokens) > 1 or phrase.prefix for phrase in wanted)
-    # The store, and for plain terms their bounds and counts in every block (with the
-    # postings too when the store has few blocks), in one statement: one snapshot.
-    found = conn.execute(
-        _STORE_SQL,
-        {
-            "store": store_id,
-            "tokens": sorted({phrase.tokens[0] for phrase in wanted}) if plain else [],
-            "whole": _PREFETCH,
-        },
-        binary=True,
-    ).fetchall()
+    exact = sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)})
+    prefixes = sorted({p.tokens[-1] for p in wanted if p.prefix})
+    # The store and, per block holding a query token: for plain terms their bounds and
+    # counts (with the postings too when the store has few blocks), for a phrase or a
+    # prefix the postings and positions. One statement: one snapshot.
+    if plain:
+        found = conn.execute(
+            _STORE_SQL, {"store": store_id, "tokens": exact, "whole": _PREFETCH}, binary=True
+        ).fetchall()
+    else:
+        params: dict[str, Any] = {"store": store_id, "exact": exact}
+        for n, prefix in enumerate(prefixes):
+            # A prefix as a range of the key (byte order: every token it starts sorts
+            # from it up to it followed by the highest character), which a generic plan
+            # scans too.
+            params[f"from{n}"], params[f"to{n}"] = prefix, prefix + _TOP
+        found = conn.execute(_phrase_sql(len(prefixes)), params, binary=True).fetchall()
     if not found:
         return None
     rid, rows, tokens_total, merged, newest, blocks = found[0][:6]
@@ -359,22 +363,17 @@ def _ranked(
     tail = _NO_TAIL
     if newest > merged:
         # Up to the newest chunk the store's totals count (newer ones are not in N).
-        tail = kept.tails.view(
-            conn,
-            (rid, rows, merged, newest),
-            sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)}),
-            sorted({p.tokens[-1] for p in wanted if p.prefix}),
-        )
-    if not plain:
-        scores = _phrase_scores(conn, store, wanted, tail)
-        return sorted(scores.items(), key=lambda entry: (-entry[1], entry[0]))[:k]
+        tail = kept.tails.view(conn, (rid, rows, merged, newest), exact, prefixes)
     entries = [row[6:] for row in found if row[6] is not None]
+    if not plain:
+        scores = _phrase_scores(conn, store, wanted, tail, entries, kept.blocks)
+        return sorted(scores.items(), key=lambda entry: (-entry[1], entry[0]))[:k]
     return _block_max(
         conn, store, [phrase.tokens[0] for phrase in wanted], tail, entries, k, kept.blocks
     )
 
 
-_STORE_SQL: Final = """
+_STORE_CTE: Final = """
 WITH s AS MATERIALIZED (
     SELECT s.rid, s.chunk_total, s.token_total, s.merged,
            (SELECT coalesce(max(id), 0) FROM cs_chunks WHERE store_rid = s.rid) AS newest,
@@ -382,14 +381,35 @@ WITH s AS MATERIALIZED (
     FROM cs_stores s WHERE s.id = %(store)s
 )
 SELECT s.rid, s.chunk_total, s.token_total, s.merged, s.newest, s.blocks,
+"""
+# The store's newest chunk and block count once, in a materialized CTE: as lateral
+# subqueries the plan ran them again for every (block, token) row, 0.24 -> 0.14 ms.
+_STORE_SQL: Final = (
+    _STORE_CTE
+    + """
        p.lo, p.token, p.bound, p.df, b.average, b.version,
        CASE WHEN s.blocks <= %(whole)s THEN p.postings END
 FROM s
 LEFT JOIN (cs_block_postings p JOIN cs_blocks b ON b.store_rid = p.store_rid AND b.lo = p.lo)
     ON p.store_rid = s.rid AND p.token = ANY(%(tokens)s::text[] COLLATE "C")
 """
-# The store's newest chunk and block count once, in a materialized CTE: as lateral
-# subqueries the plan ran them again for every (block, token) row, 0.24 -> 0.14 ms.
+)
+
+
+def _phrase_sql(prefixes: int) -> str:
+    """The store and the postings and positions of a query's exact tokens and of the
+    tokens its ``prefixes`` prefixes start (``%(fromN)s``, ``%(toN)s``), per block."""
+    clauses = ['p.token = ANY(%(exact)s::text[] COLLATE "C")']
+    clauses += [f"(p.token >= %(from{n})s AND p.token < %(to{n})s)" for n in range(prefixes)]
+    return (
+        _STORE_CTE
+        + f"""
+       p.lo, p.token, p.postings, p.positions, b.version
+FROM s
+LEFT JOIN (cs_block_postings p JOIN cs_blocks b ON b.store_rid = p.store_rid AND b.lo = p.lo)
+    ON p.store_rid = s.rid AND ({" OR ".join(clauses)})
+"""
+    )
 
 
 _NO_TAIL: Final = TailView(array("q"), array("i"), [], {})
@@ -491,51 +511,41 @@ def _read_blocks(
 
 
 def _phrase_scores(
-    conn: Any, store: StoreIndex, wanted: Sequence[Phrase], tail: TailView
+    conn: Any,
+    store: StoreIndex,
+    wanted: Sequence[Phrase],
+    tail: TailView,
+    entries: Sequence[Sequence[Any]],
+    cache: BlockCache,
 ) -> dict[int, float]:
     """BM25 per chunk for a query holding a phrase or a prefix: every block and the
-    tail are matched (no pruning), a phrase on its tokens' positions in the blocks."""
-    exact = sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)})
-    prefixes = sorted({p.tokens[-1] for p in wanted if p.prefix})
-    clauses = ['token = ANY(%(exact)s::text[] COLLATE "C")']
-    # A prefix as a range of the key (byte order: every token it starts sorts from it
-    # up to it followed by the highest character), which a generic plan scans too.
-    clauses += [f"(token >= %(from{n})s AND token < %(to{n})s)" for n in range(len(prefixes))]
-    params: dict[str, Any] = {"store": store.rid, "exact": exact}
-    for n, prefix in enumerate(prefixes):
-        params[f"from{n}"], params[f"to{n}"] = prefix, prefix + _TOP
+    tail are matched (no pruning), a phrase on its tokens' positions in the blocks;
+    ``entries``: per block and token found, the token's postings and positions and the
+    block's version.
+
+    Raises:
+        _Changed: a block was sealed again since its version was read.
+    """
     # Per token found, over every block: chunk id -> (tf, the block's positions of
     # the token, where this chunk's start).
     postings: dict[str, dict[int, tuple[int, array[int], int]]] = {}
-    found_in: set[int] = set()
     sealed: dict[int, list[tuple[str, bytes, bytes]]] = {}
-    for lo, token, packed, located in conn.execute(
-        "SELECT lo, token, postings, positions FROM cs_block_postings"
-        f" WHERE store_rid = %(store)s AND ({' OR '.join(clauses)})",
-        params,
-        binary=True,
-    ):
+    versions: dict[int, int] = {}
+    for lo, token, packed, located, version in entries:
         sealed.setdefault(lo, []).append((token, packed, located))
-        found_in.add(lo)
+        versions[lo] = version
     lengths: dict[int, int] = {}
-    if found_in:
-        for lo, packed_chunks in conn.execute(
-            "SELECT lo, postings FROM cs_block_postings WHERE store_rid = %s AND token = ''"
-            " AND lo = ANY(%s::int8[])",
-            (store.rid, sorted(found_in)),
-            binary=True,
-        ):
-            ids, chunk_lengths = _chunks(packed_chunks)
-            lengths.update(zip(ids, chunk_lengths, strict=True))
-            for token, packed, located in sealed[lo]:
-                pairs, where = array("i"), array("i")
-                pairs.frombytes(packed)
-                where.frombytes(located)
-                target = postings.setdefault(token, {})
-                start = 0
-                for index, tf in zip(pairs[0::2], pairs[1::2], strict=True):
-                    target[ids[index]] = (tf, where, start)
-                    start += tf
+    for lo, (ids, chunk_lengths) in cache.chunks(conn, store.rid, versions).items():
+        lengths.update(zip(ids, chunk_lengths, strict=True))
+        for token, packed, located in sealed[lo]:
+            pairs, where = array("i"), array("i")
+            pairs.frombytes(packed)
+            where.frombytes(located)
+            target = postings.setdefault(token, {})
+            start = 0
+            for index, tf in zip(pairs[0::2], pairs[1::2], strict=True):
+                target[ids[index]] = (tf, where, start)
+                start += tf
     # A phrase of several tokens can only be in a chunk holding each of its exact
     # tokens (and a token its prefix starts): only those chunks' positions are read.
     positions: dict[int, dict[str, list[int]]] = {}
