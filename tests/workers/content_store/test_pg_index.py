@@ -257,8 +257,10 @@ def test_an_empty_store_and_absent_terms_rank_nothing(postgres_url: str, query: 
         assert db.ranked(store, query, 5) == []
 
 
+# A plain term, and a CJK word (a phrase of bigrams, matched on positions).
+@pytest.mark.parametrize("query", ["alpha", "東京都"])
 def test_a_search_that_finds_a_block_sealed_again_under_it_ranks_one_snapshot(
-    postgres_url: str,
+    postgres_url: str, query: str
 ) -> None:
     rng = random.Random(13)
     with _database(postgres_url, block_chunks=3) as db:
@@ -279,7 +281,7 @@ def test_a_search_that_finds_a_block_sealed_again_under_it_ranks_one_snapshot(
         racing = Racing()
         db._kept = db._kept._replace(blocks=racing)
         # "alpha" is in every block: the delete changed blocks this search reads.
-        _assert_exact(db, store, "alpha", 5)
+        _assert_exact(db, store, query, 5)
         assert racing.raced
 
 
