@@ -48,6 +48,7 @@ from ._blockmax import BLOCK_CHUNKS, fast_tokens
 from ._merging import IDLE_SECONDS, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
 from ._pg_index import MIGRATION, BlockCache, Kept, merge_step, ranked, reseal
+from ._pg_items import ItemNames
 from ._pg_tail import TailCache
 from ._postings import phrases
 from ._records import (
@@ -219,6 +220,7 @@ class PostgresContentDB:
         self.block_chunks = block_chunks
         self.merge_idle = merge_idle
         self._kept = Kept(BlockCache(), TailCache())
+        self._items = ItemNames()
         # Per store, when this process last wrote to it: while writes go on, a merge
         # seals only full blocks.
         self._written: dict[str, float] = {}
@@ -503,7 +505,7 @@ class PostgresContentDB:
             if not found:
                 return []
             candidates = found_candidates(
-                found, conn.execute(_CANDIDATES_SQL, ([chunk_id for chunk_id, _ in found],))
+                found, self._items.candidate_rows(conn, [chunk_id for chunk_id, _ in found])
             )
         return rank_hits(candidates, query, top_n, threshold)
 
@@ -521,18 +523,6 @@ class PostgresContentDB:
         self, conn: Any, store_id: str, query: str, k: int
     ) -> list[tuple[int, float]] | None:
         return ranked(conn, store_id, phrases(query), k, self._kept)
-
-
-_CANDIDATES_SQL: Final = """
-SELECT ch.id, ct.id, ch.seq, ch.start_line, ch.end_line, ch.body, ct.filename
-FROM cs_chunks ch
-CROSS JOIN LATERAL (SELECT id, filename FROM cs_contents WHERE rid = ch.content_rid
-                    OFFSET 0) AS ct
-WHERE ch.id = ANY(%s::int8[])
-"""
-# OFFSET 0 keeps the lateral subquery from being flattened into a join: planned once
-# (generic), the join hashed every row of cs_contents, a cost growing with the items
-# stored (0.02 ms of 400 items); looked up per candidate by key, it does not.
 
 
 def _merge_lock(conn: Any, store_rid: int, *, wait: bool = False) -> bool:

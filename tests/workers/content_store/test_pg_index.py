@@ -336,3 +336,26 @@ def test_a_tail_kept_in_memory_follows_writes_deletes_and_merges_made_elsewhere(
             for query in queries:
                 _assert_exact(searcher, store, query, 5)
         assert _pending(searcher, store) > 0
+
+
+def test_hits_name_their_items_rightly_after_the_names_were_kept_and_an_item_deleted(
+    postgres_url: str,
+) -> None:
+    with _database(postgres_url, block_chunks=16) as db:
+        store = db.create_store("s", None, None).store_id
+        first = db.add_content(store, _new(1, "alpha beta\ngamma"))[0]
+        second = db.add_content(store, _new(2, "alpha delta"))[0]
+        hits = db.search(store, "alpha", 5, None)
+        assert hits is not None
+        assert {(hit.content_id, hit.filename) for hit in hits} == {
+            (first.content_id, "doc1.txt"),
+            (second.content_id, "doc2.txt"),
+        }
+        db.delete_content(store, first.content_id)
+        third = db.add_content(store, _new(3, "alpha epsilon"))[0]
+        hits = db.search(store, "alpha", 5, None)
+        assert hits is not None
+        assert {(hit.content_id, hit.filename) for hit in hits} == {
+            (second.content_id, "doc2.txt"),
+            (third.content_id, "doc3.txt"),
+        }
