@@ -32,7 +32,7 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from ._blockmax import (
@@ -546,19 +546,25 @@ def _phrase_scores(
             for index, tf in zip(pairs[0::2], pairs[1::2], strict=True):
                 target[ids[index]] = (tf, where, start)
                 start += tf
+    # The pending chunks' postings of the query's tokens: chunk id -> tf.
+    pending: dict[str, dict[int, int]] = {}
+    for token, packed in tail.postings.items():
+        pairs = array("i")
+        pairs.frombytes(packed)
+        tfs = pending[token] = {}
+        for index, tf in zip(pairs[0::2], pairs[1::2], strict=True):
+            tfs[tail.ids[index]] = tf
+            lengths[tail.ids[index]] = tail.lengths[index]
     # A phrase of several tokens can only be in a chunk holding each of its exact
-    # tokens (and a token its prefix starts): only those chunks' positions are read.
+    # tokens (and a token its prefix starts): only those chunks' positions are read
+    # (a pending chunk's from its tokens, split: of the query's tokens only).
     positions: dict[int, dict[str, list[int]]] = {}
     for phrase in wanted:
         if len(phrase.tokens) > 1:
             for chunk_id in _holding(phrase, postings):
                 positions[chunk_id] = _chunk_positions(chunk_id, postings)
-    # The pending chunks holding a query token (or a token a prefix starts).
-    pending = tail.matching()
-    for chunk_id, length, chunk_tokens in pending:
-        lengths[chunk_id] = length
-        positions[chunk_id] = token_positions(chunk_tokens)
-    pending_ids = [chunk_id for chunk_id, _, _ in pending]
+            for chunk_id in _holding(phrase, pending):
+                positions[chunk_id] = tail.positions(chunk_id, pending)
     weighted: list[tuple[float, dict[int, int]]] = []
     for phrase in wanted:
         frequencies: dict[int, int] = {}
@@ -566,20 +572,26 @@ def _phrase_scores(
             # A lone token's frequency is its tf; a prefix's, the sum over the tokens
             # it starts. No positions needed.
             for token, per_chunk in postings.items():
-                if token == phrase.tokens[0] or (
-                    phrase.prefix and token.startswith(phrase.tokens[0])
-                ):
+                if _counts(phrase, token):
                     for chunk_id, (tf, _, _) in per_chunk.items():
                         frequencies[chunk_id] = frequencies.get(chunk_id, 0) + tf
-            sources: Iterable[int] = pending_ids
+            for token, tfs in pending.items():
+                if _counts(phrase, token):
+                    for chunk_id, tf in tfs.items():
+                        frequencies[chunk_id] = frequencies.get(chunk_id, 0) + tf
         else:
-            sources = sorted(_holding(phrase, postings)) + pending_ids
-        for chunk_id in sources:
-            if (freq := phrase_frequency(phrase, positions[chunk_id])) > 0:
-                frequencies[chunk_id] = freq
+            for chunk_id in sorted(_holding(phrase, postings) | _holding(phrase, pending)):
+                if (freq := phrase_frequency(phrase, positions[chunk_id])) > 0:
+                    frequencies[chunk_id] = freq
         if frequencies:
             weighted.append((idf(store.rows, len(frequencies)), frequencies))
     return bm25(weighted, lengths, store.average)
+
+
+def _counts(phrase: Phrase, token: str) -> bool:
+    """Whether ``token`` counts for a one-token ``phrase``: it is the token, or one
+    its prefix starts."""
+    return token == phrase.tokens[0] or (phrase.prefix and token.startswith(phrase.tokens[0]))
 
 
 def _chunk_positions(

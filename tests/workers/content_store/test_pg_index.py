@@ -325,7 +325,11 @@ def test_a_tail_kept_in_memory_follows_writes_deletes_and_merges_made_elsewhere(
             lambda: writer.add_content(store, _new(10, _text(rng, 12))),
             lambda: writer.delete_content(store, added[1].content_id),  # a tail item
             lambda: writer.add_content(store, _new(11, _text(rng, 12))),
-            lambda: writer.merge(store),  # the watermark moves
+            *(lambda n=n: writer.add_content(store, _new(n, _text(rng, 12))) for n in (20, 21, 22)),
+            # While writes go on, one full block is sealed: the watermark moves past a
+            # part of the kept tail, which leaves it out.
+            lambda: writer._merge_step(store, wait=True),
+            lambda: writer.merge(store),  # the watermark moves past all of it
             lambda: writer.add_content(store, _new(12, _text(rng, 12))),
             lambda: writer.delete_content(store, added[0].content_id),  # a sealed item
             lambda: writer.add_content(store, _new(13, _text(rng, 12))),
