@@ -137,12 +137,14 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
 )
 """The schema, one tuple of statements per version (see `Database`)."""
 
-URGENT_BLOCKS: Final = 8
+URGENT_BLOCKS: Final = 16
 """While writes to a store go on, its pending tail is sealed (a full block at a time,
-on the merging thread) once it would fill this many blocks: it bounds what a search
-scores from the tail's texts (about 5 µs per chunk and term inside PostgreSQL) at the
-price of merging beside the writes (measured: 2 blocks halved the write path's MB/s
-of a 10,000-chunk ingest, the merge's Python taking the worker's time)."""
+on the merging thread) once it would fill this many blocks. Searches score the tail
+from postings each process keeps (`TailCache`), so this bounds their memory (about
+4 KB a chunk) rather than their time; sealing beside the writes costs the write path
+(the merge's Python takes the worker's time: at 8 blocks the bench's write path fell
+to 0.37-0.44x SQLite's once its searches between the two halves took milliseconds,
+not the seconds in which the idle merge used to start; 2 blocks halved it)."""
 
 INDEX_COMPONENT: Final = "content-store.index"
 """The tokenizer's version in the schema-version table: `INDEX_VERSION`, shared with

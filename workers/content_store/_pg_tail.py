@@ -2,8 +2,9 @@
 
 The chunks past a store's merged watermark are not in sealed blocks yet: a search
 scores them from the tokens written with them. Matching them in PostgreSQL
-(``LIKE '% token %'`` on every tail chunk) cost 25-280 ms per search right after a
-large write, measured; a process instead keeps the tail's postings (`TailCache`),
+(``LIKE '% token %'`` on every tail chunk) made a search right after a large write
+cost 26-28 ms in the bench (0.8-1 ms settled); a process instead keeps the tail's
+postings (`TailCache`),
 built once from the tail's chunk rows and then extended by reading only the rows
 newer than the newest it holds.
 
@@ -28,9 +29,10 @@ from typing import Any, Final, NamedTuple
 
 __all__ = ["TailCache", "TailView"]
 
-_CACHED_STORES: Final = 16
-"""Stores whose pending tail a process keeps (the tail is bounded by the merge: about
-8 blocks while writes go on, some MB of postings)."""
+_KEPT_CHUNKS: Final = 32_768
+"""Pending chunks a process keeps, over every store (about 4 KB each, measured: texts
+and postings); the least recently searched stores' tails are dropped past it, the one
+searched last is kept whatever its size (the merge bounds it while writes go on)."""
 
 
 class TailView(NamedTuple):
@@ -94,8 +96,8 @@ class _Tail:
 
     def advance(self, merged: int) -> None:
         """Leave out the chunks up to ``merged``, which a merge sealed (the watermark
-        moves a block at a time while writes go on: building the tail again each time
-        cost 0.1 s per search of a 5,000-chunk tail, measured)."""
+        moves a block at a time while writes go on, and building a 5,198-chunk tail
+        took 0.3 s, measured)."""
         self.merged = merged
         self.start = bisect.bisect_right(self.ids, merged)
 
@@ -120,7 +122,7 @@ class TailCache:
     """Per store, its pending tail's postings, kept by a process across searches (see
     the module docstring); safe to share between threads."""
 
-    def __init__(self, size: int = _CACHED_STORES) -> None:
+    def __init__(self, size: int = _KEPT_CHUNKS) -> None:
         self._size = size
         self._tails: OrderedDict[int, _Tail] = OrderedDict()
         self._lock = threading.Lock()
@@ -146,7 +148,7 @@ class TailCache:
                 compact = kept.start * 2 > len(kept.ids)
                 if kept.rows + added == rows and not compact:
                     kept.rows = rows
-                    self._tails.move_to_end(rid)
+                    self._keep(rid, kept)
                     return kept.view(tokens, prefixes)
             elif kept is not None and kept.newest > newest:
                 # This search's snapshot is older than what is kept: a tail of its own.
@@ -158,8 +160,13 @@ class TailCache:
             fresh = _Tail(merged)
             fresh.extend(conn, rid, newest)
             fresh.rows = rows
-            self._tails[rid] = fresh
-            self._tails.move_to_end(rid)
-            if len(self._tails) > self._size:
-                self._tails.popitem(last=False)
+            self._keep(rid, fresh)
             return fresh.view(tokens, prefixes)
+
+    def _keep(self, rid: int, tail: _Tail) -> None:
+        """Keep ``tail`` as the most recently searched, within `_KEPT_CHUNKS` (called
+        under the lock)."""
+        self._tails[rid] = tail
+        self._tails.move_to_end(rid)
+        while len(self._tails) > 1 and sum(len(t.ids) for t in self._tails.values()) > self._size:
+            self._tails.popitem(last=False)

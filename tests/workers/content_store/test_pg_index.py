@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from nativemcp.workers.content_store import ContentSummary
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
-from nativemcp.workers.content_store._pg import PostgresContentDB
+from nativemcp.workers.content_store._pg import URGENT_BLOCKS, PostgresContentDB
 from nativemcp.workers.content_store._pg_index import BlockCache
+from nativemcp.workers.content_store._pg_tail import TailCache
 from nativemcp.workers.content_store._postings import (
     bm25,
     chunk_tokens,
@@ -291,7 +292,8 @@ def test_while_writes_go_on_a_long_tail_is_sealed_in_full_blocks_only(postgres_u
         store = db.create_store("s", None, None).store_id
         rng = random.Random(17)
         db.add_content(store, _new(0, _text(rng, 12)))  # a short tail: left pending
-        db.add_content(store, _new(1, _text(rng, 90)))
+        # About two lines a chunk: a tail past URGENT_BLOCKS blocks of 4 chunks.
+        db.add_content(store, _new(1, _text(rng, 3 * URGENT_BLOCKS * 4)))
         deadline = time.monotonic() + 10
         while _pending(db, store) >= 4:
             assert time.monotonic() < deadline, "the long tail was never merged"
@@ -363,3 +365,26 @@ def test_hits_name_their_items_rightly_after_the_names_were_kept_and_an_item_del
             (second.content_id, "doc2.txt"),
             (third.content_id, "doc3.txt"),
         }
+
+
+def test_tails_of_several_stores_past_the_memory_budget_are_dropped_and_read_again(
+    postgres_url: str,
+) -> None:
+    rng = random.Random(29)
+    with _database(postgres_url, block_chunks=64) as db:
+        db._kept = db._kept._replace(tails=TailCache(size=8))
+        stores = [db.create_store(f"s{n}", None, None).store_id for n in range(2)]
+        for round_ in range(3):
+            for number, store in enumerate(stores):
+                db.add_content(store, _new(10 * round_ + number, _text(rng, 12)))
+                for query in ("alpha", "東京都", "学校 delta"):
+                    _assert_exact(db, store, query, 5)
+        # Only the store searched last is kept: its tail alone is past the budget.
+        assert list(db._kept.tails._tails) == [_rid(db, stores[-1])]
+
+
+def _rid(db: PostgresContentDB, store_id: str) -> int:
+    with db.db.connection() as conn:
+        row = conn.execute("SELECT rid FROM cs_stores WHERE id = %s", (store_id,)).fetchone()
+    assert row is not None
+    return int(row[0])
