@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import pytest
@@ -325,18 +326,21 @@ def test_a_tail_kept_in_memory_follows_writes_deletes_and_merges_made_elsewhere(
         # The searcher's start (which seals what is pending) before any write.
         assert searcher.ranked(store, "alpha", 5) == []
         added = [writer.add_content(store, _new(n, _text(rng, 12)))[0] for n in range(3)]
-        steps = [
-            lambda: writer.add_content(store, _new(10, _text(rng, 12))),
-            lambda: writer.delete_content(store, added[1].content_id),  # a tail item
-            lambda: writer.add_content(store, _new(11, _text(rng, 12))),
-            *(lambda n=n: writer.add_content(store, _new(n, _text(rng, 12))) for n in (20, 21, 22)),
+
+        def add(number: int) -> None:
+            writer.add_content(store, _new(number, _text(rng, 12)))
+
+        steps: list[Callable[[], object]] = [
+            partial(add, 10),
+            partial(writer.delete_content, store, added[1].content_id),  # a tail item
+            *(partial(add, number) for number in (11, 20, 21, 22)),
             # While writes go on, one full block is sealed: the watermark moves past a
             # part of the kept tail, which leaves it out.
-            lambda: writer._merge_step(store, wait=True),
-            lambda: writer.merge(store),  # the watermark moves past all of it
-            lambda: writer.add_content(store, _new(12, _text(rng, 12))),
-            lambda: writer.delete_content(store, added[0].content_id),  # a sealed item
-            lambda: writer.add_content(store, _new(13, _text(rng, 12))),
+            partial(writer._merge_step, store, wait=True),
+            partial(writer.merge, store),  # the watermark moves past all of it
+            partial(add, 12),
+            partial(writer.delete_content, store, added[0].content_id),  # a sealed item
+            partial(add, 13),
         ]
         assert _pending(searcher, store) > 0
         for step in [lambda: None, *steps]:
