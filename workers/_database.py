@@ -6,7 +6,8 @@ instead, so servers on several machines share it. This module holds what both ne
 
 - `Database`: one connection pool per worker process, opened without waiting (a worker
   starts even while the database is down), each connection checked on checkout so a
-  database that went away and came back is used again without a restart;
+  database that went away and came back is used again without a restart (a round trip
+  only when the server has closed or written to the connection: `check_connection`);
 - versioned schema migrations run once per process, under an advisory lock so two
   workers starting at once do not race on ``CREATE TABLE``;
 - `DatabaseUnavailable`: every connection failure becomes one tool error that names
@@ -19,6 +20,7 @@ given: the SQLite default needs nothing installed.
 from __future__ import annotations
 
 import re
+import select
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -35,6 +37,7 @@ __all__ = [
     "DATABASE_URL_ENV",
     "Database",
     "Migration",
+    "check_connection",
     "is_postgres_url",
     "read_version",
     "redact_url",
@@ -154,7 +157,7 @@ class Database:
             configure=self._configure,
             # A connection broken by a database restart is found and replaced here,
             # not handed to a call.
-            check=ConnectionPool.check_connection,
+            check=check_connection,
             open=False,
             name=f"nativemcp-{self._component}",
         )
@@ -276,6 +279,34 @@ class Database:
                 if self._after_migrate is not None:
                     self._after_migrate(conn)
             self._migrated = True
+
+
+def check_connection(conn: psycopg.Connection[Any]) -> None:
+    """Check a pooled connection before lending it: raise if it is dead.
+
+    An idle connection's socket is quiet unless the server closed it (a restart, a
+    terminated backend: its last message and the end of the stream wait there) or
+    sent a notice. Only then is psycopg_pool's check, a round trip, run: it fails on a
+    dead connection and reads a notice away. A plain round trip on every checkout cost
+    0.06-0.1 ms of a 1 ms search, measured.
+
+    Raises:
+        psycopg.Error: the connection is dead (the pool replaces it).
+    """
+    from psycopg_pool import ConnectionPool
+
+    if _readable(conn.fileno()):
+        ConnectionPool.check_connection(conn)
+
+
+def _readable(fd: int) -> bool:
+    """Whether the socket ``fd`` has data or its end of stream waiting (no wait)."""
+    if hasattr(select, "poll"):
+        # poll, not select: select refuses descriptors past FD_SETSIZE (1024).
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])
 
 
 def read_version(conn: psycopg.Connection[Any], component: str) -> int | None:

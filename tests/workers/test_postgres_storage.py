@@ -21,6 +21,7 @@ from _process import free_port
 from nativemcp.protocol import ToolError
 from nativemcp.proxy import WorkerPool
 from nativemcp.workers import ServerConfig, load_server
+from nativemcp.workers._database import Database
 from nativemcp.workers.content_store import ReadContentResult, SearchResult, StoreInfo
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._db import ContentDB, NewContent
@@ -444,5 +445,49 @@ def test_the_content_store_plans_its_statements_once_per_connection(postgres_url
         db.merge(store)
         found = db.search(store, "東", 5, None)
         assert found is not None and found[0].line_range[0] == 1
+    finally:
+        db.close()
+
+
+def _backend_query(url: str, pid: int) -> str | None:
+    """What the server backend ``pid`` last ran (None: the backend is gone)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_a_pooled_connection_in_use_a_moment_ago_is_lent_again_without_a_round_trip(
+    postgres_url: str,
+) -> None:
+    db = Database(postgres_url, "probe", [], pool_size=1)
+    try:
+        with db.connection() as conn:
+            conn.execute("SELECT 'marker'")
+            pid = conn.info.backend_pid
+        with db.connection() as conn:
+            assert conn.info.backend_pid == pid
+            # The checkout sent nothing (a check's empty statement would show as '').
+            assert _backend_query(postgres_url, pid) == "SELECT 'marker'"
+    finally:
+        db.close()
+
+
+def test_a_pooled_connection_the_server_ended_is_replaced_before_a_call_gets_it(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    db = Database(postgres_url, "probe", [], pool_size=1)
+    try:
+        with db.connection() as conn:
+            pid = conn.info.backend_pid
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        assert _backend_query(postgres_url, pid) is None
+        with db.connection() as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+            assert conn.info.backend_pid != pid
     finally:
         db.close()

@@ -8,7 +8,7 @@ Tables (prefixed ``cs_``; planning's share the database under ``planning_``):
 - ``cs_contents``: one row per item, ``UNIQUE (store_rid, sha256)``: the duplicate
   rule is the database's, so two pools adding the same text at once store it once;
 - ``cs_chunks``: the line chunks, with their token count and tokens (one text, each
-  token between spaces, so ``LIKE '% token %'`` finds a chunk holding it);
+  token between spaces: a search of the pending tail splits it, `_pg_tail`);
 - ``cs_blocks`` and ``cs_block_postings``: the search index, sealed blocks of chunks
   with per-token postings and bounds (`_pg_index`).
 
@@ -16,7 +16,8 @@ Adding an item writes its row and its chunks (one ``COPY``) and nothing per toke
 the new chunks wait in the store's pending tail until a merge seals them into blocks,
 on a thread of this process once writes stop (`IndexMerger`), or when a process
 starts. A search is exact either way: FTS5's BM25 (`_postings`) over the blocks, by
-block-max, and over the tail, from its chunks' texts. The query text only selects
+block-max, and over the tail, from the postings each process keeps of it in memory
+(`TailCache`). The query text only selects
 tokens: it never reaches PostgreSQL as syntax.
 
 Writers to one store take its row lock (``FOR NO KEY UPDATE``) first: the duplicate
@@ -46,7 +47,9 @@ from nativemcp.workers._database import (
 from ._blockmax import BLOCK_CHUNKS, fast_tokens
 from ._merging import IDLE_SECONDS, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._pg_index import MIGRATION, BlockCache, merge_step, ranked, reseal
+from ._pg_index import MIGRATION, BlockCache, Kept, merge_step, ranked, reseal
+from ._pg_items import ItemNames
+from ._pg_tail import TailCache
 from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
@@ -134,12 +137,14 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
 )
 """The schema, one tuple of statements per version (see `Database`)."""
 
-URGENT_BLOCKS: Final = 8
+URGENT_BLOCKS: Final = 16
 """While writes to a store go on, its pending tail is sealed (a full block at a time,
-on the merging thread) once it would fill this many blocks: it bounds what a search
-scores from the tail's texts (about 5 µs per chunk and term inside PostgreSQL) at the
-price of merging beside the writes (measured: 2 blocks halved the write path's MB/s
-of a 10,000-chunk ingest, the merge's Python taking the worker's time)."""
+on the merging thread) once it would fill this many blocks. Searches score the tail
+from postings each process keeps (`TailCache`), so this bounds their memory (about
+4 KB a chunk) rather than their time; sealing beside the writes costs the write path
+(the merge's Python takes the worker's time: at 8 blocks the bench's write path fell
+to 0.37-0.44x SQLite's once its searches between the two halves took milliseconds,
+not the seconds in which the idle merge used to start; 2 blocks halved it)."""
 
 INDEX_COMPONENT: Final = "content-store.index"
 """The tokenizer's version in the schema-version table: `INDEX_VERSION`, shared with
@@ -216,7 +221,8 @@ class PostgresContentDB:
         )
         self.block_chunks = block_chunks
         self.merge_idle = merge_idle
-        self._blocks = BlockCache()
+        self._kept = Kept(BlockCache(), TailCache())
+        self._items = ItemNames()
         # Per store, when this process last wrote to it: while writes go on, a merge
         # seals only full blocks.
         self._written: dict[str, float] = {}
@@ -501,13 +507,7 @@ class PostgresContentDB:
             if not found:
                 return []
             candidates = found_candidates(
-                found,
-                conn.execute(
-                    "SELECT ch.id, ct.id, ch.seq, ch.start_line, ch.end_line, ch.body,"
-                    " ct.filename FROM cs_chunks ch JOIN cs_contents ct ON ct.rid = ch.content_rid"
-                    " WHERE ch.id = ANY(%s::int8[])",
-                    ([chunk_id for chunk_id, _ in found],),
-                ),
+                found, self._items.candidate_rows(conn, [chunk_id for chunk_id, _ in found])
             )
         return rank_hits(candidates, query, top_n, threshold)
 
@@ -515,7 +515,7 @@ class PostgresContentDB:
         """The ``k`` best ``(chunk id, BM25)`` pairs for ``query``, best first (ties:
         lower id first); None when the store does not exist.
 
-        Sealed blocks are read by bound (`ranked`), the pending tail from its texts:
+        Sealed blocks are read by bound (`ranked`), the pending tail from its postings:
         FTS5's ranking, exactly, whether the store was merged or not.
         """
         with self.db.connection() as conn:
@@ -524,7 +524,7 @@ class PostgresContentDB:
     def _ranked(
         self, conn: Any, store_id: str, query: str, k: int
     ) -> list[tuple[int, float]] | None:
-        return ranked(conn, store_id, phrases(query), k, self._blocks)
+        return ranked(conn, store_id, phrases(query), k, self._kept)
 
 
 def _merge_lock(conn: Any, store_rid: int, *, wait: bool = False) -> bool:
