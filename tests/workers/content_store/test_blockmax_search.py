@@ -4,7 +4,6 @@ every search has many to skip, and after deletes and later writes."""
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 import sqlite3
@@ -17,53 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _bm25_corpus import QUERY, bm25_from_scratch, document, item
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store import _blockmax, _blocks, _index_cache
 from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages, score_block, seal
 from nativemcp.workers.content_store._blocks import PAIRWISE_BLOCKS, READ_AHEAD
-from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
-from nativemcp.workers.content_store._db import ContentDB, NewContent
+from nativemcp.workers.content_store._db import ContentDB
 from nativemcp.workers.content_store._index_cache import unsealed
 from nativemcp.workers.content_store._postings import (
-    bm25,
     chunk_tokens,
-    idf,
-    phrase_frequency,
-    phrases,
-    token_positions,
 )
-
-_WORDS = [
-    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-    "lambda", "mu", "Müller", "café", "naïve", "x86", "2026",
-]  # fmt: skip
-_CJK = ["東京都", "学校", "図書館", "서울에서", "학교"]
-
-
-def _document(rng: random.Random, lines: int) -> str:
-    out = []
-    for _ in range(lines):
-        if rng.random() < 0.15:
-            out.append(" ".join(rng.choice(_CJK) for _ in range(rng.randint(1, 4))))
-        else:
-            # Zipf-like: early words far more common, so some terms fill every block.
-            words = rng.choices(_WORDS, weights=[1 / (r + 1) for r in range(len(_WORDS))], k=8)
-            out.append(" ".join(words[: rng.randint(1, 8)]))
-    return "\n".join(out)
-
-
-def _item(number: int, text: str) -> NewContent:
-    lines = split_lines(text)
-    return NewContent(
-        f"doc{number}.txt",
-        "text/plain",
-        text,
-        hashlib.sha256(text.encode()).hexdigest(),
-        len(lines),
-        chunk_lines(lines, max_lines=3, overlap_lines=1),
-    )
 
 
 def _seal(db: ContentDB, store_id: str) -> None:
@@ -74,24 +38,8 @@ def _seal(db: ContentDB, store_id: str) -> None:
 
 def _exact(db: ContentDB, store_id: str, query: str) -> dict[int, float]:
     """BM25 of every chunk holding a query phrase, from the chunk texts alone."""
-    chunks = {
-        rowid: chunk_tokens(body)
-        for rowid, body in db._read.execute(
-            "SELECT id, body FROM chunks WHERE store_id = ?", (store_id,)
-        )
-    }
-    lengths = {rowid: len(tokens) for rowid, tokens in chunks.items()}
-    average = sum(lengths.values()) / len(lengths)
-    positions = {rowid: token_positions(tokens) for rowid, tokens in chunks.items()}
-    weighted = []
-    for phrase in phrases(query):
-        found = {
-            rowid: freq
-            for rowid, where in positions.items()
-            if (freq := phrase_frequency(phrase, where)) > 0
-        }
-        weighted.append((idf(len(chunks), len(found)), found))
-    return dict(bm25(weighted, lengths, average))
+    bodies = dict(db._read.execute("SELECT id, body FROM chunks WHERE store_id = ?", (store_id,)))
+    return bm25_from_scratch(bodies, query)
 
 
 def _assert_exact(db: ContentDB, store_id: str, query: str, k: int) -> None:
@@ -112,7 +60,7 @@ def _sealed_store(db: ContentDB, rng: random.Random) -> str:
     """A store of six generated contents, sealed."""
     store = db.create_store("s", None, None).store_id
     for n in range(6):
-        db.add_content(store, _item(n, _document(rng, 30)))
+        db.add_content(store, item(n, document(rng, 30)))
     _seal(db, store)
     return store
 
@@ -126,13 +74,10 @@ def _database(tmp_path: Path, block_chunks: int) -> Iterator[ContentDB]:
         db.close()
 
 
-_QUERY = st.lists(st.sampled_from(_WORDS + _CJK + ["東", "学", "nothing"]), min_size=1, max_size=4)
-
-
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(seed=st.integers(0, 2**32 - 1), queries=st.lists(_QUERY, min_size=1, max_size=5))
+@given(seed=st.integers(0, 2**32 - 1), queries=st.lists(QUERY, min_size=1, max_size=5))
 def test_block_max_ranking_equals_exact_bm25_on_generated_corpora(
     tmp_path_factory: pytest.TempPathFactory, seed: int, queries: list[list[str]]
 ) -> None:
@@ -140,7 +85,7 @@ def test_block_max_ranking_equals_exact_bm25_on_generated_corpora(
     with _database(tmp_path_factory.mktemp("bm"), block_chunks=rng.choice([2, 5, 16])) as db:
         store = db.create_store("s", None, None).store_id
         for number in range(rng.randint(1, 8)):
-            db.add_content(store, _item(number, _document(rng, rng.randint(1, 40))))
+            db.add_content(store, item(number, document(rng, rng.randint(1, 40))))
             if rng.random() < 0.5:
                 _seal(db, store)  # else a longer tail of chunks waits unsealed
         for words in queries:
@@ -152,14 +97,14 @@ def test_ranking_stays_exact_after_deletes_and_later_writes(tmp_path: Path) -> N
     rng = random.Random(7)
     with _database(tmp_path, block_chunks=4) as db:
         store = db.create_store("s", None, None).store_id
-        added = [db.add_content(store, _item(n, _document(rng, 30)))[0] for n in range(6)]
+        added = [db.add_content(store, item(n, document(rng, 30)))[0] for n in range(6)]
         _seal(db, store)
         # The newest content goes: its chunk ids must not be handed out again inside a
         # block sealed while it was there.
         db.delete_content(store, added[-1].content_id)
         db.delete_content(store, added[1].content_id)
         for n in range(6, 9):
-            db.add_content(store, _item(n, _document(rng, 30)))
+            db.add_content(store, item(n, document(rng, 30)))
         _seal(db, store)
         for query in ("alpha", "Müller beta", "학교 zeta", "東", "kappa lambda mu"):
             _assert_exact(db, store, query, 5)
@@ -176,9 +121,9 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(
         store = db.create_store("s", None, None).store_id
         # "rare" stands thrice in one chunk of the first content; every other chunk
         # holds it once: every block but one is bounded below that chunk's score.
-        db.add_content(store, _item(0, "rare rare rare\n" + "filler words here\n" * 40))
+        db.add_content(store, item(0, "rare rare rare\n" + "filler words here\n" * 40))
         for n in range(1, 12):
-            db.add_content(store, _item(n, f"rare filler {n}\n" + "more filler text\n" * 40))
+            db.add_content(store, item(n, f"rare filler {n}\n" + "more filler text\n" * 40))
         _seal(db, store)
         scored: list[int] = []  # the first chunk id of each block scored
 
@@ -213,7 +158,7 @@ def test_averages_record_gives_fts5_row_count_and_token_total(tmp_path: Path) ->
         store = db.create_store("s", None, None).store_id
         rng = random.Random(3)
         for n in range(3):
-            db.add_content(store, _item(n, _document(rng, 20)))
+            db.add_content(store, item(n, document(rng, 20)))
         bodies = [b for (b,) in db._read.execute("SELECT body FROM chunks")]
         rid = db._read.execute("SELECT rid FROM stores").fetchone()[0]
         blob = db._read.execute(f"SELECT block FROM fts_{rid}_data WHERE id = 1").fetchone()[0]
@@ -260,7 +205,7 @@ def test_blocks_are_sealed_once_writes_stop_and_ranking_is_exact_before_and_afte
         store = db.create_store("s", None, None).store_id
         rng = random.Random(11)
         for n in range(5):
-            db.add_content(store, _item(n, _document(rng, 30)))
+            db.add_content(store, item(n, document(rng, 30)))
         _assert_exact(db, store, "alpha beta", 15)
         rid = db._read.execute("SELECT rid FROM stores").fetchone()[0]
         deadline = time.monotonic() + 10
@@ -278,15 +223,16 @@ def test_blocks_are_sealed_once_writes_stop_and_ranking_is_exact_before_and_afte
 _OTHER_WRITER = """
 import random, sys
 from pathlib import Path
-sys.path.insert(0, sys.argv[2])
-from test_blockmax_search import _document, _item, _seal
+sys.path[:0] = sys.argv[2:]  # this folder and tests/, where the shared helpers are
+from _bm25_corpus import document, item
+from test_blockmax_search import _seal
 from nativemcp.workers.content_store._db import ContentDB
 
 db = ContentDB(Path(sys.argv[1]), block_chunks=4, min_blocks=1)
 store = db.list_stores()[0].store_id
 rng = random.Random(5)
 for n in range(10, 14):
-    db.add_content(store, _item(n, _document(rng, 30)))
+    db.add_content(store, item(n, document(rng, 30)))
 _seal(db, store)
 first = db.list_contents(store, 0, 1)[0]
 db.delete_content(store, first.content_id)
@@ -305,7 +251,14 @@ def test_search_stays_exact_after_another_process_writes_and_seals_the_same_file
         before = db.ranked(store, "alpha", 15)
         # A real second process: this connection learns of its commits only from the file.
         subprocess.run(
-            [sys.executable, "-c", _OTHER_WRITER, str(db.path), str(Path(__file__).parent)],
+            [
+                sys.executable,
+                "-c",
+                _OTHER_WRITER,
+                str(db.path),
+                str(Path(__file__).parent),
+                str(Path(__file__).parents[2]),
+            ],
             check=True,
             timeout=60,
         )
@@ -326,7 +279,7 @@ def test_a_cjk_word_is_ranked_from_the_blocks_counting_only_adjacent_bigrams(
         store = db.create_store("s", None, None).store_id
         for n in range(8):
             text = "\n".join(rng.choice(lines) for _ in range(rng.randint(4, 30)))
-            db.add_content(store, _item(n, text))
+            db.add_content(store, item(n, text))
         _seal(db, store)
         ranked: list[str] = []
         db._read.set_trace_callback(

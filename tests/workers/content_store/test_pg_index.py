@@ -6,7 +6,6 @@ a schema per test: see ``conftest.py``)."""
 
 from __future__ import annotations
 
-import hashlib
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -15,56 +14,17 @@ from functools import partial
 from typing import Any
 
 import pytest
+from _bm25_corpus import QUERY, bm25_from_scratch, document, item
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store import ContentSummary
-from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
 from nativemcp.workers.content_store._pg import URGENT_BLOCKS, PostgresContentDB
 from nativemcp.workers.content_store._pg_index import BlockCache
 from nativemcp.workers.content_store._pg_tail import TailCache
-from nativemcp.workers.content_store._postings import (
-    bm25,
-    chunk_tokens,
-    idf,
-    phrase_frequency,
-    phrases,
-    token_positions,
-)
-from nativemcp.workers.content_store._records import NewContent
 
-_WORDS = [
-    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-    "lambda", "mu", "Müller", "café", "naïve", "x86", "2026",
-]  # fmt: skip
-_CJK = ["東京都", "学校", "図書館", "서울에서", "학교"]
-_QUERY = st.lists(st.sampled_from(_WORDS + _CJK + ["東", "学", "nothing"]), min_size=1, max_size=4)
 # Never merged by the idle thread during a test: the tests merge when they mean to.
 _NEVER: float = 3600.0
-
-
-def _text(rng: random.Random, lines: int) -> str:
-    """Zipf-like lines (some terms fill every block) with CJK lines mixed in."""
-    out = []
-    for _ in range(lines):
-        if rng.random() < 0.15:
-            out.append(" ".join(rng.choice(_CJK) for _ in range(rng.randint(1, 4))))
-        else:
-            words = rng.choices(_WORDS, weights=[1 / (r + 1) for r in range(len(_WORDS))], k=8)
-            out.append(" ".join(words[: rng.randint(1, 8)]))
-    return "\n".join(out)
-
-
-def _new(number: int, text: str) -> NewContent:
-    lines = split_lines(text)
-    return NewContent(
-        f"doc{number}.txt",
-        "text/plain",
-        text,
-        hashlib.sha256(text.encode()).hexdigest(),
-        len(lines),
-        chunk_lines(lines, max_lines=3, overlap_lines=1),
-    )
 
 
 @contextmanager
@@ -79,26 +39,14 @@ def _database(url: str, block_chunks: int) -> Iterator[PostgresContentDB]:
 def _scratch(db: PostgresContentDB, store_id: str, query: str) -> dict[int, float]:
     """BM25 of every chunk holding a query phrase, from the chunk texts alone."""
     with db.db.connection() as conn:
-        chunks = {
-            chunk_id: chunk_tokens(body)
-            for chunk_id, body in conn.execute(
+        bodies = dict(
+            conn.execute(
                 "SELECT c.id, c.body FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
                 " WHERE s.id = %s",
                 (store_id,),
             )
-        }
-    lengths = {chunk_id: len(tokens) for chunk_id, tokens in chunks.items()}
-    average = sum(lengths.values()) / len(lengths)
-    positions = {chunk_id: token_positions(tokens) for chunk_id, tokens in chunks.items()}
-    weighted = []
-    for phrase in phrases(query):
-        found = {
-            chunk_id: freq
-            for chunk_id, where in positions.items()
-            if (freq := phrase_frequency(phrase, where)) > 0
-        }
-        weighted.append((idf(len(chunks), len(found)), found))
-    return dict(bm25(weighted, lengths, average))
+        )
+    return bm25_from_scratch(bodies, query)
 
 
 def _assert_exact(db: PostgresContentDB, store_id: str, query: str, k: int) -> None:
@@ -136,7 +84,7 @@ def _merged_store(
 ) -> tuple[str, list[ContentSummary]]:
     """A store of ``items`` generated items, every chunk sealed; its id and items."""
     store = db.create_store("s", None, None).store_id
-    added = [db.add_content(store, _new(n, _text(rng, 15)))[0] for n in range(items)]
+    added = [db.add_content(store, item(n, document(rng, 15)))[0] for n in range(items)]
     db.merge(store)
     return store, added
 
@@ -151,7 +99,7 @@ def _index_rows(db: PostgresContentDB) -> int:
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(seed=st.integers(0, 2**32 - 1), queries=st.lists(_QUERY, min_size=1, max_size=4))
+@given(seed=st.integers(0, 2**32 - 1), queries=st.lists(QUERY, min_size=1, max_size=4))
 def test_ranking_equals_bm25_from_scratch_on_tails_blocks_and_both(
     postgres_url: str, seed: int, queries: list[list[str]]
 ) -> None:
@@ -159,7 +107,7 @@ def test_ranking_equals_bm25_from_scratch_on_tails_blocks_and_both(
     with _database(postgres_url, block_chunks=rng.choice([2, 5, 16])) as db:
         store = db.create_store(f"s{seed}", None, None).store_id
         for number in range(rng.randint(1, 6)):
-            db.add_content(store, _new(number, _text(rng, rng.randint(1, 30))))
+            db.add_content(store, item(number, document(rng, rng.randint(1, 30))))
             if rng.random() < 0.5:
                 db.merge(store)  # else a longer tail of chunks waits pending
         for words in queries:
@@ -175,7 +123,7 @@ def test_adding_writes_no_index_rows_and_the_merge_seals_every_pending_chunk(
     with _database(postgres_url, block_chunks=64) as db:
         store = db.create_store("s", None, None).store_id
         for number in range(3):
-            db.add_content(store, _new(number, _text(rng, 20)))
+            db.add_content(store, item(number, document(rng, 20)))
         assert _index_rows(db) == 0
         assert _pending(db, store) > 8
         queries = ["alpha", "gamma theta", "東京都", "東", "学校 delta", "Müller café"]
@@ -192,7 +140,7 @@ def test_deletes_reseal_their_blocks_and_ranking_stays_exact(postgres_url: str) 
     rng = random.Random(11)
     with _database(postgres_url, block_chunks=3) as db:
         store, added = _merged_store(db, rng, 5)
-        db.add_content(store, _new(5, _text(rng, 15)))  # a pending tail beside the blocks
+        db.add_content(store, item(5, document(rng, 15)))  # a pending tail beside the blocks
         for query in ("alpha", "beta gamma"):
             _assert_exact(db, store, query, 5)  # the blocks' chunks now kept by the process
         for summary in (added[1], added[3]):
@@ -207,7 +155,7 @@ def test_deletes_reseal_their_blocks_and_ranking_stays_exact(postgres_url: str) 
         for query in ("alpha", "beta gamma", "学校", "x86 2026 naïve"):
             _assert_exact(db, store, query, 5)
         db.merge(store)
-        db.add_content(store, _new(6, _text(rng, 15)))
+        db.add_content(store, item(6, document(rng, 15)))
         for query in ("alpha", "beta gamma", "学校", "x86 2026 naïve"):
             _assert_exact(db, store, query, 5)
 
@@ -216,7 +164,7 @@ def test_a_merge_runs_on_its_own_once_writes_stop(postgres_url: str) -> None:
     db = PostgresContentDB(postgres_url, merge_idle=0.05, block_chunks=4)
     try:
         store = db.create_store("s", None, None).store_id
-        db.add_content(store, _new(0, _text(random.Random(3), 30)))
+        db.add_content(store, item(0, document(random.Random(3), 30)))
         # The merging thread seals the tail once writes stop (polled, with a bound).
         deadline = time.monotonic() + 10
         while _pending(db, store):
@@ -234,7 +182,7 @@ def test_a_second_process_does_not_merge_a_store_another_is_merging(
 
     with _database(postgres_url, block_chunks=4) as db:
         store = db.create_store("s", None, None).store_id
-        db.add_content(store, _new(0, _text(random.Random(5), 30)))
+        db.add_content(store, item(0, document(random.Random(5), 30)))
         with psycopg.connect(postgres_url) as other:
             rid = other.execute("SELECT rid FROM cs_stores WHERE id = %s", (store,)).fetchone()
             assert rid is not None
@@ -256,7 +204,7 @@ def test_an_empty_store_and_absent_terms_rank_nothing(postgres_url: str, query: 
         store = db.create_store("s", None, None).store_id
         assert db.ranked(store, query, 5) == []
         assert db.ranked("st_missing", query, 5) is None
-        db.add_content(store, _new(0, "omega only here"))
+        db.add_content(store, item(0, "omega only here"))
         db.merge(store)
         assert db.ranked(store, query, 5) == []
 
@@ -294,9 +242,9 @@ def test_while_writes_go_on_a_long_tail_is_sealed_in_full_blocks_only(postgres_u
     with _database(postgres_url, block_chunks=4) as db:
         store = db.create_store("s", None, None).store_id
         rng = random.Random(17)
-        db.add_content(store, _new(0, _text(rng, 12)))  # a short tail: left pending
+        db.add_content(store, item(0, document(rng, 12)))  # a short tail: left pending
         # About two lines a chunk: a tail past URGENT_BLOCKS blocks of 4 chunks.
-        db.add_content(store, _new(1, _text(rng, 3 * URGENT_BLOCKS * 4)))
+        db.add_content(store, item(1, document(rng, 3 * URGENT_BLOCKS * 4)))
         deadline = time.monotonic() + 10
         while _pending(db, store) >= 4:
             assert time.monotonic() < deadline, "the long tail was never merged"
@@ -325,10 +273,10 @@ def test_a_tail_kept_in_memory_follows_writes_deletes_and_merges_made_elsewhere(
         store = writer.create_store("s", None, None).store_id
         # The searcher's start (which seals what is pending) before any write.
         assert searcher.ranked(store, "alpha", 5) == []
-        added = [writer.add_content(store, _new(n, _text(rng, 12)))[0] for n in range(3)]
+        added = [writer.add_content(store, item(n, document(rng, 12)))[0] for n in range(3)]
 
         def add(number: int) -> None:
-            writer.add_content(store, _new(number, _text(rng, 12)))
+            writer.add_content(store, item(number, document(rng, 12)))
 
         steps: list[Callable[[], object]] = [
             partial(add, 10),
@@ -355,8 +303,8 @@ def test_hits_name_their_items_rightly_after_the_names_were_kept_and_an_item_del
 ) -> None:
     with _database(postgres_url, block_chunks=16) as db:
         store = db.create_store("s", None, None).store_id
-        first = db.add_content(store, _new(1, "alpha beta\ngamma"))[0]
-        second = db.add_content(store, _new(2, "alpha delta"))[0]
+        first = db.add_content(store, item(1, "alpha beta\ngamma"))[0]
+        second = db.add_content(store, item(2, "alpha delta"))[0]
         hits = db.search(store, "alpha", 5, None)
         assert hits is not None
         assert {(hit.content_id, hit.filename) for hit in hits} == {
@@ -364,7 +312,7 @@ def test_hits_name_their_items_rightly_after_the_names_were_kept_and_an_item_del
             (second.content_id, "doc2.txt"),
         }
         db.delete_content(store, first.content_id)
-        third = db.add_content(store, _new(3, "alpha epsilon"))[0]
+        third = db.add_content(store, item(3, "alpha epsilon"))[0]
         hits = db.search(store, "alpha", 5, None)
         assert hits is not None
         assert {(hit.content_id, hit.filename) for hit in hits} == {
@@ -382,7 +330,7 @@ def test_tails_of_several_stores_past_the_memory_budget_are_dropped_and_read_aga
         stores = [db.create_store(f"s{n}", None, None).store_id for n in range(2)]
         for round_ in range(3):
             for number, store in enumerate(stores):
-                db.add_content(store, _new(10 * round_ + number, _text(rng, 12)))
+                db.add_content(store, item(10 * round_ + number, document(rng, 12)))
                 for query in ("alpha", "東京都", "学校 delta"):
                     _assert_exact(db, store, query, 5)
         # Only the store searched last is kept: its tail alone is past the budget.
