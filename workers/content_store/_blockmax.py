@@ -46,6 +46,7 @@ __all__ = [
     "skippable_tokens",
     "term_score",
     "top_k",
+    "unpack_chunks",
 ]
 
 T = TypeVar("T")
@@ -71,6 +72,20 @@ class Sealed(NamedTuple):
     lengths: array[int]
     average: float
     postings: dict[str, tuple[float, bytes]]
+
+    def packed_chunks(self) -> bytes:
+        """The block's chunk ids and lengths as one value, as both backends store them
+        (read back with `unpack_chunks`)."""
+        return self.ids.tobytes() + self.lengths.tobytes()
+
+
+def unpack_chunks(packed: bytes) -> tuple[array[int], array[int]]:
+    """A block's chunk ids and their lengths, from `Sealed.packed_chunks`."""
+    ids, lengths = array("q"), array("i")
+    split = len(packed) // (ids.itemsize + lengths.itemsize) * ids.itemsize
+    ids.frombytes(packed[:split])
+    lengths.frombytes(packed[split:])
+    return ids, lengths
 
 
 def term_score(tf: float, length: float, average: float) -> float:

@@ -99,7 +99,7 @@ def _write_block(
     conn.executemany(
         "INSERT INTO block_postings (store_rid, lo, token, postings) VALUES (?, ?, ?, ?)",
         (
-            (store_rid, lo, "", block.ids.tobytes() + block.lengths.tobytes()),
+            (store_rid, lo, "", block.packed_chunks()),
             *((store_rid, lo, token, block.postings[token][1]) for token in tokens),
         ),
     )

@@ -21,7 +21,7 @@ import sqlite3
 from array import array
 from typing import Final
 
-from ._blockmax import read_averages, scale_bound
+from ._blockmax import read_averages, scale_bound, unpack_chunks
 
 __all__ = ["IndexCache", "StoreIndex", "unsealed"]
 
@@ -133,11 +133,7 @@ class StoreIndex:
                 "SELECT postings FROM block_postings WHERE store_rid = ? AND lo = ? AND token = ''",
                 (self.rid, lo),
             ).fetchone()
-            ids, lengths = array("q"), array("i")
-            split = len(packed) // (ids.itemsize + lengths.itemsize) * ids.itemsize
-            ids.frombytes(packed[:split])
-            lengths.frombytes(packed[split:])
-            found = self._chunks[lo] = (ids, lengths)
+            found = self._chunks[lo] = unpack_chunks(packed)
         return found
 
 

@@ -43,6 +43,7 @@ from ._blockmax import (
     seal,
     skippable_tokens,
     top_k,
+    unpack_chunks,
 )
 from ._pg_tail import TailCache, TailView
 from ._postings import Phrase, bm25, idf, phrase_frequency, token_positions
@@ -221,8 +222,7 @@ def _write_block(
     # (its backslash doubled for COPY).
     head = f"{store_rid}\t"
     lines = [
-        f"{head}{_CHUNKS_TOKEN}\t{lo}\t0\t{len(rows)}"
-        f"\t\\\\x{block.ids.tobytes().hex()}{block.lengths.tobytes().hex()}\t\\\\x\n"
+        f"{head}{_CHUNKS_TOKEN}\t{lo}\t0\t{len(rows)}\t\\\\x{block.packed_chunks().hex()}\t\\\\x\n"
     ]
     lines += [
         f"{head}{token}\t{lo}\t{bound!r}\t{len(packed) // _PAIR_BYTES}\t\\\\x{packed.hex()}"
@@ -291,7 +291,7 @@ class BlockCache:
         ):
             if version != versions[lo]:
                 raise _Changed
-            found[lo] = _chunks(packed)
+            found[lo] = unpack_chunks(packed)
             with self._lock:
                 self._blocks[store_rid, lo] = (version, *found[lo])
                 if len(self._blocks) > self._size:
@@ -621,12 +621,3 @@ def _holding(phrase: Phrase, postings: Mapping[str, Mapping[int, object]]) -> se
                 started |= per_chunk.keys()
         held &= started
     return held
-
-
-def _chunks(packed: bytes) -> tuple[array[int], array[int]]:
-    """A block's chunk ids and their lengths, from its empty token's row."""
-    ids, lengths = array("q"), array("i")
-    split = len(packed) // (ids.itemsize + lengths.itemsize) * ids.itemsize
-    ids.frombytes(packed[:split])
-    lengths.frombytes(packed[split:])
-    return ids, lengths
