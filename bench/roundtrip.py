@@ -35,8 +35,9 @@ Also: calls/s with 64 concurrent callers (raw pipe pipelined, nativemcp async, a
 sync pool from 64 threads; ``--replicas N`` adds a pool with N replicas of the server),
 the sync pool from 1 and from 8 threads (calls/s, and the caller's and the worker's CPU
 per call: on 2 shared vCPUs the calls/s swing with where the scheduler puts the threads,
-the CPU much less; JSON ``concurrent.sync_pool_cpu_us_per_call``), bytes on the wire per
-call for each path, worker cold start to ready, and idle RSS.
+the CPU much less; JSON ``concurrent.sync_pool_cpu_us_per_call``; with the CPUs they
+keep busy, and the most calls/s this machine's CPUs allow at 8 threads' CPU per call),
+bytes on the wire per call for each path, worker cold start to ready, and idle RSS.
 
 The MCP boundary (`bench._roundtrip_bridge`): the official SDK client calling the tool
 through ``nativemcp serve`` (``bridge_stdio``, ``bridge_http``) next to the SDK's own
@@ -57,6 +58,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import os
 import statistics
 import sys
 import threading
@@ -462,11 +464,35 @@ async def main(
     print_table(
         f"SyncWorkerPool: calls/s from 1 and 8 threads (median of {3 if quick else 5} runs; "
         "CPU per call over all of them)",
-        ["threads", "calls/s", "x 1 thread", "caller µs", "worker µs", "CPU x 1 thread"],
         [
-            (n, rate, ratio(rate, one_thread), caller, worker, ratio(caller + worker, one_cpu))
+            "threads",
+            "calls/s",
+            "x 1 thread",
+            "caller µs",
+            "worker µs",
+            "CPU x 1 thread",
+            "CPUs busy",
+        ],
+        [
+            (
+                n,
+                rate,
+                ratio(rate, one_thread),
+                caller,
+                worker,
+                ratio(caller + worker, one_cpu),
+                rate * (caller + worker) / 1e6,
+            )
             for n, (rate, caller, worker) in sync_threads.items()
         ],
+    )
+    # Calls/s cannot pass the CPUs there are over the CPU each call costs: on a machine
+    # where one thread already keeps about one CPU busy, that bounds 8 threads' gain.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    ceiling = (cores or 1) * 1e6 / sum(sync_threads[8][1:])
+    print(
+        f"ceiling here: {cores} CPUs / {sum(sync_threads[8][1:]):.1f} µs per call at 8 threads"
+        f" = {ceiling:,.0f} calls/s = {ratio(ceiling, one_thread):.2f}x one thread"
     )
     print()
     print_table("Bytes on the wire per call", ["message", "bytes"], sorted(payload.items()))
@@ -525,6 +551,7 @@ async def main(
             "cpu_us_per_call": {name: round(us, 2) for name, us in concurrent_cpu.items()},
             "sync_pool_1_thread_calls_per_s": round(one_thread),
             "sync_pool_8_threads_calls_per_s": round(eight_threads),
+            "sync_pool_8_threads_ceiling_calls_per_s": round(ceiling),
             "sync_pool_cpu_us_per_call": {
                 str(n): {"caller": round(caller, 2), "worker": round(worker, 2)}
                 for n, (_, caller, worker) in sync_threads.items()
