@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
 
-__all__ = ["CPU_CALLS", "cpu_meter", "cpu_us_per_call", "one_cpu", "process_cpu_s"]
+__all__ = ["CPU_CALLS", "cpu_meter", "cpu_us_per_call", "one_cpu", "process_cpu_s", "tree_cpu_s"]
 
 CPU_CALLS: Final = 20_000
 """Calls per CPU measurement."""
@@ -35,6 +35,26 @@ def process_cpu_s(pid: int) -> float:
         # utime and stime are fields 14 and 15 of the whole line.
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for tid in _threads(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as file:
+            found += [int(child) for child in file.read().split()]
+    return found
+
+
+def tree_cpu_s(pid: int) -> float:
+    """Seconds of CPU process ``pid`` and every process below it have used so far, as
+    `process_cpu_s` (a server with worker processes: all of it). A process gone by the
+    time it is read counts nothing, so the tree is read while it serves."""
+    total = 0.0
+    with contextlib.suppress(OSError):
+        total += process_cpu_s(pid)
+        for child in _children(pid):
+            total += tree_cpu_s(child)
+    return total
 
 
 @contextlib.contextmanager

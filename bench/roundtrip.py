@@ -41,7 +41,10 @@ bytes on the wire per call for each path, worker cold start to ready, and idle R
 
 The MCP boundary (`bench._roundtrip_bridge`): the official SDK client calling the tool
 through ``nativemcp serve`` (``bridge_stdio``, ``bridge_http``) next to the SDK's own
-``MCPServer`` over stdio and Streamable HTTP, and 64 concurrent HTTP clients.
+``MCPServer`` over stdio and Streamable HTTP, and 64 concurrent HTTP clients
+(`bench._roundtrip_load`: in ``--client-processes N`` processes, by default one per two
+cores, with the clients' and the servers' CPU per call and the most calls/s the
+machine's CPUs allow at that cost).
 
 ``--think US``: the caller works US µs (a busy loop, not timed) before each sequential
 call, as an app does between calls. On a VM whose idle vCPUs halt at once, back-to-back
@@ -49,7 +52,8 @@ calls keep the peer's vCPU awake, and any work between calls (including a framew
 own) puts each wake-up on the slow path: the floors are then measured on terms nobody
 calls on.
 
-Run: ``python -m bench.roundtrip [--quick] [--json] [--uvloop] [--replicas N] [--think US]``
+Run: ``python -m bench.roundtrip [--quick] [--json] [--uvloop] [--replicas N] [--think US]
+[--client-processes N]``
 (``--uvloop``: the calling process runs on uvloop).
 """
 
@@ -206,7 +210,11 @@ async def _replicas_concurrent(replicas: int, total: int) -> float:
 
 
 async def main(
-    quick: bool, as_json: bool, replicas: int = 1, think_us: float = 0.0
+    quick: bool,
+    as_json: bool,
+    replicas: int = 1,
+    think_us: float = 0.0,
+    client_processes: int | None = None,
 ) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
@@ -509,7 +517,7 @@ async def main(
     print()
     from bench._roundtrip_bridge import measure as measure_bridge
 
-    boundary = await measure_bridge(quick)
+    boundary = await measure_bridge(quick, client_processes)
     best_concurrent = max(value_concurrent, replicas_concurrent or 0.0)
     goals = {
         "sync typed call ≤ 2x raw_pipe": p50["nativemcp_sync"] <= 2 * p50["raw_pipe"],
@@ -593,6 +601,14 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="the caller works US µs (a busy loop, not timed) before each sequential call, "
         "as an app does between calls (default: 0, back to back)",
     )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run the 64 concurrent HTTP clients in N processes (default: one per two "
+        "cores): one process of SDK clients drives at most a few hundred calls/s",
+    )
 
 
 def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -607,6 +623,7 @@ def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
         args.json,
         args.replicas,
         args.think,
+        args.client_processes,
         backend_options={"use_uvloop": args.uvloop},
     )
     result["caller_loop"] = "uvloop" if args.uvloop else "asyncio"
