@@ -165,3 +165,21 @@ async def _gather(*awaitables: Any) -> list[Any]:
         for index, awaitable in enumerate(awaitables):
             tg.start_soon(run, index, awaitable)
     return results
+
+
+routed = Server("routed", description="A tool whose schema asks for a routing header")
+
+
+@routed.tool(
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "key": {"type": "string"},
+        },
+        "required": ["region", "key"],
+    }
+)
+def fetch(region: str, key: str) -> str:
+    """Read a key in a region (2026-07-28 clients mirror the region into a header)."""
+    return f"{region}/{key}"

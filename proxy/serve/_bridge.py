@@ -23,7 +23,7 @@ import difflib
 import importlib.metadata
 import logging
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
@@ -139,6 +139,8 @@ class McpBridge:
         self.tasks = ServedTasks(_ask_client, input_timeout, enabled=suspend)
         self._single = len(self.servers) == 1
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
+        # The served sources' tool lists when `_served` was last checked against them.
+        self._sources: list[list[Tool]] = []
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
@@ -148,6 +150,7 @@ class McpBridge:
         self._stopped_because = ""
 
     async def __aenter__(self) -> McpBridge:
+        await self._catalog()  # read once, so a first call's headers are checked too
         await self.suspended.__aenter__()
         await self.tasks.__aenter__()
         return self
@@ -168,6 +171,7 @@ class McpBridge:
     async def _catalog(self) -> dict[str, Tool]:
         """The served tools by the name a client sees, each as the catalog lists it."""
         tools = await self.pool.list_tools()
+        self._sources = self._source_lists()
         # The catalog hands out the same Tool objects until a source's tools change.
         seen, served = self._served
         if len(tools) == len(seen) and all(a is b for a, b in zip(tools, seen, strict=True)):
@@ -179,6 +183,29 @@ class McpBridge:
                 served[service.tool_name if self._single else tool.name] = tool
         self._served = (tools, served)
         return served
+
+    def _source_lists(self) -> list[list[Tool]]:
+        # A source replaces its list when its tools change: identity is the test.
+        return [handle.tools for handle in self.handles.values()]
+
+    def tool_input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema of served tool ``name``, for the SDK's check of a
+        ``tools/call``'s ``Mcp-Param-*`` headers before the call runs.
+
+        Without it the SDK lists every tool through `list_tools` for each call with
+        arguments: about a quarter of a small call's CPU in ``serve --transport http``,
+        and more the more tools are served. It comes from the catalog as every listing
+        and call reads it; None for a name not served, or where a source's tools changed
+        since the last read (the SDK then skips the check for that call, as it does when
+        a listing fails; the call reads the catalog anew).
+        """
+        current = self._source_lists()
+        if len(current) != len(self._sources) or any(
+            a is not b for a, b in zip(current, self._sources, strict=True)
+        ):
+            return None
+        tool = self._served[1].get(name)
+        return None if tool is None else tool.input_schema
 
     def _public(self, handle: ServerHandle, name: str) -> str:
         if self._single:
@@ -571,6 +598,7 @@ class McpBridge:
             self.name,
             version=self.version,
             instructions=self.instructions,
+            get_tool_input_schema=self.tool_input_schema,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
             on_list_resources=self.list_resources,

@@ -1,0 +1,100 @@
+"""``Mcp-Param-*`` headers (2026-07-28 over Streamable HTTP): a call's headers are checked
+against the schema the catalog serves, without listing every tool for each call.
+
+The official SDK checks them before the call; where the server gives it no lookup, it
+lists all the tools through the server's ``tools/list`` handler for every call with
+arguments (measured: about a quarter of ``serve``'s CPU per call). The listing is
+counted by wrapping the real pool's ``list_tools``; everything else runs for real.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from _mcp_http import serving
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from nativemcp.proxy import McpBridge, WorkerPool, http_app
+
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
+
+
+def _counting(pool: WorkerPool) -> list[int]:
+    """Count the pool's catalog reads (the bridge reads it once per call it runs)."""
+    reads = [0]
+    list_tools = pool.list_tools
+
+    async def counted() -> Any:
+        reads[0] += 1
+        return await list_tools()
+
+    pool.list_tools = counted  # type: ignore[method-assign]
+    return reads
+
+
+async def test_a_call_with_its_header_runs_and_reads_the_catalog_once() -> None:
+    pool = WorkerPool(["_serve_servers:routed"], timeout=20)
+    async with serving(http_app(pool, stateless=True)) as base:
+        with anyio.fail_after(60):
+            reads = _counting(pool)
+            async with Client(f"{base}/mcp") as client:
+                assert client.protocol_version == "2026-07-28"
+                listed = await client.list_tools()  # the client learns which header to send
+                schema = listed.tools[0].input_schema
+                assert schema["properties"]["region"]["x-mcp-header"] == "Region"
+                before = reads[0]
+                for key in ("a", "b", "c"):
+                    result = await client.call_tool("fetch", {"region": "eu", "key": key})
+                    assert not result.is_error
+                    assert result.content[0].text == f"eu/{key}"  # type: ignore[union-attr]
+                # One read per call (the call's own); the SDK's header check reads the
+                # schema from the bridge instead of listing every tool again.
+                assert reads[0] - before == 3
+
+
+async def test_a_header_that_disagrees_with_its_argument_is_refused() -> None:
+    pool = WorkerPool(["_serve_servers:routed"], timeout=20)
+
+    async def tamper(request: httpx2.Request) -> None:
+        if "mcp-param-region" in request.headers:
+            request.headers["mcp-param-region"] = "us"
+
+    async with (
+        serving(http_app(pool, stateless=True)) as base,
+        httpx2.AsyncClient(event_hooks={"request": [tamper]}) as http,
+    ):
+        with anyio.fail_after(60):
+            transport = streamable_http_client(f"{base}/mcp", http_client=http)
+            async with Client(transport) as client:
+                await client.list_tools()
+                with pytest.raises(MCPError, match="Mcp-Param-Region"):
+                    await client.call_tool("fetch", {"region": "eu", "key": "a"})
+                # The refusal is the request's alone: the next call goes through.
+                result = await client.call_tool("fetch", {"region": "us", "key": "b"})
+                assert result.content[0].text == "us/b"  # type: ignore[union-attr]
+
+
+async def test_a_schema_is_not_given_from_before_its_source_relisted() -> None:
+    async with WorkerPool(["_serve_servers:routed"], timeout=20) as pool, McpBridge(pool) as bridge:
+        schema = bridge.tool_input_schema("fetch")
+        assert schema is not None
+        assert schema["properties"]["region"]["x-mcp-header"] == "Region"
+        assert bridge.tool_input_schema("missing") is None
+        handle = pool.handles["routed"]
+        listed = handle.tools
+        os.kill(handle.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        with anyio.fail_after(20):
+            while handle.tools is listed:  # restarted on the next call, listing anew
+                with contextlib.suppress(Exception):  # the call that met the crash
+                    await pool.call_tool("routed__fetch", {"region": "eu", "key": "a"})
+        # The restarted worker listed its tools anew: until a listing or a call reads
+        # the catalog again, no schema is given (the SDK skips that call's check).
+        assert bridge.tool_input_schema("fetch") is None
