@@ -179,15 +179,20 @@ def search_blocks(
     key_weight = dict.fromkeys(phrase_of, 0.0)
     for key, weight in weights:
         key_weight[key] += weight
-    in_block = {token: {lo: bound for lo, bound, _ in bounds[token]} for token in distinct}
     factors = index.factors
     contributions: dict[int, dict[str, float]] = {}
     for key, phrase in phrase_of.items():
-        first, *rest = (in_block[token] for token in phrase.tokens)
+        weight = key_weight[key]
+        if len(phrase.tokens) == 1:
+            for lo, bound, _ in bounds[key]:
+                if bound > 0:
+                    contributions.setdefault(lo, {})[key] = weight * bound * factors[lo]
+            continue
+        first, *rest = ({lo: bound for lo, bound, _ in bounds[token]} for token in phrase.tokens)
         for lo, bound in first.items():
             least = min([bound, *(other.get(lo, 0.0) for other in rest)])
             if least > 0:
-                contributions.setdefault(lo, {})[key] = key_weight[key] * least * factors[lo]
+                contributions.setdefault(lo, {})[key] = weight * least * factors[lo]
     together = _together(conn, index, list(phrase_of.values()))
     ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if rank_tail is not None else []
     for lo, block in contributions.items():
