@@ -53,33 +53,35 @@ def _needle(term: str) -> str:
     return parts[0] if parts else ""
 
 
-def _matches(term: str, text: str) -> Iterator[re.Match[str]]:
-    """The matches of ``term`` in folded ``text``, left to right, none overlapping.
+def _search(term: str, text: str, start: int = 0) -> re.Match[str] | None:
+    """The first match of ``term`` in folded ``text`` at or after ``start``.
 
-    The same as ``_pattern(term).finditer(text)``, tried only where the term's first
-    token occurs (found by a C scan): a pattern that starts with a lookbehind is
+    The same as ``_pattern(term).search(text, start)``, tried only where the term's
+    first token occurs (found by a C scan): a pattern that starts with a lookbehind is
     otherwise tried at every position of the text, which made this most of a search
     (and of highlighting its hits).
     """
     pattern = _pattern(term)
     if pattern is None:
-        return
+        return None
     needle = _needle(term)
-    position = text.find(needle)
+    position = text.find(needle, start)
     while position != -1:
         hit = pattern.match(text, position)  # the lookbehind still sees what is before
-        if hit is None:
-            position = text.find(needle, position + 1)
-            continue
+        if hit is not None:
+            return hit
+        position = text.find(needle, position + 1)
+    return None
+
+
+def _matches(term: str, text: str) -> Iterator[re.Match[str]]:
+    """The matches of ``term`` in folded ``text``, left to right, none overlapping: as
+    ``_pattern(term).finditer(text)``, each found by `_search` from the last one's end
+    (a match is never empty: it holds the term's first token)."""
+    hit = _search(term, text)
+    while hit is not None:
         yield hit
-        # As finditer, on from the match's end (a match is never empty: it holds the
-        # needle).
-        position = text.find(needle, hit.end())
-
-
-def _search(term: str, text: str) -> re.Match[str] | None:
-    """The first match of ``term`` in folded ``text`` (`_matches`)."""
-    return next(_matches(term, text), None)
+        hit = _search(term, text, hit.end())
 
 
 def _spans(folded: Folded, terms: list[str]) -> dict[str, tuple[int, int]]:
