@@ -221,12 +221,12 @@ def search_blocks(
 
 class _Postings:
     """The query tokens' postings in the blocks a search reads, fetched in the order
-    they will be read, many blocks per statement: a statement costs more than its rows
-    (10 blocks: 74 us in 8 statements, 36 us in one). The first fetches `READ_AHEAD`
-    blocks, each later one twice as many as were fetched before it (4, 8, 24, 72...):
-    a search of 11 blocks reads them in two statements, not three, one of 30 in three,
-    not eight, and one stopping early has fetched at most twice as many blocks in vain
-    as it read."""
+    they will be read, many blocks per statement: a statement costs about 10 us, a
+    block fetched in vain about 1 us per token. The first fetches `READ_AHEAD`
+    blocks, each later one twice as many as were fetched before it (16, 32, 96...): a
+    store of up to 16 blocks is read in one statement, a search of 40 blocks in two,
+    and one stopping early has fetched at most `READ_AHEAD` blocks, or twice as many
+    as it read, in vain."""
 
     def __init__(
         self, conn: sqlite3.Connection, rid: int, tokens: Sequence[str], order: Sequence[int]
@@ -389,8 +389,11 @@ every term. The pair queries cost about as much as the blocks they spare at 10
 blocks (10,413 chunks of `bench.search`: ranking p50 307 us with them, 292 without);
 at 20 they save (396 against 460 us) and at 102 most of the time (938 against
 2,580 us; 120 queries in process each, a shared 2-core machine)."""
-READ_AHEAD: Final = 4
-"""Blocks whose postings one statement fetches (see `_Postings`)."""
+READ_AHEAD: Final = 16
+"""Blocks whose postings the first statement of a search fetches (see `_Postings`).
+At the 11 blocks of `bench.search`'s default store, ranking its 50 Latin queries took
+196-210 us a query with 16 (one statement) against 208-222 us with 4 (4 blocks, then
+8: two), min of 7 runs in process."""
 _PAIR_BYTES: Final = 8
 """Bytes per posting in a block: an index and a frequency, 4 bytes each."""
 
