@@ -182,27 +182,38 @@ def score_block(
 
     Each term's parts are added in query order, term by term, as FTS5 adds them.
     """
-    decoded: dict[str, tuple[array[int], array[int]]] = {}
-    for token, _, packed in terms:
+    decoded: list[tuple[str, float, array[int]]] = []
+    for token, weight, packed in terms:
         pairs = array("i")
         pairs.frombytes(packed)
-        decoded[token] = (pairs[0::2], pairs[1::2])
+        decoded.append((token, weight, pairs))
     candidates: set[int] = set()
     if skippable:
-        for token, (indexes, _) in decoded.items():
+        for token, _, pairs in decoded:
             if token not in skippable:
-                candidates.update(indexes)
-    # Locals, not globals, in the loop below; the same values, so the same floats.
+                candidates.update(pairs[0::2])
+    # Locals, not globals, in the loops below; the same values, so the same floats.
     k1, b, plus_one, norm = BM25_K1, BM25_B, BM25_K1 + 1, 1 - BM25_B
     scores: dict[int, float] = {}
-    for token, weight, _ in terms:
-        indexes, frequencies = decoded[token]
-        postings: Iterable[tuple[int, int]] = zip(indexes, frequencies, strict=True)
+    for token, weight, pairs in decoded:
+        # The pairs read two at a time from one iterator: no copy per column.
+        pair = iter(pairs)
+        postings: Iterable[tuple[int, int]] = zip(pair, pair, strict=True)
         if token in skippable:
             postings = [(index, tf) for index, tf in postings if index in candidates]
+        if not scores:
+            # The first term's parts are each chunk's whole score so far (0.0 + part is
+            # part): one dict built in C instead of a lookup and a store per posting.
+            scores = {
+                index: weight
+                * ((tf * plus_one) / (tf + k1 * (norm + b * lengths[index] / average)))
+                for index, tf in postings
+            }
+            continue
+        get = scores.get
         for index, tf in postings:
             part = weight * ((tf * plus_one) / (tf + k1 * (norm + b * lengths[index] / average)))
-            scores[index] = scores.get(index, 0.0) + part
+            scores[index] = get(index, 0.0) + part
     return [(ids[index], score) for index, score in scores.items() if score >= threshold]
 
 
@@ -280,10 +291,17 @@ def top_k(
     for bound, key in sorted(ranges, key=lambda entry: -entry[0]):
         if len(best) >= k and bound * (1 + _SLACK) < best[0][0]:
             break
-        for rowid, score in read(key, best[0][0] if len(best) >= k else -math.inf):
+        found = read(key, best[0][0] if len(best) >= k else -math.inf)
+        if len(best) < k:
+            # No threshold yet, so every chunk of the range came back: sorted once in C
+            # and cut to the k best (an ascending list is a min-heap), rather than each
+            # pushed through the heap.
+            best += [(score, -rowid) for rowid, score in found]
+            best.sort()
+            del best[:-k]
+            continue
+        for rowid, score in found:
             entry = (score, -rowid)
-            if len(best) < k:
-                heapq.heappush(best, entry)
-            elif entry > best[0]:
+            if entry > best[0]:
                 heapq.heapreplace(best, entry)
     return [(-negative, score) for score, negative in sorted(best, reverse=True)]

@@ -179,15 +179,20 @@ def search_blocks(
     key_weight = dict.fromkeys(phrase_of, 0.0)
     for key, weight in weights:
         key_weight[key] += weight
-    in_block = {token: {lo: bound for lo, bound, _ in bounds[token]} for token in distinct}
     factors = index.factors
     contributions: dict[int, dict[str, float]] = {}
     for key, phrase in phrase_of.items():
-        first, *rest = (in_block[token] for token in phrase.tokens)
+        weight = key_weight[key]
+        if len(phrase.tokens) == 1:
+            for lo, bound, _ in bounds[key]:
+                if bound > 0:
+                    contributions.setdefault(lo, {})[key] = weight * bound * factors[lo]
+            continue
+        first, *rest = ({lo: bound for lo, bound, _ in bounds[token]} for token in phrase.tokens)
         for lo, bound in first.items():
             least = min([bound, *(other.get(lo, 0.0) for other in rest)])
             if least > 0:
-                contributions.setdefault(lo, {})[key] = key_weight[key] * least * factors[lo]
+                contributions.setdefault(lo, {})[key] = weight * least * factors[lo]
     together = _together(conn, index, list(phrase_of.values()))
     ranges: list[tuple[float, int]] = [(math.inf, _TAIL)] if rank_tail is not None else []
     for lo, block in contributions.items():
@@ -215,10 +220,13 @@ def search_blocks(
 
 
 class _Postings:
-    """The query tokens' postings in the blocks a search reads, fetched `READ_AHEAD`
-    blocks per statement in the order they will be read: a statement costs more than
-    its rows (at 10 blocks, 8 read: 74 us in 8 statements, 36 us in one), and a search
-    stopping early has fetched at most ``READ_AHEAD - 1`` blocks in vain."""
+    """The query tokens' postings in the blocks a search reads, fetched in the order
+    they will be read, many blocks per statement: a statement costs about 10 us, a
+    block fetched in vain about 1 us per token. The first fetches `READ_AHEAD`
+    blocks, each later one twice as many as were fetched before it (16, 32, 96...): a
+    store of up to 16 blocks is read in one statement, a search of 40 blocks in two,
+    and one stopping early has fetched at most `READ_AHEAD` blocks, or twice as many
+    as it read, in vain."""
 
     def __init__(
         self, conn: sqlite3.Connection, rid: int, tokens: Sequence[str], order: Sequence[int]
@@ -236,7 +244,7 @@ class _Postings:
         if found is not None:
             return found
         start = self._position[lo]
-        batch = self._order[start : start + READ_AHEAD]
+        batch = self._order[start : start + max(2 * start, READ_AHEAD)]
         for each in batch:
             self._fetched[each] = {}
         for each, token, packed in self._conn.execute(
@@ -381,8 +389,11 @@ every term. The pair queries cost about as much as the blocks they spare at 10
 blocks (10,413 chunks of `bench.search`: ranking p50 307 us with them, 292 without);
 at 20 they save (396 against 460 us) and at 102 most of the time (938 against
 2,580 us; 120 queries in process each, a shared 2-core machine)."""
-READ_AHEAD: Final = 4
-"""Blocks whose postings one statement fetches (see `_Postings`)."""
+READ_AHEAD: Final = 16
+"""Blocks whose postings the first statement of a search fetches (see `_Postings`).
+At the 11 blocks of `bench.search`'s default store, ranking its 50 Latin queries took
+196-210 us a query with 16 (one statement) against 208-222 us with 4 (4 blocks, then
+8: two), min of 7 runs in process."""
 _PAIR_BYTES: Final = 8
 """Bytes per posting in a block: an index and a frequency, 4 bytes each."""
 

@@ -184,7 +184,7 @@ class ContentDB:
         self._write.executescript(_SCHEMA)
         self._check_version()
         self._read = _connect(path)
-        self._indexes = IndexCache(self._read)
+        self._indexes = IndexCache(self._read, _fts)
         self._closed = False
         self._merger = IndexMerger(self._merge_step, idle=merge_idle, seal=self._seal_step)
 
@@ -530,15 +530,14 @@ class ContentDB:
         """
         with self._snapshot():
             conn = self._read
-            store_rid = self._store_rid(conn, store_id)
-            if store_rid is None:
+            index = self._indexes.current(store_id)
+            if index is None:
                 return None
             wanted = phrases(query)
             if not wanted:
                 return []
-            fts = _fts(store_rid)
+            fts = index.fts
             expression = " OR ".join(match(phrase) for phrase in wanted)
-            index = self._indexes.current(store_rid, store_id, fts)
             if (
                 len(index.blocks) < self.min_blocks
                 or any(p.prefix for p in wanted)

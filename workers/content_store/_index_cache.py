@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from array import array
+from collections.abc import Callable
 from typing import Final
 
 from ._blockmax import read_averages, scale_bound, unpack_chunks
@@ -141,19 +142,27 @@ class IndexCache:
     """`StoreIndex` per store for one read connection, all dropped when the file
     changes (see the module docstring). Call `current` inside a read transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        """Keep what ``conn`` (the read connection) reads."""
+    def __init__(self, conn: sqlite3.Connection, fts: Callable[[int], str]) -> None:
+        """Keep what ``conn`` (the read connection) reads; ``fts`` names a store's
+        FTS5 table from its rowid."""
         self._conn = conn
+        self._fts = fts
         self._version: int | None = None
-        self._stores: dict[int, StoreIndex] = {}
+        self._stores: dict[str, StoreIndex] = {}
 
-    def current(self, rid: int, store_id: str, fts: str) -> StoreIndex:
-        """Store ``rid``'s index facts as of the open transaction's snapshot."""
+    def current(self, store_id: str) -> StoreIndex | None:
+        """Store ``store_id``'s index facts as of the open transaction's snapshot; None
+        when there is no such store. Its rowid is kept with them: a search of a known
+        store reads nothing here but the file's version."""
         (version,) = self._conn.execute("PRAGMA data_version").fetchone()
         if version != self._version:
             self._stores.clear()
             self._version = version
-        found = self._stores.get(rid)
+        found = self._stores.get(store_id)
         if found is None:
-            found = self._stores[rid] = StoreIndex(self._conn, rid, store_id, fts)
+            row = self._conn.execute("SELECT rid FROM stores WHERE id = ?", (store_id,)).fetchone()
+            if row is None:
+                return None
+            rid = int(row[0])
+            found = self._stores[store_id] = StoreIndex(self._conn, rid, store_id, self._fts(rid))
         return found

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from typing import Final, NamedTuple
 
 from ._models import RelevanceType
@@ -52,24 +53,35 @@ def _needle(term: str) -> str:
     return parts[0] if parts else ""
 
 
-def _search(term: str, text: str) -> re.Match[str] | None:
-    """The first match of ``term`` in folded ``text``.
+def _search(term: str, text: str, start: int = 0) -> re.Match[str] | None:
+    """The first match of ``term`` in folded ``text`` at or after ``start``.
 
-    The same as ``_pattern(term).search(text)``, tried only where the term's first
-    token occurs (found by a C scan): a pattern that starts with a lookbehind is
-    otherwise tried at every position of the text, which made this most of a search.
+    The same as ``_pattern(term).search(text, start)``, tried only where the term's
+    first token occurs (found by a C scan): a pattern that starts with a lookbehind is
+    otherwise tried at every position of the text, which made this most of a search
+    (and of highlighting its hits).
     """
     pattern = _pattern(term)
     if pattern is None:
         return None
     needle = _needle(term)
-    position = text.find(needle)
+    position = text.find(needle, start)
     while position != -1:
         hit = pattern.match(text, position)  # the lookbehind still sees what is before
         if hit is not None:
             return hit
         position = text.find(needle, position + 1)
     return None
+
+
+def _matches(term: str, text: str) -> Iterator[re.Match[str]]:
+    """The matches of ``term`` in folded ``text``, left to right, none overlapping: as
+    ``_pattern(term).finditer(text)``, each found by `_search` from the last one's end
+    (a match is never empty: it holds the term's first token)."""
+    hit = _search(term, text)
+    while hit is not None:
+        yield hit
+        hit = _search(term, text, hit.end())
 
 
 def _spans(folded: Folded, terms: list[str]) -> dict[str, tuple[int, int]]:
@@ -127,12 +139,9 @@ def highlight(text: str, terms: list[str]) -> str:
     folded = fold(core)
     marks: list[tuple[int, int]] = []
     for term in terms:
-        pattern = _pattern(term)
-        if pattern is not None and _needle(term) in folded.text:
-            for hit in pattern.finditer(folded.text):
-                if hit.end() > hit.start():
-                    start, end = folded.span(*hit.span())
-                    marks.append((lead + start, lead + end))
+        for hit in _matches(term, folded.text):
+            start, end = folded.span(*hit.span())
+            marks.append((lead + start, lead + end))
     if not marks:
         return text
     marks.sort()

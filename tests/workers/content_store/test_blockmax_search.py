@@ -148,9 +148,40 @@ def test_search_skips_blocks_whose_bound_cannot_reach_the_top(
         # The one block holding the best chunk is scored: every other is bounded below
         # it; one statement fetched its postings and those of the next few by bound.
         assert len(scored) == 1 and len(reads) == 1
+        holding = db._read.execute(
+            "SELECT count(*) FROM block_bounds WHERE token = 'rare'"
+        ).fetchone()[0]
         (listed,) = re.findall(r"lo IN \(([^)]*)\)", reads[0])
-        assert len(listed.split(",")) == READ_AHEAD
+        assert len(listed.split(",")) == min(READ_AHEAD, holding)
         _assert_exact(db, store, "rare", 1)
+
+
+def test_a_search_reading_every_block_fetches_their_postings_in_few_statements(
+    tmp_path: Path,
+) -> None:
+    with _database(tmp_path, block_chunks=2) as db:
+        store = db.create_store("s", None, None).store_id
+        for n in range(6):
+            db.add_content(store, item(n, f"alpha beta {n}\n" + "alpha filler text\n" * 30))
+        _seal(db, store)
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        assert 2 * READ_AHEAD < blocks <= 3 * READ_AHEAD
+        reads: list[str] = []
+        db._read.set_trace_callback(
+            lambda sql: (
+                reads.append(sql) if "block_postings WHERE" in sql and "token IN" in sql else None
+            )
+        )
+        try:
+            db.ranked(store, "alpha beta", 10_000)  # no k-th score to stop at: all read
+        finally:
+            db._read.set_trace_callback(None)
+        # READ_AHEAD blocks, then twice as many as fetched so far: all in two statements.
+        assert [len(re.findall(r"lo IN \(([^)]*)\)", sql)[0].split(",")) for sql in reads] == [
+            READ_AHEAD,
+            blocks - READ_AHEAD,
+        ]
+        _assert_exact(db, store, "alpha beta", 10_000)
 
 
 def test_averages_record_gives_fts5_row_count_and_token_total(tmp_path: Path) -> None:

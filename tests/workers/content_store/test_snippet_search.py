@@ -1,13 +1,13 @@
 """Finding a query term in a chunk: the needle-first search agrees with the term's
-pattern searched from the start, wherever the term's tokens, word edges and scripts
-fall."""
+pattern searched from the start (its first match, and every match highlighting
+marks), wherever the term's tokens, word edges and scripts fall."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from nativemcp.workers.content_store._snippet import _pattern, _search, highlight
+from nativemcp.workers.content_store._snippet import _matches, _pattern, _search, highlight
 from nativemcp.workers.content_store._tokenize import fold
 
 _PIECES = st.sampled_from(["ab", "abc", "b", "x", "한국", "東京", "ab_c", "é", "ß", "A"])
@@ -20,6 +20,8 @@ _GLUE = st.sampled_from(["", " ", "-", "_", "\n", ".", "é"])
     st.lists(_PIECES, min_size=1, max_size=3),
     _GLUE,
 )
+# A CJK term matches inside runs: its next match may start within the last one.
+@example([("한국", "")] * 3, ["한국", "한국"], "")
 def test_the_needle_first_search_finds_what_the_pattern_finds(
     text_parts: list[tuple[str, str]], term_parts: list[str], joint: str
 ) -> None:
@@ -29,6 +31,8 @@ def test_the_needle_first_search_finds_what_the_pattern_finds(
     expected = pattern.search(text) if pattern is not None else None
     found = _search(term, text)
     assert (found.span() if found else None) == (expected.span() if expected else None)
+    every = pattern.finditer(text) if pattern is not None else ()
+    assert [hit.span() for hit in _matches(term, text)] == [hit.span() for hit in every]
 
 
 def test_a_term_inside_a_longer_word_is_no_match_but_a_later_whole_one_is() -> None:
