@@ -320,6 +320,8 @@ async def test_text_with_nul_backslashes_and_null_words_round_trips_on_postgres(
         assert isinstance(found.structured_result, SearchResult)
         (hit,) = found.structured_result.results
         assert hit.line_range == (1, 2)
+        # The chunk's text as stored, escapes undone (a search reads it in binary).
+        assert "a\x00b \uffff0" in hit.context
         read = await server.call_tool(
             "read_content", {"store_id": store_id, "content_id": hit.content_id}
         )

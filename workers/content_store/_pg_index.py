@@ -45,6 +45,7 @@ from ._blockmax import (
     top_k,
     unpack_chunks,
 )
+from ._pg_arrays import int8_array, text_array
 from ._pg_tail import TailCache, TailView
 from ._postings import Phrase, bm25, idf, phrase_frequency, token_positions
 
@@ -286,7 +287,7 @@ class BlockCache:
             "SELECT p.lo, b.version, p.postings FROM cs_block_postings p JOIN cs_blocks b"
             " ON b.store_rid = p.store_rid AND b.lo = p.lo WHERE p.store_rid = %s"
             " AND p.token = '' AND p.lo = ANY(%s::int8[])",
-            (store_rid, missing),
+            (store_rid, int8_array(missing)),
             binary=True,
         ):
             if version != versions[lo]:
@@ -344,10 +345,12 @@ def _ranked(
     # prefix the postings and positions. One statement: one snapshot.
     if plain:
         found = conn.execute(
-            _STORE_SQL, {"store": store_id, "tokens": exact, "whole": _PREFETCH}, binary=True
+            _STORE_SQL,
+            {"store": store_id, "tokens": text_array(exact), "whole": _PREFETCH},
+            binary=True,
         ).fetchall()
     else:
-        params: dict[str, Any] = {"store": store_id, "exact": exact}
+        params: dict[str, Any] = {"store": store_id, "exact": text_array(exact)}
         for n, prefix in enumerate(prefixes):
             # A prefix as a range of the key (byte order: every token it starts sorts
             # from it up to it followed by the highest character), which a generic plan
@@ -499,7 +502,7 @@ def _read_blocks(
         "SELECT p.lo, b.version, p.token, p.postings FROM cs_block_postings p JOIN cs_blocks b"
         " ON b.store_rid = p.store_rid AND b.lo = p.lo WHERE p.store_rid = %s"
         ' AND p.token = ANY(%s::text[] COLLATE "C") AND p.lo = ANY(%s::int8[])',
-        (store_rid, list(tokens), list(versions)),
+        (store_rid, text_array(tokens), int8_array(versions)),
         # Binary: bytea as it is, not as hex text to decode.
         binary=True,
     ):

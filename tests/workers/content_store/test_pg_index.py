@@ -209,6 +209,22 @@ def test_an_empty_store_and_absent_terms_rank_nothing(postgres_url: str, query: 
         assert db.ranked(store, query, 5) == []
 
 
+@pytest.mark.parametrize("query", ["null", "NULL pointer", "null 東京都"])
+def test_words_that_spell_array_syntax_are_searched_as_words_in_sealed_blocks(
+    postgres_url: str, query: str
+) -> None:
+    # A search sends its tokens as one array literal: an unquoted null element is SQL's
+    # NULL, which matches no token.
+    with _database(postgres_url, block_chunks=2) as db:
+        store = db.create_store("s", None, None).store_id
+        for number, text in enumerate(["null pointer", "a NULL value", "東京都 null", "none"]):
+            db.add_content(store, item(number, text))
+        db.merge(store)
+        assert _pending(db, store) == 0
+        assert len(db.ranked(store, query, 5) or []) == 3
+        _assert_exact(db, store, query, 5)
+
+
 # A plain term, and a CJK word (a phrase of bigrams, matched on positions).
 @pytest.mark.parametrize("query", ["alpha", "東京都"])
 def test_a_search_that_finds_a_block_sealed_again_under_it_ranks_one_snapshot(
