@@ -241,6 +241,19 @@ def _assert_searches_as_sqlite(tmp_path: Path, url: str, store_id: str) -> None:
         reopened.close()
 
 
+def _pending_chunks(url: str) -> int:
+    """Chunks past their store's merged watermark (not in sealed blocks), in every store."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
+            " WHERE c.id > s.merged"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def _schema_version(url: str, component: str) -> int | None:
     """The version the schema table records for ``component``."""
     import psycopg
@@ -384,15 +397,45 @@ def test_a_version_2_database_is_upgraded_to_sealed_blocks_on_start(
     # What was stored before the upgrade is found as before: sealed when it started.
     _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
     with psycopg.connect(postgres_url) as conn:
-        left = conn.execute(
-            "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
-            " WHERE c.id > s.merged"
-        ).fetchone()
         tables = conn.execute(
             "SELECT count(*) FROM pg_class WHERE relname IN ('cs_postings', 'cs_terms')"
         ).fetchone()
-    assert left == (0,)
+    assert _pending_chunks(postgres_url) == 0
     assert tables == (0,)
+    assert _schema_version(postgres_url, "content-store") == len(MIGRATIONS)
+
+
+def test_a_version_3_database_keeps_its_sealed_blocks_and_searches_them_after_the_upgrade(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    db = PostgresContentDB(postgres_url)
+    try:
+        store_id = _fill(db)
+        db.merge(store_id)
+    finally:
+        db.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        # Back to the schema as version 3 left it: no block facts on the postings rows.
+        conn.execute(
+            "ALTER TABLE cs_block_postings DROP CONSTRAINT cs_block_postings_pkey,"
+            " ADD PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df)"
+        )
+        conn.execute("ALTER TABLE cs_block_postings DROP COLUMN average, DROP COLUMN version")
+        conn.execute("UPDATE nativemcp_schema SET version = 3 WHERE component = 'content-store'")
+    # Searched from the blocks sealed before the upgrade (nothing is pending).
+    _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
+    with psycopg.connect(postgres_url) as conn:
+        unlike = conn.execute(
+            "SELECT count(*) FROM cs_block_postings p JOIN cs_blocks b"
+            " ON b.store_rid = p.store_rid AND b.lo = p.lo"
+            " WHERE p.version <> b.version OR p.average <> b.average"
+        ).fetchone()
+        rows = conn.execute("SELECT count(*) FROM cs_block_postings").fetchone()
+    assert _pending_chunks(postgres_url) == 0
+    assert unlike == (0,)
+    assert rows is not None and rows[0] > 0
     assert _schema_version(postgres_url, "content-store") == len(MIGRATIONS)
 
 

@@ -47,7 +47,7 @@ from nativemcp.workers._database import (
 from ._blockmax import BLOCK_CHUNKS, fast_tokens
 from ._merging import IDLE_SECONDS, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._pg_index import MIGRATION, BlockCache, Kept, merge_step, ranked, reseal
+from ._pg_index import MIGRATION, MIGRATION_4, BlockCache, Kept, merge_step, ranked, reseal
 from ._pg_items import ItemNames
 from ._pg_tail import TailCache
 from ._postings import phrases
@@ -134,6 +134,7 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # written before keep their fill until rewritten.
     ("ALTER TABLE cs_terms SET (fillfactor = 50)",),
     MIGRATION,
+    MIGRATION_4,
 )
 """The schema, one tuple of statements per version (see `Database`)."""
 
