@@ -254,6 +254,19 @@ def _pending_chunks(url: str) -> int:
     return int(row[0])
 
 
+def _miscounted_stores(url: str) -> int:
+    """Stores whose row keeps another block count than their sealed blocks."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM cs_stores s"
+            " WHERE s.blocks <> (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def _schema_version(url: str, component: str) -> int | None:
     """The version the schema table records for ``component``."""
     import psycopg
@@ -378,7 +391,7 @@ def test_a_version_2_database_is_upgraded_to_sealed_blocks_on_start(
         # Back to the schema as version 2 left it: per-token tables, no blocks.
         conn.execute("DROP TABLE cs_blocks, cs_block_postings")
         conn.execute("DROP INDEX cs_chunks_by_store")
-        conn.execute("ALTER TABLE cs_stores DROP COLUMN merged")
+        conn.execute("ALTER TABLE cs_stores DROP COLUMN merged, DROP COLUMN blocks")
         # Version 2 kept each chunk's distinct tokens, sorted, as an array.
         conn.execute(
             "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT[]"
@@ -423,6 +436,7 @@ def test_a_version_3_database_keeps_its_sealed_blocks_and_searches_them_after_th
             " ADD PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df)"
         )
         conn.execute("ALTER TABLE cs_block_postings DROP COLUMN average, DROP COLUMN version")
+        conn.execute("ALTER TABLE cs_stores DROP COLUMN blocks")
         conn.execute("UPDATE nativemcp_schema SET version = 3 WHERE component = 'content-store'")
     # Searched from the blocks sealed before the upgrade (nothing is pending).
     _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
@@ -434,6 +448,7 @@ def test_a_version_3_database_keeps_its_sealed_blocks_and_searches_them_after_th
         ).fetchone()
         rows = conn.execute("SELECT count(*) FROM cs_block_postings").fetchone()
     assert _pending_chunks(postgres_url) == 0
+    assert _miscounted_stores(postgres_url) == 0
     assert unlike == (0,)
     assert rows is not None and rows[0] > 0
     assert _schema_version(postgres_url, "content-store") == len(MIGRATIONS)
@@ -458,6 +473,7 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
             (INDEX_VERSION - 1,),
         )
     _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
+    assert _miscounted_stores(postgres_url) == 0
     assert _schema_version(postgres_url, "content-store.index") == INDEX_VERSION
 
 

@@ -3,8 +3,8 @@
 Tables (prefixed ``cs_``; planning's share the database under ``planning_``):
 
 - ``cs_stores``: one row per store, with the store's chunk and token totals (BM25's
-  N and average length), kept in the same transaction as every change, and its merged
-  watermark (the newest chunk id in its sealed blocks);
+  N and average length), kept in the same transaction as every change, its merged
+  watermark (the newest chunk id in its sealed blocks) and its block count;
 - ``cs_contents``: one row per item, ``UNIQUE (store_rid, sha256)``: the duplicate
   rule is the database's, so two pools adding the same text at once store it once;
 - ``cs_chunks``: the line chunks, with their token count and tokens (one text, each
@@ -579,7 +579,7 @@ def _reindex(conn: Any) -> None:
     are dropped, every chunk left pending (`_merge_all` seals them)."""
     conn.execute("DELETE FROM cs_block_postings")
     conn.execute("DELETE FROM cs_blocks")
-    conn.execute("UPDATE cs_stores SET merged = 0, token_total = 0")
+    conn.execute("UPDATE cs_stores SET merged = 0, token_total = 0, blocks = 0")
     conn.execute(
         "CREATE TEMP TABLE cs_reindex (id BIGINT PRIMARY KEY, length INTEGER NOT NULL,"
         " tokens TEXT NOT NULL) ON COMMIT DROP"

@@ -50,6 +50,8 @@ def _scratch(db: PostgresContentDB, store_id: str, query: str) -> dict[int, floa
 
 
 def _assert_exact(db: PostgresContentDB, store_id: str, query: str, k: int) -> None:
+    kept, sealed = _blocks_counted(db, store_id)
+    assert kept == sealed
     got = db.ranked(store_id, query, k)
     assert got is not None
     scores = sorted(
@@ -66,6 +68,19 @@ def _assert_exact(db: PostgresContentDB, store_id: str, query: str, k: int) -> N
         assert {c for c, s in got if s > cut + 1e-9} == {c for s, c in want if s > cut + 1e-9}
     else:
         assert {c for c, _ in got} == {c for _, c in want}
+
+
+def _blocks_counted(db: PostgresContentDB, store_id: str) -> tuple[int, int]:
+    """The block count the store's row keeps and its sealed blocks counted, in one
+    snapshot (a merge may commit meanwhile on the merging thread)."""
+    with db.db.connection() as conn:
+        row = conn.execute(
+            "SELECT s.blocks, (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
+            " FROM cs_stores s WHERE s.id = %s",
+            (store_id,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 def _pending(db: PostgresContentDB, store_id: str) -> int:
