@@ -241,30 +241,32 @@ def _assert_searches_as_sqlite(tmp_path: Path, url: str, store_id: str) -> None:
         reopened.close()
 
 
-def _pending_chunks(url: str) -> int:
-    """Chunks past their store's merged watermark (not in sealed blocks), in every store."""
+def _count(url: str, query: str) -> int:
+    """The one number ``query`` selects."""
     import psycopg
 
     with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
-            " WHERE c.id > s.merged"
-        ).fetchone()
+        row = conn.execute(query).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def _pending_chunks(url: str) -> int:
+    """Chunks past their store's merged watermark (not in sealed blocks), in every store."""
+    return _count(
+        url,
+        "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
+        " WHERE c.id > s.merged",
+    )
 
 
 def _miscounted_stores(url: str) -> int:
     """Stores whose row keeps another block count than their sealed blocks."""
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM cs_stores s"
-            " WHERE s.blocks <> (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+    return _count(
+        url,
+        "SELECT count(*) FROM cs_stores s"
+        " WHERE s.blocks <> (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)",
+    )
 
 
 def _schema_version(url: str, component: str) -> int | None:

@@ -70,28 +70,33 @@ def _assert_exact(db: PostgresContentDB, store_id: str, query: str, k: int) -> N
         assert {c for c, _ in got} == {c for _, c in want}
 
 
-def _blocks_counted(db: PostgresContentDB, store_id: str) -> tuple[int, int]:
+def _store_row(db: PostgresContentDB, query: str, store_id: str) -> tuple[int, ...]:
+    """The numbers ``query`` selects for the store ``store_id`` (``%s``), one snapshot."""
+    with db.db.connection() as conn:
+        row = conn.execute(query, (store_id,)).fetchone()
+    assert row is not None
+    return tuple(int(value) for value in row)
+
+
+def _blocks_counted(db: PostgresContentDB, store_id: str) -> tuple[int, ...]:
     """The block count the store's row keeps and its sealed blocks counted, in one
     snapshot (a merge may commit meanwhile on the merging thread)."""
-    with db.db.connection() as conn:
-        row = conn.execute(
-            "SELECT s.blocks, (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
-            " FROM cs_stores s WHERE s.id = %s",
-            (store_id,),
-        ).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1])
+    return _store_row(
+        db,
+        "SELECT s.blocks, (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
+        " FROM cs_stores s WHERE s.id = %s",
+        store_id,
+    )
 
 
 def _pending(db: PostgresContentDB, store_id: str) -> int:
-    with db.db.connection() as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
-            " WHERE s.id = %s AND c.id > s.merged",
-            (store_id,),
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+    (pending,) = _store_row(
+        db,
+        "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
+        " WHERE s.id = %s AND c.id > s.merged",
+        store_id,
+    )
+    return pending
 
 
 def _merged_store(
