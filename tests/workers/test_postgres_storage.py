@@ -261,11 +261,13 @@ def _pending_chunks(url: str) -> int:
 
 
 def _miscounted_stores(url: str) -> int:
-    """Stores whose row keeps another block count than their sealed blocks."""
+    """Stores whose row keeps another block count than their sealed blocks, or another
+    newest chunk id than their chunks' (nothing was deleted)."""
     return _count(
         url,
         "SELECT count(*) FROM cs_stores s"
-        " WHERE s.blocks <> (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)",
+        " WHERE s.blocks <> (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
+        " OR s.newest <> (SELECT max(id) FROM cs_chunks c WHERE c.store_rid = s.rid)",
     )
 
 
@@ -393,7 +395,9 @@ def test_a_version_2_database_is_upgraded_to_sealed_blocks_on_start(
         # Back to the schema as version 2 left it: per-token tables, no blocks.
         conn.execute("DROP TABLE cs_blocks, cs_block_postings")
         conn.execute("DROP INDEX cs_chunks_by_store")
-        conn.execute("ALTER TABLE cs_stores DROP COLUMN merged, DROP COLUMN blocks")
+        conn.execute(
+            "ALTER TABLE cs_stores DROP COLUMN merged, DROP COLUMN blocks, DROP COLUMN newest"
+        )
         # Version 2 kept each chunk's distinct tokens, sorted, as an array.
         conn.execute(
             "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT[]"
@@ -438,7 +442,7 @@ def test_a_version_3_database_keeps_its_sealed_blocks_and_searches_them_after_th
             " ADD PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df)"
         )
         conn.execute("ALTER TABLE cs_block_postings DROP COLUMN average, DROP COLUMN version")
-        conn.execute("ALTER TABLE cs_stores DROP COLUMN blocks")
+        conn.execute("ALTER TABLE cs_stores DROP COLUMN blocks, DROP COLUMN newest")
         conn.execute("UPDATE nativemcp_schema SET version = 3 WHERE component = 'content-store'")
     # Searched from the blocks sealed before the upgrade (nothing is pending).
     _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)

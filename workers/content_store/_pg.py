@@ -4,7 +4,8 @@ Tables (prefixed ``cs_``; planning's share the database under ``planning_``):
 
 - ``cs_stores``: one row per store, with the store's chunk and token totals (BM25's
   N and average length), kept in the same transaction as every change, its merged
-  watermark (the newest chunk id in its sealed blocks) and its block count;
+  watermark (the newest chunk id in its sealed blocks), its block count and the
+  newest chunk id it ever held;
 - ``cs_contents``: one row per item, ``UNIQUE (store_rid, sha256)``: the duplicate
   rule is the database's, so two pools adding the same text at once store it once;
 - ``cs_chunks``: the line chunks, with their token count and tokens (one text, each
@@ -366,8 +367,9 @@ class PostgresContentDB:
                 newest = self._index(conn, store_rid, inserted[0], item, tokenized, progress)
                 conn.execute(
                     "UPDATE cs_stores SET updated_at = %s, chunk_total = chunk_total + %s,"
-                    " token_total = token_total + %s WHERE rid = %s",
-                    (now, total, sum(len(tokens) for tokens in tokenized), store_rid),
+                    " token_total = token_total + %s, newest = greatest(newest, %s)"
+                    " WHERE rid = %s",
+                    (now, total, sum(len(tokens) for tokens in tokenized), newest, store_rid),
                 )
             found = conn.execute(
                 f"SELECT {_CONTENT_COLUMNS} FROM {_CONTENT_FROM}"

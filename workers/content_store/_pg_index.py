@@ -132,13 +132,17 @@ MIGRATION_4: Final = (
     # In the key's leaf too: a store of many blocks reads them with its bounds alone.
     "ALTER TABLE cs_block_postings DROP CONSTRAINT cs_block_postings_pkey,"
     " ADD PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df, average, version)",
-    # The store's block count, kept by the merge (counting its cs_blocks rows cost a
-    # search's first statement 9-17 us, measured).
-    "ALTER TABLE cs_stores ADD COLUMN blocks INTEGER NOT NULL DEFAULT 0",
-    "UPDATE cs_stores s SET blocks = (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)",
+    # The store's block count, kept by the merge, and its newest chunk id, kept by the
+    # writes (the highest id it ever held: a delete leaves it, and a search's pending
+    # tail then finds fewer rows than the store counts, and is read again). Reading
+    # them in subqueries of a CTE cost a search's first statement 40-50 us, measured.
+    "ALTER TABLE cs_stores ADD COLUMN blocks INTEGER NOT NULL DEFAULT 0,"
+    " ADD COLUMN newest BIGINT NOT NULL DEFAULT 0",
+    "UPDATE cs_stores s SET blocks = (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid),"
+    " newest = (SELECT coalesce(max(id), 0) FROM cs_chunks c WHERE c.store_rid = s.rid)",
 )
 """Schema version 4: the block's version and average on each of its postings rows, the
-block count on the store's row."""
+block count and newest chunk id on the store's row."""
 
 _PAIR_BYTES: Final = 8
 """Bytes per posting in a block: an index and a frequency, 4 bytes each."""
@@ -404,27 +408,18 @@ def _ranked(
     )
 
 
-_STORE_CTE: Final = """
-WITH s AS MATERIALIZED (
-    SELECT s.rid, s.chunk_total, s.token_total, s.merged,
-           (SELECT coalesce(max(id), 0) FROM cs_chunks WHERE store_rid = s.rid) AS newest,
-           s.blocks
-    FROM cs_stores s WHERE s.id = %(store)s
-)
-SELECT s.rid, s.chunk_total, s.token_total, s.merged, s.newest, s.blocks,
-"""
-# The store's newest chunk once, in a materialized CTE: as a lateral
-# subquery the plan ran it again for every (block, token) row, 0.24 -> 0.14 ms.
-_STORE_SQL: Final = (
-    _STORE_CTE
-    + """
+_STORE_COLUMNS: Final = "s.rid, s.chunk_total, s.token_total, s.merged, s.newest, s.blocks,"
+# The store's row and the postings rows joined to it, nothing else: no subquery or CTE
+# (its newest chunk id and block count are kept on its row), one nested loop.
+_STORE_SQL: Final = f"""
+SELECT {_STORE_COLUMNS}
        p.lo, p.token, p.bound, p.df, p.average, p.version,
        CASE WHEN s.blocks <= %(whole)s THEN p.postings END
-FROM s
+FROM cs_stores s
 LEFT JOIN cs_block_postings p
     ON p.store_rid = s.rid AND p.token = ANY(%(tokens)s::text[] COLLATE "C")
+WHERE s.id = %(store)s
 """
-)
 
 
 def _phrase_sql(prefixes: int) -> str:
@@ -432,14 +427,13 @@ def _phrase_sql(prefixes: int) -> str:
     tokens its ``prefixes`` prefixes start (``%(fromN)s``, ``%(toN)s``), per block."""
     clauses = ['p.token = ANY(%(exact)s::text[] COLLATE "C")']
     clauses += [f"(p.token >= %(from{n})s AND p.token < %(to{n})s)" for n in range(prefixes)]
-    return (
-        _STORE_CTE
-        + f"""
+    return f"""
+SELECT {_STORE_COLUMNS}
        p.lo, p.token, p.postings, p.positions, p.version
-FROM s
+FROM cs_stores s
 LEFT JOIN cs_block_postings p ON p.store_rid = s.rid AND ({" OR ".join(clauses)})
+WHERE s.id = %(store)s
 """
-    )
 
 
 _NO_TAIL: Final = TailView(array("q"), array("i"), [], {})

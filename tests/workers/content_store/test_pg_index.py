@@ -50,8 +50,10 @@ def _scratch(db: PostgresContentDB, store_id: str, query: str) -> dict[int, floa
 
 
 def _assert_exact(db: PostgresContentDB, store_id: str, query: str, k: int) -> None:
-    kept, sealed = _blocks_counted(db, store_id)
-    assert kept == sealed
+    blocks, newest, sealed, last = _kept_and_counted(db, store_id)
+    assert blocks == sealed
+    # The newest id it held: past the last chunk left once the newest were deleted.
+    assert newest >= last
     got = db.ranked(store_id, query, k)
     assert got is not None
     scores = sorted(
@@ -78,12 +80,14 @@ def _store_row(db: PostgresContentDB, query: str, store_id: str) -> tuple[int, .
     return tuple(int(value) for value in row)
 
 
-def _blocks_counted(db: PostgresContentDB, store_id: str) -> tuple[int, ...]:
-    """The block count the store's row keeps and its sealed blocks counted, in one
-    snapshot (a merge may commit meanwhile on the merging thread)."""
+def _kept_and_counted(db: PostgresContentDB, store_id: str) -> tuple[int, ...]:
+    """The block count and newest chunk id the store's row keeps, its sealed blocks
+    counted and its newest chunk, in one snapshot (a merge may commit meanwhile on the
+    merging thread)."""
     return _store_row(
         db,
-        "SELECT s.blocks, (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
+        "SELECT s.blocks, s.newest, (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid),"
+        " (SELECT coalesce(max(id), 0) FROM cs_chunks c WHERE c.store_rid = s.rid)"
         " FROM cs_stores s WHERE s.id = %s",
         store_id,
     )
@@ -227,6 +231,26 @@ def test_an_empty_store_and_absent_terms_rank_nothing(postgres_url: str, query: 
         db.add_content(store, item(0, "omega only here"))
         db.merge(store)
         assert db.ranked(store, query, 5) == []
+
+
+def test_deleting_the_pending_newest_item_leaves_no_tail_and_later_adds_rank_exactly(
+    postgres_url: str,
+) -> None:
+    rng = random.Random(5)
+    with _database(postgres_url, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        db.add_content(store, item(0, document(rng, 20)))
+        db.merge(store)
+        newest, _ = db.add_content(store, item(1, document(rng, 20)))
+        _assert_exact(db, store, "alpha beta", 5)  # the tail, kept by the process
+        assert db.delete_content(store, newest.content_id) > 0
+        # The store's newest id is now past its last chunk, every chunk left sealed.
+        assert _pending(db, store) == 0
+        _assert_exact(db, store, "alpha beta", 5)
+        db.add_content(store, item(2, document(rng, 20)))
+        _assert_exact(db, store, "alpha beta", 5)
+        db.merge(store)
+        _assert_exact(db, store, "alpha beta", 5)
 
 
 @pytest.mark.parametrize("query", ["null", "NULL pointer", "null 東京都"])
