@@ -241,6 +241,36 @@ def _assert_searches_as_sqlite(tmp_path: Path, url: str, store_id: str) -> None:
         reopened.close()
 
 
+def _count(url: str, query: str) -> int:
+    """The one number ``query`` selects."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(query).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _pending_chunks(url: str) -> int:
+    """Chunks past their store's merged watermark (not in sealed blocks), in every store."""
+    return _count(
+        url,
+        "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
+        " WHERE c.id > s.merged",
+    )
+
+
+def _miscounted_stores(url: str) -> int:
+    """Stores whose row keeps another block count than their sealed blocks, or another
+    newest chunk id than their chunks' (nothing was deleted)."""
+    return _count(
+        url,
+        "SELECT count(*) FROM cs_stores s"
+        " WHERE s.blocks <> (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid)"
+        " OR s.newest <> (SELECT max(id) FROM cs_chunks c WHERE c.store_rid = s.rid)",
+    )
+
+
 def _schema_version(url: str, component: str) -> int | None:
     """The version the schema table records for ``component``."""
     import psycopg
@@ -320,6 +350,8 @@ async def test_text_with_nul_backslashes_and_null_words_round_trips_on_postgres(
         assert isinstance(found.structured_result, SearchResult)
         (hit,) = found.structured_result.results
         assert hit.line_range == (1, 2)
+        # The chunk's text as stored, escapes undone (a search reads it in binary).
+        assert "a\x00b \uffff0" in hit.context
         read = await server.call_tool(
             "read_content", {"store_id": store_id, "content_id": hit.content_id}
         )
@@ -363,7 +395,9 @@ def test_a_version_2_database_is_upgraded_to_sealed_blocks_on_start(
         # Back to the schema as version 2 left it: per-token tables, no blocks.
         conn.execute("DROP TABLE cs_blocks, cs_block_postings")
         conn.execute("DROP INDEX cs_chunks_by_store")
-        conn.execute("ALTER TABLE cs_stores DROP COLUMN merged")
+        conn.execute(
+            "ALTER TABLE cs_stores DROP COLUMN merged, DROP COLUMN blocks, DROP COLUMN newest"
+        )
         # Version 2 kept each chunk's distinct tokens, sorted, as an array.
         conn.execute(
             "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT[]"
@@ -382,15 +416,47 @@ def test_a_version_2_database_is_upgraded_to_sealed_blocks_on_start(
     # What was stored before the upgrade is found as before: sealed when it started.
     _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
     with psycopg.connect(postgres_url) as conn:
-        left = conn.execute(
-            "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
-            " WHERE c.id > s.merged"
-        ).fetchone()
         tables = conn.execute(
             "SELECT count(*) FROM pg_class WHERE relname IN ('cs_postings', 'cs_terms')"
         ).fetchone()
-    assert left == (0,)
+    assert _pending_chunks(postgres_url) == 0
     assert tables == (0,)
+    assert _schema_version(postgres_url, "content-store") == len(MIGRATIONS)
+
+
+def test_a_version_3_database_keeps_its_sealed_blocks_and_searches_them_after_the_upgrade(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    db = PostgresContentDB(postgres_url)
+    try:
+        store_id = _fill(db)
+        db.merge(store_id)
+    finally:
+        db.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        # Back to the schema as version 3 left it: no block facts on the postings rows.
+        conn.execute(
+            "ALTER TABLE cs_block_postings DROP CONSTRAINT cs_block_postings_pkey,"
+            " ADD PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df)"
+        )
+        conn.execute("ALTER TABLE cs_block_postings DROP COLUMN average, DROP COLUMN version")
+        conn.execute("ALTER TABLE cs_stores DROP COLUMN blocks, DROP COLUMN newest")
+        conn.execute("UPDATE nativemcp_schema SET version = 3 WHERE component = 'content-store'")
+    # Searched from the blocks sealed before the upgrade (nothing is pending).
+    _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
+    with psycopg.connect(postgres_url) as conn:
+        unlike = conn.execute(
+            "SELECT count(*) FROM cs_block_postings p JOIN cs_blocks b"
+            " ON b.store_rid = p.store_rid AND b.lo = p.lo"
+            " WHERE p.version <> b.version OR p.average <> b.average"
+        ).fetchone()
+        rows = conn.execute("SELECT count(*) FROM cs_block_postings").fetchone()
+    assert _pending_chunks(postgres_url) == 0
+    assert _miscounted_stores(postgres_url) == 0
+    assert unlike == (0,)
+    assert rows is not None and rows[0] > 0
     assert _schema_version(postgres_url, "content-store") == len(MIGRATIONS)
 
 
@@ -413,6 +479,7 @@ def test_an_index_made_by_another_tokenizer_version_is_rebuilt_on_start(
             (INDEX_VERSION - 1,),
         )
     _assert_searches_as_sqlite(tmp_path, postgres_url, store_id)
+    assert _miscounted_stores(postgres_url) == 0
     assert _schema_version(postgres_url, "content-store.index") == INDEX_VERSION
 
 

@@ -3,8 +3,9 @@
 Tables (prefixed ``cs_``; planning's share the database under ``planning_``):
 
 - ``cs_stores``: one row per store, with the store's chunk and token totals (BM25's
-  N and average length), kept in the same transaction as every change, and its merged
-  watermark (the newest chunk id in its sealed blocks);
+  N and average length), kept in the same transaction as every change, its merged
+  watermark (the newest chunk id in its sealed blocks), its block count and the
+  newest chunk id it ever held;
 - ``cs_contents``: one row per item, ``UNIQUE (store_rid, sha256)``: the duplicate
   rule is the database's, so two pools adding the same text at once store it once;
 - ``cs_chunks``: the line chunks, with their token count and tokens (one text, each
@@ -47,7 +48,7 @@ from nativemcp.workers._database import (
 from ._blockmax import BLOCK_CHUNKS, fast_tokens
 from ._merging import IDLE_SECONDS, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._pg_index import MIGRATION, BlockCache, Kept, merge_step, ranked, reseal
+from ._pg_index import MIGRATION, MIGRATION_4, BlockCache, Kept, merge_step, ranked, reseal
 from ._pg_items import ItemNames
 from ._pg_tail import TailCache
 from ._postings import phrases
@@ -134,6 +135,7 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # written before keep their fill until rewritten.
     ("ALTER TABLE cs_terms SET (fillfactor = 50)",),
     MIGRATION,
+    MIGRATION_4,
 )
 """The schema, one tuple of statements per version (see `Database`)."""
 
@@ -365,8 +367,9 @@ class PostgresContentDB:
                 newest = self._index(conn, store_rid, inserted[0], item, tokenized, progress)
                 conn.execute(
                     "UPDATE cs_stores SET updated_at = %s, chunk_total = chunk_total + %s,"
-                    " token_total = token_total + %s WHERE rid = %s",
-                    (now, total, sum(len(tokens) for tokens in tokenized), store_rid),
+                    " token_total = token_total + %s, newest = greatest(newest, %s)"
+                    " WHERE rid = %s",
+                    (now, total, sum(len(tokens) for tokens in tokenized), newest, store_rid),
                 )
             found = conn.execute(
                 f"SELECT {_CONTENT_COLUMNS} FROM {_CONTENT_FROM}"
@@ -578,7 +581,7 @@ def _reindex(conn: Any) -> None:
     are dropped, every chunk left pending (`_merge_all` seals them)."""
     conn.execute("DELETE FROM cs_block_postings")
     conn.execute("DELETE FROM cs_blocks")
-    conn.execute("UPDATE cs_stores SET merged = 0, token_total = 0")
+    conn.execute("UPDATE cs_stores SET merged = 0, token_total = 0, blocks = 0")
     conn.execute(
         "CREATE TEMP TABLE cs_reindex (id BIGINT PRIMARY KEY, length INTEGER NOT NULL,"
         " tokens TEXT NOT NULL) ON COMMIT DROP"

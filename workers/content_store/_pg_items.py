@@ -8,6 +8,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Final
 
+from nativemcp.workers._database import unescape_text
+
+from ._pg_arrays import int8_array
+
 __all__ = ["ItemNames"]
 
 _CACHED_ITEMS: Final = 4096
@@ -32,7 +36,10 @@ class ItemNames:
         chunks = conn.execute(
             "SELECT id, content_rid, seq, start_line, end_line, body FROM cs_chunks"
             " WHERE id = ANY(%s::int8[])",
-            (list(chunk_ids),),
+            (int8_array(chunk_ids),),
+            # Binary: the texts as they are, without the connection's text loader (a
+            # Python call per row, most of the rows' decoding), so unescaped here.
+            binary=True,
         ).fetchall()
         with self._lock:
             names = {rid: self._names.get(rid) for _, rid, *_ in chunks}
@@ -45,7 +52,7 @@ class ItemNames:
                 rid: (item_id, filename)
                 for rid, item_id, filename in conn.execute(
                     "SELECT rid, id, filename FROM cs_contents WHERE rid = ANY(%s::int8[])",
-                    (missing,),
+                    (int8_array(missing),),
                 )
             }
             names.update(read)
@@ -58,5 +65,5 @@ class ItemNames:
             found = names.get(rid)
             # None: the item was deleted between the two statements.
             if found is not None:
-                rows.append((chunk_id, found[0], seq, start, end, body, found[1]))
+                rows.append((chunk_id, found[0], seq, start, end, unescape_text(body), found[1]))
         return rows

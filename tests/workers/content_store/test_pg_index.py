@@ -50,6 +50,10 @@ def _scratch(db: PostgresContentDB, store_id: str, query: str) -> dict[int, floa
 
 
 def _assert_exact(db: PostgresContentDB, store_id: str, query: str, k: int) -> None:
+    blocks, newest, sealed, last = _kept_and_counted(db, store_id)
+    assert blocks == sealed
+    # The newest id it held: past the last chunk left once the newest were deleted.
+    assert newest >= last
     got = db.ranked(store_id, query, k)
     assert got is not None
     scores = sorted(
@@ -68,15 +72,35 @@ def _assert_exact(db: PostgresContentDB, store_id: str, query: str, k: int) -> N
         assert {c for c, _ in got} == {c for _, c in want}
 
 
-def _pending(db: PostgresContentDB, store_id: str) -> int:
+def _store_row(db: PostgresContentDB, query: str, store_id: str) -> tuple[int, ...]:
+    """The numbers ``query`` selects for the store ``store_id`` (``%s``), one snapshot."""
     with db.db.connection() as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
-            " WHERE s.id = %s AND c.id > s.merged",
-            (store_id,),
-        ).fetchone()
+        row = conn.execute(query, (store_id,)).fetchone()
     assert row is not None
-    return int(row[0])
+    return tuple(int(value) for value in row)
+
+
+def _kept_and_counted(db: PostgresContentDB, store_id: str) -> tuple[int, ...]:
+    """The block count and newest chunk id the store's row keeps, its sealed blocks
+    counted and its newest chunk, in one snapshot (a merge may commit meanwhile on the
+    merging thread)."""
+    return _store_row(
+        db,
+        "SELECT s.blocks, s.newest, (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid),"
+        " (SELECT coalesce(max(id), 0) FROM cs_chunks c WHERE c.store_rid = s.rid)"
+        " FROM cs_stores s WHERE s.id = %s",
+        store_id,
+    )
+
+
+def _pending(db: PostgresContentDB, store_id: str) -> int:
+    (pending,) = _store_row(
+        db,
+        "SELECT count(*) FROM cs_chunks c JOIN cs_stores s ON s.rid = c.store_rid"
+        " WHERE s.id = %s AND c.id > s.merged",
+        store_id,
+    )
+    return pending
 
 
 def _merged_store(
@@ -207,6 +231,42 @@ def test_an_empty_store_and_absent_terms_rank_nothing(postgres_url: str, query: 
         db.add_content(store, item(0, "omega only here"))
         db.merge(store)
         assert db.ranked(store, query, 5) == []
+
+
+def test_deleting_the_pending_newest_item_leaves_no_tail_and_later_adds_rank_exactly(
+    postgres_url: str,
+) -> None:
+    rng = random.Random(5)
+    with _database(postgres_url, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        db.add_content(store, item(0, document(rng, 20)))
+        db.merge(store)
+        newest, _ = db.add_content(store, item(1, document(rng, 20)))
+        _assert_exact(db, store, "alpha beta", 5)  # the tail, kept by the process
+        assert db.delete_content(store, newest.content_id) > 0
+        # The store's newest id is now past its last chunk, every chunk left sealed.
+        assert _pending(db, store) == 0
+        _assert_exact(db, store, "alpha beta", 5)
+        db.add_content(store, item(2, document(rng, 20)))
+        _assert_exact(db, store, "alpha beta", 5)
+        db.merge(store)
+        _assert_exact(db, store, "alpha beta", 5)
+
+
+@pytest.mark.parametrize("query", ["null", "NULL pointer", "null 東京都"])
+def test_words_that_spell_array_syntax_are_searched_as_words_in_sealed_blocks(
+    postgres_url: str, query: str
+) -> None:
+    # A search sends its tokens as one array literal: an unquoted null element is SQL's
+    # NULL, which matches no token.
+    with _database(postgres_url, block_chunks=2) as db:
+        store = db.create_store("s", None, None).store_id
+        for number, text in enumerate(["null pointer", "a NULL value", "東京都 null", "none"]):
+            db.add_content(store, item(number, text))
+        db.merge(store)
+        assert _pending(db, store) == 0
+        assert len(db.ranked(store, query, 5) or []) == 3
+        _assert_exact(db, store, query, 5)
 
 
 # A plain term, and a CJK word (a phrase of bigrams, matched on positions).
