@@ -533,17 +533,23 @@ class PostgresContentDB:
 def _merge_lock(conn: Any, store_rid: int, *, wait: bool = False) -> bool:
     """Whether this transaction now holds the store's merge lock (an advisory lock, so
     two processes never merge one store at once: the second leaves it to the first,
-    or with ``wait``, waits for it)."""
+    or with ``wait``, waits for it).
+
+    Advisory locks are the database's, not a schema's: the key holds the schema, or
+    the first store of every schema sharing a database (row id 1 in each) would have
+    one lock, and a merge of one would leave the others' pending tails unsealed.
+    """
     lock = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
     row = conn.execute(
-        f"SELECT {lock}(hashtext('nativemcp.cs_merge'), %s::int4)", (store_rid % _INT4,)
+        f"SELECT {lock}(hashtext(current_schema() || '.nativemcp.cs_merge'), %s::int4)",
+        (store_rid % _INT4,),
     ).fetchone()
     return wait or bool(row[0])
 
 
 _INT4: Final = 2**31
 """Store row ids wrap into an advisory lock's second key (a rare collision of two
-stores only makes one of them wait for the next merge)."""
+stores, or of two schemas' hashes, makes one of them wait for the next merge)."""
 
 
 def _merge_all(conn: Any) -> None:
