@@ -20,7 +20,7 @@ from _process import free_port
 
 from nativemcp.protocol import ToolError
 from nativemcp.proxy import WorkerPool
-from nativemcp.workers import ServerConfig, load_server
+from nativemcp.workers import ServerConfig, _database, load_server
 from nativemcp.workers._database import Database
 from nativemcp.workers.content_store import ReadContentResult, SearchResult, StoreInfo
 from nativemcp.workers.content_store._chunking import chunk_lines, split_lines
@@ -537,6 +537,75 @@ def test_a_pooled_connection_in_use_a_moment_ago_is_lent_again_without_a_round_t
             assert conn.info.backend_pid == pid
             # The checkout sent nothing (a check's empty statement would show as '').
             assert _backend_query(postgres_url, pid) == "SELECT 'marker'"
+    finally:
+        db.close()
+
+
+def _pids_in_turn(db: Database, checkouts: int) -> list[int]:
+    """The server processes of ``checkouts`` checkouts one after another."""
+    pids = []
+    for _ in range(checkouts):
+        with db.connection() as conn:
+            pids.append(conn.info.backend_pid)
+    return pids
+
+
+def _open_two(db: Database) -> set[int]:
+    """Make the pool hold two connections (two checkouts at once); their processes."""
+    with db.connection() as first, db.connection() as second:
+        return {first.info.backend_pid, second.info.backend_pid}
+
+
+def test_the_connection_returned_last_is_lent_next(postgres_url: str) -> None:
+    db = Database(postgres_url, "probe", [], pool_size=2)
+    try:
+        both = _open_two(db)
+        assert len(both) == 2
+        # psycopg_pool alone lends them in turn (first in, first out); the one
+        # returned last is lent again and again instead.
+        pids = _pids_in_turn(db, 6)
+        assert len(set(pids)) == 1 and pids[0] in both
+    finally:
+        db.close()
+
+
+def test_a_connection_goes_back_to_the_pool_after_keep_seconds(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_database, "KEEP_SECONDS", 0.0)
+    db = Database(postgres_url, "probe", [], pool_size=2)
+    try:
+        both = _open_two(db)
+        # Never kept: the pool's own order, both in turn.
+        assert set(_pids_in_turn(db, 4)) == both
+    finally:
+        db.close()
+
+
+def test_a_checkout_waiting_in_the_pool_gets_the_connection_returned(postgres_url: str) -> None:
+    import threading
+    import time
+
+    db = Database(postgres_url, "probe", [], pool_size=1)
+    try:
+        waited: list[float] = []
+        holding = threading.Event()
+
+        def second() -> None:
+            holding.wait()
+            start = time.monotonic()
+            with db.connection() as conn:  # waits in the pool for the only connection
+                conn.execute("SELECT 1")
+            waited.append(time.monotonic() - start)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        with db.connection():
+            holding.set()
+            time.sleep(0.3)  # the other checkout is waiting in the pool by now
+        thread.join(10)
+        # Handed on at once, not kept aside while the other waits for its timeout.
+        assert waited and waited[0] < 2
     finally:
         db.close()
 
