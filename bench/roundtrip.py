@@ -577,6 +577,16 @@ async def main(
     }
 
 
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number of 1 or more: {text!r}")
+    return number
+
+
 def _add_options(parser: argparse.ArgumentParser) -> None:
     """bench.roundtrip's own options, beside the common ``--quick`` and ``--json``."""
     parser.add_argument(
@@ -603,7 +613,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--client-processes",
-        type=int,
+        type=_positive,
         default=None,
         metavar="N",
         help="run the 64 concurrent HTTP clients in N processes (default: one per two "
