@@ -193,11 +193,11 @@ class McpBridge:
         ``tools/call``'s ``Mcp-Param-*`` headers before the call runs.
 
         Without it the SDK lists every tool through `list_tools` for each call with
-        arguments: about a quarter of a small call's CPU in ``serve --transport http``,
-        and more the more tools are served. It comes from the catalog as every listing
-        and call reads it; None for a name not served, or where a source's tools changed
-        since the last read (the SDK then skips the check for that call, as it does when
-        a listing fails; the call reads the catalog anew).
+        arguments: a sixth of a small call's CPU in ``serve --transport http`` with one
+        tool served (measured), and more the more tools are served. It comes from the
+        catalog as every listing and call reads it; None for a name not served, or where
+        a source's tools changed since the last read (the SDK then skips the check for
+        that call, as it does when a listing fails; the call reads the catalog anew).
         """
         current = self._source_lists()
         if len(current) != len(self._sources) or any(
