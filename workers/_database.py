@@ -305,6 +305,12 @@ class _LastInFirstOut:
     """
 
     def __init__(self, pool: ConnectionPool[psycopg.Connection[Any]]) -> None:
+        import psycopg
+        from psycopg.pq import TransactionStatus
+
+        # Looked up once here, not on every checkout and return.
+        self._dead: type[Exception] = psycopg.Error
+        self._idle = TransactionStatus.IDLE
         self._pool = pool
         self._lock = threading.Lock()
         self._kept: psycopg.Connection[Any] | None = None
@@ -325,8 +331,6 @@ class _LastInFirstOut:
             self._put(conn)
 
     def _get(self) -> psycopg.Connection[Any]:
-        import psycopg
-
         with self._lock:
             conn, self._kept = self._kept, None
             if conn is None:
@@ -335,7 +339,7 @@ class _LastInFirstOut:
             try:
                 check_connection(conn)
                 return conn
-            except psycopg.Error:
+            except self._dead:
                 self._pool.putconn(conn)  # dead: the pool replaces it
             with self._lock:
                 self._waiting += 1
@@ -346,9 +350,7 @@ class _LastInFirstOut:
                 self._waiting -= 1
 
     def _put(self, conn: psycopg.Connection[Any]) -> None:
-        from psycopg.pq import TransactionStatus
-
-        if conn.pgconn.transaction_status == TransactionStatus.IDLE:
+        if conn.pgconn.transaction_status == self._idle:
             now = time.monotonic()
             with self._lock:
                 last, since = self._streak

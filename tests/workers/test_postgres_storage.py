@@ -8,8 +8,8 @@ two machines.
 from __future__ import annotations
 
 import glob
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -525,11 +525,20 @@ def _backend_query(url: str, pid: int) -> str | None:
     return None if row is None else str(row[0])
 
 
+@contextmanager
+def _probe(url: str, pool_size: int) -> Iterator[Database]:
+    """A `Database` of no schema, with ``pool_size`` connections, closed after."""
+    db = Database(url, "probe", [], pool_size=pool_size)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
 def test_a_pooled_connection_in_use_a_moment_ago_is_lent_again_without_a_round_trip(
     postgres_url: str,
 ) -> None:
-    db = Database(postgres_url, "probe", [], pool_size=1)
-    try:
+    with _probe(postgres_url, 1) as db:
         with db.connection() as conn:
             conn.execute("SELECT 'marker'")
             pid = conn.info.backend_pid
@@ -537,8 +546,6 @@ def test_a_pooled_connection_in_use_a_moment_ago_is_lent_again_without_a_round_t
             assert conn.info.backend_pid == pid
             # The checkout sent nothing (a check's empty statement would show as '').
             assert _backend_query(postgres_url, pid) == "SELECT 'marker'"
-    finally:
-        db.close()
 
 
 def _pids_in_turn(db: Database, checkouts: int) -> list[int]:
@@ -557,37 +564,30 @@ def _open_two(db: Database) -> set[int]:
 
 
 def test_the_connection_returned_last_is_lent_next(postgres_url: str) -> None:
-    db = Database(postgres_url, "probe", [], pool_size=2)
-    try:
+    with _probe(postgres_url, 2) as db:
         both = _open_two(db)
         assert len(both) == 2
         # psycopg_pool alone lends them in turn (first in, first out); the one
         # returned last is lent again and again instead.
         pids = _pids_in_turn(db, 6)
         assert len(set(pids)) == 1 and pids[0] in both
-    finally:
-        db.close()
 
 
 def test_a_connection_goes_back_to_the_pool_after_keep_seconds(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_database, "KEEP_SECONDS", 0.0)
-    db = Database(postgres_url, "probe", [], pool_size=2)
-    try:
+    with _probe(postgres_url, 2) as db:
         both = _open_two(db)
         # Never kept: the pool's own order, both in turn.
         assert set(_pids_in_turn(db, 4)) == both
-    finally:
-        db.close()
 
 
 def test_a_checkout_waiting_in_the_pool_gets_the_connection_returned(postgres_url: str) -> None:
     import threading
     import time
 
-    db = Database(postgres_url, "probe", [], pool_size=1)
-    try:
+    with _probe(postgres_url, 1) as db:
         waited: list[float] = []
         holding = threading.Event()
 
@@ -606,8 +606,6 @@ def test_a_checkout_waiting_in_the_pool_gets_the_connection_returned(postgres_ur
         thread.join(10)
         # Handed on at once, not kept aside while the other waits for its timeout.
         assert waited and waited[0] < 2
-    finally:
-        db.close()
 
 
 def test_a_pooled_connection_the_server_ended_is_replaced_before_a_call_gets_it(
@@ -615,8 +613,7 @@ def test_a_pooled_connection_the_server_ended_is_replaced_before_a_call_gets_it(
 ) -> None:
     import psycopg
 
-    db = Database(postgres_url, "probe", [], pool_size=1)
-    try:
+    with _probe(postgres_url, 1) as db:
         with db.connection() as conn:
             pid = conn.info.backend_pid
         with psycopg.connect(postgres_url, autocommit=True) as admin:
@@ -625,5 +622,3 @@ def test_a_pooled_connection_the_server_ended_is_replaced_before_a_call_gets_it(
         with db.connection() as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
             assert conn.info.backend_pid != pid
-    finally:
-        db.close()

@@ -30,6 +30,7 @@ store's merge lock.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from array import array
@@ -212,7 +213,10 @@ def reseal(conn: Any, store_rid: int, chunk_ids: Sequence[int]) -> None:
     ).fetchall()
     wanted = sorted(chunk_ids)
     for lo, hi in blocks:
-        if not any(lo <= chunk_id <= hi for chunk_id in wanted):
+        # A block in the ids' span that holds none of them (another item's chunks,
+        # written in between) is left as it is.
+        first = bisect.bisect_left(wanted, lo)
+        if first == len(wanted) or wanted[first] > hi:
             continue
         _drop_block(conn, store_rid, lo)
         rows = conn.execute(
