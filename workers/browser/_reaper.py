@@ -7,16 +7,21 @@ environment (every process it starts from then on inherits it) and starts a reap
 small process in a session of its own that blocks reading a pipe only the worker holds
 open. When the worker exits, cleanly or killed, the pipe reaches end-of-file and the
 reaper SIGKILLs every process still carrying the marker (``/proc``, as
-``execute_shell`` does for its calls), then exits.
+``execute_shell`` does for its calls), then removes the worker's browser scratch folder
+and exits. The driver and Chromium make their temporary files there (a profile of about
+1.3 MB per browser started, download artifacts): killed, they cannot remove them, and
+once the worker is gone nothing else knows they are not some other program's.
 
-Run as ``python -m nativemcp.workers.browser._reaper MARKER_ENTRY``.
+Run as ``python -m nativemcp.workers.browser._reaper MARKER_ENTRY SCRATCH_FOLDER``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Final
 
 from nativemcp.workers.process_sweep import carrying, kill_until_gone
@@ -28,15 +33,16 @@ MARKER_VARIABLE: Final = "NATIVEMCP_BROWSER_OWNER"
 unique to the worker."""
 
 
-def start_reaper(value: str) -> subprocess.Popen[bytes]:
-    """Start the reaper for processes carrying ``MARKER_VARIABLE=value``.
+def start_reaper(value: str, scratch: Path) -> subprocess.Popen[bytes]:
+    """Start the reaper for processes carrying ``MARKER_VARIABLE=value`` and for the
+    folder ``scratch`` (removed, with everything in it, after the sweep).
 
     The caller keeps the returned process's stdin open for as long as it lives; closing
     it (or dying) makes the reaper sweep.
     """
     env = {key: item for key, item in os.environ.items() if key != MARKER_VARIABLE}
     return subprocess.Popen(
-        [sys.executable, "-m", __name__, f"{MARKER_VARIABLE}={value}"],
+        [sys.executable, "-m", __name__, f"{MARKER_VARIABLE}={value}", str(scratch)],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -47,11 +53,13 @@ def start_reaper(value: str) -> subprocess.Popen[bytes]:
 
 
 def main() -> None:
-    """Wait for end-of-file on stdin, then kill every process carrying the marker."""
-    marker = sys.argv[1]
+    """Wait for end-of-file on stdin, then kill every process carrying the marker and
+    remove the scratch folder (no process is left to write into it)."""
+    marker, scratch = sys.argv[1], sys.argv[2]
     while sys.stdin.buffer.read(4096):
         pass
     kill_until_gone(lambda: carrying(marker))
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

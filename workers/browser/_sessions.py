@@ -22,8 +22,9 @@ import os
 import re
 import secrets
 import subprocess
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -46,10 +47,15 @@ if TYPE_CHECKING:
         Playwright,
     )
 
-__all__ = ["BrowserHost", "PageState", "Session", "SessionKey"]
+__all__ = ["LONGEST_TMPDIR", "BrowserHost", "PageState", "Session", "SessionKey"]
 
 SessionKey = tuple[str | None, str]
 """``(the call's ctx.session_id, the session's name)``."""
+
+LONGEST_TMPDIR: Final = 107 - len("/org.chromium.Chromium.XXXXXX/SingletonSocket")
+"""The longest TMPDIR (bytes) Chromium starts under: it makes its singleton socket in a
+folder there, and a Unix socket's path holds at most 107 bytes (it aborts with "Socket
+path too long" otherwise)."""
 
 CHROMIUM_FLAGS: Final = (
     # Root in a container has no user namespaces for Chromium's sandbox.
@@ -205,21 +211,25 @@ class BrowserHost:
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._reaper: subprocess.Popen[bytes] | None = None
+        self._scratch: Path | None = None
         self._start_lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
 
     # -- the browser ------------------------------------------------------------------
 
-    def _arm_reaper(self) -> None:
+    def _arm_reaper(self) -> Path:
+        """The reaper, started if none runs; the scratch folder it removes at the end."""
         from ._reaper import MARKER_VARIABLE, start_reaper
 
-        if self._reaper is not None and self._reaper.poll() is None:
-            return
+        if self._reaper is not None and self._reaper.poll() is None and self._scratch:
+            return self._scratch
         value = f"{os.getpid()}-{secrets.token_hex(6)}"
         # Inherited by the driver and every Chromium process started from now on.
         os.environ[MARKER_VARIABLE] = value
-        self._reaper = start_reaper(value)
+        self._scratch = Path(tempfile.mkdtemp(prefix="nativemcp-browser-"))
+        self._reaper = start_reaper(value, self._scratch)
+        return self._scratch
 
     def _check_executable(self) -> None:
         # A stat: too quick to hand to a thread.
@@ -236,10 +246,17 @@ class BrowserHost:
                 return self._browser
             await self._stop_browser()
             self._check_executable()
-            self._arm_reaper()
+            scratch = self._arm_reaper()
             from playwright.async_api import async_playwright
 
-            self._playwright = await async_playwright().start()
+            # The driver makes Chromium's profile and its artifacts under its TMPDIR,
+            # read from the environment as it starts (as is the marker): in the scratch
+            # folder, the reaper removes them even when a SIGKILL left them behind. Not
+            # where Chromium could not start: it makes its singleton socket under
+            # TMPDIR, and a socket's path is short.
+            fits = len(os.fsencode(scratch)) <= LONGEST_TMPDIR
+            with _environment("TMPDIR", str(scratch)) if fits else contextlib.nullcontext():
+                self._playwright = await async_playwright().start()
             self._browser = await self._playwright.chromium.launch(
                 executable_path=self.options.executable_path,
                 headless=self.options.headless,
@@ -375,3 +392,17 @@ class BrowserHost:
             session.downloads.append(f"exports/downloads/{target.name}")
 
         return save
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name]`` set to ``value`` inside the block, as it was after it."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before

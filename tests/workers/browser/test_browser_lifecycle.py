@@ -3,16 +3,20 @@
 Each test marks the processes it starts with an environment variable of its own (the
 worker, the Playwright driver, every Chromium process and the reaper inherit it) and
 looks for them in ``/proc``: after the pool closes, after SIGKILL of the worker, and
-after SIGKILL of the process that opened the pool, none may be left.
+after SIGKILL of the process that opened the pool, none may be left. Nor may any of the
+files they made in the temporary folder (Chromium's profile, Playwright's artifacts):
+each test gives its processes a ``TMPDIR`` of their own and looks there.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +33,7 @@ from _browser_pages import (
 from nativemcp.protocol import ToolError
 from nativemcp.proxy import WorkerPool
 from nativemcp.workers.browser import BrowserAPI
+from nativemcp.workers.browser._sessions import LONGEST_TMPDIR
 
 require_chromium()
 
@@ -53,6 +58,35 @@ def tag(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield entry
     for pid in _left(entry):  # leave nothing behind, even on failure
         os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def temp_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``TMPDIR`` for the processes this test starts (inherited, as ``tag`` is): a short
+    path, as Chromium needs (`LONGEST_TMPDIR`), not in ``tmp_path``."""
+    root = Path(tempfile.mkdtemp(prefix="nmcp-"))
+    monkeypatch.setenv("TMPDIR", str(root))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _browser_files(root: Path) -> list[str]:
+    """What the browser made in ``root``: the worker's scratch folder and anything of
+    Playwright's or Chromium's beside it (other programs' files are not counted)."""
+    return sorted(
+        path.name
+        for path in root.iterdir()
+        if path.name.startswith(("nativemcp-browser-", "playwright", ".org.chromium"))
+    )
+
+
+def _scratch_holds_the_profile(root: Path) -> bool:
+    """While Chromium runs: its profile is in the worker's scratch folder, nowhere else."""
+    (scratch,) = _browser_files(root)
+    return scratch.startswith("nativemcp-browser-") and any(
+        path.name.startswith("playwright_chromiumdev_profile-")
+        for path in (root / scratch).iterdir()
+    )
 
 
 def _left(tag: str) -> list[int]:
@@ -106,30 +140,36 @@ def _pool(folder: Path, site: PageServer, **options: object) -> WorkerPool:
 
 
 async def test_chromium_starts_on_first_use_and_ends_with_the_pool(
-    tmp_path: Path, site: PageServer, tag: str
+    tmp_path: Path, site: PageServer, tag: str, temp_root: Path
 ) -> None:
     async with _pool(tmp_path, site) as pool:
         assert _chromium(tag) == []  # nothing started before a call needs a page
         await pool.server(BrowserAPI).navigate(url=f"{site.base}/")
         assert _chromium(tag)
+        assert _scratch_holds_the_profile(temp_root)
     assert wait_until(lambda: _left(tag) == [], GONE_WITHIN), [
         command_line(pid)[:2] for pid in _left(tag)
     ]
+    assert wait_until(lambda: _browser_files(temp_root) == [], GONE_WITHIN)
 
 
-async def test_sigkill_of_the_worker_leaves_no_chromium(
-    tmp_path: Path, site: PageServer, tag: str
+async def test_sigkill_of_the_worker_leaves_no_chromium_and_none_of_its_files(
+    tmp_path: Path, site: PageServer, tag: str, temp_root: Path
 ) -> None:
     async with _pool(tmp_path, site) as pool:
         await pool.server(BrowserAPI).navigate(url=f"{site.base}/")
         worker = _driver_parent(tag)
         assert _chromium(tag)
+        assert _scratch_holds_the_profile(temp_root)
         os.kill(worker, signal.SIGKILL)
         assert wait_until(lambda: _chromium(tag) == [], GONE_WITHIN)
+        assert wait_until(lambda: _browser_files(temp_root) == [], GONE_WITHIN), _browser_files(
+            temp_root
+        )
 
 
 async def test_a_hung_chromium_is_killed_when_its_worker_dies(
-    tmp_path: Path, site: PageServer, tag: str
+    tmp_path: Path, site: PageServer, tag: str, temp_root: Path
 ) -> None:
     # A browser that hangs (here: stopped) never notices its pipe closing; only the
     # reaper's SIGKILL ends it.
@@ -139,11 +179,12 @@ async def test_a_hung_chromium_is_killed_when_its_worker_dies(
         os.kill(_browser_process(tag), signal.SIGSTOP)
         os.kill(worker, signal.SIGKILL)
         assert wait_until(lambda: _chromium(tag) == [], GONE_WITHIN)
+        assert wait_until(lambda: _browser_files(temp_root) == [], GONE_WITHIN)
 
 
 @pytest.mark.timeout(120)
 def test_sigkill_of_the_pools_process_leaves_no_chromium(
-    tmp_path: Path, site: PageServer, tag: str
+    tmp_path: Path, site: PageServer, tag: str, temp_root: Path
 ) -> None:
     script = tmp_path / "parent.py"
     script.write_text(
@@ -173,6 +214,7 @@ def test_sigkill_of_the_pools_process_leaves_no_chromium(
         assert wait_until(lambda: _left(tag) == [], GONE_WITHIN), [
             command_line(pid)[:2] for pid in _left(tag)
         ]
+        assert wait_until(lambda: _browser_files(temp_root) == [], GONE_WITHIN)
     finally:
         parent.kill()
         parent.wait(10)
@@ -180,8 +222,23 @@ def test_sigkill_of_the_pools_process_leaves_no_chromium(
             parent.stdout.close()
 
 
+async def test_chromium_starts_where_a_scratch_folder_would_make_its_tmpdir_too_long(
+    tmp_path: Path, site: PageServer, tag: str, temp_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Room for Chromium's socket in TMPDIR itself, none in a folder made inside it.
+    room = LONGEST_TMPDIR - len(os.fsencode(temp_root)) - 1
+    longest = temp_root / ("d" * (room - len("/nativemcp-browser-XXXXXXXX") + 1))
+    longest.mkdir()
+    assert len(os.fsencode(longest)) <= LONGEST_TMPDIR
+    monkeypatch.setenv("TMPDIR", str(longest))
+    async with _pool(tmp_path, site) as pool:
+        page = await pool.server(BrowserAPI).navigate(url=f"{site.base}/")
+        assert page.title == "Home"
+    assert wait_until(lambda: _left(tag) == [], GONE_WITHIN)
+
+
 async def test_a_crashed_browser_fails_the_pending_call_and_the_next_call_starts_afresh(
-    tmp_path: Path, site: PageServer, tag: str
+    tmp_path: Path, site: PageServer, tag: str, temp_root: Path
 ) -> None:
     async with _pool(tmp_path, site) as pool:
         browser = pool.server(BrowserAPI)
@@ -207,6 +264,8 @@ async def test_a_crashed_browser_fails_the_pending_call_and_the_next_call_starts
         again = await browser.navigate(url=f"{site.base}/")
         assert again.title == "Home"
         assert [s.session_id for s in (await browser.list_sessions()).sessions] == ["default"]
+    # The killed Chromium's profile too: the reaper removes the whole scratch folder.
+    assert wait_until(lambda: _browser_files(temp_root) == [], GONE_WITHIN)
 
 
 async def test_an_idle_session_closes_after_the_idle_timeout(
