@@ -21,16 +21,21 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Final
 
 from nativemcp.workers.process_sweep import carrying, kill_until_gone
 
-__all__ = ["MARKER_VARIABLE", "start_reaper"]
+__all__ = ["MARKER_VARIABLE", "REMOVE_WITHIN", "start_reaper"]
 
 MARKER_VARIABLE: Final = "NATIVEMCP_BROWSER_OWNER"
 """Set in the worker (and so in the driver and every Chromium process) to a value
 unique to the worker."""
+
+
+REMOVE_WITHIN: Final = 10.0
+"""Seconds the reaper keeps trying to remove the scratch folder."""
 
 
 def start_reaper(value: str, scratch: Path) -> subprocess.Popen[bytes]:
@@ -58,8 +63,15 @@ def main() -> None:
     marker, scratch = sys.argv[1], sys.argv[2]
     while sys.stdin.buffer.read(4096):
         pass
-    kill_until_gone(lambda: carrying(marker))
-    shutil.rmtree(scratch, ignore_errors=True)
+    deadline = time.monotonic() + REMOVE_WITHIN
+    while True:
+        kill_until_gone(lambda: carrying(marker))
+        shutil.rmtree(scratch, ignore_errors=True)
+        # A file written as the folder was walked (Chromium saves its state as it
+        # shuts down, and its last write may land after the sweep) leaves it behind.
+        if not os.path.lexists(scratch) or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 if __name__ == "__main__":

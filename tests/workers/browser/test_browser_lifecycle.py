@@ -80,6 +80,11 @@ def _browser_files(root: Path) -> list[str]:
     )
 
 
+def _tree(root: Path) -> list[str]:
+    """Every path below ``root``, relative to it (what a failed check found left)."""
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*"))
+
+
 def _scratch_holds_the_profile(root: Path) -> bool:
     """While Chromium runs: its profile is in the worker's scratch folder, nowhere else."""
     (scratch,) = _browser_files(root)
@@ -163,9 +168,7 @@ async def test_sigkill_of_the_worker_leaves_no_chromium_and_none_of_its_files(
         assert _scratch_holds_the_profile(temp_root)
         os.kill(worker, signal.SIGKILL)
         assert wait_until(lambda: _chromium(tag) == [], GONE_WITHIN)
-        assert wait_until(lambda: _browser_files(temp_root) == [], GONE_WITHIN), _browser_files(
-            temp_root
-        )
+        assert wait_until(lambda: _browser_files(temp_root) == [], GONE_WITHIN), _tree(temp_root)
 
 
 async def test_a_hung_chromium_is_killed_when_its_worker_dies(
