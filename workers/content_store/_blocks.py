@@ -357,10 +357,13 @@ def _bm25(
 
 def _together(
     conn: sqlite3.Connection, index: StoreIndex, wanted: Sequence[Phrase]
-) -> dict[int, list[set[str]]] | None:
-    """Per block, the query phrases (keyed by their tokens, space-joined) each of its
-    chunks holding two or more of them holds (FTS5 intersects the doclists); None for a
-    query of too many terms, or a store of too few blocks."""
+) -> dict[int, set[frozenset[str]]] | None:
+    """Per block, the distinct sets of query phrases (keyed by their tokens,
+    space-joined) that its chunks holding two or more of them hold (FTS5 intersects the
+    doclists); None for a query of too many terms, or a store of too few blocks.
+
+    A block's bound needs each set once, not once per chunk: with three phrases there
+    are at most four sets, where a block may have dozens of such chunks."""
     if len(wanted) > _PAIRWISE_TERMS or len(index.blocks) < PAIRWISE_BLOCKS:
         return None
     present: dict[int, set[str]] = {}
@@ -372,9 +375,11 @@ def _together(
         ):
             present.setdefault(rowid, set()).update(pair)
     starts = index.starts
-    together: dict[int, list[set[str]]] = {}
+    together: dict[int, set[frozenset[str]]] = {}
     for rowid, found in present.items():
-        together.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], []).append(found)
+        together.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], set()).add(
+            frozenset(found)
+        )
     return together
 
 
