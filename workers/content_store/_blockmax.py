@@ -39,6 +39,7 @@ __all__ = [
     "Sealed",
     "block_bound",
     "fast_tokens",
+    "non_ascii_tokens",
     "read_averages",
     "scale_bound",
     "score_block",
@@ -127,6 +128,25 @@ def fast_tokens(text: str) -> list[str]:
     return tokens
 
 
+def non_ascii_tokens(text: str) -> list[str]:
+    """`fast_tokens` of ``text`` for finding phrases of non-ASCII tokens only: the
+    tokens of each ASCII line (all ASCII) become one empty token, or none where the
+    line has none, so those phrases occur exactly as often as in `fast_tokens`'s
+    list (no occurrence holds an ASCII line's token, and tokens either side of a
+    tokenless line stay adjacent). Most lines of most text are ASCII: they are only
+    searched for a letter or digit, not tokenized."""
+    tokens: list[str] = []
+    for line in text.split("\n"):
+        if not line.isascii():
+            # Tokens never span lines: a line alone tokenizes as within the text.
+            tokens += fast_tokens(line)
+        elif _ASCII_ALNUM.search(line):
+            tokens.append("")
+    return tokens
+
+
+_ASCII_ALNUM: Final = re.compile("[A-Za-z0-9]")
+"""What makes an ASCII line hold a token (every other ASCII character separates)."""
 _PIECE: Final = re.compile(f"[{_CJK_CLASS}]+|(?:(?![{_CJK_CLASS}])[^\\W_])+")
 """A CJK run, or a run of other letters and digits: the words ``unicode61`` finds in
 `index_text`'s output, which puts spaces around every CJK run."""

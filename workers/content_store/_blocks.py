@@ -24,6 +24,7 @@ from ._blockmax import (
     _SLACK,
     block_bound,
     fast_tokens,
+    non_ascii_tokens,
     score_block,
     seal,
     skippable_tokens,
@@ -328,7 +329,8 @@ class _PhraseScorer:
     def _count(self, chunk_id: int, keys: Sequence[str]) -> dict[str, int]:
         """How often each phrase of ``keys`` occurs in the chunk, from its text."""
         (body,) = self._conn.execute("SELECT body FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
-        positions = token_positions(fast_tokens(body))
+        ascii_free = all(not token.isascii() for key in keys for token in self._phrases[key].tokens)
+        positions = token_positions(non_ascii_tokens(body) if ascii_free else fast_tokens(body))
         return {key: phrase_frequency(self._phrases[key], positions) for key in keys}
 
 

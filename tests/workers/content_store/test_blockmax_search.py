@@ -21,12 +21,21 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store import _blockmax, _blocks, _index_cache
-from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages, score_block, seal
+from nativemcp.workers.content_store._blockmax import (
+    fast_tokens,
+    non_ascii_tokens,
+    read_averages,
+    score_block,
+    seal,
+)
 from nativemcp.workers.content_store._blocks import PAIRWISE_BLOCKS, READ_AHEAD
 from nativemcp.workers.content_store._db import ContentDB
 from nativemcp.workers.content_store._index_cache import unsealed
 from nativemcp.workers.content_store._postings import (
+    Phrase,
     chunk_tokens,
+    phrase_frequency,
+    token_positions,
 )
 
 
@@ -214,6 +223,43 @@ _MIXED = st.text(
 @example("\U0002ebe1 東京")  # in a CJK block, yet no letter to Python's Unicode tables
 def test_the_fast_tokenizer_tokenizes_any_text_as_the_index_does(text: str) -> None:
     assert fast_tokens(text) == chunk_tokens(text)
+
+
+_LINES = st.lists(
+    st.one_of(
+        _MIXED,
+        st.sampled_from(["", "...", "alpha beta", "x", "東京都東京", "café 東京都", "학교 학교"]),
+    ),
+    max_size=8,
+).map("\n".join)
+
+
+@given(_LINES, st.data())
+@example("東京\n...\n都京", None)  # a tokenless ASCII line keeps 京 and 都京 adjacent
+@example("東京\nx\n都京", None)  # a line holding a token parts them
+def test_phrases_of_non_ascii_tokens_occur_as_often_when_ascii_lines_are_skipped(
+    text: str, data: st.DataObject | None
+) -> None:
+    every = fast_tokens(text)
+    skipped = non_ascii_tokens(text)
+    kept = token_positions(skipped)
+    # Each run of two or three tokens of either list, and for a drawn text a few more
+    # drawn from its non-ASCII tokens in any order, as a phrase.
+    runs = {
+        tuple(tokens[i : i + n])
+        for tokens in (every, skipped)
+        for n in (2, 3)
+        for i in range(len(tokens) - n + 1)
+    }
+    candidates = [run for run in runs if not any(token.isascii() for token in run)]
+    pool = sorted({token for token in every if not token.isascii()})
+    if data is not None and pool:
+        drawn = st.lists(st.sampled_from(pool), min_size=1, max_size=3).map(tuple)
+        candidates += data.draw(st.lists(drawn))
+    whole = token_positions(every)
+    for tokens in candidates:
+        phrase = Phrase(tokens, prefix=False)
+        assert phrase_frequency(phrase, kept) == phrase_frequency(phrase, whole), (text, tokens)
 
 
 def test_ascii_fast_path_agrees_with_fts5_itself() -> None:
