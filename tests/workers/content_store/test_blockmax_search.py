@@ -75,28 +75,51 @@ def _sealed_store(db: ContentDB, rng: random.Random) -> str:
 
 
 @contextmanager
-def _database(tmp_path: Path, block_chunks: int) -> Iterator[ContentDB]:
-    db = ContentDB(tmp_path / "content.sqlite3", block_chunks=block_chunks, min_blocks=1)
+def _database(tmp_path: Path, block_chunks: int, union_blocks: int = 1) -> Iterator[ContentDB]:
+    """A database whose stores are searched by their blocks from the first one, for a
+    query of CJK words beside other terms from ``union_blocks``."""
+    db = ContentDB(
+        tmp_path / "content.sqlite3",
+        block_chunks=block_chunks,
+        min_blocks=1,
+        union_blocks=union_blocks,
+    )
     try:
         yield db
     finally:
         db.close()
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(seed=st.integers(0, 2**32 - 1), queries=st.lists(QUERY, min_size=1, max_size=5))
-def test_block_max_ranking_equals_exact_bm25_on_generated_corpora(
-    tmp_path_factory: pytest.TempPathFactory, seed: int, queries: list[list[str]]
-) -> None:
+@contextmanager
+def _generated(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, fewest: int, sealed: float
+) -> Iterator[tuple[ContentDB, str]]:
+    """A database of small blocks holding a store of ``fewest`` to 8 generated contents
+    of 1-40 lines, sealed after each with probability ``sealed`` (else a longer tail
+    of chunks waits unsealed)."""
     rng = random.Random(seed)
     with _database(tmp_path_factory.mktemp("bm"), block_chunks=rng.choice([2, 5, 16])) as db:
         store = db.create_store("s", None, None).store_id
-        for number in range(rng.randint(1, 8)):
+        for number in range(rng.randint(fewest, 8)):
             db.add_content(store, item(number, document(rng, rng.randint(1, 40))))
-            if rng.random() < 0.5:
-                _seal(db, store)  # else a longer tail of chunks waits unsealed
+            if rng.random() < sealed:
+                _seal(db, store)
+        yield db, store
+
+
+_GENERATED_CORPORA = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+"""Hypothesis settings of a test that makes a store per example (tmp_path_factory)."""
+_SEED = st.integers(0, 2**32 - 1)
+
+
+@_GENERATED_CORPORA
+@given(seed=_SEED, queries=st.lists(QUERY, min_size=1, max_size=5))
+def test_block_max_ranking_equals_exact_bm25_on_generated_corpora(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, queries: list[list[str]]
+) -> None:
+    with _generated(tmp_path_factory, seed, fewest=1, sealed=0.5) as (db, store):
         for words in queries:
             for k in (1, 5, 15):
                 _assert_exact(db, store, " ".join(words), k)
@@ -369,8 +392,8 @@ def test_a_cjk_word_is_ranked_from_the_blocks_counting_only_adjacent_bigrams(
         finally:
             db._read.set_trace_callback(None)
         assert ranked == []  # one CJK word: every block was scored here, none by FTS5
-        for query in ("東京都 alpha", "beta 東京都 京都"):  # FTS5 ranks a phrase among terms
-            _assert_exact(db, store, query, 5)
+        for query in ("東京都 alpha", "beta 東京都 京都"):  # beside other terms: see
+            _assert_exact(db, store, query, 5)  # test_phrase_union.py
 
 
 def test_search_stays_exact_when_the_kept_bounds_overflow_and_are_read_again(
