@@ -17,6 +17,7 @@ import itertools
 import math
 import sqlite3
 from array import array
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final
 
@@ -396,28 +397,49 @@ def _bm25(
 def _together(
     conn: sqlite3.Connection, index: StoreIndex, wanted: Sequence[Phrase]
 ) -> dict[int, set[frozenset[str]]] | None:
-    """Per block, the distinct sets of query phrases (keyed by their tokens,
-    space-joined) that its chunks holding two or more of them hold (FTS5 intersects the
-    doclists); None for a query of too many terms, or a store of too few blocks.
+    """Per block, sets of query phrases (keyed by their tokens, space-joined) holding
+    every set that one of its chunks holding two or more of them holds (FTS5
+    intersects the doclists); None for a query of too many terms, or a store of too
+    few blocks.
 
-    A block's bound needs each set once, not once per chunk: with three phrases there
-    are at most four sets, where a block may have dozens of such chunks."""
+    A block's bound is the most any of its sets adds up to, so it needs each set once,
+    and a pair found in a chunk that holds more may stand beside that chunk's whole
+    set (its sum is no larger): each pair is placed in the blocks its chunks fall in,
+    a few bisections per block, and only a chunk found by several pairs is looked at
+    alone (thousands of chunks hold two common words, few hold three)."""
     if len(wanted) > _PAIRWISE_TERMS or len(index.blocks) < PAIRWISE_BLOCKS:
         return None
-    present: dict[int, set[str]] = {}
+    pairs: list[tuple[frozenset[str], list[int]]] = []
     for first, second in itertools.combinations(wanted, 2):
-        pair = (" ".join(first.tokens), " ".join(second.tokens))
-        for (rowid,) in conn.execute(
-            f"SELECT rowid FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
-            (f"{match(first)} AND {match(second)}", index.sealed),
-        ):
-            present.setdefault(rowid, set()).update(pair)
+        rows = [
+            rowid
+            for (rowid,) in conn.execute(
+                f"SELECT rowid FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
+                (f"{match(first)} AND {match(second)}", index.sealed),
+            )
+        ]
+        rows.sort()  # FTS5's order already: sorting sorted rows is one pass
+        pairs.append((frozenset((phrase_key(first), phrase_key(second))), rows))
     starts = index.starts
     together: dict[int, set[frozenset[str]]] = {}
-    for rowid, found in present.items():
-        together.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], set()).add(
-            frozenset(found)
-        )
+    for found, rows in pairs:
+        at = 0
+        while at < len(rows):
+            block = bisect.bisect_right(starts, rows[at]) - 1
+            together.setdefault(starts[block], set()).add(found)
+            # On to the first of the pair's chunks in a later block.
+            if block + 1 == len(starts):
+                break
+            at = bisect.bisect_left(rows, starts[block + 1], at)
+    if len(pairs) > 1:
+        counts = Counter(itertools.chain.from_iterable(rows for _, rows in pairs))
+        several = {rowid for rowid, count in counts.items() if count > 1}
+        present: dict[int, set[str]] = {}
+        for found, rows in pairs:
+            for rowid in several.intersection(rows):
+                present.setdefault(rowid, set()).update(found)
+        for rowid, held in present.items():
+            together[starts[bisect.bisect_right(starts, rowid) - 1]].add(frozenset(held))
     return together
 
 

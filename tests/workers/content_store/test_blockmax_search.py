@@ -35,6 +35,7 @@ from nativemcp.workers.content_store._postings import (
     Phrase,
     chunk_tokens,
     phrase_frequency,
+    phrases,
     token_positions,
 )
 
@@ -440,6 +441,38 @@ def test_chunks_holding_two_terms_are_looked_up_only_in_a_store_of_many_blocks(
             db._read.set_trace_callback(None)
         assert bool(pairs) == (blocks >= PAIRWISE_BLOCKS)
         _assert_exact(db, store, "alpha beta", 5)
+
+
+def test_a_block_s_sets_of_terms_found_together_are_those_its_chunks_hold(
+    tmp_path: Path,
+) -> None:
+    # Each pair is placed in its blocks and only chunks holding three terms or more
+    # are looked at alone: the largest sets of each block must be its chunks' own.
+    with _database(tmp_path, block_chunks=2) as db:
+        store = _sealed_store(db, random.Random(37))
+        with db._snapshot():
+            index = db._indexes.current(store)
+            assert index is not None and len(index.blocks) >= PAIRWISE_BLOCKS
+            bodies = dict(db._read.execute("SELECT id, body FROM chunks"))
+            for query in ("alpha beta gamma", "alpha beta gamma delta", "Müller café x86 2026"):
+                wanted = phrases(query)
+                expected: dict[int, set[frozenset[str]]] = {}
+                for chunk_id, body in bodies.items():
+                    tokens = set(chunk_tokens(body))
+                    held = frozenset(p.tokens[0] for p in wanted if p.tokens[0] in tokens)
+                    if len(held) > 1:
+                        lo = max(start for start in index.starts if start <= chunk_id)
+                        expected.setdefault(lo, set()).add(held)
+                together = _blocks._together(db._read, index, wanted)
+                assert together is not None
+                assert {lo: _largest(sets) for lo, sets in together.items()} == {
+                    lo: _largest(sets) for lo, sets in expected.items()
+                }, query
+
+
+def _largest(sets: set[frozenset[str]]) -> set[frozenset[str]]:
+    """The sets of ``sets`` in none of the others."""
+    return {one for one in sets if not any(one < other for other in sets)}
 
 
 @settings(max_examples=200, deadline=None)
