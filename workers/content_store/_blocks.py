@@ -451,11 +451,10 @@ them (a query per pair) to bound each block tightly; above, bounds add every ter
 PAIRWISE_BLOCKS: Final = 16
 """From this many sealed blocks on, a search finds those chunks; below, bounds add
 every term. The pair queries cost about as much as the blocks they spare at 11
-blocks (10,413 chunks of `bench.search`, its 50 Latin queries: ranking p50 285-331 us
-with them, 235-348 without); at 20 they save (396 against 460 us), at 31 more (289-298
-against 431-448) and at 102 most of the time (538-568 against 1,723-2,777 us; 4
-rounds in process each, a shared 2-core machine; each distinct set of terms found
-together counted once per block, `_together`)."""
+blocks (10,413 chunks of `bench.search`, its 50 Latin queries: ranking p50 213-275 us
+with them, 201-243 without); at 20 they save (396 against 460 us), at 31 more (296-317
+against 458-470) and at 102 most of the time (555-605 against 1,909-2,772 us; 4
+rounds in process each, a shared 2-core machine; `_together` as it is now)."""
 READ_AHEAD: Final = 16
 """Blocks whose postings the first statement of a search fetches (see `_Postings`).
 At the 11 blocks of `bench.search`'s default store, ranking its 50 Latin queries took

@@ -532,10 +532,10 @@ class ContentDB:
         store of ``union_blocks`` or more: bounded together by their tokens' bounds,
         they skip few blocks (at 104,000 chunks, two or three CJK words: 71-85 of 102
         blocks read, 10.5-14.9 ms against FTS5's 10.0-13.4 ms); each alone skips most
-        (two CJK words 2.5-3.2 ms in all against FTS5's 5.7-7.2; one word, 7-14
-        blocks, 0.7-0.9 ms against 3.7). A prefix (a lone CJK character), or a
-        phrase among more terms, is ranked by FTS5 over the whole store, as is any
-        query of a store of fewer than ``min_blocks``.
+        (a CJK word beside another: 2.3-2.8 ms in all against FTS5's 5.3-7.8; one
+        word alone, 7-15 blocks, 0.7-0.8 ms against 3.7). A prefix (a lone CJK
+        character), or a phrase among more terms, is ranked by FTS5 over the whole
+        store, as is any query of a store of fewer than ``min_blocks``.
         """
         with self._snapshot():
             conn = self._read
