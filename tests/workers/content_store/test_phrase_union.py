@@ -29,6 +29,7 @@ from test_blockmax_search import (
 from nativemcp.workers.content_store._blockmax import cjk_surface, fast_tokens, surface_count
 from nativemcp.workers.content_store._blocks import match
 from nativemcp.workers.content_store._db import ContentDB
+from nativemcp.workers.content_store._phrase_union import search_phrase_union
 from nativemcp.workers.content_store._postings import (
     Phrase,
     phrase_frequency,
@@ -162,6 +163,18 @@ def test_fts5_ranks_the_whole_store_for_three_phrases_or_few_blocks(
         with _whole_store_ranked(db) as ranged:
             _assert_as_fts5(db, store, query, 5)
         assert (0 in ranged) == whole
+
+
+def test_the_union_takes_two_distinct_phrases_only(tmp_path: Path) -> None:
+    # Its chunks holding two phrases are found pair by pair: a chunk holding three
+    # would be scored without one of them.
+    with _database(tmp_path, block_chunks=4) as db:
+        store = _sealed_store(db, random.Random(41))
+        with db._snapshot():
+            index = db._indexes.current(store)
+            assert index is not None
+            with pytest.raises(ValueError, match="two distinct phrases wanted, got 3"):
+                search_phrase_union(db._read, index, phrases("東京都 alpha beta"), 5, None)
 
 
 _CJK_TEXT = st.lists(
