@@ -23,6 +23,7 @@ chunk leaves its block's bounds too high, never too low, so they stay valid.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 from array import array
@@ -38,12 +39,15 @@ __all__ = [
     "MIN_BLOCKS",
     "Sealed",
     "block_bound",
+    "cjk_surface",
     "fast_tokens",
+    "non_ascii_tokens",
     "read_averages",
     "scale_bound",
     "score_block",
     "seal",
     "skippable_tokens",
+    "surface_count",
     "term_score",
     "top_k",
     "unpack_chunks",
@@ -127,6 +131,56 @@ def fast_tokens(text: str) -> list[str]:
     return tokens
 
 
+def non_ascii_tokens(text: str) -> list[str]:
+    """`fast_tokens` of ``text`` for finding phrases of non-ASCII tokens only: the
+    tokens of each ASCII line (all ASCII) become one empty token, or none where the
+    line has none, so those phrases occur exactly as often as in `fast_tokens`'s
+    list (no occurrence holds an ASCII line's token, and tokens either side of a
+    tokenless line stay adjacent). Most lines of most text are ASCII: they are only
+    searched for a letter or digit, not tokenized."""
+    tokens: list[str] = []
+    for line in text.split("\n"):
+        if not line.isascii():
+            # Tokens never span lines: a line alone tokenizes as within the text.
+            tokens += fast_tokens(line)
+        elif _ASCII_ALNUM.search(line):
+            tokens.append("")
+    return tokens
+
+
+def cjk_surface(tokens: Sequence[str]) -> str | None:
+    """The text a phrase of CJK bigrams stands for (``東京 京都``: ``東京都``), when each
+    token is two CJK letters and each after the first begins with the one before's
+    second; None for any other phrase (`surface_count` counts only those)."""
+    if len(tokens) < 2 or not all(_CJK_PAIR.fullmatch(token) for token in tokens):
+        return None
+    if any(before[1] != after[0] for before, after in itertools.pairwise(tokens)):
+        return None
+    return tokens[0] + "".join(token[1] for token in tokens[1:])
+
+
+def surface_count(text: str, surface: str) -> int:
+    """How often the phrase of CJK bigrams standing for ``surface`` (`cjk_surface`)
+    occurs in the tokens of ``text``, without tokenizing it: a CJK run's bigrams are
+    its adjacent pairs of characters, and the token after a run's last bigram is its
+    last character alone, so the phrase occurs once per place ``surface`` starts in a
+    normalized line (overlapping places too: ``東京都東京都`` holds ``京都東`` once)."""
+    count = 0
+    for line in text.split("\n"):
+        if line.isascii():
+            continue  # no CJK character
+        normalized = normalize(line)
+        start = normalized.find(surface)
+        while start >= 0:
+            count += 1
+            start = normalized.find(surface, start + 1)
+    return count
+
+
+_CJK_PAIR: Final = re.compile(f"(?:(?=[{_CJK_CLASS}])[^\\W_]){{2}}")
+"""A bigram token: two CJK characters that are letters or digits."""
+_ASCII_ALNUM: Final = re.compile("[A-Za-z0-9]")
+"""What makes an ASCII line hold a token (every other ASCII character separates)."""
 _PIECE: Final = re.compile(f"[{_CJK_CLASS}]+|(?:(?![{_CJK_CLASS}])[^\\W_])+")
 """A CJK run, or a run of other letters and digits: the words ``unicode61`` finds in
 `index_text`'s output, which puts spaces around every CJK run."""

@@ -17,16 +17,20 @@ import itertools
 import math
 import sqlite3
 from array import array
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final
 
 from ._blockmax import (
     _SLACK,
     block_bound,
+    cjk_surface,
     fast_tokens,
+    non_ascii_tokens,
     score_block,
     seal,
     skippable_tokens,
+    surface_count,
     term_score,
     top_k,
 )
@@ -37,6 +41,8 @@ __all__ = [
     "PAIRWISE_BLOCKS",
     "READ_AHEAD",
     "match",
+    "phrase_key",
+    "phrase_weights",
     "reseal",
     "seal_blocks",
     "search_blocks",
@@ -142,41 +148,61 @@ def reseal(
         _write_block(conn, store_rid, lo, hi, rows)
 
 
-def search_blocks(
-    conn: sqlite3.Connection,
-    index: StoreIndex,
-    wanted: Sequence[Phrase],
-    k: int,
-    rank_tail: Callable[[], list[tuple[int, float]]] | None,
-) -> list[tuple[int, float]]:
-    """The ``k`` best ``(chunk id, BM25)`` pairs for a query of phrases without a
-    prefix: `top_k` over the store's blocks (``index``), scored from their postings,
-    and the chunks after the last ranked by ``rank_tail`` (FTS5), if any wait.
+def phrase_key(phrase: Phrase) -> str:
+    """A phrase's tokens, space-joined (tokens hold no space): two terms of a query
+    folding to the same tokens share one key."""
+    return " ".join(phrase.tokens)
 
-    A phrase of several tokens (a CJK word, as bigrams) is bounded in a block by the
-    least bound of its tokens (it occurs in a chunk at most as often as each of them);
-    its chunks are those holding all its tokens, and a chunk that can still make the
-    cut is counted exactly from its text (`_PhraseScorer`)."""
-    # A phrase is keyed by its tokens, space-joined (tokens hold no space).
-    keys = [" ".join(phrase.tokens) for phrase in wanted]
-    phrase_of = dict(zip(keys, wanted, strict=True))
-    distinct = sorted({token for phrase in wanted for token in phrase.tokens})
-    bounds = index.bounds(distinct)
+
+def phrase_weights(
+    conn: sqlite3.Connection, index: StoreIndex, wanted: Sequence[Phrase]
+) -> list[tuple[str, float]]:
+    """Per phrase of ``wanted`` (no prefix), in query order, its key and FTS5's idf for
+    it over the whole store (``index``), the unsealed tail included."""
     frequency: dict[str, int] = {}
-    for key, phrase in phrase_of.items():
+    for phrase in wanted:
+        key = phrase_key(phrase)
+        if key in frequency:
+            continue
         if len(phrase.tokens) == 1:
             # Postings in the blocks plus the tail's rows.
-            frequency[key] = sum(df for _, _, df in bounds[key]) + (
-                index.tail_frequency(key) if rank_tail is not None else 0
+            frequency[key] = sum(df for _, _, df in index.bounds([key])[key]) + (
+                index.tail_frequency(key) if index.unsealed else 0
             )
         else:
             # Adjacency is in no block's postings: FTS5 counts the chunks, all of them.
             frequency[key] = conn.execute(
                 f"SELECT count(*) FROM {index.fts} WHERE {index.fts} MATCH ?", (match(phrase),)
             ).fetchone()[0]
-    weights = [(key, idf(index.rows, frequency[key])) for key in keys]
+    return [(key, idf(index.rows, frequency[key])) for key in map(phrase_key, wanted)]
+
+
+def search_blocks(
+    conn: sqlite3.Connection,
+    index: StoreIndex,
+    wanted: Sequence[Phrase],
+    k: int,
+    rank_tail: Callable[[], list[tuple[int, float]]] | None,
+    weights: Sequence[tuple[str, float]] | None = None,
+) -> list[tuple[int, float]]:
+    """The ``k`` best ``(chunk id, BM25)`` pairs for a query of phrases without a
+    prefix: `top_k` over the store's blocks (``index``), scored from their postings,
+    and the chunks after the last ranked by ``rank_tail`` (FTS5), if any wait.
+    ``weights``: each phrase's key and idf, in query order (`phrase_weights`, the
+    default), given when ``wanted`` is part of a larger query.
+
+    A phrase of several tokens (a CJK word, as bigrams) is bounded in a block by the
+    least bound of its tokens (it occurs in a chunk at most as often as each of them);
+    its chunks are those holding all its tokens, and a chunk that can still make the
+    cut is counted exactly from its text (`_PhraseScorer`)."""
+    phrase_of = {phrase_key(phrase): phrase for phrase in wanted}
+    keys = list(phrase_of)
+    distinct = sorted({token for phrase in wanted for token in phrase.tokens})
+    bounds = index.bounds(distinct)
+    if weights is None:
+        weights = phrase_weights(conn, index, wanted)
     # A phrase written twice in the query (as two terms) counts twice, as in FTS5.
-    key_weight = dict.fromkeys(phrase_of, 0.0)
+    key_weight = dict.fromkeys(keys, 0.0)
     for key, weight in weights:
         key_weight[key] += weight
     factors = index.factors
@@ -268,6 +294,7 @@ class _PhraseScorer:
     def __init__(self, conn: sqlite3.Connection, phrases: Mapping[str, Phrase], k: int) -> None:
         self._conn = conn
         self._phrases = phrases
+        self._surfaces = {key: cjk_surface(phrase.tokens) for key, phrase in phrases.items()}
         self._k = k
 
     def score(
@@ -326,10 +353,22 @@ class _PhraseScorer:
         return exact
 
     def _count(self, chunk_id: int, keys: Sequence[str]) -> dict[str, int]:
-        """How often each phrase of ``keys`` occurs in the chunk, from its text."""
+        """How often each phrase of ``keys`` occurs in the chunk, from its text: a CJK
+        word found in it as text (`surface_count`), any other phrase among its tokens."""
         (body,) = self._conn.execute("SELECT body FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
-        positions = token_positions(fast_tokens(body))
-        return {key: phrase_frequency(self._phrases[key], positions) for key in keys}
+        counts = {
+            key: surface_count(body, surface)
+            for key in keys
+            if (surface := self._surfaces[key]) is not None
+        }
+        rest = [key for key in keys if key not in counts]
+        if rest:
+            ascii_free = all(
+                not token.isascii() for key in rest for token in self._phrases[key].tokens
+            )
+            positions = token_positions(non_ascii_tokens(body) if ascii_free else fast_tokens(body))
+            counts.update((key, phrase_frequency(self._phrases[key], positions)) for key in rest)
+        return counts
 
 
 def _decode(packed: bytes) -> dict[int, int]:
@@ -357,24 +396,50 @@ def _bm25(
 
 def _together(
     conn: sqlite3.Connection, index: StoreIndex, wanted: Sequence[Phrase]
-) -> dict[int, list[set[str]]] | None:
-    """Per block, the query phrases (keyed by their tokens, space-joined) each of its
-    chunks holding two or more of them holds (FTS5 intersects the doclists); None for a
-    query of too many terms, or a store of too few blocks."""
+) -> dict[int, set[frozenset[str]]] | None:
+    """Per block, sets of query phrases (keyed by their tokens, space-joined) holding
+    every set that one of its chunks holding two or more of them holds (FTS5
+    intersects the doclists); None for a query of too many terms, or a store of too
+    few blocks.
+
+    A block's bound is the most any of its sets adds up to, so it needs each set once,
+    and a pair found in a chunk that holds more may stand beside that chunk's whole
+    set (its sum is no larger): each pair is placed in the blocks its chunks fall in,
+    a few bisections per block, and only a chunk found by several pairs is looked at
+    alone (thousands of chunks hold two common words, few hold three)."""
     if len(wanted) > _PAIRWISE_TERMS or len(index.blocks) < PAIRWISE_BLOCKS:
         return None
-    present: dict[int, set[str]] = {}
+    pairs: list[tuple[frozenset[str], list[int]]] = []
     for first, second in itertools.combinations(wanted, 2):
-        pair = (" ".join(first.tokens), " ".join(second.tokens))
-        for (rowid,) in conn.execute(
-            f"SELECT rowid FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
-            (f"{match(first)} AND {match(second)}", index.sealed),
-        ):
-            present.setdefault(rowid, set()).update(pair)
+        rows = [
+            rowid
+            for (rowid,) in conn.execute(
+                f"SELECT rowid FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
+                (f"{match(first)} AND {match(second)}", index.sealed),
+            )
+        ]
+        rows.sort()  # FTS5's order already: sorting sorted rows is one pass
+        pairs.append((frozenset((phrase_key(first), phrase_key(second))), rows))
     starts = index.starts
-    together: dict[int, list[set[str]]] = {}
-    for rowid, found in present.items():
-        together.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], []).append(found)
+    together: dict[int, set[frozenset[str]]] = {}
+    for found, rows in pairs:
+        at = 0
+        while at < len(rows):
+            block = bisect.bisect_right(starts, rows[at]) - 1
+            together.setdefault(starts[block], set()).add(found)
+            # On to the first of the pair's chunks in a later block.
+            if block + 1 == len(starts):
+                break
+            at = bisect.bisect_left(rows, starts[block + 1], at)
+    if len(pairs) > 1:
+        counts = Counter(itertools.chain.from_iterable(rows for _, rows in pairs))
+        several = {rowid for rowid, count in counts.items() if count > 1}
+        present: dict[int, set[str]] = {}
+        for found, rows in pairs:
+            for rowid in several.intersection(rows):
+                present.setdefault(rowid, set()).update(found)
+        for rowid, held in present.items():
+            together[starts[bisect.bisect_right(starts, rowid) - 1]].add(frozenset(held))
     return together
 
 
@@ -385,10 +450,11 @@ _PAIRWISE_TERMS: Final = 8
 them (a query per pair) to bound each block tightly; above, bounds add every term."""
 PAIRWISE_BLOCKS: Final = 16
 """From this many sealed blocks on, a search finds those chunks; below, bounds add
-every term. The pair queries cost about as much as the blocks they spare at 10
-blocks (10,413 chunks of `bench.search`: ranking p50 307 us with them, 292 without);
-at 20 they save (396 against 460 us) and at 102 most of the time (938 against
-2,580 us; 120 queries in process each, a shared 2-core machine)."""
+every term. The pair queries cost about as much as the blocks they spare at 11
+blocks (10,413 chunks of `bench.search`, its 50 Latin queries: ranking p50 213-275 us
+with them, 201-243 without); at 20 they save (396 against 460 us), at 31 more (296-317
+against 458-470) and at 102 most of the time (555-605 against 1,909-2,772 us; 4
+rounds in process each, a shared 2-core machine; `_together` as it is now)."""
 READ_AHEAD: Final = 16
 """Blocks whose postings the first statement of a search fetches (see `_Postings`).
 At the 11 blocks of `bench.search`'s default store, ranking its 50 Latin queries took

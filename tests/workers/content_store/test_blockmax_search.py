@@ -21,12 +21,22 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store import _blockmax, _blocks, _index_cache
-from nativemcp.workers.content_store._blockmax import fast_tokens, read_averages, score_block, seal
+from nativemcp.workers.content_store._blockmax import (
+    fast_tokens,
+    non_ascii_tokens,
+    read_averages,
+    score_block,
+    seal,
+)
 from nativemcp.workers.content_store._blocks import PAIRWISE_BLOCKS, READ_AHEAD
 from nativemcp.workers.content_store._db import ContentDB
 from nativemcp.workers.content_store._index_cache import unsealed
 from nativemcp.workers.content_store._postings import (
+    Phrase,
     chunk_tokens,
+    phrase_frequency,
+    phrases,
+    token_positions,
 )
 
 
@@ -66,28 +76,51 @@ def _sealed_store(db: ContentDB, rng: random.Random) -> str:
 
 
 @contextmanager
-def _database(tmp_path: Path, block_chunks: int) -> Iterator[ContentDB]:
-    db = ContentDB(tmp_path / "content.sqlite3", block_chunks=block_chunks, min_blocks=1)
+def _database(tmp_path: Path, block_chunks: int, union_blocks: int = 1) -> Iterator[ContentDB]:
+    """A database whose stores are searched by their blocks from the first one, for a
+    query of CJK words beside other terms from ``union_blocks``."""
+    db = ContentDB(
+        tmp_path / "content.sqlite3",
+        block_chunks=block_chunks,
+        min_blocks=1,
+        union_blocks=union_blocks,
+    )
     try:
         yield db
     finally:
         db.close()
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(seed=st.integers(0, 2**32 - 1), queries=st.lists(QUERY, min_size=1, max_size=5))
-def test_block_max_ranking_equals_exact_bm25_on_generated_corpora(
-    tmp_path_factory: pytest.TempPathFactory, seed: int, queries: list[list[str]]
-) -> None:
+@contextmanager
+def _generated(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, fewest: int, sealed: float
+) -> Iterator[tuple[ContentDB, str]]:
+    """A database of small blocks holding a store of ``fewest`` to 8 generated contents
+    of 1-40 lines, sealed after each with probability ``sealed`` (else a longer tail
+    of chunks waits unsealed)."""
     rng = random.Random(seed)
     with _database(tmp_path_factory.mktemp("bm"), block_chunks=rng.choice([2, 5, 16])) as db:
         store = db.create_store("s", None, None).store_id
-        for number in range(rng.randint(1, 8)):
+        for number in range(rng.randint(fewest, 8)):
             db.add_content(store, item(number, document(rng, rng.randint(1, 40))))
-            if rng.random() < 0.5:
-                _seal(db, store)  # else a longer tail of chunks waits unsealed
+            if rng.random() < sealed:
+                _seal(db, store)
+        yield db, store
+
+
+_GENERATED_CORPORA = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+"""Hypothesis settings of a test that makes a store per example (tmp_path_factory)."""
+_SEED = st.integers(0, 2**32 - 1)
+
+
+@_GENERATED_CORPORA
+@given(seed=_SEED, queries=st.lists(QUERY, min_size=1, max_size=5))
+def test_block_max_ranking_equals_exact_bm25_on_generated_corpora(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, queries: list[list[str]]
+) -> None:
+    with _generated(tmp_path_factory, seed, fewest=1, sealed=0.5) as (db, store):
         for words in queries:
             for k in (1, 5, 15):
                 _assert_exact(db, store, " ".join(words), k)
@@ -216,6 +249,43 @@ def test_the_fast_tokenizer_tokenizes_any_text_as_the_index_does(text: str) -> N
     assert fast_tokens(text) == chunk_tokens(text)
 
 
+_LINES = st.lists(
+    st.one_of(
+        _MIXED,
+        st.sampled_from(["", "...", "alpha beta", "x", "東京都東京", "café 東京都", "학교 학교"]),
+    ),
+    max_size=8,
+).map("\n".join)
+
+
+@given(_LINES, st.data())
+@example("東京\n...\n都京", None)  # a tokenless ASCII line keeps 京 and 都京 adjacent
+@example("東京\nx\n都京", None)  # a line holding a token parts them
+def test_phrases_of_non_ascii_tokens_occur_as_often_when_ascii_lines_are_skipped(
+    text: str, data: st.DataObject | None
+) -> None:
+    every = fast_tokens(text)
+    skipped = non_ascii_tokens(text)
+    kept = token_positions(skipped)
+    # Each run of two or three tokens of either list, and for a drawn text a few more
+    # drawn from its non-ASCII tokens in any order, as a phrase.
+    runs = {
+        tuple(tokens[i : i + n])
+        for tokens in (every, skipped)
+        for n in (2, 3)
+        for i in range(len(tokens) - n + 1)
+    }
+    candidates = [run for run in runs if not any(token.isascii() for token in run)]
+    pool = sorted({token for token in every if not token.isascii()})
+    if data is not None and pool:
+        drawn = st.lists(st.sampled_from(pool), min_size=1, max_size=3).map(tuple)
+        candidates += data.draw(st.lists(drawn))
+    whole = token_positions(every)
+    for tokens in candidates:
+        phrase = Phrase(tokens, prefix=False)
+        assert phrase_frequency(phrase, kept) == phrase_frequency(phrase, whole), (text, tokens)
+
+
 def test_ascii_fast_path_agrees_with_fts5_itself() -> None:
     text = "Hello, World! x86_64 it's e-mail\tTAB 2026-11-26 a.b.c"
     conn = sqlite3.connect(":memory:")
@@ -323,8 +393,8 @@ def test_a_cjk_word_is_ranked_from_the_blocks_counting_only_adjacent_bigrams(
         finally:
             db._read.set_trace_callback(None)
         assert ranked == []  # one CJK word: every block was scored here, none by FTS5
-        for query in ("東京都 alpha", "beta 東京都 京都"):  # FTS5 ranks a phrase among terms
-            _assert_exact(db, store, query, 5)
+        for query in ("東京都 alpha", "beta 東京都 京都"):  # beside other terms: see
+            _assert_exact(db, store, query, 5)  # test_phrase_union.py
 
 
 def test_search_stays_exact_when_the_kept_bounds_overflow_and_are_read_again(
@@ -371,6 +441,38 @@ def test_chunks_holding_two_terms_are_looked_up_only_in_a_store_of_many_blocks(
             db._read.set_trace_callback(None)
         assert bool(pairs) == (blocks >= PAIRWISE_BLOCKS)
         _assert_exact(db, store, "alpha beta", 5)
+
+
+def test_a_block_s_sets_of_terms_found_together_are_those_its_chunks_hold(
+    tmp_path: Path,
+) -> None:
+    # Each pair is placed in its blocks and only chunks holding three terms or more
+    # are looked at alone: the largest sets of each block must be its chunks' own.
+    with _database(tmp_path, block_chunks=2) as db:
+        store = _sealed_store(db, random.Random(37))
+        with db._snapshot():
+            index = db._indexes.current(store)
+            assert index is not None and len(index.blocks) >= PAIRWISE_BLOCKS
+            bodies = dict(db._read.execute("SELECT id, body FROM chunks"))
+            for query in ("alpha beta gamma", "alpha beta gamma delta", "Müller café x86 2026"):
+                wanted = phrases(query)
+                expected: dict[int, set[frozenset[str]]] = {}
+                for chunk_id, body in bodies.items():
+                    tokens = set(chunk_tokens(body))
+                    held = frozenset(p.tokens[0] for p in wanted if p.tokens[0] in tokens)
+                    if len(held) > 1:
+                        lo = max(start for start in index.starts if start <= chunk_id)
+                        expected.setdefault(lo, set()).add(held)
+                together = _blocks._together(db._read, index, wanted)
+                assert together is not None
+                assert {lo: _largest(sets) for lo, sets in together.items()} == {
+                    lo: _largest(sets) for lo, sets in expected.items()
+                }, query
+
+
+def _largest(sets: set[frozenset[str]]) -> set[frozenset[str]]:
+    """The sets of ``sets`` in none of the others."""
+    return {one for one in sets if not any(one < other for other in sets)}
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,0 +1,221 @@
+"""A query of CJK words beside other terms is ranked from each phrase's own top k in
+the blocks and FTS5's scores of the chunks holding two or more: the very ranking FTS5
+gives over the whole store (same chunks, same scores, same order among ties), checked
+on generated corpora, at ties across the cut, with phrases in the unsealed tail and
+with a phrase written twice; and the phrase counts it relies on, against the tokens."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from _bm25_corpus import CJK, WORDS, document, item
+from hypothesis import example, given
+from hypothesis import strategies as st
+from test_blockmax_search import (
+    _GENERATED_CORPORA,
+    _MIXED,
+    _SEED,
+    _assert_exact,
+    _database,
+    _generated,
+    _seal,
+    _sealed_store,
+)
+
+from nativemcp.workers.content_store._blockmax import cjk_surface, fast_tokens, surface_count
+from nativemcp.workers.content_store._blocks import match
+from nativemcp.workers.content_store._db import ContentDB
+from nativemcp.workers.content_store._phrase_union import search_phrase_union
+from nativemcp.workers.content_store._postings import (
+    Phrase,
+    phrase_frequency,
+    phrases,
+    token_positions,
+)
+
+
+def _fts5_ranking(db: ContentDB, store: str, query: str, k: int) -> list[tuple[int, float]]:
+    """FTS5's own top k over the whole store, as the search ranked these queries before."""
+    index = db._indexes.current(store)
+    assert index is not None
+    rows: list[tuple[int, float]] = db._read.execute(
+        f"SELECT rowid, -rank FROM {index.fts} WHERE {index.fts} MATCH ? ORDER BY rank LIMIT ?",
+        (" OR ".join(match(phrase) for phrase in phrases(query)), k),
+    ).fetchall()
+    return [(rowid, score) for rowid, score in rows if score > 0]
+
+
+@contextmanager
+def _whole_store_ranked(db: ContentDB) -> Iterator[list[int]]:
+    """The ``lo`` of every range FTS5 ranked while inside (0: the whole store)."""
+    seen: list[int] = []
+    rank_range = db._rank_range
+
+    def spy(fts: str, expression: str, lo: int, hi: int, k: int) -> list[tuple[int, float]]:
+        seen.append(lo)
+        return rank_range(fts, expression, lo, hi, k)
+
+    db._rank_range = spy  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        del db._rank_range
+
+
+def _assert_as_fts5(db: ContentDB, store: str, query: str, k: int) -> None:
+    """The search's ranking is FTS5's over the whole store: ids in the same order (ties
+    too), scores equal to float rounding; and exact BM25 from the chunk texts."""
+    got = db.ranked(store, query, k)
+    want = _fts5_ranking(db, store, query, k)
+    assert got is not None
+    assert [rowid for rowid, _ in got] == [rowid for rowid, _ in want], query
+    assert [score for _, score in got] == pytest.approx([score for _, score in want], rel=1e-12)
+    _assert_exact(db, store, query, k)
+
+
+_MIXED_QUERY = st.tuples(
+    st.sampled_from([*WORDS, *CJK, "nothing"]),
+    st.sampled_from([word for word in CJK if len(word) > 2]),
+).flatmap(st.permutations)
+"""A CJK word of two bigrams or more and another term, in either order."""
+
+
+@_GENERATED_CORPORA
+@given(seed=_SEED, queries=st.lists(_MIXED_QUERY, min_size=1, max_size=4))
+def test_cjk_words_beside_other_terms_rank_as_fts5_over_the_whole_store(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, queries: list[list[str]]
+) -> None:
+    with _generated(tmp_path_factory, seed, fewest=2, sealed=0.6) as (db, store):
+        blocks = db._read.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        for words in queries:
+            query = " ".join(words)
+            with _whole_store_ranked(db) as ranged:
+                for k in (1, 5, 15):
+                    _assert_as_fts5(db, store, query, k)
+            # FTS5 ranks the whole store only for a store without blocks; else only the
+            # tail, past the blocks.
+            assert (0 in ranged) == (blocks == 0), query
+
+
+def test_ties_across_the_cut_are_kept_in_fts5_s_order(tmp_path: Path) -> None:
+    # Many chunks of the same text score the same: the cut at k falls inside groups
+    # of ties, for chunks holding one phrase and for chunks holding both.
+    lines = ["東京都 alpha", "東京都 filler", "alpha filler", "東京都 alpha beta", "gamma"]
+    with _database(tmp_path, block_chunks=4) as db:
+        store = db.create_store("s", None, None).store_id
+        for n in range(12):
+            # Three-line chunks with one line of overlap: few distinct chunk texts.
+            text = "\n".join(lines[(n + i) % len(lines)] for i in range(9))
+            db.add_content(store, item(n, f"{text}\nunique{n}"))
+        _seal(db, store)
+        assert db._read.execute("SELECT count(*) FROM blocks").fetchone()[0] >= 10
+        for query in ("東京都 alpha", "alpha 東京都", "東京都 beta", "filler 東京都"):
+            for k in (1, 2, 3, 5, 8, 13, 40):
+                _assert_as_fts5(db, store, query, k)
+
+
+def test_phrases_in_the_unsealed_tail_are_ranked_with_the_blocks(tmp_path: Path) -> None:
+    rng = random.Random(23)
+    with _database(tmp_path, block_chunks=4) as db:
+        store = _sealed_store(db, rng)
+        # Newer chunks, not sealed: the best for the query, and ties with the blocks'.
+        db.add_content(store, item(6, "学校 学校 図書館\n図書館 alpha\n学校\n" + document(rng, 12)))
+        index = db._indexes.current(store)
+        assert index is not None and index.unsealed
+        for query in ("学校 図書館", "図書館 alpha", "学校 図書館 学校", "zeta 図書館"):
+            for k in (1, 5, 15):
+                _assert_as_fts5(db, store, query, k)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "東京都 alpha 東京都",  # the same term twice: one phrase, as in FTS5
+        "Müller 東京都 muller",  # two terms, one phrase's tokens: counted twice
+        "東京都 東京都 図書館",
+        "図書館 MÜLLER 図書館 muller",
+    ],
+)
+def test_a_phrase_written_twice_ranks_as_fts5(tmp_path: Path, query: str) -> None:
+    with _database(tmp_path, block_chunks=4) as db:
+        store = _sealed_store(db, random.Random(29))
+        for k in (1, 5, 15):
+            _assert_as_fts5(db, store, query, k)
+
+
+@pytest.mark.parametrize(
+    ("union_blocks", "query", "whole"),
+    [
+        (1, "東京都 alpha", False),
+        (1, "東京都 alpha beta", True),  # three phrases: FTS5 (measured no faster)
+        (10_000, "東京都 alpha", True),  # a store of fewer blocks
+    ],
+)
+def test_fts5_ranks_the_whole_store_for_three_phrases_or_few_blocks(
+    tmp_path: Path, union_blocks: int, query: str, whole: bool
+) -> None:
+    with _database(tmp_path, block_chunks=4, union_blocks=union_blocks) as db:
+        store = _sealed_store(db, random.Random(31))
+        with _whole_store_ranked(db) as ranged:
+            _assert_as_fts5(db, store, query, 5)
+        assert (0 in ranged) == whole
+
+
+def test_the_union_takes_two_distinct_phrases_only(tmp_path: Path) -> None:
+    # Its chunks holding two phrases are found pair by pair: a chunk holding three
+    # would be scored without one of them.
+    with _database(tmp_path, block_chunks=4) as db:
+        store = _sealed_store(db, random.Random(41))
+        with db._snapshot():
+            index = db._indexes.current(store)
+            assert index is not None
+            with pytest.raises(ValueError, match="two distinct phrases wanted, got 3"):
+                search_phrase_union(db._read, index, phrases("東京都 alpha beta"), 5, None)
+
+
+_CJK_TEXT = st.lists(
+    st.one_of(
+        _MIXED,
+        # Half-width kana and compatibility ideographs change under NFKC; jamo sit below
+        # U+2000 (where accents are folded); U+2EBE1 is in the CJK class, no letter.
+        st.text(alphabet="東京都京東学校서울에서ｶﾞｷﾞガギ豈更\u1100\u1161 .\U0002ebe1", max_size=30),
+    ),
+    max_size=6,
+).map("\n".join)
+
+
+@given(_CJK_TEXT, st.data())
+@example("東京都東京都", None)  # 京都東 once, across the two words
+@example("東京東京東", None)  # 東京東 twice, the two overlapping
+@example("東京\n都", None)  # a line apart: no phrase
+@example("ｶﾞｷﾞ", None)  # half-width: ガギ after NFKC
+def test_a_cjk_word_is_counted_from_the_text_as_often_as_among_the_tokens(
+    text: str, data: st.DataObject | None
+) -> None:
+    tokens = fast_tokens(text)
+    positions = token_positions(tokens)
+    runs = {tuple(tokens[i : i + n]) for n in (2, 3) for i in range(len(tokens) - n + 1)}
+    words = ["東京都", "京都東", "東京東", "ガギ", "ｶﾞｷﾞ", "学校", "東京都東"]
+    if data is not None:
+        words += data.draw(st.lists(st.text(alphabet="東京都学校ガギ豈", min_size=2, max_size=4)))
+    for word in words:
+        runs.add(tuple(word[i : i + 2] for i in range(len(word) - 1)))
+    for run in runs:
+        surface = cjk_surface(run)
+        if surface is None:
+            continue
+        phrase = Phrase(run, prefix=False)
+        assert surface_count(text, surface) == phrase_frequency(phrase, positions), (text, run)
+
+
+def test_only_chains_of_cjk_bigrams_have_a_surface() -> None:
+    assert cjk_surface(("東京", "京都")) == "東京都"
+    assert cjk_surface(("東京", "京都", "都庁")) == "東京都庁"
+    assert cjk_surface(("東京",)) is None  # one token: its postings count it
+    assert cjk_surface(("東京", "都庁")) is None  # not a chain: never adjacent
+    assert cjk_surface(("e", "mail")) is None
+    assert cjk_surface(("東", "京都")) is None
