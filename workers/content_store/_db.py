@@ -31,7 +31,7 @@ from ._blocks import match, reseal, seal_blocks, search_blocks
 from ._index_cache import IndexCache
 from ._merging import IDLE_SECONDS, STEP_PAGES, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._phrase_union import UNION_BLOCKS, search_phrase_union
+from ._phrase_union import UNION_BLOCKS, UNION_PHRASES, search_phrase_union
 from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
@@ -558,7 +558,7 @@ class ContentDB:
                 found = search_blocks(conn, index, wanted, k, rank_tail)
             elif (
                 len(index.blocks) >= self.union_blocks
-                and len({phrase.tokens for phrase in wanted}) == 2
+                and 2 <= len({phrase.tokens for phrase in wanted}) <= UNION_PHRASES
             ):
                 found = search_phrase_union(conn, index, wanted, k, rank_tail)
             else:

@@ -19,16 +19,22 @@ The unsealed tail is ranked by FTS5 (``rank_tail``), as in `search_blocks`.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
+import json
+import math
 import sqlite3
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final
 
-from ._blocks import match, phrase_key, phrase_weights, search_blocks
+from ._blockmax import _SLACK
+from ._blocks import PhraseCounter, bm25, match, phrase_key, phrase_weights, search_blocks
 from ._index_cache import StoreIndex
 from ._postings import Phrase
 
-__all__ = ["UNION_BLOCKS", "search_phrase_union"]
+__all__ = ["UNION_BLOCKS", "UNION_PHRASES", "search_phrase_union"]
 
 UNION_BLOCKS: Final = 64
 """From this many sealed blocks on, a query of two phrases is ranked this way; below,
@@ -38,6 +44,8 @@ against FTS5's 2.2-2.4), at 61 even (3.2-3.3 against 3.4-3.5), at 102 faster
 (2.5-3.2 against 5.7-7.2). Three phrases stay with FTS5: at 102 blocks 9-13 ms this
 way against its 10 (three phrases' own top k, and four statements for the chunks
 holding two or three of them)."""
+UNION_PHRASES: Final = 3
+"""Up to this many distinct phrases, a query is ranked this way."""
 
 
 def search_phrase_union(
@@ -48,28 +56,167 @@ def search_phrase_union(
     rank_tail: Callable[[], list[tuple[int, float]]] | None,
 ) -> list[tuple[int, float]]:
     """The ``k`` best ``(chunk id, BM25)`` pairs for a query of phrases without a prefix,
-    of two distinct phrases (see the module docstring), best first, a lower rowid first
-    among ties: FTS5's ranking, exactly.
+    of two to `UNION_PHRASES` distinct phrases (see the module docstring), best first,
+    a lower rowid first among ties: FTS5's ranking, exactly.
 
     Raises:
-        ValueError: ``wanted`` does not hold two distinct phrases.
+        ValueError: ``wanted`` does not hold two to `UNION_PHRASES` distinct phrases.
     """
     weights = phrase_weights(conn, index, wanted)
     keys = list(dict.fromkeys(key for key, _ in weights))
-    if len(keys) != 2:
-        raise ValueError(f"two distinct phrases wanted, got {len(keys)}")
-    scores: dict[int, float] = {}
-    for key in keys:
-        # Both terms of a query folding to the same tokens, each with its weight.
-        own = [phrase for phrase in wanted if phrase_key(phrase) == key]
-        own_weights = [(each, weight) for each, weight in weights if each == key]
-        scores.update(search_blocks(conn, index, own, k, None, own_weights))
-    # After each phrase's own: a chunk holding both is scored with both.
-    scores.update(
-        conn.execute(
-            f"SELECT rowid, -rank FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
-            (" AND ".join(match(phrase) for phrase in wanted), index.sealed),
+    if not 2 <= len(keys) <= UNION_PHRASES:
+        raise ValueError(f"two to {UNION_PHRASES} distinct phrases wanted, got {len(keys)}")
+    if len(keys) == 2:
+        # A chunk holding both, scored by FTS5 with both: its rank is the OR query's.
+        scores = dict(
+            conn.execute(
+                f"SELECT rowid, -rank FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
+                (" AND ".join(match(phrase) for phrase in wanted), index.sealed),
+            )
         )
-    )
+        held: Collection[int] = scores.keys()
+    else:
+        held, scores = _several(conn, index, wanted, weights, k)
+    # Then each phrase's own top k, above the k-th score in hand (the floor only grows).
+    best = heapq.nlargest(k, scores.values())
+    heapq.heapify(best)
+    for key in keys:
+        floor = best[0] if len(best) >= k else -math.inf
+        for rowid, score in _own(conn, index, wanted, weights, key, k, floor):
+            # A chunk holding several phrases is scored above (or cannot enter).
+            if rowid not in held:
+                scores[rowid] = score
+                _keep(best, k, score)
     found = [*scores.items(), *(rank_tail() if rank_tail is not None else ())]
     return heapq.nlargest(k, found, key=lambda entry: (entry[1], -entry[0]))
+
+
+def _own(
+    conn: sqlite3.Connection,
+    index: StoreIndex,
+    wanted: Sequence[Phrase],
+    weights: Sequence[tuple[str, float]],
+    key: str,
+    k: int,
+    floor: float,
+) -> list[tuple[int, float]]:
+    """The phrase ``key``'s own top ``k`` in the blocks, each chunk scored with its part
+    of the query alone (terms folding to the same tokens: each with its weight), and
+    none below ``floor``."""
+    own = [phrase for phrase in wanted if phrase_key(phrase) == key]
+    own_weights = [(each, weight) for each, weight in weights if each == key]
+    return search_blocks(conn, index, own, k, None, own_weights, floor)
+
+
+def _several(
+    conn: sqlite3.Connection,
+    index: StoreIndex,
+    wanted: Sequence[Phrase],
+    weights: Sequence[tuple[str, float]],
+    k: int,
+) -> tuple[Collection[int], dict[int, float]]:
+    """For a query of three phrases or more: the sealed chunks holding two or more, and
+    the BM25 of those among them that can enter the top ``k``.
+
+    FTS5 finds them pair by pair (rowids only: its ``rank`` would work out every idf
+    again per statement). Each is bounded from its block's postings (a single token's
+    frequency is there; a phrase of several occurs at most as often as each of its
+    tokens) and, best bound first, scored until the next bound is below the k-th
+    score: a phrase of several tokens is counted in the chunk's text. Each phrase's
+    part is added in query order, as FTS5 adds them: the very float its ``rank``
+    gives."""
+    phrase_of = {phrase_key(phrase): phrase for phrase in wanted}
+    held: dict[int, set[str]] = {}
+    for first, second in itertools.combinations(phrase_of.values(), 2):
+        pair = (phrase_key(first), phrase_key(second))
+        for (rowid,) in conn.execute(
+            f"SELECT rowid FROM {index.fts} WHERE {index.fts} MATCH ? AND rowid <= ?",
+            (f"{match(first)} AND {match(second)}", index.sealed),
+        ):
+            held.setdefault(rowid, set()).update(pair)
+    best: list[float] = []  # the k best scores in hand, a min-heap
+    scores: dict[int, float] = {}
+    counter = PhraseCounter(phrase_of)
+    for upper, rowid, frequencies, length in _bounded(conn, index, phrase_of, weights, held):
+        if len(best) >= k and upper * (1 + _SLACK) < best[0]:
+            # Bounds come in descending order and the k-th score only grows: none of
+            # the rest can enter the top k.
+            break
+        several = [key for key in frequencies if len(phrase_of[key].tokens) > 1]
+        score = upper  # exact where every phrase it holds is one token
+        if several:
+            (body,) = conn.execute("SELECT body FROM chunks WHERE id = ?", (rowid,)).fetchone()
+            frequencies.update(counter.count(body, several))
+            score = bm25(frequencies, weights, length, index.average)
+        scores[rowid] = score
+        _keep(best, k, score)
+    return held.keys(), scores
+
+
+def _keep(best: list[float], k: int, score: float) -> None:
+    """Put ``score`` among the ``k`` best of the min-heap ``best``."""
+    if len(best) < k:
+        heapq.heappush(best, score)
+    elif score > best[0]:
+        heapq.heapreplace(best, score)
+
+
+def _bounded(
+    conn: sqlite3.Connection,
+    index: StoreIndex,
+    phrase_of: Mapping[str, Phrase],
+    weights: Sequence[tuple[str, float]],
+    held: Mapping[int, Collection[str]],
+) -> list[tuple[float, int, dict[str, int], int]]:
+    """Per chunk of ``held`` (chunk id to the phrases it holds), highest first: its
+    score's upper bound, its id, each phrase's frequency bound and its length."""
+    if not held:
+        return []
+    starts = index.starts
+    by_block: dict[int, list[int]] = {}
+    for rowid in held:
+        by_block.setdefault(starts[bisect.bisect_right(starts, rowid) - 1], []).append(rowid)
+    # A phrase occurs in a chunk at most as often as any of its tokens: its rarest
+    # token's postings (the fewest bytes to read) bound it; a token's are exact.
+    bounds = index.bounds(sorted({t for phrase in phrase_of.values() for t in phrase.tokens}))
+    rarest = {
+        key: min(phrase.tokens, key=lambda token: sum(df for _, _, df in bounds[token]))
+        for key, phrase in phrase_of.items()
+    }
+    columns = _columns(conn, index.rid, sorted(set(rarest.values())), by_block)
+    bounded: list[tuple[float, int, dict[str, int], int]] = []
+    for lo, rowids in by_block.items():
+        ids, lengths = index.chunks(lo)
+        block = columns[lo]
+        for rowid in rowids:
+            at = bisect.bisect_left(ids, rowid)
+            frequencies = {key: _frequency(block[rarest[key]], at) for key in held[rowid]}
+            upper = bm25(frequencies, weights, lengths[at], index.average)
+            bounded.append((upper, rowid, frequencies, lengths[at]))
+    bounded.sort(reverse=True)
+    return bounded
+
+
+def _columns(
+    conn: sqlite3.Connection, rid: int, tokens: Sequence[str], blocks: Collection[int]
+) -> dict[int, dict[str, tuple[array[int], array[int]]]]:
+    """Per block of ``blocks`` and token, its postings as two columns: the chunk
+    indexes (ascending) and their frequencies."""
+    found: dict[int, dict[str, tuple[array[int], array[int]]]] = {lo: {} for lo in blocks}
+    for lo, token, packed in conn.execute(
+        "SELECT lo, token, postings FROM block_postings WHERE store_rid = ?"
+        " AND lo IN (SELECT value FROM json_each(?))"
+        f" AND token IN ({','.join('?' * len(tokens))})",
+        (rid, json.dumps(list(blocks)), *tokens),
+    ):
+        pairs = array("i")
+        pairs.frombytes(packed)
+        found[lo][token] = (pairs[0::2], pairs[1::2])
+    return found
+
+
+def _frequency(column: tuple[array[int], array[int]], at: int) -> int:
+    """The frequency of chunk ``at`` (an index in its block) in a token's postings."""
+    indexes, frequencies = column
+    where = bisect.bisect_left(indexes, at)
+    return frequencies[where] if where < len(indexes) and indexes[where] == at else 0
