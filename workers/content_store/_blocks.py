@@ -333,7 +333,7 @@ class _PhraseScorer:
         exact: list[tuple[int, float]] = []
         pending: list[tuple[float, int]] = []
         for chunk in candidates:
-            upper = _bm25(chunk, frequencies, weights, lengths[chunk], average)
+            upper = bm25(chunk, frequencies, weights, lengths[chunk], average)
             if any(chunk in frequencies[key] for key in several):
                 pending.append((upper, chunk))
             else:
@@ -353,7 +353,7 @@ class _PhraseScorer:
             for key in several:
                 if chunk in frequencies[key]:
                     frequencies[key][chunk] = counted[key]
-            score = _bm25(chunk, frequencies, weights, lengths[chunk], average)
+            score = bm25(chunk, frequencies, weights, lengths[chunk], average)
             if score > 0:
                 exact.append((ids[chunk], score))
                 if len(best) < self._k:
@@ -398,31 +398,19 @@ def _decode(packed: bytes) -> dict[int, int]:
     return dict(zip(pairs[0::2], pairs[1::2], strict=True))
 
 
-def _bm25(
+def bm25(
     chunk: int,
     frequencies: Mapping[str, Mapping[int, int]],
     weights: Sequence[tuple[str, float]],
     length: int,
     average: float,
 ) -> float:
-    """A chunk's BM25 from its phrase frequencies (`bm25`)."""
-    return bm25(
-        {key: found.get(chunk, 0) for key, found in frequencies.items()}, weights, length, average
-    )
-
-
-def bm25(
-    frequencies: Mapping[str, int],
-    weights: Sequence[tuple[str, float]],
-    length: int,
-    average: float,
-) -> float:
-    """A chunk's BM25 from each phrase's frequency in it (keyed as `phrase_key`), its
-    length and the store's average, in query order as FTS5 adds them: the very float
-    its ``rank`` gives."""
+    """A chunk's BM25 from its phrases' frequencies (per phrase key, chunk to frequency),
+    its length and the store's average, in query order as FTS5 adds them: the very
+    float its ``rank`` gives."""
     score = 0.0
     for key, weight in weights:
-        tf = frequencies.get(key, 0)
+        tf = frequencies.get(key, {}).get(chunk, 0)
         if tf:
             score += weight * term_score(tf, length, average)
     return score

@@ -527,15 +527,16 @@ class ContentDB:
 
         A query of single-token terms, or of one phrase of several (a CJK word), reads
         the sealed blocks by bound (`top_k`) and FTS5 ranks the unsealed tail. Such a
-        phrase beside one other term is ranked from each one's own top k in the blocks
-        and FTS5's scores of the chunks holding both (`search_phrase_union`), in a
-        store of ``union_blocks`` or more: bounded together by their tokens' bounds,
-        they skip few blocks (at 104,000 chunks, two or three CJK words: 71-85 of 102
-        blocks read, 10.5-14.9 ms against FTS5's 10.0-13.4 ms); each alone skips most
-        (a CJK word beside another: 2.3-2.8 ms in all against FTS5's 5.3-7.8; one
-        word alone, 7-15 blocks, 0.7-0.8 ms against 3.7). A prefix (a lone CJK
-        character), or a phrase among more terms, is ranked by FTS5 over the whole
-        store, as is any query of a store of fewer than ``min_blocks``.
+        phrase beside one or two other terms is ranked from the chunks holding two
+        phrases or more and each phrase's own top k in the blocks above the k-th score
+        those reach (`search_phrase_union`), in a store of ``union_blocks`` or more:
+        bounded together by their tokens' bounds, they skip few blocks (at 104,000
+        chunks, two or three CJK words: 71-85 of 102 blocks read, 10.5-14.9 ms against
+        FTS5's 10.0-13.4 ms); this way a CJK word beside another takes 0.8-2.4 ms, and
+        three phrases 4.1-8.7 ms against FTS5's 7.8-14.8 (one word alone, 7-15 blocks,
+        0.7-0.8 ms against 3.7). A prefix (a lone CJK character), or a phrase among
+        three or more other terms, is ranked by FTS5 over the whole store, as is any
+        query of a store of fewer than ``min_blocks``.
         """
         with self._snapshot():
             conn = self._read

@@ -1,18 +1,23 @@
-"""Exact top k for a query of two phrases, one of several tokens (a CJK word beside
-another term), from each phrase's own top k in the sealed blocks.
+"""Exact top k for a query of two or three phrases, one of several tokens (a CJK word
+beside other terms), from the chunks holding several phrases and each phrase's own top
+k in the sealed blocks.
 
 Bounded together in the blocks, such a query skips few of them: a phrase of several
 tokens is bounded by the least of its tokens' bounds, loose for common bigrams. And
-FTS5 over the whole store scores every row holding either phrase (about 1 µs a row).
-But the top k of ``P1 OR P2`` lies among:
+FTS5 over the whole store scores every row holding any phrase (about 1 µs a row).
+But the top k of ``P1 OR P2 OR P3`` lies among:
 
-- the chunks holding both: FTS5 finds them (``P1 AND P2``, its doclists intersected)
-  and scores them with its own ``rank``, the very float the OR query gives (it sums
-  the same parts in the same order);
+- the chunks holding two phrases or more. For two, FTS5 finds them (``P1 AND P2``, its
+  doclists intersected) and scores them with its own ``rank``, the very float the OR
+  query gives (it sums the same parts in the same order). For three, FTS5 finds them
+  pair by pair, rowids only, and they are scored here from their blocks and texts
+  (`_several`), with FTS5's formula in its order: the same float;
 - each phrase's own top k, scored as in the query (`search_blocks` with the query's
   weights): a chunk holding only ``P1`` scores exactly its ``P1`` part, and if k chunks
   beat that (a lower rowid first among ties, as everywhere), they beat it in the whole
-  query too, where a chunk's score only grows with the phrases it holds.
+  query too, where a chunk's score only grows with the phrases it holds. Each is
+  searched only above the k-th score in hand (``floor``): the chunks holding several
+  phrases are scored first, and they score highest.
 
 The unsealed tail is ranked by FTS5 (``rank_tail``), as in `search_blocks`.
 """
@@ -37,15 +42,16 @@ from ._postings import Phrase
 __all__ = ["UNION_BLOCKS", "UNION_PHRASES", "search_phrase_union"]
 
 UNION_BLOCKS: Final = 64
-"""From this many sealed blocks on, a query of two phrases is ranked this way; below,
-FTS5 ranks the whole store. `bench.search`'s CJK queries of two words, in process
-(median of 3 or 7 runs, a shared 2-core machine): at 31 blocks slower (2.9-3.7 ms
-against FTS5's 2.2-2.4), at 61 even (3.2-3.3 against 3.4-3.5), at 102 faster
-(2.5-3.2 against 5.7-7.2). Three phrases stay with FTS5: at 102 blocks 9-13 ms this
-way against its 10 (three phrases' own top k, and four statements for the chunks
-holding two or three of them)."""
+"""From this many sealed blocks on, a query of two or three phrases is ranked this way;
+below, FTS5 ranks the whole store. `bench.search`'s CJK queries of two words, in
+process (median of 3 or 7 runs, a shared 2-core machine), before each phrase's own top
+k was searched above a floor: at 31 blocks slower (2.9-3.7 ms against FTS5's 2.2-2.4),
+at 61 even (3.2-3.3 against 3.4-3.5), at 102 faster (2.5-3.2 against 5.7-7.2; with the
+floor 0.8-2.4 against main's 2.1-14.2, three phrases 4.1-8.7 against FTS5's 7.8-14.8)."""
 UNION_PHRASES: Final = 3
-"""Up to this many distinct phrases, a query is ranked this way."""
+"""Up to this many distinct phrases a query is ranked this way; above, by FTS5 over the
+whole store. Four or more are not measured (`bench.search` makes no such CJK query),
+and their chunks holding several phrases take a statement per pair (six for four)."""
 
 
 def search_phrase_union(
@@ -74,7 +80,7 @@ def search_phrase_union(
                 (" AND ".join(match(phrase) for phrase in wanted), index.sealed),
             )
         )
-        held: Collection[int] = scores.keys()
+        held: Collection[int] = set(scores)
     else:
         held, scores = _several(conn, index, wanted, weights, k)
     # Then each phrase's own top k, above the k-th score in hand (the floor only grows).
@@ -137,17 +143,19 @@ def _several(
     best: list[float] = []  # the k best scores in hand, a min-heap
     scores: dict[int, float] = {}
     counter = PhraseCounter(phrase_of)
-    for upper, rowid, frequencies, length in _bounded(conn, index, phrase_of, weights, held):
+    frequencies, pending = _bounded(conn, index, phrase_of, weights, held)
+    for upper, rowid, length in pending:
         if len(best) >= k and upper * (1 + _SLACK) < best[0]:
             # Bounds come in descending order and the k-th score only grows: none of
             # the rest can enter the top k.
             break
-        several = [key for key in frequencies if len(phrase_of[key].tokens) > 1]
+        several = [key for key in held[rowid] if len(phrase_of[key].tokens) > 1]
         score = upper  # exact where every phrase it holds is one token
         if several:
             (body,) = conn.execute("SELECT body FROM chunks WHERE id = ?", (rowid,)).fetchone()
-            frequencies.update(counter.count(body, several))
-            score = bm25(frequencies, weights, length, index.average)
+            for key, tf in counter.count(body, several).items():
+                frequencies[key][rowid] = tf
+            score = bm25(rowid, frequencies, weights, length, index.average)
         scores[rowid] = score
         _keep(best, k, score)
     return held.keys(), scores
@@ -167,11 +175,13 @@ def _bounded(
     phrase_of: Mapping[str, Phrase],
     weights: Sequence[tuple[str, float]],
     held: Mapping[int, Collection[str]],
-) -> list[tuple[float, int, dict[str, int], int]]:
-    """Per chunk of ``held`` (chunk id to the phrases it holds), highest first: its
-    score's upper bound, its id, each phrase's frequency bound and its length."""
+) -> tuple[dict[str, dict[int, int]], list[tuple[float, int, int]]]:
+    """Per phrase, chunk id to a bound on its frequency (exact for a token) for each
+    chunk of ``held`` (chunk id to the phrases it holds); and per chunk, highest first,
+    the bound on its score, its id and its length."""
+    frequencies: dict[str, dict[int, int]] = {key: {} for key in phrase_of}
     if not held:
-        return []
+        return frequencies, []
     starts = index.starts
     by_block: dict[int, list[int]] = {}
     for rowid in held:
@@ -184,17 +194,18 @@ def _bounded(
         for key, phrase in phrase_of.items()
     }
     columns = _columns(conn, index.rid, sorted(set(rarest.values())), by_block)
-    bounded: list[tuple[float, int, dict[str, int], int]] = []
+    bounded: list[tuple[float, int, int]] = []
     for lo, rowids in by_block.items():
         ids, lengths = index.chunks(lo)
         block = columns[lo]
         for rowid in rowids:
             at = bisect.bisect_left(ids, rowid)
-            frequencies = {key: _frequency(block[rarest[key]], at) for key in held[rowid]}
-            upper = bm25(frequencies, weights, lengths[at], index.average)
-            bounded.append((upper, rowid, frequencies, lengths[at]))
+            for key in held[rowid]:
+                frequencies[key][rowid] = _frequency(block[rarest[key]], at)
+            upper = bm25(rowid, frequencies, weights, lengths[at], index.average)
+            bounded.append((upper, rowid, lengths[at]))
     bounded.sort(reverse=True)
-    return bounded
+    return frequencies, bounded
 
 
 def _columns(
