@@ -43,6 +43,7 @@ __all__ = [
     "PhraseCounter",
     "bm25",
     "match",
+    "phrase_frequencies",
     "phrase_key",
     "phrase_weights",
     "reseal",
@@ -161,6 +162,15 @@ def phrase_weights(
 ) -> list[tuple[str, float]]:
     """Per phrase of ``wanted`` (no prefix), in query order, its key and FTS5's idf for
     it over the whole store (``index``), the unsealed tail included."""
+    frequency = phrase_frequencies(conn, index, wanted)
+    return [(key, idf(index.rows, frequency[key])) for key in map(phrase_key, wanted)]
+
+
+def phrase_frequencies(
+    conn: sqlite3.Connection, index: StoreIndex, wanted: Sequence[Phrase]
+) -> dict[str, int]:
+    """Per distinct phrase of ``wanted`` (no prefix), by key, how many chunks of the
+    whole store (``index``) hold it, the unsealed tail included."""
     frequency: dict[str, int] = {}
     for phrase in wanted:
         key = phrase_key(phrase)
@@ -176,7 +186,7 @@ def phrase_weights(
             frequency[key] = conn.execute(
                 f"SELECT count(*) FROM {index.fts} WHERE {index.fts} MATCH ?", (match(phrase),)
             ).fetchone()[0]
-    return [(key, idf(index.rows, frequency[key])) for key in map(phrase_key, wanted)]
+    return frequency
 
 
 def search_blocks(

@@ -31,7 +31,7 @@ from ._blocks import match, reseal, seal_blocks, search_blocks
 from ._index_cache import IndexCache
 from ._merging import IDLE_SECONDS, STEP_PAGES, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._phrase_union import UNION_BLOCKS, UNION_PHRASES, search_phrase_union
+from ._phrase_union import SEVERAL_ROW_COST, UNION_BLOCKS, UNION_PHRASES, search_phrase_union
 from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
@@ -168,17 +168,21 @@ class ContentDB:
         block_chunks: int = BLOCK_CHUNKS,
         min_blocks: int = MIN_BLOCKS,
         union_blocks: int = UNION_BLOCKS,
+        several_row_cost: float = SEVERAL_ROW_COST,
     ) -> None:
         """Open (or create) the database at ``path``; a store's index is merged after
         ``merge_idle`` seconds without writes (`IndexMerger`); every ``block_chunks``
         new chunks of a store are sealed into a block a search may skip (`top_k`), once
         the store has ``min_blocks`` of them, and from ``union_blocks`` on for a query
-        of CJK words beside other terms too (`search_phrase_union`)."""
+        of CJK words beside other terms too (`search_phrase_union`, for three terms or
+        more while its chunks holding several cost less than FTS5's rows at
+        ``several_row_cost`` each)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.block_chunks = block_chunks
         self.min_blocks = min_blocks
         self.union_blocks = union_blocks
+        self.several_row_cost = several_row_cost
         # The merging thread writes too: one transaction at a time on the writer.
         self._writing = threading.Lock()
         self._write = _connect(path)
@@ -561,7 +565,14 @@ class ContentDB:
                 len(index.blocks) >= self.union_blocks
                 and 2 <= len({phrase.tokens for phrase in wanted}) <= UNION_PHRASES
             ):
-                found = search_phrase_union(conn, index, wanted, k, rank_tail)
+                union = search_phrase_union(
+                    conn, index, wanted, k, rank_tail, self.several_row_cost
+                )
+                found = (
+                    union
+                    if union is not None
+                    else self._rank_range(fts, expression, 0, _MAX_ROWID, k)
+                )
             else:
                 found = self._rank_range(fts, expression, 0, _MAX_ROWID, k)
         return [(rowid, score) for rowid, score in found if score > 0]

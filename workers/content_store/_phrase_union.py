@@ -35,11 +35,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final
 
 from ._blockmax import _SLACK
-from ._blocks import PhraseCounter, bm25, match, phrase_key, phrase_weights, search_blocks
+from ._blocks import PhraseCounter, bm25, match, phrase_frequencies, phrase_key, search_blocks
 from ._index_cache import StoreIndex
-from ._postings import Phrase
+from ._postings import Phrase, idf
 
-__all__ = ["UNION_BLOCKS", "UNION_PHRASES", "search_phrase_union"]
+__all__ = ["SEVERAL_ROW_COST", "UNION_BLOCKS", "UNION_PHRASES", "search_phrase_union"]
 
 UNION_BLOCKS: Final = 64
 """From this many sealed blocks on, a query of two or three phrases is ranked this way;
@@ -48,10 +48,20 @@ process (median of 3 or 7 runs, a shared 2-core machine), before each phrase's o
 k was searched above a floor: at 31 blocks slower (2.9-3.7 ms against FTS5's 2.2-2.4),
 at 61 even (3.2-3.3 against 3.4-3.5), at 102 faster (2.5-3.2 against 5.7-7.2; with the
 floor 0.8-2.4 against main's 2.1-14.2, three phrases 4.1-8.7 against FTS5's 7.8-14.8)."""
-UNION_PHRASES: Final = 3
-"""Up to this many distinct phrases a query is ranked this way; above, by FTS5 over the
-whole store. Four or more are not measured (`bench.search` makes no such CJK query),
-and their chunks holding several phrases take a statement per pair (six for four)."""
+UNION_PHRASES: Final = 8
+"""Up to this many distinct phrases a query is ranked this way (a statement per pair
+for the chunks holding two: 28 for 8); above, by FTS5 over the whole store. At 102
+blocks, `bench.search`'s CJK queries of two and three words joined into four and five
+phrases (median of 5, in process): 6.2-10.5 ms against FTS5's 11.8-15.6 (four),
+9.2-11.7 against 14.6-17.9 (five)."""
+SEVERAL_ROW_COST: Final = 5
+"""A query of three phrases or more is ranked this way only while the chunks expected
+to hold two of them (``df_i * df_j / N`` per pair, as if independent) number less than
+the rows FTS5 scores (``sum df``) over this: each costs about 5 µs here (bounded from
+its block's postings, sorted), where FTS5 scores a row in about 1. At 104,030 chunks,
+a CJK word beside two words held by 61,000-104,000 chunks each: 201-366 ms this way
+against FTS5's 93-139 (60,000-104,000 chunks hold two); beside two rarer words
+(1,500-13,000 chunks: about 600 hold two), 1.6-4.9 ms against 4.6-13.7."""
 
 
 def search_phrase_union(
@@ -60,18 +70,27 @@ def search_phrase_union(
     wanted: Sequence[Phrase],
     k: int,
     rank_tail: Callable[[], list[tuple[int, float]]] | None,
-) -> list[tuple[int, float]]:
+    several_row_cost: float = SEVERAL_ROW_COST,
+) -> list[tuple[int, float]] | None:
     """The ``k`` best ``(chunk id, BM25)`` pairs for a query of phrases without a prefix,
     of two to `UNION_PHRASES` distinct phrases (see the module docstring), best first,
-    a lower rowid first among ties: FTS5's ranking, exactly.
+    a lower rowid first among ties: FTS5's ranking, exactly. None for a query of three
+    phrases or more that FTS5 ranks faster: the chunks expected to hold two phrases,
+    at ``several_row_cost`` each (`SEVERAL_ROW_COST`), cost more than FTS5's rows.
 
     Raises:
         ValueError: ``wanted`` does not hold two to `UNION_PHRASES` distinct phrases.
     """
-    weights = phrase_weights(conn, index, wanted)
-    keys = list(dict.fromkeys(key for key, _ in weights))
+    frequency = phrase_frequencies(conn, index, wanted)
+    keys = list(frequency)
     if not 2 <= len(keys) <= UNION_PHRASES:
         raise ValueError(f"two to {UNION_PHRASES} distinct phrases wanted, got {len(keys)}")
+    # Chunks expected to hold two phrases, as if they were independent (times the
+    # store's rows), against the rows FTS5 scores.
+    expected = sum(a * b for a, b in itertools.combinations(frequency.values(), 2))
+    if len(keys) > 2 and expected * several_row_cost > sum(frequency.values()) * index.rows:
+        return None
+    weights = [(key, idf(index.rows, frequency[key])) for key in map(phrase_key, wanted)]
     if len(keys) == 2:
         # A chunk holding both, scored by FTS5 with both: its rank is the OR query's.
         scores = dict(

@@ -30,7 +30,7 @@ from test_blockmax_search import (
 from nativemcp.workers.content_store._blockmax import cjk_surface, fast_tokens, surface_count
 from nativemcp.workers.content_store._blocks import match
 from nativemcp.workers.content_store._db import ContentDB
-from nativemcp.workers.content_store._phrase_union import search_phrase_union
+from nativemcp.workers.content_store._phrase_union import SEVERAL_ROW_COST, search_phrase_union
 from nativemcp.workers.content_store._postings import (
     Phrase,
     phrase_frequency,
@@ -214,11 +214,11 @@ def test_a_phrase_written_twice_ranks_as_fts5(tmp_path: Path, query: str) -> Non
     [
         (1, "東京都 alpha", False),
         (1, "東京都 alpha beta", False),
-        (1, "東京都 alpha beta gamma", True),  # four phrases: FTS5 (not measured faster)
+        (1, "東京都 alpha beta gamma delta epsilon zeta eta theta", True),  # nine: FTS5
         (10_000, "東京都 alpha beta", True),  # a store of fewer blocks
     ],
 )
-def test_fts5_ranks_the_whole_store_for_four_phrases_or_few_blocks(
+def test_fts5_ranks_the_whole_store_for_nine_phrases_or_few_blocks(
     tmp_path: Path, union_blocks: int, query: str, whole: bool
 ) -> None:
     with _database(tmp_path, block_chunks=4, union_blocks=union_blocks) as db:
@@ -228,8 +228,34 @@ def test_fts5_ranks_the_whole_store_for_four_phrases_or_few_blocks(
         assert (0 in ranged) == whole
 
 
-@pytest.mark.parametrize(("query", "count"), [("東京都 alpha beta gamma", 4), ("東京都", 1)])
-def test_the_union_takes_two_or_three_distinct_phrases_only(
+@pytest.mark.parametrize(
+    ("query", "whole"),
+    [
+        ("東京都 common often", True),  # both words in every chunk: FTS5
+        ("東京都 rare seldom", False),
+        ("東京都 common", False),  # two phrases: the union whatever they hold
+    ],
+)
+def test_three_phrases_that_many_chunks_hold_together_are_ranked_by_fts5(
+    tmp_path: Path, query: str, whole: bool
+) -> None:
+    with _database(tmp_path, block_chunks=4, several_row_cost=SEVERAL_ROW_COST) as db:
+        store = db.create_store("s", None, None).store_id
+        for n in range(40):
+            extra = " rare" if n % 10 == 0 else " seldom" if n % 10 == 5 else ""
+            place = " 東京都" if n % 4 == 0 else ""
+            db.add_content(store, item(n, f"common often pad{n}{extra}{place}"))
+        _seal(db, store)
+        with _whole_store_ranked(db) as ranged:
+            for k in (1, 5, 15):
+                _assert_as_fts5(db, store, query, k)
+        assert (0 in ranged) == whole
+
+
+@pytest.mark.parametrize(
+    ("query", "count"), [("東京都 alpha beta gamma delta epsilon zeta eta theta", 9), ("東京都", 1)]
+)
+def test_the_union_takes_two_to_eight_distinct_phrases_only(
     tmp_path: Path, query: str, count: int
 ) -> None:
     with _database(tmp_path, block_chunks=4) as db:
@@ -237,7 +263,7 @@ def test_the_union_takes_two_or_three_distinct_phrases_only(
         with db._snapshot():
             index = db._indexes.current(store)
             assert index is not None
-            with pytest.raises(ValueError, match=f"two to 3 distinct phrases wanted, got {count}"):
+            with pytest.raises(ValueError, match=f"two to 8 distinct phrases wanted, got {count}"):
                 search_phrase_union(db._read, index, phrases(query), 5, None)
 
 
