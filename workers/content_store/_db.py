@@ -531,16 +531,17 @@ class ContentDB:
 
         A query of single-token terms, or of one phrase of several (a CJK word), reads
         the sealed blocks by bound (`top_k`) and FTS5 ranks the unsealed tail. Such a
-        phrase beside one or two other terms is ranked from the chunks holding two
-        phrases or more and each phrase's own top k in the blocks above the k-th score
-        those reach (`search_phrase_union`), in a store of ``union_blocks`` or more:
-        bounded together by their tokens' bounds, they skip few blocks (at 104,000
-        chunks, two or three CJK words: 71-85 of 102 blocks read, 10.5-14.9 ms against
-        FTS5's 10.0-13.4 ms); this way a CJK word beside another takes 0.8-2.4 ms, and
-        three phrases 4.1-8.7 ms against FTS5's 7.8-14.8 (one word alone, 7-15 blocks,
-        0.7-0.8 ms against 3.7). A prefix (a lone CJK character), or a phrase among
-        three or more other terms, is ranked by FTS5 over the whole store, as is any
-        query of a store of fewer than ``min_blocks``.
+        phrase beside other terms (up to `UNION_PHRASES` in all) is ranked from the
+        chunks holding two phrases or more and each phrase's own top k in the blocks
+        above the k-th score those reach (`search_phrase_union`), in a store of
+        ``union_blocks`` or more: bounded together by their tokens' bounds, they skip
+        few blocks (at 104,000 chunks, two or three CJK words: 71-85 of 102 blocks
+        read, 10.5-14.9 ms against FTS5's 10.0-13.4 ms); this way a CJK word beside
+        another takes 0.7-2.4 ms, three phrases 3.1-8.7 ms against FTS5's 6.6-14.8
+        (one word alone, 7-15 blocks, 0.7-0.8 ms against 3.7). A prefix (a lone CJK
+        character), a phrase among more terms, or three or more phrases that many
+        chunks hold together (``several_row_cost``), is ranked by FTS5 over the whole
+        store, as is any query of a store of fewer than ``min_blocks``.
         """
         with self._snapshot():
             conn = self._read

@@ -1,4 +1,4 @@
-"""Exact top k for a query of two or three phrases, one of several tokens (a CJK word
+"""Exact top k for a query of two to eight phrases, one of several tokens (a CJK word
 beside other terms), from the chunks holding several phrases and each phrase's own top
 k in the sealed blocks.
 
@@ -9,7 +9,7 @@ But the top k of ``P1 OR P2 OR P3`` lies among:
 
 - the chunks holding two phrases or more. For two, FTS5 finds them (``P1 AND P2``, its
   doclists intersected) and scores them with its own ``rank``, the very float the OR
-  query gives (it sums the same parts in the same order). For three, FTS5 finds them
+  query gives (it sums the same parts in the same order). For more, FTS5 finds them
   pair by pair, rowids only, and they are scored here from their blocks and texts
   (`_several`), with FTS5's formula in its order: the same float;
 - each phrase's own top k, scored as in the query (`search_blocks` with the query's
@@ -42,7 +42,7 @@ from ._postings import Phrase, idf
 __all__ = ["SEVERAL_ROW_COST", "UNION_BLOCKS", "UNION_PHRASES", "search_phrase_union"]
 
 UNION_BLOCKS: Final = 64
-"""From this many sealed blocks on, a query of two or three phrases is ranked this way;
+"""From this many sealed blocks on, a query of two to eight phrases is ranked this way;
 below, FTS5 ranks the whole store. `bench.search`'s CJK queries of two words, in
 process (median of 3 or 7 runs, a shared 2-core machine), before each phrase's own top
 k was searched above a floor: at 31 blocks slower (2.9-3.7 ms against FTS5's 2.2-2.4),
