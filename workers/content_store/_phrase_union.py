@@ -27,7 +27,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-import json
 import math
 import sqlite3
 from array import array
@@ -235,9 +234,9 @@ def _columns(
     found: dict[int, dict[str, tuple[array[int], array[int]]]] = {lo: {} for lo in blocks}
     for lo, token, packed in conn.execute(
         "SELECT lo, token, postings FROM block_postings WHERE store_rid = ?"
-        " AND lo IN (SELECT value FROM json_each(?))"
+        f" AND lo IN ({','.join('?' * len(blocks))})"
         f" AND token IN ({','.join('?' * len(tokens))})",
-        (rid, json.dumps(list(blocks)), *tokens),
+        (rid, *blocks, *tokens),
     ):
         pairs = array("i")
         pairs.frombytes(packed)
