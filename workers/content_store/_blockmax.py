@@ -48,6 +48,7 @@ __all__ = [
     "seal",
     "skippable_tokens",
     "surface_count",
+    "surface_counts",
     "term_score",
     "top_k",
     "unpack_chunks",
@@ -149,10 +150,11 @@ def non_ascii_tokens(text: str) -> list[str]:
 
 
 def cjk_surface(tokens: Sequence[str]) -> str | None:
-    """The text a phrase of CJK bigrams stands for (``東京 京都``: ``東京都``), when each
-    token is two CJK letters and each after the first begins with the one before's
-    second; None for any other phrase (`surface_count` counts only those)."""
-    if len(tokens) < 2 or not all(_CJK_PAIR.fullmatch(token) for token in tokens):
+    """The text a phrase of CJK bigrams stands for (``東京 京都``: ``東京都``; ``東京``
+    alone: ``東京``), when each token is two CJK letters and each after the first
+    begins with the one before's second; None for any other phrase (`surface_counts`
+    counts only those)."""
+    if not tokens or not all(_CJK_PAIR.fullmatch(token) for token in tokens):
         return None
     if any(before[1] != after[0] for before, after in itertools.pairwise(tokens)):
         return None
@@ -161,20 +163,28 @@ def cjk_surface(tokens: Sequence[str]) -> str | None:
 
 def surface_count(text: str, surface: str) -> int:
     """How often the phrase of CJK bigrams standing for ``surface`` (`cjk_surface`)
-    occurs in the tokens of ``text``, without tokenizing it: a CJK run's bigrams are
-    its adjacent pairs of characters, and the token after a run's last bigram is its
-    last character alone, so the phrase occurs once per place ``surface`` starts in a
-    normalized line (overlapping places too: ``東京都東京都`` holds ``京都東`` once)."""
-    count = 0
+    occurs in the tokens of ``text``, without tokenizing it (see `surface_counts`)."""
+    return surface_counts(text, [surface])[0]
+
+
+def surface_counts(text: str, surfaces: Sequence[str]) -> list[int]:
+    """How often each phrase of CJK bigrams standing for one of ``surfaces``
+    (`cjk_surface`) occurs in the tokens of ``text``, without tokenizing it: a CJK
+    run's bigrams are its adjacent pairs of characters, and the token after a run's
+    last bigram is its last character alone, so the phrase occurs once per place its
+    surface starts in a normalized line (overlapping places too: ``東京都東京都`` holds
+    ``京都東`` once). Each line is normalized once for all the surfaces."""
+    counts = [0] * len(surfaces)
     for line in text.split("\n"):
         if line.isascii():
             continue  # no CJK character
         normalized = normalize(line)
-        start = normalized.find(surface)
-        while start >= 0:
-            count += 1
-            start = normalized.find(surface, start + 1)
-    return count
+        for number, surface in enumerate(surfaces):
+            start = normalized.find(surface)
+            while start >= 0:
+                counts[number] += 1
+                start = normalized.find(surface, start + 1)
+    return counts
 
 
 _CJK_PAIR: Final = re.compile(f"(?:(?=[{_CJK_CLASS}])[^\\W_]){{2}}")

@@ -30,7 +30,7 @@ from ._blockmax import (
     score_block,
     seal,
     skippable_tokens,
-    surface_count,
+    surface_counts,
     term_score,
     top_k,
 )
@@ -40,7 +40,10 @@ from ._postings import Phrase, idf, phrase_frequency, token_positions
 __all__ = [
     "PAIRWISE_BLOCKS",
     "READ_AHEAD",
+    "PhraseCounter",
+    "bm25",
     "match",
+    "phrase_frequencies",
     "phrase_key",
     "phrase_weights",
     "reseal",
@@ -159,6 +162,15 @@ def phrase_weights(
 ) -> list[tuple[str, float]]:
     """Per phrase of ``wanted`` (no prefix), in query order, its key and FTS5's idf for
     it over the whole store (``index``), the unsealed tail included."""
+    frequency = phrase_frequencies(conn, index, wanted)
+    return [(key, idf(index.rows, frequency[key])) for key in map(phrase_key, wanted)]
+
+
+def phrase_frequencies(
+    conn: sqlite3.Connection, index: StoreIndex, wanted: Sequence[Phrase]
+) -> dict[str, int]:
+    """Per distinct phrase of ``wanted`` (no prefix), by key, how many chunks of the
+    whole store (``index``) hold it, the unsealed tail included."""
     frequency: dict[str, int] = {}
     for phrase in wanted:
         key = phrase_key(phrase)
@@ -174,7 +186,7 @@ def phrase_weights(
             frequency[key] = conn.execute(
                 f"SELECT count(*) FROM {index.fts} WHERE {index.fts} MATCH ?", (match(phrase),)
             ).fetchone()[0]
-    return [(key, idf(index.rows, frequency[key])) for key in map(phrase_key, wanted)]
+    return frequency
 
 
 def search_blocks(
@@ -184,12 +196,15 @@ def search_blocks(
     k: int,
     rank_tail: Callable[[], list[tuple[int, float]]] | None,
     weights: Sequence[tuple[str, float]] | None = None,
+    floor: float = -math.inf,
 ) -> list[tuple[int, float]]:
     """The ``k`` best ``(chunk id, BM25)`` pairs for a query of phrases without a
     prefix: `top_k` over the store's blocks (``index``), scored from their postings,
     and the chunks after the last ranked by ``rank_tail`` (FTS5), if any wait.
     ``weights``: each phrase's key and idf, in query order (`phrase_weights`, the
-    default), given when ``wanted`` is part of a larger query.
+    default), given when ``wanted`` is part of a larger query; ``floor``: a score the
+    caller's k-th is known to reach, so no chunk scoring less is wanted (a block whose
+    bound is below is not read).
 
     A phrase of several tokens (a CJK word, as bigrams) is bounded in a block by the
     least bound of its tokens (it occurs in a chunk at most as often as each of them);
@@ -226,12 +241,14 @@ def search_blocks(
         ranges.append((block_bound(block, found), lo))
     # top_k reads the blocks in this order (its sort is stable): their postings are
     # fetched in it, a few blocks per statement.
+    ranges = [entry for entry in ranges if entry[0] * (1 + _SLACK) >= floor]
     ranges.sort(key=lambda entry: -entry[0])
     postings = _Postings(conn, index.rid, distinct, [lo for _, lo in ranges if lo != _TAIL])
     scorer = _PhraseScorer(conn, phrase_of, k)
     tokens_only = all(len(phrase.tokens) == 1 for phrase in wanted)
 
     def read(lo: int, threshold: float) -> list[tuple[int, float]]:
+        threshold = max(threshold, floor)
         if rank_tail is not None and lo == _TAIL:
             return rank_tail()
         packed = postings.block(lo)
@@ -294,7 +311,7 @@ class _PhraseScorer:
     def __init__(self, conn: sqlite3.Connection, phrases: Mapping[str, Phrase], k: int) -> None:
         self._conn = conn
         self._phrases = phrases
-        self._surfaces = {key: cjk_surface(phrase.tokens) for key, phrase in phrases.items()}
+        self._counter = PhraseCounter(phrases)
         self._k = k
 
     def score(
@@ -326,7 +343,7 @@ class _PhraseScorer:
         exact: list[tuple[int, float]] = []
         pending: list[tuple[float, int]] = []
         for chunk in candidates:
-            upper = _bm25(chunk, frequencies, weights, lengths[chunk], average)
+            upper = bm25(chunk, frequencies, weights, lengths[chunk], average)
             if any(chunk in frequencies[key] for key in several):
                 pending.append((upper, chunk))
             else:
@@ -339,11 +356,14 @@ class _PhraseScorer:
             cut = max(threshold, best[0] if len(best) >= self._k else -math.inf)
             if upper * (1 + _SLACK) < cut:
                 break
-            counted = self._count(ids[chunk], several)
+            (body,) = self._conn.execute(
+                "SELECT body FROM chunks WHERE id = ?", (ids[chunk],)
+            ).fetchone()
+            counted = self._counter.count(body, several)
             for key in several:
                 if chunk in frequencies[key]:
                     frequencies[key][chunk] = counted[key]
-            score = _bm25(chunk, frequencies, weights, lengths[chunk], average)
+            score = bm25(chunk, frequencies, weights, lengths[chunk], average)
             if score > 0:
                 exact.append((ids[chunk], score))
                 if len(best) < self._k:
@@ -352,15 +372,25 @@ class _PhraseScorer:
                     heapq.heappushpop(best, score)
         return exact
 
-    def _count(self, chunk_id: int, keys: Sequence[str]) -> dict[str, int]:
-        """How often each phrase of ``keys`` occurs in the chunk, from its text: a CJK
-        word found in it as text (`surface_count`), any other phrase among its tokens."""
-        (body,) = self._conn.execute("SELECT body FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
-        counts = {
-            key: surface_count(body, surface)
-            for key in keys
-            if (surface := self._surfaces[key]) is not None
-        }
+
+class PhraseCounter:
+    """Counts a query's phrases in a chunk's text, tokenized as the index was."""
+
+    def __init__(self, phrases: Mapping[str, Phrase]) -> None:
+        self._phrases = phrases
+        self._surfaces = {key: cjk_surface(phrase.tokens) for key, phrase in phrases.items()}
+
+    def count(self, body: str, keys: Sequence[str]) -> dict[str, int]:
+        """How often each phrase of ``keys`` occurs in ``body``: CJK words and bigrams
+        found in it as text (`surface_counts`), any other phrase among its tokens."""
+        found = [(key, surface) for key in keys if (surface := self._surfaces[key]) is not None]
+        counts = dict(
+            zip(
+                [key for key, _ in found],
+                surface_counts(body, [surface for _, surface in found]),
+                strict=True,
+            )
+        )
         rest = [key for key in keys if key not in counts]
         if rest:
             ascii_free = all(
@@ -378,14 +408,16 @@ def _decode(packed: bytes) -> dict[int, int]:
     return dict(zip(pairs[0::2], pairs[1::2], strict=True))
 
 
-def _bm25(
+def bm25(
     chunk: int,
     frequencies: Mapping[str, Mapping[int, int]],
     weights: Sequence[tuple[str, float]],
     length: int,
     average: float,
 ) -> float:
-    """A chunk's BM25 from its phrase frequencies, in query order as FTS5 adds them."""
+    """A chunk's BM25 from its phrases' frequencies (per phrase key, chunk to frequency),
+    its length and the store's average, in query order as FTS5 adds them: the very
+    float its ``rank`` gives."""
     score = 0.0
     for key, weight in weights:
         tf = frequencies.get(key, {}).get(chunk, 0)

@@ -31,7 +31,7 @@ from ._blocks import match, reseal, seal_blocks, search_blocks
 from ._index_cache import IndexCache
 from ._merging import IDLE_SECONDS, STEP_PAGES, IndexMerger
 from ._models import ContentSummary, SearchHit, StoreInfo
-from ._phrase_union import UNION_BLOCKS, search_phrase_union
+from ._phrase_union import SEVERAL_ROW_COST, UNION_BLOCKS, UNION_PHRASES, search_phrase_union
 from ._postings import phrases
 from ._records import (
     INDEX_VERSION,
@@ -168,17 +168,21 @@ class ContentDB:
         block_chunks: int = BLOCK_CHUNKS,
         min_blocks: int = MIN_BLOCKS,
         union_blocks: int = UNION_BLOCKS,
+        several_row_cost: float = SEVERAL_ROW_COST,
     ) -> None:
         """Open (or create) the database at ``path``; a store's index is merged after
         ``merge_idle`` seconds without writes (`IndexMerger`); every ``block_chunks``
         new chunks of a store are sealed into a block a search may skip (`top_k`), once
         the store has ``min_blocks`` of them, and from ``union_blocks`` on for a query
-        of CJK words beside other terms too (`search_phrase_union`)."""
+        of CJK words beside other terms too (`search_phrase_union`, for three terms or
+        more while its chunks holding several cost less than FTS5's rows at
+        ``several_row_cost`` each)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.block_chunks = block_chunks
         self.min_blocks = min_blocks
         self.union_blocks = union_blocks
+        self.several_row_cost = several_row_cost
         # The merging thread writes too: one transaction at a time on the writer.
         self._writing = threading.Lock()
         self._write = _connect(path)
@@ -527,14 +531,16 @@ class ContentDB:
 
         A query of single-token terms, or of one phrase of several (a CJK word), reads
         the sealed blocks by bound (`top_k`) and FTS5 ranks the unsealed tail. Such a
-        phrase beside one other term is ranked from each one's own top k in the blocks
-        and FTS5's scores of the chunks holding both (`search_phrase_union`), in a
-        store of ``union_blocks`` or more: bounded together by their tokens' bounds,
-        they skip few blocks (at 104,000 chunks, two or three CJK words: 71-85 of 102
-        blocks read, 10.5-14.9 ms against FTS5's 10.0-13.4 ms); each alone skips most
-        (a CJK word beside another: 2.3-2.8 ms in all against FTS5's 5.3-7.8; one
-        word alone, 7-15 blocks, 0.7-0.8 ms against 3.7). A prefix (a lone CJK
-        character), or a phrase among more terms, is ranked by FTS5 over the whole
+        phrase beside other terms (up to `UNION_PHRASES` in all) is ranked from the
+        chunks holding two phrases or more and each phrase's own top k in the blocks
+        above the k-th score those reach (`search_phrase_union`), in a store of
+        ``union_blocks`` or more: bounded together by their tokens' bounds, they skip
+        few blocks (at 104,000 chunks, two or three CJK words: 71-85 of 102 blocks
+        read, 10.5-14.9 ms against FTS5's 10.0-13.4 ms); this way a CJK word beside
+        another takes 0.7-2.4 ms, three phrases 3.1-8.7 ms against FTS5's 6.6-14.8
+        (one word alone, 7-15 blocks, 0.7-0.8 ms against 3.7). A prefix (a lone CJK
+        character), a phrase among more terms, or three or more phrases that many
+        chunks hold together (``several_row_cost``), is ranked by FTS5 over the whole
         store, as is any query of a store of fewer than ``min_blocks``.
         """
         with self._snapshot():
@@ -558,9 +564,16 @@ class ContentDB:
                 found = search_blocks(conn, index, wanted, k, rank_tail)
             elif (
                 len(index.blocks) >= self.union_blocks
-                and len({phrase.tokens for phrase in wanted}) == 2
+                and 2 <= len({phrase.tokens for phrase in wanted}) <= UNION_PHRASES
             ):
-                found = search_phrase_union(conn, index, wanted, k, rank_tail)
+                union = search_phrase_union(
+                    conn, index, wanted, k, rank_tail, self.several_row_cost
+                )
+                found = (
+                    union
+                    if union is not None
+                    else self._rank_range(fts, expression, 0, _MAX_ROWID, k)
+                )
             else:
                 found = self._rank_range(fts, expression, 0, _MAX_ROWID, k)
         return [(rowid, score) for rowid, score in found if score > 0]

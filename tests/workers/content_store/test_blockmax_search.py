@@ -76,14 +76,18 @@ def _sealed_store(db: ContentDB, rng: random.Random) -> str:
 
 
 @contextmanager
-def _database(tmp_path: Path, block_chunks: int, union_blocks: int = 1) -> Iterator[ContentDB]:
+def _database(
+    tmp_path: Path, block_chunks: int, union_blocks: int = 1, several_row_cost: float = 0.0
+) -> Iterator[ContentDB]:
     """A database whose stores are searched by their blocks from the first one, for a
-    query of CJK words beside other terms from ``union_blocks``."""
+    query of CJK words beside other terms from ``union_blocks`` (for three terms or
+    more, however many chunks hold several, unless ``several_row_cost`` says)."""
     db = ContentDB(
         tmp_path / "content.sqlite3",
         block_chunks=block_chunks,
         min_blocks=1,
         union_blocks=union_blocks,
+        several_row_cost=several_row_cost,
     )
     try:
         yield db
