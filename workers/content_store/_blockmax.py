@@ -47,7 +47,6 @@ __all__ = [
     "score_block",
     "seal",
     "skippable_tokens",
-    "surface_count",
     "surface_counts",
     "term_score",
     "top_k",
@@ -159,12 +158,6 @@ def cjk_surface(tokens: Sequence[str]) -> str | None:
     if any(before[1] != after[0] for before, after in itertools.pairwise(tokens)):
         return None
     return tokens[0] + "".join(token[1] for token in tokens[1:])
-
-
-def surface_count(text: str, surface: str) -> int:
-    """How often the phrase of CJK bigrams standing for ``surface`` (`cjk_surface`)
-    occurs in the tokens of ``text``, without tokenizing it (see `surface_counts`)."""
-    return surface_counts(text, [surface])[0]
 
 
 def surface_counts(text: str, surfaces: Sequence[str]) -> list[int]:

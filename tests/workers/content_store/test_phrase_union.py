@@ -27,7 +27,7 @@ from test_blockmax_search import (
     _sealed_store,
 )
 
-from nativemcp.workers.content_store._blockmax import cjk_surface, fast_tokens, surface_count
+from nativemcp.workers.content_store._blockmax import cjk_surface, fast_tokens, surface_counts
 from nativemcp.workers.content_store._blocks import match
 from nativemcp.workers.content_store._db import ContentDB
 from nativemcp.workers.content_store._phrase_union import SEVERAL_ROW_COST, search_phrase_union
@@ -300,7 +300,7 @@ def test_a_cjk_word_or_bigram_is_counted_from_the_text_as_often_as_among_the_tok
         if surface is None:
             continue
         phrase = Phrase(run, prefix=False)
-        assert surface_count(text, surface) == phrase_frequency(phrase, positions), (text, run)
+        assert surface_counts(text, [surface]) == [phrase_frequency(phrase, positions)], (text, run)
 
 
 def test_only_chains_of_cjk_bigrams_have_a_surface() -> None:
