@@ -32,8 +32,6 @@ from ._handle import DEFAULT as DEFAULT
 from ._handle import CallOptions as CallOptions
 from ._handle import LogHandler as LogHandler
 from ._handle import ProgressCallback as ProgressCallback
-from ._mcp_config import ExternalServerSpec as ExternalServerSpec
-from ._mcp_config import load_mcp_servers as load_mcp_servers
 from ._pool import ClientHandler as ClientHandler
 from ._pool import WorkerPool as WorkerPool
 from ._proxy import PROXY_NAMES as PROXY_NAMES
@@ -44,6 +42,8 @@ from ._restart import RestartPolicy as RestartPolicy
 from ._sync_pool import SyncServerProxy as SyncServerProxy
 from ._sync_pool import SyncToolMethod as SyncToolMethod
 from ._sync_pool import SyncWorkerPool as SyncWorkerPool
+from .external import ExternalServerSpec as ExternalServerSpec
+from .external import load_mcp_servers as load_mcp_servers
 
 __all__ = [
     "DEFAULT",

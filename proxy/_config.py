@@ -33,9 +33,9 @@ from nativemcp.workers import (
 )
 
 from ._handle import CallOptions
-from ._mcp_config import ExternalServerSpec, load_mcp_servers
 from ._restart import RestartPolicy
 from ._worker import WorkerSettings
+from .external import ExternalServerSpec, load_mcp_servers
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",

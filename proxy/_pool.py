@@ -46,9 +46,7 @@ from nativemcp.workers import (
 
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
-from ._client_side import ClientSide, roots_answer
 from ._config import PoolConfig, PoolOptions, check_options, root_uris
-from ._external import ExternalServer
 from ._handle import (
     DEFAULT,
     CallOptions,
@@ -60,11 +58,11 @@ from ._handle import (
     merge_options,
 )
 from ._local import LocalServer
-from ._mcp_config import ExternalServerSpec
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
+from .external import ClientSide, ExternalServer, ExternalServerSpec, roots_answer
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call

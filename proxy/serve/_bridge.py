@@ -57,7 +57,7 @@ from nativemcp.protocol import (
 )
 
 from .._handle import CallOptions, ServerHandle
-from .._tasks import accepts_task
+from ..external import accepts_task
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tasks import ServedTask, ServedTasks, session_key

@@ -119,3 +119,15 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
         if name not in state:
             walk(name)
     assert not circles, "\n".join(" -> ".join(circle) for circle in circles)
+
+
+def test_only_the_external_room_imports_its_private_modules() -> None:
+    room = "nativemcp.proxy.external"
+    reaching_in = [
+        f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}"
+        for name, targets in GRAPH.items()
+        for target, line in targets
+        if target.startswith(f"{room}._") and not name.startswith(room)
+    ]
+    assert GRAPH[room], "the room's __init__ re-exports nothing: the walk did not see it"
+    assert not reaching_in, "\n".join(reaching_in)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from nativemcp.proxy import ExternalServerSpec, WorkerPool, load_mcp_servers
-from nativemcp.proxy._mcp_config import expand_variables
+from nativemcp.proxy.external import expand_variables
 
 pytestmark = pytest.mark.anyio_backends("asyncio")
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 from nativemcp.protocol import INTERNAL_ERROR, INVALID_REQUEST
 from nativemcp.workers import ClientRequest, ClientRequestError
 
-from ._handle import CallOptions, answer_client_request
+from .._handle import CallOptions, answer_client_request
 
 if TYPE_CHECKING:
     import mcp_types

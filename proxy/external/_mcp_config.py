@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._json_where import key_positions, line_column
+from .._json_where import key_positions, line_column
 
 __all__ = ["ExternalServerSpec", "Transport", "expand_variables", "load_mcp_servers"]
 

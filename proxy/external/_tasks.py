@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
 
-    from ._handle import ProgressCallback
+    from .._handle import ProgressCallback
 
 __all__ = ["TASK_CANCEL_TIMEOUT", "accepts_task", "call_as_task", "runs_as_task"]
 

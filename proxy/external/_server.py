@@ -36,8 +36,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
 
-from ._client_side import ClientSide, ServerRequests
-from ._handle import (
+from .._handle import (
     CallOptions,
     LogHandler,
     ResourceListener,
@@ -45,8 +44,9 @@ from ._handle import (
     call_deadline,
     deliver_log,
 )
+from .._restart import RestartPolicy, Supervised
+from ._client_side import ClientSide, ServerRequests
 from ._mcp_config import ExternalServerSpec
-from ._restart import RestartPolicy, Supervised
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
 from ._tool_listing import drop_repeated_tools, usable_tools_only

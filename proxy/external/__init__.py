@@ -1,0 +1,30 @@
+"""External MCP servers: the pool's client side of the MCP boundary.
+
+What lives here is one concern, a server nativemcp does not run itself: `_server`
+(`ExternalServer`, the pool's handle on one, through the official `mcp` client over
+stdio or Streamable HTTP), `_mcp_config` (the hosts' `mcpServers` files and `${VAR}`
+expansion), `_stdio` (the stdio transport with its frame limit and process-group
+cleanup), `_client_side` (the server's requests back to the pool: sampling, elicitation,
+roots), `_tasks` (task-augmented calls) and `_tool_listing` (tools a server lists that
+cannot be offered). It may import the pool core's handle seam (`_handle`, `_restart`,
+`_json_where`) and the public names of `nativemcp.protocol` and `nativemcp.workers`;
+the pool core imports only the names below.
+"""
+
+from ._client_side import ClientSide as ClientSide
+from ._client_side import roots_answer as roots_answer
+from ._mcp_config import ExternalServerSpec as ExternalServerSpec
+from ._mcp_config import expand_variables as expand_variables
+from ._mcp_config import load_mcp_servers as load_mcp_servers
+from ._server import ExternalServer as ExternalServer
+from ._tasks import accepts_task as accepts_task
+
+__all__ = [
+    "ClientSide",
+    "ExternalServer",
+    "ExternalServerSpec",
+    "accepts_task",
+    "expand_variables",
+    "load_mcp_servers",
+    "roots_answer",
+]
