@@ -67,8 +67,22 @@ CHROMIUM_FLAGS: Final = (
     "--disable-sync",
     "--no-first-run",
     "--mute-audio",
+    # WebRTC opens its own sockets, around any proxy: STUN and TURN over UDP, host
+    # candidates, mDNS. With this policy it sends no UDP at all and its TCP (TURN over
+    # TCP and TLS) goes through the session's proxy as a CONNECT, which the URL policy
+    # judges like any tunnel. (--force-webrtc-ip-handling-policy, tried alone, left
+    # every STUN packet going out in this Chromium; tests/workers/browser/
+    # test_browser_side_channels.py counts the packets.)
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # HTTP/3 (QUIC) is UDP: Chromium does not use it through an HTTP proxy, and now
+    # never tries.
+    "--disable-quic",
+    # Chromium resolves no name itself (DNS prefetch, preconnect, anything that would
+    # leave around the proxy); the proxy, reached by its IP, resolves and checks.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 )
-"""Chromium's command-line flags: headless on a server, nothing phoning home."""
+"""Chromium's command-line flags: headless on a server, nothing phoning home, nothing
+leaving the browser except through the session's egress proxy."""
 _SWEEP_EVERY: Final = 30.0
 """The longest pause between two looks for idle sessions, in seconds."""
 _SAFE_NAME: Final = re.compile(r"[^A-Za-z0-9._ -]+")
