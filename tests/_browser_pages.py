@@ -107,7 +107,8 @@ async function transport() {
     gather('page', RTCPeerConnection),
     gather('fresh iframe', frame.contentWindow.RTCPeerConnection),
     transport(),
-    fetch(`http://127.0.0.1:${tcp}/`).then(() => report.fetch = 'answered', () => report.fetch = 'failed'),
+    fetch(`http://127.0.0.1:${tcp}/`).then(
+      () => report.fetch = 'answered', () => report.fetch = 'failed'),
   ]);
   document.getElementById('report').textContent = JSON.stringify(report) + ' All tried.';
 })();

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from _browser_pages import PageServer, require_chromium
@@ -26,10 +25,12 @@ pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio"), pytest.m
 
 
 @pytest.fixture(scope="module")
-async def listed_pool(site: PageServer, tmp_path_factory: Path) -> AsyncIterator[WorkerPool]:
+async def listed_pool(
+    site: PageServer, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[WorkerPool]:
     """A pool whose allow-list holds the page server's origin, and nothing else."""
     require_chromium()
-    folder = tmp_path_factory.mktemp("side")  # type: ignore[attr-defined]
+    folder = tmp_path_factory.mktemp("side")
     async with WorkerPool(
         data_dir=folder, builtins=["browser"], browser_allowed_origins=[site.base], timeout=60
     ) as pool:
