@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Final
 
 import anyio
 import pytest
@@ -101,6 +102,91 @@ def test_the_allow_list_admits_only_its_origins() -> None:
     assert refused is not None and "not an allowed origin" in refused
     assert policy.scheme_refusal("ws://127.0.0.1:8000/socket") is None
     assert policy.scheme_refusal("file:///etc/passwd") is not None
+
+
+_LISTED: Final = ("http://127.0.0.1:1", "https://example.com")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:18/",  # the allowed port is a prefix of this one
+        "http://127.0.0.1:10/",
+        "http://127.0.0.1/",  # port 80
+        "https://127.0.0.1:1/",  # another scheme
+        "http://127.0.0.10:1/",  # the allowed host is a prefix of this one
+        "https://example.com.evil.test/",  # the allowed origin is a prefix of this host
+        "https://example.community/",
+        "https://evil-example.com/",  # a suffix
+        "https://www.example.com/",  # a subdomain is another origin
+        "https://example.co/",  # a prefix of the allowed host
+        "https://example.com:8443/",
+        "http://example.com/",
+        "https://example.com@evil.test/",  # the allowed origin as userinfo
+        "https://example.com./",  # a trailing dot: not the name that was listed
+        "wss://example.com.evil.test/socket",
+    ],
+)
+def test_the_allow_list_refuses_prefixes_suffixes_and_lookalikes_of_its_origins(url: str) -> None:
+    policy = UrlPolicy.build(_LISTED)
+    reason = policy.scheme_refusal(url)
+    assert reason is not None and "is not an allowed origin" in reason
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:1/a?b=c",
+        "HTTPS://EXAMPLE.COM/",
+        "https://example.com:443/path",
+        "https://user@example.com/",  # userinfo does not change the origin
+        "wss://example.com/socket",
+    ],
+)
+def test_the_allow_list_admits_its_origins_however_spelled(url: str) -> None:
+    assert UrlPolicy.build(_LISTED).scheme_refusal(url) is None
+
+
+@pytest.mark.parametrize(
+    "target", ["example.com.evil.test:443", "127.0.0.1:18", "example.com:4433", "evil.test:443"]
+)
+async def test_the_egress_proxy_refuses_a_tunnel_to_a_lookalike_before_resolving_it(
+    target: str,
+) -> None:
+    refused: list[str] = []
+    proxy = EgressProxy(UrlPolicy.build(_LISTED), refused.append)
+    url = await proxy.start()
+    try:
+        # Refused on the origin alone: no name is resolved, nothing leaves the machine.
+        answer = await _through(url, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 403 Forbidden")
+        assert b"is not an allowed origin" in answer
+        assert len(refused) == 1 and refused[0].startswith(f"https://{target}/: https://")
+        assert refused[0].endswith(
+            "is not an allowed origin (allowed: http://127.0.0.1:1, https://example.com)"
+        )
+    finally:
+        proxy.close()
+
+
+async def test_an_origin_whose_port_is_a_prefix_of_the_sites_is_refused_end_to_end(
+    site: PageServer, tmp_path: Path
+) -> None:
+    prefix = f"http://127.0.0.1:{str(site.port)[:-1]}"
+    refused: list[str] = []
+    proxy = EgressProxy(UrlPolicy.build([prefix]), refused.append)
+    url = await proxy.start()
+    try:
+        answer = await _through(url, f"GET {site.base}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 403 Forbidden")
+        assert b"Welcome" not in answer
+    finally:
+        proxy.close()
+    async with WorkerPool(
+        data_dir=tmp_path, builtins=["browser"], browser_allowed_origins=[prefix], timeout=60
+    ) as pool:
+        with pytest.raises(ToolError, match=f"{site.base} is not an allowed origin"):
+            await pool.server(BrowserAPI).navigate(url=f"{site.base}/")
 
 
 # -- through a real browser ---------------------------------------------------------
