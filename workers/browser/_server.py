@@ -228,7 +228,24 @@ class _Tools:
                 ) from None
             loading = True  # the document arrived but never finished: show what is there
         except Error as exc:
+            # A URL that is a file fails the navigation ("Download is starting", the
+            # download event comes after it) while the download handler saves it: that
+            # is an answer, not a failure.
+            if "Download is starting" in str(exc) and not session.saving:
+                with contextlib.suppress(Error):
+                    await page.wait_for_event(
+                        "download", timeout=self.options.action_timeout * 1000
+                    )
+            downloads = await session.take_downloads(self.options.action_timeout)
             refused = session.take_refused()
+            if downloads:
+                return NavigateResult(
+                    session_id=session.name,
+                    url=page.url,
+                    title=await page.title(),
+                    refused=refused,
+                    downloads=downloads,
+                )
             if refused:
                 raise ToolError(
                     f"Error: refused to load {refused[0]}.",

@@ -358,3 +358,20 @@ async def test_a_download_lands_in_the_workspace_exports_under_a_safe_name(
     assert saved.name.endswith("report.csv")
     assert saved.read_bytes() == b"a,b\n1,2\n"
     assert not (Path(workspace).parent / "report.csv").exists()
+
+
+async def test_navigating_to_a_file_says_where_it_was_saved(
+    pool: WorkerPool, browser: BrowserAPI, site: PageServer
+) -> None:
+    await browser.navigate(url=f"{site.base}/files", session_id="file-url")
+    text, failed = await text_of(
+        pool, "navigate", {"url": f"{site.base}/report.csv", "session_id": "file-url"}
+    )
+    assert not failed, text
+    (line, *_) = text.splitlines()
+    assert line.startswith("Downloaded to the workspace: exports/downloads/")
+    saved = line.rsplit(": ", 1)[1]
+    workspace = pool.config.workspace_root
+    assert workspace is not None
+    assert (Path(workspace) / saved).read_bytes() == b"a,b\n1,2\n"
+    assert f'the tab stays on "Files" {site.base}/files.' in text
