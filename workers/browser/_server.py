@@ -114,9 +114,15 @@ class _Tools:
         return (ctx.session_id, session_id or DEFAULT_SESSION)
 
     async def run(
-        self, ctx: Context, session_id: str | None, body: Callable[[Session], Awaitable[T]]
+        self,
+        ctx: Context,
+        session_id: str | None,
+        body: Callable[[Session], Awaitable[T]],
+        *,
+        create: bool = True,
     ) -> T:
-        """``body`` on the session's lock, Playwright's failures turned into tool errors."""
+        """``body`` on the session's lock, Playwright's failures turned into tool errors;
+        without ``create`` (a read), a session that is not open is an error."""
         try:
             from playwright.async_api import Error, TimeoutError
         except ImportError:
@@ -126,7 +132,7 @@ class _Tools:
                 structured_content={"error": "no_playwright"},
             ) from None
 
-        session = await self.host.session(self.key(ctx, session_id))
+        session = await self.host.session(self.key(ctx, session_id), create=create)
         async with session.lock:
             session.touch()
             try:
@@ -362,12 +368,53 @@ def create_server(config: ServerConfig) -> Server:
             "navigates."
         )
 
+    for register in (_navigation_tools, _reading_tools, _action_tools, _session_tools):
+        register(server, tools)
+    return server
+
+
+def _navigation_tools(server: Server, tools: _Tools) -> None:
+    """Open pages; move through a tab's history and the session's tabs."""
+
     @server.tool(render=render_navigate, annotations=_ACTS)
     async def navigate(ctx: Context, url: str, session_id: _SessionId = None) -> NavigateResult:
         """Open an http(s) URL in the session's active tab; answers with the page's title,
         URL and how many interactive elements it has (snapshot shows them with refs)."""
         await tools.check_url(url)
         return await tools.run(ctx, session_id, lambda s: tools.navigate(s, url))
+
+    @server.tool(annotations=_ACTS)
+    async def go_back(
+        ctx: Context, session_id: _SessionId = None
+    ) -> NativeMCPResponse[ActionResult]:
+        """Go back one page in the active tab's history."""
+        return await tools.run(ctx, session_id, lambda s: tools.history(s, back=True))
+
+    @server.tool(annotations=_ACTS)
+    async def go_forward(
+        ctx: Context, session_id: _SessionId = None
+    ) -> NativeMCPResponse[ActionResult]:
+        """Go forward one page in the active tab's history."""
+        return await tools.run(ctx, session_id, lambda s: tools.history(s, back=False))
+
+    @server.tool(annotations=_ACTS)
+    async def tabs(
+        ctx: Context,
+        action: Literal["list", "new", "select", "close"] = "list",
+        index: Annotated[int, msgspec.Meta(ge=0)] | None = None,
+        url: str | None = None,
+        session_id: _SessionId = None,
+    ) -> NativeMCPResponse[ActionResult]:
+        """List the session's tabs, open a new one (at url), select one or close one (by
+        index; close without index closes the active tab)."""
+        if url is not None:
+            await tools.check_url(url)
+        return await tools.run(ctx, session_id, lambda s: tools.tabs(s, action, index, url))
+
+
+def _reading_tools(server: Server, tools: _Tools) -> None:
+    """Read the active tab; a read never opens a session."""
+    options = tools.options
 
     @server.tool(annotations=_READS)
     async def snapshot(
@@ -389,7 +436,82 @@ def create_server(config: ServerConfig) -> Server:
             )
             return structured_response(render_snapshot(result, state.lines), result)
 
-        return await tools.run(ctx, session_id, body)
+        return await tools.run(ctx, session_id, body, create=False)
+
+    @server.tool(render=render_read_text, annotations=_READS)
+    async def read_text(
+        ctx: Context,
+        ref: Annotated[
+            str | None, msgspec.Meta(description="An element's ref; omit for the whole page.")
+        ] = None,
+        session_id: _SessionId = None,
+    ) -> ReadTextResult:
+        """The visible text of one element (by ref) or of the whole page."""
+
+        async def body(session: Session) -> ReadTextResult:
+            page = await session.page()
+            if ref is None:
+                text = await page.locator("body").inner_text()
+            else:
+                _, locator, _ = await tools.locate(session, ref)
+                text = await locator.inner_text()
+            limit = options.max_text_chars
+            return ReadTextResult(
+                session_id=session.name, ref=ref, text=text[:limit], truncated=len(text) > limit
+            )
+
+        return await tools.run(ctx, session_id, body, create=False)
+
+    @server.tool(annotations=_READS)
+    async def screenshot(
+        ctx: Context, session_id: _SessionId = None, full_page: bool = False
+    ) -> NativeMCPResponse[ScreenshotResult]:
+        """A PNG image of the active tab (the viewport, or with full_page the whole page)."""
+
+        async def body(session: Session) -> NativeMCPResponse[ScreenshotResult]:
+            page = await session.page()
+            data = await page.screenshot(type="png", full_page=full_page)
+            width, height = _png_size(data)
+            result = ScreenshotResult(
+                session_id=session.name,
+                url=page.url,
+                title=await page.title(),
+                width=width,
+                height=height,
+                size=len(data),
+                full_page=full_page,
+            )
+            image = ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type="image/png")
+            return structured_response(render_screenshot(result), result, extra_content=[image])
+
+        return await tools.run(ctx, session_id, body, create=False)
+
+    @server.tool(annotations=_READS)
+    async def wait_for_text(
+        ctx: Context,
+        text: str,
+        gone: Annotated[
+            bool, msgspec.Meta(description="Wait for the text to disappear instead.")
+        ] = False,
+        timeout: Annotated[float, msgspec.Meta(gt=0, description="Seconds.")] | None = None,
+        session_id: _SessionId = None,
+    ) -> NativeMCPResponse[ActionResult]:
+        """Wait until ``text`` shows on the page (or, with gone, until it is gone)."""
+        seconds = min(timeout or options.action_timeout, options.page_timeout)
+
+        async def body(session: Session) -> NativeMCPResponse[ActionResult]:
+            page = await session.page()
+            target = page.get_by_text(text).first
+            await target.wait_for(state="hidden" if gone else "visible", timeout=seconds * 1000)
+            quoted = json.dumps(text, ensure_ascii=False)
+            return await tools.after(session, f"Text {quoted} is {'gone' if gone else 'shown'}.")
+
+        return await tools.run(ctx, session_id, body, create=False)
+
+
+def _action_tools(server: Server, tools: _Tools) -> None:
+    """Act on the elements of the latest snapshot, or run a script."""
+    options = tools.options
 
     @server.tool(annotations=_ACTS)
     async def click(
@@ -473,104 +595,6 @@ def create_server(config: ServerConfig) -> Server:
 
         return await tools.run(ctx, session_id, body)
 
-    @server.tool(annotations=_READS)
-    async def wait_for_text(
-        ctx: Context,
-        text: str,
-        gone: Annotated[
-            bool, msgspec.Meta(description="Wait for the text to disappear instead.")
-        ] = False,
-        timeout: Annotated[float, msgspec.Meta(gt=0, description="Seconds.")] | None = None,
-        session_id: _SessionId = None,
-    ) -> NativeMCPResponse[ActionResult]:
-        """Wait until ``text`` shows on the page (or, with gone, until it is gone)."""
-        seconds = min(timeout or options.action_timeout, options.page_timeout)
-
-        async def body(session: Session) -> NativeMCPResponse[ActionResult]:
-            page = await session.page()
-            target = page.get_by_text(text).first
-            await target.wait_for(state="hidden" if gone else "visible", timeout=seconds * 1000)
-            quoted = json.dumps(text, ensure_ascii=False)
-            return await tools.after(session, f"Text {quoted} is {'gone' if gone else 'shown'}.")
-
-        return await tools.run(ctx, session_id, body)
-
-    @server.tool(annotations=_ACTS)
-    async def go_back(
-        ctx: Context, session_id: _SessionId = None
-    ) -> NativeMCPResponse[ActionResult]:
-        """Go back one page in the active tab's history."""
-        return await tools.run(ctx, session_id, lambda s: tools.history(s, back=True))
-
-    @server.tool(annotations=_ACTS)
-    async def go_forward(
-        ctx: Context, session_id: _SessionId = None
-    ) -> NativeMCPResponse[ActionResult]:
-        """Go forward one page in the active tab's history."""
-        return await tools.run(ctx, session_id, lambda s: tools.history(s, back=False))
-
-    @server.tool(annotations=_ACTS)
-    async def tabs(
-        ctx: Context,
-        action: Literal["list", "new", "select", "close"] = "list",
-        index: Annotated[int, msgspec.Meta(ge=0)] | None = None,
-        url: str | None = None,
-        session_id: _SessionId = None,
-    ) -> NativeMCPResponse[ActionResult]:
-        """List the session's tabs, open a new one (at url), select one or close one (by
-        index; close without index closes the active tab)."""
-        if url is not None:
-            await tools.check_url(url)
-        return await tools.run(ctx, session_id, lambda s: tools.tabs(s, action, index, url))
-
-    @server.tool(render=render_read_text, annotations=_READS)
-    async def read_text(
-        ctx: Context,
-        ref: Annotated[
-            str | None, msgspec.Meta(description="An element's ref; omit for the whole page.")
-        ] = None,
-        session_id: _SessionId = None,
-    ) -> ReadTextResult:
-        """The visible text of one element (by ref) or of the whole page."""
-
-        async def body(session: Session) -> ReadTextResult:
-            page = await session.page()
-            if ref is None:
-                text = await page.locator("body").inner_text()
-            else:
-                _, locator, _ = await tools.locate(session, ref)
-                text = await locator.inner_text()
-            limit = options.max_text_chars
-            return ReadTextResult(
-                session_id=session.name, ref=ref, text=text[:limit], truncated=len(text) > limit
-            )
-
-        return await tools.run(ctx, session_id, body)
-
-    @server.tool(annotations=_READS)
-    async def screenshot(
-        ctx: Context, session_id: _SessionId = None, full_page: bool = False
-    ) -> NativeMCPResponse[ScreenshotResult]:
-        """A PNG image of the active tab (the viewport, or with full_page the whole page)."""
-
-        async def body(session: Session) -> NativeMCPResponse[ScreenshotResult]:
-            page = await session.page()
-            data = await page.screenshot(type="png", full_page=full_page)
-            width, height = _png_size(data)
-            result = ScreenshotResult(
-                session_id=session.name,
-                url=page.url,
-                title=await page.title(),
-                width=width,
-                height=height,
-                size=len(data),
-                full_page=full_page,
-            )
-            image = ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type="image/png")
-            return structured_response(render_screenshot(result), result, extra_content=[image])
-
-        return await tools.run(ctx, session_id, body)
-
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=True))
     async def execute_script(
         ctx: Context,
@@ -596,6 +620,12 @@ def create_server(config: ServerConfig) -> Server:
 
         return await tools.run(ctx, session_id, body)
 
+
+def _session_tools(server: Server, tools: _Tools) -> None:
+    """Close a session; list the caller's."""
+    options = tools.options
+    host = tools.host
+
     @server.tool(
         render=render_close_session,
         annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
@@ -620,5 +650,3 @@ def create_server(config: ServerConfig) -> Server:
                     )
                 )
         return ListSessionsResult(sessions=found, max_sessions=options.max_sessions)
-
-    return server

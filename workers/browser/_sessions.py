@@ -7,7 +7,9 @@ driver gone) drops every session so the next call starts a fresh browser.
 
 A session key is ``(caller scope, name)``: the caller scope is the call's
 ``ctx.session_id`` (one per MCP client under ``serve``), so two clients asking for the
-same session name still get two contexts and never see each other's pages.
+same session name still get two contexts and never see each other's pages. The same
+scope is the caller whose sessions `BrowserOptions.max_sessions` counts (calls with no
+scope, such as sessionless HTTP clients', count as one caller).
 
 Everything here runs on the worker's asyncio event loop (Playwright's async API needs
 asyncio); each session's calls take its lock, so one session's actions never
@@ -322,22 +324,39 @@ class BrowserHost:
 
     # -- sessions ---------------------------------------------------------------------
 
-    async def session(self, key: SessionKey) -> Session:
-        """The open session ``key``, or a new one.
+    async def session(self, key: SessionKey, *, create: bool = True) -> Session:
+        """The open session ``key``, or (with ``create``) a new one.
 
         Raises:
-            ToolError: `BrowserOptions.max_sessions` are open already.
+            ToolError: no session ``key`` is open and ``create`` is False (a read never
+                opens one); the caller (``key[0]``) has `BrowserOptions.max_sessions`
+                open already; or all callers together have
+                `BrowserOptions.max_total_sessions`.
         """
         found = self.sessions.get(key)
         if found is not None and not self.crashed(found):
             return found
-        browser = await self._ready()
-        if len(self.sessions) >= self.options.max_sessions:
+        if not create:
             raise ToolError(
-                f"Error: {len(self.sessions)} browser sessions are open, the limit is "
+                f"Error: no browser session {key[1]!r} is open; navigate opens one "
+                "(list_sessions shows yours).",
+                structured_content={"error": "no_session", "session_id": key[1]},
+            )
+        # Counted per caller, so that one caller cannot fill the limit for everyone.
+        mine = sum(1 for scope, _ in self.sessions if scope == key[0])
+        if mine >= self.options.max_sessions:
+            raise ToolError(
+                f"Error: you have {mine} browser sessions open, the limit per caller is "
                 f"{self.options.max_sessions}; close one with close_session first.",
                 structured_content={"error": "too_many_sessions"},
             )
+        if len(self.sessions) >= self.options.max_total_sessions:
+            raise ToolError(
+                f"Error: the browser server has {len(self.sessions)} sessions open for all "
+                f"its callers, its limit (max_total_sessions); try again when one closes.",
+                structured_content={"error": "server_full"},
+            )
+        browser = await self._ready()
         refused: list[str] = []
         egress = EgressProxy(self.policy, refused.append)
         proxy = await egress.start()
