@@ -230,6 +230,8 @@ class BrowserHost:
         self._scratch: Path | None = None
         self._start_lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
+        self._closing_proxies: set[asyncio.Future[None]] = set()
+        """Egress proxies of a lost browser, closing (see `_lost`)."""
         self._closing = False
 
     # -- the browser ------------------------------------------------------------------
@@ -291,7 +293,11 @@ class BrowserHost:
             return
         self._browser = None
         for key in [k for k, s in self.sessions.items() if s.browser is browser]:
-            self.sessions.pop(key).egress.close()
+            # A Playwright event handler cannot wait: the closing is a task of its own,
+            # which aclose waits for.
+            closing = asyncio.ensure_future(self.sessions.pop(key).egress.aclose())
+            self._closing_proxies.add(closing)
+            closing.add_done_callback(self._closing_proxies.discard)
 
     def crashed(self, session: Session) -> bool:
         """Whether ``session``'s browser is gone (a crash, not a close of ours)."""
@@ -311,12 +317,16 @@ class BrowserHost:
     async def aclose(self) -> None:
         """Close every session, Chromium and the driver; the reaper sweeps and exits."""
         self._closing = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
-        for session in self.sessions.values():
-            session.egress.close()
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            await asyncio.wait([sweeper])
+        sessions = list(self.sessions.values())
         self.sessions.clear()
+        for session in sessions:
+            await session.egress.aclose()
+        if self._closing_proxies:
+            await asyncio.wait(self._closing_proxies)
         await self._stop_browser()
         reaper, self._reaper = self._reaper, None
         if reaper is not None and reaper.stdin is not None:
@@ -373,7 +383,7 @@ class BrowserHost:
                 service_workers="block",
             )
         except BaseException:
-            egress.close()
+            await egress.aclose()
             raise
         context.set_default_timeout(self.options.action_timeout * 1000)
         context.set_default_navigation_timeout(self.options.page_timeout * 1000)
@@ -389,7 +399,7 @@ class BrowserHost:
             return False
         with contextlib.suppress(Exception):  # already gone with a crashed browser
             await session.context.close()
-        session.egress.close()
+        await session.egress.aclose()
         return True
 
     async def _sweep_idle(self) -> None:

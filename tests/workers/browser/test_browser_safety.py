@@ -8,6 +8,7 @@ from elsewhere. The address rules themselves are checked without a browser.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final
@@ -166,7 +167,7 @@ async def test_the_egress_proxy_refuses_a_tunnel_to_a_lookalike_before_resolving
             "is not an allowed origin (allowed: http://127.0.0.1:1, https://example.com)"
         )
     finally:
-        proxy.close()
+        await proxy.aclose()
 
 
 async def test_an_origin_whose_port_is_a_prefix_of_the_sites_is_refused_end_to_end(
@@ -181,7 +182,7 @@ async def test_an_origin_whose_port_is_a_prefix_of_the_sites_is_refused_end_to_e
         assert answer.startswith(b"HTTP/1.1 403 Forbidden")
         assert b"Welcome" not in answer
     finally:
-        proxy.close()
+        await proxy.aclose()
     async with WorkerPool(
         data_dir=tmp_path, builtins=["browser"], browser_allowed_origins=[prefix], timeout=60
     ) as pool:
@@ -306,7 +307,7 @@ async def test_the_egress_proxy_refuses_private_targets_and_reports_them(site: P
             "(cloud metadata lives at 169.254.169.254)",
         ]
     finally:
-        proxy.close()
+        await proxy.aclose()
 
 
 async def test_the_egress_proxy_forwards_what_the_policy_allows(site: PageServer) -> None:
@@ -332,4 +333,46 @@ async def test_the_egress_proxy_forwards_what_the_policy_allows(site: PageServer
         assert b"Sign up" not in twice
         assert refused == []
     finally:
-        proxy.close()
+        await proxy.aclose()
+
+
+async def test_the_egress_proxy_asks_upstream_to_close_after_one_response() -> None:
+    """An HTTP/1.1 upstream keeps a connection open unless asked to close it: the proxy
+    asks (``Connection: close``, the browser's keep-alive headers dropped), so the
+    response ends and no second request can ride the connection unchecked."""
+    heads: list[bytes] = []
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        heads.append(head)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        if b"\r\nconnection: close\r\n" in head.lower():
+            writer.close()
+            await writer.wait_closed()
+        else:  # kept alive, as HTTP/1.1 says, until the client goes
+            await reader.read()
+            writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    origin = f"http://127.0.0.1:{port}"
+    proxy = EgressProxy(UrlPolicy.build([origin]), lambda _: None)
+    url = await proxy.start()
+    try:
+        answer = await _through(
+            url,
+            f"GET {origin}/page HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n"
+            "Proxy-Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n".encode(),
+        )
+    finally:
+        await proxy.aclose()
+        server.close()
+        await server.wait_closed()
+    assert answer.endswith(b"\r\n\r\nok")
+    (head,) = heads
+    lines = head.decode("latin-1").lower().split("\r\n")
+    assert lines[0] == "get /page http/1.1"
+    assert [line for line in lines if line.startswith(("connection", "proxy-", "keep-alive"))] == [
+        "connection: close"
+    ]
