@@ -72,19 +72,33 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class EgressProxy:
-    """A per-session HTTP proxy applying ``policy``; ``on_refused`` hears ``URL: why``."""
+    """A per-session HTTP proxy applying ``policy``; ``on_refused`` hears ``URL: why``.
+
+    ``async with EgressProxy(...) as proxy`` listens at ``proxy.url`` until the block
+    ends (or call `start` and `aclose`).
+    """
 
     def __init__(self, policy: UrlPolicy, on_refused: Callable[[str], None]) -> None:
         self._policy = policy
         self._on_refused = on_refused
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self.url = ""
+        """``http://127.0.0.1:PORT`` once started."""
+
+    async def __aenter__(self) -> EgressProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def start(self) -> str:
-        """Listen on a free loopback port; the proxy's URL."""
+        """Listen on a free loopback port; the proxy's URL (also `url`)."""
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=_MAX_HEAD)
         port = self._server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
 
     async def aclose(self) -> None:
         """Stop listening, cut every open connection and wait until all are closed

@@ -155,19 +155,15 @@ async def test_the_egress_proxy_refuses_a_tunnel_to_a_lookalike_before_resolving
     target: str,
 ) -> None:
     refused: list[str] = []
-    proxy = EgressProxy(UrlPolicy.build(_LISTED), refused.append)
-    url = await proxy.start()
-    try:
+    async with EgressProxy(UrlPolicy.build(_LISTED), refused.append) as proxy:
         # Refused on the origin alone: no name is resolved, nothing leaves the machine.
-        answer = await _through(url, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+        answer = await _through(proxy.url, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
         assert answer.startswith(b"HTTP/1.1 403 Forbidden")
         assert b"is not an allowed origin" in answer
         assert len(refused) == 1 and refused[0].startswith(f"https://{target}/: https://")
         assert refused[0].endswith(
             "is not an allowed origin (allowed: http://127.0.0.1:1, https://example.com)"
         )
-    finally:
-        await proxy.aclose()
 
 
 async def test_an_origin_whose_port_is_a_prefix_of_the_sites_is_refused_end_to_end(
@@ -175,14 +171,10 @@ async def test_an_origin_whose_port_is_a_prefix_of_the_sites_is_refused_end_to_e
 ) -> None:
     prefix = f"http://127.0.0.1:{str(site.port)[:-1]}"
     refused: list[str] = []
-    proxy = EgressProxy(UrlPolicy.build([prefix]), refused.append)
-    url = await proxy.start()
-    try:
-        answer = await _through(url, f"GET {site.base}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    async with EgressProxy(UrlPolicy.build([prefix]), refused.append) as proxy:
+        answer = await _through(proxy.url, f"GET {site.base}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         assert answer.startswith(b"HTTP/1.1 403 Forbidden")
         assert b"Welcome" not in answer
-    finally:
-        await proxy.aclose()
     async with WorkerPool(
         data_dir=tmp_path, builtins=["browser"], browser_allowed_origins=[prefix], timeout=60
     ) as pool:
@@ -291,32 +283,26 @@ async def _through(proxy_url: str, request: bytes) -> bytes:
 
 async def test_the_egress_proxy_refuses_private_targets_and_reports_them(site: PageServer) -> None:
     refused: list[str] = []
-    proxy = EgressProxy(UrlPolicy(), refused.append)
-    url = await proxy.start()
-    try:
-        plain = await _through(url, f"GET {site.base}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    async with EgressProxy(UrlPolicy(), refused.append) as proxy:
+        plain = await _through(proxy.url, f"GET {site.base}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         assert plain.startswith(b"HTTP/1.1 403 Forbidden")
         assert b"127.0.0.1 is a loopback address" in plain
-        garbage = await _through(url, b"nonsense\r\n\r\n")
+        garbage = await _through(proxy.url, b"nonsense\r\n\r\n")
         assert garbage.startswith(b"HTTP/1.1 400 Bad Request")
-        tunnel = await _through(url, b"CONNECT 169.254.169.254:443 HTTP/1.1\r\n\r\n")
+        tunnel = await _through(proxy.url, b"CONNECT 169.254.169.254:443 HTTP/1.1\r\n\r\n")
         assert tunnel.startswith(b"HTTP/1.1 403 Forbidden")
         assert refused == [
             f"{site.base}/: 127.0.0.1 is a loopback address",
             "https://169.254.169.254:443/: 169.254.169.254 is a link-local address "
             "(cloud metadata lives at 169.254.169.254)",
         ]
-    finally:
-        await proxy.aclose()
 
 
 async def test_the_egress_proxy_forwards_what_the_policy_allows(site: PageServer) -> None:
     refused: list[str] = []
-    proxy = EgressProxy(UrlPolicy.build([site.base]), refused.append)
-    url = await proxy.start()
-    try:
+    async with EgressProxy(UrlPolicy.build([site.base]), refused.append) as proxy:
         answer = await _through(
-            url,
+            proxy.url,
             f"GET {site.base}/form HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Connection: keep-alive"
             "\r\n\r\n".encode(),
         )
@@ -325,15 +311,13 @@ async def test_the_egress_proxy_forwards_what_the_policy_allows(site: PageServer
         # A second request down the same connection (to another host) goes nowhere:
         # the connection ends with the first response.
         twice = await _through(
-            url,
+            proxy.url,
             f"GET {site.base}/ HTTP/1.1\r\nHost: a\r\n\r\n"
             f"GET http://localhost:{site.port}/form HTTP/1.1\r\nHost: b\r\n\r\n".encode(),
         )
         assert twice.count(b"HTTP/1.") == 1 and b"<h1>Welcome</h1>" in twice
         assert b"Sign up" not in twice
         assert refused == []
-    finally:
-        await proxy.aclose()
 
 
 async def test_the_egress_proxy_asks_upstream_to_close_after_one_response() -> None:
@@ -357,18 +341,12 @@ async def test_the_egress_proxy_asks_upstream_to_close_after_one_response() -> N
     server = await asyncio.start_server(upstream, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     origin = f"http://127.0.0.1:{port}"
-    proxy = EgressProxy(UrlPolicy.build([origin]), lambda _: None)
-    url = await proxy.start()
-    try:
+    async with server, EgressProxy(UrlPolicy.build([origin]), lambda _: None) as proxy:
         answer = await _through(
-            url,
+            proxy.url,
             f"GET {origin}/page HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n"
             "Proxy-Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n".encode(),
         )
-    finally:
-        await proxy.aclose()
-        server.close()
-        await server.wait_closed()
     assert answer.endswith(b"\r\n\r\nok")
     (head,) = heads
     lines = head.decode("latin-1").lower().split("\r\n")
