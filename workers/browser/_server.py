@@ -105,10 +105,21 @@ class _Tools:
         """Refuse ``url`` before any page opens it, when the URL policy would."""
         reason = await self.host.policy.refusal(url)
         if reason is not None:
+            hint = self.host.policy.how_to_allow(url, reason)
             raise ToolError(
-                f"Error: refused to open {url}: {reason}.",
+                f"Error: refused to open {url}: {reason}." + (f" {hint}." if hint else ""),
                 structured_content={"error": "url_refused", "url": url, "reason": reason},
             )
+
+    async def refused_to_load(self, document: str, refused: list[str]) -> ToolError:
+        """The error for a page whose ``document`` (``URL: why``, one of ``refused``)
+        the proxy refused, with how to allow that URL."""
+        url, _, reason = document.partition(": ")
+        hint = self.host.policy.how_to_allow(url, reason)
+        return ToolError(
+            f"Error: refused to load {document}." + (f" {hint}." if hint else ""),
+            structured_content={"error": "url_refused", "refused": refused},
+        )
 
     def key(self, ctx: Context, session_id: str | None) -> SessionKey:
         return (ctx.session_id, session_id or DEFAULT_SESSION)
@@ -253,10 +264,7 @@ class _Tools:
                     downloads=downloads,
                 )
             if refused:
-                raise ToolError(
-                    f"Error: refused to load {refused[0]}.",
-                    structured_content={"error": "url_refused", "refused": refused},
-                ) from None
+                raise await self.refused_to_load(refused[0], refused) from None
             raise ToolError(
                 f"Error: could not open {url}: {_first_line(exc)}",
                 structured_content={"error": "navigation_failed", "url": url},
@@ -264,10 +272,7 @@ class _Tools:
         document = next((r for r in session.refused if r.startswith(f"{page.url}: ")), None)
         if document is not None:  # the proxy's 403 stands where the page would be
             await page.goto("about:blank")
-            raise ToolError(
-                f"Error: refused to load {document}.",
-                structured_content={"error": "url_refused", "refused": session.take_refused()},
-            )
+            raise await self.refused_to_load(document, session.take_refused())
         if not loading:
             with contextlib.suppress(Error):
                 await page.wait_for_load_state("load", timeout=_LOAD_GRACE_MS)

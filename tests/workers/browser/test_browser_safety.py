@@ -105,6 +105,34 @@ def test_the_allow_list_admits_only_its_origins() -> None:
     assert policy.scheme_refusal("file:///etc/passwd") is not None
 
 
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("http://127.0.0.1:8000/page", "http://127.0.0.1:8000"),
+        ("ws://[::1]:9000/socket", "http://[::1]:9000"),
+        ("HTTPS://Example.COM:443/", "https://example.com"),
+    ],
+)
+async def test_a_refusal_says_how_to_allow_the_origin(url: str, origin: str) -> None:
+    policy = UrlPolicy.build(["http://127.0.0.1:1"])
+    reason = await policy.refusal(url)  # judged on the allow-list: nothing is resolved
+    assert reason is not None
+    assert policy.how_to_allow(url, reason) == (
+        f"To let the browser open it, list its origin: --browser-allow {origin} "
+        f'(nativemcp serve) or browser_allowed_origins=["{origin}"] (WorkerPool); '
+        "an allow-list admits only the origins it lists"
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "http://no-such-host.invalid/", "http://127.0.0.1:99999/"]
+)
+async def test_no_allow_hint_where_listing_the_origin_would_not_help(url: str) -> None:
+    reason = await UrlPolicy().refusal(url)
+    assert reason is not None
+    assert UrlPolicy().how_to_allow(url, reason) is None
+
+
 _LISTED: Final = ("http://127.0.0.1:1", "https://example.com")
 
 
@@ -217,6 +245,10 @@ async def test_loopback_is_refused_by_default_by_any_spelling(
         await browser.navigate(url=f"http://{host}:{site.port}/")
     assert caught.value.structured_content is not None
     assert caught.value.structured_content["error"] == "url_refused"
+    # The refusal says how to allow it.
+    origin = f"http://{host}:{site.port}"
+    hint = f'--browser-allow {origin} (nativemcp serve) or browser_allowed_origins=["{origin}"]'
+    assert hint in caught.value.message
 
 
 @pytest.mark.real_process
@@ -234,6 +266,7 @@ async def test_a_redirect_off_the_allow_list_is_refused_at_the_hop(
     browser = listed_pool.server(BrowserAPI)
     with pytest.raises(ToolError, match=r"refused to load .* is not an allowed origin") as caught:
         await browser.navigate(url=f"{site.base}{path}")
+    assert "list its origin: --browser-allow http://" in caught.value.message
     assert caught.value.structured_content is not None
     assert caught.value.structured_content["error"] == "url_refused"
     # Nothing of the refused target shows: the tab is left blank.
