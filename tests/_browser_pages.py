@@ -67,8 +67,10 @@ HANG_HEAD: Final = b"""<!doctype html><html><head><title>Never done</title></hea
 <h1>Still loading</h1><a href="/">Home</a>
 """
 
-SIDE_CHANNELS: Final = """<!doctype html><html><head><title>Side channels</title></head><body>
-<pre id="report"></pre><script>
+SIDE_CHANNELS: Final = """<!doctype html><html><head><title>Side channels</title>
+<link rel="preconnect" href="http://127.0.0.1:TCP_PORT">
+<link rel="dns-prefetch" href="//side-channel.test">
+</head><body><pre id="report"></pre><script>
 // Every way a page could reach UDP_PORT (UDP) and TCP_PORT (TCP) of this machine without
 // an HTTP request the egress proxy sees; the page says when each has finished or failed.
 const udp = UDP_PORT, tcp = TCP_PORT, report = {};
@@ -109,12 +111,18 @@ async function transport() {
     transport(),
     fetch(`http://127.0.0.1:${tcp}/`).then(
       () => report.fetch = 'answered', () => report.fetch = 'failed'),
+    new Promise(done => {
+      const socket = new WebSocket(`ws://127.0.0.1:${tcp}/`);
+      socket.onopen = () => { report.websocket = 'open'; done(); };
+      socket.onclose = () => { report.websocket ??= 'failed'; done(); };
+    }),
   ]);
   document.getElementById('report').textContent = JSON.stringify(report) + ' All tried.';
 })();
 </script></body></html>"""
 """A page that tries WebRTC (STUN, TURN over UDP, TCP and TLS, from the page and from a
-fresh iframe), WebTransport and a plain fetch at the ports in its query string
+fresh iframe), WebTransport, a preconnect, a fetch and a WebSocket at the ports in its
+query string
 (``?udp=N&tcp=M``), then shows its report followed by ``All tried.``"""
 
 

@@ -1,12 +1,13 @@
 """Nothing leaves the browser except through the session's checking proxy.
 
 A page on an allowed origin tries every way it has to reach a port of this machine
-that is not allowed, without an HTTP request: WebRTC (STUN, TURN over UDP, TCP and
-TLS, from the page and from a fresh iframe), WebTransport (QUIC over UDP) and a plain
-fetch. A UDP and a TCP socket listen on those ports; after the page reports that each
-attempt has finished or failed, not one datagram and not one connection may have
-arrived. Without ``--webrtc-ip-handling-policy=disable_non_proxied_udp`` the STUN
-Binding and TURN Allocate packets arrive (20 of them in one run).
+that is not allowed: WebRTC (STUN, TURN over UDP, TCP and TLS, from the page and from
+a fresh iframe), WebTransport (QUIC over UDP), a preconnect, a fetch and a WebSocket.
+A UDP and a TCP socket listen on those ports; after the page reports that each attempt
+has finished or failed, not one datagram and not one connection may have arrived (the
+requests that go through the proxy are refused there). Without
+``--webrtc-ip-handling-policy=disable_non_proxied_udp`` the STUN Binding and TURN
+Allocate packets arrive (20 of them in one run).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def _arrived(udp: socket.socket, tcp: socket.socket) -> tuple[int, int]:
     return datagrams, connections
 
 
-async def test_webrtc_webtransport_and_fetch_reach_no_port_around_the_proxy(
+async def test_webrtc_webtransport_and_the_rest_reach_no_port_around_the_proxy(
     listed_pool: WorkerPool,
     site: PageServer,
     listeners: tuple[socket.socket, socket.socket],
@@ -85,11 +86,11 @@ async def test_webrtc_webtransport_and_fetch_reach_no_port_around_the_proxy(
     report = json.loads(text.rsplit(" All tried.", 1)[0])
     assert _arrived(udp, tcp) == (0, 0), report
     # The attempts did run, and ended without reaching anything.
-    assert set(report) == {"page", "fresh iframe", "webtransport", "fetch"}
+    assert set(report) == {"page", "fresh iframe", "webtransport", "fetch", "websocket"}
     # Gathering ends at once with no candidate: no host socket, no STUN, no TURN.
     assert report["page"] == report["fresh iframe"] == ["finished", []]
     assert report["webtransport"].startswith("failed")
-    assert report["fetch"] == "failed"
+    assert report["fetch"] == report["websocket"] == "failed"
 
 
 async def test_turn_over_tcp_is_a_tunnel_the_proxy_refuses_and_reports(
