@@ -76,11 +76,12 @@ CHROMIUM_FLAGS: Final = (
     # every STUN packet going out in this Chromium; tests/workers/browser/
     # test_browser_side_channels.py counts the packets.)
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-    # HTTP/3 (QUIC) is UDP: Chromium does not use it through an HTTP proxy, and now
-    # never tries.
+    # The next two are belts to the proxy's braces (the test passes without them):
+    # HTTP/3 and WebTransport are QUIC over UDP, which Chromium does not speak through
+    # an HTTP proxy; now it never tries. And Chromium resolves no name itself (DNS
+    # prefetch, anything that would look a name up around the proxy); the proxy,
+    # reached by its IP, resolves and checks.
     "--disable-quic",
-    # Chromium resolves no name itself (DNS prefetch, preconnect, anything that would
-    # leave around the proxy); the proxy, reached by its IP, resolves and checks.
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 )
 """Chromium's command-line flags: headless on a server, nothing phoning home, nothing
