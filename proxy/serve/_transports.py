@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
-from .._rebinding import local_only
+from .._rebinding import CanonicalHost, local_only
 from ._bridge import McpBridge, gather_instructions, select_servers
 from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
@@ -339,6 +339,9 @@ def http_app(
     )
     # For a shutdown past its grace: the calls still running answer with an error.
     app.state.stop_calls = routes.stop_calls
+    # `LOCALHOST:8000` and `localhost.:8000` name this machine too (DNS ignores case
+    # and a trailing dot); the SDK's Host check compares exactly.
+    app.add_middleware(CanonicalHost)
     if token:
         app.add_middleware(_BearerToken, token=token)
     return app

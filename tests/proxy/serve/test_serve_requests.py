@@ -1,0 +1,54 @@
+"""What `nativemcp serve` over HTTP answers to requests at its edges: every spelling of
+a local Host name accepted and no lookalike, a request whose id no client can match
+answered with a JSON-RPC error (an in-process server behind real uvicorn)."""
+
+from __future__ import annotations
+
+import anyio
+import httpx2
+import pytest
+from _mcp_http import HEADERS, INIT, serving
+
+from nativemcp.proxy import WorkerPool, http_app
+
+pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
+
+
+def _pool() -> WorkerPool:
+    return WorkerPool(["_serve_servers:server"], in_process=["shapes"], timeout=20)
+
+
+async def test_host_names_match_without_case_or_a_trailing_dot_and_lookalikes_are_refused() -> None:
+    app = http_app(_pool(), allowed_hosts=["MCP.Internal.:*"])
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        with anyio.fail_after(30):
+
+            async def status(host: str) -> int:
+                reply = await http.post(f"{base}/mcp", json=INIT, headers={**HEADERS, "host": host})
+                return reply.status_code
+
+            for host in (
+                "LOCALHOST:8000",
+                "localhost.:8000",
+                "LocalHost.",
+                "127.0.0.1:8000",
+                "[::1]:8000",
+                "mcp.internal:443",
+                "MCP.INTERNAL.:443",
+            ):
+                assert await status(host) == 200, host
+            for host in (
+                "localhost.evil.test:8000",
+                "localhost.evil.test",
+                "evil.localhost:8000",
+                "xlocalhost:8000",
+                "localhost..:8000",
+                "127.0.0.1.evil:8000",
+                "127.0.0.10:8000",
+                "27.0.0.1:8000",
+                "[::1].evil:8000",
+                "mcp.internal.evil.test:443",
+                "evil.mcp.internal:443",
+                "mcp.internal",  # allowed with a port only (`:*`)
+            ):
+                assert await status(host) == 421, host
