@@ -41,6 +41,7 @@ from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
 from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
 from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
+from ._request_ids import RequestIds
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 
 __all__ = [
@@ -203,6 +204,7 @@ class _Routes:
             if sessions_per_client and not session.stateless
             else None
         )
+        self._ids = RequestIds(session.max_body_size)
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
         # A config key (`My Time`, `github.com/acme/tool`) is awkward in a URL: the part
@@ -274,10 +276,14 @@ class _Routes:
             )
             await send({"type": "http.response.body", "body": body.encode()})
             return
-        if self._per_client is None:
-            await manager.handle_request(scope, receive, send)
-        else:
-            await self._per_client(manager.handle_request, scope, receive, send)
+        handle = manager.handle_request
+        if self._per_client is not None:
+            per_client = self._per_client
+
+            async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+                await per_client(manager.handle_request, scope, receive, send)
+
+        await self._ids(handle, scope, receive, send)
 
 
 def http_app(

@@ -52,3 +52,34 @@ async def test_host_names_match_without_case_or_a_trailing_dot_and_lookalikes_ar
                 "mcp.internal",  # allowed with a port only (`:*`)
             ):
                 assert await status(host) == 421, host
+
+
+async def test_a_request_whose_id_is_not_a_string_or_an_integer_gets_an_invalid_request_error() -> (
+    None
+):
+    async with serving(http_app(_pool())) as base, httpx2.AsyncClient() as http:
+        with anyio.fail_after(30):
+            opened = await http.post(f"{base}/mcp", json=INIT, headers=HEADERS)
+            session = {
+                **HEADERS,
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            initialized = b'{"jsonrpc": "2.0", "method": "notifications/initialized"}'
+            reply = await http.post(f"{base}/mcp", content=initialized, headers=session)
+            assert reply.status_code == 202
+            for raw_id in ('{"a": 1}', "1e400", "1.5", "true", "null", "[1]"):
+                body = f'{{"jsonrpc": "2.0", "id": {raw_id}, "method": "tools/list"}}'
+                reply = await http.post(f"{base}/mcp", content=body.encode(), headers=session)
+                assert reply.status_code == 400, raw_id
+                answer = reply.json()
+                assert answer["id"] is None and answer["error"]["code"] == -32600, raw_id
+                assert "id must be a string or an integer" in answer["error"]["message"]
+            # Good ids and notifications pass as before, in the same session.
+            for raw_id in ("7", '"seven"', "1" + "0" * 30):
+                body = f'{{"jsonrpc": "2.0", "id": {raw_id}, "method": "tools/list"}}'
+                reply = await http.post(f"{base}/mcp", content=body.encode(), headers=session)
+                assert reply.status_code == 200, raw_id
+                assert "move" in reply.text
+            reply = await http.post(f"{base}/mcp", content=initialized, headers=session)
+            assert reply.status_code == 202
