@@ -11,12 +11,12 @@ reaches the transport unchanged, its body replayed as it arrived.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 import mcp_types as types
 import msgspec
 from pydantic import TypeAdapter, ValidationError
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nativemcp.protocol import INVALID_REQUEST
@@ -84,7 +84,7 @@ class RequestIds:
         if complete and size <= self._max:
             refused = _refused_id(b"".join(m.get("body", b"") for m in read))
             if refused is not None:
-                await _invalid_request(refused, send)
+                await _invalid_request(refused)(scope, receive, send)
                 return
 
         async def replay() -> Message:
@@ -93,7 +93,7 @@ class RequestIds:
         await app(scope, replay, send)
 
 
-async def _invalid_request(raw_id: bytes, send: Send) -> None:
+def _invalid_request(raw_id: bytes) -> JSONResponse:
     shown = raw_id.decode("utf-8", "replace")
     if len(shown) > _SHOWN:
         shown = shown[:_SHOWN] + "…"
@@ -101,17 +101,5 @@ async def _invalid_request(raw_id: bytes, send: Send) -> None:
         f"Invalid Request: a request's id must be a string or an integer, not {shown}; "
         "send it again with one (a message without an id is a notification)"
     )
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    error = {"code": INVALID_REQUEST, "message": message}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
