@@ -17,6 +17,7 @@ import functools
 import importlib.util
 import ipaddress
 import logging
+import math
 import os
 import signal
 import socket
@@ -48,6 +49,8 @@ def add_serve_parser(commands: Any) -> None:
         DEFAULT_BODY_TIMEOUT,
         DEFAULT_HEADER_TIMEOUT,
         DEFAULT_MAX_BODY,
+        DEFAULT_MAX_TASK_TTL,
+        DEFAULT_MAX_TASKS,
         DEFAULT_SESSION_IDLE_TIMEOUT,
         DEFAULT_SESSIONS_PER_CLIENT,
         TOKEN_ENV,
@@ -140,6 +143,20 @@ def add_serve_parser(commands: Any) -> None:
         default=300.0,
         help="seconds a call waiting for a 2026-07-28 client's input waits for its retry",
     )
+    serve.add_argument(
+        "--max-tasks",
+        type=int,
+        default=DEFAULT_MAX_TASKS,
+        metavar="N",
+        help="tasks (2025-11-25 task-augmented calls) one client session may hold at once",
+    )
+    serve.add_argument(
+        "--max-task-ttl",
+        type=float,
+        default=DEFAULT_MAX_TASK_TTL,
+        metavar="SECONDS",
+        help="the longest ttl granted to a task (a client asking more gets this)",
+    )
 
 
 def _is_loopback(host: str) -> bool:
@@ -188,6 +205,12 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
+    if args.max_tasks < 1:
+        raise UsageError(f"--max-tasks must be at least 1, not {args.max_tasks}")
+    if not (math.isfinite(args.max_task_ttl) and args.max_task_ttl > 0):
+        raise UsageError(
+            f"--max-task-ttl must be a positive number of seconds, not {args.max_task_ttl}"
+        )
     if args.transport == "http":
         # Checked before anything starts: a refused start costs nothing.
         _network_token(args, TOKEN_ENV)
@@ -206,7 +229,13 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
 
         async def main() -> None:
             async with options.pool(choice, **_serve_pool(args)) as pool:
-                await serve_stdio(pool, timeout=args.timeout, input_timeout=args.input_timeout)
+                await serve_stdio(
+                    pool,
+                    timeout=args.timeout,
+                    input_timeout=args.input_timeout,
+                    max_tasks=args.max_tasks,
+                    max_task_ttl=args.max_task_ttl,
+                )
 
         anyio.run(main)
         return 0
@@ -283,6 +312,8 @@ async def _serve_http(
             input_timeout=args.input_timeout,
             session_idle_timeout=args.session_idle_timeout or None,
             sessions_per_client=args.sessions_per_client or None,
+            max_tasks=args.max_tasks,
+            max_task_ttl=args.max_task_ttl,
         )
         drain = Drain(app)
         config = uvicorn.Config(
