@@ -48,6 +48,7 @@ def add_serve_parser(commands: Any) -> None:
     from ..serve._defaults import (
         DEFAULT_BODY_TIMEOUT,
         DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_INPUT_ROUNDS,
         DEFAULT_MAX_BODY,
         DEFAULT_MAX_TASK_TTL,
         DEFAULT_MAX_TASKS,
@@ -144,6 +145,14 @@ def add_serve_parser(commands: Any) -> None:
         help="seconds a call waiting for a 2026-07-28 client's input waits for its retry",
     )
     serve.add_argument(
+        "--input-rounds",
+        type=int,
+        default=DEFAULT_INPUT_ROUNDS,
+        metavar="N",
+        help="rounds of input an external server's call may ask of the client, each "
+        "relayed (2026-07-28 servers); past them the call answers an error",
+    )
+    serve.add_argument(
         "--max-tasks",
         type=int,
         default=DEFAULT_MAX_TASKS,
@@ -193,8 +202,13 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
 
 def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
     """What serve's pool takes beyond the common options: the per-call limit, and every
-    external server's sampling and elicitation relayed to the MCP client of the call."""
-    return {"timeout": args.timeout, "relay_client_requests": True}
+    external server's sampling and elicitation relayed to the MCP client of the call,
+    for up to ``--input-rounds`` rounds per call."""
+    return {
+        "timeout": args.timeout,
+        "relay_client_requests": True,
+        "input_rounds": args.input_rounds,
+    }
 
 
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
@@ -205,6 +219,8 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
+    if args.input_rounds < 1:
+        raise UsageError(f"--input-rounds must be at least 1, not {args.input_rounds}")
     if args.max_tasks < 1:
         raise UsageError(f"--max-tasks must be at least 1, not {args.max_tasks}")
     if not (math.isfinite(args.max_task_ttl) and args.max_task_ttl > 0):

@@ -39,4 +39,5 @@ DEFAULT_MAX_TASK_TTL: Final = 3600.0
 """The longest ttl granted to a task, in seconds (a client asking more gets this)."""
 DEFAULT_INPUT_ROUNDS: Final = 10
 """Rounds of input (a 2026-07-28 server's ``InputRequiredResult``s) one call of an
-external server may take, each relayed to the MCP client of the call."""
+external server may take, each relayed to the MCP client of the call: the official
+SDK's client's default, as the pool's; ``--input-rounds`` raises it."""
