@@ -28,16 +28,28 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 import mcp_types as types
+import msgspec
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.protocol import INVALID_PARAMS, ClientRequestError
 
-__all__ = ["DEFAULT_INPUT_TIMEOUT", "ClientAsk", "SuspendedCalls", "client_request"]
+__all__ = [
+    "DEFAULT_INPUT_TIMEOUT",
+    "MAX_CLIENT_REQUEST",
+    "ClientAsk",
+    "SuspendedCalls",
+    "client_request",
+]
 
 _logger = logging.getLogger("nativemcp.serve")
 
 DEFAULT_INPUT_TIMEOUT: Final = 300.0
 """Seconds a suspended call waits for its client's retry before it is cancelled."""
+
+MAX_CLIENT_REQUEST: Final = 1_000_000
+"""The largest request to a client (its params as JSON, in bytes) that serve sends.
+The official SDK's Streamable HTTP client reads at most 1 MiB per event and drops the
+connection's stream past it; this leaves room for the JSON-RPC envelope and SSE framing."""
 
 _RESULT_TYPES: Final[dict[str, type[types.Result]]] = {
     "sampling/createMessage": types.CreateMessageResult,
@@ -255,8 +267,20 @@ def client_request(
     roots.
 
     Raises:
-        ClientRequestError: an unknown method, or malformed params.
+        ClientRequestError: an unknown method, malformed params, or params larger than
+            `MAX_CLIENT_REQUEST` as JSON.
     """
+    try:
+        size = len(msgspec.json.encode(params))
+    except (TypeError, msgspec.EncodeError):
+        size = 0  # not JSON: the check below says how
+    if size > MAX_CLIENT_REQUEST:
+        raise ClientRequestError(
+            f"the {method} request is {size:,} bytes as JSON, more than the "
+            f"{MAX_CLIENT_REQUEST:,} serve sends a client (MCP clients such as the "
+            "official SDK's read at most 1 MiB per message): ask with less, e.g. a "
+            "summary, or a link in URL mode"
+        )
     try:
         if method == "sampling/createMessage":
             return types.CreateMessageRequest(

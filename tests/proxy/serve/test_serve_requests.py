@@ -1,13 +1,18 @@
 """What `nativemcp serve` over HTTP answers to requests at its edges: every spelling of
 a local Host name accepted and no lookalike, a request whose id no client can match
-answered with a JSON-RPC error (an in-process server behind real uvicorn)."""
+answered with a JSON-RPC error, a request to the client too large for its stream
+refused to the tool (an in-process server behind real uvicorn)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import httpx2
+import mcp_types as types
 import pytest
 from _mcp_http import HEADERS, INIT, serving
+from mcp import Client
 
 from nativemcp.proxy import WorkerPool, http_app
 
@@ -83,3 +88,31 @@ async def test_a_request_whose_id_is_not_a_string_or_an_integer_gets_an_invalid_
                 assert "move" in reply.text
             reply = await http.post(f"{base}/mcp", content=initialized, headers=session)
             assert reply.status_code == 202
+
+
+async def test_a_request_to_the_client_too_large_for_its_stream_fails_the_tool_not_the_stream() -> (
+    None
+):
+    asked: list[int] = []
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        question = params.messages[0].content
+        asked.append(len(question.text if isinstance(question, types.TextContent) else ""))
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="42"), model="m"
+        )
+
+    big = "x" * 5_000_000  # the tool sends it on to the client, as its question
+    app = http_app(_pool(), max_body_size=8_000_000)
+    async with serving(app) as base:
+        with anyio.fail_after(30):
+            async with Client(f"{base}/mcp", mode="legacy", sampling_callback=sampling) as client:
+                refused = await client.call_tool("ask_model", {"question": big})
+                # The session's stream still carries the next call.
+                answered = await client.call_tool("ask_model", {"question": "hi"})
+    assert refused.is_error
+    text = refused.content[0].text  # type: ignore[union-attr]
+    assert "the sampling/createMessage request is 5,0" in text
+    assert "more than the 1,000,000 serve sends a client" in text
+    assert answered.content[0].text == "model says 42"  # type: ignore[union-attr]
+    assert asked == [2]
