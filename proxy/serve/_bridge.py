@@ -19,14 +19,14 @@ may run a tool that declares task support as a task (`ServedTasks`).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.metadata
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import mcp_types as types
@@ -81,7 +81,7 @@ class _Route:
     name: str  # the tool's or prompt's own name on its server
 
 
-class McpBridge:
+class McpBridge(anyio.AsyncContextManagerMixin):
     """One MCP server over some of a running pool's servers.
 
     Its tools are the pool's catalog entries of those servers: under their full names
@@ -160,22 +160,12 @@ class McpBridge:
         self._running: set[anyio.CancelScope] = set()
         self._stopped_because = ""
 
-    async def __aenter__(self) -> McpBridge:
+    @contextlib.asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
         await self._catalog()  # read once, so a first call's headers are checked too
-        await self.suspended.__aenter__()
-        await self.tasks.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        try:
-            await self.tasks.__aexit__(exc_type, exc, traceback)
-        finally:
-            await self.suspended.__aexit__(exc_type, exc, traceback)
+        # Together: if the tasks fail to start, the suspended calls' group is unwound.
+        async with self.suspended, self.tasks:
+            yield self
 
     # -- naming ----------------------------------------------------------------------
 

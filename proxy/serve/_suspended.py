@@ -18,12 +18,13 @@ does not come back within ``timeout`` seconds is cancelled (its worker stops the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import anyio
 import anyio.abc
@@ -90,7 +91,7 @@ class _Call:
         self.changed = anyio.Event()
 
 
-class SuspendedCalls:
+class SuspendedCalls(anyio.AsyncContextManagerMixin):
     """The calls of one bridge that wait for their client's input (2026-07-28).
 
     Use as an async context manager: the suspended calls run in its task group and are
@@ -116,16 +117,18 @@ class SuspendedCalls:
     def __len__(self) -> int:
         return len(self._calls)
 
-    async def __aenter__(self) -> SuspendedCalls:
-        self._group = await anyio.create_task_group().__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        group, self._group = self._group, None
-        assert group is not None
-        group.cancel_scope.cancel()
-        await group.__aexit__(*exc)
-        self._calls.clear()
+    @contextlib.asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                try:
+                    yield self
+                finally:
+                    self._group = None
+                    group.cancel_scope.cancel()
+        finally:
+            self._calls.clear()
 
     async def start(
         self,
