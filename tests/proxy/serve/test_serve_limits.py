@@ -4,6 +4,8 @@ serving beyond loopback needs a token (real uvicorn, real sockets, worker proces
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import signal
 import socket
@@ -11,14 +13,18 @@ import subprocess
 from pathlib import Path
 
 import anyio
+import h11
 import httpx2
 import pytest
+import uvicorn
 from _mcp_http import HEADERS as _HEADERS
 from _mcp_http import INIT as _INIT
 from _mcp_http import serving
 from _process import stop
 from _scripts import venv_script
 from starlette.types import Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.cli import main
@@ -79,6 +85,68 @@ async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_
                 assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
                 assert b"headers took too long" in answer
                 assert await _read_to_close(slow_body) == b""
+
+
+@pytest.mark.real_process
+async def test_a_kept_alive_connection_gets_a_new_header_deadline_for_each_request() -> None:
+    protocol = deadline_protocol(header_timeout=0.5, body_timeout=30)
+    async with serving(_echo_body, lifespan="off", http=protocol) as base:
+        port = int(base.rsplit(":", 1)[1])
+        with anyio.fail_after(10):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            async with stream:
+                await stream.send(
+                    b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 3\r\n\r\nabc"
+                )
+                # The answer, read whole with h11 (uvicorn sends it chunked).
+                reader = h11.Connection(h11.CLIENT)
+                reader.send(h11.Request(method="POST", target="/", headers=[("Host", "x")]))
+                events: list[object] = []
+                while not any(isinstance(event, h11.EndOfMessage) for event in events):
+                    event = reader.next_event()
+                    if event is h11.NEED_DATA:
+                        reader.receive_data(await stream.receive())
+                    else:
+                        events.append(event)
+                assert isinstance(events[0], h11.Response) and events[0].status_code == 200
+                assert b"".join(e.data for e in events if isinstance(e, h11.Data)) == b"3"
+                # The next request on the same connection starts and stalls: its own
+                # deadline ends it (uvicorn's keep-alive timer stops once bytes arrive).
+                await stream.send(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                answer = await _read_to_close(stream)
+                assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+
+
+async def test_the_uvicorn_internals_the_deadlines_use_are_there() -> None:
+    """`_deadlines` subclasses uvicorn's h11 protocol (not its public API): this fails
+    when what it relies on changes, before a slow client finds out."""
+    loop = asyncio.get_running_loop()
+    assert list(inspect.signature(H11Protocol.__init__).parameters)[:5] == [
+        "self",
+        "config",
+        "server_state",
+        "app_state",
+        "_loop",
+    ]
+    for hook in ("connection_made", "connection_lost", "data_received", "on_response_complete"):
+        assert hook in vars(H11Protocol), hook
+    config = uvicorn.Config(_echo_body, lifespan="off")
+    protocol = deadline_protocol(header_timeout=5, body_timeout=5)(
+        config=config, server_state=ServerState(), app_state={}, _loop=loop
+    )
+    assert isinstance(protocol, H11Protocol) and protocol.loop is loop
+    assert isinstance(protocol.conn, h11.Connection) and protocol.conn.their_state is h11.IDLE
+    ours, theirs = socket.socketpair()
+    with theirs:
+        transport, _ = await loop.connect_accepted_socket(lambda: protocol, ours)
+        try:
+            assert protocol.transport is transport
+            assert protocol._deadline is not None  # armed on connection_made
+            protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n")  # headers not done
+            assert protocol.conn.their_state is h11.IDLE and protocol._deadline is not None
+        finally:
+            transport.close()
+            await anyio.wait_all_tasks_blocked()
 
 
 def test_the_deadlines_must_be_positive() -> None:
