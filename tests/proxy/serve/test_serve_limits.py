@@ -10,6 +10,8 @@ import os
 import signal
 import socket
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -63,11 +65,17 @@ async def _read_to_close(stream: anyio.abc.ByteStream) -> bytes:
             return received
 
 
+@asynccontextmanager
+async def _deadlines(header_timeout: float, body_timeout: float) -> AsyncIterator[int]:
+    """`_echo_body` under uvicorn with these read deadlines; its port."""
+    protocol = deadline_protocol(header_timeout=header_timeout, body_timeout=body_timeout)
+    async with serving(_echo_body, lifespan="off", http=protocol) as base:
+        yield int(base.rsplit(":", 1)[1])
+
+
 @pytest.mark.real_process
 async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_served() -> None:
-    protocol = deadline_protocol(header_timeout=0.5, body_timeout=0.5)
-    async with serving(_echo_body, lifespan="off", http=protocol) as base:
-        port = int(base.rsplit(":", 1)[1])
+    async with _deadlines(header_timeout=0.5, body_timeout=0.5) as port:
         with anyio.fail_after(10):
             slow_headers = await anyio.connect_tcp("127.0.0.1", port)
             slow_body = await anyio.connect_tcp("127.0.0.1", port)
@@ -89,9 +97,7 @@ async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_
 
 @pytest.mark.real_process
 async def test_a_kept_alive_connection_gets_a_new_header_deadline_for_each_request() -> None:
-    protocol = deadline_protocol(header_timeout=0.5, body_timeout=30)
-    async with serving(_echo_body, lifespan="off", http=protocol) as base:
-        port = int(base.rsplit(":", 1)[1])
+    async with _deadlines(header_timeout=0.5, body_timeout=30) as port:
         with anyio.fail_after(10):
             stream = await anyio.connect_tcp("127.0.0.1", port)
             async with stream:
