@@ -32,7 +32,7 @@ async def test_a_bridge_that_fails_to_start_its_tasks_stops_its_suspended_calls(
                 assert bridge.suspended.running and bridge.tasks.running
             assert not bridge.suspended.running and not bridge.tasks.running
             bridge = McpBridge(pool)
-            bridge.tasks = _Refuses()  # type: ignore[assignment]
+            bridge.tasks = _Refuses()
             # Raised inside the suspended calls' task group, which wraps it.
             with pytest.RaisesGroup(pytest.RaisesExc(OSError, match="no room for tasks")):
                 async with bridge:
