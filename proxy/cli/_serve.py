@@ -33,7 +33,7 @@ from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
 from ._servers import ServerChoice, resolve_servers
 
-__all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "run_serve"]
+__all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "allowed_hosts", "run_serve"]
 
 DEFAULT_GRACE: Final = 10.0
 """Seconds in-flight HTTP requests get to finish after SIGTERM."""
@@ -178,6 +178,44 @@ def _is_loopback(host: str) -> bool:
         return False  # a name that may resolve to anything: assume the network
 
 
+def _is_wildcard(host: str) -> bool:
+    """Whether ``host`` (``--host``) listens on every address (``0.0.0.0``, ``::``)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def allowed_hosts(host: str, allowed: list[str]) -> list[str]:
+    """The Host allow-list for ``--host host``: ``--allow-host``'s entries, plus the
+    address or name bound when it is one address or name.
+
+    A Host naming the address or name the server was told to bind cannot come from a
+    DNS-rebinding page (its Host names the attacker's domain), so it is safe to accept:
+    ``--host 192.168.1.20`` answers ``Host: 192.168.1.20:8000``, ``--host 127.0.0.2``
+    ``Host: 127.0.0.2:8000``. ``0.0.0.0`` and ``::`` name no address a client uses
+    (see `_wildcard_hint`).
+    """
+    if _is_wildcard(host):
+        return list(allowed)
+    bare = host.strip("[]")
+    return [*allowed, f"[{bare}]:*" if ":" in bare else f"{bare}:*"]
+
+
+def _wildcard_hint(args: argparse.Namespace) -> None:
+    """Say at start that ``--host 0.0.0.0`` without ``--allow-host`` answers only local
+    names: a client reaching it by another name or address gets 421."""
+    if _is_wildcard(args.host) and not args.allow_host:
+        logging.getLogger("nativemcp.serve").warning(
+            "--host %s listens on every address, but answers only requests whose Host is "
+            "a local name (127.0.0.1, localhost, [::1]): a client that reaches it by "
+            "another name or address gets 421 Misdirected Request; add --allow-host "
+            "NAME:* for each name or address clients use (e.g. --allow-host "
+            "mcp.example.com:* --allow-host 192.168.1.20:*), or pass --host that address",
+            args.host,
+        )
+
+
 def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
     """The bearer token; refuses a non-loopback ``--host`` without one (unless opted out).
 
@@ -230,6 +268,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     if args.transport == "http":
         # Checked before anything starts: a refused start costs nothing.
         _network_token(args, TOKEN_ENV)
+        _wildcard_hint(args)
     elif args.workers > 1:
         raise UsageError("--workers needs --transport http")
     if not args.servers and options.mcp_config is None:
@@ -320,7 +359,7 @@ async def _serve_http(
         app = http_app(
             pool,
             token=token,
-            allowed_hosts=args.allow_host,
+            allowed_hosts=allowed_hosts(args.host, args.allow_host),
             allowed_origins=args.allow_origin,
             stateless=args.stateless,
             max_body_size=args.max_body,

@@ -23,7 +23,7 @@ import uvicorn
 from _mcp_http import HEADERS as _HEADERS
 from _mcp_http import INIT as _INIT
 from _mcp_http import serving
-from _process import stop
+from _process import free_port, stop
 from _scripts import venv_script
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -31,6 +31,7 @@ from uvicorn.server import ServerState
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.cli import main
+from nativemcp.proxy.cli._serve import allowed_hosts
 from nativemcp.proxy.serve import deadline_protocol
 from nativemcp.proxy.serve._transports import Drain
 
@@ -247,6 +248,58 @@ def test_serving_beyond_loopback_without_a_token_refuses_to_start(
         assert "\n" not in message
         assert f"--host {host} is reachable from the network and there is no token" in message
         assert "--token or $NATIVEMCP_TOKEN" in message
+
+
+def test_the_address_bound_is_an_allowed_host_and_every_address_is_none() -> None:
+    assert allowed_hosts("192.168.1.20", ["mcp.example.com:*"]) == [
+        "mcp.example.com:*",
+        "192.168.1.20:*",
+    ]
+    assert allowed_hosts("fe80::1", []) == ["[fe80::1]:*"]
+    assert allowed_hosts("[fe80::1]", []) == ["[fe80::1]:*"]
+    assert allowed_hosts("127.0.0.2", []) == ["127.0.0.2:*"]
+    assert allowed_hosts("mcp.example.com", []) == ["mcp.example.com:*"]
+    assert allowed_hosts("0.0.0.0", []) == []
+    assert allowed_hosts("::", ["a:*"]) == ["a:*"]
+
+
+async def test_a_server_bound_to_one_address_answers_requests_that_name_it() -> None:
+    pool = WorkerPool(["_serve_servers:server"], in_process=["shapes"], timeout=20)
+    app = http_app(pool, token="s3cret", allowed_hosts=allowed_hosts("192.168.1.20", []))
+    headers = {**_HEADERS, "authorization": "Bearer s3cret"}
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        with anyio.fail_after(30):
+            for host, status in [
+                ("192.168.1.20:8000", 200),
+                ("192.168.1.200:8000", 421),
+                ("192.168.1.2:8000", 421),
+                ("192.168.1.20.evil.test:8000", 421),
+            ]:
+                reply = await http.post(
+                    f"{base}/mcp", json=_INIT, headers={**headers, "host": host}
+                )
+                assert reply.status_code == status, host
+
+
+@pytest.mark.real_process
+def test_every_address_with_a_token_says_at_start_which_flag_lets_clients_in() -> None:
+    port = free_port()
+    command = [venv_script("nativemcp"), "serve", "_serve_servers:server", "--transport"]
+    process = subprocess.Popen(
+        [*command, "http", "--host", "0.0.0.0", "--port", str(port), "--token", "s3cret"],
+        cwd=TESTS,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline().decode()
+        assert "--host 0.0.0.0 listens on every address" in first
+        assert "gets 421" in first and "add --allow-host NAME:*" in first
+        assert "nativemcp serving MCP at" in process.stderr.readline().decode()
+    finally:
+        stop(process, signal.SIGTERM)
+        assert process.stderr is not None
+        process.stderr.close()
 
 
 @pytest.mark.real_process
