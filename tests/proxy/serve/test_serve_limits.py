@@ -10,10 +10,10 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import h11
@@ -281,45 +281,36 @@ async def test_a_server_bound_to_one_address_answers_requests_that_name_it() -> 
                 assert reply.status_code == status, host
 
 
-@pytest.mark.real_process
-def test_every_address_with_a_token_says_at_start_which_flag_lets_clients_in() -> None:
-    port = free_port()
-    command = [venv_script("nativemcp"), "serve", "_serve_servers:server", "--transport"]
-    process = subprocess.Popen(
-        [*command, "http", "--host", "0.0.0.0", "--port", str(port), "--token", "s3cret"],
-        cwd=TESTS,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert process.stderr is not None
-        first = process.stderr.readline().decode()
-        assert "--host 0.0.0.0 listens on every address" in first
-        assert "gets 421" in first and "add --allow-host NAME:*" in first
-        assert "nativemcp serving MCP at" in process.stderr.readline().decode()
-    finally:
-        stop(process, signal.SIGTERM)
-        assert process.stderr is not None
-        process.stderr.close()
-
-
-@pytest.mark.real_process
-def test_the_explicit_opt_out_starts_and_warns_loudly() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+@contextmanager
+def _serving_everywhere(*flags: str) -> Iterator[IO[bytes]]:
+    """`nativemcp serve --host 0.0.0.0 FLAGS...` (no $NATIVEMCP_TOKEN); its stderr."""
     env = {key: value for key, value in os.environ.items() if key != "NATIVEMCP_TOKEN"}
     command = [venv_script("nativemcp"), "serve", "_serve_servers:server", "--transport"]
     process = subprocess.Popen(
-        [*command, "http", "--host", "0.0.0.0", "--port", str(port), "--unsafe-no-token"],
+        [*command, "http", "--host", "0.0.0.0", "--port", str(free_port()), *flags],
         cwd=TESTS,
         env=env,
         stderr=subprocess.PIPE,
     )
+    assert process.stderr is not None
     try:
-        assert process.stderr is not None
-        first = process.stderr.readline().decode()
-        assert "--unsafe-no-token: serving on 0.0.0.0 WITHOUT A TOKEN" in first
+        yield process.stderr
     finally:
         stop(process, signal.SIGTERM)
-        assert process.stderr is not None
         process.stderr.close()
+
+
+@pytest.mark.real_process
+def test_every_address_with_a_token_says_at_start_which_flag_lets_clients_in() -> None:
+    with _serving_everywhere("--token", "s3cret") as stderr:
+        first = stderr.readline().decode()
+        assert "--host 0.0.0.0 listens on every address" in first
+        assert "gets 421" in first and "add --allow-host NAME:*" in first
+        assert "nativemcp serving MCP at" in stderr.readline().decode()
+
+
+@pytest.mark.real_process
+def test_the_explicit_opt_out_starts_and_warns_loudly() -> None:
+    with _serving_everywhere("--unsafe-no-token") as stderr:
+        first = stderr.readline().decode()
+        assert "--unsafe-no-token: serving on 0.0.0.0 WITHOUT A TOKEN" in first
