@@ -20,6 +20,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from nativemcp.proxy.cli import main
 from nativemcp.proxy.serve._tasks import ServedTask, ServedTasks
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
@@ -243,3 +244,14 @@ async def test_a_task_is_its_sessions_alone_over_http() -> None:
             # Both clients closed their sessions (DELETE): the task went with A's.
             await cancelled[0].wait()
             assert len(tasks) == 0
+
+
+def test_serve_refuses_limits_that_would_serve_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    for flags, said in [
+        (["--max-tasks", "0"], "--max-tasks must be at least 1, not 0"),
+        (["--max-task-ttl", "0"], "--max-task-ttl must be a positive number of seconds"),
+        (["--max-task-ttl", "nan"], "--max-task-ttl must be a positive number of seconds"),
+        (["--input-rounds", "0"], "--input-rounds must be at least 1, not 0"),
+    ]:
+        assert main(["serve", "planning", *flags]) == 2, flags
+        assert said in capsys.readouterr().err, flags
