@@ -464,8 +464,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
 
         message = (
             f"{self.name}.{tool} asked for input more than {rounds} times in one call, "
-            f"the most a call may (input_rounds {rounds}: `nativemcp serve "
-            "--input-rounds N`, `WorkerPool(input_rounds=N)`)"
+            f"the most a call may (input_rounds {rounds}: nativemcp serve "
+            "--input-rounds N, WorkerPool(input_rounds=N))"
         )
         data = {"reason": "too_many_input_rounds", "inputRounds": rounds}
         return mcp_types.ErrorData(code=INTERNAL_ERROR, message=message, data=data)

@@ -263,7 +263,7 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
             raise MCPError(
                 INVALID_REQUEST,
                 f"this session holds {held} tasks, the most it may (max_tasks "
-                f"{self.max_tasks}, `nativemcp serve --max-tasks`): a task counts until "
+                f"{self.max_tasks}, nativemcp serve --max-tasks): a task counts until "
                 "its ttl passes; wait for one to expire, or ask shorter ttls",
                 {"reason": "too_many_tasks", "maxTasks": self.max_tasks},
             )
