@@ -11,9 +11,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
-from _mcp_http import serving
+from _mcp_http import HEADERS, INIT, serving
 from _task_client import cancel_task, create_task, get_task, list_tasks, poll_task, task_result
 from mcp import Client
 from mcp.server.context import ServerRequestContext
@@ -255,3 +256,36 @@ def test_serve_refuses_limits_that_would_serve_nothing(capsys: pytest.CaptureFix
     ]:
         assert main(["serve", "planning", *flags]) == 2, flags
         assert said in capsys.readouterr().err, flags
+
+
+async def test_an_abandoned_sessions_tasks_end_when_it_idles_out() -> None:
+    """The client neither deletes its session nor asks again: the session's idle
+    timeout ends it, and its tasks with it (they lived on until their ttl before)."""
+    cancelled: list[anyio.Event] = []
+    tasks = ServedTasks(_never_sent, input_timeout=5)
+    server = _server(tasks, {"forever": _forever(cancelled)})
+    app = server.streamable_http_app(session_idle_timeout=0.5)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "forever", "arguments": {}, "task": {"ttl": 600_000}},
+    }
+    with anyio.fail_after(30):
+        async with tasks, serving(app) as base, httpx2.AsyncClient() as http:
+            for _ in range(3):
+                opened = await http.post(f"{base}/mcp", json=INIT, headers=HEADERS)
+                session = {
+                    **HEADERS,
+                    "mcp-session-id": opened.headers["mcp-session-id"],
+                    "mcp-protocol-version": "2025-11-25",
+                }
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await http.post(f"{base}/mcp", json=initialized, headers=session)
+                created = await http.post(f"{base}/mcp", json=call, headers=session)
+                assert created.status_code == 200 and "taskId" in created.text
+            while len(cancelled) < 3:  # each task's tool has started  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            for ended in cancelled:
+                await ended.wait()
+            assert len(tasks) == 0
