@@ -62,7 +62,13 @@ from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
-from .external import ClientSide, ExternalServer, ExternalServerSpec, roots_answer
+from .external import (
+    DEFAULT_INPUT_ROUNDS,
+    ClientSide,
+    ExternalServer,
+    ExternalServerSpec,
+    roots_answer,
+)
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
@@ -235,6 +241,9 @@ class WorkerPool:
             elicitation requests (each call's ``CallOptions.on_request``, as
             ``nativemcp serve`` forwards them to its MCP clients): declare both to
             external servers even without handlers.
+        input_rounds: rounds of input (``InputRequiredResult``s of a 2026-07-28
+            external server) one call may take; past them the call answers a
+            JSON-RPC error naming the limit.
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
@@ -274,7 +283,7 @@ class WorkerPool:
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a
             ``database_url`` that is not ``postgresql://``, or replicas for an unknown or
-            in-process server or not a count ≥ 1.
+            in-process server or not a count ≥ 1, or ``input_rounds`` below 1.
         NotADirectoryError: ``data_dir`` is a file.
         TypeError: a `Server` to run in a worker is not importable by name (defined
             inside a function); raised here, before any process starts.
@@ -291,6 +300,7 @@ class WorkerPool:
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
         relay_client_requests: bool = False,
+        input_rounds: int = DEFAULT_INPUT_ROUNDS,
         **options: Unpack[PoolOptions],
     ) -> None:
         exit_if_bootstrapping("WorkerPool")
@@ -298,6 +308,9 @@ class WorkerPool:
         self._config = PoolConfig.build(servers, **options)
         self._roots = self._config.roots
         self._relay = relay_client_requests
+        if isinstance(input_rounds, bool) or not isinstance(input_rounds, int) or input_rounds < 1:
+            raise ValueError(f"input_rounds must be at least 1, not {input_rounds!r}")
+        self._input_rounds = input_rounds
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)
@@ -340,6 +353,7 @@ class WorkerPool:
             elicitation=self._relay or "elicitation/create" in self._client_handlers,
             roots=self._roots is not None,
             answer=self.answer_client_request,
+            input_rounds=self._input_rounds,
         )
         specs.extend(
             _ExternalSpec(spec, config.timeouts.start, config.restart, side)

@@ -11,6 +11,7 @@ cannot be offered). It may import the pool core's handle seam (`_handle`, `_rest
 the pool core imports only the names below.
 """
 
+from ._client_side import DEFAULT_INPUT_ROUNDS as DEFAULT_INPUT_ROUNDS
 from ._client_side import ClientSide as ClientSide
 from ._client_side import roots_answer as roots_answer
 from ._mcp_config import ExternalServerSpec as ExternalServerSpec
@@ -20,6 +21,7 @@ from ._server import ExternalServer as ExternalServer
 from ._tasks import accepts_task as accepts_task
 
 __all__ = [
+    "DEFAULT_INPUT_ROUNDS",
     "ClientSide",
     "ExternalServer",
     "ExternalServerSpec",

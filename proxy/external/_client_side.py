@@ -31,7 +31,11 @@ from .._handle import CallOptions, answer_client_request
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["ClientSide", "ServerRequests", "roots_answer"]
+__all__ = ["DEFAULT_INPUT_ROUNDS", "ClientSide", "ServerRequests", "roots_answer"]
+
+DEFAULT_INPUT_ROUNDS: Final = 10
+"""Rounds of input one call of an external server may take by default (the official
+SDK's client's default, kept; `nativemcp serve --input-rounds` sets it)."""
 
 _CALL: Final[contextvars.ContextVar[CallOptions | None]] = contextvars.ContextVar(
     "nativemcp_external_call", default=None
@@ -50,6 +54,9 @@ class ClientSide:
     """Declare ``roots`` (with ``listChanged``): the pool was given roots."""
     answer: ClientRequest | None = None
     """Answers a request that belongs to no call (the pool's handlers and roots)."""
+    input_rounds: int = DEFAULT_INPUT_ROUNDS
+    """Rounds of input (``InputRequiredResult``s of a 2026-07-28 server) one call may
+    take; past them the call answers a JSON-RPC error naming the limit."""
 
 
 class ServerRequests:

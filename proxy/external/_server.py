@@ -197,6 +197,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             server,
             logging_callback=self._on_log,
             log_level=MCP_LOG_LEVEL,
+            input_required_max_rounds=self._requests.side.input_rounds,
             **self._requests.callbacks(),
         )
         return client, http
@@ -405,7 +406,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             ServerCrashed: the server's connection ended during the call.
             ServerClosed: the pool is closing.
         """
-        from mcp import MCPError
+        from mcp import InputRequiredRoundsExceededError, MCPError
 
         timeout = options.limit
         report = options.on_progress
@@ -448,9 +449,26 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
                 ) from exc
             return response_from_sdk(exc.error)
+        except InputRequiredRoundsExceededError as exc:
+            # The SDK's message tells the caller to change its Client, which the caller
+            # of the pool cannot reach: the limit is the pool's.
+            return response_from_sdk(self._too_many_rounds(tool, exc.max_rounds))
         finally:
             self._log_handlers.pop(key, None)
         return response_from_sdk(result)
+
+    def _too_many_rounds(self, tool: str, rounds: int) -> mcp_types.ErrorData:
+        import mcp_types
+
+        from nativemcp.protocol import INTERNAL_ERROR
+
+        message = (
+            f"{self.name}.{tool} asked for input more than {rounds} times in one call, "
+            f"the most a call may (input_rounds {rounds}: nativemcp serve "
+            "--input-rounds N, WorkerPool(input_rounds=N))"
+        )
+        data = {"reason": "too_many_input_rounds", "inputRounds": rounds}
+        return mcp_types.ErrorData(code=INTERNAL_ERROR, message=message, data=data)
 
     def _runs_as_task(self, tool: str) -> bool:
         """Whether ``tool`` answers only a task-augmented call (as listed)."""

@@ -19,14 +19,14 @@ may run a tool that declares task support as a task (`ServedTasks`).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.metadata
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import mcp_types as types
@@ -59,6 +59,7 @@ from nativemcp.protocol import (
 from .._handle import CallOptions, ServerHandle
 from ..external import accepts_task
 from ._capabilities import client_capabilities, missing_capability, require_capability
+from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tasks import ServedTask, ServedTasks, session_key
 
@@ -80,7 +81,7 @@ class _Route:
     name: str  # the tool's or prompt's own name on its server
 
 
-class McpBridge:
+class McpBridge(anyio.AsyncContextManagerMixin):
     """One MCP server over some of a running pool's servers.
 
     Its tools are the pool's catalog entries of those servers: under their full names
@@ -101,13 +102,15 @@ class McpBridge:
         input_timeout: seconds a suspended call waits for its client's retry before
             it is cancelled, and a task waits for a ``tasks/result`` to carry its
             request to the client.
+        max_tasks: tasks one client session may hold at once (see `ServedTasks`).
+        max_task_ttl: the longest ``ttl`` granted to a task, in seconds.
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
-            not a positive number.
+            not a positive number, or a task limit is not.
     """
 
     def __init__(
@@ -121,6 +124,8 @@ class McpBridge:
         instructions: str | None = None,
         suspend: bool = True,
         input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+        max_tasks: int = DEFAULT_MAX_TASKS,
+        max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
     ) -> None:
         self.pool = pool
         self.servers = select_servers(pool, servers)
@@ -136,7 +141,13 @@ class McpBridge:
         self.suspend = suspend
         self.suspended = SuspendedCalls(input_timeout)
         # Tasks outlive the request that made them: a stateless replica cannot keep them.
-        self.tasks = ServedTasks(_ask_client, input_timeout, enabled=suspend)
+        self.tasks = ServedTasks(
+            _ask_client,
+            input_timeout,
+            enabled=suspend,
+            max_tasks=max_tasks,
+            max_ttl=max_task_ttl,
+        )
         self._single = len(self.servers) == 1
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
@@ -149,22 +160,12 @@ class McpBridge:
         self._running: set[anyio.CancelScope] = set()
         self._stopped_because = ""
 
-    async def __aenter__(self) -> McpBridge:
+    @contextlib.asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
         await self._catalog()  # read once, so a first call's headers are checked too
-        await self.suspended.__aenter__()
-        await self.tasks.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        try:
-            await self.tasks.__aexit__(exc_type, exc, traceback)
-        finally:
-            await self.suspended.__aexit__(exc_type, exc, traceback)
+        # Together: if the tasks fail to start, the suspended calls' group is unwound.
+        async with self.suspended, self.tasks:
+            yield self
 
     # -- naming ----------------------------------------------------------------------
 
