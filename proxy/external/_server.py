@@ -20,7 +20,9 @@ import collections
 import contextlib
 import logging
 import os
+import traceback
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -46,6 +48,7 @@ from .._handle import (
 )
 from .._restart import RestartPolicy, Supervised
 from ._client_side import ClientSide, ServerRequests
+from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
@@ -72,8 +75,9 @@ _STDERR_CHUNK: Final = 65536
 class _Stderr:
     """A stdio server's stderr: a pipe read on the loop, lines to `logging`, a tail kept."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, redact: Callable[[str], str]) -> None:
         self.server = server
+        self._redact = redact
         self.read_fd, write_fd = os.pipe()
         os.set_blocking(self.read_fd, False)
         self.writer = os.fdopen(write_fd, "w")
@@ -108,7 +112,8 @@ class _Stderr:
                 os.close(self.read_fd)
 
     def _line(self, raw: bytes) -> None:
-        text = raw.decode("utf-8", "replace").rstrip()
+        # A server may echo its command line or environment: no secret of ours is kept.
+        text = self._redact(raw.decode("utf-8", "replace").rstrip())
         if text:
             self.tail.append(text)
             self._logger.info("%s", text, extra={"mcp_server": self.server})
@@ -263,7 +268,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
         Raises:
             ServerStartError: the server did not start (its stderr tail included).
         """
-        stderr = _Stderr(self.name) if self.spec.transport == "stdio" else None
+        spec = self.spec
+        stderr = _Stderr(self.name, spec.redact) if spec.transport == "stdio" else None
         self._stderr = stderr
         self._refused = None
         state = {"ready": False, "timed_out": False}
@@ -288,12 +294,17 @@ class ExternalServer(UnwrappingHandle, Supervised):
         except Exception as exc:
             if state["ready"]:
                 _logger.warning(
-                    "MCP server %r: connection ended with %s", self.name, _describe(exc)
+                    "MCP server %r: connection ended with %s",
+                    self.name,
+                    spec.redact(_describe(exc)),
                 )
                 return
+            # The SDK's and httpx's messages may echo the expanded URL or command: the
+            # cause is kept only when no secret of the entry shows in its traceback.
+            cause = exc if _shows_no_secret(exc, spec) else None
             if self._refused is not None:
-                raise self._start_error(_refusal(self._refused, self.spec), stderr) from exc
-            raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from exc
+                raise self._start_error(_refusal(self._refused, spec), stderr) from cause
+            raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from cause
         finally:
             if stderr is not None:
                 stderr.close_writer()
@@ -307,8 +318,9 @@ class ExternalServer(UnwrappingHandle, Supervised):
 
     def _start_error(self, what: str, stderr: _Stderr | None) -> ServerStartError:
         tail = f"; stderr:\n{stderr.text()}" if stderr is not None else ""
+        message = self.spec.redact(f"{what}{tail}")
         return ServerStartError(
-            f"MCP server {self.name!r} ({self.spec.describe()}) {what}{tail}", server=self.name
+            f"MCP server {self.name!r} ({self.spec.describe()}) {message}", server=self.name
         )
 
     async def run(
@@ -330,39 +342,43 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 task_status.started()
 
         try:
-            while not self._closing:
-                self._lost = anyio.Event()
-                try:
-                    await self._connect_once(on_ready)
-                except ServerStartError as exc:
-                    if not started:
-                        raise
-                    if not self._retry(exc, recent, backoff):
-                        return
-                else:
-                    if self._closing:
-                        return
-                    tail = self._stderr.text() if self._stderr is not None else ""
-                    link = self._link
-                    why = f" ({link.reason()})" if link and link.ended.is_set() else ""
-                    _logger.error(
-                        "MCP server %r (%s) stopped%s; restarting. stderr:\n%s",
-                        self.name,
-                        self.spec.describe(),
-                        why,
-                        tail,
-                    )
-                    if not self._restart.allow_restart(recent):
-                        self._give_up(
-                            ServerStartError(f"MCP server {self.name!r} stopped", server=self.name)
-                        )
-                        return
-                    self.restarts += 1
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, self._restart.max_backoff)
+            with secrets_kept_out_of_logs(self.spec):
+                while not self._closing:
+                    self._lost = anyio.Event()
+                    try:
+                        await self._connect_once(on_ready)
+                    except ServerStartError as exc:
+                        if not started:
+                            raise
+                        if not self._retry(exc, recent, backoff):
+                            return
+                    else:
+                        if self._closing:
+                            return
+                        self._log_stopped()
+                        if not self._restart.allow_restart(recent):
+                            stopped = f"MCP server {self.name!r} stopped"
+                            self._give_up(ServerStartError(stopped, server=self.name))
+                            return
+                        self.restarts += 1
+                    await anyio.sleep(backoff)
+                    backoff = min(backoff * 2, self._restart.max_backoff)
         finally:
             self._client = None
             self._finished.set()
+
+    def _log_stopped(self) -> None:
+        """Log a connection that ended after it was ready: why, and the stderr tail."""
+        tail = self._stderr.text() if self._stderr is not None else ""
+        link = self._link
+        why = f" ({link.reason()})" if link and link.ended.is_set() else ""
+        _logger.error(
+            "MCP server %r (%s) stopped%s; restarting. stderr:\n%s",
+            self.name,
+            self.spec.describe(),
+            self.spec.redact(why),
+            tail,
+        )
 
     def _what(self) -> str:
         return f"MCP server {self.name!r}"
@@ -573,6 +589,15 @@ def _refusal(status: int, spec: ExternalServerSpec) -> str:
         '"headers", e.g. {"Authorization": "Bearer ${API_TOKEN}"} with API_TOKEN set in '
         "the environment"
     )
+
+
+def _shows_no_secret(exc: BaseException, spec: ExternalServerSpec) -> bool:
+    """Whether ``exc``'s traceback (its causes and groups too) shows no value of the
+    entry's variables."""
+    if not spec.expanded:
+        return True
+    text = "".join(traceback.format_exception(exc))
+    return spec.redact(text) == text
 
 
 def _describe(exc: BaseException) -> str:
