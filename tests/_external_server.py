@@ -1,7 +1,8 @@
 """An official-SDK `MCPServer` the external-server tests run over stdio and over HTTP.
 
-``python tests/_external_server.py MARKER_DIR`` serves stdio; the HTTP tests mount
-`make_server` under uvicorn. ``MARKER_DIR`` receives a file per cancelled call, so a
+``python tests/_external_server.py MARKER_DIR`` serves stdio, and with ``--fd FD``
+Streamable HTTP on that listening socket; the other HTTP tests mount `make_server`
+under uvicorn. ``MARKER_DIR`` receives a file per cancelled call, so a
 test can see that ``notifications/cancelled`` reached the server.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import anyio
 import mcp_types
 import msgspec
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
 
@@ -43,9 +45,13 @@ class Sum(BaseModel):
     operands: list[int]
 
 
-def make_server(marker_dir: str | None = None) -> MCPServer:
-    """The test server: sums, a dashed name, a hang, progress and log notifications."""
-    server = MCPServer("external-test", instructions="A test server for nativemcp.")
+def make_server(marker_dir: str | None = None, *, cache_tools: bool = False) -> MCPServer:
+    """The test server: sums, a dashed name, a hang, progress and log notifications.
+    ``cache_tools``: its tool list may be cached by a client for an hour."""
+    hints = {"tools/list": CacheHint(ttl_ms=3_600_000, scope="public")} if cache_tools else None
+    server = MCPServer(
+        "external-test", instructions="A test server for nativemcp.", cache_hints=hints
+    )
 
     @server.tool(name="get-sum")
     def get_sum(a: int, b: int) -> Sum:
@@ -104,4 +110,11 @@ def make_server(marker_dir: str | None = None) -> MCPServer:
 
 
 if __name__ == "__main__":
-    make_server(sys.argv[1] if len(sys.argv) > 1 else None).run("stdio")
+    if len(sys.argv) > 3 and sys.argv[2] == "--fd":
+        # Streamable HTTP on a socket the test bound and listens on: no port to poll.
+        import uvicorn
+
+        app = make_server(sys.argv[1], cache_tools=True).streamable_http_app()
+        uvicorn.run(app, fd=int(sys.argv[3]), log_level="warning", lifespan="on")
+    else:
+        make_server(sys.argv[1] if len(sys.argv) > 1 else None).run("stdio")

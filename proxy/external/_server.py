@@ -69,6 +69,10 @@ CONNECTION_CLOSED: Final = -32000
 MCP_LOG_LEVEL: Final = "info"
 """The level of ``notifications/message`` asked of servers (newer MCP sends none unless
 asked): info and up, so debug chatter does not travel with every call."""
+MAX_TOOL_PAGES: Final = 1000
+"""Pages of ``tools/list`` read at most (a warning names the server past it)."""
+PING_REMOVED_IN: Final = "2026-07-28"
+"""The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
 _STDERR_CHUNK: Final = 65536
 
 
@@ -239,7 +243,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     stderr.close_writer()
             if link is not None:
                 self.pid = link.pid
-            tools = await _list_all_tools(client)
+            tools = await _list_all_tools(client, self.name)
             self.description = client.instructions or ""
             self._tools = self._usable(tools)
             self._client = client
@@ -451,14 +455,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                         )
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
-                # Later calls wait for the supervisor's new connection, not this one.
-                if self._client is client:
-                    self._client = None
-                    self._reset_connected()
-                self._lost.set()
-                raise ServerCrashed(
-                    server=self.name, exitcode=None, pid=self.pid, tool=tool
-                ) from exc
+                raise self._connection_lost(client, tool) from exc
             if self._closing:
                 raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
@@ -468,15 +465,36 @@ class ExternalServer(UnwrappingHandle, Supervised):
             self._log_handlers.pop(key, None)
         return response_from_sdk(result)
 
+    def _connection_lost(self, client: Client, tool: str) -> ServerCrashed:
+        """The error for a request whose connection ended; later requests wait for the
+        supervisor's new connection, not this one."""
+        if self._client is client:
+            self._client = None
+            self._reset_connected()
+        self._lost.set()
+        return ServerCrashed(server=self.name, exitcode=None, pid=self.pid, tool=tool)
+
     def _runs_as_task(self, tool: str) -> bool:
         """Whether ``tool`` answers only a task-augmented call (as listed)."""
         return any(t.name == tool and runs_as_task(t.execution) for t in self._tools)
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
-        """Ask the server for its tools again (the entry's filters applied)."""
+        """Ask the server for its tools again (the entry's filters applied).
+
+        Raises:
+            ServerCrashed: the connection ended.
+            CallTimeout: no answer within the time limit.
+        """
+        from mcp import MCPError
+
         with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
-            tools = await _list_all_tools(client)
+            try:
+                tools = await _list_all_tools(client, self.name)
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED and not self._closing:
+                    raise self._connection_lost(client, "tools/list") from exc
+                raise
         self._tools = self._usable(tools)
         return self._tools
 
@@ -548,19 +566,50 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """External servers have no session scoping; nothing to do."""
 
     async def ping(self, options: CallOptions) -> None:
-        """Round-trip a request: list the tools (``ping`` is gone from newer MCP)."""
-        await self.list_tools(options)
+        """Round-trip a request that the SDK client's response cache cannot answer (a
+        cached ``tools/list`` succeeds after the server is gone): ``ping`` where the
+        negotiated protocol has it, else ``tools/list`` past the cache (``ping`` is gone
+        from 2026-07-28). An error answer is an answer: the server is there.
+
+        Raises:
+            ServerCrashed: the connection ended (the next call would fail too).
+            CallTimeout: no answer within the time limit.
+        """
+        from mcp import MCPDeprecationWarning, MCPError
+
+        with call_deadline(self.name, "ping", options.limit):
+            client = await self._session("ping")
+            try:
+                if client.protocol_version < PING_REMOVED_IN:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", MCPDeprecationWarning)
+                        await client.send_ping()
+                else:
+                    await client.list_tools(cache_mode="bypass")
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED and not self._closing:
+                    raise self._connection_lost(client, "ping") from exc
 
 
-async def _list_all_tools(client: Client) -> list[Tool]:
+async def _list_all_tools(client: Client, server: str) -> list[Tool]:
+    """Every page of the server's tool list, up to `MAX_TOOL_PAGES` (then a warning
+    says the rest was left out: a server whose cursor never ends must not hang us)."""
     tools: list[Tool] = []
     cursor: str | None = None
-    for _ in range(1000):
+    for _ in range(MAX_TOOL_PAGES):
         page = await client.list_tools(cursor=cursor)
         tools.extend(from_sdk(tool) for tool in page.tools)
         cursor = page.next_cursor
         if cursor is None:
-            break
+            return tools
+    _logger.warning(
+        "MCP server %r: its tool list has more than %d pages; the %d tools of the first "
+        "%d are offered, the rest left out",
+        server,
+        MAX_TOOL_PAGES,
+        len(tools),
+        MAX_TOOL_PAGES,
+    )
     return tools
 
 
