@@ -74,6 +74,14 @@ def make_server(marker_dir: str | None = None, *, cache_tools: bool = False) -> 
         """Echo text back (text only, no structured content)."""
         return text
 
+    @server.tool(name="client-info")
+    def client_info(ctx: Context) -> dict[str, str]:
+        """The name and version the client introduced itself with."""
+        params = ctx.session.client_params
+        if params is None:
+            return {}
+        return {"name": params.client_info.name, "version": params.client_info.version}
+
     @server.tool()
     def fail(message: str) -> str:
         """Fail with a tool error."""

@@ -7,6 +7,8 @@ session. Over stdio: ``python tests/_raw_mcp_server.py CONFIG_JSON``; over Strea
 HTTP (JSON answers, no session): mount ``http_app(config)``. The config holds any of:
 
 - ``tools``: the tool list to answer ``tools/list`` with (default: ``echo`` and ``pid``);
+- ``endless_tools``: every ``tools/list`` page names one tool and the next page;
+- ``methods_file``: a file each request's and notification's method is appended to;
 - ``junk_before_init``: bytes (latin-1 text) written before anything is read;
 - ``junk_lines``: how many non-JSON lines to write after ``initialize``'s answer;
 - ``stray_byte_on``: a tool name whose call writes a line ``b"\\xff"`` before its answer,
@@ -50,6 +52,11 @@ def answer(message: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] | 
         }
     elif method == "tools/list":
         result = {"tools": config.get("tools", [ECHO, PID])}
+        if config.get("endless_tools"):
+            page = int((message.get("params") or {}).get("cursor") or 0)
+            result = {"tools": [{**ECHO, "name": f"t{page}"}], "nextCursor": str(page + 1)}
+    elif method == "ping":
+        result = {}
     elif method == "tools/call":
         name = message["params"]["name"]
         arguments = message["params"].get("arguments") or {}
@@ -88,6 +95,9 @@ def main(config: dict[str, Any]) -> None:
         _start_grandchild(config["grandchild"], config["grandchild_pid"])
     for line in sys.stdin:
         message = json.loads(line)
+        if "methods_file" in config and "method" in message:
+            with open(config["methods_file"], "a") as methods:
+                methods.write(message["method"] + "\n")
         reply = answer(message, config)
         if reply is None:
             continue

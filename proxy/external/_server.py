@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
+import importlib.metadata
 import logging
 import os
 import traceback
@@ -204,6 +206,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             server = usable_tools_only(server, self.name)
         client = Client(
             server,
+            client_info=_client_info(),
             logging_callback=self._on_log,
             log_level=MCP_LOG_LEVEL,
             **self._requests.callbacks(),
@@ -611,6 +614,19 @@ async def _list_all_tools(client: Client, server: str) -> list[Tool]:
         MAX_TOOL_PAGES,
     )
     return tools
+
+
+@functools.cache
+def _client_info() -> mcp_types.Implementation:
+    """How the pool introduces itself to a server: nativemcp and its version (the
+    SDK's default is its own package, ``mcp``)."""
+    import mcp_types
+
+    try:
+        version = importlib.metadata.version("nativemcp")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        version = "0+unknown"
+    return mcp_types.Implementation(name="nativemcp", version=version)
 
 
 async def _first(*events: anyio.Event) -> None:
