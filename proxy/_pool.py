@@ -155,6 +155,7 @@ class _ExternalSpec:
         start_timeout: float | None,
         restart: RestartPolicy,
         client_side: ClientSide,
+        max_frame: int,
     ) -> None:
         self.label = spec.name
         self.required = spec.required
@@ -162,6 +163,7 @@ class _ExternalSpec:
         self._start_timeout = start_timeout
         self._restart = restart
         self._client_side = client_side
+        self._max_frame = max_frame
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
         server = ExternalServer(
@@ -169,6 +171,7 @@ class _ExternalSpec:
             start_timeout=self._start_timeout,
             restart=self._restart,
             client_side=self._client_side,
+            max_frame=self._max_frame,
         )
         return await _supervised(task_group, server)
 
@@ -342,7 +345,7 @@ class WorkerPool:
             answer=self.answer_client_request,
         )
         specs.extend(
-            _ExternalSpec(spec, config.timeouts.start, config.restart, side)
+            _ExternalSpec(spec, config.timeouts.start, config.restart, side, config.max_frame)
             for spec in config.external
         )
         return specs

@@ -15,6 +15,7 @@ HTTP (JSON answers, no session): mount ``http_app(config)``. The config holds an
   and the answer with the byte ``0xe9`` in place of ``STRAY`` in the text;
 - ``close_stdout_on``: a tool name whose call closes stdout and sleeps (the process lives);
 - ``exit_on``: a tool name whose call ends the process (exit status 3) unanswered;
+- ``endless_line_on``: a tool name whose call writes stdout without a newline, forever;
 - ``grandchild``: ``"fork"`` or ``"setsid"``; a ``sleep`` started that way, its pid
   written to the file ``grandchild_pid`` (the setsid one keeps the server's stdout).
 
@@ -112,6 +113,9 @@ def main(config: dict[str, Any]) -> None:
                 time.sleep(3600)
             elif tool == config.get("exit_on"):
                 os._exit(3)
+            elif tool == config.get("endless_line_on"):
+                while True:  # a line that never ends
+                    _write(b"x" * 65536)
         _write(data + b"\n")
         if message.get("method") == "initialize":
             junk = int(config.get("junk_lines", 0))

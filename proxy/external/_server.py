@@ -38,6 +38,7 @@ from nativemcp.protocol import (
     from_sdk,
     response_from_sdk,
 )
+from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
 
 from .._handle import (
@@ -144,8 +145,10 @@ class ExternalServer(UnwrappingHandle, Supervised):
         start_timeout: float | None,
         restart: RestartPolicy,
         client_side: ClientSide | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
     ) -> None:
         self.spec = spec
+        self._max_frame = max_frame
         self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
@@ -188,6 +191,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 cwd=spec.cwd,
                 errlog=stderr.writer,
                 link=link,
+                max_line=self._max_frame,
             )
         elif spec.transport == "http":
             assert spec.url is not None

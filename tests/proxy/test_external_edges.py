@@ -106,6 +106,22 @@ async def test_a_server_whose_stdout_ends_fails_its_call_at_once_and_is_restarte
     assert stopped and "'raw'" in stopped[0]
 
 
+async def test_a_stdout_line_over_max_frame_ends_the_connection_saying_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR)
+    policy = RestartPolicy(backoff=0.01)
+    config = {"endless_line_on": "echo"}
+    async with _pool(config, restart=policy, max_frame=1_000_000) as pool:
+        pid = await _text(pool, "pid")
+        with anyio.fail_after(20), pytest.raises(ServerCrashed, match=r"'raw'.*'echo'"):
+            await pool.call_tool("raw__echo", {"text": "x"}, timeout=None)
+        assert await _text(pool, "pid") != pid  # the supervisor started a new process
+    stopped = [r.getMessage() for r in caplog.records if "stopped" in r.getMessage()]
+    assert stopped and "a stdout line of over 1000000 bytes" in stopped[0], stopped
+    assert "raise max_frame" in stopped[0]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="waits on a pidfd")
 async def test_a_server_that_exits_while_its_child_holds_stdout_is_a_crash_at_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
