@@ -9,6 +9,7 @@ HTTP (JSON answers, no session): mount ``http_app(config)``. The config holds an
 - ``tools``: the tool list to answer ``tools/list`` with (default: ``echo`` and ``pid``);
 - ``endless_tools``: every ``tools/list`` page names one tool and the next page;
 - ``methods_file``: a file each request's and notification's method is appended to;
+- ``pid_file``: a file the server's pid is written to at its start;
 - ``junk_before_init``: bytes (latin-1 text) written before anything is read;
 - ``junk_lines``: how many non-JSON lines to write after ``initialize``'s answer;
 - ``stray_byte_on``: a tool name whose call writes a line ``b"\\xff"`` before its answer,
@@ -90,6 +91,10 @@ def _write(data: bytes) -> None:
 
 def main(config: dict[str, Any]) -> None:
     """Serve over stdio until stdin ends."""
+    if "pid_file" in config:
+        with open(config["pid_file"] + ".part", "w") as out:
+            out.write(str(os.getpid()))
+        os.replace(config["pid_file"] + ".part", config["pid_file"])
     if "junk_before_init" in config:
         _write(str(config["junk_before_init"]).encode("latin-1"))
     if "grandchild" in config:

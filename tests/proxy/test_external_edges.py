@@ -24,7 +24,7 @@ from _process import free_port
 from _raw_mcp_server import http_app
 
 from nativemcp.protocol import ToolNameError
-from nativemcp.proxy import RestartPolicy, ServerCrashed, WorkerPool
+from nativemcp.proxy import RestartPolicy, ServerCrashed, ServerStartError, WorkerPool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
@@ -232,3 +232,17 @@ async def test_an_optional_http_server_loses_only_its_broken_tools(
             assert await _text(pool, "echo", text="over http") == "over http"
     warned = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
     assert any("'broken'" in m for m in warned) and any("'pid'" in m for m in warned)
+
+
+async def test_a_pool_whose_start_fails_half_way_leaves_no_server_and_raises_the_error_alone(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pid"
+    config = {
+        "ok": _raw({"pid_file": str(pid_file)}),
+        "broken": {"command": sys.executable, "args": ["-c", "raise SystemExit('no')"]},
+    }
+    with anyio.fail_after(30), pytest.raises(ServerStartError, match="'broken'"):
+        async with WorkerPool(mcp_servers=config, builtins=[]):
+            pass
+    assert _gone(int(pid_file.read_text()))
