@@ -11,12 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import anyio
 import mcp_types
 import msgspec
 from mcp.server.caching import CacheHint
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from pydantic import BaseModel
 
 from nativemcp.protocol import LOG_LEVELS, response_to_sdk, structured_response
@@ -43,6 +44,30 @@ class Sum(BaseModel):
 
     total: int
     operands: list[int]
+
+
+class Reply(BaseModel):
+    """What `ask` asks its client for."""
+
+    text: str
+
+
+_arrived: dict[str, set[str]] = {}
+_all_arrived: dict[str, anyio.Event] = {}
+
+
+async def _question(key: str, group: str, size: int) -> Elicit[Reply]:
+    """Ask for `key`, once `size` calls of `group` are all in flight (first round only):
+    their questions then reach the client while every one of them is pending."""
+    arrived = _arrived.setdefault(group, set())
+    event = _all_arrived.setdefault(group, anyio.Event())
+    if key not in arrived:
+        arrived.add(key)
+        if len(arrived) >= size:
+            event.set()
+        with anyio.fail_after(10):
+            await event.wait()
+    return Elicit(f"a reply for {key}", Reply)
 
 
 def make_server(marker_dir: str | None = None, *, cache_tools: bool = False) -> MCPServer:
@@ -73,6 +98,14 @@ def make_server(marker_dir: str | None = None, *, cache_tools: bool = False) -> 
     def echo(text: str) -> str:
         """Echo text back (text only, no structured content)."""
         return text
+
+    @server.tool()
+    async def ask(
+        key: str, group: str, size: int, reply: Annotated[Reply, Resolve(_question)]
+    ) -> str:
+        """Ask the client (elicitation) once `size` calls of `group` are in flight;
+        answers ``key: reply``."""
+        return f"{key}: {reply.text}"
 
     @server.tool(name="client-info")
     def client_info(ctx: Context) -> dict[str, str]:
