@@ -16,7 +16,7 @@ from typing import Annotated
 import anyio
 import mcp_types
 import msgspec
-from mcp.server.caching import CacheHint
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from pydantic import BaseModel
 
@@ -73,7 +73,9 @@ async def _question(key: str, group: str, size: int) -> Elicit[Reply]:
 def make_server(marker_dir: str | None = None, *, cache_tools: bool = False) -> MCPServer:
     """The test server: sums, a dashed name, a hang, progress and log notifications.
     ``cache_tools``: its tool list may be cached by a client for an hour."""
-    hints = {"tools/list": CacheHint(ttl_ms=3_600_000, scope="public")} if cache_tools else None
+    hints: dict[CacheableMethod, CacheHint] | None = (
+        {"tools/list": CacheHint(ttl_ms=3_600_000, scope="public")} if cache_tools else None
+    )
     server = MCPServer(
         "external-test", instructions="A test server for nativemcp.", cache_hints=hints
     )
