@@ -8,8 +8,12 @@ test can see that ``notifications/cancelled`` reached the server.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import socket
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -150,6 +154,26 @@ def make_server(marker_dir: str | None = None, *, cache_tools: bool = False) -> 
         return "logged"
 
     return server
+
+
+@contextlib.contextmanager
+def served_in_a_child(marker_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """This server over Streamable HTTP in a child process, on a socket bound here (no
+    port to poll): its URL and the process, killed on the way out."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        port = sock.getsockname()[1]
+        child = subprocess.Popen(
+            [sys.executable, __file__, str(marker_dir), "--fd", str(sock.fileno())],
+            pass_fds=[sock.fileno()],
+        )
+    # Only the child holds the socket now: once it dies, connecting is refused.
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", child
+    finally:
+        child.kill()
+        child.wait()
 
 
 if __name__ == "__main__":

@@ -310,9 +310,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     spec.redact(_describe(exc)),
                 )
                 return
-            # The SDK's and httpx's messages may echo the expanded URL or command: the
-            # cause is kept only when no secret of the entry shows in its traceback.
-            cause = exc if _shows_no_secret(exc, spec) else None
+            cause = self._cause(exc)
             if self._refused is not None:
                 raise self._start_error(_refusal(self._refused, spec), stderr) from cause
             raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from cause
@@ -462,15 +460,26 @@ class ExternalServer(UnwrappingHandle, Supervised):
                         )
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
-                raise self._connection_lost(client, tool) from exc
+                raise self._connection_lost(client, tool) from self._cause(exc)
             if self._closing:
                 raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
-                ) from exc
-            return response_from_sdk(exc.error)
+                ) from self._cause(exc)
+            # The SDK makes some errors from httpx's, which may hold the expanded URL.
+            error = exc.error.model_copy(update={"message": self.spec.redact(exc.message)})
+            return response_from_sdk(error)
         finally:
             self._log_handlers.pop(key, None)
         return response_from_sdk(result)
+
+    def _cause(self, exc: BaseException) -> BaseException | None:
+        """``exc`` as the cause of an error we raise, unless its traceback (causes and
+        groups included) shows a value of the entry's variables: the SDK's and httpx's
+        messages may echo the expanded URL or command."""
+        if not self.spec.expanded:
+            return exc
+        text = "".join(traceback.format_exception(exc))
+        return exc if self.spec.redact(text) == text else None
 
     def _connection_lost(self, client: Client, tool: str) -> ServerCrashed:
         """The error for a request whose connection ended; later requests wait for the
@@ -500,7 +509,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 tools = await _list_all_tools(client, self.name)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
-                    raise self._connection_lost(client, "tools/list") from exc
+                    raise self._connection_lost(client, "tools/list") from self._cause(exc)
                 raise
         self._tools = self._usable(tools)
         return self._tools
@@ -547,7 +556,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 else:
                     raise FeatureError(f"unknown method {method!r}", code=METHOD_NOT_FOUND)
         except MCPError as exc:
-            raise FeatureError(exc.message, code=exc.code) from exc
+            message = self.spec.redact(exc.message)
+            raise FeatureError(message, code=exc.code) from self._cause(exc)
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     async def roots_changed(self) -> None:
@@ -595,7 +605,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     await client.list_tools(cache_mode="bypass")
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
-                    raise self._connection_lost(client, "ping") from exc
+                    raise self._connection_lost(client, "ping") from self._cause(exc)
 
 
 async def _list_all_tools(client: Client, server: str) -> list[Tool]:
@@ -658,15 +668,6 @@ def _refusal(status: int, spec: ExternalServerSpec) -> str:
         '"headers", e.g. {"Authorization": "Bearer ${API_TOKEN}"} with API_TOKEN set in '
         "the environment"
     )
-
-
-def _shows_no_secret(exc: BaseException, spec: ExternalServerSpec) -> bool:
-    """Whether ``exc``'s traceback (its causes and groups too) shows no value of the
-    entry's variables."""
-    if not spec.expanded:
-        return True
-    text = "".join(traceback.format_exception(exc))
-    return spec.redact(text) == text
 
 
 def _describe(exc: BaseException) -> str:

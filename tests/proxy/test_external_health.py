@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _external_server import served_in_a_child
 
 from nativemcp.proxy import ServerError, WorkerPool
 
@@ -38,21 +38,8 @@ def _raw(config: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """The test server over Streamable HTTP in a child process: (its URL, the process)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
-        port = sock.getsockname()[1]
-        script = str(TESTS / "_external_server.py")
-        child = subprocess.Popen(
-            [sys.executable, script, str(tmp_path), "--fd", str(sock.fileno())],
-            pass_fds=[sock.fileno()],
-        )
-    # Only the child holds the socket now: once it dies, connecting is refused.
-    try:
-        yield f"http://127.0.0.1:{port}/mcp", child
-    finally:
-        child.kill()
-        child.wait()
+    with served_in_a_child(tmp_path) as served:
+        yield served
 
 
 async def test_ping_fails_once_an_http_server_is_killed_as_the_next_call_does(

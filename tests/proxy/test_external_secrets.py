@@ -19,9 +19,16 @@ from typing import Any
 
 import anyio
 import pytest
+from _external_server import served_in_a_child
 from _process import free_port
 
-from nativemcp.proxy import RestartPolicy, ServerStartError, WorkerPool, load_mcp_servers
+from nativemcp.proxy import (
+    RestartPolicy,
+    ServerError,
+    ServerStartError,
+    WorkerPool,
+    load_mcp_servers,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
@@ -33,6 +40,13 @@ TESTS = Path(__file__).parents[1]
 @pytest.fixture(autouse=True)
 def secret_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SECRET_TOKEN", SECRET)
+
+
+async def _poll(condition: Any) -> None:
+    """Wait (bounded) for what another task logs: there is no event to wait on."""
+    with anyio.fail_after(20):
+        while not condition():  # noqa: ASYNC110 - the state is in the log
+            await anyio.sleep(0.02)
 
 
 def _everything(caught: BaseException, caplog: pytest.LogCaptureFixture) -> str:
@@ -109,6 +123,27 @@ async def test_a_server_that_dies_and_restarts_is_logged_as_written(
     stopped = [r.getMessage() for r in caplog.records if "stopped" in r.getMessage()]
     assert stopped and "${SECRET_TOKEN}" in stopped[0]
     assert SECRET not in caplog.text
+
+
+async def test_a_call_whose_http_server_dies_shows_no_secret(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with served_in_a_child(tmp_path) as (url, child), caplog.at_level(logging.DEBUG):
+        entry = {"url": url + "?k=${SECRET_TOKEN}", "headers": {"X-Key": "${SECRET_TOKEN}"}}
+        async with WorkerPool(mcp_servers={"remote": entry}, timeout=10) as pool:
+            with anyio.fail_after(20):
+                assert (await pool.server("remote").echo(text="up")) == "up"
+
+                async def kill_when_hanging() -> None:
+                    await _poll(lambda: any("hang" in r.getMessage() for r in caplog.records))
+                    child.kill()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(kill_when_hanging)
+                    with pytest.raises(ServerError) as caught:
+                        await pool.call_tool("remote__hang", {"key": "k"}, timeout=None)
+    assert "${SECRET_TOKEN}" in caplog.text  # the records that would show it were kept
+    assert SECRET not in _everything(caught.value, caplog)
 
 
 async def test_the_cli_names_a_failing_server_as_written(tmp_path: Path) -> None:
