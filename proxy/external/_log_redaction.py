@@ -22,6 +22,7 @@ __all__ = ["secrets_kept_out_of_logs"]
 LOGGERS: Final = (
     "mcp.client.streamable_http",
     "mcp.client.sse",
+    "mcp.client.auth.oauth2",
     "mcp.client.client",
     "mcp.client.session",
     "mcp.shared.jsonrpc_dispatcher",
