@@ -48,7 +48,8 @@ Transport = Literal["stdio", "http", "sse"]
 
 
 class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One entry of an ``mcpServers`` mapping, checked, its variables expanded."""
+    """One entry of an ``mcpServers`` mapping, checked, its variables expanded (its
+    ``repr`` shows it as written)."""
 
     name: str
     transport: Transport
@@ -75,6 +76,12 @@ class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
         if shown.transport == "stdio":
             return " ".join([shown.command or "", *shown.args])
         return shown.url or ""
+
+    def __repr__(self) -> str:
+        # A spec printed or logged shows the entry as written, never a variable's value.
+        if self.as_written is not None:
+            return repr(self.as_written)
+        return super().__repr__()
 
     def redact(self, text: str) -> str:
         """``text`` with each value expanded from the environment written back as its

@@ -192,5 +192,6 @@ def test_the_entry_as_written_keeps_every_field_a_variable_expands_in() -> None:
         "/tmp/${SECRET_TOKEN}",
     )
     assert spec.describe() == "${SECRET_TOKEN}/bin --k ${SECRET_TOKEN}"
+    assert SECRET not in repr(spec) and SECRET not in f"{[spec]}"
     (plain,) = load_mcp_servers({"s": {"command": "x", "args": ["${A:-dflt}"]}}, environ={})
     assert (plain.as_written, plain.expanded, plain.describe()) == (None, (), "x dflt")
