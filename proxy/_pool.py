@@ -15,11 +15,12 @@ start-up asks which kind it holds.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, Unpack, overload
 
@@ -115,6 +116,22 @@ async def _supervised(task_group: anyio.abc.TaskGroup, handle: H) -> H:
     return handle
 
 
+@contextlib.asynccontextmanager
+async def _supervisor_group() -> AsyncIterator[anyio.abc.TaskGroup]:
+    """The task group of the servers' supervisors. An error in the body propagates
+    alone, not in an exception group (trio's always groups): by then the pool has
+    closed the servers, and leaving the group only reaps their supervisors."""
+    failure: BaseException | None = None
+    async with anyio.create_task_group() as task_group:
+        try:
+            yield task_group
+        except BaseException as exc:  # raised again below, outside the group
+            failure = exc
+        task_group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+
+
 class _WorkerSpec:
     """A server in its own worker process (``BuiltInWeb``, or ``UserWorker``), or in
     ``replicas`` of them."""
@@ -161,6 +178,7 @@ class _ExternalSpec:
         start_timeout: float | None,
         restart: RestartPolicy,
         client_side: ClientSide,
+        max_frame: int,
     ) -> None:
         self.label = spec.name
         self.required = spec.required
@@ -168,6 +186,7 @@ class _ExternalSpec:
         self._start_timeout = start_timeout
         self._restart = restart
         self._client_side = client_side
+        self._max_frame = max_frame
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
         server = ExternalServer(
@@ -175,6 +194,7 @@ class _ExternalSpec:
             start_timeout=self._start_timeout,
             restart=self._restart,
             client_side=self._client_side,
+            max_frame=self._max_frame,
         )
         return await _supervised(task_group, server)
 
@@ -325,6 +345,7 @@ class WorkerPool:
         }
         self._llm_names: dict[str, dict[str, str]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
 
     @property
@@ -356,7 +377,7 @@ class WorkerPool:
             input_rounds=self._input_rounds,
         )
         specs.extend(
-            _ExternalSpec(spec, config.timeouts.start, config.restart, side)
+            _ExternalSpec(spec, config.timeouts.start, config.restart, side, config.max_frame)
             for spec in config.external
         )
         return specs
@@ -365,14 +386,18 @@ class WorkerPool:
         if self._task_group is not None or self._closed:
             raise RuntimeError("a WorkerPool can be entered only once")
         self._config.make_data_dir()
-        self._task_group = anyio.create_task_group()
-        await self._task_group.__aenter__()
-        try:
+        # A failure half-way (a server that does not start, a cancellation) unwinds what
+        # was entered: the servers closed, then the supervisors' task group left.
+        async with contextlib.AsyncExitStack() as stack:
+            self._task_group = await stack.enter_async_context(_supervisor_group())
+            stack.push_async_callback(self._stop_servers)
             await self._start_all()
-        except BaseException as exc:
-            await self.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
+            self._exit_stack = stack.pop_all()
         return self
+
+    async def _stop_servers(self) -> None:
+        await self.aclose()
+        self._task_group = None
 
     async def _start_all(self) -> None:
         assert self._task_group is not None
@@ -424,13 +449,13 @@ class WorkerPool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        await self.aclose()
-        if self._task_group is not None:
-            self._task_group.cancel_scope.cancel()
-            task_group, self._task_group = self._task_group, None
-            # The supervisors are done (aclose waited, shielded); this only reaps them.
-            # The caller's own exception propagates from its `async with` unchanged.
-            await task_group.__aexit__(None, None, None)
+        stack, self._exit_stack = self._exit_stack, None
+        if stack is None:
+            await self.aclose()
+            return None
+        # The caller's own exception propagates from its `async with` unchanged: the
+        # stack unwinds as after a clean exit.
+        await stack.aclose()
         return None
 
     async def aclose(self) -> None:
