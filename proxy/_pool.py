@@ -77,8 +77,10 @@ from .llm._tools import declaration, provider_name, read_tool_call
 __all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
 
 ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
-"""Answers a tool's request to its client: spec-shaped params in (``sampling/createMessage``
-or ``elicitation/create``), spec-shaped result out; sync or async."""
+"""Answers a tool's request to its client; sync or async.
+
+Spec-shaped params in (``sampling/createMessage`` or ``elicitation/create``),
+spec-shaped result out."""
 
 _logger = logging.getLogger("nativemcp.pool")
 
@@ -501,8 +503,9 @@ class WorkerPool:
         return list(self._roots or ())
 
     async def set_roots(self, roots: Iterable[str | os.PathLike[str]]) -> None:
-        """Replace the pool's roots and tell every external server they changed
-        (``notifications/roots/list_changed``).
+        """Replace the pool's roots and tell every external server they changed.
+
+        The servers get ``notifications/roots/list_changed``.
 
         Raises:
             NotADirectoryError: a path that is not a folder.
@@ -517,8 +520,10 @@ class WorkerPool:
                 await handle.roots_changed()
 
     def add_resource_listener(self, listener: ResourceListener) -> None:
-        """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed
-        (``await ctx.resource_updated(uri)``); the MCP boundary notifies subscribers."""
+        """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed.
+
+        A tool reports it with ``await ctx.resource_updated(uri)``; the MCP boundary
+        notifies subscribers."""
         self._resource_listeners.append(listener)
 
     async def _resource_updated(self, uri: str) -> None:
@@ -580,10 +585,11 @@ class WorkerPool:
             raise ServerClosed("the pool is closed", server="*")
 
     async def list_tools(self) -> list[Tool]:
-        """Every tool of every source under its full name (``builtin_server__tool`` for a
-        built-in server, ``server__tool`` for an external or the user's own), its
-        `ServiceInfo` in
-        ``_meta["io.github.nativemcp/service"]`` (read it with `service_info`).
+        """Every tool of every source, under its full name.
+
+        ``builtin_server__tool`` for a built-in server, ``server__tool`` for an external
+        or the user's own; its `ServiceInfo` in ``_meta["io.github.nativemcp/service"]``
+        (read it with `service_info`).
 
         Raises:
             ToolNameError: two sources now give the same full name (both named).
@@ -602,8 +608,9 @@ class WorkerPool:
         on_log: LogHandler | None = None,
         options: CallOptions | None = None,
     ) -> NativeMCPResponse[Any]:
-        """Call a tool by its full name; every content block of the result carries
-        ``_meta["io.github.nativemcp/service"]``. Tool errors are responses.
+        """Call a tool by its full name; tool errors are responses.
+
+        Every content block of the result carries ``_meta["io.github.nativemcp/service"]``.
 
         ``timeout``: seconds, ``None`` for no limit, ``DEFAULT`` for the server's or the
         pool's; or pass every option at once as ``options``.
@@ -723,8 +730,9 @@ class WorkerPool:
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
     ) -> list[dict[str, Any]]:
-        """Run one model turn's tool calls, in order, and return the history entries that
-        answer them, to append to the conversation as they are.
+        """Run one model turn's tool calls, in order; the history entries that answer them.
+
+        Append the entries to the conversation as they are.
 
         Each call runs as `run_tool_call` runs it. OpenAI and Responses get one entry per
         call; Anthropic one user message holding every ``tool_result`` block, and Gemini

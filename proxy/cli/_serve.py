@@ -221,12 +221,15 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
 
     The Host check stops browsers (DNS rebinding), not a client on the network, which
     simply sends ``Host: 127.0.0.1``: beyond loopback only the token keeps tools private.
+
+    Raises:
+        UsageError: ``--host`` is beyond loopback, with no token and no opt-out.
     """
     token: str | None = args.token or os.environ.get(token_env) or None
     if token is None and not _is_loopback(args.host):
         if not args.unsafe_no_token:
-            raise SystemExit(
-                f"nativemcp serve: --host {args.host} is reachable from the network and "
+            raise UsageError(
+                f"--host {args.host} is reachable from the network and "
                 f"there is no token: set --token or ${token_env} "
                 f"(or pass {UNSAFE_NO_TOKEN} to let anyone call every tool)"
             )
