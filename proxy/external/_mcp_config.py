@@ -48,8 +48,9 @@ Transport = Literal["stdio", "http", "sse"]
 
 
 class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One entry of an ``mcpServers`` mapping, checked, its variables expanded (its
-    ``repr`` shows it as written)."""
+    """One entry of an ``mcpServers`` mapping, checked, with its variables expanded.
+
+    Its ``repr`` shows the entry as written."""
 
     name: str
     transport: Transport
@@ -64,14 +65,16 @@ class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
     timeout: float | None = None
     required: bool = True
     as_written: ExternalServerSpec | None = None
-    """The same entry before ``${VAR}`` expansion (None: nothing was expanded): what
-    messages show, so that a secret in a variable is never printed."""
+    """The same entry before ``${VAR}`` expansion (None: nothing was expanded).
+
+    Messages show it, so that a secret in a variable is never printed."""
     expanded: tuple[tuple[str, str], ...] = ()
     """``(value, "${VAR}")`` for each variable taken from the environment, for `redact`."""
 
     def describe(self) -> str:
-        """``command arg...`` or the URL as written in the config (``${VAR}`` not
-        expanded), for messages."""
+        """``command arg...`` or the URL as written in the config, for messages.
+
+        ``${VAR}`` stays unexpanded."""
         shown = self.as_written or self
         if shown.transport == "stdio":
             return " ".join([shown.command or "", *shown.args])
@@ -84,8 +87,9 @@ class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
         return super().__repr__()
 
     def redact(self, text: str) -> str:
-        """``text`` with each value expanded from the environment written back as its
-        ``${VAR}`` (also percent-encoded, as in a URL): for a message built from an
+        """``text`` with each value expanded from the environment written as its ``${VAR}``.
+
+        Percent-encoded spellings (as in a URL) too: for a message built from an
         exception, a stderr line or anything else that may echo the expanded entry."""
         for value, written in self.expanded:
             for form in _spellings(value):

@@ -190,8 +190,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return [handle.tools for handle in self.handles.values()]
 
     def tool_input_schema(self, name: str) -> Mapping[str, Any] | None:
-        """The input schema of served tool ``name``, for the SDK's check of a
-        ``tools/call``'s ``Mcp-Param-*`` headers before the call runs.
+        """The input schema of served tool ``name``, or None.
+
+        The SDK checks a ``tools/call``'s ``Mcp-Param-*`` headers against it before the
+        call runs.
 
         Without it the SDK lists every tool through `list_tools` for each call with
         arguments: a sixth of a small call's CPU in ``serve --transport http`` with one
@@ -278,8 +280,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        """Run the tool through the pool's catalog; progress, logs, client requests and
-        the client's session (the call's scope) ride along.
+        """Run the tool through the pool's catalog.
+
+        Progress, logs, client requests and the client's session (the call's scope)
+        ride along.
 
         On protocol 2026-07-28 a tool's request to the client suspends the call: the
         answer is an ``InputRequiredResult``, and the client's retry (carrying the
@@ -318,9 +322,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     async def call_tool_as_task(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
-        """Start a task-augmented call (2025-11-25) of a tool that declares task support;
-        the ``CreateTaskResult``. The tool's progress messages become the task's status,
-        its requests to the client ride a ``tasks/result`` (see `ServedTasks`).
+        """Start a task-augmented call (2025-11-25) and answer its ``CreateTaskResult``.
+
+        The tool must declare task support. Its progress messages become the task's
+        status, its requests to the client ride a ``tasks/result`` (see `ServedTasks`).
 
         Raises:
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
@@ -343,9 +348,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return await self.tasks.create(ctx, params.task, work)
 
     def stop_calls(self, reason: str) -> int:
-        """Stop every tool call running through this bridge: each answers its client with
-        a JSON-RPC error (INTERNAL_ERROR, ``reason``, data ``{"reason": "shutting_down"}``)
-        rather than a dropped connection. Returns how many were stopped."""
+        """Stop every tool call running through this bridge; returns how many stopped.
+
+        Each answers its client with a JSON-RPC error (INTERNAL_ERROR, ``reason``, data
+        ``{"reason": "shutting_down"}``) rather than a dropped connection."""
         self._stopped_because = reason
         for scope in self._running:
             scope.cancel()

@@ -28,14 +28,6 @@ import nativemcp.workers
 PAGES = [nativemcp.protocol, nativemcp.workers, nativemcp.proxy, nativemcp.proxy.llm]
 ENDS = (".", "!", "?")
 
-# proxy/serve/ is another change's room this round; its four summaries are fixed there.
-ELSEWHERE = {
-    "McpBridge.tool_input_schema",
-    "McpBridge.call_tool",
-    "McpBridge.call_tool_as_task",
-    "McpBridge.stop_calls",
-}
-
 
 def _attribute_docstrings(body: list[ast.stmt]) -> Iterator[tuple[str, str]]:
     """``(name, docstring)`` of each assignment followed by a string, in ``body``."""
@@ -100,7 +92,7 @@ def _summaries() -> Iterator[tuple[str, str]]:
                     yield f"{page.__name__}.{name}", doc.splitlines()[0]
                 if inspect.isclass(value) and value.__name__ == name:
                     for member, member_doc in _class_members(value):
-                        if member_doc and f"{name}.{member}" not in ELSEWHERE:
+                        if member_doc:
                             yield f"{page.__name__}.{name}.{member}", member_doc.splitlines()[0]
             elif name in attributes:
                 yield f"{page.__name__}.{name}", attributes[name].splitlines()[0]
