@@ -76,6 +76,7 @@ class Catalog:
         self._seen: list[Any] = []
         self._index: dict[str, CatalogEntry] = {}
         self._tools: list[Tool] = []
+        self._version = 0
 
     def _current(self) -> dict[str, CatalogEntry]:
         # A source's tool list is replaced when its tools change (a restart, a new
@@ -86,6 +87,7 @@ class Catalog:
         ):
             self._index, self._tools = self._build()
             self._seen = current
+            self._version += 1
         return self._index
 
     def _build(self) -> tuple[dict[str, CatalogEntry], list[Tool]]:
@@ -124,6 +126,13 @@ class Catalog:
             entries[name] = CatalogEntry(name, service, handle, tool)
             tools.append(tag_service(tool, service, name=name))
         return entries, tools
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever the index is rebuilt (a source's tools changed):
+        what is derived from the catalog (the tool search's index) is rebuilt with it."""
+        self._current()
+        return self._version
 
     def check(self) -> None:
         """Build the index now, so that bad names are reported at start.
