@@ -30,6 +30,7 @@ from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
+from ._profile import add_profile_options, tool_profile
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "run_serve"]
@@ -134,6 +135,7 @@ def add_serve_parser(commands: Any) -> None:
         help="HTTP: seconds in-flight calls get to finish on SIGTERM",
     )
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
+    add_profile_options(serve)
     serve.add_argument(
         "--input-timeout",
         type=float,
@@ -195,6 +197,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         raise UsageError("--workers needs --transport http")
     if not args.servers and options.mcp_config is None:
         raise UsageError("say what to serve: SERVER..., --mcp-config FILE, or both")
+    profile = tool_profile(args)
     choice = resolve_servers(args.servers, mcp_config=options.mcp_config is not None)
     if choice.external:
         # Every server of --mcp-config is served; naming one here would suggest otherwise.
@@ -206,7 +209,9 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
 
         async def main() -> None:
             async with options.pool(choice, **_serve_pool(args)) as pool:
-                await serve_stdio(pool, timeout=args.timeout, input_timeout=args.input_timeout)
+                await serve_stdio(
+                    pool, timeout=args.timeout, input_timeout=args.input_timeout, profile=profile
+                )
 
         anyio.run(main)
         return 0
@@ -283,6 +288,7 @@ async def _serve_http(
             input_timeout=args.input_timeout,
             session_idle_timeout=args.session_idle_timeout or None,
             sessions_per_client=args.sessions_per_client or None,
+            profile=tool_profile(args),
         )
         drain = Drain(app)
         config = uvicorn.Config(

@@ -35,6 +35,7 @@ from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
 from .._rebinding import local_only
+from ..tool_search import ToolProfile
 from ._bridge import McpBridge, gather_instructions, select_servers
 from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
@@ -61,6 +62,7 @@ async def serve_stdio(
     name: str = "nativemcp",
     timeout: float = 0,
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+    profile: ToolProfile | None = None,
 ) -> None:
     """Serve ``servers`` of a running pool (default: all) over this process's stdin/stdout.
 
@@ -68,7 +70,8 @@ async def serve_stdio(
     with several they are listed under full names (``builtin_server__tool``,
     ``server__tool``). A tool's
     request to a 2026-07-28 client suspends its call for up to ``input_timeout``
-    seconds (see `McpBridge`).
+    seconds (see `McpBridge`). ``profile``: which tools are offered, and whether through
+    the meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`).
 
     Raises:
         ValueError: a named server is not running in the pool.
@@ -82,6 +85,7 @@ async def serve_stdio(
         timeout=timeout,
         instructions=instructions,
         input_timeout=input_timeout,
+        profile=profile,
     )
     pool.add_resource_listener(bridge.resource_updated)
     server = bridge.server()
@@ -179,6 +183,7 @@ class _Session:
     max_body_size: int
     input_timeout: float
     idle_timeout: float | None
+    profile: ToolProfile | None = None
 
 
 class _Routes:
@@ -221,6 +226,7 @@ class _Routes:
             # Stateless replicas: a retry may reach another process than the suspended call.
             suspend=not session.stateless,
             input_timeout=session.input_timeout,
+            profile=session.profile,
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
@@ -294,6 +300,7 @@ def http_app(
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     sessions_per_client: int | None = DEFAULT_SESSIONS_PER_CLIENT,
+    profile: ToolProfile | None = None,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
@@ -317,6 +324,8 @@ def http_app(
         timeout: seconds per tool call (0: no limit).
         input_timeout: seconds a call suspended for a 2026-07-28 client's input waits
             for the client's retry before it is cancelled.
+        profile: which tools every route offers (globs on full names), and whether
+            through the meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`).
     """
     session = _Session(
         timeout=timeout,
@@ -325,6 +334,7 @@ def http_app(
         max_body_size=max_body_size,
         input_timeout=input_timeout,
         idle_timeout=session_idle_timeout,
+        profile=profile,
     )
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
