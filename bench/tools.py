@@ -39,8 +39,7 @@ from bench._report import emit_json, parse_args, print_table, ratio
 from nativemcp.protocol import Tool, service_info
 from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.llm import PROVIDERS, count_tokens, exact_counts, token_note
-from nativemcp.proxy.tool_search import IndexedTool
-from nativemcp.proxy.tool_search._documents import tool_text
+from nativemcp.proxy.tool_search import IndexedTool, tool_text
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 QUERIES: Final = Path(__file__).with_name("data") / "tool_queries.json"

@@ -5,6 +5,7 @@ with the content store's tokenizer, any language), `ToolMatch` (one tool found),
 `ToolProfile` (which tools one client is offered: globs on full names, and whether
 through search), and the meta-tools ``search_tools`` / ``call_tool`` that stand in for
 every definition (`META_TOOLS`, `read_search`, `read_call`, `search_response`).
+`tool_text` is the text a tool is indexed by (a bench ranks the same texts with bm25s).
 
 This room imports `nativemcp.protocol` and the content store's public text search
 (`nativemcp.workers.content_store`, on first index only: a pool that never searches
@@ -13,6 +14,7 @@ does not load it); nothing of the pool core, which imports it (for
 ``serve --tool-search``, ``--tools``, ``--exclude-tools``).
 """
 
+from ._documents import tool_text as tool_text
 from ._index import MAX_LIMIT as MAX_LIMIT
 from ._index import IndexedTool as IndexedTool
 from ._index import ToolIndex as ToolIndex
@@ -43,4 +45,5 @@ __all__ = [
     "read_call",
     "read_search",
     "search_response",
+    "tool_text",
 ]

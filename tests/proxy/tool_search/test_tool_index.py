@@ -9,8 +9,7 @@ import sqlite3
 import pytest
 
 from nativemcp.protocol import Tool
-from nativemcp.proxy.tool_search import IndexedTool, ToolIndex
-from nativemcp.proxy.tool_search._documents import tool_text
+from nativemcp.proxy.tool_search import IndexedTool, ToolIndex, tool_text
 from nativemcp.workers.content_store._tokenize import index_text
 
 
