@@ -11,6 +11,7 @@ import anyio
 import mcp_types as types
 import pytest
 from _mcp_http import serving
+from _task_client import create_task, task_result
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 
@@ -99,6 +100,26 @@ async def test_tool_search_lists_two_meta_tools_that_find_and_call_any_served_to
                     "call_tool", {"name": "shapes__ask_model", "arguments": {"question": "?"}}
                 )
                 assert _text(asked) == "model says 42"
+
+
+async def test_call_tool_runs_any_served_tool_as_a_task_for_a_2025_11_25_client() -> None:
+    pool = WorkerPool(SERVERS, timeout=20)
+    async with serving(http_app(pool, profile=ToolProfile(search=True))) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", mode="legacy") as client:
+                listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+                execution = listed["call_tool"].execution
+                assert execution is not None and execution.task_support == "optional"
+                assert listed["search_tools"].execution is None
+                # shapes__move declares no task support: through call_tool it runs as one.
+                arguments = {"point": {"x": 1, "y": 1}, "dx": 2}
+                created = types.CreateTaskResult.model_validate(
+                    await create_task(
+                        client, "call_tool", {"name": "shapes__move", "arguments": arguments}
+                    )
+                )
+                result = await task_result(client, created.task.task_id)
+                assert result.structured_content == {"x": 3, "y": 1}
 
 
 async def test_a_profile_offers_only_its_globs_and_refuses_calls_to_the_rest() -> None:
