@@ -11,6 +11,7 @@ names, so the model can correct itself.
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +19,15 @@ import mcp_types as types
 
 from nativemcp.protocol import ArgumentsError, Tool, quoted_name, response_to_sdk
 
-from ..tool_search import CALL_TOOL, SEARCH_TOOLS, read_call, read_search
+from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile, read_call, read_search
 from ..tool_search import search_response as _search_response
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
 
-__all__ = ["SearchMode"]
+__all__ = ["SearchMode", "warn_unmatched"]
+
+_logger = logging.getLogger("nativemcp.serve")
 
 _NEAREST = 3
 """How many names an unknown ``call_tool`` name is answered with."""
@@ -96,3 +99,20 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=f"Error: {message}")], is_error=True
     )
+
+
+async def warn_unmatched(pool: WorkerPool, profile: ToolProfile | None) -> list[str]:
+    """Warn (once, at start) of each ``tools`` glob of ``profile`` that matches no tool
+    of the pool: most likely a prefix written without ``*``. Returns those globs."""
+    if profile is None or profile.tools is None:
+        return []
+    names = [tool.name for tool in await pool.list_tools()]
+    unmatched = profile.unmatched(names)
+    for glob in unmatched:
+        _logger.warning(
+            "--tools %r matches no tool: a glob matches whole full names (server__tool); "
+            "%r matches every name that starts so",
+            glob,
+            glob + "*",
+        )
+    return unmatched

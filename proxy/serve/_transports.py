@@ -42,6 +42,7 @@ from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
 from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
 from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
+from ._search_mode import warn_unmatched
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 
 __all__ = [
@@ -77,6 +78,7 @@ async def serve_stdio(
         ValueError: a named server is not running in the pool.
     """
     names = select_servers(pool, servers)
+    await warn_unmatched(pool, profile)
     instructions = await gather_instructions(pool, names)
     bridge = McpBridge(
         pool,
@@ -245,6 +247,7 @@ class _Routes:
             if not self._pool.is_running:
                 await stack.enter_async_context(self._pool)
             servers = select_servers(self._pool, self._servers)
+            await warn_unmatched(self._pool, self._session.profile)
             self._managers[None] = await self._manager(servers, self._name)
             for server_name in servers:
                 self._managers[server_name] = await self._manager([server_name], server_name)

@@ -76,6 +76,16 @@ class ToolProfile(msgspec.Struct, frozen=True, kw_only=True):
             return False
         return not self.exclude_tools or not _compiled(self.exclude_tools).fullmatch(full_name)
 
+    def unmatched(self, full_names: Iterable[str]) -> list[str]:
+        """The ``tools`` globs that match none of ``full_names``: most likely a mistake
+        (a prefix written without ``*``, a base name without its server)."""
+        names = list(full_names)
+        return [
+            glob
+            for glob in self.tools or ()
+            if not any(_compiled((glob,)).fullmatch(name) for name in names)
+        ]
+
 
 # Compiled once per list of globs: a profile is asked about every tool of every listing.
 @functools.lru_cache(maxsize=64)

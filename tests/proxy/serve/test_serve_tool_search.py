@@ -122,10 +122,12 @@ async def test_call_tool_runs_any_served_tool_as_a_task_for_a_2025_11_25_client(
                 assert result.structured_content == {"x": 3, "y": 1}
 
 
-async def test_a_profile_offers_only_its_globs_and_refuses_calls_to_the_rest() -> None:
+async def test_a_profile_offers_only_its_globs_and_refuses_calls_to_the_rest(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     pool = WorkerPool(SERVERS, timeout=20)
     profile = ToolProfile(
-        tools=("shapes__*", "other__ping_other"), exclude_tools=("shapes__ask_*",)
+        tools=("shapes__*", "other__ping_other", "other__ping"), exclude_tools=("shapes__ask_*",)
     )
     async with serving(http_app(pool, profile=profile)) as base:
         with anyio.fail_after(60):
@@ -139,6 +141,12 @@ async def test_a_profile_offers_only_its_globs_and_refuses_calls_to_the_rest() -
             async with Client(f"{base}/mcp/shapes") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
                 assert "move" in names and "ask_model" not in names
+    # A glob that names no tool (a prefix without "*") was warned of, once, at start.
+    warned = [r.getMessage() for r in caplog.records if "matches no tool" in r.getMessage()]
+    assert warned == [
+        "--tools 'other__ping' matches no tool: a glob matches whole full names "
+        "(server__tool); 'other__ping*' matches every name that starts so"
+    ]
 
 
 async def test_search_mode_searches_only_what_the_profile_offers() -> None:

@@ -51,3 +51,10 @@ def test_of_takes_any_iterables_and_the_search_flag() -> None:
     profile = ToolProfile.of(iter(["a__*"]), ["a__b"], search=True)
     assert profile == ToolProfile(tools=("a__*",), exclude_tools=("a__b",), search=True)
     assert ToolProfile.of(None).tools is None
+
+
+def test_globs_that_match_no_tool_are_named_so_a_prefix_mistake_is_seen() -> None:
+    profile = ToolProfile(tools=("fs__read", "fs__write*", "git__*"))
+    assert profile.unmatched(["fs__read_file", "fs__write_file"]) == ["fs__read", "git__*"]
+    assert profile.unmatched(["fs__read", "fs__write", "git__log"]) == []
+    assert ToolProfile(exclude_tools=("x",)).unmatched([]) == []
