@@ -127,3 +127,40 @@ async def test_the_agent_loop_gets_two_meta_tools_and_run_tool_call_runs_them() 
             _openai_call("search_tools", {"limit": 3}), provider="openai"
         )
         assert "needs 'query'" in bad["content"]
+
+
+def _long_names() -> Server:
+    long = Server("a-server-with-a-rather-long-name", description="Long names")
+
+    @long.tool(name="summarize_the_quarterly_revenue_report_for_the_board_meeting")
+    def summarize() -> str:
+        """Summarize the quarterly revenue report."""
+        return "summary"
+
+    return long
+
+
+async def test_names_over_64_characters_are_shortened_the_same_way_by_every_pool() -> None:
+    full = (
+        "a-server-with-a-rather-long-name__"
+        "summarize_the_quarterly_revenue_report_for_the_board_meeting"
+    )
+    seen: list[str] = []
+    for _ in range(2):
+        async with WorkerPool(
+            [_long_names()], in_process=["a-server-with-a-rather-long-name"]
+        ) as pool:
+            (declared,) = await pool.tool_definitions("anthropic")
+            assert len(declared["name"]) <= 64 and declared["name"] != full
+            seen.append(declared["name"])
+            # The search gives the full name; call_tool takes it; the short name maps back.
+            (match,) = await pool.search_tools("quarterly revenue")
+            assert match.name == full
+            for name, arguments in ((declared["name"], {}), ("call_tool", {"name": full})):
+                message = await pool.run_tool_call(
+                    {"type": "tool_use", "id": "t1", "name": name, "input": arguments},
+                    provider="anthropic",
+                )
+                assert not message["is_error"], message
+                assert message["content"] == [{"type": "text", "text": "summary"}]
+    assert seen[0] == seen[1]
