@@ -74,6 +74,7 @@ from .tool_search import (
     ToolIndex,
     ToolMatch,
     ToolProfile,
+    deferred_for_anthropic,
     read_call,
     read_search,
     search_response,
@@ -661,7 +662,7 @@ class WorkerPool:
         return names
 
     async def tool_definitions(
-        self, provider: Provider, *, search: bool = False
+        self, provider: Provider, *, search: bool = False, defer_loading: bool = False
     ) -> list[dict[str, Any]]:
         """Every tool of the catalog as ``provider``'s tool declarations.
 
@@ -672,21 +673,32 @@ class WorkerPool:
         ``search=True``: only the two meta-tools, ``search_tools(query, limit?)`` and
         ``call_tool(name, arguments)``, which `run_tool_call` runs over the whole
         catalog (a few hundred tokens instead of every definition).
+        ``defer_loading=True`` (Anthropic only): every definition marked
+        ``defer_loading``, after Anthropic's own tool search tool
+        (``tool_search_tool_bm25``), which finds them on Anthropic's side.
 
         Raises:
             UnknownProviderError: not one of the four providers.
+            ValueError: ``defer_loading`` for another provider than Anthropic, or with
+                ``search``.
             ServerClosed: the pool is closed.
         """
         provider = check_provider(provider)
         self._check_open()
+        if defer_loading and (provider != "anthropic" or search):
+            raise ValueError(
+                "defer_loading is Anthropic's tool search (provider='anthropic'), and "
+                "replaces search=True; for another provider use search=True"
+            )
         if search:
             return [declaration(tool, tool.name, provider) for tool in META_TOOLS]
         names = self._names_for(provider)
         by_full = {full: short for short, full in names.items()}
-        return [
+        definitions = [
             declaration(entry.tool, by_full[entry.full_name], provider)
             for entry in self._catalog.entries()
         ]
+        return deferred_for_anthropic(definitions) if defer_loading else definitions
 
     async def run_tool_call(
         self,

@@ -20,10 +20,12 @@ from ._index import IndexedTool as IndexedTool
 from ._index import ToolIndex as ToolIndex
 from ._index import ToolMatch as ToolMatch
 from ._index import check_limit as check_limit
+from ._meta_tools import ANTHROPIC_TOOL_SEARCH as ANTHROPIC_TOOL_SEARCH
 from ._meta_tools import CALL_TOOL as CALL_TOOL
 from ._meta_tools import META_TOOLS as META_TOOLS
 from ._meta_tools import SEARCH_TOOLS as SEARCH_TOOLS
 from ._meta_tools import SearchAnswer as SearchAnswer
+from ._meta_tools import deferred_for_anthropic as deferred_for_anthropic
 from ._meta_tools import parameters_line as parameters_line
 from ._meta_tools import read_call as read_call
 from ._meta_tools import read_search as read_search
@@ -31,6 +33,7 @@ from ._meta_tools import search_response as search_response
 from ._profile import ToolProfile as ToolProfile
 
 __all__ = [
+    "ANTHROPIC_TOOL_SEARCH",
     "CALL_TOOL",
     "MAX_LIMIT",
     "META_TOOLS",
@@ -41,6 +44,7 @@ __all__ = [
     "ToolMatch",
     "ToolProfile",
     "check_limit",
+    "deferred_for_anthropic",
     "parameters_line",
     "read_call",
     "read_search",

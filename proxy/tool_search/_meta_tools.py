@@ -27,10 +27,12 @@ from nativemcp.protocol import (
 from ._index import MAX_LIMIT, ToolMatch, check_limit
 
 __all__ = [
+    "ANTHROPIC_TOOL_SEARCH",
     "CALL_TOOL",
     "META_TOOLS",
     "SEARCH_TOOLS",
     "SearchAnswer",
+    "deferred_for_anthropic",
     "read_call",
     "read_search",
     "search_response",
@@ -95,6 +97,20 @@ META_TOOLS: Final = (
     ),
 )
 """The two meta-tools' definitions, as ``tools/list`` gives them."""
+
+
+ANTHROPIC_TOOL_SEARCH: Final = {
+    "type": "tool_search_tool_bm25_20251119",
+    "name": "tool_search_tool_bm25",
+}
+"""Anthropic's own tool search tool (BM25 variant), which finds deferred definitions on
+Anthropic's side."""
+
+
+def deferred_for_anthropic(definitions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Anthropic tool definitions marked ``defer_loading``, behind Anthropic's tool search
+    tool: the model sees the search tool, and Claude loads the definitions it finds."""
+    return [dict(ANTHROPIC_TOOL_SEARCH), *({**d, "defer_loading": True} for d in definitions)]
 
 
 class SearchAnswer(msgspec.Struct, frozen=True, kw_only=True):

@@ -164,3 +164,22 @@ async def test_names_over_64_characters_are_shortened_the_same_way_by_every_pool
                 assert not message["is_error"], message
                 assert message["content"] == [{"type": "text", "text": "summary"}]
     assert seen[0] == seen[1]
+
+
+async def test_anthropic_gets_every_definition_deferred_behind_its_own_tool_search() -> None:
+    from anthropic.types import ToolUnionParam
+    from pydantic import TypeAdapter
+
+    async with WorkerPool([_notes()], in_process=["notes"]) as pool:
+        plain = await pool.tool_definitions("anthropic")
+        deferred = await pool.tool_definitions("anthropic", defer_loading=True)
+        assert deferred[0] == {
+            "type": "tool_search_tool_bm25_20251119",
+            "name": "tool_search_tool_bm25",
+        }
+        assert deferred[1:] == [{**d, "defer_loading": True} for d in plain]
+        for definition in deferred:
+            TypeAdapter(ToolUnionParam).validate_python(definition)
+        for wrong in ({"provider": "openai"}, {"provider": "anthropic", "search": True}):
+            with pytest.raises(ValueError, match="defer_loading is Anthropic's"):
+                await pool.tool_definitions(defer_loading=True, **wrong)
