@@ -37,6 +37,7 @@ from nativemcp.protocol import (
 )
 
 from ._handle import ServerHandle
+from ._pins import ToolPins
 
 __all__ = ["HOST_ACTIONS", "Catalog", "CatalogEntry", "UIAction"]
 
@@ -71,8 +72,12 @@ class UIAction(msgspec.Struct, frozen=True, kw_only=True):
 class Catalog:
     """The full-name index over a pool's handles, rebuilt when a source's tools change."""
 
-    def __init__(self, handles: Mapping[str, ServerHandle]) -> None:
+    def __init__(self, handles: Mapping[str, ServerHandle], pins: ToolPins | None = None) -> None:
         self._handles = handles
+        self._pins = pins
+        # What was withheld and said so: one warning per tool and definition, not per
+        # rebuild.
+        self._warned: set[str] = set()
         self._seen: list[Any] = []
         self._index: dict[str, CatalogEntry] = {}
         self._tools: list[Tool] = []
@@ -122,10 +127,24 @@ class Catalog:
             handle, listed = owners[key]
             # What is listed is what clients get: schemas every client accepts.
             tool = portable_tool(listed)
+            if self._withheld(name, tool):
+                continue
             service = ServiceInfo(handle.name, tool.name, safe_service.backend_type)
             entries[name] = CatalogEntry(name, service, handle, tool)
             tools.append(tag_service(tool, service, name=name))
         return entries, tools
+
+    def _withheld(self, full_name: str, tool: Tool) -> bool:
+        """Whether the pins withhold ``tool`` (warned of once per definition)."""
+        problem = self._pins.problem(full_name, tool) if self._pins is not None else None
+        if problem is None:
+            return False
+        if problem not in self._warned:
+            self._warned.add(problem)
+            _logger.warning(
+                "%s: it is withheld until pinned again (nativemcp tools --pin FILE)", problem
+            )
+        return True
 
     @property
     def version(self) -> int:

@@ -279,6 +279,9 @@ class WorkerPool:
         roots: folders (paths or ``file://`` URIs) external servers may work in: the
             pool declares ``roots`` to them and answers ``roots/list`` with these
             (change them with `set_roots`). None: no roots declared.
+        pinned: a pin file (``nativemcp tools --pin FILE``) or `ToolPins`: a tool
+            whose definition is not pinned, or changed since, is left out of the
+            catalog with a warning naming what changed.
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
@@ -313,7 +316,7 @@ class WorkerPool:
         self._relay = relay_client_requests
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
-        self._catalog = Catalog(self._handles)
+        self._catalog = Catalog(self._handles, self._config.pinned)
         self._resource_listeners: list[ResourceListener] = []
         self._client_handlers = {
             method: handler
