@@ -144,8 +144,9 @@ class McpBridge:
         # Tasks outlive the request that made them: a stateless replica cannot keep them.
         self.tasks = ServedTasks(_ask_client, input_timeout, enabled=suspend)
         self.profile = profile or ToolProfile()
+        self._single = len(self.servers) == 1
         # Under search, tools are called by the full names the search gives.
-        self._single = len(self.servers) == 1 and not self.profile.search
+        self._own_names = self._single and not self.profile.search
         self._search = SearchMode(pool)
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
@@ -193,7 +194,7 @@ class McpBridge:
                 and service.server_name in self.handles
                 and self.profile.allows(tool.name)
             ):
-                served[service.tool_name if self._single else tool.name] = tool
+                served[service.tool_name if self._own_names else tool.name] = tool
         self._served = (tools, served)
         return served
 

@@ -204,3 +204,10 @@ async def test_the_command_line_takes_tools_globs_exactly_and_tool_search() -> N
             assert [m["name"] for m in (found.structured_content or {})["matches"]] == [
                 "shapes__corners"
             ]
+            # Tools go by full names under search; one server's prompts keep their own.
+            called = await client.call_tool(
+                "call_tool", {"name": "shapes__corners", "arguments": {"size": 1}}
+            )
+            assert not called.is_error
+            prompts = [prompt.name for prompt in (await client.list_prompts()).prompts]
+            assert "describe" in prompts
