@@ -33,6 +33,7 @@ from nativemcp.workers import (
 )
 
 from ._handle import CallOptions
+from ._pins import ToolPins, as_pins
 from ._restart import RestartPolicy
 from ._worker import WorkerSettings
 from .external import ExternalServerSpec, load_mcp_servers
@@ -82,6 +83,7 @@ class PoolOptions(SyncPoolOptions, total=False):
     database_url: str | None
     replicas: Mapping[str, int] | None
     roots: Iterable[str | os.PathLike[str]] | None
+    pinned: ToolPins | str | os.PathLike[str] | None
 
 
 def check_options(given: Mapping[str, Any], accepted: frozenset[str], owner: str) -> None:
@@ -171,6 +173,10 @@ class PoolConfig:
     """The ``file://`` URIs of the folders offered to external servers as roots.
 
     None: the pool declares no roots."""
+    pinned: ToolPins | None = None
+    """The reviewed tool definitions: a tool not pinned, or changed since, is withheld.
+
+    None: every tool is offered."""
 
     @classmethod
     def build(
@@ -184,6 +190,7 @@ class PoolConfig:
                 unknown or in-process server or not a count ≥ 1.
             NotADirectoryError: ``data_dir`` is a file, or a root is not a folder.
             TypeError: a `Server` to run in a worker is not importable by name.
+            FileNotFoundError: ``pinned`` names no file.
         """
         check_options(given, PoolOptions.__optional_keys__, "PoolConfig.build")
         sources = tuple(servers)
@@ -253,6 +260,7 @@ class PoolConfig:
             restart=given.get("restart") or RestartPolicy(),
             replicas=dict(given.get("replicas") or {}),
             roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
+            pinned=as_pins(given.get("pinned")),
         )
         config._check_replicas()
         return config

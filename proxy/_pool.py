@@ -73,6 +73,19 @@ from .external import (
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
+from .tool_search import (
+    CALL_TOOL,
+    META_TOOLS,
+    SEARCH_TOOLS,
+    IndexedTool,
+    ToolIndex,
+    ToolMatch,
+    ToolProfile,
+    deferred_for_anthropic,
+    read_call,
+    read_search,
+    search_response,
+)
 
 __all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
 
@@ -297,6 +310,9 @@ class WorkerPool:
         roots: folders (paths or ``file://`` URIs) external servers may work in: the
             pool declares ``roots`` to them and answers ``roots/list`` with these
             (change them with `set_roots`). None: no roots declared.
+        pinned: a pin file (``nativemcp tools --pin FILE``) or `ToolPins`: a tool
+            whose definition is not pinned, or changed since, is left out of the
+            catalog with a warning naming what changed.
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
@@ -335,7 +351,7 @@ class WorkerPool:
         self._input_rounds = input_rounds
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
-        self._catalog = Catalog(self._handles)
+        self._catalog = Catalog(self._handles, self._config.pinned)
         self._resource_listeners: list[ResourceListener] = []
         self._client_handlers = {
             method: handler
@@ -346,6 +362,7 @@ class WorkerPool:
             if handler is not None
         }
         self._llm_names: dict[str, dict[str, str]] = {}
+        self._tool_index: tuple[int, ToolIndex] | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
@@ -631,6 +648,41 @@ class WorkerPool:
         )
         return self._catalog.tag(response, entry)
 
+    def tool_index(self) -> ToolIndex:
+        """The BM25 index of the catalog as it is now (rebuilt when a source's tools
+        changed since the last search); `search_tools` reads it.
+
+        Raises:
+            ToolNameError: two sources now give the same full name (both named).
+            ServerClosed: the pool is closed.
+        """
+        self._check_open()
+        version = self._catalog.version
+        if self._tool_index is None or self._tool_index[0] != version:
+            entries = self._catalog.entries()
+            tools = [IndexedTool(e.full_name, e.service.server_name, e.tool) for e in entries]
+            self._tool_index = (version, ToolIndex(tools))
+        return self._tool_index[1]
+
+    async def search_tools(
+        self, query: str, limit: int = 5, *, profile: ToolProfile | None = None
+    ) -> list[ToolMatch]:
+        """The ``limit`` tools of the catalog that best fit ``query``, best first.
+
+        Every tool of every source is ranked by BM25 over its full name, its server's
+        name, its title and description and its parameters' names and descriptions,
+        tokenized as the content store tokenizes text (any language; Chinese, Japanese
+        and Korean as character bigrams). Each `ToolMatch` has the full name to call,
+        the score, one line of description and the input schema. A tool that holds no
+        word of the query is not returned. ``profile`` keeps only the tools it offers.
+
+        Raises:
+            ValueError: ``limit`` is not between 1 and 50.
+            ServerClosed: the pool is closed.
+        """
+        where = profile.allows if profile is not None and profile.filters else None
+        return self.tool_index().search(query, limit, where=where)
+
     def resolve_ui_action(self, action: Mapping[str, Any], content: Any) -> UIAction:
         """Resolve a UI action to the full tool name to call and its arguments.
 
@@ -658,26 +710,44 @@ class WorkerPool:
                 given[entry.full_name] = short
         return names
 
-    async def tool_definitions(self, provider: Provider) -> list[dict[str, Any]]:
+    async def tool_definitions(
+        self, provider: Provider, *, search: bool = False, defer_loading: bool = False
+    ) -> list[dict[str, Any]]:
         """Every tool of the catalog as ``provider``'s tool declarations.
 
         ``"openai"`` (Chat Completions tools), ``"openai-responses"`` (Responses function
         tools), ``"anthropic"`` (Messages tools) or ``"gemini"`` (FunctionDeclarations;
         wrap them as ``types.Tool(function_declarations=...)``). Names that break a
         provider's rule are shortened reversibly: `run_tool_call` maps them back.
+        ``search=True``: only the two meta-tools, ``search_tools(query, limit?)`` and
+        ``call_tool(name, arguments)``, which `run_tool_call` runs over the whole
+        catalog (a few hundred tokens instead of every definition).
+        ``defer_loading=True`` (Anthropic only): every definition marked
+        ``defer_loading``, after Anthropic's own tool search tool
+        (``tool_search_tool_bm25``), which finds them on Anthropic's side.
 
         Raises:
             UnknownProviderError: not one of the four providers.
+            ValueError: ``defer_loading`` for another provider than Anthropic, or with
+                ``search``.
             ServerClosed: the pool is closed.
         """
         provider = check_provider(provider)
         self._check_open()
+        if defer_loading and (provider != "anthropic" or search):
+            raise ValueError(
+                "defer_loading is Anthropic's tool search (provider='anthropic'), and "
+                "replaces search=True; for another provider use search=True"
+            )
+        if search:
+            return [declaration(tool, tool.name, provider) for tool in META_TOOLS]
         names = self._names_for(provider)
         by_full = {full: short for short, full in names.items()}
-        return [
+        definitions = [
             declaration(entry.tool, by_full[entry.full_name], provider)
             for entry in self._catalog.entries()
         ]
+        return deferred_for_anthropic(definitions) if defer_loading else definitions
 
     async def run_tool_call(
         self,
@@ -694,7 +764,9 @@ class WorkerPool:
         ``tool_calls[i]``, a Responses ``function_call`` item, an Anthropic ``tool_use``
         block, a Gemini ``function_call`` Part. Arguments that are not JSON, an unknown
         tool, a tool error or a failed source become an error message the model can
-        read (see `tool_result_message`); cancellation propagates.
+        read (see `tool_result_message`); cancellation propagates. The meta-tools of
+        ``tool_definitions(provider, search=True)`` run here too: ``search_tools``
+        answers the matches, ``call_tool`` calls the tool it names.
 
         Raises:
             UnknownProviderError: not one of the four providers.
@@ -704,17 +776,26 @@ class WorkerPool:
         parsed = read_tool_call(call, provider)
         full_name = self._names_for(provider).get(parsed.name, parsed.name)
         outcome: NativeMCPResponse[Any] | Exception
+        arguments = parsed.arguments
         if parsed.error is not None:
             outcome = ArgumentsError(f"tool call {quoted_name(parsed.name)}: {parsed.error}")
         else:
             try:
-                outcome = await self.call_tool(
-                    full_name,
-                    parsed.arguments,
-                    timeout=timeout,
-                    on_progress=on_progress,
-                    on_log=on_log,
-                )
+                # No full name is a meta-tool's: a full name always holds "__".
+                if full_name == SEARCH_TOOLS:
+                    query, limit = read_search(arguments)
+                    found = await self.search_tools(query, limit)
+                    outcome = search_response(query, found, len(self.tool_index()))
+                else:
+                    if full_name == CALL_TOOL:
+                        full_name, arguments = read_call(arguments)
+                    outcome = await self.call_tool(
+                        full_name,
+                        arguments,
+                        timeout=timeout,
+                        on_progress=on_progress,
+                        on_log=on_log,
+                    )
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
         return tool_result_message(

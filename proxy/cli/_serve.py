@@ -31,6 +31,7 @@ from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
+from ._profile import add_profile_options, tool_profile
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "allowed_hosts", "run_serve"]
@@ -138,6 +139,7 @@ def add_serve_parser(commands: Any) -> None:
         help="HTTP: seconds in-flight calls get to finish on SIGTERM",
     )
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
+    add_profile_options(serve)
     serve.add_argument(
         "--input-timeout",
         type=float,
@@ -276,6 +278,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         raise UsageError("--workers needs --transport http")
     if not args.servers and options.mcp_config is None:
         raise UsageError("say what to serve: SERVER..., --mcp-config FILE, or both")
+    profile = tool_profile(args)
     choice = resolve_servers(args.servers, mcp_config=options.mcp_config is not None)
     if choice.external:
         # Every server of --mcp-config is served; naming one here would suggest otherwise.
@@ -293,6 +296,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
                     input_timeout=args.input_timeout,
                     max_tasks=args.max_tasks,
                     max_task_ttl=args.max_task_ttl,
+                    profile=profile,
                 )
 
         anyio.run(main)
@@ -372,6 +376,7 @@ async def _serve_http(
             sessions_per_client=args.sessions_per_client or None,
             max_tasks=args.max_tasks,
             max_task_ttl=args.max_task_ttl,
+            profile=tool_profile(args),
         )
         drain = Drain(app)
         config = uvicorn.Config(
