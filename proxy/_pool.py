@@ -62,7 +62,15 @@ from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
-from .external import ClientSide, ExternalServer, ExternalServerSpec, roots_answer
+from .external import (
+    GRANTS_FOLDER,
+    ClientSide,
+    ExternalServer,
+    ExternalServerSpec,
+    RedirectHook,
+    ServerAuthorization,
+    roots_answer,
+)
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
@@ -155,8 +163,10 @@ class _ExternalSpec:
         start_timeout: float | None,
         restart: RestartPolicy,
         client_side: ClientSide,
+        authorization: ServerAuthorization | None = None,
     ) -> None:
         self.label = spec.name
+        self._authorization = authorization
         self.required = spec.required
         self._spec = spec
         self._start_timeout = start_timeout
@@ -169,6 +179,7 @@ class _ExternalSpec:
             start_timeout=self._start_timeout,
             restart=self._restart,
             client_side=self._client_side,
+            authorization=self._authorization,
         )
         return await _supervised(task_group, server)
 
@@ -235,6 +246,13 @@ class WorkerPool:
             elicitation requests (each call's ``CallOptions.on_request``, as
             ``nativemcp serve`` forwards them to its MCP clients): declare both to
             external servers even without handlers.
+        oauth_redirect: for a remote server whose entry has ``"oauth"``, called with the
+            authorization URL when a person must authorize nativemcp: show it (or follow
+            it) and return the URL the browser was redirected to, or None for a browser
+            that comes back to the loopback callback port. Without it, a server with no
+            usable kept grant is listed as needing authorization (`needs_authorization`)
+            and does not stop the pool. Grants are kept under ``data_dir/oauth``
+            (without a ``data_dir``, in memory).
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
@@ -291,6 +309,7 @@ class WorkerPool:
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
         relay_client_requests: bool = False,
+        oauth_redirect: RedirectHook | None = None,
         **options: Unpack[PoolOptions],
     ) -> None:
         exit_if_bootstrapping("WorkerPool")
@@ -298,6 +317,7 @@ class WorkerPool:
         self._config = PoolConfig.build(servers, **options)
         self._roots = self._config.roots
         self._relay = relay_client_requests
+        self._oauth_redirect = oauth_redirect
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)
@@ -341,8 +361,17 @@ class WorkerPool:
             roots=self._roots is not None,
             answer=self.answer_client_request,
         )
+        grants = config.data_dir / GRANTS_FOLDER if config.data_dir is not None else None
         specs.extend(
-            _ExternalSpec(spec, config.timeouts.start, config.restart, side)
+            _ExternalSpec(
+                spec,
+                config.timeouts.start,
+                config.restart,
+                side,
+                ServerAuthorization(spec.name, spec.url, spec.oauth, grants, self._oauth_redirect)
+                if spec.oauth is not None and spec.url is not None
+                else None,
+            )
             for spec in config.external
         )
         return specs
@@ -455,6 +484,16 @@ class WorkerPool:
         if inspect.isawaitable(result):
             result = await result
         return dict(result)
+
+    @property
+    def needs_authorization(self) -> dict[str, str]:
+        """The remote servers waiting for someone to authorize nativemcp (``nativemcp
+        auth login SERVER``), each with the reason; their one listed tool says so."""
+        return {
+            name: handle.needs_authorization
+            for name, handle in self._handles.items()
+            if isinstance(handle, ExternalServer) and handle.needs_authorization is not None
+        }
 
     @property
     def roots(self) -> list[str]:

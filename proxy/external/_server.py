@@ -47,6 +47,7 @@ from .._handle import (
 from .._restart import RestartPolicy, Supervised
 from ._client_side import ClientSide, ServerRequests
 from ._mcp_config import ExternalServerSpec
+from ._oauth import NeedsAuthorization, ServerAuthorization, unavailable_response, unavailable_tool
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
 from ._tool_listing import drop_repeated_tools, usable_tools_only
@@ -133,8 +134,13 @@ class ExternalServer(UnwrappingHandle, Supervised):
         start_timeout: float | None,
         restart: RestartPolicy,
         client_side: ClientSide | None = None,
+        authorization: ServerAuthorization | None = None,
     ) -> None:
         self.spec = spec
+        self.authorization = authorization
+        """The server's OAuth client (None: the entry asks for no OAuth)."""
+        self.needs_authorization: str | None = None
+        """Why the server is unavailable until someone authorizes it (None: it is not)."""
         self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
@@ -182,14 +188,17 @@ class ExternalServer(UnwrappingHandle, Supervised):
             assert spec.url is not None
             from mcp.client.streamable_http import streamable_http_client
 
-            http = self._http_client(headers=spec.headers)
+            http = self._http_client(headers=spec.headers, auth=self._auth())
             server = streamable_http_client(spec.url, http_client=http)
         else:
             assert spec.url is not None
             from mcp.client.sse import sse_client
 
             server = sse_client(
-                spec.url, headers=spec.headers, httpx_client_factory=self._http_client
+                spec.url,
+                headers=spec.headers,
+                httpx_client_factory=self._http_client,
+                auth=self._auth(),
             )
         if not spec.required:
             server = usable_tools_only(server, self.name)
@@ -200,6 +209,9 @@ class ExternalServer(UnwrappingHandle, Supervised):
             **self._requests.callbacks(),
         )
         return client, http
+
+    def _auth(self) -> Any:
+        return self.authorization.auth() if self.authorization is not None else None
 
     def _http_client(
         self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
@@ -291,6 +303,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     "MCP server %r: connection ended with %s", self.name, _describe(exc)
                 )
                 return
+            if self.authorization is not None and self.authorization.needs_authorization:
+                raise NeedsAuthorization(self.name, self.authorization.needs_authorization) from exc
             if self._refused is not None:
                 raise self._start_error(_refusal(self._refused, self.spec), stderr) from exc
             raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from exc
@@ -334,6 +348,10 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 self._lost = anyio.Event()
                 try:
                     await self._connect_once(on_ready)
+                except NeedsAuthorization as exc:
+                    # Not a failure of the pool: the server waits for `auth login`.
+                    await self._wait_for_authorization(exc, on_ready)
+                    return
                 except ServerStartError as exc:
                     if not started:
                         raise
@@ -363,6 +381,13 @@ class ExternalServer(UnwrappingHandle, Supervised):
         finally:
             self._client = None
             self._finished.set()
+
+    async def _wait_for_authorization(self, exc: NeedsAuthorization, on_ready: Any) -> None:
+        _logger.warning("%s", exc)
+        self.needs_authorization = exc.reason
+        self._tools = [unavailable_tool(self.name, exc.reason)]
+        on_ready()
+        await self._stop.wait()
 
     def _what(self) -> str:
         return f"MCP server {self.name!r}"
@@ -407,6 +432,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """
         from mcp import MCPError
 
+        if self.needs_authorization is not None:
+            return unavailable_response(self.name, self.needs_authorization)
         timeout = options.limit
         report = options.on_progress
         on_progress = None
