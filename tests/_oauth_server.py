@@ -1,0 +1,203 @@
+"""A real OAuth-protected MCP server on loopback, for the OAuth client tests (no Node).
+
+One uvicorn server holds both roles: the MCP endpoint at ``/mcp`` is the SDK's resource
+server (``AuthSettings`` with a token verifier: it answers 401 with
+``WWW-Authenticate`` and serves RFC 9728 metadata), and `Issuer` is a small
+authorization server of our own beside it (RFC 8414 metadata, dynamic registration,
+``/authorize`` with PKCE S256, ``/token`` for the authorization-code, refresh-token and
+client-credentials grants). The issuer records what it was asked, so the tests can
+count authorizations and refreshes, and has a knob: refusing refreshes with
+``invalid_grant``.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlencode
+
+import anyio
+import uvicorn
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+CLIENT_ID = "machine"
+CLIENT_SECRET = "machine-secret"
+"""The pre-registered confidential client of the client-credentials tests."""
+
+
+@dataclasses.dataclass
+class _Code:
+    client_id: str
+    challenge: str
+    redirect_uri: str
+
+
+class Issuer:
+    """The authorization server: what it issued, what it was asked, and its knobs."""
+
+    def __init__(self) -> None:
+        self.base = ""
+        self.refuse_refresh = False
+        """Answer every refresh with ``invalid_grant``."""
+        self.clients: dict[str, dict[str, Any]] = {
+            CLIENT_ID: {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
+        }
+        self.codes: dict[str, _Code] = {}
+        self.access: dict[str, str] = {}
+        self.refresh: dict[str, str] = {}
+        self.grants: list[str] = []
+        """The grant type of every token request, in order."""
+        self.authorizations = 0
+
+    def metadata(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "issuer": self.base,
+                "authorization_endpoint": f"{self.base}/authorize",
+                "token_endpoint": f"{self.base}/token",
+                "registration_endpoint": f"{self.base}/register",
+                "response_types_supported": ["code"],
+                "grant_types_supported": [
+                    "authorization_code",
+                    "refresh_token",
+                    "client_credentials",
+                ],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+            }
+        )
+
+    async def register(self, request: Request) -> Response:
+        body = await request.json()
+        client_id = f"client-{secrets.token_hex(4)}"
+        client = {**body, "client_id": client_id, "token_endpoint_auth_method": "none"}
+        self.clients[client_id] = client
+        return JSONResponse(client, status_code=201)
+
+    def authorize(self, request: Request) -> Response:
+        query = request.query_params
+        client = self.clients.get(query.get("client_id", ""))
+        redirect_uri = query.get("redirect_uri", "")
+        if client is None or redirect_uri not in client.get("redirect_uris", []):
+            return JSONResponse({"error": "invalid_request"}, status_code=400)
+        if query.get("code_challenge_method") != "S256" or not query.get("code_challenge"):
+            return JSONResponse({"error": "invalid_request"}, status_code=400)
+        self.authorizations += 1
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = _Code(client["client_id"], query["code_challenge"], redirect_uri)
+        answer = {"code": code, "state": query.get("state", ""), "iss": self.base}
+        return RedirectResponse(f"{redirect_uri}?{urlencode(answer)}", status_code=302)
+
+    def _tokens(self, client_id: str, *, refreshable: bool = True) -> Response:
+        access = f"access-{secrets.token_hex(8)}"
+        self.access[access] = client_id
+        body: dict[str, Any] = {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": 3600,
+            "scope": "mcp",
+        }
+        if refreshable:
+            refresh = f"refresh-{secrets.token_hex(8)}"
+            self.refresh[refresh] = client_id
+            body["refresh_token"] = refresh
+        return JSONResponse(body)
+
+    async def token(self, request: Request) -> Response:
+        form = await request.form()
+        grant = str(form.get("grant_type"))
+        self.grants.append(grant)
+        if grant == "authorization_code":
+            code = self.codes.pop(str(form.get("code")), None)
+            verifier = str(form.get("code_verifier", ""))
+            challenge = (
+                base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+                .rstrip(b"=")
+                .decode()
+            )
+            if code is None or code.challenge != challenge:
+                return JSONResponse({"error": "invalid_grant"}, status_code=400)
+            return self._tokens(code.client_id)
+        if grant == "refresh_token":
+            client_id = self.refresh.pop(str(form.get("refresh_token")), None)
+            if client_id is None or self.refuse_refresh:
+                return JSONResponse({"error": "invalid_grant"}, status_code=400)
+            return self._tokens(client_id)
+        if grant == "client_credentials":
+            given = request.headers.get("authorization", "")
+            expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+            if given != f"Basic {expected}":
+                return JSONResponse({"error": "invalid_client"}, status_code=401)
+            return self._tokens(CLIENT_ID, refreshable=False)
+        return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The resource server's check: a token this issuer gave out."""
+        client_id = self.access.get(token)
+        if client_id is None:
+            return None
+        return AccessToken(
+            token=token, client_id=client_id, scopes=["mcp"], expires_at=int(time.time()) + 3600
+        )
+
+    def add_routes(self, server: MCPServer) -> None:
+        """Serve the issuer's endpoints beside ``server``'s MCP endpoint."""
+        for path, endpoint, methods in (
+            ("/.well-known/oauth-authorization-server", self.metadata, ["GET"]),
+            ("/register", self.register, ["POST"]),
+            ("/authorize", self.authorize, ["GET"]),
+            ("/token", self.token, ["POST"]),
+        ):
+            server.custom_route(path, methods)(endpoint)
+
+
+def _mcp_server(base: str, issuer: Issuer) -> MCPServer:
+    server = MCPServer(
+        "protected",
+        auth=AuthSettings.model_validate(
+            {
+                "issuer_url": base,
+                "resource_server_url": f"{base}/mcp",
+                "validate_token_resource": False,
+            }
+        ),
+        token_verifier=issuer,
+    )
+
+    @server.tool()
+    def whoami() -> str:
+        """Say that the caller got in."""
+        return "authorized"
+
+    issuer.add_routes(server)
+    return server
+
+
+@asynccontextmanager
+async def protected_server(issuer: Issuer) -> AsyncIterator[str]:
+    """Serve the protected MCP server and ``issuer`` on loopback; yields the MCP URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    issuer.base = base
+    app = _mcp_server(base, issuer).streamable_http_app()
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: web.serve(sockets=[sock]))
+        try:
+            yield f"{base}/mcp"
+        finally:
+            web.should_exit = True
+    sock.close()
