@@ -16,15 +16,13 @@ import base64
 import dataclasses
 import hashlib
 import secrets
-import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlencode
 
-import anyio
-import uvicorn
+from _mcp_http import serving_made
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -187,17 +185,10 @@ def _mcp_server(base: str, issuer: Issuer) -> MCPServer:
 @asynccontextmanager
 async def protected_server(issuer: Issuer) -> AsyncIterator[str]:
     """Serve the protected MCP server and ``issuer`` on loopback; yields the MCP URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    issuer.base = base
-    app = _mcp_server(base, issuer).streamable_http_app()
-    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: web.serve(sockets=[sock]))
-        try:
-            yield f"{base}/mcp"
-        finally:
-            web.should_exit = True
-    sock.close()
+
+    def make(base: str) -> Any:
+        issuer.base = base
+        return _mcp_server(base, issuer).streamable_http_app()
+
+    async with serving_made(make) as base:
+        yield f"{base}/mcp"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import stat
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,17 @@ async def follow(url: str) -> str:
         response = await http.get(url)
     assert response.status_code == 302, response.text
     return str(response.headers["location"])
+
+
+class Following:
+    """`follow`, noting each authorization URL it was given."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def __call__(self, url: str) -> str:
+        self.seen.append(url)
+        return await follow(url)
 
 
 def pool(url: str, data_dir: Path | None, **extra: Any) -> WorkerPool:
@@ -78,17 +89,12 @@ async def test_the_authorization_code_flow_with_pkce_reaches_the_server_and_keep
     issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
     server, url = issuer
-    seen: list[str] = []
-
-    async def hook(authorization_url: str) -> str:
-        seen.append(authorization_url)
-        return await follow(authorization_url)
-
+    hook = Following()
     with anyio.fail_after(20):
         async with pool(url, tmp_path, oauth_redirect=hook) as first:
             assert await whoami(first) == "authorized"
             assert first.needs_authorization == {}
-    assert len(seen) == 1 and "code_challenge_method=S256" in seen[0]
+    assert len(hook.seen) == 1 and "code_challenge_method=S256" in hook.seen[0]
     assert server.authorizations == 1 and server.grants == ["authorization_code"]
     (path,) = grant_files(tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -214,15 +220,10 @@ async def test_without_a_data_folder_the_grant_lives_in_memory_only(
 ) -> None:
     _, url = issuer
     monkeypatch.chdir(tmp_path)
-    calls: list[str] = []
-    hook: Callable[[str], Awaitable[str]] = follow
-
-    async def counted(authorization_url: str) -> str:
-        calls.append(authorization_url)
-        return await hook(authorization_url)
-
+    hook = Following()
     with anyio.fail_after(20):
-        async with pool(url, None, oauth_redirect=counted) as memory:
+        async with pool(url, None, oauth_redirect=hook) as memory:
             assert await whoami(memory) == "authorized"
-    assert len(calls) == 1
+            assert await whoami(memory) == "authorized"
+    assert len(hook.seen) == 1
     assert [path async for path in anyio.Path(tmp_path).iterdir()] == []
