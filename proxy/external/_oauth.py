@@ -12,10 +12,11 @@ answers the provider's two questions of a person:
 
 Discovery (RFC 9728, RFC 8414 and the 2025-03-26 fallbacks), CIMD, dynamic
 registration, the ``iss`` checks, scope selection and step-up, and refreshing a token
-that expired are the SDK's. A pool with no redirect hook cannot ask a person: when the
-provider needs one (no grant kept, or the kept one was refused, ``invalid_grant``), the
-kept tokens are dropped once and the server is marked as needing authorization
-(`NeedsAuthorization`); nothing retries until someone runs ``nativemcp auth login``.
+that expired are the SDK's; refreshing once on a 401 is `_refresh_on_401`'s. A pool
+with no redirect hook cannot ask a person: when the provider needs one (no grant kept,
+or the kept one was refused, ``invalid_grant``), the kept tokens are dropped once and
+the server is marked as needing authorization (`NeedsAuthorization`); nothing retries
+until someone runs ``nativemcp auth login``.
 """
 
 from __future__ import annotations
@@ -166,13 +167,14 @@ class ServerAuthorization:
 
     def _make_provider(self) -> OAuthClientProvider:
         from mcp import MCPDeprecationWarning
-        from mcp.client.auth import OAuthClientProvider
         from mcp.client.auth.extensions.client_credentials import (
             ClientCredentialsOAuthProvider,
             PrivateKeyJWTOAuthProvider,
             SignedJWTParameters,
         )
         from mcp.shared.auth import OAuthClientMetadata
+
+        from ._refresh_on_401 import RefreshingProvider
 
         settings = self.settings
         if settings.grant == "client_credentials":
@@ -217,7 +219,7 @@ class ServerAuthorization:
                 issuer=self._issuer,
                 fixed_client=self._fixed_client(redirect_uri),
             )
-        return OAuthClientProvider(
+        return RefreshingProvider(
             server_url=self.url,
             client_metadata=OAuthClientMetadata.model_validate(
                 {

@@ -78,6 +78,13 @@ def expire(data_dir: Path, url: str) -> None:
     only.write_text(json.dumps(data))
 
 
+async def authorize(url: str, data_dir: Path) -> None:
+    """Authorize once, as ``nativemcp auth login`` would, and keep the grant."""
+    with anyio.fail_after(20):
+        async with pool(url, data_dir, oauth_redirect=follow):
+            pass
+
+
 async def whoami(pool: WorkerPool) -> str:
     response = await pool.call_tool(f"{NAME}__whoami", {})
     assert response.result is not None and not response.result.is_error, response
@@ -151,13 +158,25 @@ async def test_an_expired_token_is_refreshed_before_it_is_sent(
     assert new["refresh_token"] != old["refresh_token"]  # the rotated one is kept
 
 
+async def test_a_token_the_server_stopped_taking_is_refreshed_on_the_401(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = issuer
+    await authorize(url, tmp_path)
+    server.access.clear()  # revoked early: the kept token has not expired for the client
+    server.grants.clear()
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path) as second:
+            assert await whoami(second) == "authorized"
+            assert second.needs_authorization == {}
+    assert server.grants == ["refresh_token"] and server.authorizations == 1
+
+
 async def test_invalid_grant_on_refresh_drops_the_grant_once_and_the_pool_still_starts(
     issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
     server, url = issuer
-    with anyio.fail_after(20):
-        async with pool(url, tmp_path, oauth_redirect=follow):
-            pass
+    await authorize(url, tmp_path)
     expire(tmp_path, url)
     server.refuse_refresh = True
     server.grants.clear()
