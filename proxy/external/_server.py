@@ -305,7 +305,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 return
             if self.authorization is not None and self.authorization.needs_authorization:
                 raise NeedsAuthorization(self.name, self.authorization.needs_authorization) from exc
-            if self._refused is not None:
+            if self._refused is not None and self.authorization is None:
                 raise self._start_error(_refusal(self._refused, self.spec), stderr) from exc
             raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from exc
         finally:
@@ -598,7 +598,8 @@ def _refusal(status: int, spec: ExternalServerSpec) -> str:
     return (
         f"refused the connection: HTTP {what} ({given}); pass a token in the entry's "
         '"headers", e.g. {"Authorization": "Bearer ${API_TOKEN}"} with API_TOKEN set in '
-        "the environment"
+        'the environment, or for a server that signs in with OAuth add "oauth": {} to the '
+        "entry and run: nativemcp auth login " + spec.name
     )
 
 
