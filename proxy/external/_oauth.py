@@ -137,6 +137,9 @@ class ServerAuthorization:
         )
         self._listener: anyio.abc.SocketListener | None = None
         self._redirected_to: str | None = None
+        self.person_done: anyio.Event | None = None
+        """Set when the person asked to sign in is done (None: nobody was asked): the
+        server's start timeout does not count their time."""
 
     def _issuer(self) -> str | None:
         provider = self._provider
@@ -272,17 +275,28 @@ class ServerAuthorization:
                 if had_grant
                 else "no authorization is kept for it"
             )
-        redirect_uri = str(self.auth_redirect_uri())
-        port = urlsplit(redirect_uri).port
+        port = urlsplit(self.auth_redirect_uri()).port
         self._redirected_to = None
+        self.person_done = anyio.Event()
         try:
             self._listener = await _listen(port) if port else None
         except OSError:
             self._listener = None  # a hook that follows the URL itself needs none
-        outcome = self._redirect(authorization_url)
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
+        try:
+            outcome = self._redirect(authorization_url)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except BaseException:
+            await self._done_asking(self._listener)
+            self._listener = None
+            raise
         self._redirected_to = outcome
+
+    async def _done_asking(self, listener: anyio.abc.SocketListener | None) -> None:
+        if listener is not None:
+            await listener.aclose()
+        if self.person_done is not None:
+            self.person_done.set()
 
     def auth_redirect_uri(self) -> str:
         """The redirect URI the provider sends (the loopback callback)."""
@@ -313,8 +327,7 @@ class ServerAuthorization:
                 if target is None:
                     raise self._give_up("nobody came back from the browser")
         finally:
-            if listener is not None:
-                await listener.aclose()
+            await self._done_asking(listener)
         query = parse_qs(urlsplit(target).query)
 
         def first(name: str) -> str | None:

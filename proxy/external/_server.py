@@ -284,6 +284,12 @@ class ExternalServer(UnwrappingHandle, Supervised):
             if self._start_timeout is None:
                 return
             await anyio.sleep(self._start_timeout)
+            asked = self.authorization.person_done if self.authorization else None
+            while asked is not None and not asked.is_set():
+                # A person is signing in: their time is not the server's start-up.
+                await asked.wait()
+                await anyio.sleep(self._start_timeout)
+                asked = self.authorization.person_done if self.authorization else None
             if not state["ready"]:
                 state["timed_out"] = True
                 scope.cancel()

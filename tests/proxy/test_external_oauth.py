@@ -139,6 +139,24 @@ async def test_a_browser_that_comes_back_to_the_loopback_callback_completes_the_
     assert server.authorizations == 1
 
 
+async def test_the_start_timeout_does_not_count_the_time_a_person_takes_to_sign_in(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = issuer
+    start_timeout = 2.0
+
+    async def slow_person(authorization_url: str) -> str:
+        await anyio.sleep(start_timeout * 1.5)  # a person reading the page, not a wait on us
+        return await follow(authorization_url)
+
+    with anyio.fail_after(20):
+        async with pool(
+            url, tmp_path, oauth_redirect=slow_person, start_timeout=start_timeout
+        ) as p:
+            assert await whoami(p) == "authorized"
+    assert server.authorizations == 1
+
+
 async def test_an_expired_token_is_refreshed_before_it_is_sent(
     issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
