@@ -22,6 +22,7 @@ until someone runs ``nativemcp auth login``.
 from __future__ import annotations
 
 import inspect
+import logging
 import socket
 import time
 import warnings
@@ -86,6 +87,18 @@ class NeedsAuthorization(Exception):
         self.reason = reason
 
 
+class _QuietNeedsAuthorization(logging.Filter):
+    """Drop the SDK's "OAuth flow error" traceback when the flow stopped only because a
+    person must sign in: the server's own warning says that, with what to run."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, NeedsAuthorization)
+
+
+_QUIET: Final = _QuietNeedsAuthorization()
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -124,6 +137,7 @@ class ServerAuthorization:
         self.server = server
         self.url = url
         self.settings = settings
+        logging.getLogger("mcp.client.auth.oauth2").addFilter(_QUIET)  # added once
         self._redirect = redirect
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""

@@ -6,6 +6,7 @@ the grant files on disk. No Node: the official client suite runs in ``.ci/confor
 from __future__ import annotations
 
 import json
+import logging
 import stat
 import time
 from collections.abc import AsyncIterator
@@ -15,9 +16,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from _mcp_http import serving
 from _oauth_server import CLIENT_ID, CLIENT_SECRET, Issuer, protected_server
+from mcp import Client
 
-from nativemcp.proxy import ServerStartError, WorkerPool
+from nativemcp.proxy import ServerStartError, WorkerPool, http_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -221,13 +224,15 @@ async def test_invalid_grant_on_refresh_drops_the_grant_once_and_the_pool_still_
 
 
 async def test_a_server_never_authorized_waits_without_stopping_the_other_servers(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    issuer: tuple[Issuer, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     server, url = issuer
     with anyio.fail_after(20):
         async with pool(url, tmp_path) as nobody:
             assert nobody.needs_authorization == {NAME: "no authorization is kept for it"}
     assert server.authorizations == 0 and server.grants == []
+    # Waiting for a person is no error: the SDK's flow does not log it as one.
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
 
 
 async def test_client_credentials_get_a_token_without_a_person(
@@ -265,3 +270,20 @@ async def test_without_a_data_folder_the_grant_lives_in_memory_only(
             assert await whoami(memory) == "authorized"
     assert len(hook.seen) == 1
     assert [path async for path in anyio.Path(tmp_path).iterdir()] == []
+
+
+async def test_a_served_hub_answers_its_clients_itself_while_upstream_needs_authorization(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    _, url = issuer
+    served = pool(url, tmp_path)
+    with anyio.fail_after(30):
+        async with serving(http_app(served)) as base, Client(f"{base}/mcp") as client:
+            # The upstream 401 is the hub's business: its client is served, not refused.
+            listed = await client.list_tools()
+            (tool,) = listed.tools
+            answer = await client.call_tool(tool.name, {})
+    assert tool.name.endswith("needs_authorization")
+    assert answer.is_error
+    text = answer.content[0].text  # type: ignore[union-attr]
+    assert "run: nativemcp auth login remote" in text
