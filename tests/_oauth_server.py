@@ -34,6 +34,11 @@ CLIENT_SECRET = "machine-secret"
 """The pre-registered confidential client of the client-credentials tests."""
 
 
+def _basic() -> str:
+    """The confidential client's HTTP Basic credentials."""
+    return "Basic " + base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+
+
 @dataclasses.dataclass
 class _Code:
     client_id: str
@@ -57,6 +62,7 @@ class Issuer:
         self.grants: list[str] = []
         """The grant type of every token request, in order."""
         self.authorizations = 0
+        self.revoked: list[str] = []
 
     def metadata(self, request: Request) -> Response:
         return JSONResponse(
@@ -65,6 +71,7 @@ class Issuer:
                 "authorization_endpoint": f"{self.base}/authorize",
                 "token_endpoint": f"{self.base}/token",
                 "registration_endpoint": f"{self.base}/register",
+                "revocation_endpoint": f"{self.base}/revoke",
                 "response_types_supported": ["code"],
                 "grant_types_supported": [
                     "authorization_code",
@@ -133,12 +140,21 @@ class Issuer:
                 return JSONResponse({"error": "invalid_grant"}, status_code=400)
             return self._tokens(client_id)
         if grant == "client_credentials":
-            given = request.headers.get("authorization", "")
-            expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
-            if given != f"Basic {expected}":
+            if request.headers.get("authorization") != _basic():
                 return JSONResponse({"error": "invalid_client"}, status_code=401)
             return self._tokens(CLIENT_ID, refreshable=False)
         return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+
+    async def revoke(self, request: Request) -> Response:
+        form = await request.form()
+        token = str(form.get("token"))
+        owner = self.access.get(token) or self.refresh.get(token)
+        if owner == CLIENT_ID and request.headers.get("authorization") != _basic():
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        self.refresh.pop(token, None)
+        self.access.pop(token, None)
+        self.revoked.append(token)
+        return Response(status_code=200)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The resource server's check: a token this issuer gave out."""
@@ -156,6 +172,7 @@ class Issuer:
             ("/register", self.register, ["POST"]),
             ("/authorize", self.authorize, ["GET"]),
             ("/token", self.token, ["POST"]),
+            ("/revoke", self.revoke, ["POST"]),
         ):
             server.custom_route(path, methods)(endpoint)
 

@@ -11,7 +11,8 @@ Authorized 'github' (issuer https://github.com/login/oauth, scopes repo).
 ``login`` runs the authorization-code flow of the server's ``oauth`` entry: it prints
 the address (and opens a browser where there is one), listens on the loopback callback
 port, and exits once the tokens are kept in the data folder (``DATA/oauth``), where
-every later pool finds them. ``logout`` deletes what is kept for the server. ``status``
+every later pool finds them. ``logout`` revokes the tokens at the issuer where it
+offers that (RFC 7009) and deletes what is kept for the server. ``status``
 lists each OAuth server of ``--mcp-config``: its issuer, scopes and expiry, or what to
 run. No token is ever printed.
 """
@@ -38,6 +39,7 @@ from nativemcp.proxy.external import (
     expiry_text,
     load_mcp_servers,
     login_hint,
+    revoke,
 )
 
 from ._content import Runner
@@ -153,8 +155,11 @@ async def _run(args: argparse.Namespace, options: PoolOptions) -> int:
         return _status(options)
     spec = _server(options, args.server)
     if action == "logout":
-        if _store(options, spec).forget():
-            print(f"Logged out of {spec.name!r}: its tokens are deleted.")
+        store = _store(options, spec)
+        assert spec.url is not None
+        revoked = await revoke(store, spec.url)
+        if store.forget():
+            print(f"Logged out of {spec.name!r}: its tokens are deleted ({revoked}).")
         else:
             print(f"Nothing was kept for {spec.name!r}.")
         return 0

@@ -23,6 +23,7 @@ from ._oauth import RedirectHook as RedirectHook
 from ._oauth import ServerAuthorization as ServerAuthorization
 from ._oauth import expiry_text as expiry_text
 from ._oauth import login_hint as login_hint
+from ._oauth import revoke as revoke
 from ._oauth_config import OAuthSettings as OAuthSettings
 from ._server import ExternalServer as ExternalServer
 from ._tasks import accepts_task as accepts_task
@@ -44,5 +45,6 @@ __all__ = [
     "expiry_text",
     "load_mcp_servers",
     "login_hint",
+    "revoke",
     "roots_answer",
 ]

@@ -21,6 +21,7 @@ until someone runs ``nativemcp auth login``.
 
 from __future__ import annotations
 
+import base64
 import inspect
 import logging
 import socket
@@ -29,7 +30,7 @@ import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import anyio
 import anyio.abc
@@ -53,6 +54,7 @@ __all__ = [
     "ServerAuthorization",
     "expiry_text",
     "login_hint",
+    "revoke",
     "unavailable_response",
     "unavailable_tool",
 ]
@@ -420,3 +422,45 @@ def unavailable_response(server: str, reason: str) -> NativeMCPResponse[Any]:
     return tool_error_response(
         f"MCP server {server!r} needs authorization ({reason}); {login_hint(server)}"
     )
+
+
+async def revoke(store: GrantStore, server_url: str) -> str:
+    """Ask the issuer of ``store``'s grant to revoke its tokens (RFC 7009), where its
+    metadata names a ``revocation_endpoint``; what happened, in words. Best effort: the
+    caller deletes the kept grant either way.
+    """
+    import httpx2
+    from mcp.client.auth.utils import build_oauth_authorization_server_metadata_discovery_urls
+
+    shown = store.status()
+    client = store.stored_client()
+    tokens = await store.get_tokens()
+    if shown is None or client is None or tokens is None:
+        return "nothing to revoke"
+    token = tokens.refresh_token or tokens.access_token
+    hint = "refresh_token" if tokens.refresh_token else "access_token"
+    data = {"token": token, "token_type_hint": hint, "client_id": client.client_id}
+    headers: dict[str, str] = {}
+    if client.client_secret and client.token_endpoint_auth_method == "client_secret_post":
+        data["client_secret"] = client.client_secret
+    elif client.client_secret:
+        # RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
+        pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+        headers["Authorization"] = f"Basic {base64.b64encode(pair.encode()).decode()}"
+    urls = build_oauth_authorization_server_metadata_discovery_urls(shown["issuer"], server_url)
+    try:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            endpoint = None
+            for url in urls:
+                found = await http.get(url)
+                if found.status_code == 200:
+                    endpoint = found.json().get("revocation_endpoint")
+                    break
+            if not endpoint:
+                return "the issuer offers no revocation; the tokens expire on their own"
+            answer = await http.post(str(endpoint), data=data, headers=headers)
+    except (httpx2.HTTPError, ValueError) as exc:
+        return f"could not reach the issuer to revoke ({type(exc).__name__})"
+    if answer.status_code != 200:
+        return f"the issuer refused to revoke (HTTP {answer.status_code})"
+    return "revoked at the issuer"

@@ -19,8 +19,10 @@ import pytest
 from _mcp_http import serving
 from _oauth_server import CLIENT_ID, CLIENT_SECRET, Issuer, protected_server
 from mcp import Client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from nativemcp.proxy import ServerStartError, WorkerPool, http_app
+from nativemcp.proxy.external import GrantStore, revoke
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -287,3 +289,26 @@ async def test_a_served_hub_answers_its_clients_itself_while_upstream_needs_auth
     assert answer.is_error
     text = answer.content[0].text  # type: ignore[union-attr]
     assert "run: nativemcp auth login remote" in text
+
+
+@pytest.mark.parametrize(("secret", "outcome"), [(CLIENT_SECRET, "revoked"), ("wrong", "refused")])
+async def test_revoking_a_confidential_clients_token_authenticates_the_client(
+    issuer: tuple[Issuer, str], tmp_path: Path, secret: str, outcome: str
+) -> None:
+    server, url = issuer
+    server.access["kept-token"] = CLIENT_ID
+    store = GrantStore(tmp_path, url)
+    await store.set_client_info(
+        OAuthClientInformationFull(
+            client_id=CLIENT_ID,
+            client_secret=secret,
+            token_endpoint_auth_method="client_secret_basic",
+            redirect_uris=None,
+            issuer=server.base,
+        )
+    )
+    await store.set_tokens(OAuthToken(access_token="kept-token"))
+    with anyio.fail_after(10):
+        said = await revoke(store, url)
+    assert said.startswith(f"{outcome} ") or said.startswith(f"the issuer {outcome}"), said
+    assert ("kept-token" in server.access) is (outcome == "refused")

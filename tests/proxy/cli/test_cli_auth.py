@@ -72,15 +72,18 @@ async def test_login_prints_the_address_and_keeps_tokens_that_status_then_shows(
     assert token not in status and token not in printed
 
 
-async def test_logout_deletes_the_kept_tokens(
+async def test_logout_revokes_at_the_issuer_and_deletes_the_kept_tokens(
     remote: tuple[Issuer, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, config = remote
+    issuer, config = remote
     data = tmp_path / "data"
     await login(config, data)
+    (grant,) = (data / GRANTS_FOLDER).glob("*.json")
+    kept = json.loads(grant.read_text())["resources"][f"{issuer.base}/mcp"]["refresh_token"]
     options = ("--mcp-config", str(config), "--data-dir", str(data))
     assert await cli("auth", "logout", "remote", *options) == 0
     assert "Logged out of 'remote'" in capsys.readouterr().out
+    assert issuer.revoked == [kept] and kept not in issuer.refresh
     assert list((data / GRANTS_FOLDER).glob("*.json")) == []
     assert await cli("auth", "status", *options) == 0
     assert "remote: not authorized; run: nativemcp auth login remote" in capsys.readouterr().out
