@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from _mcp_http import serving
 from _oauth_server import CLIENT_ID, CLIENT_SECRET, Issuer, protected_server
+from _process import free_port
 from mcp import Client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
@@ -121,6 +122,30 @@ async def test_the_authorization_code_flow_with_pkce_reaches_the_server_and_keep
         async with pool(url, tmp_path) as second:
             assert await whoami(second) == "authorized"
     assert server.authorizations == 1 and server.grants == ["authorization_code"]
+
+
+async def test_a_pre_registered_client_is_used_as_configured_and_its_grant_is_its_own(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = issuer
+    port = free_port()
+    server.clients["pre"] = {
+        "client_id": "pre",
+        "redirect_uris": [f"http://localhost:{port}/callback"],
+    }
+    oauth = {"clientId": "pre", "callbackPort": port}
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path, oauth=oauth, oauth_redirect=follow) as first:
+            assert await whoami(first) == "authorized"
+    data = stored(tmp_path)
+    assert data["client"]["client_id"] == "pre" and len(server.clients) == 2  # no registration
+    # Another configured client does not take this client's grant.
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path, oauth={"clientId": "other"}) as other:
+            assert NAME in other.needs_authorization
+        async with pool(url, tmp_path, oauth=oauth) as same:
+            assert await whoami(same) == "authorized"
+    assert server.authorizations == 1
 
 
 async def test_a_browser_that_comes_back_to_the_loopback_callback_completes_the_flow(
