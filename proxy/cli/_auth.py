@@ -36,6 +36,7 @@ from nativemcp.proxy.external import (
     GrantStore,
     NeedsAuthorization,
     ServerAuthorization,
+    configured_client,
     expiry_text,
     load_mcp_servers,
     login_hint,
@@ -104,7 +105,9 @@ def _server(options: PoolOptions, name: str) -> ExternalServerSpec:
 
 def _store(options: PoolOptions, spec: ExternalServerSpec) -> GrantStore:
     assert spec.url is not None and spec.oauth is not None
-    return GrantStore(options.data_dir / GRANTS_FOLDER, spec.url, client_id=spec.oauth.client_id)
+    store = GrantStore(options.data_dir / GRANTS_FOLDER, spec.url, client_id=spec.oauth.client_id)
+    store.fixed_client = configured_client(spec.oauth)
+    return store
 
 
 def _can_open_browser() -> bool:

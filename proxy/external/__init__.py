@@ -21,6 +21,7 @@ from ._mcp_config import load_mcp_servers as load_mcp_servers
 from ._oauth import NeedsAuthorization as NeedsAuthorization
 from ._oauth import RedirectHook as RedirectHook
 from ._oauth import ServerAuthorization as ServerAuthorization
+from ._oauth import configured_client as configured_client
 from ._oauth import expiry_text as expiry_text
 from ._oauth import login_hint as login_hint
 from ._oauth import revoke as revoke
@@ -41,6 +42,7 @@ __all__ = [
     "RedirectHook",
     "ServerAuthorization",
     "accepts_task",
+    "configured_client",
     "expand_variables",
     "expiry_text",
     "load_mcp_servers",

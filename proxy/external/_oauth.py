@@ -52,6 +52,7 @@ __all__ = [
     "NeedsAuthorization",
     "RedirectHook",
     "ServerAuthorization",
+    "configured_client",
     "expiry_text",
     "login_hint",
     "revoke",
@@ -144,13 +145,7 @@ class ServerAuthorization:
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | None = None
-        self.store = GrantStore(
-            folder,
-            url,
-            client_id=settings.client_id,
-            issuer=self._issuer,
-            fixed_client=None,
-        )
+        self.store = GrantStore(folder, url, client_id=settings.client_id, issuer=self._issuer)
         self._listener: anyio.abc.SocketListener | None = None
         self._redirected_to: str | None = None
         self.person_done: anyio.Event | None = None
@@ -198,6 +193,7 @@ class ServerAuthorization:
         settings = self.settings
         if settings.grant == "client_credentials":
             assert settings.client_id is not None  # checked when the entry was read
+            self.store.fixed_client = configured_client(settings)
             with warnings.catch_warnings():
                 # Without a configured issuer the SDK warns that the server names the
                 # authorization server; the entry's 'issuer' is how to pin it.
@@ -230,14 +226,7 @@ class ServerAuthorization:
                     issuer=settings.issuer,
                 )
         redirect_uri = self._redirect_uri()
-        if settings.client_id is not None:
-            self.store = GrantStore(
-                self.store.folder,
-                self.url,
-                client_id=settings.client_id,
-                issuer=self._issuer,
-                fixed_client=self._fixed_client(redirect_uri),
-            )
+        self.store.fixed_client = configured_client(settings, redirect_uri)
         return RefreshingProvider(
             server_url=self.url,
             client_metadata=OAuthClientMetadata.model_validate(
@@ -261,24 +250,6 @@ class ServerAuthorization:
         if port is None:
             port = _stored_port(self.store.stored_client()) or _free_port()
         return f"http://localhost:{port}{CALLBACK_PATH}"
-
-    def _fixed_client(self, redirect_uri: str) -> OAuthClientInformationFull:
-        from mcp.shared.auth import OAuthClientInformationFull
-
-        settings = self.settings
-        method = settings.token_endpoint_auth_method or (
-            "client_secret_basic" if settings.client_secret else "none"
-        )
-        return OAuthClientInformationFull.model_validate(
-            {
-                "client_id": settings.client_id,
-                "client_secret": settings.client_secret,
-                "redirect_uris": [redirect_uri],
-                "token_endpoint_auth_method": method,
-                "grant_types": ["authorization_code", "refresh_token"],
-                "response_types": ["code"],
-            }
-        )
 
     # -- a person in the loop -----------------------------------------------------------
 
@@ -358,6 +329,33 @@ class ServerAuthorization:
         return AuthorizationCodeResult(code=code, state=first("state"), iss=first("iss"))
 
 
+def configured_client(
+    settings: OAuthSettings, redirect_uri: str | None = None
+) -> OAuthClientInformationFull | None:
+    """The client an entry names (``clientId``), as the SDK's providers take it; None
+    when the entry names none (the client registers itself)."""
+    from mcp.shared.auth import OAuthClientInformationFull
+
+    if settings.client_id is None:
+        return None
+    code = settings.grant == "authorization_code"
+    method: str = settings.token_endpoint_auth_method or (
+        "client_secret_basic" if settings.client_secret else "none"
+    )
+    if settings.private_key:
+        method = "private_key_jwt"
+    return OAuthClientInformationFull.model_validate(
+        {
+            "client_id": settings.client_id,
+            "client_secret": settings.client_secret,
+            "redirect_uris": [redirect_uri] if redirect_uri else None,
+            "token_endpoint_auth_method": method,
+            "grant_types": ["authorization_code", "refresh_token"] if code else [settings.grant],
+            "response_types": ["code"] if code else [],
+        }
+    )
+
+
 async def _listen(port: int) -> anyio.abc.SocketListener:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
     return listener.listeners[0]  # type: ignore[return-value]
@@ -433,7 +431,7 @@ async def revoke(store: GrantStore, server_url: str) -> str:
     from mcp.client.auth.utils import build_oauth_authorization_server_metadata_discovery_urls
 
     shown = store.status()
-    client = store.stored_client()
+    client = store.fixed_client or store.stored_client()
     tokens = await store.get_tokens()
     if shown is None or client is None or tokens is None:
         return "nothing to revoke"

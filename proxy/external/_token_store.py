@@ -121,7 +121,7 @@ class GrantStore:
         client_id: the configured client id, if any: only a grant of that client is used.
         issuer: what the provider has discovered as the issuer (None: not yet); a grant
             whose issuer is not known yet is filed under the server's origin.
-        fixed_client: the pre-registered client of the configuration, if any.
+        fixed_client: the client of the configuration, if any (see `fixed_client`).
     """
 
     def __init__(
@@ -137,7 +137,9 @@ class GrantStore:
         self.resource = resource
         self._client_id = client_id
         self._issuer = issuer
-        self._fixed = fixed_client
+        self.fixed_client = fixed_client
+        """The configured client, if any: it is the client, whatever a file says, and
+        its secret stays in the configuration (never written here)."""
         self._memory: StoredGrant | None = None
 
     # -- finding and writing the file ---------------------------------------------------
@@ -213,8 +215,13 @@ class GrantStore:
         """Keep new tokens for the server (with their expiry as a time)."""
         old, grant = self._find()
         if grant is None:
-            client = self._fixed.model_dump(mode="json", exclude_none=True) if self._fixed else {}
-            grant = StoredGrant({"issuer": self._current_issuer(self._fixed), "client": client})
+            fixed = self.fixed_client
+            client = (
+                fixed.model_dump(mode="json", exclude_none=True, exclude={"client_secret"})
+                if fixed is not None
+                else {}
+            )
+            grant = StoredGrant({"issuer": self._current_issuer(fixed), "client": client})
         record = tokens.model_dump(mode="json", exclude_none=True)
         expires_in = record.pop("expires_in", None)
         if expires_in is not None:
@@ -224,9 +231,11 @@ class GrantStore:
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         """The client registration the server's grant was made with (None: none)."""
+        if self.fixed_client is not None:
+            return self.fixed_client
         _, grant = self._find()
         if grant is None or not grant.data.get("client"):
-            return self._fixed
+            return None
         from mcp.shared.auth import OAuthClientInformationFull
 
         return OAuthClientInformationFull.model_validate(grant.data["client"])

@@ -262,16 +262,21 @@ async def test_a_server_never_authorized_waits_without_stopping_the_other_server
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
 
 
-async def test_client_credentials_get_a_token_without_a_person(
-    issuer: tuple[Issuer, str],
+async def test_client_credentials_get_a_token_without_a_person_and_keep_it_not_the_secret(
+    issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
     server, url = issuer
     oauth = {"clientId": CLIENT_ID, "clientSecret": CLIENT_SECRET}
     oauth["grantType"] = "client_credentials"
     with anyio.fail_after(20):
-        async with pool(url, None, oauth=oauth) as machine:
+        async with pool(url, tmp_path, oauth=oauth) as machine:
             assert await whoami(machine) == "authorized"
+        async with pool(url, tmp_path, oauth=oauth) as again:
+            assert await whoami(again) == "authorized"
     assert server.grants == ["client_credentials"] and server.authorizations == 0
+    (path,) = grant_files(tmp_path)
+    assert CLIENT_SECRET not in path.read_text()  # it stays in the configuration
+    assert stored(tmp_path)["client"]["client_id"] == CLIENT_ID
 
 
 async def test_client_credentials_with_a_wrong_secret_fail_to_start_naming_the_server(
