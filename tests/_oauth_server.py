@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -44,6 +45,7 @@ class _Code:
     client_id: str
     challenge: str
     redirect_uri: str
+    scope: str
 
 
 class Issuer:
@@ -59,6 +61,8 @@ class Issuer:
         self.codes: dict[str, _Code] = {}
         self.access: dict[str, str] = {}
         self.refresh: dict[str, str] = {}
+        self.scopes: dict[str, str] = {}
+        """The scope each token was granted (space-separated)."""
         self.grants: list[str] = []
         """The grant type of every token request, in order."""
         self.authorizations = 0
@@ -100,22 +104,25 @@ class Issuer:
             return JSONResponse({"error": "invalid_request"}, status_code=400)
         self.authorizations += 1
         code = secrets.token_urlsafe(16)
-        self.codes[code] = _Code(client["client_id"], query["code_challenge"], redirect_uri)
+        scope = query.get("scope") or "mcp"
+        self.codes[code] = _Code(client["client_id"], query["code_challenge"], redirect_uri, scope)
         answer = {"code": code, "state": query.get("state", ""), "iss": self.base}
         return RedirectResponse(f"{redirect_uri}?{urlencode(answer)}", status_code=302)
 
-    def _tokens(self, client_id: str, *, refreshable: bool = True) -> Response:
+    def _tokens(self, client_id: str, scope: str = "mcp", *, refreshable: bool = True) -> Response:
         access = f"access-{secrets.token_hex(8)}"
         self.access[access] = client_id
+        self.scopes[access] = scope
         body: dict[str, Any] = {
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": 3600,
-            "scope": "mcp",
+            "scope": scope,
         }
         if refreshable:
             refresh = f"refresh-{secrets.token_hex(8)}"
             self.refresh[refresh] = client_id
+            self.scopes[refresh] = scope
             body["refresh_token"] = refresh
         return JSONResponse(body)
 
@@ -133,12 +140,13 @@ class Issuer:
             )
             if code is None or code.challenge != challenge:
                 return JSONResponse({"error": "invalid_grant"}, status_code=400)
-            return self._tokens(code.client_id)
+            return self._tokens(code.client_id, code.scope)
         if grant == "refresh_token":
-            client_id = self.refresh.pop(str(form.get("refresh_token")), None)
+            refresh = str(form.get("refresh_token"))
+            client_id = self.refresh.pop(refresh, None)
             if client_id is None or self.refuse_refresh:
                 return JSONResponse({"error": "invalid_grant"}, status_code=400)
-            return self._tokens(client_id)
+            return self._tokens(client_id, self.scopes[refresh])
         if grant == "client_credentials":
             if request.headers.get("authorization") != _basic():
                 return JSONResponse({"error": "invalid_client"}, status_code=401)
@@ -162,7 +170,10 @@ class Issuer:
         if client_id is None:
             return None
         return AccessToken(
-            token=token, client_id=client_id, scopes=["mcp"], expires_at=int(time.time()) + 3600
+            token=token,
+            client_id=client_id,
+            scopes=self.scopes.get(token, "mcp").split(),
+            expires_at=int(time.time()) + 3600,
         )
 
     def add_routes(self, server: MCPServer) -> None:
@@ -195,8 +206,67 @@ def _mcp_server(base: str, issuer: Issuer) -> MCPServer:
         """Say that the caller got in."""
         return "authorized"
 
+    @server.tool()
+    def admin() -> str:
+        """A tool that needs the 'admin' scope (`StepUp` asks for it)."""
+        return "admin ok"
+
     issuer.add_routes(server)
     return server
+
+
+class StepUp:
+    """ASGI middleware: a ``tools/call`` of ``admin`` with a token lacking the ``admin``
+    scope gets 403 ``insufficient_scope`` naming the scopes to ask for (a step-up)."""
+
+    def __init__(self, app: Any, issuer: Issuer) -> None:
+        self.app = app
+        self.issuer = issuer
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = {}
+        headers = dict(scope["headers"])
+        token = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+        wants_admin = (
+            isinstance(request, dict)
+            and request.get("method") == "tools/call"
+            and request.get("params", {}).get("name") == "admin"
+        )
+        if wants_admin and "admin" not in self.issuer.scopes.get(token, "").split():
+            challenge = (
+                'Bearer error="insufficient_scope", scope="mcp admin", resource_metadata='
+                f'"{self.issuer.base}/.well-known/oauth-protected-resource/mcp"'
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [(b"www-authenticate", challenge.encode())],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 @asynccontextmanager
@@ -205,7 +275,7 @@ async def protected_server(issuer: Issuer) -> AsyncIterator[str]:
 
     def make(base: str) -> Any:
         issuer.base = base
-        return _mcp_server(base, issuer).streamable_http_app()
+        return StepUp(_mcp_server(base, issuer).streamable_http_app(), issuer)
 
     async with serving_made(make) as base:
         yield f"{base}/mcp"

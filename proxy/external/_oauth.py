@@ -227,7 +227,7 @@ class ServerAuthorization:
                 )
         redirect_uri = self._redirect_uri()
         self.store.fixed_client = configured_client(settings, redirect_uri)
-        return RefreshingProvider(
+        provider = RefreshingProvider(
             server_url=self.url,
             client_metadata=OAuthClientMetadata.model_validate(
                 {
@@ -244,6 +244,8 @@ class ServerAuthorization:
             callback_handler=self._on_callback,
             client_metadata_url=settings.client_metadata_url,
         )
+        provider.can_ask = lambda: self._redirect is not None
+        return provider
 
     def _redirect_uri(self) -> str:
         port = self.settings.callback_port
@@ -284,6 +286,17 @@ class ServerAuthorization:
             await listener.aclose()
         if self.person_done is not None:
             self.person_done.set()
+
+    def take_scope_refusal(self) -> str | None:
+        """The scope the server asked for in a 403 left standing since the last look
+        (None: none): why a call failed, when no person could be asked to widen the grant."""
+        from ._refresh_on_401 import RefreshingProvider
+
+        provider = self._provider
+        if not isinstance(provider, RefreshingProvider) or provider.scope_refused is None:
+            return None
+        wanted, provider.scope_refused = provider.scope_refused, None
+        return wanted
 
     def auth_redirect_uri(self) -> str:
         """The redirect URI the provider sends (the loopback callback)."""

@@ -10,10 +10,11 @@ as the SDK's own `RedirectAwareAuth` does. Imported only when a pool uses OAuth.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.utils import extract_field_from_www_auth
 
 __all__ = ["RefreshingProvider"]
 
@@ -23,7 +24,14 @@ _EXPIRED = 1.0
 
 class RefreshingProvider(OAuthClientProvider):
     """`OAuthClientProvider` that, on a 401 to a request that carried a token it can
-    refresh, refreshes and resends once before a new authorization."""
+    refresh, refreshes and resends once before a new authorization; and that leaves a
+    403 ``insufficient_scope`` as the answer when no person can be asked (``can_ask``
+    false): the SDK would otherwise start a step-up authorization that cannot finish,
+    and end the connection every other tool still works over."""
+
+    can_ask: Callable[[], bool] = staticmethod(lambda: True)
+    scope_refused: str | None = None
+    """The scope the server asked for in the last 403 left standing (None: none)."""
 
     async def async_auth_flow(
         self, request: httpx2.Request
@@ -34,6 +42,14 @@ class RefreshingProvider(OAuthClientProvider):
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
+                if (
+                    outgoing is request
+                    and response.status_code == 403
+                    and extract_field_from_www_auth(response, "error") == "insufficient_scope"
+                    and not self.can_ask()
+                ):
+                    self.scope_refused = extract_field_from_www_auth(response, "scope") or "?"
+                    return  # the 403 stands: that one request needs a wider grant
                 if (
                     not refreshed
                     and outgoing is request

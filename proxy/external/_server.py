@@ -480,6 +480,13 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
                 ) from exc
+            wanted = self.authorization.take_scope_refusal() if self.authorization else None
+            if wanted is not None:
+                return unavailable_response(
+                    self.name,
+                    f"it asks for scope {wanted!r} to call {tool!r}; add the scopes to the "
+                    'entry\'s "oauth" "scopes"',
+                )
             return response_from_sdk(exc.error)
         finally:
             self._log_handlers.pop(key, None)

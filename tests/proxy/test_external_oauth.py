@@ -342,3 +342,34 @@ async def test_revoking_a_confidential_clients_token_authenticates_the_client(
         said = await revoke(store, url)
     assert said.startswith(f"{outcome} ") or said.startswith(f"the issuer {outcome}"), said
     assert ("kept-token" in server.access) is (outcome == "refused")
+
+
+async def test_a_step_up_asks_for_the_wider_scope_through_the_redirect_hook(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    _, url = issuer
+    hook = Following()
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path, oauth_redirect=hook) as p:
+            assert await whoami(p) == "authorized"
+            answer = await p.call_tool(f"{NAME}__admin", {})
+    assert answer.result is not None and not answer.result.is_error, answer
+    assert len(hook.seen) == 2 and "scope=mcp+admin" in hook.seen[1]
+    assert stored(tmp_path)["resources"][url]["scope"] == "mcp admin"
+
+
+async def test_a_step_up_without_a_person_keeps_the_grant_for_the_other_tools(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    _, url = issuer
+    await authorize(url, tmp_path)
+    kept = stored(tmp_path)["resources"][url]["access_token"]
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as p:
+            answer = await p.call_tool(f"{NAME}__admin", {})
+            assert await whoami(p) == "authorized"  # the connection and the grant stand
+    assert answer.result is not None and answer.result.is_error, answer
+    text = answer.result.content[0].text  # type: ignore[union-attr]
+    assert "asks for scope 'mcp admin' to call 'admin'" in text
+    assert "run: nativemcp auth login remote" in text
+    assert stored(tmp_path)["resources"][url]["access_token"] == kept
