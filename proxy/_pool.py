@@ -66,6 +66,8 @@ from .external import ClientSide, ExternalServer, ExternalServerSpec, roots_answ
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
+from .telemetry import TRACING, traced
+from .telemetry import refresh as refresh_tracing
 
 __all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
 
@@ -351,6 +353,7 @@ class WorkerPool:
         if self._task_group is not None or self._closed:
             raise RuntimeError("a WorkerPool can be entered only once")
         self._config.make_data_dir()
+        refresh_tracing()  # the app sets up OpenTelemetry before it starts the pool
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         try:
@@ -580,9 +583,17 @@ class WorkerPool:
         call_options = merge_options(options, timeout, on_progress, on_log).resolve(
             handle.default_timeout or self._config.timeouts.call, self.answer_client_request
         )
-        response = await handle.call(
-            entry.tool.name, coerce_arguments(full_name, arguments, {}), call_options
-        )
+        tool = entry.tool.name
+        merged = coerce_arguments(full_name, arguments, {})
+        if TRACING.tracer is None:
+            response = await handle.call(tool, merged, call_options)
+        else:
+            response = await traced(
+                handle.name,
+                "tools/call",
+                tool,
+                lambda: handle.call(tool, merged, call_options),
+            )
         return self._catalog.tag(response, entry)
 
     def resolve_ui_action(self, action: Mapping[str, Any], content: Any) -> UIAction:

@@ -70,6 +70,7 @@ from ._readers import Job, ReaderThreads
 from ._server import TOOL_THREADS, Server
 from ._threads import loop_thread_marker
 from .channel import Inbox
+from .telemetry import worker_tracing
 
 __all__ = ["worker_main"]
 
@@ -244,10 +245,13 @@ class _Worker:
         self.writer.write(encode_frame(Result(id=request.id, value=value)))
 
     def start_call(self, call: Call) -> None:
-        response = self.server.call_tool_now(call.tool, call.arguments, value_only=call.value_only)
-        if response is not None:  # a plain sync tool ran on the spot
-            self.send_reply(call, response)
-            return
+        if call.trace is None:  # a traced call runs as a task, under its server span
+            response = self.server.call_tool_now(
+                call.tool, call.arguments, value_only=call.value_only
+            )
+            if response is not None:  # a plain sync tool ran on the spot
+                self.send_reply(call, response)
+                return
         task = asyncio.get_running_loop().create_task(self.run_call(call))
         self.running[call.id] = task
         task.add_done_callback(lambda _: self.running.pop(call.id, None))
@@ -276,10 +280,21 @@ class _Worker:
         context = self.server.make_context(
             call.tool, request_id=call.id, notify=notify, request=request, scope=scope
         )
+        tracing = worker_tracing() if call.trace is not None else None
         try:
-            response = await self.server.call_tool(
-                call.tool, call.arguments, context=context, value_only=call.value_only
-            )
+            if tracing is None:
+                response = await self.server.call_tool(
+                    call.tool, call.arguments, context=context, value_only=call.value_only
+                )
+            else:
+                response = await tracing.run_async(
+                    call,
+                    self.server.name,
+                    lambda: self.server.call_tool(
+                        call.tool, call.arguments, context=context, value_only=call.value_only
+                    ),
+                    self.writer.write,
+                )
         except asyncio.CancelledError:
             return  # the caller gave up (timeout or cancellation): no reply is wanted
         self.send_reply(call, response)
@@ -289,7 +304,18 @@ class _Worker:
 
     def run_direct(self, call: Call) -> bytes:
         """Run a sync tool that takes no `Context` on this thread; its reply frame."""
-        response = self.server.run_direct(call.tool, call.arguments, value_only=call.value_only)
+        tracing = worker_tracing() if call.trace is not None else None
+        if tracing is None:
+            response = self.server.run_direct(call.tool, call.arguments, value_only=call.value_only)
+        else:
+            response = tracing.run(
+                call,
+                self.server.name,
+                lambda: self.server.run_direct(
+                    call.tool, call.arguments, value_only=call.value_only
+                ),
+                self.writer.write,
+            )
         return reply_frame(call, response, self.max_frame)
 
     async def answer(self, request_id: int, get: Any) -> None:

@@ -1,0 +1,131 @@
+"""Client spans: one around each operation the pool sends to a server.
+
+The span is current while the handle runs the operation, so what the handle does nests
+under it: a worker call carries it (`wire_context`), an in-process server's span is its
+child, and the official SDK's own client span for an external server (which injects
+``params._meta.traceparent``) nests under it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from nativemcp.protocol import NativeMCPResponse
+from nativemcp.workers.telemetry import (
+    JSONRPC_REQUEST_ID,
+    MCP_SESSION_ID,
+    error_type,
+    mark_error,
+    mark_response,
+    operation,
+)
+
+from ._state import TRACING
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
+
+__all__ = ["traced", "traced_sync", "wire_context"]
+
+T = TypeVar("T")
+
+_CALL_SPAN: Final[contextvars.ContextVar[Span | None]] = contextvars.ContextVar(
+    "nativemcp_call_span", default=None
+)
+"""The client span of the operation running in this context (a handle reads it)."""
+
+
+@contextlib.contextmanager
+def _client_span(
+    tracer: Tracer,
+    server: str,
+    method: str,
+    target: str | None,
+    uri: str | None,
+    session_id: str | None,
+) -> Iterator[Span]:
+    from opentelemetry.trace import SpanKind
+
+    name, attributes = operation(method, target, server, uri=uri)
+    if session_id is not None:
+        attributes[MCP_SESSION_ID] = session_id
+    with tracer.start_as_current_span(
+        name,
+        kind=SpanKind.CLIENT,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        token = _CALL_SPAN.set(span)
+        try:
+            yield span
+        except BaseException as exc:
+            mark_error(span, error_type(exc), _description(exc))
+            raise
+        finally:
+            _CALL_SPAN.reset(token)
+
+
+def _description(exc: BaseException) -> str | None:
+    kind = error_type(exc)
+    return None if kind == "cancelled" else str(exc) or type(exc).__name__
+
+
+async def traced(
+    server: str,
+    method: str,
+    target: str | None,
+    run: Callable[[], Awaitable[T]],
+    *,
+    uri: str | None = None,
+    session_id: str | None = None,
+) -> T:
+    """``await run()`` under a client span for ``method`` (on ``target``, a tool or
+    prompt name) to ``server``: a raised error, or a response that is a JSON-RPC error
+    or an ``isError`` result, sets ``error.type`` and status ERROR. Without a tracer
+    (`TRACING`), just ``await run()``."""
+    tracer = TRACING.tracer
+    if tracer is None:
+        return await run()
+    with _client_span(tracer, server, method, target, uri, session_id) as span:
+        result = await run()
+        if isinstance(result, NativeMCPResponse):
+            mark_response(span, result)
+        return result
+
+
+def traced_sync(
+    server: str,
+    method: str,
+    target: str | None,
+    run: Callable[[], T],
+    *,
+    session_id: str | None = None,
+) -> T:
+    """`traced` for a blocking operation (the `SyncWorkerPool`'s)."""
+    tracer = TRACING.tracer
+    if tracer is None:
+        return run()
+    with _client_span(tracer, server, method, target, None, session_id) as span:
+        result = run()
+        if isinstance(result, NativeMCPResponse):
+            mark_response(span, result)
+        return result
+
+
+def wire_context(request_id: int) -> dict[str, str] | None:
+    """The trace context a worker call carries (None: send none): the running
+    operation's client span, which gets the call's ``jsonrpc.request.id``. None outside
+    a client span, or when worker spans could not be re-emitted here."""
+    span = _CALL_SPAN.get()
+    if span is None or TRACING.sink is None:
+        return None
+    from opentelemetry import propagate
+
+    span.set_attribute(JSONRPC_REQUEST_ID, str(request_id))
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier
