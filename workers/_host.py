@@ -281,13 +281,14 @@ class _Worker:
             call.tool, request_id=call.id, notify=notify, request=request, scope=scope
         )
         tracing = worker_tracing() if call.trace is not None else None
+        spans = b""
         try:
             if tracing is None:
                 response = await self.server.call_tool(
                     call.tool, call.arguments, context=context, value_only=call.value_only
                 )
             else:
-                response = await tracing.run_async(
+                response, spans = await tracing.run_async(
                     call,
                     self.server.name,
                     lambda: self.server.call_tool(
@@ -297,7 +298,8 @@ class _Worker:
                 )
         except asyncio.CancelledError:
             return  # the caller gave up (timeout or cancellation): no reply is wanted
-        self.send_reply(call, response)
+        frame = reply_frame(call, response, self.max_frame)
+        self.writer.write(spans + frame if spans else frame)  # spans: see `run_direct`
 
     def send_reply(self, call: Call, response: NativeMCPResponse[Any]) -> None:
         self.writer.write(reply_frame(call, response, self.max_frame))
@@ -307,16 +309,14 @@ class _Worker:
         tracing = worker_tracing() if call.trace is not None else None
         if tracing is None:
             response = self.server.run_direct(call.tool, call.arguments, value_only=call.value_only)
-        else:
-            response = tracing.run(
-                call,
-                self.server.name,
-                lambda: self.server.run_direct(
-                    call.tool, call.arguments, value_only=call.value_only
-                ),
-                self.writer.write,
-            )
-        return reply_frame(call, response, self.max_frame)
+            return reply_frame(call, response, self.max_frame)
+        # The spans go just before the reply, in the same write.
+        response, spans = tracing.run(
+            call,
+            self.server.name,
+            lambda: self.server.run_direct(call.tool, call.arguments, value_only=call.value_only),
+        )
+        return spans + reply_frame(call, response, self.max_frame)
 
     async def answer(self, request_id: int, get: Any) -> None:
         try:

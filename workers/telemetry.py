@@ -240,21 +240,15 @@ class WorkerTracing:
         )
 
     def run(
-        self,
-        call: Call,
-        server: str,
-        run: Callable[[], NativeMCPResponse[Any]],
-        send: Callable[[bytes], object],
-    ) -> NativeMCPResponse[Any]:
-        """Run a sync tool under its server span; the finished spans go to ``send``
-        before the caller sends the reply."""
-        try:
-            with self.server_span(call, server) as span:
-                response = run()
-                mark_response(span, response)
-        finally:
-            self._send_spans(send)
-        return response
+        self, call: Call, server: str, run: Callable[[], NativeMCPResponse[Any]]
+    ) -> tuple[NativeMCPResponse[Any], bytes]:
+        """Run a sync tool under its server span: ``(response, the spans frame)``, the
+        frame to go out just before the reply, in the same write (one wake-up for the
+        parent, not two)."""
+        with self.server_span(call, server) as span:
+            response = run()
+            mark_response(span, response)
+        return response, self.spans_frame()
 
     async def run_async(
         self,
@@ -262,20 +256,19 @@ class WorkerTracing:
         server: str,
         run: Callable[[], Awaitable[NativeMCPResponse[Any]]],
         send: Callable[[bytes], object],
-    ) -> NativeMCPResponse[Any]:
-        """`run` for an async tool (a cancelled call's span is sent too)."""
+    ) -> tuple[NativeMCPResponse[Any], bytes]:
+        """`run` for an async tool; a call that ends without a reply (cancelled) sends
+        its spans to ``send`` on their own."""
         try:
             with self.server_span(call, server) as span:
                 response = await run()
                 mark_response(span, response)
-        finally:
-            self._send_spans(send)
-        return response
-
-    def _send_spans(self, send: Callable[[bytes], object]) -> None:
-        frame = self.spans_frame()
-        if frame:
-            send(frame)
+        except BaseException:
+            frame = self.spans_frame()
+            if frame:
+                send(frame)
+            raise
+        return response, self.spans_frame()
 
     def spans_frame(self) -> bytes:
         """The frame of every span finished since the last one (b"" when none)."""

@@ -76,15 +76,15 @@ def _worker_call(
     """One call through a worker's recorder in this process, under a client span."""
     refresh()
     tracing = WorkerTracing()
-    sent: list[bytes] = []
     with trace.get_tracer("tests").start_as_current_span("client", kind=SpanKind.CLIENT) as client:
         carrier: dict[str, str] = {}
         from opentelemetry import propagate
 
         propagate.inject(carrier)
         call = Call(id=4, tool="add", arguments={}, session_id="sess", trace=carrier)
-        assert tracing.run(call, "srv", lambda: response, sent.append) is response
-    return client, sent
+        answered, frame = tracing.run(call, "srv", lambda: response)
+    assert answered is response
+    return client, [frame]
 
 
 def test_a_workers_span_is_re_emitted_with_its_own_ids_under_the_callers_span(
