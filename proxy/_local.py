@@ -8,7 +8,7 @@ import anyio
 
 from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
 from nativemcp.workers import ClientRequestError, Notification, Server, answer_feature
-from nativemcp.workers.telemetry import mark_response, server_span
+from nativemcp.workers.telemetry import mark_response
 
 from ._handle import (
     CallOptions,
@@ -18,7 +18,7 @@ from ._handle import (
     call_deadline,
     deliver,
 )
-from .telemetry import TRACING
+from .telemetry import TRACING, local_server_span
 
 __all__ = ["LocalServer"]
 
@@ -82,17 +82,17 @@ class LocalServer(UnwrappingHandle):
                 )
             # Its server span, the client span's child: as a worker's would be.
             scope = options.scope
-            with server_span(
+            with local_server_span(
                 tracer,
                 tool,
                 self.name,
                 request_id=self._next_id,
                 session_id=scope[0] if scope is not None else None,
-            ) as span:
+            ) as (span, outcome):
                 response = await self.server.call_tool(
                     tool, arguments, context=context, value_only=value_only
                 )
-                mark_response(span, response)
+                outcome.error = mark_response(span, response)
                 return response
 
     async def value_response(

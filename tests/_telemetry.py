@@ -1,5 +1,5 @@
-"""What the telemetry tests record: OpenTelemetry configured as an app does (a global
-SDK provider, the SDK's in-memory exporter) for one test, then unset again
+"""What the telemetry tests record: OpenTelemetry configured as an app does (global SDK
+providers, the SDK's in-memory span exporter and metric reader) for one test, then unset again
 (OpenTelemetry allows one global provider per process; its own test utilities reset
 the same two names)."""
 
@@ -10,7 +10,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 
 import anyio.to_thread
-from opentelemetry import trace
+from opentelemetry import metrics, trace
+from opentelemetry.metrics import _internal as metrics_internal
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,9 +24,25 @@ class Recorded:
     """What the app's provider exported (the SDK's in-memory exporter), and a way to
     wait, without sleeping, for a span that arrives after the call returned."""
 
-    def __init__(self, exporter: InMemorySpanExporter) -> None:
+    def __init__(self, exporter: InMemorySpanExporter, reader: InMemoryMetricReader) -> None:
         self.exporter = exporter
+        self.reader = reader
         self.changed = threading.Condition()
+
+    def points(self, metric: str) -> list[HistogramDataPoint]:
+        """The histogram points of ``metric`` recorded so far (one per attribute set)."""
+        data = self.reader.get_metrics_data()
+        found: list[HistogramDataPoint] = []
+        for resource in data.resource_metrics if data is not None else []:
+            for scope in resource.scope_metrics:
+                for recorded in scope.metrics:
+                    if recorded.name == metric:
+                        found += [
+                            p
+                            for p in recorded.data.data_points
+                            if isinstance(p, HistogramDataPoint)
+                        ]
+        return found
 
     @property
     def spans(self) -> Sequence[ReadableSpan]:
@@ -51,24 +70,33 @@ class _Notify(SpanProcessor):
             self.recorded.changed.notify_all()
 
 
-def _unset_global_provider() -> None:
+def _unset_global_providers() -> None:
     # The names OpenTelemetry's test utilities reset; a test fails here if they change.
     assert isinstance(trace._TRACER_PROVIDER_SET_ONCE, Once)
     trace._TRACER_PROVIDER_SET_ONCE = Once()
     trace._TRACER_PROVIDER = None
+    assert isinstance(metrics_internal._METER_PROVIDER_SET_ONCE, Once)
+    metrics_internal._METER_PROVIDER_SET_ONCE = Once()
+    metrics_internal._METER_PROVIDER = None
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[Recorded]:
-    """The app's OpenTelemetry, configured as an app does: a global SDK provider."""
+def recording(*, traces: bool = True) -> Iterator[Recorded]:
+    """The app's OpenTelemetry, configured as an app does: global SDK providers (with
+    ``traces=False`` the meter provider only)."""
     exporter = InMemorySpanExporter()
-    recorded = Recorded(exporter)
+    reader = InMemoryMetricReader()
+    recorded = Recorded(exporter, reader)
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     provider.add_span_processor(_Notify(recorded))
-    trace.set_tracer_provider(provider)
+    if traces:
+        trace.set_tracer_provider(provider)
+    meter_provider = MeterProvider(metric_readers=[reader])
+    metrics.set_meter_provider(meter_provider)
     try:
         yield recorded
     finally:
         provider.shutdown()
-        _unset_global_provider()
+        meter_provider.shutdown()
+        _unset_global_providers()

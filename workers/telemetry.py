@@ -50,7 +50,9 @@ __all__ = [
     "MCP_PROTOCOL_VERSION",
     "MCP_RESOURCE_URI",
     "MCP_SESSION_ID",
+    "METRIC_ATTRIBUTES",
     "RPC_RESPONSE_STATUS_CODE",
+    "SCOPE",
     "SERVER_NAME",
     "TIMEOUT",
     "TOOL_ERROR",
@@ -93,8 +95,8 @@ TIMEOUT: Final = "timeout"
 CANCELLED: Final = "cancelled"
 """``error.type`` of a call its caller cancelled."""
 
-_SCOPE: Final = "nativemcp"
-"""The instrumentation scope of nativemcp's spans."""
+SCOPE: Final = "nativemcp"
+"""The instrumentation scope of nativemcp's spans and metrics."""
 
 
 def operation(
@@ -149,15 +151,35 @@ def mark_error(span: Span, kind: str, description: str | None = None) -> None:
     span.set_status(Status(StatusCode.ERROR, description))
 
 
-def mark_response(span: Span, response: NativeMCPResponse[Any]) -> None:
+def mark_response(span: Span, response: NativeMCPResponse[Any]) -> str | None:
     """Record a tool call's outcome on ``span``: a JSON-RPC error (its code and message)
-    or an ``isError`` result (``tool_error``) fail it; a success leaves it unset."""
+    or an ``isError`` result (``tool_error``) fail it; a success leaves it unset.
+    Returns the ``error.type`` it set (None: none)."""
     error = response.error
     if error is not None:
         span.set_attribute(RPC_RESPONSE_STATUS_CODE, str(error.code))
         mark_error(span, str(error.code), error.message)
-    elif response.result is not None and response.result.is_error:
+        return str(error.code)
+    if response.result is not None and response.result.is_error:
         mark_error(span, TOOL_ERROR)
+        return TOOL_ERROR
+    return None
+
+
+METRIC_ATTRIBUTES: Final = frozenset(
+    {
+        MCP_METHOD_NAME,
+        GEN_AI_TOOL_NAME,
+        GEN_AI_PROMPT_NAME,
+        GEN_AI_OPERATION_NAME,
+        MCP_PROTOCOL_VERSION,
+        RPC_RESPONSE_STATUS_CODE,
+        ERROR_TYPE,
+        SERVER_NAME,
+    }
+)
+"""The span attributes the operation-duration metrics carry too (none of high
+cardinality: no request id, URI or session)."""
 
 
 @contextlib.contextmanager
@@ -223,7 +245,7 @@ class WorkerTracing:
         provider = TracerProvider()
         provider.add_span_processor(_Keep())
         self._finished = finished
-        self.tracer: Tracer = provider.get_tracer(_SCOPE)
+        self.tracer: Tracer = provider.get_tracer(SCOPE)
         if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
             # A tool's own spans (trace.get_tracer(...)) are recorded and sent too.
             trace.set_tracer_provider(provider)

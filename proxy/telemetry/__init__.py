@@ -10,6 +10,7 @@ span) is the public `nativemcp.workers.telemetry`. The room imports the public n
 only once the app has (see `refresh`).
 """
 
+from ._client import local_server_span as local_server_span
 from ._client import traced as traced
 from ._client import traced_sync as traced_sync
 from ._client import wire_context as wire_context
@@ -22,6 +23,7 @@ __all__ = [
     "TRACING",
     "Tracing",
     "emit_worker_spans",
+    "local_server_span",
     "refresh",
     "traced",
     "traced_sync",

@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from nativemcp.protocol.wire import SpanRecord, Spans
+from nativemcp.workers.telemetry import SCOPE
 
+from ._client import metric_attributes, record_duration
 from ._state import TRACING
 
 __all__ = ["emit_worker_spans"]
@@ -25,10 +27,18 @@ def emit_worker_spans(message: Spans) -> None:
     sink = TRACING.sink
     if sink is None:
         return
+    from opentelemetry.trace import SpanKind
+
     processor, resource = sink
     local = {record.span_id for record in message.spans}
+    histogram = TRACING.server_duration
     for record in message.spans:
         processor.on_end(_readable(record, resource, local))
+        if histogram is not None and record.kind == SpanKind.SERVER.value and record.scope == SCOPE:
+            # The worker's server span is its operation: its duration is the metric's
+            # (its attributes hold its error.type, if any).
+            seconds = (record.end - record.start) / 1e9
+            record_duration(histogram, seconds, metric_attributes(record.attributes), None)
 
 
 def _readable(record: SpanRecord, resource: Any, local: set[bytes]) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from _telemetry import Recorded
+from _telemetry import Recorded, recording
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -183,3 +183,28 @@ def test_a_pool_call_imports_no_opentelemetry_when_the_app_does_not() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.anyio
+async def test_metrics_alone_record_durations_without_spans_or_a_trace_context() -> None:
+    with recording(traces=False) as recorded:
+        refresh()
+        assert TRACING.tracer is not None and TRACING.sink is None
+
+        async def run() -> dict[str, str] | None:
+            return wire_context(3)
+
+        assert await traced("srv", "tools/call", "add", run) is None
+        with pytest.raises(CallTimeout):
+            await traced("srv", "tools/call", "slow", _time_out)
+        points = recorded.points("mcp.client.operation.duration")
+    assert not recorded.spans
+    errors = {(p.attributes or {})["gen_ai.tool.name"]: p.attributes for p in points}
+    assert "error.type" not in (errors["add"] or {})
+    assert (errors["slow"] or {})["error.type"] == "timeout"
+    refresh()
+    assert TRACING.tracer is None and TRACING.client_duration is None
+
+
+async def _time_out() -> None:
+    raise CallTimeout(server="srv", tool="slow", timeout=1.0)

@@ -153,12 +153,20 @@ async def test_resources_and_prompts_get_client_spans_with_their_uri_and_prompt_
     assert "gen_ai.tool.name" not in _attributes(prompt)
 
 
-async def test_an_in_process_server_gives_the_same_pair_of_spans(recorded: Recorded) -> None:
+async def test_an_in_process_server_gives_the_same_pair_of_spans_and_durations(
+    recorded: Recorded,
+) -> None:
     from _traced_server import server
 
     async with WorkerPool([server], in_process=["traced"], timeout=20) as pool:
         assert await pool.server("traced").add(a=1, b=2) == 3
+        assert (await pool.server("traced").call_tool("refuse", {"store_id": "s"})).is_error
     _pair(recorded, "tools/call add")
+    _, server_span = _pair(recorded, "tools/call refuse")
+    assert (server_span.attributes or {})["error.type"] == "tool_error"
+    points = recorded.points("mcp.server.operation.duration")
+    kinds = sorted(str((p.attributes or {}).get("error.type")) for p in points)
+    assert kinds == ["None", "tool_error"]
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -169,3 +177,26 @@ async def test_a_sync_pool_call_gives_the_same_pair_of_spans(recorded: Recorded)
 
     assert await anyio.to_thread.run_sync(run) == 8
     _pair(recorded, "tools/call add")
+
+
+async def test_each_operation_records_its_client_and_server_duration(recorded: Recorded) -> None:
+    async with WorkerPool([SERVER], timeout=20) as pool:
+        traced = pool.server("traced")
+        assert await traced.add(a=1, b=1) == 2
+        await traced.call_tool("refuse", {"store_id": "s"})
+    client = {
+        (p.attributes or {}).get("gen_ai.tool.name"): p
+        for p in recorded.points("mcp.client.operation.duration")
+    }
+    server = {
+        (p.attributes or {}).get("gen_ai.tool.name"): p
+        for p in recorded.points("mcp.server.operation.duration")
+    }
+    assert set(client) == set(server) == {"add", "refuse"}
+    for points in (client, server):
+        assert points["add"].count == 1 and points["refuse"].count == 1
+        assert "error.type" not in (points["add"].attributes or {})
+        assert (points["refuse"].attributes or {})["error.type"] == "tool_error"
+        assert (points["add"].attributes or {})["mcp.method.name"] == "tools/call"
+        assert (points["add"].attributes or {})["nativemcp.server.name"] == "traced"
+        assert "jsonrpc.request.id" not in (points["add"].attributes or {})
