@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_bac
 
 def _parent_is(child: ReadableSpan, parent: ReadableSpan) -> bool:
     assert child.parent is not None and parent.context is not None
-    return child.parent.span_id == parent.context.span_id
+    return bool(child.parent.span_id == parent.context.span_id)
 
 
 async def test_a_call_through_serve_is_one_trace_from_the_client_to_the_worker(
