@@ -15,7 +15,6 @@ from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
 
@@ -61,13 +60,27 @@ class Recorded:
         assert await anyio.to_thread.run_sync(wait), [s.name for s in self.spans]
 
 
-class _Notify(SpanProcessor):
-    def __init__(self, recorded: Recorded) -> None:
-        self.recorded = recorded
+class _ToCurrentTest(SpanProcessor):
+    """The one tracer provider's processor: hands each span to the test recording now
+    (none between tests), and wakes its waiters."""
+
+    def __init__(self) -> None:
+        self.current: Recorded | None = None
 
     def on_end(self, span: ReadableSpan) -> None:
-        with self.recorded.changed:
-            self.recorded.changed.notify_all()
+        recorded = self.current
+        if recorded is None:
+            return
+        recorded.exporter.export([span])
+        with recorded.changed:
+            recorded.changed.notify_all()
+
+
+_TO_CURRENT_TEST = _ToCurrentTest()
+_PROVIDER = TracerProvider()
+"""One tracer provider for every test, set as the global one during each: a library's
+module-level tracer (the official SDK's) keeps the first provider it saw for good."""
+_PROVIDER.add_span_processor(_TO_CURRENT_TEST)
 
 
 def _unset_global_providers() -> None:
@@ -87,16 +100,14 @@ def recording(*, traces: bool = True) -> Iterator[Recorded]:
     exporter = InMemorySpanExporter()
     reader = InMemoryMetricReader()
     recorded = Recorded(exporter, reader)
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    provider.add_span_processor(_Notify(recorded))
+    _TO_CURRENT_TEST.current = recorded
     if traces:
-        trace.set_tracer_provider(provider)
+        trace.set_tracer_provider(_PROVIDER)
     meter_provider = MeterProvider(metric_readers=[reader])
     metrics.set_meter_provider(meter_provider)
     try:
         yield recorded
     finally:
-        provider.shutdown()
+        _TO_CURRENT_TEST.current = None
         meter_provider.shutdown()
         _unset_global_providers()

@@ -245,13 +245,9 @@ class _Worker:
         self.writer.write(encode_frame(Result(id=request.id, value=value)))
 
     def start_call(self, call: Call) -> None:
-        if call.trace is None:  # a traced call runs as a task, under its server span
-            response = self.server.call_tool_now(
-                call.tool, call.arguments, value_only=call.value_only
-            )
-            if response is not None:  # a plain sync tool ran on the spot
-                self.send_reply(call, response)
-                return
+        if self.server.direct_mode(call.tool) == "inline":
+            self.writer.write(self.run_direct(call))  # a plain sync tool runs on the spot
+            return
         task = asyncio.get_running_loop().create_task(self.run_call(call))
         self.running[call.id] = task
         task.add_done_callback(lambda _: self.running.pop(call.id, None))
@@ -300,9 +296,6 @@ class _Worker:
             return  # the caller gave up (timeout or cancellation): no reply is wanted
         frame = reply_frame(call, response, self.max_frame)
         self.writer.write(spans + frame if spans else frame)  # spans: see `run_direct`
-
-    def send_reply(self, call: Call, response: NativeMCPResponse[Any]) -> None:
-        self.writer.write(reply_frame(call, response, self.max_frame))
 
     def run_direct(self, call: Call) -> bytes:
         """Run a sync tool that takes no `Context` on this thread; its reply frame."""

@@ -58,6 +58,7 @@ def test_a_call_frame_with_or_without_a_trace_context_reads_at_either_end() -> N
     ("error", "kind"),
     [
         (CallTimeout(server="s", tool="t", timeout=1.0), "timeout"),
+        (TimeoutError(), "timeout"),
         (asyncio.CancelledError(), "cancelled"),
         (ToolError("no"), "tool_error"),
         (FeatureError("no such prompt", code=-32602), "-32602"),
