@@ -298,7 +298,17 @@ class WorkerTracing:
         records: list[SpanRecord] = []
         while finished:
             records.append(_record(finished.popleft()))
-        return encode_frame(Spans(spans=records)) if records else b""
+        if not records:
+            return b""
+        try:
+            return encode_frame(Spans(spans=records))
+        except (TypeError, ValueError, OverflowError) as exc:
+            # A tool's span with a value msgpack has no form for (an int past 64 bits):
+            # the spans are lost, never the reply they would have gone out with.
+            logging.getLogger("nativemcp.worker").warning(
+                "dropped %d spans that cannot be sent to the parent: %s", len(records), exc
+            )
+            return b""
 
 
 def _record(span: ReadableSpan) -> SpanRecord:

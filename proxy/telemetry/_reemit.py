@@ -10,7 +10,8 @@ should not construct ``ReadableSpan``; its constructor is public, and
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Final
 
 from nativemcp.protocol.wire import SpanRecord, Spans
 from nativemcp.workers.telemetry import SCOPE
@@ -20,13 +21,23 @@ from ._state import TRACING
 
 __all__ = ["emit_worker_spans"]
 
+_logger: Final = logging.getLogger("nativemcp.telemetry")
+
 
 def emit_worker_spans(message: Spans) -> None:
     """Hand a worker's finished spans to the app's span processors (dropped when the
-    app's provider is not the SDK's)."""
+    app's provider is not the SDK's). Never raises: it runs where the worker's frames
+    are read, which a failing exporter or processor must not stop."""
     sink = TRACING.sink
     if sink is None:
         return
+    try:
+        _emit(message, sink)
+    except Exception:  # the app's processors are not ours: log, and read on
+        _logger.exception("could not re-emit %d spans of a worker", len(message.spans))
+
+
+def _emit(message: Spans, sink: tuple[Any, Any]) -> None:
     from opentelemetry.trace import SpanKind
 
     processor, resource = sink

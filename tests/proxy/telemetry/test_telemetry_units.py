@@ -209,3 +209,39 @@ async def test_metrics_alone_record_durations_without_spans_or_a_trace_context()
 
 async def _time_out() -> None:
     raise CallTimeout(server="srv", tool="slow", timeout=1.0)
+
+
+def test_a_span_the_wire_cannot_carry_is_dropped_and_the_reply_goes_out(
+    recorded: Recorded, caplog: pytest.LogCaptureFixture
+) -> None:
+    tracing = WorkerTracing()
+    carrier = {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}
+    response = text_response("5")
+
+    def run() -> NativeMCPResponse[Any]:
+        trace.get_current_span().set_attribute("huge", 2**70)  # past msgpack's ints
+        return response
+
+    answered, frame = tracing.run(Call(id=1, tool="add", arguments={}, trace=carrier), "s", run)
+    assert answered is response and frame == b""
+    assert "dropped 1 spans" in caplog.text
+    _, fine = tracing.run(
+        Call(id=2, tool="add", arguments={}, trace=carrier), "s", lambda: response
+    )
+    assert fine  # the next call's spans go out again
+
+
+class _Failing:
+    def on_end(self, span: Any) -> None:
+        raise RuntimeError("exporter broke")
+
+
+def test_a_failing_span_processor_never_stops_the_reading_of_worker_frames(
+    recorded: Recorded, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, sent = _worker_call(recorded, text_response("5"))
+    assert TRACING.sink is not None
+    monkeypatch.setattr(TRACING, "sink", (_Failing(), TRACING.sink[1]))
+    emit_worker_spans(msgspec.msgpack.decode(sent[0][4:], type=Spans))
+    assert "could not re-emit 1 spans of a worker" in caplog.text
+    assert "exporter broke" in caplog.text
