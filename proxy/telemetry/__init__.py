@@ -10,6 +10,7 @@ span) is the public `nativemcp.workers.telemetry`. The room imports the public n
 only once the app has (see `refresh`).
 """
 
+from ._client import current_call_span as current_call_span
 from ._client import local_server_span as local_server_span
 from ._client import traced as traced
 from ._client import traced_sync as traced_sync
@@ -22,6 +23,7 @@ from ._state import refresh as refresh
 __all__ = [
     "TRACING",
     "Tracing",
+    "current_call_span",
     "emit_worker_spans",
     "local_server_span",
     "refresh",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
 __all__ = [
+    "current_call_span",
     "local_server_span",
     "metric_attributes",
     "record_duration",
@@ -185,6 +186,12 @@ def traced_sync(
         if isinstance(result, NativeMCPResponse):
             outcome.error = mark_response(span, result)
         return result
+
+
+def current_call_span() -> Span | None:
+    """The client span of the operation running here (None: untraced), for a handle to
+    add what only it knows (an external server's negotiated MCP version)."""
+    return _CALL_SPAN.get()
 
 
 def wire_context(request_id: int) -> dict[str, str] | None:

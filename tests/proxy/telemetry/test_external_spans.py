@@ -34,6 +34,9 @@ async def test_the_sdks_client_span_nests_under_the_pools_client_span(
     assert ours[0].context is not None and sdk[0].parent is not None
     assert sdk[0].parent.span_id == ours[0].context.span_id
     assert (ours[0].attributes or {})["nativemcp.server.name"] == "ext"
+    # The version the SDK client negotiated with the server (a dated MCP revision).
+    version = str((ours[0].attributes or {})["mcp.protocol.version"])
+    assert len(version) == 10 and version[:2] == "20", version
     fail = recorded.named("tools/call fail", SpanKind.CLIENT)
     assert (fail.attributes or {})["error.type"] == "tool_error"
     assert fail.status.status_code == StatusCode.ERROR
