@@ -73,8 +73,9 @@ class SyncPoolOptions(TypedDict, total=False):
 
 
 class PoolOptions(SyncPoolOptions, total=False):
-    """The pool options of `WorkerPool` (each is described there): those of
-    `SyncWorkerPool` and the ones only the async pool has."""
+    """The pool options of `WorkerPool`, each described there.
+
+    They are those of `SyncWorkerPool` and the ones only the async pool has."""
 
     in_process: Iterable[str]
     mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None
@@ -167,8 +168,9 @@ class PoolConfig:
     restart: RestartPolicy
     replicas: Mapping[str, int]
     roots: tuple[str, ...] | None = None
-    """The ``file://`` URIs of the folders the pool offers external servers as roots
-    (None: the pool declares no roots)."""
+    """The ``file://`` URIs of the folders offered to external servers as roots.
+
+    None: the pool declares no roots."""
 
     @classmethod
     def build(
@@ -279,8 +281,9 @@ class PoolConfig:
         return plan
 
     def backend(self, label: str, *, in_process: bool = False) -> BackendType:
-        """The kind of server ``label`` of the plan is: a built-in or the user's own, in
-        a worker or (``in_process``) in this process."""
+        """The kind of server ``label`` of the plan is.
+
+        A built-in or the user's own, in a worker or (``in_process``) in this process."""
         if label in self.builtins:
             return BackendType.BUILTIN_NATIVE if in_process else BackendType.BUILTIN_WEB
         return BackendType.USER_IN_PROCESS if in_process else BackendType.USER_WORKER
@@ -297,8 +300,9 @@ class PoolConfig:
     def worker_settings(
         self, label: str, source: ServerSource, pool: str = "WorkerPool"
     ) -> WorkerSettings:
-        """How to start ``label``'s worker process (both pools start theirs so; ``pool``
-        is the class that starts it, for messages)."""
+        """How to start ``label``'s worker process; both pools start theirs so.
+
+        ``pool`` is the class that starts it, for messages."""
         return WorkerSettings(
             source=source,
             config=self.server_config(label),

@@ -15,11 +15,12 @@ start-up asks which kind it holds.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, Unpack, overload
 
@@ -62,7 +63,13 @@ from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
-from .external import ClientSide, ExternalServer, ExternalServerSpec, roots_answer
+from .external import (
+    DEFAULT_INPUT_ROUNDS,
+    ClientSide,
+    ExternalServer,
+    ExternalServerSpec,
+    roots_answer,
+)
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
@@ -72,8 +79,10 @@ from .telemetry import refresh as refresh_tracing
 __all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
 
 ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
-"""Answers a tool's request to its client: spec-shaped params in (``sampling/createMessage``
-or ``elicitation/create``), spec-shaped result out; sync or async."""
+"""Answers a tool's request to its client; sync or async.
+
+Spec-shaped params in (``sampling/createMessage`` or ``elicitation/create``),
+spec-shaped result out."""
 
 _logger = logging.getLogger("nativemcp.pool")
 
@@ -109,6 +118,22 @@ async def _supervised(task_group: anyio.abc.TaskGroup, handle: H) -> H:
             await handle.aclose()
         raise
     return handle
+
+
+@contextlib.asynccontextmanager
+async def _supervisor_group() -> AsyncIterator[anyio.abc.TaskGroup]:
+    """The task group of the servers' supervisors. An error in the body propagates
+    alone, not in an exception group (trio's always groups): by then the pool has
+    closed the servers, and leaving the group only reaps their supervisors."""
+    failure: BaseException | None = None
+    async with anyio.create_task_group() as task_group:
+        try:
+            yield task_group
+        except BaseException as exc:  # raised again below, outside the group
+            failure = exc
+        task_group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 class _WorkerSpec:
@@ -157,6 +182,7 @@ class _ExternalSpec:
         start_timeout: float | None,
         restart: RestartPolicy,
         client_side: ClientSide,
+        max_frame: int,
     ) -> None:
         self.label = spec.name
         self.required = spec.required
@@ -164,6 +190,7 @@ class _ExternalSpec:
         self._start_timeout = start_timeout
         self._restart = restart
         self._client_side = client_side
+        self._max_frame = max_frame
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
         server = ExternalServer(
@@ -171,6 +198,7 @@ class _ExternalSpec:
             start_timeout=self._start_timeout,
             restart=self._restart,
             client_side=self._client_side,
+            max_frame=self._max_frame,
         )
         return await _supervised(task_group, server)
 
@@ -237,6 +265,9 @@ class WorkerPool:
             elicitation requests (each call's ``CallOptions.on_request``, as
             ``nativemcp serve`` forwards them to its MCP clients): declare both to
             external servers even without handlers.
+        input_rounds: rounds of input (``InputRequiredResult``s of a 2026-07-28
+            external server) one call may take; past them the call answers a
+            JSON-RPC error naming the limit.
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
@@ -276,7 +307,7 @@ class WorkerPool:
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a
             ``database_url`` that is not ``postgresql://``, or replicas for an unknown or
-            in-process server or not a count ≥ 1.
+            in-process server or not a count ≥ 1, or ``input_rounds`` below 1.
         NotADirectoryError: ``data_dir`` is a file.
         TypeError: a `Server` to run in a worker is not importable by name (defined
             inside a function); raised here, before any process starts.
@@ -293,6 +324,7 @@ class WorkerPool:
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
         relay_client_requests: bool = False,
+        input_rounds: int = DEFAULT_INPUT_ROUNDS,
         **options: Unpack[PoolOptions],
     ) -> None:
         exit_if_bootstrapping("WorkerPool")
@@ -300,6 +332,9 @@ class WorkerPool:
         self._config = PoolConfig.build(servers, **options)
         self._roots = self._config.roots
         self._relay = relay_client_requests
+        if isinstance(input_rounds, bool) or not isinstance(input_rounds, int) or input_rounds < 1:
+            raise ValueError(f"input_rounds must be at least 1, not {input_rounds!r}")
+        self._input_rounds = input_rounds
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)
@@ -314,6 +349,7 @@ class WorkerPool:
         }
         self._llm_names: dict[str, dict[str, str]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
 
     @property
@@ -342,9 +378,10 @@ class WorkerPool:
             elicitation=self._relay or "elicitation/create" in self._client_handlers,
             roots=self._roots is not None,
             answer=self.answer_client_request,
+            input_rounds=self._input_rounds,
         )
         specs.extend(
-            _ExternalSpec(spec, config.timeouts.start, config.restart, side)
+            _ExternalSpec(spec, config.timeouts.start, config.restart, side, config.max_frame)
             for spec in config.external
         )
         return specs
@@ -354,14 +391,18 @@ class WorkerPool:
             raise RuntimeError("a WorkerPool can be entered only once")
         self._config.make_data_dir()
         refresh_tracing()  # the app sets up OpenTelemetry before it starts the pool
-        self._task_group = anyio.create_task_group()
-        await self._task_group.__aenter__()
-        try:
+        # A failure half-way (a server that does not start, a cancellation) unwinds what
+        # was entered: the servers closed, then the supervisors' task group left.
+        async with contextlib.AsyncExitStack() as stack:
+            self._task_group = await stack.enter_async_context(_supervisor_group())
+            stack.push_async_callback(self._stop_servers)
             await self._start_all()
-        except BaseException as exc:
-            await self.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
+            self._exit_stack = stack.pop_all()
         return self
+
+    async def _stop_servers(self) -> None:
+        await self.aclose()
+        self._task_group = None
 
     async def _start_all(self) -> None:
         assert self._task_group is not None
@@ -413,13 +454,13 @@ class WorkerPool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        await self.aclose()
-        if self._task_group is not None:
-            self._task_group.cancel_scope.cancel()
-            task_group, self._task_group = self._task_group, None
-            # The supervisors are done (aclose waited, shielded); this only reaps them.
-            # The caller's own exception propagates from its `async with` unchanged.
-            await task_group.__aexit__(None, None, None)
+        stack, self._exit_stack = self._exit_stack, None
+        if stack is None:
+            await self.aclose()
+            return None
+        # The caller's own exception propagates from its `async with` unchanged: the
+        # stack unwinds as after a clean exit.
+        await stack.aclose()
         return None
 
     async def aclose(self) -> None:
@@ -465,8 +506,9 @@ class WorkerPool:
         return list(self._roots or ())
 
     async def set_roots(self, roots: Iterable[str | os.PathLike[str]]) -> None:
-        """Replace the pool's roots and tell every external server they changed
-        (``notifications/roots/list_changed``).
+        """Replace the pool's roots and tell every external server they changed.
+
+        The servers get ``notifications/roots/list_changed``.
 
         Raises:
             NotADirectoryError: a path that is not a folder.
@@ -481,8 +523,10 @@ class WorkerPool:
                 await handle.roots_changed()
 
     def add_resource_listener(self, listener: ResourceListener) -> None:
-        """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed
-        (``await ctx.resource_updated(uri)``); the MCP boundary notifies subscribers."""
+        """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed.
+
+        A tool reports it with ``await ctx.resource_updated(uri)``; the MCP boundary
+        notifies subscribers."""
         self._resource_listeners.append(listener)
 
     async def _resource_updated(self, uri: str) -> None:
@@ -544,10 +588,11 @@ class WorkerPool:
             raise ServerClosed("the pool is closed", server="*")
 
     async def list_tools(self) -> list[Tool]:
-        """Every tool of every source under its full name (``builtin_server__tool`` for a
-        built-in server, ``server__tool`` for an external or the user's own), its
-        `ServiceInfo` in
-        ``_meta["io.github.nativemcp/service"]`` (read it with `service_info`).
+        """Every tool of every source, under its full name.
+
+        ``builtin_server__tool`` for a built-in server, ``server__tool`` for an external
+        or the user's own; its `ServiceInfo` in ``_meta["io.github.nativemcp/service"]``
+        (read it with `service_info`).
 
         Raises:
             ToolNameError: two sources now give the same full name (both named).
@@ -566,8 +611,9 @@ class WorkerPool:
         on_log: LogHandler | None = None,
         options: CallOptions | None = None,
     ) -> NativeMCPResponse[Any]:
-        """Call a tool by its full name; every content block of the result carries
-        ``_meta["io.github.nativemcp/service"]``. Tool errors are responses.
+        """Call a tool by its full name; tool errors are responses.
+
+        Every content block of the result carries ``_meta["io.github.nativemcp/service"]``.
 
         ``timeout``: seconds, ``None`` for no limit, ``DEFAULT`` for the server's or the
         pool's; or pass every option at once as ``options``.
@@ -695,8 +741,9 @@ class WorkerPool:
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
     ) -> list[dict[str, Any]]:
-        """Run one model turn's tool calls, in order, and return the history entries that
-        answer them, to append to the conversation as they are.
+        """Run one model turn's tool calls, in order; the history entries that answer them.
+
+        Append the entries to the conversation as they are.
 
         Each call runs as `run_tool_call` runs it. OpenAI and Responses get one entry per
         call; Anthropic one user message holding every ``tool_result`` block, and Gemini

@@ -2,8 +2,9 @@
 
 `PageServer` runs a `ThreadingHTTPServer` on 127.0.0.1 in a thread: forms, links,
 dynamic content, a slow page, a page that never finishes loading, redirects to refused
-addresses, a download. `require_chromium` skips a test module without Debian's
-``chromium``, or fails it under ``NATIVEMCP_REQUIRE_BROWSER=1`` (as CI sets).
+addresses, a download, a page that tries WebRTC and WebTransport. `require_chromium`
+skips a test module without Debian's ``chromium``, or fails it under
+``NATIVEMCP_REQUIRE_BROWSER=1`` (as CI sets).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import http.server
 import os
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
@@ -65,6 +67,64 @@ HANG_HEAD: Final = b"""<!doctype html><html><head><title>Never done</title></hea
 <h1>Still loading</h1><a href="/">Home</a>
 """
 
+SIDE_CHANNELS: Final = """<!doctype html><html><head><title>Side channels</title>
+<link rel="preconnect" href="http://127.0.0.1:TCP_PORT">
+<link rel="dns-prefetch" href="//side-channel.test">
+</head><body><pre id="report"></pre><script>
+// Every way a page could reach UDP_PORT (UDP) and TCP_PORT (TCP) of this machine without
+// an HTTP request the egress proxy sees; the page says when each has finished or failed.
+const udp = UDP_PORT, tcp = TCP_PORT, report = {};
+const ICE = [
+  {urls: `stun:127.0.0.1:${udp}`},
+  {urls: `turn:127.0.0.1:${udp}?transport=udp`, username: 'u', credential: 'p'},
+  {urls: `turn:127.0.0.1:${tcp}?transport=tcp`, username: 'u', credential: 'p'},
+  {urls: `turns:127.0.0.1:${tcp}?transport=tcp`, username: 'u', credential: 'p'},
+  {urls: `stun:localhost:${udp}`},
+];
+const within = (promise, ms) =>
+  Promise.race([promise, new Promise(done => setTimeout(() => done('gave up'), ms))]);
+async function gather(name, Connection) {
+  try {
+    const pc = new Connection({iceServers: ICE});
+    pc.createDataChannel('x');
+    const candidates = [];
+    const finished = new Promise(done => {
+      pc.onicecandidate = e => e.candidate ? candidates.push(e.candidate.type) : done('finished');
+    });
+    await pc.setLocalDescription(await pc.createOffer());
+    report[name] = [await within(finished, 5000), candidates];
+    pc.close();
+  } catch (e) { report[name] = 'failed: ' + e; }
+}
+async function transport() {
+  try {
+    const session = new WebTransport(`https://127.0.0.1:${udp}/`);
+    report.webtransport = await within(session.ready.then(() => 'open', e => 'failed: ' + e), 5000);
+  } catch (e) { report.webtransport = 'failed: ' + e; }
+}
+(async () => {
+  const frame = document.createElement('iframe');
+  document.body.appendChild(frame);
+  await Promise.all([
+    gather('page', RTCPeerConnection),
+    gather('fresh iframe', frame.contentWindow.RTCPeerConnection),
+    transport(),
+    fetch(`http://127.0.0.1:${tcp}/`).then(
+      () => report.fetch = 'answered', () => report.fetch = 'failed'),
+    new Promise(done => {
+      const socket = new WebSocket(`ws://127.0.0.1:${tcp}/`);
+      socket.onopen = () => { report.websocket = 'open'; done(); };
+      socket.onclose = () => { report.websocket ??= 'failed'; done(); };
+    }),
+  ]);
+  document.getElementById('report').textContent = JSON.stringify(report) + ' All tried.';
+})();
+</script></body></html>"""
+"""A page that tries WebRTC (STUN, TURN over UDP, TCP and TLS, from the page and from a
+fresh iframe), WebTransport, a preconnect, a fetch and a WebSocket at the ports in its
+query string
+(``?udp=N&tcp=M``), then shows its report followed by ``All tried.``"""
+
 
 class PageServer:
     """The test site on ``http://127.0.0.1:<port>``; ``base`` is its origin."""
@@ -104,6 +164,10 @@ class PageServer:
                     self._send(200, body.encode(), html)
                 elif path in pages:
                     self._send(200, pages[path].encode(), html)
+                elif path == "/side-channels":
+                    query = urllib.parse.parse_qs(self.path.partition("?")[2])
+                    body = SIDE_CHANNELS.replace("UDP_PORT", query["udp"][0])
+                    self._send(200, body.replace("TCP_PORT", query["tcp"][0]).encode(), html)
                 elif path == "/slow":
                     stop.wait(SLOW_SECONDS)
                     self._send(200, b"<title>Slow</title><h1>Finally</h1>", html)

@@ -161,6 +161,9 @@ class PoolOptions:
     """``--root``: the folders external MCP servers may work in (None: no roots)."""
     browser_allow: tuple[str, ...] | None = None
     """``--browser-allow``: the only origins the browser server loads (None: public ones)."""
+    typed: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """The servers of the pools built so far, as the user typed them
+    (`ServerChoice.typed`): the command's error messages name them so."""
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PoolOptions:
@@ -223,6 +226,7 @@ class PoolOptions:
         """
         from nativemcp.proxy import WorkerPool
 
+        self.typed.update(choice.typed)
         try:
             return WorkerPool(
                 choice.sources,

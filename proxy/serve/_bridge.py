@@ -19,14 +19,14 @@ may run a tool that declares task support as a task (`ServedTasks`).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.metadata
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import mcp_types as types
@@ -59,6 +59,7 @@ from nativemcp.protocol import (
 from .._handle import CallOptions, ServerHandle
 from ..external import accepts_task
 from ._capabilities import client_capabilities, missing_capability, require_capability
+from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tasks import ServedTask, ServedTasks, session_key
 
@@ -80,7 +81,7 @@ class _Route:
     name: str  # the tool's or prompt's own name on its server
 
 
-class McpBridge:
+class McpBridge(anyio.AsyncContextManagerMixin):
     """One MCP server over some of a running pool's servers.
 
     Its tools are the pool's catalog entries of those servers: under their full names
@@ -101,13 +102,15 @@ class McpBridge:
         input_timeout: seconds a suspended call waits for its client's retry before
             it is cancelled, and a task waits for a ``tasks/result`` to carry its
             request to the client.
+        max_tasks: tasks one client session may hold at once (see `ServedTasks`).
+        max_task_ttl: the longest ``ttl`` granted to a task, in seconds.
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
-            not a positive number.
+            not a positive number, or a task limit is not.
     """
 
     def __init__(
@@ -121,6 +124,8 @@ class McpBridge:
         instructions: str | None = None,
         suspend: bool = True,
         input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+        max_tasks: int = DEFAULT_MAX_TASKS,
+        max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
     ) -> None:
         self.pool = pool
         self.servers = select_servers(pool, servers)
@@ -136,7 +141,13 @@ class McpBridge:
         self.suspend = suspend
         self.suspended = SuspendedCalls(input_timeout)
         # Tasks outlive the request that made them: a stateless replica cannot keep them.
-        self.tasks = ServedTasks(_ask_client, input_timeout, enabled=suspend)
+        self.tasks = ServedTasks(
+            _ask_client,
+            input_timeout,
+            enabled=suspend,
+            max_tasks=max_tasks,
+            max_ttl=max_task_ttl,
+        )
         self._single = len(self.servers) == 1
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
@@ -149,22 +160,12 @@ class McpBridge:
         self._running: set[anyio.CancelScope] = set()
         self._stopped_because = ""
 
-    async def __aenter__(self) -> McpBridge:
+    @contextlib.asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
         await self._catalog()  # read once, so a first call's headers are checked too
-        await self.suspended.__aenter__()
-        await self.tasks.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        try:
-            await self.tasks.__aexit__(exc_type, exc, traceback)
-        finally:
-            await self.suspended.__aexit__(exc_type, exc, traceback)
+        # Together: if the tasks fail to start, the suspended calls' group is unwound.
+        async with self.suspended, self.tasks:
+            yield self
 
     # -- naming ----------------------------------------------------------------------
 
@@ -189,8 +190,10 @@ class McpBridge:
         return [handle.tools for handle in self.handles.values()]
 
     def tool_input_schema(self, name: str) -> Mapping[str, Any] | None:
-        """The input schema of served tool ``name``, for the SDK's check of a
-        ``tools/call``'s ``Mcp-Param-*`` headers before the call runs.
+        """The input schema of served tool ``name``, or None.
+
+        The SDK checks a ``tools/call``'s ``Mcp-Param-*`` headers against it before the
+        call runs.
 
         Without it the SDK lists every tool through `list_tools` for each call with
         arguments: a sixth of a small call's CPU in ``serve --transport http`` with one
@@ -277,8 +280,10 @@ class McpBridge:
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        """Run the tool through the pool's catalog; progress, logs, client requests and
-        the client's session (the call's scope) ride along.
+        """Run the tool through the pool's catalog.
+
+        Progress, logs, client requests and the client's session (the call's scope)
+        ride along.
 
         On protocol 2026-07-28 a tool's request to the client suspends the call: the
         answer is an ``InputRequiredResult``, and the client's retry (carrying the
@@ -317,9 +322,10 @@ class McpBridge:
     async def call_tool_as_task(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
-        """Start a task-augmented call (2025-11-25) of a tool that declares task support;
-        the ``CreateTaskResult``. The tool's progress messages become the task's status,
-        its requests to the client ride a ``tasks/result`` (see `ServedTasks`).
+        """Start a task-augmented call (2025-11-25) and answer its ``CreateTaskResult``.
+
+        The tool must declare task support. Its progress messages become the task's
+        status, its requests to the client ride a ``tasks/result`` (see `ServedTasks`).
 
         Raises:
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
@@ -342,9 +348,10 @@ class McpBridge:
         return await self.tasks.create(ctx, params.task, work)
 
     def stop_calls(self, reason: str) -> int:
-        """Stop every tool call running through this bridge: each answers its client with
-        a JSON-RPC error (INTERNAL_ERROR, ``reason``, data ``{"reason": "shutting_down"}``)
-        rather than a dropped connection. Returns how many were stopped."""
+        """Stop every tool call running through this bridge; returns how many stopped.
+
+        Each answers its client with a JSON-RPC error (INTERNAL_ERROR, ``reason``, data
+        ``{"reason": "shutting_down"}``) rather than a dropped connection."""
         self._stopped_because = reason
         for scope in self._running:
             scope.cancel()

@@ -12,6 +12,10 @@ the session.
 
 Plain HTTP goes upstream with ``Connection: close``: one request per connection, so a
 kept-alive connection can never carry a second request to another host unchecked.
+
+Everything the proxy opens it closes and waits for: each connection's writers
+(``wait_closed``, bounded by `_CLOSE_GRACE`, then aborted), the tasks it cancels, and
+the listening server in `EgressProxy.aclose`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ _MAX_HEAD: Final = 64 * 1024
 """The largest request head (request line and headers) the proxy reads."""
 _CONNECT_TIMEOUT: Final = 15.0
 """Seconds to reach an upstream server."""
+_CLOSE_GRACE: Final = 5.0
+"""Seconds a closing connection may take to flush before it is aborted."""
 _CHUNK: Final = 64 * 1024
 _HOP_HEADERS: Final = frozenset(
     {b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization"}
@@ -43,6 +49,17 @@ def _refusal(reason: str) -> bytes:
     )
 
 
+async def _close(writer: asyncio.StreamWriter) -> None:
+    """Close ``writer`` and wait until it is closed; a peer that does not read what is
+    left within `_CLOSE_GRACE` gets the connection aborted."""
+    writer.close()
+    try:
+        async with asyncio.timeout(_CLOSE_GRACE):
+            await writer.wait_closed()
+    except (TimeoutError, ConnectionError, OSError):
+        writer.transport.abort()
+
+
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while data := await reader.read(_CHUNK):
@@ -55,27 +72,48 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class EgressProxy:
-    """A per-session HTTP proxy applying ``policy``; ``on_refused`` hears ``URL: why``."""
+    """A per-session HTTP proxy applying ``policy``; ``on_refused`` hears ``URL: why``.
+
+    ``async with EgressProxy(...) as proxy`` listens at ``proxy.url`` until the block
+    ends (or call `start` and `aclose`).
+    """
 
     def __init__(self, policy: UrlPolicy, on_refused: Callable[[str], None]) -> None:
         self._policy = policy
         self._on_refused = on_refused
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self.url = ""
+        """``http://127.0.0.1:PORT`` once started."""
+
+    async def __aenter__(self) -> EgressProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def start(self) -> str:
-        """Listen on a free loopback port; the proxy's URL."""
+        """Listen on a free loopback port; the proxy's URL (also `url`)."""
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=_MAX_HEAD)
         port = self._server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
 
-    def close(self) -> None:
-        """Stop listening and cut every open connection."""
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for task in list(self._connections):
+    async def aclose(self) -> None:
+        """Stop listening, cut every open connection and wait until all are closed
+        (idempotent)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        connections = list(self._connections)
+        for task in connections:
             task.cancel()
+        if connections:
+            # Each connection's task ends by closing its writers (see _serve).
+            await asyncio.wait(connections)
+        if server is not None:
+            await server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -90,9 +128,11 @@ class EgressProxy:
         except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
-            if task is not None:
-                self._connections.discard(task)
-            writer.close()
+            try:
+                await _close(writer)
+            finally:
+                if task is not None:
+                    self._connections.discard(task)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -146,18 +186,15 @@ class EgressProxy:
                     + b"\r\n".join([*kept, b"Connection: close"])
                     + b"\r\n\r\n"
                 )
-            if tunnel:
-                await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
-            else:
-                # One request: when its response ends, so does the connection, so the
-                # browser cannot send a next request (for any host) down this one.
-                sending = asyncio.ensure_future(_pipe(reader, upstream_writer))
-                try:
-                    await _pipe(upstream_reader, writer)
-                finally:
+            async with asyncio.TaskGroup() as pipes:  # awaits both pipes, cancelled or not
+                sending = pipes.create_task(_pipe(reader, upstream_writer))
+                await _pipe(upstream_reader, writer)
+                if not tunnel:
+                    # One request: when its response ends, so does the connection, so
+                    # the browser cannot send a next request (for any host) down this one.
                     sending.cancel()
         finally:
-            upstream_writer.close()
+            await _close(upstream_writer)
 
     async def _connect(
         self, addresses: list[str], port: int

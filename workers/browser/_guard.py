@@ -33,6 +33,8 @@ __all__ = ["Refused", "UrlPolicy", "address_refusal", "normalize_origin"]
 
 SCHEMES: Final = ("http", "https")
 """The only schemes pages may load."""
+UNRESOLVED: Final = "does not resolve"
+"""In a refusal's reason: the host has no address (listing its origin would not help)."""
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 # WebSocket URLs are checked as the http(s) origin they belong to.
 _WS: Final = {"ws": "http", "wss": "https"}
@@ -134,7 +136,7 @@ class UrlPolicy:
                 host, port, type=socket.SOCK_STREAM
             )
         except OSError as exc:
-            raise Refused(f"{host} does not resolve ({exc.strerror or exc})") from None
+            raise Refused(f"{host} {UNRESOLVED} ({exc.strerror or exc})") from None
         found = list(dict.fromkeys(str(info[4][0]) for info in infos))
         if self.allowed_origins or self.allow_private:
             return found  # the allow-list (checked on the URL) decides, not the address
@@ -143,6 +145,25 @@ class UrlPolicy:
             if why is not None:
                 raise Refused(why if why.startswith(host) else f"{host} resolves to {why}")
         return found
+
+    def how_to_allow(self, url: str, reason: str) -> str | None:
+        """A sentence saying how a deployment lets ``url``, refused for ``reason``, load
+        (list its origin), or None when listing it would not help: not an http(s) URL,
+        or a name that does not resolve. Judged on the text: nothing is resolved."""
+        parts = urlsplit(url)
+        scheme = _WS.get(parts.scheme, parts.scheme)
+        try:
+            port = parts.port
+        except ValueError:
+            return None
+        if scheme not in SCHEMES or not parts.hostname or UNRESOLVED in reason:
+            return None
+        origin = _origin(scheme, parts.hostname, port)
+        return (
+            f"To let the browser open it, list its origin: --browser-allow {origin} "
+            f'(nativemcp serve) or browser_allowed_origins=["{origin}"] (WorkerPool); '
+            "an allow-list admits only the origins it lists"
+        )
 
     async def refusal(self, url: str) -> str | None:
         """Why ``url`` may not load, the host resolved (None: it may)."""

@@ -64,6 +64,9 @@ class NavigateResult(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):
     """How many interactive elements of each role the page has (``{"link": 12}``)."""
     refused: list[str] = msgspec.field(default_factory=list)
     """Requests of the page the URL policy refused (``URL: why``)."""
+    downloads: list[str] = msgspec.field(default_factory=list)
+    """Files the URL saved instead of opening a page (workspace paths); the tab stays
+    where it was."""
 
 
 class SnapshotResult(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):

@@ -37,7 +37,10 @@ class BrowserOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_f
     execute_script: bool = False
     """True enables the `execute_script` tool (JavaScript from the model, in the page)."""
     max_sessions: _Positive = 8
-    """Open sessions (browser contexts) at once, over all callers."""
+    """Open sessions (browser contexts) at once per caller (the call's session scope:
+    one MCP client under ``serve``)."""
+    max_total_sessions: _Positive = 32
+    """Open sessions at once over all callers (what the machine can hold)."""
     max_tabs: _Positive = 8
     """Open tabs per session; a page's extra pop-ups are closed."""
     idle_timeout: _Seconds = 600.0

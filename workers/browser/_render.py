@@ -42,6 +42,12 @@ def _refused(lines: list[str]) -> list[str]:
 def render_navigate(result: NavigateResult) -> str:
     """``Navigated to "Title" URL (HTTP 200)`` and what the page offers."""
     status = f" (HTTP {result.status})" if result.status is not None else ""
+    if result.downloads:  # the URL was a file: saved, and the tab did not move
+        lines = [f"Downloaded to the workspace: {path}" for path in result.downloads]
+        title = json.dumps(result.title, ensure_ascii=False)
+        lines.append(f"The URL is a file, not a page: the tab stays on {title} {result.url}.")
+        lines.extend(_refused(result.refused))
+        return "\n".join(lines)
     lines = [f"Navigated to {json.dumps(result.title, ensure_ascii=False)} {result.url}{status}"]
     if result.loading:
         lines.append("The page had not finished loading; what has loaded is usable.")

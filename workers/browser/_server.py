@@ -105,18 +105,35 @@ class _Tools:
         """Refuse ``url`` before any page opens it, when the URL policy would."""
         reason = await self.host.policy.refusal(url)
         if reason is not None:
+            hint = self.host.policy.how_to_allow(url, reason)
             raise ToolError(
-                f"Error: refused to open {url}: {reason}.",
+                f"Error: refused to open {url}: {reason}." + (f" {hint}." if hint else ""),
                 structured_content={"error": "url_refused", "url": url, "reason": reason},
             )
+
+    async def refused_to_load(self, document: str, refused: list[str]) -> ToolError:
+        """The error for a page whose ``document`` (``URL: why``, one of ``refused``)
+        the proxy refused, with how to allow that URL."""
+        url, _, reason = document.partition(": ")
+        hint = self.host.policy.how_to_allow(url, reason)
+        return ToolError(
+            f"Error: refused to load {document}." + (f" {hint}." if hint else ""),
+            structured_content={"error": "url_refused", "refused": refused},
+        )
 
     def key(self, ctx: Context, session_id: str | None) -> SessionKey:
         return (ctx.session_id, session_id or DEFAULT_SESSION)
 
     async def run(
-        self, ctx: Context, session_id: str | None, body: Callable[[Session], Awaitable[T]]
+        self,
+        ctx: Context,
+        session_id: str | None,
+        body: Callable[[Session], Awaitable[T]],
+        *,
+        create: bool = True,
     ) -> T:
-        """``body`` on the session's lock, Playwright's failures turned into tool errors."""
+        """``body`` on the session's lock, Playwright's failures turned into tool errors;
+        without ``create`` (a read), a session that is not open is an error."""
         try:
             from playwright.async_api import Error, TimeoutError
         except ImportError:
@@ -126,7 +143,7 @@ class _Tools:
                 structured_content={"error": "no_playwright"},
             ) from None
 
-        session = await self.host.session(self.key(ctx, session_id))
+        session = await self.host.session(self.key(ctx, session_id), create=create)
         async with session.lock:
             session.touch()
             try:
@@ -228,12 +245,26 @@ class _Tools:
                 ) from None
             loading = True  # the document arrived but never finished: show what is there
         except Error as exc:
+            # A URL that is a file fails the navigation ("Download is starting", the
+            # download event comes after it) while the download handler saves it: that
+            # is an answer, not a failure.
+            if "Download is starting" in str(exc) and not session.saving:
+                with contextlib.suppress(Error):
+                    await page.wait_for_event(
+                        "download", timeout=self.options.action_timeout * 1000
+                    )
+            downloads = await session.take_downloads(self.options.action_timeout)
             refused = session.take_refused()
+            if downloads:
+                return NavigateResult(
+                    session_id=session.name,
+                    url=page.url,
+                    title=await page.title(),
+                    refused=refused,
+                    downloads=downloads,
+                )
             if refused:
-                raise ToolError(
-                    f"Error: refused to load {refused[0]}.",
-                    structured_content={"error": "url_refused", "refused": refused},
-                ) from None
+                raise await self.refused_to_load(refused[0], refused) from None
             raise ToolError(
                 f"Error: could not open {url}: {_first_line(exc)}",
                 structured_content={"error": "navigation_failed", "url": url},
@@ -241,10 +272,7 @@ class _Tools:
         document = next((r for r in session.refused if r.startswith(f"{page.url}: ")), None)
         if document is not None:  # the proxy's 403 stands where the page would be
             await page.goto("about:blank")
-            raise ToolError(
-                f"Error: refused to load {document}.",
-                structured_content={"error": "url_refused", "refused": session.take_refused()},
-            )
+            raise await self.refused_to_load(document, session.take_refused())
         if not loading:
             with contextlib.suppress(Error):
                 await page.wait_for_load_state("load", timeout=_LOAD_GRACE_MS)
@@ -345,12 +373,53 @@ def create_server(config: ServerConfig) -> Server:
             "navigates."
         )
 
+    for register in (_navigation_tools, _reading_tools, _action_tools, _session_tools):
+        register(server, tools)
+    return server
+
+
+def _navigation_tools(server: Server, tools: _Tools) -> None:
+    """Open pages; move through a tab's history and the session's tabs."""
+
     @server.tool(render=render_navigate, annotations=_ACTS)
     async def navigate(ctx: Context, url: str, session_id: _SessionId = None) -> NavigateResult:
         """Open an http(s) URL in the session's active tab; answers with the page's title,
         URL and how many interactive elements it has (snapshot shows them with refs)."""
         await tools.check_url(url)
         return await tools.run(ctx, session_id, lambda s: tools.navigate(s, url))
+
+    @server.tool(annotations=_ACTS)
+    async def go_back(
+        ctx: Context, session_id: _SessionId = None
+    ) -> NativeMCPResponse[ActionResult]:
+        """Go back one page in the active tab's history."""
+        return await tools.run(ctx, session_id, lambda s: tools.history(s, back=True))
+
+    @server.tool(annotations=_ACTS)
+    async def go_forward(
+        ctx: Context, session_id: _SessionId = None
+    ) -> NativeMCPResponse[ActionResult]:
+        """Go forward one page in the active tab's history."""
+        return await tools.run(ctx, session_id, lambda s: tools.history(s, back=False))
+
+    @server.tool(annotations=_ACTS)
+    async def tabs(
+        ctx: Context,
+        action: Literal["list", "new", "select", "close"] = "list",
+        index: Annotated[int, msgspec.Meta(ge=0)] | None = None,
+        url: str | None = None,
+        session_id: _SessionId = None,
+    ) -> NativeMCPResponse[ActionResult]:
+        """List the session's tabs, open a new one (at url), select one or close one (by
+        index; close without index closes the active tab)."""
+        if url is not None:
+            await tools.check_url(url)
+        return await tools.run(ctx, session_id, lambda s: tools.tabs(s, action, index, url))
+
+
+def _reading_tools(server: Server, tools: _Tools) -> None:
+    """Read the active tab; a read never opens a session."""
+    options = tools.options
 
     @server.tool(annotations=_READS)
     async def snapshot(
@@ -372,7 +441,82 @@ def create_server(config: ServerConfig) -> Server:
             )
             return structured_response(render_snapshot(result, state.lines), result)
 
-        return await tools.run(ctx, session_id, body)
+        return await tools.run(ctx, session_id, body, create=False)
+
+    @server.tool(render=render_read_text, annotations=_READS)
+    async def read_text(
+        ctx: Context,
+        ref: Annotated[
+            str | None, msgspec.Meta(description="An element's ref; omit for the whole page.")
+        ] = None,
+        session_id: _SessionId = None,
+    ) -> ReadTextResult:
+        """The visible text of one element (by ref) or of the whole page."""
+
+        async def body(session: Session) -> ReadTextResult:
+            page = await session.page()
+            if ref is None:
+                text = await page.locator("body").inner_text()
+            else:
+                _, locator, _ = await tools.locate(session, ref)
+                text = await locator.inner_text()
+            limit = options.max_text_chars
+            return ReadTextResult(
+                session_id=session.name, ref=ref, text=text[:limit], truncated=len(text) > limit
+            )
+
+        return await tools.run(ctx, session_id, body, create=False)
+
+    @server.tool(annotations=_READS)
+    async def screenshot(
+        ctx: Context, session_id: _SessionId = None, full_page: bool = False
+    ) -> NativeMCPResponse[ScreenshotResult]:
+        """A PNG image of the active tab (the viewport, or with full_page the whole page)."""
+
+        async def body(session: Session) -> NativeMCPResponse[ScreenshotResult]:
+            page = await session.page()
+            data = await page.screenshot(type="png", full_page=full_page)
+            width, height = _png_size(data)
+            result = ScreenshotResult(
+                session_id=session.name,
+                url=page.url,
+                title=await page.title(),
+                width=width,
+                height=height,
+                size=len(data),
+                full_page=full_page,
+            )
+            image = ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type="image/png")
+            return structured_response(render_screenshot(result), result, extra_content=[image])
+
+        return await tools.run(ctx, session_id, body, create=False)
+
+    @server.tool(annotations=_READS)
+    async def wait_for_text(
+        ctx: Context,
+        text: str,
+        gone: Annotated[
+            bool, msgspec.Meta(description="Wait for the text to disappear instead.")
+        ] = False,
+        timeout: Annotated[float, msgspec.Meta(gt=0, description="Seconds.")] | None = None,
+        session_id: _SessionId = None,
+    ) -> NativeMCPResponse[ActionResult]:
+        """Wait until ``text`` shows on the page (or, with gone, until it is gone)."""
+        seconds = min(timeout or options.action_timeout, options.page_timeout)
+
+        async def body(session: Session) -> NativeMCPResponse[ActionResult]:
+            page = await session.page()
+            target = page.get_by_text(text).first
+            await target.wait_for(state="hidden" if gone else "visible", timeout=seconds * 1000)
+            quoted = json.dumps(text, ensure_ascii=False)
+            return await tools.after(session, f"Text {quoted} is {'gone' if gone else 'shown'}.")
+
+        return await tools.run(ctx, session_id, body, create=False)
+
+
+def _action_tools(server: Server, tools: _Tools) -> None:
+    """Act on the elements of the latest snapshot, or run a script."""
+    options = tools.options
 
     @server.tool(annotations=_ACTS)
     async def click(
@@ -456,104 +600,6 @@ def create_server(config: ServerConfig) -> Server:
 
         return await tools.run(ctx, session_id, body)
 
-    @server.tool(annotations=_READS)
-    async def wait_for_text(
-        ctx: Context,
-        text: str,
-        gone: Annotated[
-            bool, msgspec.Meta(description="Wait for the text to disappear instead.")
-        ] = False,
-        timeout: Annotated[float, msgspec.Meta(gt=0, description="Seconds.")] | None = None,
-        session_id: _SessionId = None,
-    ) -> NativeMCPResponse[ActionResult]:
-        """Wait until ``text`` shows on the page (or, with gone, until it is gone)."""
-        seconds = min(timeout or options.action_timeout, options.page_timeout)
-
-        async def body(session: Session) -> NativeMCPResponse[ActionResult]:
-            page = await session.page()
-            target = page.get_by_text(text).first
-            await target.wait_for(state="hidden" if gone else "visible", timeout=seconds * 1000)
-            quoted = json.dumps(text, ensure_ascii=False)
-            return await tools.after(session, f"Text {quoted} is {'gone' if gone else 'shown'}.")
-
-        return await tools.run(ctx, session_id, body)
-
-    @server.tool(annotations=_ACTS)
-    async def go_back(
-        ctx: Context, session_id: _SessionId = None
-    ) -> NativeMCPResponse[ActionResult]:
-        """Go back one page in the active tab's history."""
-        return await tools.run(ctx, session_id, lambda s: tools.history(s, back=True))
-
-    @server.tool(annotations=_ACTS)
-    async def go_forward(
-        ctx: Context, session_id: _SessionId = None
-    ) -> NativeMCPResponse[ActionResult]:
-        """Go forward one page in the active tab's history."""
-        return await tools.run(ctx, session_id, lambda s: tools.history(s, back=False))
-
-    @server.tool(annotations=_ACTS)
-    async def tabs(
-        ctx: Context,
-        action: Literal["list", "new", "select", "close"] = "list",
-        index: Annotated[int, msgspec.Meta(ge=0)] | None = None,
-        url: str | None = None,
-        session_id: _SessionId = None,
-    ) -> NativeMCPResponse[ActionResult]:
-        """List the session's tabs, open a new one (at url), select one or close one (by
-        index; close without index closes the active tab)."""
-        if url is not None:
-            await tools.check_url(url)
-        return await tools.run(ctx, session_id, lambda s: tools.tabs(s, action, index, url))
-
-    @server.tool(render=render_read_text, annotations=_READS)
-    async def read_text(
-        ctx: Context,
-        ref: Annotated[
-            str | None, msgspec.Meta(description="An element's ref; omit for the whole page.")
-        ] = None,
-        session_id: _SessionId = None,
-    ) -> ReadTextResult:
-        """The visible text of one element (by ref) or of the whole page."""
-
-        async def body(session: Session) -> ReadTextResult:
-            page = await session.page()
-            if ref is None:
-                text = await page.locator("body").inner_text()
-            else:
-                _, locator, _ = await tools.locate(session, ref)
-                text = await locator.inner_text()
-            limit = options.max_text_chars
-            return ReadTextResult(
-                session_id=session.name, ref=ref, text=text[:limit], truncated=len(text) > limit
-            )
-
-        return await tools.run(ctx, session_id, body)
-
-    @server.tool(annotations=_READS)
-    async def screenshot(
-        ctx: Context, session_id: _SessionId = None, full_page: bool = False
-    ) -> NativeMCPResponse[ScreenshotResult]:
-        """A PNG image of the active tab (the viewport, or with full_page the whole page)."""
-
-        async def body(session: Session) -> NativeMCPResponse[ScreenshotResult]:
-            page = await session.page()
-            data = await page.screenshot(type="png", full_page=full_page)
-            width, height = _png_size(data)
-            result = ScreenshotResult(
-                session_id=session.name,
-                url=page.url,
-                title=await page.title(),
-                width=width,
-                height=height,
-                size=len(data),
-                full_page=full_page,
-            )
-            image = ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type="image/png")
-            return structured_response(render_screenshot(result), result, extra_content=[image])
-
-        return await tools.run(ctx, session_id, body)
-
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=True))
     async def execute_script(
         ctx: Context,
@@ -579,6 +625,12 @@ def create_server(config: ServerConfig) -> Server:
 
         return await tools.run(ctx, session_id, body)
 
+
+def _session_tools(server: Server, tools: _Tools) -> None:
+    """Close a session; list the caller's."""
+    options = tools.options
+    host = tools.host
+
     @server.tool(
         render=render_close_session,
         annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
@@ -603,5 +655,3 @@ def create_server(config: ServerConfig) -> Server:
                     )
                 )
         return ListSessionsResult(sessions=found, max_sessions=options.max_sessions)
-
-    return server

@@ -7,7 +7,9 @@ driver gone) drops every session so the next call starts a fresh browser.
 
 A session key is ``(caller scope, name)``: the caller scope is the call's
 ``ctx.session_id`` (one per MCP client under ``serve``), so two clients asking for the
-same session name still get two contexts and never see each other's pages.
+same session name still get two contexts and never see each other's pages. The same
+scope is the caller whose sessions `BrowserOptions.max_sessions` counts (calls with no
+scope, such as sessionless HTTP clients', count as one caller).
 
 Everything here runs on the worker's asyncio event loop (Playwright's async API needs
 asyncio); each session's calls take its lock, so one session's actions never
@@ -67,8 +69,23 @@ CHROMIUM_FLAGS: Final = (
     "--disable-sync",
     "--no-first-run",
     "--mute-audio",
+    # WebRTC opens its own sockets, around any proxy: STUN and TURN over UDP, host
+    # candidates, mDNS. With this policy it sends no UDP at all and its TCP (TURN over
+    # TCP and TLS) goes through the session's proxy as a CONNECT, which the URL policy
+    # judges like any tunnel. (--force-webrtc-ip-handling-policy, tried alone, left
+    # every STUN packet going out in this Chromium; tests/workers/browser/
+    # test_browser_side_channels.py counts the packets.)
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # The next two are belts to the proxy's braces (the test passes without them):
+    # HTTP/3 and WebTransport are QUIC over UDP, which Chromium does not speak through
+    # an HTTP proxy; now it never tries. And Chromium resolves no name itself (DNS
+    # prefetch, anything that would look a name up around the proxy); the proxy,
+    # reached by its IP, resolves and checks.
+    "--disable-quic",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 )
-"""Chromium's command-line flags: headless on a server, nothing phoning home."""
+"""Chromium's command-line flags: headless on a server, nothing phoning home, nothing
+leaving the browser except through the session's egress proxy."""
 _SWEEP_EVERY: Final = 30.0
 """The longest pause between two looks for idle sessions, in seconds."""
 _SAFE_NAME: Final = re.compile(r"[^A-Za-z0-9._ -]+")
@@ -214,6 +231,8 @@ class BrowserHost:
         self._scratch: Path | None = None
         self._start_lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
+        self._closing_proxies: set[asyncio.Future[None]] = set()
+        """Egress proxies of a lost browser, closing (see `_lost`)."""
         self._closing = False
 
     # -- the browser ------------------------------------------------------------------
@@ -275,7 +294,11 @@ class BrowserHost:
             return
         self._browser = None
         for key in [k for k, s in self.sessions.items() if s.browser is browser]:
-            self.sessions.pop(key).egress.close()
+            # A Playwright event handler cannot wait: the closing is a task of its own,
+            # which aclose waits for.
+            closing = asyncio.ensure_future(self.sessions.pop(key).egress.aclose())
+            self._closing_proxies.add(closing)
+            closing.add_done_callback(self._closing_proxies.discard)
 
     def crashed(self, session: Session) -> bool:
         """Whether ``session``'s browser is gone (a crash, not a close of ours)."""
@@ -295,12 +318,16 @@ class BrowserHost:
     async def aclose(self) -> None:
         """Close every session, Chromium and the driver; the reaper sweeps and exits."""
         self._closing = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
-        for session in self.sessions.values():
-            session.egress.close()
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            await asyncio.wait([sweeper])
+        sessions = list(self.sessions.values())
         self.sessions.clear()
+        for session in sessions:
+            await session.egress.aclose()
+        if self._closing_proxies:
+            await asyncio.wait(self._closing_proxies)
         await self._stop_browser()
         reaper, self._reaper = self._reaper, None
         if reaper is not None and reaper.stdin is not None:
@@ -308,22 +335,39 @@ class BrowserHost:
 
     # -- sessions ---------------------------------------------------------------------
 
-    async def session(self, key: SessionKey) -> Session:
-        """The open session ``key``, or a new one.
+    async def session(self, key: SessionKey, *, create: bool = True) -> Session:
+        """The open session ``key``, or (with ``create``) a new one.
 
         Raises:
-            ToolError: `BrowserOptions.max_sessions` are open already.
+            ToolError: no session ``key`` is open and ``create`` is False (a read never
+                opens one); the caller (``key[0]``) has `BrowserOptions.max_sessions`
+                open already; or all callers together have
+                `BrowserOptions.max_total_sessions`.
         """
         found = self.sessions.get(key)
         if found is not None and not self.crashed(found):
             return found
-        browser = await self._ready()
-        if len(self.sessions) >= self.options.max_sessions:
+        if not create:
             raise ToolError(
-                f"Error: {len(self.sessions)} browser sessions are open, the limit is "
+                f"Error: no browser session {key[1]!r} is open; navigate opens one "
+                "(list_sessions shows yours).",
+                structured_content={"error": "no_session", "session_id": key[1]},
+            )
+        # Counted per caller, so that one caller cannot fill the limit for everyone.
+        mine = sum(1 for scope, _ in self.sessions if scope == key[0])
+        if mine >= self.options.max_sessions:
+            raise ToolError(
+                f"Error: you have {mine} browser sessions open, the limit per caller is "
                 f"{self.options.max_sessions}; close one with close_session first.",
                 structured_content={"error": "too_many_sessions"},
             )
+        if len(self.sessions) >= self.options.max_total_sessions:
+            raise ToolError(
+                f"Error: the browser server has {len(self.sessions)} sessions open for all "
+                f"its callers, its limit (max_total_sessions); try again when one closes.",
+                structured_content={"error": "server_full"},
+            )
+        browser = await self._ready()
         refused: list[str] = []
         egress = EgressProxy(self.policy, refused.append)
         proxy = await egress.start()
@@ -340,7 +384,7 @@ class BrowserHost:
                 service_workers="block",
             )
         except BaseException:
-            egress.close()
+            await egress.aclose()
             raise
         context.set_default_timeout(self.options.action_timeout * 1000)
         context.set_default_navigation_timeout(self.options.page_timeout * 1000)
@@ -356,7 +400,7 @@ class BrowserHost:
             return False
         with contextlib.suppress(Exception):  # already gone with a crashed browser
             await session.context.close()
-        session.egress.close()
+        await session.egress.aclose()
         return True
 
     async def _sweep_idle(self) -> None:

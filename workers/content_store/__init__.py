@@ -13,8 +13,8 @@ from ._models import *  # noqa: F403
 from ._render import NextSteps as NextSteps
 from ._render import render_text as render_text
 from ._server import MAX_OFFSET as MAX_OFFSET
-from ._server import ContentStoreOptions as ContentStoreOptions
 from ._server import create_server as create_server
+from ._state import ContentStoreOptions as ContentStoreOptions
 
 __all__ = [
     "MAX_OFFSET",

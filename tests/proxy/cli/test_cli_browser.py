@@ -40,6 +40,10 @@ def test_call_browser_without_the_allow_list_refuses_loopback(
     assert status == 1
     captured = capsys.readouterr()
     assert "127.0.0.1 is a loopback address" in captured.out + captured.err
+    # And says how to allow it.
+    assert f"list its origin: --browser-allow {site.base} (nativemcp serve)" in (
+        captured.out + captured.err
+    )
 
 
 def test_every_verb_that_starts_servers_takes_browser_allow() -> None:

@@ -354,7 +354,10 @@ def test_images_and_audio_render(page: Any) -> None:
 
 
 def test_a_browser_screenshot_shows_as_an_image(page: Any) -> None:
-    # The browser server's blank first tab: no page to allow, still a real PNG.
+    # The browser server's blank first tab: no page to allow, still a real PNG. A read
+    # opens no session: listing the tabs does, with its blank tab.
+    _call_in_page(page, "builtin_browser__tabs", {})
+    page.wait_for_selector(".model-text:has-text('Listed the tabs.')")
     _call_in_page(page, "builtin_browser__screenshot", {})
     image = page.wait_for_selector("img.media")
     page.wait_for_function("document.querySelector('img.media').naturalWidth === 1280")

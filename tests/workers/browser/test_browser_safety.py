@@ -8,8 +8,10 @@ from elsewhere. The address rules themselves are checked without a browser.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Final
 
 import anyio
 import pytest
@@ -103,6 +105,111 @@ def test_the_allow_list_admits_only_its_origins() -> None:
     assert policy.scheme_refusal("file:///etc/passwd") is not None
 
 
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("http://127.0.0.1:8000/page", "http://127.0.0.1:8000"),
+        ("ws://[::1]:9000/socket", "http://[::1]:9000"),
+        ("HTTPS://Example.COM:443/", "https://example.com"),
+    ],
+)
+async def test_a_refusal_says_how_to_allow_the_origin(url: str, origin: str) -> None:
+    policy = UrlPolicy.build(["http://127.0.0.1:1"])
+    reason = await policy.refusal(url)  # judged on the allow-list: nothing is resolved
+    assert reason is not None
+    assert policy.how_to_allow(url, reason) == (
+        f"To let the browser open it, list its origin: --browser-allow {origin} "
+        f'(nativemcp serve) or browser_allowed_origins=["{origin}"] (WorkerPool); '
+        "an allow-list admits only the origins it lists"
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "http://no-such-host.invalid/", "http://127.0.0.1:99999/"]
+)
+async def test_no_allow_hint_where_listing_the_origin_would_not_help(url: str) -> None:
+    reason = await UrlPolicy().refusal(url)
+    assert reason is not None
+    assert UrlPolicy().how_to_allow(url, reason) is None
+
+
+_LISTED: Final = ("http://127.0.0.1:1", "https://example.com")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:18/",  # the allowed port is a prefix of this one
+        "http://127.0.0.1:10/",
+        "http://127.0.0.1/",  # port 80
+        "https://127.0.0.1:1/",  # another scheme
+        "http://127.0.0.10:1/",  # the allowed host is a prefix of this one
+        "https://example.com.evil.test/",  # the allowed origin is a prefix of this host
+        "https://example.community/",
+        "https://evil-example.com/",  # a suffix
+        "https://www.example.com/",  # a subdomain is another origin
+        "https://example.co/",  # a prefix of the allowed host
+        "https://example.com:8443/",
+        "http://example.com/",
+        "https://example.com@evil.test/",  # the allowed origin as userinfo
+        "https://example.com./",  # a trailing dot: not the name that was listed
+        "wss://example.com.evil.test/socket",
+    ],
+)
+def test_the_allow_list_refuses_prefixes_suffixes_and_lookalikes_of_its_origins(url: str) -> None:
+    policy = UrlPolicy.build(_LISTED)
+    reason = policy.scheme_refusal(url)
+    assert reason is not None and "is not an allowed origin" in reason
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:1/a?b=c",
+        "HTTPS://EXAMPLE.COM/",
+        "https://example.com:443/path",
+        "https://user@example.com/",  # userinfo does not change the origin
+        "wss://example.com/socket",
+    ],
+)
+def test_the_allow_list_admits_its_origins_however_spelled(url: str) -> None:
+    assert UrlPolicy.build(_LISTED).scheme_refusal(url) is None
+
+
+@pytest.mark.parametrize(
+    "target", ["example.com.evil.test:443", "127.0.0.1:18", "example.com:4433", "evil.test:443"]
+)
+async def test_the_egress_proxy_refuses_a_tunnel_to_a_lookalike_before_resolving_it(
+    target: str,
+) -> None:
+    refused: list[str] = []
+    async with EgressProxy(UrlPolicy.build(_LISTED), refused.append) as proxy:
+        # Refused on the origin alone: no name is resolved, nothing leaves the machine.
+        answer = await _through(proxy.url, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 403 Forbidden")
+        assert b"is not an allowed origin" in answer
+        assert len(refused) == 1 and refused[0].startswith(f"https://{target}/: https://")
+        assert refused[0].endswith(
+            "is not an allowed origin (allowed: http://127.0.0.1:1, https://example.com)"
+        )
+
+
+async def test_an_origin_whose_port_is_a_prefix_of_the_sites_is_refused_end_to_end(
+    site: PageServer, tmp_path: Path
+) -> None:
+    prefix = f"http://127.0.0.1:{str(site.port)[:-1]}"
+    refused: list[str] = []
+    async with EgressProxy(UrlPolicy.build([prefix]), refused.append) as proxy:
+        answer = await _through(proxy.url, f"GET {site.base}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 403 Forbidden")
+        assert b"Welcome" not in answer
+    async with WorkerPool(
+        data_dir=tmp_path, builtins=["browser"], browser_allowed_origins=[prefix], timeout=60
+    ) as pool:
+        with pytest.raises(ToolError, match=f"{site.base} is not an allowed origin"):
+            await pool.server(BrowserAPI).navigate(url=f"{site.base}/")
+
+
 # -- through a real browser ---------------------------------------------------------
 
 
@@ -138,6 +245,10 @@ async def test_loopback_is_refused_by_default_by_any_spelling(
         await browser.navigate(url=f"http://{host}:{site.port}/")
     assert caught.value.structured_content is not None
     assert caught.value.structured_content["error"] == "url_refused"
+    # The refusal says how to allow it.
+    origin = f"http://{host}:{site.port}"
+    hint = f'--browser-allow {origin} (nativemcp serve) or browser_allowed_origins=["{origin}"]'
+    assert hint in caught.value.message
 
 
 @pytest.mark.real_process
@@ -155,6 +266,7 @@ async def test_a_redirect_off_the_allow_list_is_refused_at_the_hop(
     browser = listed_pool.server(BrowserAPI)
     with pytest.raises(ToolError, match=r"refused to load .* is not an allowed origin") as caught:
         await browser.navigate(url=f"{site.base}{path}")
+    assert "list its origin: --browser-allow http://" in caught.value.message
     assert caught.value.structured_content is not None
     assert caught.value.structured_content["error"] == "url_refused"
     # Nothing of the refused target shows: the tab is left blank.
@@ -204,32 +316,26 @@ async def _through(proxy_url: str, request: bytes) -> bytes:
 
 async def test_the_egress_proxy_refuses_private_targets_and_reports_them(site: PageServer) -> None:
     refused: list[str] = []
-    proxy = EgressProxy(UrlPolicy(), refused.append)
-    url = await proxy.start()
-    try:
-        plain = await _through(url, f"GET {site.base}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    async with EgressProxy(UrlPolicy(), refused.append) as proxy:
+        plain = await _through(proxy.url, f"GET {site.base}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         assert plain.startswith(b"HTTP/1.1 403 Forbidden")
         assert b"127.0.0.1 is a loopback address" in plain
-        garbage = await _through(url, b"nonsense\r\n\r\n")
+        garbage = await _through(proxy.url, b"nonsense\r\n\r\n")
         assert garbage.startswith(b"HTTP/1.1 400 Bad Request")
-        tunnel = await _through(url, b"CONNECT 169.254.169.254:443 HTTP/1.1\r\n\r\n")
+        tunnel = await _through(proxy.url, b"CONNECT 169.254.169.254:443 HTTP/1.1\r\n\r\n")
         assert tunnel.startswith(b"HTTP/1.1 403 Forbidden")
         assert refused == [
             f"{site.base}/: 127.0.0.1 is a loopback address",
             "https://169.254.169.254:443/: 169.254.169.254 is a link-local address "
             "(cloud metadata lives at 169.254.169.254)",
         ]
-    finally:
-        proxy.close()
 
 
 async def test_the_egress_proxy_forwards_what_the_policy_allows(site: PageServer) -> None:
     refused: list[str] = []
-    proxy = EgressProxy(UrlPolicy.build([site.base]), refused.append)
-    url = await proxy.start()
-    try:
+    async with EgressProxy(UrlPolicy.build([site.base]), refused.append) as proxy:
         answer = await _through(
-            url,
+            proxy.url,
             f"GET {site.base}/form HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Connection: keep-alive"
             "\r\n\r\n".encode(),
         )
@@ -238,12 +344,46 @@ async def test_the_egress_proxy_forwards_what_the_policy_allows(site: PageServer
         # A second request down the same connection (to another host) goes nowhere:
         # the connection ends with the first response.
         twice = await _through(
-            url,
+            proxy.url,
             f"GET {site.base}/ HTTP/1.1\r\nHost: a\r\n\r\n"
             f"GET http://localhost:{site.port}/form HTTP/1.1\r\nHost: b\r\n\r\n".encode(),
         )
         assert twice.count(b"HTTP/1.") == 1 and b"<h1>Welcome</h1>" in twice
         assert b"Sign up" not in twice
         assert refused == []
-    finally:
-        proxy.close()
+
+
+async def test_the_egress_proxy_asks_upstream_to_close_after_one_response() -> None:
+    """An HTTP/1.1 upstream keeps a connection open unless asked to close it: the proxy
+    asks (``Connection: close``, the browser's keep-alive headers dropped), so the
+    response ends and no second request can ride the connection unchecked."""
+    heads: list[bytes] = []
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        heads.append(head)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        if b"\r\nconnection: close\r\n" in head.lower():
+            writer.close()
+            await writer.wait_closed()
+        else:  # kept alive, as HTTP/1.1 says, until the client goes
+            await reader.read()
+            writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    origin = f"http://127.0.0.1:{port}"
+    async with server, EgressProxy(UrlPolicy.build([origin]), lambda _: None) as proxy:
+        answer = await _through(
+            proxy.url,
+            f"GET {origin}/page HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n"
+            "Proxy-Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n".encode(),
+        )
+    assert answer.endswith(b"\r\n\r\nok")
+    (head,) = heads
+    lines = head.decode("latin-1").lower().split("\r\n")
+    assert lines[0] == "get /page http/1.1"
+    assert [line for line in lines if line.startswith(("connection", "proxy-", "keep-alive"))] == [
+        "connection: close"
+    ]

@@ -42,7 +42,14 @@ async def pool(
         workspace_root=folder / "workspace",
         builtins=["browser"],
         browser_allowed_origins=[site.base],
-        options={"browser": {"page_timeout": 4, "action_timeout": 4, "max_sessions": 4}},
+        options={
+            "browser": {
+                "page_timeout": 4,
+                "action_timeout": 4,
+                "max_sessions": 4,
+                "max_total_sessions": 5,
+            }
+        },
         timeout=60,
     ) as pool:
         yield pool
@@ -255,7 +262,7 @@ async def test_a_session_over_the_limit_is_refused_until_one_closes(
 ) -> None:
     for number in range(4):
         await browser.navigate(url=f"{site.base}/", session_id=f"limit-{number}")
-    with pytest.raises(ToolError, match="4 browser sessions are open, the limit is 4"):
+    with pytest.raises(ToolError, match="you have 4 browser sessions open, the limit per caller"):
         await browser.navigate(url=f"{site.base}/", session_id="limit-4")
     await browser.close_session(session_id="limit-0")
     await browser.navigate(url=f"{site.base}/", session_id="limit-4")
@@ -358,3 +365,76 @@ async def test_a_download_lands_in_the_workspace_exports_under_a_safe_name(
     assert saved.name.endswith("report.csv")
     assert saved.read_bytes() == b"a,b\n1,2\n"
     assert not (Path(workspace).parent / "report.csv").exists()
+
+
+async def test_navigating_to_a_file_says_where_it_was_saved(
+    pool: WorkerPool, browser: BrowserAPI, site: PageServer
+) -> None:
+    await browser.navigate(url=f"{site.base}/files", session_id="file-url")
+    text, failed = await text_of(
+        pool, "navigate", {"url": f"{site.base}/report.csv", "session_id": "file-url"}
+    )
+    assert not failed, text
+    (line, *_) = text.splitlines()
+    assert line.startswith("Downloaded to the workspace: exports/downloads/")
+    saved = line.rsplit(": ", 1)[1]
+    workspace = pool.config.workspace_root
+    assert workspace is not None
+    assert (Path(workspace) / saved).read_bytes() == b"a,b\n1,2\n"
+    assert f'the tab stays on "Files" {site.base}/files.' in text
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("snapshot", {}),
+        ("read_text", {}),
+        ("screenshot", {}),
+        ("wait_for_text", {"text": "Welcome"}),
+    ],
+)
+async def test_a_read_of_a_session_that_is_not_open_is_an_error_and_opens_none(
+    pool: WorkerPool, browser: BrowserAPI, tool: str, arguments: dict[str, Any]
+) -> None:
+    text, failed = await text_of(pool, tool, {**arguments, "session_id": "never-opened"})
+    assert failed
+    assert text == (
+        "Error: no browser session 'never-opened' is open; navigate opens one "
+        "(list_sessions shows yours)."
+    )
+    assert (await browser.list_sessions()).sessions == []
+
+
+async def _open_as(pool: WorkerPool, caller: str, name: str, url: str) -> tuple[str, bool]:
+    """Navigate in session ``name`` as the caller whose scope is ``caller``."""
+    arguments = {"url": url, "session_id": name}
+    response = await pool.server("browser").call_tool("navigate", arguments, session_id=caller)
+    assert response.result is not None
+    return _text(response), bool(response.result.is_error)
+
+
+async def test_max_sessions_counts_each_callers_sessions_and_max_total_all_of_them(
+    pool: WorkerPool, browser: BrowserAPI, site: PageServer
+) -> None:
+    opened: list[tuple[str, str]] = []
+    try:
+        for index in range(4):  # the pool's max_sessions, per caller
+            text, failed = await _open_as(pool, "alice", f"s{index}", f"{site.base}/")
+            assert not failed, text
+            opened.append(("alice", f"s{index}"))
+        text, failed = await _open_as(pool, "alice", "s4", f"{site.base}/")
+        assert failed and text.startswith(
+            "Error: you have 4 browser sessions open, the limit per caller is 4;"
+        )
+        # Alice's four do not count against Bob.
+        text, failed = await _open_as(pool, "bob", "s0", f"{site.base}/")
+        assert not failed, text
+        opened.append(("bob", "s0"))
+        # Five in all is the server's max_total_sessions.
+        text, failed = await _open_as(pool, "carol", "s0", f"{site.base}/")
+        assert failed and "the browser server has 5 sessions open for all its callers" in text
+    finally:
+        for caller, name in opened:
+            await pool.server("browser").call_tool(
+                "close_session", {"session_id": name}, session_id=caller
+            )
