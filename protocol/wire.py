@@ -386,6 +386,10 @@ class Log(msgspec.Struct, tag="log", array_like=True):
     name: str
     level: int
     message: str
+    trace_id: str = ""
+    """The trace (32 hex digits) of the span current where it was logged ("": none)."""
+    span_id: str = ""
+    """That span (16 hex digits; "": none)."""
 
 
 class SpanEvent(msgspec.Struct, array_like=True):

@@ -67,6 +67,7 @@ from nativemcp.workers import (
     worker_main,
 )
 from nativemcp.workers.channel import FrameReader
+from nativemcp.workers.telemetry import mark_log_record
 
 from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._handle import (
@@ -259,6 +260,8 @@ def _emit_log(server: str, message: Log) -> None:
             logger.name, message.level, f"<worker {server}>", 0, "%s", (message.message,), None
         )
         record.worker = server
+        if message.trace_id:  # logged during a traced call
+            mark_log_record(record, message.trace_id, message.span_id)
         logger.handle(record)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import anyio
@@ -32,6 +33,13 @@ async def nested(label: str) -> str:
     with trace.get_tracer("tests.tool").start_as_current_span(f"inner {label}"):
         await anyio.lowlevel.checkpoint()
     return label
+
+
+@server.tool
+def noisy(word: str) -> str:
+    """Logs a warning while it runs (on a tool thread)."""
+    logging.getLogger("tests.traced").warning("noisy says %s", word)
+    return word
 
 
 @server.tool

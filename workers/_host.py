@@ -71,7 +71,7 @@ from ._readers import Job, ReaderThreads
 from ._server import TOOL_THREADS, Server
 from ._threads import loop_thread_marker
 from .channel import Inbox
-from .telemetry import worker_tracing
+from .telemetry import current_ids, worker_tracing
 
 __all__ = ["worker_main"]
 
@@ -163,7 +163,16 @@ class _ForwardHandler(logging.Handler):
             message = record.getMessage()
             if record.exc_info:
                 message += "\n" + "".join(traceback.format_exception(*record.exc_info))
-            frame = encode_frame(Log(name=record.name, level=record.levelno, message=message))
+            trace_id, span_id = current_ids()  # the call's, when it is traced
+            frame = encode_frame(
+                Log(
+                    name=record.name,
+                    level=record.levelno,
+                    message=message,
+                    trace_id=trace_id,
+                    span_id=span_id,
+                )
+            )
         except Exception:  # a broken record must never take the worker down
             self.handleError(record)
             return

@@ -57,8 +57,10 @@ __all__ = [
     "TIMEOUT",
     "TOOL_ERROR",
     "WorkerTracing",
+    "current_ids",
     "error_type",
     "mark_error",
+    "mark_log_record",
     "mark_response",
     "operation",
     "server_span",
@@ -225,6 +227,26 @@ def server_span(
 
 def _description(exc: BaseException) -> str | None:
     return None if _is_cancellation(exc) else str(exc) or type(exc).__name__
+
+
+def current_ids() -> tuple[str, str]:
+    """``(trace id, span id)`` in hex of the span current here, for a log record
+    (``("", "")`` when none, or when OpenTelemetry was never imported: nothing is)."""
+    api = sys.modules.get("opentelemetry.trace")
+    if api is None:
+        return "", ""
+    context = api.get_current_span().get_span_context()
+    if not context.is_valid:
+        return "", ""
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+def mark_log_record(record: logging.LogRecord, trace_id: str, span_id: str) -> None:
+    """Give ``record`` the trace and span ids of its call, under the attribute names of
+    OpenTelemetry's logging instrumentation (``%(otelTraceID)s``, ``%(otelSpanID)s``
+    in a format)."""
+    record.otelTraceID = trace_id
+    record.otelSpanID = span_id
 
 
 class WorkerTracing:

@@ -5,6 +5,7 @@ cancellation and crashes set the status and ``error.type``."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anyio
@@ -200,3 +201,26 @@ async def test_each_operation_records_its_client_and_server_duration(recorded: R
         assert (points["add"].attributes or {})["mcp.method.name"] == "tools/call"
         assert (points["add"].attributes or {})["nativemcp.server.name"] == "traced"
         assert "jsonrpc.request.id" not in (points["add"].attributes or {})
+
+
+async def test_a_workers_log_record_carries_the_ids_of_the_call_it_was_logged_in(
+    recorded: Recorded, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="tests.traced")
+    async with WorkerPool([SERVER], timeout=20) as pool:
+        assert await pool.server("traced").noisy(word="hi") == "hi"
+    _, server = _pair(recorded, "tools/call noisy")
+    assert server.context is not None
+    [record] = [r for r in caplog.records if r.getMessage() == "noisy says hi"]
+    assert getattr(record, "otelTraceID", None) == format(server.context.trace_id, "032x")
+    assert getattr(record, "otelSpanID", None) == format(server.context.span_id, "016x")
+
+
+async def test_an_untraced_workers_log_record_carries_no_ids(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="tests.traced")
+    async with WorkerPool([SERVER], timeout=20) as pool:
+        assert await pool.server("traced").noisy(word="plain") == "plain"
+    [record] = [r for r in caplog.records if r.getMessage() == "noisy says plain"]
+    assert not hasattr(record, "otelTraceID")
