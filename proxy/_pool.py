@@ -76,6 +76,8 @@ from .external import (
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
+from .telemetry import TRACING, traced
+from .telemetry import refresh as refresh_tracing
 from .tool_search import (
     CALL_TOOL,
     META_TOOLS,
@@ -430,6 +432,7 @@ class WorkerPool:
         if self._task_group is not None or self._closed:
             raise RuntimeError("a WorkerPool can be entered only once")
         self._config.make_data_dir()
+        refresh_tracing()  # the app sets up OpenTelemetry before it starts the pool
         # A failure half-way (a server that does not start, a cancellation) unwinds what
         # was entered: the servers closed, then the supervisors' task group left.
         async with contextlib.AsyncExitStack() as stack:
@@ -680,9 +683,17 @@ class WorkerPool:
         call_options = merge_options(options, timeout, on_progress, on_log).resolve(
             handle.default_timeout or self._config.timeouts.call, self.answer_client_request
         )
-        response = await handle.call(
-            entry.tool.name, coerce_arguments(full_name, arguments, {}), call_options
-        )
+        tool = entry.tool.name
+        merged = coerce_arguments(full_name, arguments, {})
+        if TRACING.tracer is None:
+            response = await handle.call(tool, merged, call_options)
+        else:
+            response = await traced(
+                handle.name,
+                "tools/call",
+                tool,
+                lambda: handle.call(tool, merged, call_options),
+            )
         return self._catalog.tag(response, entry)
 
     def tool_index(self) -> ToolIndex:

@@ -40,6 +40,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
+from nativemcp.workers.telemetry import MCP_PROTOCOL_VERSION
 
 from .._handle import (
     CallOptions,
@@ -50,6 +51,7 @@ from .._handle import (
     deliver_log,
 )
 from .._restart import RestartPolicy, Supervised
+from ..telemetry import current_call_span
 from ._client_side import ClientSide, ServerRequests
 from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
@@ -441,7 +443,11 @@ class ExternalServer(UnwrappingHandle, Supervised):
     # -- calls -----------------------------------------------------------------------
 
     async def _session(self, tool: str) -> Client:
-        return await self._live(lambda: self._client, f"call {tool!r}")
+        client = await self._live(lambda: self._client, f"call {tool!r}")
+        span = current_call_span()
+        if span is not None:  # traced: the pool's client span names the MCP version spoken
+            span.set_attribute(MCP_PROTOCOL_VERSION, client.protocol_version)
+        return client
 
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         logger = logging.getLogger(f"nativemcp.external.{self.name}")
