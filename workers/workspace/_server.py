@@ -194,14 +194,14 @@ def create_server(config: ServerConfig) -> Server:
             max_output_bytes=options.max_output_bytes,
         )
 
-    @server.tool(annotations=_ADDS)
+    @server.tool(annotations=_ADDS, ui=_exports.EXPORT_APP_URI)
     def export_file(
         path: str, display_name: str | None = None, description: str | None = None
     ) -> NativeMCPResponse[ExportResult]:
         """Copy a file to exports/files/ and show a download card; says what was exported."""
         return _exports.export_file(workspace.sandbox, options, path, display_name, description)
 
-    @server.tool(annotations=_ADDS)
+    @server.tool(annotations=_ADDS, ui=_exports.EXPORT_APP_URI)
     def export_zip(
         files: Annotated[list[str], msgspec.Meta(min_length=1)], package_name: str
     ) -> NativeMCPResponse[ExportResult]:
@@ -212,6 +212,8 @@ def create_server(config: ServerConfig) -> Server:
     def download_file(path: str) -> NativeMCPResponse[DownloadResult]:
         """Send a workspace file (an export) to the user as a download: an export card's action."""
         return _exports.download_file(workspace.sandbox, options, path)
+
+    _exports.declare_app(server, options)
 
     @server.resource(EXPORT_TEMPLATE, name="export")
     def export_resource(kind: str, name: str) -> ResourceContents:
