@@ -58,6 +58,7 @@ from nativemcp.protocol import (
 
 from .._handle import CallOptions, ServerHandle
 from ..external import accepts_task
+from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tasks import ServedTask, ServedTasks, session_key
@@ -138,6 +139,7 @@ class McpBridge:
         # Tasks outlive the request that made them: a stateless replica cannot keep them.
         self.tasks = ServedTasks(_ask_client, input_timeout, enabled=suspend)
         self._single = len(self.servers) == 1
+        self.apps = ServedApps(self.handles, namespaced=not self._single)
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
         self._sources: list[list[Tool]] = []
@@ -232,8 +234,7 @@ class McpBridge:
             raise MCPError(INVALID_PARAMS, f"unknown {what} {public!r}")
         return _Route(found, own)
 
-    @staticmethod
-    def _tool(public: str, tool: Tool, tasks: bool) -> types.Tool:
+    def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
         data: dict[str, Any] = {
             "name": public,
             "inputSchema": tool.input_schema,
@@ -251,7 +252,8 @@ class McpBridge:
             # "optional" even where the source says "required": the bridge runs the
             # call as a task toward the source either way, so a plain call works too.
             data["execution"] = {"taskSupport": "optional"}
-        return types.Tool.model_validate(data)
+        shown = self.apps.tool(data, tool, apps)  # None: not for this client
+        return None if shown is None else types.Tool.model_validate(shown)
 
     # -- handlers --------------------------------------------------------------------
 
@@ -261,13 +263,15 @@ class McpBridge:
         """Every served tool of the catalog, in its order."""
         served = await self._catalog()
         tasks = self.tasks.offered(ctx)
-        return types.ListToolsResult(
-            tools=[self._tool(name, tool, tasks) for name, tool in served.items()]
-        )
+        apps = self.apps.offered(ctx)
+        listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
+        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
 
-    async def _served_tool(self, name: str) -> Tool:
+    async def _served_tool(self, name: str, ctx: ServerRequestContext[Any]) -> Tool:
         served = await self._catalog()
         tool = served.get(name)
+        if tool is not None and not self.apps.callable(tool, self.apps.offered(ctx)):
+            tool = None  # only its app may call it, and this client shows no apps
         if tool is None:
             near = difflib.get_close_matches(name, list(served), n=3)
             hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
@@ -291,7 +295,7 @@ class McpBridge:
                 ctx, params.request_state, responses
             )
             return result
-        tool = await self._served_tool(params.name)
+        tool = await self._served_tool(params.name, ctx)
         arguments = dict(params.arguments or {})
         if legacy and self.suspend:
 
@@ -325,7 +329,7 @@ class McpBridge:
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
-        tool = await self._served_tool(params.name)
+        tool = await self._served_tool(params.name, ctx)
         if not accepts_task(tool.execution):
             raise MCPError(
                 METHOD_NOT_FOUND,
@@ -454,7 +458,7 @@ class McpBridge:
                 return _tool_error(error.message)
             raise MCPError(error.code, error.message, error.data)
         try:
-            return response_to_sdk(response)
+            return self.apps.result(tool, response_to_sdk(response), self.apps.offered(ctx))
         except ProtocolError as exc:
             raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
 
@@ -471,8 +475,9 @@ class McpBridge:
     ) -> types.ListResourcesResult:
         """Every served server's resources."""
         resources: list[Any] = []
-        for handle in self.handles.values():
-            resources += (await self._feature(handle, "resources/list", {}))["resources"]
+        for server, handle in self.handles.items():
+            found = (await self._feature(handle, "resources/list", {}))["resources"]
+            resources += self.apps.listed(server, found, "uri")
         return types.ListResourcesResult.model_validate({"resources": resources})
 
     async def list_resource_templates(
@@ -480,9 +485,9 @@ class McpBridge:
     ) -> types.ListResourceTemplatesResult:
         """Every served server's resource templates."""
         templates: list[Any] = []
-        for handle in self.handles.values():
+        for server, handle in self.handles.items():
             found = await self._feature(handle, "resources/templates/list", {})
-            templates += found["resourceTemplates"]
+            templates += self.apps.listed(server, found["resourceTemplates"], "uriTemplate")
         return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates})
 
     async def read_resource(
@@ -490,6 +495,9 @@ class McpBridge:
     ) -> types.ReadResourceResult:
         """The resource's contents, from the first server that has it."""
         uri = str(params.uri)
+        routed = await self.apps.read(uri, self._feature)  # a namespaced ui:// URI
+        if routed is not None:
+            return types.ReadResourceResult.model_validate(routed)
         problems: list[str] = []
         for handle in self.handles.values():
             try:
@@ -613,6 +621,7 @@ class McpBridge:
         # Registered here, not as a constructor argument: the constructor warns that
         # logging is deprecated in a future protocol version, which clients still use.
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+        self.apps.install(server)
         self.tasks.install(server, self.call_tool_as_task)
         # The echoed requestState is attacker-controlled: the SDK's boundary seals it
         # (bound to the method, tool, arguments and an expiry) and refuses any other.
