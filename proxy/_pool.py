@@ -27,6 +27,7 @@ import anyio
 import anyio.abc
 
 from nativemcp.protocol import (
+    APPS_EXTENSION,
     ArgumentsError,
     BackendType,
     NativeMCPResponse,
@@ -34,6 +35,8 @@ from nativemcp.protocol import (
     ToolNameError,
     UnknownServer,
     quoted_name,
+    tool_ui,
+    ui_visibility,
 )
 from nativemcp.workers import (
     ClientRequestError,
@@ -235,6 +238,8 @@ class WorkerPool:
             elicitation requests (each call's ``CallOptions.on_request``, as
             ``nativemcp serve`` forwards them to its MCP clients): declare both to
             external servers even without handlers.
+        apps: the app shows MCP Apps: declare ``io.modelcontextprotocol/ui`` to
+            external servers (`offers_apps` says which servers offer apps).
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
@@ -291,6 +296,7 @@ class WorkerPool:
         sampling_handler: ClientHandler | None = None,
         elicitation_handler: ClientHandler | None = None,
         relay_client_requests: bool = False,
+        apps: bool = False,
         **options: Unpack[PoolOptions],
     ) -> None:
         exit_if_bootstrapping("WorkerPool")
@@ -298,6 +304,7 @@ class WorkerPool:
         self._config = PoolConfig.build(servers, **options)
         self._roots = self._config.roots
         self._relay = relay_client_requests
+        self._apps = apps
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles)
@@ -339,6 +346,7 @@ class WorkerPool:
             sampling=self._relay or "sampling/createMessage" in self._client_handlers,
             elicitation=self._relay or "elicitation/create" in self._client_handlers,
             roots=self._roots is not None,
+            apps=self._apps,
             answer=self.answer_client_request,
         )
         specs.extend(
@@ -585,6 +593,17 @@ class WorkerPool:
         )
         return self._catalog.tag(response, entry)
 
+    def offers_apps(self, name: str, /) -> bool:
+        """Whether server ``name`` offers MCP Apps: it advertised the extension, or a
+        tool of it names a ``ui://`` app (a 2025-11-25 server's advertisement is lost).
+
+        Raises:
+            UnknownServer: no server ``name`` (the message lists them); ServerClosed.
+        """
+        handle = find_server(self._handles, name, closed=self._closed)
+        advertised = getattr(handle, "extensions", None) or {}
+        return APPS_EXTENSION in advertised or any(tool_ui(tool.meta) for tool in handle.tools)
+
     def resolve_ui_action(self, action: Mapping[str, Any], content: Any) -> UIAction:
         """Resolve a UI action to the full tool name to call and its arguments.
 
@@ -628,9 +647,11 @@ class WorkerPool:
         self._check_open()
         names = self._names_for(provider)
         by_full = {full: short for short, full in names.items()}
+        # A tool only its app may call (MCP Apps visibility ["app"]) is not the model's.
         return [
             declaration(entry.tool, by_full[entry.full_name], provider)
             for entry in self._catalog.entries()
+            if "model" in ui_visibility(entry.tool.meta)
         ]
 
     async def run_tool_call(
