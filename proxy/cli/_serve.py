@@ -175,9 +175,11 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
 
 
 def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
-    """What serve's pool takes beyond the common options: the per-call limit, and every
-    external server's sampling and elicitation relayed to the MCP client of the call."""
-    return {"timeout": args.timeout, "relay_client_requests": True}
+    """What serve's pool takes beyond the common options: the per-call limit, every
+    external server's sampling and elicitation relayed to the MCP client of the call,
+    and MCP Apps declared to them (serve passes the apps on to the clients that show
+    them)."""
+    return {"timeout": args.timeout, "relay_client_requests": True, "apps": True}
 
 
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
