@@ -112,7 +112,7 @@ class ServedApps:
     def tool(self, data: dict[str, Any], tool: Tool, offered: bool) -> dict[str, Any] | None:
         """A tool's ``tools/list`` entry (``data``, spec JSON) for this client, or None
         when the client must not be offered it."""
-        meta = data.get("_meta")
+        meta: dict[str, Any] = data.get("_meta") or {}
         if tool_ui(meta) is None:
             return data
         if not offered:

@@ -31,7 +31,7 @@ async def test_the_pool_declares_mcp_apps_to_external_servers_only_when_asked(ap
             (tool,) = await pool.list_tools()
             offered = pool.offers_apps("ext")
             (page,) = await pool.server("ext").read_resource("ui://app.html")
-    assert result_text(answer.result) == ("yes" if apps else "no")
+    assert result_text(answer) == ("yes" if apps else "no")
     # Either way the server offers its app, and its tool names it, intact.
     assert offered
     assert tool_ui(tool.meta) == "ui://app.html"
