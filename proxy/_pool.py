@@ -66,6 +66,7 @@ from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
 from .external import ClientSide, ExternalServer, ExternalServerSpec, roots_answer
+from .llm._apps import with_app_note
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
@@ -239,7 +240,8 @@ class WorkerPool:
             ``nativemcp serve`` forwards them to its MCP clients): declare both to
             external servers even without handlers.
         apps: the app shows MCP Apps: declare ``io.modelcontextprotocol/ui`` to
-            external servers (`offers_apps` says which servers offer apps).
+            external servers (`offers_apps` says which servers offer apps), and
+            `run_tool_call` tells the model when a tool's app shows its result.
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
@@ -690,6 +692,8 @@ class WorkerPool:
                     on_progress=on_progress,
                     on_log=on_log,
                 )
+                if self._apps:  # the app shows the tool's app: the model hears so
+                    outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
         return tool_result_message(

@@ -51,3 +51,22 @@ async def test_a_tool_only_its_app_may_call_is_not_declared_to_the_model() -> No
             declared = await pool.tool_definitions("anthropic")
     names = sorted(item["name"] for item in declared)
     assert names == ["alpha__plain", "alpha__show", "beta__show_beta"]
+
+
+@pytest.mark.parametrize("apps", [True, False])
+async def test_the_model_hears_that_an_app_shows_the_result_only_where_apps_are_shown(
+    apps: bool,
+) -> None:
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "tool_use", "id": f"t-{name}", "name": name, "input": arguments}
+
+    with anyio.fail_after(60):
+        async with WorkerPool(APP_SERVERS, apps=apps, timeout=30) as pool:
+            shown = await pool.run_tool_call(
+                call("alpha__show", {"text": "hi"}), provider="anthropic"
+            )
+            plain = await pool.run_tool_call(call("alpha__plain", {}), provider="anthropic")
+    note = "[The user sees this result in the tool's app (ui://app.html)"
+    assert "alpha shows hi" in str(shown["content"])
+    assert (note in str(shown["content"])) is apps
+    assert note not in str(plain["content"]) and "plain" in str(plain["content"])
