@@ -44,3 +44,20 @@ def everything_server() -> dict[str, Any]:
         "args": ["stdio"],
         "env": {"PATH": node_env()["PATH"]},
     }
+
+
+def basic_app_server() -> dict[str, Any]:
+    """The ``mcpServers`` entry of npm's ``server-basic-vanillajs`` (the MCP Apps
+    example server, ``.ci/node``) over stdio; skips (fails under ``CI=true``) without it."""
+    node = node_tool("node")
+    found = [
+        folder / "node_modules" / "@modelcontextprotocol" / "server-basic-vanillajs"
+        for folder in (NODE_TOOLS, ROOT / ".ci" / ".apps")
+    ]
+    script = next((path / "dist" / "index.js" for path in found if path.exists()), None)
+    if script is None:
+        message = f"server-basic-vanillajs is not installed under {NODE_TOOLS}: run `bash .ci/node`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + " (.ci/run installs it)")
+        pytest.skip(message)
+    return {"command": node, "args": [str(script), "--stdio"], "env": {"PATH": node_env()["PATH"]}}

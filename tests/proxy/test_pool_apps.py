@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _node import basic_app_server
 
 from nativemcp.protocol import result_text, tool_ui
 from nativemcp.proxy import WorkerPool
@@ -70,3 +71,19 @@ async def test_the_model_hears_that_an_app_shows_the_result_only_where_apps_are_
     assert "alpha shows hi" in str(shown["content"])
     assert (note in str(shown["content"])) is apps
     assert note not in str(plain["content"]) and "plain" in str(plain["content"])
+
+
+async def test_the_ext_apps_example_server_s_app_passes_through_the_pool_intact() -> None:
+    entry = basic_app_server()
+    with anyio.fail_after(90):
+        async with WorkerPool(mcp_servers={"basic": entry}, apps=True, timeout=60) as pool:
+            tools = await pool.list_tools()
+            offered = pool.offers_apps("basic")
+            uris = {tool_ui(tool.meta) for tool in tools} - {None}
+            (uri,) = uris
+            (page,) = await pool.server("basic").read_resource(uri)
+            answer = await pool.call_tool(tools[0].name, {})
+    assert offered and uri.startswith("ui://")
+    assert page.mime_type == "text/html;profile=mcp-app"
+    assert page.text is not None and len(page.text) > 10_000 and "<html" in page.text.lower()
+    assert not (answer.result is not None and answer.result.is_error)
