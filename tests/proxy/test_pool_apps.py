@@ -79,8 +79,7 @@ async def test_the_ext_apps_example_server_s_app_passes_through_the_pool_intact(
         async with WorkerPool(mcp_servers={"basic": entry}, apps=True, timeout=60) as pool:
             tools = await pool.list_tools()
             offered = pool.offers_apps("basic")
-            uris = {tool_ui(tool.meta) for tool in tools} - {None}
-            (uri,) = uris
+            (uri,) = {uri for tool in tools if (uri := tool_ui(tool.meta)) is not None}
             (page,) = await pool.server("basic").read_resource(uri)
             answer = await pool.call_tool(tools[0].name, {})
     assert offered and uri.startswith("ui://")
