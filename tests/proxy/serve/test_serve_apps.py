@@ -122,6 +122,8 @@ async def test_each_servers_app_is_listed_and_read_under_its_own_namespace() -> 
         with anyio.fail_after(60):
             async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
                 listed = {str(item.uri): item for item in (await host.list_resources()).resources}
+                templates = (await host.list_resource_templates()).resource_templates
+                (view,) = (await host.read_resource("ui://alpha/views/x")).contents
                 alpha = (await host.read_resource("ui://alpha/app.html")).contents
                 beta = (await host.read_resource("ui://beta/app.html")).contents
                 problems = []
@@ -130,6 +132,12 @@ async def test_each_servers_app_is_listed_and_read_under_its_own_namespace() -> 
                         await host.read_resource(uri)
                     problems.append(str(refused.value))
     assert set(listed) == {"ui://alpha/app.html", "ui://beta/app.html"}
+    assert [template.uri_template for template in templates] == ["ui://alpha/views/{name}"]
+    assert isinstance(view, types.TextResourceContents)
+    assert (str(view.uri), view.text) == (
+        "ui://alpha/views/x",
+        "<!DOCTYPE html><p>alpha view x</p>",
+    )
     assert listed["ui://alpha/app.html"].mime_type == APP_MIME_TYPE
     (alpha_page,) = alpha
     (beta_page,) = beta

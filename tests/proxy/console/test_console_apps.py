@@ -1,0 +1,104 @@
+"""``nativemcp console`` as an MCP Apps host, in a real headless Chromium: a tool's app
+renders in a sandboxed frame from the tool result the console sends it, its button calls
+its own server's tool through the console, and a call to another server's tool, to a
+model-only tool and a fetch its policy forbids all fail."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_console_browser import (
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    WAIT_MS,
+    Console,
+    _call_in_page,
+    _running_console,
+    sync_api,
+)
+
+pytestmark = pytest.mark.real_process
+
+
+@pytest.fixture(scope="module")
+def app_console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    data_dir = tmp_path_factory.mktemp("console-apps")
+    workspace = data_dir / "ws"
+    workspace.mkdir()
+    (workspace / "report.md").write_text("# Report\n")
+    with _running_console(
+        data_dir,
+        "--workspace",
+        str(workspace),
+        "--server",
+        "_app_servers:gamma",
+        "--server",
+        "_app_servers:beta",
+    ) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with sync_api.sync_playwright() as running:
+        browser = running.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium: Any, app_console: Console) -> Iterator[Any]:
+    context = chromium.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(app_console.url)
+    page.wait_for_selector("body[data-ready=true]")
+    yield page
+    context.close()
+    assert errors == [], errors
+
+
+def test_an_app_renders_the_result_and_calls_only_its_own_servers_app_tools(
+    page: Any, tmp_path: Path
+) -> None:
+    _call_in_page(page, "gamma__greet", {"name": "Ada"})
+    frame = page.frame_locator("iframe.mcp-app")
+    result = frame.locator("#result")
+    result.filter(has_text="hello Ada").wait_for()
+    page.screenshot(path=str(tmp_path / "app.png"))
+    frame.locator("#call").click()
+    frame.locator("#called").filter(has_text="echo: from the app").wait_for()
+    refused = frame.locator("#refused")
+    refused.filter(has_text="own server's tools only").wait_for()
+    frame.locator("#model-only").filter(has_text="for the model only").wait_for()
+    frame.locator("#fetch").filter(has_text="blocked").wait_for()
+    # The app's frame never learns the console's token.
+    src = page.locator("iframe.mcp-app").get_attribute("src")
+    assert src is not None and src.startswith("/ui/")
+    token = page.url.rstrip("/").rsplit("/", 1)[1]
+    assert token not in src
+
+
+def test_the_export_card_app_downloads_through_the_console(page: Any, app_console: Console) -> None:
+    _call_in_page(page, "builtin_workspace__export_file", {"path": "report.md"})
+    frame = page.frame_locator("iframe.mcp-app")
+    frame.locator("h1").filter(has_text="report.md").wait_for()
+    frame.locator("button").click()
+    # The card asked the console for download_file; the console offers the file it got.
+    frame.locator("p.status").filter(has_text="report_").wait_for()
+    link = page.locator("a.app-file")
+    with page.expect_download() as waiting:
+        link.click()
+    download = waiting.value
+    assert download.suggested_filename.startswith("report_")
+    exported = next((app_console.data_dir / "ws" / "exports" / "files").iterdir())
+    assert Path(download.path()).read_bytes() == exported.read_bytes() == b"# Report\n"
