@@ -5,11 +5,13 @@ model-only tool and a fetch its policy forbids all fail."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _node import basic_app_server
 from test_console_browser import (
     CHROMIUM,
     CHROMIUM_FLAGS,
@@ -102,3 +104,26 @@ def test_the_export_card_app_downloads_through_the_console(page: Any, app_consol
     assert download.suggested_filename.startswith("report_")
     exported = next((app_console.data_dir / "ws" / "exports" / "files").iterdir())
     assert Path(download.path()).read_bytes() == exported.read_bytes() == b"# Report\n"
+
+
+def test_the_ext_apps_example_app_renders_and_calls_its_tool_through_the_console(
+    chromium: Any, tmp_path: Path
+) -> None:
+    # npm's server-basic-vanillajs: the official App class (ext-apps SDK) in the frame.
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"basic": basic_app_server()}}))
+    with _running_console(tmp_path, "--mcp-config", str(config)) as running:
+        context = chromium.new_context(viewport={"width": 1400, "height": 1100})
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.goto(running.url)
+        page.wait_for_selector("body[data-ready=true]")
+        _call_in_page(page, "basic__get-time", {})
+        frame = page.frame_locator("iframe.mcp-app")
+        shown = frame.locator("#server-time")
+        shown.filter(has_text="20").wait_for()  # the tool result's ISO time, not "Loading..."
+        first = shown.inner_text()
+        page.screenshot(path=str(tmp_path / "basic-app.png"))
+        frame.locator("#get-time-btn").click()
+        frame.locator("#server-time").filter(has_not_text=first).wait_for()
+        context.close()
