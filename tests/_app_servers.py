@@ -57,6 +57,8 @@ def alpha_view(name: str) -> str:
 GAMMA_PAGE = """<!DOCTYPE html><html><body>
 <p id="result">waiting</p><button id="call" type="button">call echo</button>
 <p id="called"></p><p id="refused"></p><p id="model-only"></p><p id="fetch"></p>
+<button id="open" type="button">open</button><button id="open-bad" type="button">bad</button>
+<p id="opened"></p>
 <script>
 var next = 1, waiting = {};
 function request(method, params) {
@@ -85,9 +87,21 @@ document.getElementById("call").addEventListener("click", function () {
   fetch("http://127.0.0.1:9/").then(function () { show("fetch", "fetched"); },
     function (e) { show("fetch", "blocked: " + e.name); });
 });
+function open(url) {
+  request("ui/open-link", {url: url}).then(function () { show("opened", "opened " + url); },
+    function (e) { show("opened", "refused: " + e.message); });
+}
+document.getElementById("open").addEventListener("click", function () {
+  open("http://127.0.0.1:9/opened");
+});
+document.getElementById("open-bad").addEventListener("click", function () {
+  open("javascript:alert(1)");
+});
 request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "gamma", version: "1"},
   appCapabilities: {}}).then(function () {
   window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/initialized"}, "*");
+  window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/size-changed",
+    params: {width: 300, height: 222}}, "*");
 });
 </script></body></html>"""
 

@@ -90,6 +90,36 @@ def test_an_app_renders_the_result_and_calls_only_its_own_servers_app_tools(
     assert token not in src
 
 
+def test_an_app_opens_a_link_only_after_the_user_confirms_and_sets_its_height(page: Any) -> None:
+    _call_in_page(page, "gamma__greet", {"name": "Bo"})
+    frame = page.frame_locator("iframe.mcp-app")
+    frame.locator("#result").filter(has_text="hello Bo").wait_for()
+    page.wait_for_function("document.querySelector('iframe.mcp-app').style.height === '222px'")
+    asked: list[str] = []
+
+    def decline(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", decline)
+    frame.locator("#open").click()
+    frame.locator("#opened").filter(has_text="refused: the user declined").wait_for()
+    assert "http://127.0.0.1:9/opened" in asked[0]
+    page.once("dialog", lambda dialog: dialog.accept())
+    requested: list[str] = []
+    page.context.on("request", lambda request: requested.append(request.url))
+    with page.expect_popup() as popup:
+        frame.locator("#open").click()
+    popup.value.wait_for_load_state()
+    # A new window asked for the link (nothing listens there, so it shows an error page).
+    assert "http://127.0.0.1:9/opened" in requested
+    frame.locator("#opened").filter(has_text="opened http://127.0.0.1:9/opened").wait_for()
+    # Not an http(s) link: refused without asking.
+    frame.locator("#open-bad").click()
+    frame.locator("#opened").filter(has_text="only http(s) links open").wait_for()
+    assert len(asked) == 1
+
+
 def test_the_export_card_app_downloads_through_the_console(page: Any, app_console: Console) -> None:
     _call_in_page(page, "builtin_workspace__export_file", {"path": "report.md"})
     frame = page.frame_locator("iframe.mcp-app")
