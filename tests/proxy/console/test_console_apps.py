@@ -6,6 +6,7 @@ model-only tool and a fetch its policy forbids all fail."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,12 +137,13 @@ def test_the_export_card_app_downloads_through_the_console(page: Any, app_consol
     assert Path(download.path()).read_bytes() == exported.read_bytes() == b"# Report\n"
 
 
-def test_the_ext_apps_example_app_renders_and_calls_its_tool_through_the_console(
-    chromium: Any, tmp_path: Path
+@pytest.mark.parametrize("package", ["server-basic-vanillajs", "server-basic-react"])
+def test_the_ext_apps_example_apps_render_and_call_their_tool_through_the_console(
+    chromium: Any, tmp_path: Path, package: str
 ) -> None:
-    # npm's server-basic-vanillajs: the official App class (ext-apps SDK) in the frame.
+    # npm's example servers: the ext-apps SDK's own App class (and React) in the frame.
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"basic": basic_app_server()}}))
+    config.write_text(json.dumps({"mcpServers": {"basic": basic_app_server(package)}}))
     with _running_console(tmp_path, "--mcp-config", str(config)) as running:
         context = chromium.new_context(viewport={"width": 1400, "height": 1100})
         page = context.new_page()
@@ -150,10 +152,13 @@ def test_the_ext_apps_example_app_renders_and_calls_its_tool_through_the_console
         page.wait_for_selector("body[data-ready=true]")
         _call_in_page(page, "basic__get-time", {})
         frame = page.frame_locator("iframe.mcp-app")
-        shown = frame.locator("#server-time")
-        shown.filter(has_text="20").wait_for()  # the tool result's ISO time, not "Loading..."
+        # The tool result's ISO time ("2026-…Z"), where the app said "Loading..." before.
+        shown = frame.get_by_text(re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z$"))
+        shown.wait_for()
         first = shown.inner_text()
-        page.screenshot(path=str(tmp_path / "basic-app.png"))
-        frame.locator("#get-time-btn").click()
-        frame.locator("#server-time").filter(has_not_text=first).wait_for()
+        page.screenshot(path=str(tmp_path / f"{package}.png"))
+        frame.get_by_role("button", name="Get Server Time").click()
+        frame.get_by_text(re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z$")).filter(
+            has_not_text=first
+        ).wait_for()
         context.close()
