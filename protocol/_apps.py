@@ -52,8 +52,9 @@ _BOTH: Final[tuple[AppVisibility, ...]] = ("model", "app")
 
 
 class AppCsp(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True, frozen=True):
-    """The origins an app's page may reach (``_meta.ui.csp``); none by default, so a
-    host's policy lets the page load only what it inlines."""
+    """The origins an app's page may reach (``_meta.ui.csp``).
+
+    None by default, so a host's policy lets the page load only what it inlines."""
 
     connect_domains: tuple[str, ...] | None = None
     """Origins for fetch, XHR and WebSocket (``connect-src``)."""
@@ -94,8 +95,10 @@ def app_resource_meta(
     domain: str | None = None,
     prefers_border: bool | None = None,
 ) -> dict[str, Any]:
-    """The ``_meta`` of an app resource and its contents: ``{"ui": {...}}`` with what the
-    page asks of its host's sandbox (``{"ui": {}}`` when it asks nothing).
+    """The ``_meta`` of an app resource and of its contents.
+
+    ``{"ui": {...}}`` with what the page asks of its host's sandbox (``{"ui": {}}`` when
+    it asks nothing).
 
     Raises:
         ValueError: a permission the extension does not define.
@@ -134,16 +137,19 @@ def ui_visibility(meta: Mapping[str, Any] | None) -> tuple[AppVisibility, ...]:
 
 
 def namespaced_ui_uri(server: str, uri: str) -> str:
-    """``uri`` of ``server`` as a hub shows it: ``ui://app.html`` → ``ui://server/app.html``;
-    any other scheme is left as it is."""
+    """``uri`` of ``server`` as a hub shows it.
+
+    ``ui://app.html`` → ``ui://server/app.html``; any other scheme is left as it is."""
     if not uri.startswith(UI_SCHEME):
         return uri
     return f"{UI_SCHEME}{server}/{uri.removeprefix(UI_SCHEME)}"
 
 
 def split_ui_uri(uri: str, servers: Collection[str]) -> tuple[str, str] | None:
-    """The server and its own URI behind a `namespaced_ui_uri`, or None when ``uri`` is
-    not a ``ui://`` URI of one of ``servers`` (matched exactly, never by prefix)."""
+    """The server and its own URI behind a `namespaced_ui_uri`, or None.
+
+    None when ``uri`` is not a ``ui://`` URI of one of ``servers`` (matched exactly,
+    never by prefix)."""
     if not uri.startswith(UI_SCHEME):
         return None
     server, slash, own = uri.removeprefix(UI_SCHEME).partition("/")

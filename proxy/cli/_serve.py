@@ -17,6 +17,7 @@ import functools
 import importlib.util
 import ipaddress
 import logging
+import math
 import os
 import signal
 import socket
@@ -30,9 +31,10 @@ from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
+from ._profile import add_profile_options, tool_profile
 from ._servers import ServerChoice, resolve_servers
 
-__all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "run_serve"]
+__all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "allowed_hosts", "run_serve"]
 
 DEFAULT_GRACE: Final = 10.0
 """Seconds in-flight HTTP requests get to finish after SIGTERM."""
@@ -47,7 +49,10 @@ def add_serve_parser(commands: Any) -> None:
     from ..serve._defaults import (
         DEFAULT_BODY_TIMEOUT,
         DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_INPUT_ROUNDS,
         DEFAULT_MAX_BODY,
+        DEFAULT_MAX_TASK_TTL,
+        DEFAULT_MAX_TASKS,
         DEFAULT_SESSION_IDLE_TIMEOUT,
         DEFAULT_SESSIONS_PER_CLIENT,
         TOKEN_ENV,
@@ -134,11 +139,34 @@ def add_serve_parser(commands: Any) -> None:
         help="HTTP: seconds in-flight calls get to finish on SIGTERM",
     )
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
+    add_profile_options(serve)
     serve.add_argument(
         "--input-timeout",
         type=float,
         default=300.0,
         help="seconds a call waiting for a 2026-07-28 client's input waits for its retry",
+    )
+    serve.add_argument(
+        "--input-rounds",
+        type=int,
+        default=DEFAULT_INPUT_ROUNDS,
+        metavar="N",
+        help="rounds of input an external server's call may ask of the client, each "
+        "relayed (2026-07-28 servers); past them the call answers an error",
+    )
+    serve.add_argument(
+        "--max-tasks",
+        type=int,
+        default=DEFAULT_MAX_TASKS,
+        metavar="N",
+        help="tasks (2025-11-25 task-augmented calls) one client session may hold at once",
+    )
+    serve.add_argument(
+        "--max-task-ttl",
+        type=float,
+        default=DEFAULT_MAX_TASK_TTL,
+        metavar="SECONDS",
+        help="the longest ttl granted to a task (a client asking more gets this)",
     )
 
 
@@ -152,17 +180,58 @@ def _is_loopback(host: str) -> bool:
         return False  # a name that may resolve to anything: assume the network
 
 
+def _is_wildcard(host: str) -> bool:
+    """Whether ``host`` (``--host``) listens on every address (``0.0.0.0``, ``::``)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def allowed_hosts(host: str, allowed: list[str]) -> list[str]:
+    """The Host allow-list for ``--host host``: ``--allow-host``'s entries, plus the
+    address or name bound when it is one address or name.
+
+    A Host naming the address or name the server was told to bind cannot come from a
+    DNS-rebinding page (its Host names the attacker's domain), so it is safe to accept:
+    ``--host 192.168.1.20`` answers ``Host: 192.168.1.20:8000``, ``--host 127.0.0.2``
+    ``Host: 127.0.0.2:8000``. ``0.0.0.0`` and ``::`` name no address a client uses
+    (see `_wildcard_hint`).
+    """
+    if _is_wildcard(host):
+        return list(allowed)
+    bare = host.strip("[]")
+    return [*allowed, f"[{bare}]:*" if ":" in bare else f"{bare}:*"]
+
+
+def _wildcard_hint(args: argparse.Namespace) -> None:
+    """Say at start that ``--host 0.0.0.0`` without ``--allow-host`` answers only local
+    names: a client reaching it by another name or address gets 421."""
+    if _is_wildcard(args.host) and not args.allow_host:
+        logging.getLogger("nativemcp.serve").warning(
+            "--host %s listens on every address, but answers only requests whose Host is "
+            "a local name (127.0.0.1, localhost, [::1]): a client that reaches it by "
+            "another name or address gets 421 Misdirected Request; add --allow-host "
+            "NAME:* for each name or address clients use (e.g. --allow-host "
+            "mcp.example.com:* --allow-host 192.168.1.20:*), or pass --host that address",
+            args.host,
+        )
+
+
 def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
     """The bearer token; refuses a non-loopback ``--host`` without one (unless opted out).
 
     The Host check stops browsers (DNS rebinding), not a client on the network, which
     simply sends ``Host: 127.0.0.1``: beyond loopback only the token keeps tools private.
+
+    Raises:
+        UsageError: ``--host`` is beyond loopback, with no token and no opt-out.
     """
     token: str | None = args.token or os.environ.get(token_env) or None
     if token is None and not _is_loopback(args.host):
         if not args.unsafe_no_token:
-            raise SystemExit(
-                f"nativemcp serve: --host {args.host} is reachable from the network and "
+            raise UsageError(
+                f"--host {args.host} is reachable from the network and "
                 f"there is no token: set --token or ${token_env} "
                 f"(or pass {UNSAFE_NO_TOKEN} to let anyone call every tool)"
             )
@@ -177,9 +246,14 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
 def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
     """What serve's pool takes beyond the common options: the per-call limit, every
     external server's sampling and elicitation relayed to the MCP client of the call,
-    and MCP Apps declared to them (serve passes the apps on to the clients that show
-    them)."""
-    return {"timeout": args.timeout, "relay_client_requests": True, "apps": True}
+    for up to ``--input-rounds`` rounds per call, and MCP Apps declared to them (serve
+    passes the apps on to the clients that show them)."""
+    return {
+        "timeout": args.timeout,
+        "relay_client_requests": True,
+        "input_rounds": args.input_rounds,
+        "apps": True,
+    }
 
 
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
@@ -190,13 +264,23 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
+    if args.input_rounds < 1:
+        raise UsageError(f"--input-rounds must be at least 1, not {args.input_rounds}")
+    if args.max_tasks < 1:
+        raise UsageError(f"--max-tasks must be at least 1, not {args.max_tasks}")
+    if not (math.isfinite(args.max_task_ttl) and args.max_task_ttl > 0):
+        raise UsageError(
+            f"--max-task-ttl must be a positive number of seconds, not {args.max_task_ttl}"
+        )
     if args.transport == "http":
         # Checked before anything starts: a refused start costs nothing.
         _network_token(args, TOKEN_ENV)
+        _wildcard_hint(args)
     elif args.workers > 1:
         raise UsageError("--workers needs --transport http")
     if not args.servers and options.mcp_config is None:
         raise UsageError("say what to serve: SERVER..., --mcp-config FILE, or both")
+    profile = tool_profile(args)
     choice = resolve_servers(args.servers, mcp_config=options.mcp_config is not None)
     if choice.external:
         # Every server of --mcp-config is served; naming one here would suggest otherwise.
@@ -208,7 +292,14 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
 
         async def main() -> None:
             async with options.pool(choice, **_serve_pool(args)) as pool:
-                await serve_stdio(pool, timeout=args.timeout, input_timeout=args.input_timeout)
+                await serve_stdio(
+                    pool,
+                    timeout=args.timeout,
+                    input_timeout=args.input_timeout,
+                    max_tasks=args.max_tasks,
+                    max_task_ttl=args.max_task_ttl,
+                    profile=profile,
+                )
 
         anyio.run(main)
         return 0
@@ -277,7 +368,7 @@ async def _serve_http(
         app = http_app(
             pool,
             token=token,
-            allowed_hosts=args.allow_host,
+            allowed_hosts=allowed_hosts(args.host, args.allow_host),
             allowed_origins=args.allow_origin,
             stateless=args.stateless,
             max_body_size=args.max_body,
@@ -285,6 +376,9 @@ async def _serve_http(
             input_timeout=args.input_timeout,
             session_idle_timeout=args.session_idle_timeout or None,
             sessions_per_client=args.sessions_per_client or None,
+            max_tasks=args.max_tasks,
+            max_task_ttl=args.max_task_ttl,
+            profile=tool_profile(args),
         )
         drain = Drain(app)
         config = uvicorn.Config(

@@ -31,7 +31,11 @@ from .._handle import CallOptions, answer_client_request
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["ClientSide", "ServerRequests", "roots_answer"]
+__all__ = ["DEFAULT_INPUT_ROUNDS", "ClientSide", "ServerRequests", "roots_answer"]
+
+DEFAULT_INPUT_ROUNDS: Final = 10
+"""Rounds of input one call of an external server may take by default (the official
+SDK's client's default, kept; `nativemcp serve --input-rounds` sets it)."""
 
 _CALL: Final[contextvars.ContextVar[CallOptions | None]] = contextvars.ContextVar(
     "nativemcp_external_call", default=None
@@ -52,6 +56,9 @@ class ClientSide:
     """Declare MCP Apps (``io.modelcontextprotocol/ui``): the app shows them."""
     answer: ClientRequest | None = None
     """Answers a request that belongs to no call (the pool's handlers and roots)."""
+    input_rounds: int = DEFAULT_INPUT_ROUNDS
+    """Rounds of input (``InputRequiredResult``s of a 2026-07-28 server) one call may
+    take; past them the call answers a JSON-RPC error naming the limit."""
 
 
 class ServerRequests:
@@ -78,15 +85,17 @@ class ServerRequests:
 
     def _answerer(self, method: str) -> ClientRequest | None:
         options = _CALL.get()
-        if options is None and len(self._calls) == 1:
-            (options,) = self._calls.values()
-        if options is not None and options.on_request is not None:
-            return options.on_request
-        if options is None and len(self._calls) > 1:
-            answerers = {id(o.on_request) for o in self._calls.values()}
-            if len(answerers) > 1:
-                return _ambiguous(self.server, method, len(self._calls))
-        return self.side.answer
+        if options is not None:  # asked inside its call (an input round)
+            return options.on_request or self.side.answer
+        if not self._calls:
+            return self.side.answer
+        # Asked outside any call (the handshake protocol): the answerer every call in
+        # flight shares. Compared by equality, not identity: the pool's own answerer
+        # is a bound method, a new object for each call.
+        first, *others = [call.on_request for call in self._calls.values()]
+        if any(other != first for other in others):
+            return _ambiguous(self.server, method, len(self._calls))
+        return first or self.side.answer
 
     def callbacks(self) -> dict[str, Any]:
         """The SDK client's keyword arguments for what the pool declares (a callback

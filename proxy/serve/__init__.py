@@ -2,8 +2,10 @@
 
 What lives here is the official `mcp` package's server side around the pool: `_bridge`
 (the low-level server whose requests go to the pool), `_transports` (stdio and the
-Streamable HTTP app with its Host, Origin, token and size checks), `_deadlines` (read
-deadlines on HTTP connections), `_client_sessions` (sessions per client), `_suspended`
+Streamable HTTP app with its Host, Origin, token and size checks), `_request_ids`
+(requests whose id no client can match), `_deadlines` (read deadlines on HTTP
+connections), `_client_sessions` (sessions per client), `_tasks` (2025-11-25 tasks and
+their limits), `_suspended`
 (calls waiting on a 2026-07-28 client's input), `_graceful` (draining on SIGTERM) and
 `_defaults`. It may import the pool core of `nativemcp.proxy`, `nativemcp.proxy.llm`
 and the public names of `nativemcp.protocol` and `nativemcp.workers`; the pool core

@@ -12,6 +12,13 @@ its connection (and, for a body, a task of the app) for as long as it likes. Her
   the connection closes (the app reading the body sees the client disconnect).
 
 Responses are not bounded: a tool call's event stream may run as long as the call.
+
+This subclasses uvicorn's h11 protocol, which is not uvicorn's public API: it relies on
+``H11Protocol(config, server_state, app_state, _loop)``, its ``conn`` (an
+``h11.Connection``), ``loop`` and ``transport``, and its ``connection_made``,
+``connection_lost``, ``data_received`` and ``on_response_complete``. pyproject.toml
+pins the uvicorn versions checked, and tests/proxy/serve/test_serve_limits.py fails
+when one of these changes.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from ._defaults import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 
 __all__ = ["deadline_protocol"]
 
+_TIMEOUT_BODY: Final = b"the request headers took too long to send\n"
 _REQUEST_TIMEOUT: Final = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"connection: close\r\ncontent-length: 42\r\n\r\nthe request headers took too long to send\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_TIMEOUT_BODY), _TIMEOUT_BODY)
 )
 """Written as bytes: h11 sends no response before it has parsed a request."""
 

@@ -8,7 +8,10 @@ from typing import Final
 __all__ = [
     "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_INPUT_ROUNDS",
     "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_TASKS",
+    "DEFAULT_MAX_TASK_TTL",
     "DEFAULT_SESSIONS_PER_CLIENT",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
     "TOKEN_ENV",
@@ -29,3 +32,12 @@ DEFAULT_HEADER_TIMEOUT: Final = 10.0
 DEFAULT_BODY_TIMEOUT: Final = 30.0
 """Seconds an HTTP client has to send a request's body once its headers are in (4 MiB,
 the largest body, at 140 KB/s); then the connection closes."""
+DEFAULT_MAX_TASKS: Final = 100
+"""Tasks (2025-11-25 task-augmented calls) one client session may hold at once; a task
+counts until its ttl passes, as its result is kept that long."""
+DEFAULT_MAX_TASK_TTL: Final = 3600.0
+"""The longest ttl granted to a task, in seconds (a client asking more gets this)."""
+DEFAULT_INPUT_ROUNDS: Final = 10
+"""Rounds of input (a 2026-07-28 server's ``InputRequiredResult``s) one call of an
+external server may take, each relayed to the MCP client of the call: the official
+SDK's client's default, as the pool's; ``--input-rounds`` raises it."""

@@ -18,26 +18,39 @@ does not come back within ``timeout`` seconds is cancelled (its worker stops the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import anyio
 import anyio.abc
 import mcp_types as types
+import msgspec
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.protocol import INVALID_PARAMS, ClientRequestError
 
-__all__ = ["DEFAULT_INPUT_TIMEOUT", "ClientAsk", "SuspendedCalls", "client_request"]
+__all__ = [
+    "DEFAULT_INPUT_TIMEOUT",
+    "MAX_CLIENT_REQUEST",
+    "ClientAsk",
+    "SuspendedCalls",
+    "client_request",
+]
 
 _logger = logging.getLogger("nativemcp.serve")
 
 DEFAULT_INPUT_TIMEOUT: Final = 300.0
 """Seconds a suspended call waits for its client's retry before it is cancelled."""
+
+MAX_CLIENT_REQUEST: Final = 1_000_000
+"""The largest request to a client (its params as JSON, in bytes) that serve sends.
+The official SDK's Streamable HTTP client reads at most 1 MiB per event and drops the
+connection's stream past it; this leaves room for the JSON-RPC envelope and SSE framing."""
 
 _RESULT_TYPES: Final[dict[str, type[types.Result]]] = {
     "sampling/createMessage": types.CreateMessageResult,
@@ -78,7 +91,7 @@ class _Call:
         self.changed = anyio.Event()
 
 
-class SuspendedCalls:
+class SuspendedCalls(anyio.AsyncContextManagerMixin):
     """The calls of one bridge that wait for their client's input (2026-07-28).
 
     Use as an async context manager: the suspended calls run in its task group and are
@@ -104,16 +117,18 @@ class SuspendedCalls:
     def __len__(self) -> int:
         return len(self._calls)
 
-    async def __aenter__(self) -> SuspendedCalls:
-        self._group = await anyio.create_task_group().__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        group, self._group = self._group, None
-        assert group is not None
-        group.cancel_scope.cancel()
-        await group.__aexit__(*exc)
-        self._calls.clear()
+    @contextlib.asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                try:
+                    yield self
+                finally:
+                    self._group = None
+                    group.cancel_scope.cancel()
+        finally:
+            self._calls.clear()
 
     async def start(
         self,
@@ -255,8 +270,20 @@ def client_request(
     roots.
 
     Raises:
-        ClientRequestError: an unknown method, or malformed params.
+        ClientRequestError: an unknown method, malformed params, or params larger than
+            `MAX_CLIENT_REQUEST` as JSON.
     """
+    try:
+        size = len(msgspec.json.encode(params))
+    except (TypeError, msgspec.EncodeError):
+        size = 0  # not JSON: the check below says how
+    if size > MAX_CLIENT_REQUEST:
+        raise ClientRequestError(
+            f"the {method} request is {size:,} bytes as JSON, more than the "
+            f"{MAX_CLIENT_REQUEST:,} serve sends a client (MCP clients such as the "
+            "official SDK's read at most 1 MiB per message): ask with less, e.g. a "
+            "summary, or a link in URL mode"
+        )
     try:
         if method == "sampling/createMessage":
             return types.CreateMessageRequest(

@@ -14,6 +14,13 @@ answers a task-augmented ``tools/call`` itself and adds the ``tasks`` capability
 ``initialize`` result. Tasks belong to the client session that created them (the HTTP
 session; over stdio there is one client); their ids are unguessable.
 
+What one session may hold is bounded: at most ``max_tasks`` tasks at once (a task
+counts until its ``ttl`` passes, finished or not, as its result is kept that long; one
+more is refused with a JSON-RPC error naming the limit), and no ``ttl`` longer than
+``max_ttl`` seconds (a longer one is cut to it, which the ``CreateTaskResult`` says).
+A session's tasks end with the session (deleted, idle, or its connection gone), and a
+timer ends each task when its ``ttl`` passes, whether or not anyone asks about it.
+
 While a task runs, the client is not waiting on any request of its own except, maybe,
 a ``tasks/result``: the tool's progress messages become the task's ``statusMessage``,
 its log messages go to a waiting ``tasks/result``, and a request to the client
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,14 +47,16 @@ from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestError
+from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, ClientRequestError
+
+from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 
 __all__ = [
     "DEFAULT_TASK_TTL_MS",
-    "MAX_TASK_TTL_MS",
     "TASKS_PROTOCOL_VERSION",
     "ServedTask",
     "ServedTasks",
+    "check_task_limits",
     "session_key",
 ]
 
@@ -55,25 +65,31 @@ _logger = logging.getLogger("nativemcp.serve")
 TASKS_PROTOCOL_VERSION: Final = "2025-11-25"
 """The protocol version whose tasks are served (2026-07-28 moved tasks to an extension)."""
 DEFAULT_TASK_TTL_MS: Final = 3_600_000
-"""How long a task is kept after its creation when the client asks for no ``ttl`` (ms)."""
-MAX_TASK_TTL_MS: Final = 86_400_000
-"""The longest ``ttl`` granted (ms): a longer request, or none at all, is cut to it."""
+"""How long a task is kept after its creation when the client asks for no ``ttl`` (ms),
+unless the longest ``ttl`` granted is shorter."""
 POLL_INTERVAL_MS: Final = 1000
 """The ``pollInterval`` suggested to clients (ms)."""
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 """The ``_meta`` key that ties a result or a request to its task."""
 _CAPABILITY: Final[dict[str, Any]] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 _TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+_ENDS_TASKS: Final = "io.github.nativemcp/ends-tasks"
+"""The key in a connection's state saying its end already ends its tasks."""
 _T = TypeVar("_T", bound=types.Task)
 
 Send = Callable[[ServerRequestContext[Any], str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Sends a request to the client of a context, on that request's stream."""
 
 
+def _connection(ctx: ServerRequestContext[Any]) -> Any:
+    """The SDK's `Connection` of ``ctx``'s client (its session id, state and exit stack);
+    the request context names only the session around it."""
+    return getattr(ctx.session, "_connection", None)
+
+
 def session_key(ctx: ServerRequestContext[Any]) -> str | None:
     """The client session of ``ctx`` (the HTTP session id; None over stdio)."""
-    connection = getattr(ctx.session, "_connection", None)
-    value = getattr(connection, "session_id", None)
+    value = getattr(_connection(ctx), "session_id", None)
     return value if isinstance(value, str) else None
 
 
@@ -179,14 +195,32 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
         input_timeout: seconds a task waits for a ``tasks/result`` to carry its request.
         enabled: False for stateless replicas, whose next request may reach another
             process that does not know the task.
+        max_tasks: tasks one client session may hold at once (``--max-tasks``).
+        max_ttl: the longest ``ttl`` granted, in seconds (``--max-task-ttl``).
+
+    Raises:
+        ValueError: ``max_tasks`` is not at least 1, or ``max_ttl`` not positive.
     """
 
-    def __init__(self, send: Send, input_timeout: float, *, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        send: Send,
+        input_timeout: float,
+        *,
+        enabled: bool = True,
+        max_tasks: int = DEFAULT_MAX_TASKS,
+        max_ttl: float = DEFAULT_MAX_TASK_TTL,
+    ) -> None:
+        check_task_limits(max_tasks, max_ttl)
         self._send = send
         self._input_timeout = input_timeout
         self._enabled = enabled
+        self.max_tasks = max_tasks
+        self.max_ttl_ms = max(1, int(max_ttl * 1000))
         self._tasks: dict[str, ServedTask] = {}
         self._group: anyio.abc.TaskGroup | None = None
+        # Set when a task is added: the sweeper's next expiry may now be sooner.
+        self._added = anyio.Event()
 
     @contextlib.asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
@@ -195,6 +229,7 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
             return
         async with anyio.create_task_group() as group:
             self._group = group
+            group.start_soon(self._sweep)
             try:
                 yield self
             finally:
@@ -222,15 +257,27 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
         if self._group is None:
             raise MCPError(INTERNAL_ERROR, "tasks are not running on this server")
         self._expire()
+        owner = session_key(ctx)
+        held = sum(1 for task in self._tasks.values() if task.owner == owner)
+        if held >= self.max_tasks:
+            raise MCPError(
+                INVALID_REQUEST,
+                f"this session holds {held} tasks, the most it may (max_tasks "
+                f"{self.max_tasks}, nativemcp serve --max-tasks): a task counts until "
+                "its ttl passes; wait for one to expire, or ask shorter ttls",
+                {"reason": "too_many_tasks", "maxTasks": self.max_tasks},
+            )
         asked = metadata.ttl if metadata.ttl is not None and metadata.ttl > 0 else None
         task = ServedTask(
             task_id=secrets.token_urlsafe(16),
-            owner=session_key(ctx),
-            ttl=min(asked or DEFAULT_TASK_TTL_MS, MAX_TASK_TTL_MS),
+            owner=owner,
+            ttl=min(asked or DEFAULT_TASK_TTL_MS, self.max_ttl_ms),
             send=self._send,
             input_timeout=self._input_timeout,
         )
+        self._end_with_session(ctx, owner)
         self._tasks[task.task_id] = task
+        self._added.set()
         self._group.start_soon(self._drive, task, work)
         created = types.CreateTaskResult(task=task.wire(types.Task))
         return created.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -260,6 +307,37 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
             if task.expires <= now:
                 task.scope.cancel()
                 del self._tasks[task_id]
+
+    async def _sweep(self) -> None:
+        """End each task when its ttl passes, asked about or not (its result and its
+        session's share of ``max_tasks`` go with it)."""
+        while True:
+            self._expire()
+            self._added = anyio.Event()
+            soonest = min((task.expires for task in self._tasks.values()), default=math.inf)
+            with anyio.move_on_at(soonest):
+                await self._added.wait()
+
+    def _end_with_session(self, ctx: ServerRequestContext[Any], owner: str | None) -> None:
+        """Have the session of ``ctx`` end its tasks when it ends (once per session)."""
+        connection = _connection(ctx)
+        state = getattr(connection, "state", None)
+        if not isinstance(state, dict) or state.get(_ENDS_TASKS):
+            return
+        state[_ENDS_TASKS] = True
+        # Unwound when the session ends: deleted, idle past its timeout, or gone.
+        connection.exit_stack.callback(self.end_session, owner)
+
+    def end_session(self, owner: str | None) -> int:
+        """End every task of session ``owner`` (its tool calls cancelled, its results
+        dropped); how many there were."""
+        ended = [task_id for task_id, task in self._tasks.items() if task.owner == owner]
+        for task_id in ended:
+            self._tasks.pop(task_id).scope.cancel()
+        return len(ended)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
 
     def _find(self, ctx: ServerRequestContext[Any], task_id: str) -> ServedTask:
         self._expire()
@@ -338,6 +416,19 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
         add("tasks/list", types.PaginatedRequestParams, self.list_tasks)
         add("tasks/cancel", types.CancelTaskRequestParams, self.cancel_task)
         server.middleware.append(_TaskCalls(self, start))
+
+
+def check_task_limits(max_tasks: int, max_ttl: float) -> None:
+    """Refuse task limits that would serve no task.
+
+    Raises:
+        ValueError: ``max_tasks`` is not at least 1, or ``max_ttl`` is not a positive,
+            finite number of seconds.
+    """
+    if isinstance(max_tasks, bool) or not isinstance(max_tasks, int) or max_tasks < 1:
+        raise ValueError(f"max_tasks must be at least 1 task per session, not {max_tasks!r}")
+    if not (math.isfinite(max_ttl) and max_ttl > 0):
+        raise ValueError(f"max_task_ttl must be a positive number of seconds, not {max_ttl!r}")
 
 
 class _TaskCalls:

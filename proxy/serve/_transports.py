@@ -34,17 +34,25 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
-from .._rebinding import local_only
+from .._rebinding import CanonicalHost, local_only
+from ..tool_search import ToolProfile
 from ._bridge import McpBridge, gather_instructions, select_servers
 from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
+from ._defaults import DEFAULT_MAX_TASK_TTL as DEFAULT_MAX_TASK_TTL
+from ._defaults import DEFAULT_MAX_TASKS as DEFAULT_MAX_TASKS
 from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
 from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
+from ._request_ids import RequestIds
+from ._search_mode import warn_unmatched
 from ._suspended import DEFAULT_INPUT_TIMEOUT
+from ._tasks import check_task_limits
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_TASKS",
+    "DEFAULT_MAX_TASK_TTL",
     "DEFAULT_SESSIONS_PER_CLIENT",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
     "TOKEN_ENV",
@@ -61,6 +69,9 @@ async def serve_stdio(
     name: str = "nativemcp",
     timeout: float = 0,
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+    max_tasks: int = DEFAULT_MAX_TASKS,
+    max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
+    profile: ToolProfile | None = None,
 ) -> None:
     """Serve ``servers`` of a running pool (default: all) over this process's stdin/stdout.
 
@@ -68,12 +79,17 @@ async def serve_stdio(
     with several they are listed under full names (``builtin_server__tool``,
     ``server__tool``). A tool's
     request to a 2026-07-28 client suspends its call for up to ``input_timeout``
-    seconds (see `McpBridge`).
+    seconds (see `McpBridge`); a 2025-11-25 client holds at most ``max_tasks`` tasks,
+    each for at most ``max_task_ttl`` seconds (see `ServedTasks`).
+    ``profile``: which tools are offered, and whether through the meta-tools
+    ``search_tools`` and ``call_tool`` (see `ToolProfile`).
 
     Raises:
-        ValueError: a named server is not running in the pool.
+        ValueError: a named server is not running in the pool, or a limit is not
+            positive.
     """
     names = select_servers(pool, servers)
+    await warn_unmatched(pool, profile)
     instructions = await gather_instructions(pool, names)
     bridge = McpBridge(
         pool,
@@ -82,6 +98,9 @@ async def serve_stdio(
         timeout=timeout,
         instructions=instructions,
         input_timeout=input_timeout,
+        max_tasks=max_tasks,
+        max_task_ttl=max_task_ttl,
+        profile=profile,
     )
     pool.add_resource_listener(bridge.resource_updated)
     server = bridge.server()
@@ -179,6 +198,9 @@ class _Session:
     max_body_size: int
     input_timeout: float
     idle_timeout: float | None
+    max_tasks: int
+    max_task_ttl: float
+    profile: ToolProfile | None = None
 
 
 class _Routes:
@@ -203,6 +225,7 @@ class _Routes:
             if sessions_per_client and not session.stateless
             else None
         )
+        self._ids = RequestIds(session.max_body_size)
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
         # A config key (`My Time`, `github.com/acme/tool`) is awkward in a URL: the part
@@ -221,6 +244,9 @@ class _Routes:
             # Stateless replicas: a retry may reach another process than the suspended call.
             suspend=not session.stateless,
             input_timeout=session.input_timeout,
+            max_tasks=session.max_tasks,
+            max_task_ttl=session.max_task_ttl,
+            profile=session.profile,
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
@@ -239,6 +265,7 @@ class _Routes:
             if not self._pool.is_running:
                 await stack.enter_async_context(self._pool)
             servers = select_servers(self._pool, self._servers)
+            await warn_unmatched(self._pool, self._session.profile)
             self._managers[None] = await self._manager(servers, self._name)
             for server_name in servers:
                 self._managers[server_name] = await self._manager([server_name], server_name)
@@ -274,10 +301,14 @@ class _Routes:
             )
             await send({"type": "http.response.body", "body": body.encode()})
             return
-        if self._per_client is None:
-            await manager.handle_request(scope, receive, send)
-        else:
-            await self._per_client(manager.handle_request, scope, receive, send)
+        handle = manager.handle_request
+        if self._per_client is not None:
+            per_client = self._per_client
+
+            async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+                await per_client(manager.handle_request, scope, receive, send)
+
+        await self._ids(handle, scope, receive, send)
 
 
 def http_app(
@@ -294,6 +325,9 @@ def http_app(
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     sessions_per_client: int | None = DEFAULT_SESSIONS_PER_CLIENT,
+    max_tasks: int = DEFAULT_MAX_TASKS,
+    max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
+    profile: ToolProfile | None = None,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
@@ -317,7 +351,20 @@ def http_app(
         timeout: seconds per tool call (0: no limit).
         input_timeout: seconds a call suspended for a 2026-07-28 client's input waits
             for the client's retry before it is cancelled.
+        session_idle_timeout: seconds a session with no request in flight lives on
+            (None: for ever).
+        sessions_per_client: sessions one client address may hold open (None: no limit).
+        max_tasks: tasks (2025-11-25 task-augmented calls) one session may hold at once;
+            one more is refused with a JSON-RPC error. A task counts until its ttl
+            passes; a session's tasks end with the session.
+        max_task_ttl: the longest ttl granted to a task, in seconds.
+        profile: which tools every route offers (globs on full names), and whether
+            through the meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`).
+
+    Raises:
+        ValueError: a task limit is not positive.
     """
+    check_task_limits(max_tasks, max_task_ttl)
     session = _Session(
         timeout=timeout,
         stateless=stateless,
@@ -325,6 +372,9 @@ def http_app(
         max_body_size=max_body_size,
         input_timeout=input_timeout,
         idle_timeout=session_idle_timeout,
+        max_tasks=max_tasks,
+        max_task_ttl=max_task_ttl,
+        profile=profile,
     )
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
@@ -339,6 +389,9 @@ def http_app(
     )
     # For a shutdown past its grace: the calls still running answer with an error.
     app.state.stop_calls = routes.stop_calls
+    # `LOCALHOST:8000` and `localhost.:8000` name this machine too (DNS ignores case
+    # and a trailing dot); the SDK's Host check compares exactly.
+    app.add_middleware(CanonicalHost)
     if token:
         app.add_middleware(_BearerToken, token=token)
     return app

@@ -4,24 +4,34 @@ serving beyond loopback needs a token (real uvicorn, real sockets, worker proces
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import signal
 import socket
 import subprocess
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import IO, Any
 
 import anyio
+import h11
 import httpx2
 import pytest
+import uvicorn
 from _mcp_http import HEADERS as _HEADERS
 from _mcp_http import INIT as _INIT
 from _mcp_http import serving
-from _process import stop
+from _process import free_port, stop
 from _scripts import venv_script
 from starlette.types import Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.cli import main
+from nativemcp.proxy.cli._serve import allowed_hosts
 from nativemcp.proxy.serve import deadline_protocol
 from nativemcp.proxy.serve._transports import Drain
 
@@ -57,11 +67,17 @@ async def _read_to_close(stream: anyio.abc.ByteStream) -> bytes:
             return received
 
 
+@asynccontextmanager
+async def _deadlines(header_timeout: float, body_timeout: float) -> AsyncIterator[int]:
+    """`_echo_body` under uvicorn with these read deadlines; its port."""
+    protocol = deadline_protocol(header_timeout=header_timeout, body_timeout=body_timeout)
+    async with serving(_echo_body, lifespan="off", http=protocol) as base:
+        yield int(base.rsplit(":", 1)[1])
+
+
 @pytest.mark.real_process
 async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_served() -> None:
-    protocol = deadline_protocol(header_timeout=0.5, body_timeout=0.5)
-    async with serving(_echo_body, lifespan="off", http=protocol) as base:
-        port = int(base.rsplit(":", 1)[1])
+    async with _deadlines(header_timeout=0.5, body_timeout=0.5) as port:
         with anyio.fail_after(10):
             slow_headers = await anyio.connect_tcp("127.0.0.1", port)
             slow_body = await anyio.connect_tcp("127.0.0.1", port)
@@ -79,6 +95,66 @@ async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_
                 assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
                 assert b"headers took too long" in answer
                 assert await _read_to_close(slow_body) == b""
+
+
+@pytest.mark.real_process
+async def test_a_kept_alive_connection_gets_a_new_header_deadline_for_each_request() -> None:
+    async with _deadlines(header_timeout=0.5, body_timeout=30) as port:
+        with anyio.fail_after(10):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            async with stream:
+                await stream.send(
+                    b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 3\r\n\r\nabc"
+                )
+                # The answer, read whole with h11 (uvicorn sends it chunked).
+                reader = h11.Connection(h11.CLIENT)
+                reader.send(h11.Request(method="POST", target="/", headers=[("Host", "x")]))
+                events: list[object] = []
+                while not any(isinstance(event, h11.EndOfMessage) for event in events):
+                    event = reader.next_event()
+                    if event is h11.NEED_DATA:
+                        reader.receive_data(await stream.receive())
+                    else:
+                        events.append(event)
+                assert isinstance(events[0], h11.Response) and events[0].status_code == 200
+                assert b"".join(e.data for e in events if isinstance(e, h11.Data)) == b"3"
+                # The next request on the same connection starts and stalls: its own
+                # deadline ends it (uvicorn's keep-alive timer stops once bytes arrive).
+                await stream.send(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                answer = await _read_to_close(stream)
+                assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+
+
+async def test_the_uvicorn_internals_the_deadlines_use_are_there() -> None:
+    """`_deadlines` subclasses uvicorn's h11 protocol (not its public API): this fails
+    when what it relies on changes, before a slow client finds out."""
+    loop = asyncio.get_running_loop()
+    assert list(inspect.signature(H11Protocol.__init__).parameters)[:5] == [
+        "self",
+        "config",
+        "server_state",
+        "app_state",
+        "_loop",
+    ]
+    for hook in ("connection_made", "connection_lost", "data_received", "on_response_complete"):
+        assert hook in vars(H11Protocol), hook
+    config = uvicorn.Config(_echo_body, lifespan="off")
+    # Typed as any asyncio protocol: uvicorn's constructor is what is checked here.
+    factory: Any = deadline_protocol(header_timeout=5, body_timeout=5)
+    protocol = factory(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    assert issubclass(type(protocol), H11Protocol) and protocol.loop is loop
+    assert isinstance(protocol.conn, h11.Connection) and protocol.conn.their_state is h11.IDLE
+    ours, theirs = socket.socketpair()
+    with theirs:
+        transport, _ = await loop.connect_accepted_socket(lambda: protocol, ours)
+        try:
+            assert protocol.transport is transport
+            assert protocol._deadline is not None  # armed on connection_made
+            protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n")  # headers not done
+            assert protocol.conn.their_state is h11.IDLE and protocol._deadline is not None
+        finally:
+            transport.close()
+            await anyio.wait_all_tasks_blocked()
 
 
 def test_the_deadlines_must_be_positive() -> None:
@@ -162,36 +238,82 @@ async def test_a_request_during_the_drain_gets_503_and_the_drain_waits_for_the_r
 
 
 def test_serving_beyond_loopback_without_a_token_refuses_to_start(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("NATIVEMCP_TOKEN", raising=False)
     for host in ("0.0.0.0", "192.168.1.20", "::", "example.com"):
-        with pytest.raises(SystemExit) as refused:
-            main(["serve", "workspace", "--transport", "http", "--host", host])
-        message = str(refused.value)
-        assert "\n" not in message
-        assert f"--host {host} is reachable from the network and there is no token" in message
+        # What was typed is refused: exit status 2, as the CLI page says.
+        assert main(["serve", "workspace", "--transport", "http", "--host", host]) == 2
+        message = capsys.readouterr().err
+        assert message.count("\n") == 1
+        assert message.startswith(
+            f"nativemcp serve: error: --host {host} is reachable from the network and there "
+            "is no token"
+        )
         assert "--token or $NATIVEMCP_TOKEN" in message
 
 
-@pytest.mark.real_process
-def test_the_explicit_opt_out_starts_and_warns_loudly() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+def test_the_address_bound_is_an_allowed_host_and_every_address_is_none() -> None:
+    assert allowed_hosts("192.168.1.20", ["mcp.example.com:*"]) == [
+        "mcp.example.com:*",
+        "192.168.1.20:*",
+    ]
+    assert allowed_hosts("fe80::1", []) == ["[fe80::1]:*"]
+    assert allowed_hosts("[fe80::1]", []) == ["[fe80::1]:*"]
+    assert allowed_hosts("127.0.0.2", []) == ["127.0.0.2:*"]
+    assert allowed_hosts("mcp.example.com", []) == ["mcp.example.com:*"]
+    assert allowed_hosts("0.0.0.0", []) == []
+    assert allowed_hosts("::", ["a:*"]) == ["a:*"]
+
+
+async def test_a_server_bound_to_one_address_answers_requests_that_name_it() -> None:
+    pool = WorkerPool(["_serve_servers:server"], in_process=["shapes"], timeout=20)
+    app = http_app(pool, token="s3cret", allowed_hosts=allowed_hosts("192.168.1.20", []))
+    headers = {**_HEADERS, "authorization": "Bearer s3cret"}
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        with anyio.fail_after(30):
+            for host, status in [
+                ("192.168.1.20:8000", 200),
+                ("192.168.1.200:8000", 421),
+                ("192.168.1.2:8000", 421),
+                ("192.168.1.20.evil.test:8000", 421),
+            ]:
+                reply = await http.post(
+                    f"{base}/mcp", json=_INIT, headers={**headers, "host": host}
+                )
+                assert reply.status_code == status, host
+
+
+@contextmanager
+def _serving_everywhere(*flags: str) -> Iterator[IO[bytes]]:
+    """`nativemcp serve --host 0.0.0.0 FLAGS...` (no $NATIVEMCP_TOKEN); its stderr."""
     env = {key: value for key, value in os.environ.items() if key != "NATIVEMCP_TOKEN"}
     command = [venv_script("nativemcp"), "serve", "_serve_servers:server", "--transport"]
     process = subprocess.Popen(
-        [*command, "http", "--host", "0.0.0.0", "--port", str(port), "--unsafe-no-token"],
+        [*command, "http", "--host", "0.0.0.0", "--port", str(free_port()), *flags],
         cwd=TESTS,
         env=env,
         stderr=subprocess.PIPE,
     )
+    assert process.stderr is not None
     try:
-        assert process.stderr is not None
-        first = process.stderr.readline().decode()
-        assert "--unsafe-no-token: serving on 0.0.0.0 WITHOUT A TOKEN" in first
+        yield process.stderr
     finally:
         stop(process, signal.SIGTERM)
-        assert process.stderr is not None
         process.stderr.close()
+
+
+@pytest.mark.real_process
+def test_every_address_with_a_token_says_at_start_which_flag_lets_clients_in() -> None:
+    with _serving_everywhere("--token", "s3cret") as stderr:
+        first = stderr.readline().decode()
+        assert "--host 0.0.0.0 listens on every address" in first
+        assert "gets 421" in first and "add --allow-host NAME:*" in first
+        assert "nativemcp serving MCP at" in stderr.readline().decode()
+
+
+@pytest.mark.real_process
+def test_the_explicit_opt_out_starts_and_warns_loudly() -> None:
+    with _serving_everywhere("--unsafe-no-token") as stderr:
+        first = stderr.readline().decode()
+        assert "--unsafe-no-token: serving on 0.0.0.0 WITHOUT A TOKEN" in first

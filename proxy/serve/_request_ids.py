@@ -1,0 +1,105 @@
+"""Requests whose ``id`` no client can match, answered with a JSON-RPC error.
+
+MCP ids are strings or integers. The SDK's Streamable HTTP transport reads a message
+with a ``method`` and any other ``id`` (an object, ``1e400``, ``1.5``, ``true``,
+``null``) as a notification: it answers 202 and the request is never answered, so its
+client waits for ever. `RequestIds` reads such a POST's body first and answers it as
+JSON-RPC 2.0 says to answer an Invalid Request: ``-32600`` with ``id: null``, with the
+HTTP status the SDK gives the other messages it cannot read (400). Every other request
+reaches the transport unchanged, its body replayed as it arrived.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import mcp_types as types
+import msgspec
+from pydantic import TypeAdapter, ValidationError
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from nativemcp.protocol import INVALID_REQUEST
+
+__all__ = ["RequestIds"]
+
+_REQUEST_ID: Final = TypeAdapter(types.RequestId)
+"""The SDK's own rule for an id (a strict int, or a str)."""
+_SHOWN: Final = 60
+"""How much of a refused id the error message quotes."""
+
+
+class _Envelope(msgspec.Struct):
+    """What is read of a message here: its method, and its id left as JSON."""
+
+    method: Any = None
+    id: msgspec.Raw = msgspec.Raw(b"")
+
+
+def _refused_id(body: bytes) -> bytes | None:
+    """The JSON of ``body``'s id when it is a request (it has a ``method``) whose id is
+    neither a string nor an integer; None for anything else (the SDK judges it)."""
+    try:
+        message = msgspec.json.decode(body, type=_Envelope)
+    except msgspec.DecodeError:  # not one JSON object (a batch, a parse error)
+        return None
+    raw = bytes(message.id)
+    if not isinstance(message.method, str) or not raw:
+        return None  # a response, a notification, or no message at all
+    try:
+        _REQUEST_ID.validate_python(msgspec.json.decode(raw), by_name=False)
+    except (msgspec.DecodeError, ValidationError):  # `1e400` is out of any range
+        return raw
+    return None
+
+
+class RequestIds:
+    """Wraps a Streamable HTTP endpoint: a POSTed request with an id that is neither a
+    string nor an integer gets ``400`` and a JSON-RPC Invalid Request error.
+
+    Args:
+        max_body_size: bodies larger than this are not read here (the endpoint
+            answers them 413).
+    """
+
+    def __init__(self, max_body_size: int) -> None:
+        self._max = max_body_size
+
+    async def __call__(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request through ``app``, unless its id is refused here."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        read: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            read.append(message)
+            size += len(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+            if size > self._max:  # too large to hold: the endpoint refuses it
+                break
+        complete = read[-1]["type"] == "http.request" and not read[-1].get("more_body")
+        if complete and size <= self._max:
+            refused = _refused_id(b"".join(m.get("body", b"") for m in read))
+            if refused is not None:
+                await _invalid_request(refused)(scope, receive, send)
+                return
+
+        async def replay() -> Message:
+            return read.pop(0) if read else await receive()
+
+        await app(scope, replay, send)
+
+
+def _invalid_request(raw_id: bytes) -> JSONResponse:
+    shown = raw_id.decode("utf-8", "replace")
+    if len(shown) > _SHOWN:
+        shown = shown[:_SHOWN] + "…"
+    message = (
+        f"Invalid Request: a request's id must be a string or an integer, not {shown}; "
+        "send it again with one (a message without an id is a notification)"
+    )
+    error = {"code": INVALID_REQUEST, "message": message}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
