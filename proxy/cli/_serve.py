@@ -244,13 +244,15 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
 
 
 def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
-    """What serve's pool takes beyond the common options: the per-call limit, and every
+    """What serve's pool takes beyond the common options: the per-call limit, every
     external server's sampling and elicitation relayed to the MCP client of the call,
-    for up to ``--input-rounds`` rounds per call."""
+    for up to ``--input-rounds`` rounds per call, and MCP Apps declared to them (serve
+    passes the apps on to the clients that show them)."""
     return {
         "timeout": args.timeout,
         "relay_client_requests": True,
         "input_rounds": args.input_rounds,
+        "apps": True,
     }
 
 

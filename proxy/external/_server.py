@@ -165,6 +165,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self.default_timeout = spec.timeout
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
+        self.extensions: dict[str, Any] = {}
+        """The extensions the server advertised at the last connect (2026-07-28)."""
         self._client: Client | None = None
         self._init_supervision()
         self._lost = anyio.Event()
@@ -267,6 +269,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 self.pid = link.pid
             tools = await _list_all_tools(client, self.name)
             self.description = client.instructions or ""
+            self.extensions = dict(client.server_capabilities.extensions or {})
             self._tools = self._usable(tools)
             self._client = client
             state["ready"] = True

@@ -59,6 +59,7 @@ from nativemcp.protocol import (
 from .._handle import CallOptions, ServerHandle
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
+from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._search_mode import SearchMode
@@ -159,6 +160,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         # Under search, tools are called by the full names the search gives.
         self._own_names = self._single and not self.profile.search
         self._search = SearchMode(pool)
+        self.apps = ServedApps(self.handles, namespaced=not self._single)
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
         self._sources: list[list[Tool]] = []
@@ -251,8 +253,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             raise MCPError(INVALID_PARAMS, f"unknown {what} {public!r}")
         return _Route(found, own)
 
-    @staticmethod
-    def _tool(public: str, tool: Tool, tasks: bool) -> types.Tool:
+    def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
         data: dict[str, Any] = {
             "name": public,
             "inputSchema": tool.input_schema,
@@ -270,7 +271,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             # "optional" even where the source says "required": the bridge runs the
             # call as a task toward the source either way, so a plain call works too.
             data["execution"] = {"taskSupport": "optional"}
-        return types.Tool.model_validate(data)
+        shown = self.apps.tool(data, tool, apps)  # None: not for this client
+        return None if shown is None else types.Tool.model_validate(shown)
 
     # -- handlers --------------------------------------------------------------------
 
@@ -284,13 +286,15 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
             )
         served = await self._catalog()
-        return types.ListToolsResult(
-            tools=[self._tool(name, tool, tasks) for name, tool in served.items()]
-        )
+        apps = self.apps.offered(ctx)
+        listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
+        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
 
-    async def _served_tool(self, name: str) -> Tool:
+    async def _served_tool(self, name: str, ctx: ServerRequestContext[Any]) -> Tool:
         served = await self._catalog()
         tool = served.get(name)
+        if tool is not None and not self.apps.callable(tool, self.apps.offered(ctx)):
+            tool = None  # only its app may call it, and this client shows no apps
         if tool is None:
             near = difflib.get_close_matches(name, list(served), n=3)
             hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
@@ -316,7 +320,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 ctx, params.request_state, responses
             )
             return result
-        routed = await self._routed(params)
+        routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             return routed
         tool, arguments = routed
@@ -353,7 +357,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
-        routed = await self._routed(params)
+        routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             raise MCPError(INVALID_PARAMS, _text_of(routed))
         tool, arguments = routed
@@ -374,7 +378,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return await self.tasks.create(ctx, params.task, work)
 
     async def _routed(
-        self, params: types.CallToolRequestParams
+        self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any]
     ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
         """The served tool a ``tools/call`` runs and its arguments, or, under search, the
         answer itself (a search's matches; a ``call_tool`` that names no served tool).
@@ -384,7 +388,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         """
         arguments = dict(params.arguments or {})
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
-            return await self._served_tool(params.name), arguments
+            return await self._served_tool(params.name, ctx), arguments
         served = await self._catalog()
         if params.name == SEARCH_TOOLS:
             return self._search.answer(arguments, served)
@@ -504,7 +508,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 return _tool_error(error.message)
             raise MCPError(error.code, error.message, error.data)
         try:
-            return response_to_sdk(response)
+            return self.apps.result(tool, response_to_sdk(response), self.apps.offered(ctx))
         except ProtocolError as exc:
             raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
 
@@ -521,8 +525,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     ) -> types.ListResourcesResult:
         """Every served server's resources."""
         resources: list[Any] = []
-        for handle in self.handles.values():
-            resources += (await self._feature(handle, "resources/list", {}))["resources"]
+        for server, handle in self.handles.items():
+            found = (await self._feature(handle, "resources/list", {}))["resources"]
+            resources += self.apps.listed(server, found, "uri")
         return types.ListResourcesResult.model_validate({"resources": resources})
 
     async def list_resource_templates(
@@ -530,9 +535,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     ) -> types.ListResourceTemplatesResult:
         """Every served server's resource templates."""
         templates: list[Any] = []
-        for handle in self.handles.values():
+        for server, handle in self.handles.items():
             found = await self._feature(handle, "resources/templates/list", {})
-            templates += found["resourceTemplates"]
+            templates += self.apps.listed(server, found["resourceTemplates"], "uriTemplate")
         return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates})
 
     async def read_resource(
@@ -540,6 +545,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     ) -> types.ReadResourceResult:
         """The resource's contents, from the first server that has it."""
         uri = str(params.uri)
+        routed = await self.apps.read(uri, self._feature)  # a namespaced ui:// URI
+        if routed is not None:
+            return types.ReadResourceResult.model_validate(routed)
         problems: list[str] = []
         for handle in self.handles.values():
             try:
@@ -663,6 +671,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         # Registered here, not as a constructor argument: the constructor warns that
         # logging is deprecated in a future protocol version, which clients still use.
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+        self.apps.install(server)
         self.tasks.install(server, self.call_tool_as_task)
         # The echoed requestState is attacker-controlled: the SDK's boundary seals it
         # (bound to the method, tool, arguments and an expiry) and refuses any other.
