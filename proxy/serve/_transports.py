@@ -35,7 +35,7 @@ from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
 from .._rebinding import CanonicalHost, local_only
-from ._bridge import McpBridge, gather_instructions, select_servers
+from ._bridge import McpBridge
 from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
 from ._defaults import DEFAULT_MAX_TASK_TTL as DEFAULT_MAX_TASK_TTL
@@ -43,7 +43,9 @@ from ._defaults import DEFAULT_MAX_TASKS as DEFAULT_MAX_TASKS
 from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
 from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
+from ._fast_path import FastPath
 from ._request_ids import RequestIds
+from ._selection import gather_instructions, select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 from ._tasks import check_task_limits
 
@@ -193,6 +195,7 @@ class _Session:
     idle_timeout: float | None
     max_tasks: int
     max_task_ttl: float
+    fast_path: bool
 
 
 class _Routes:
@@ -220,11 +223,14 @@ class _Routes:
         self._ids = RequestIds(session.max_body_size)
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
+        self._fast: dict[str | None, FastPath] = {}
         # A config key (`My Time`, `github.com/acme/tool`) is awkward in a URL: the part
         # of full tool names that stands for it answers too.
         self._aliases: dict[str, str] = {}
 
-    async def _manager(self, servers: list[str], name: str) -> StreamableHTTPSessionManager:
+    async def _manager(
+        self, servers: list[str], name: str
+    ) -> tuple[StreamableHTTPSessionManager, FastPath | None]:
         instructions = await gather_instructions(self._pool, servers)
         session = self._session
         bridge = McpBridge(
@@ -241,13 +247,18 @@ class _Routes:
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
-        return StreamableHTTPSessionManager(
-            app=bridge.server(),
+        server = bridge.server()
+        manager = StreamableHTTPSessionManager(
+            app=server,
             stateless=session.stateless,
             security_settings=session.security,
             max_request_body_size=session.max_body_size,
             session_idle_timeout=session.idle_timeout,
         )
+        fast = None
+        if session.fast_path and session.stateless:
+            fast = FastPath(bridge, server, session.security, session.max_body_size)
+        return manager, fast
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _: Any = None) -> AsyncIterator[None]:
@@ -256,10 +267,15 @@ class _Routes:
             if not self._pool.is_running:
                 await stack.enter_async_context(self._pool)
             servers = select_servers(self._pool, self._servers)
-            self._managers[None] = await self._manager(servers, self._name)
-            for server_name in servers:
-                self._managers[server_name] = await self._manager([server_name], server_name)
-                self._aliases[safe_server_name(server_name)] = server_name
+            routes: list[tuple[str | None, list[str], str]] = [(None, servers, self._name)]
+            routes += [(server_name, [server_name], server_name) for server_name in servers]
+            for key, served, name in routes:
+                manager, fast = await self._manager(served, name)
+                self._managers[key] = manager
+                if fast is not None:
+                    self._fast[key] = fast
+                if key is not None:
+                    self._aliases[safe_server_name(key)] = key
             for manager in self._managers.values():
                 await stack.enter_async_context(manager.run())
             for bridge in self._bridges:
@@ -268,8 +284,13 @@ class _Routes:
                 yield
             finally:
                 self._managers.clear()
+                self._fast.clear()
                 self._aliases.clear()
                 self._bridges.clear()
+
+    def fast_answers(self) -> int:
+        """Requests the fast path answered so far, on every route."""
+        return sum(fast.answered for fast in self._fast.values())
 
     def stop_calls(self, reason: str) -> int:
         """Stop the tool calls running on every route, each answered with ``reason``."""
@@ -277,7 +298,8 @@ class _Routes:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")
-        manager = self._managers.get(self._aliases.get(name, name) if name else name)
+        key = self._aliases.get(name, name) if name else name
+        manager = self._managers.get(key)
         if manager is None:
             body = (
                 f"no MCP server at this path; servers: {', '.join(k for k in self._managers if k)}"
@@ -292,7 +314,13 @@ class _Routes:
             await send({"type": "http.response.body", "body": body.encode()})
             return
         handle = manager.handle_request
-        if self._per_client is not None:
+        fast = self._fast.get(key)
+        if fast is not None:  # after every check: the token's, Host's, size's, ids'
+
+            async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+                await fast(manager.handle_request, scope, receive, send)
+
+        elif self._per_client is not None:
             per_client = self._per_client
 
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
@@ -317,12 +345,14 @@ def http_app(
     sessions_per_client: int | None = DEFAULT_SESSIONS_PER_CLIENT,
     max_tasks: int = DEFAULT_MAX_TASKS,
     max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
+    fast_path: bool = True,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
     The app's lifespan starts the pool if it is not running yet (and then closes it)
     and the session managers; when mounting it in another Starlette or FastAPI app,
     run its lifespan from the host app's (``app.router.lifespan_context``).
+    ``app.state.fast_answers()`` counts the requests the fast path answered.
     ``app.state.stop_calls(reason)`` stops the tool calls running, each answering its
     client with a JSON-RPC error saying ``reason`` (for a shutdown past its grace).
 
@@ -347,6 +377,10 @@ def http_app(
             one more is refused with a JSON-RPC error. A task counts until its ttl
             passes; a session's tasks end with the session.
         max_task_ttl: the longest ttl granted to a task, in seconds.
+        fast_path: with ``stateless``, answer plain 2026-07-28 requests (tools, lists,
+            reads, prompts, ping, discover) straight from the pool, without the SDK's
+            session machinery, with the same answers (see `FastPath`); False sends
+            every request through the SDK's.
 
     Raises:
         ValueError: a task limit is not positive.
@@ -361,6 +395,7 @@ def http_app(
         idle_timeout=session_idle_timeout,
         max_tasks=max_tasks,
         max_task_ttl=max_task_ttl,
+        fast_path=fast_path,
     )
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
@@ -375,6 +410,8 @@ def http_app(
     )
     # For a shutdown past its grace: the calls still running answer with an error.
     app.state.stop_calls = routes.stop_calls
+    # How many requests skipped the SDK's machinery: for tests, benchmarks and operators.
+    app.state.fast_answers = routes.fast_answers
     # `LOCALHOST:8000` and `localhost.:8000` name this machine too (DNS ignores case
     # and a trailing dot); the SDK's Host check compares exactly.
     app.add_middleware(CanonicalHost)
