@@ -33,6 +33,7 @@ from typing import Any, Final
 import anyio
 import mcp_types as types
 import msgspec
+import sniffio
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.server.runner import modern_error_data
 from mcp.server.streamable_http import check_accept_headers
@@ -44,6 +45,7 @@ from mcp.shared.inbound import (
     classify_inbound_request,
     find_duplicated_routing_header,
     validate_mcp_param_headers,
+    x_mcp_header_map,
 )
 from mcp_types import methods as surface
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -52,6 +54,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._bridge import McpBridge
+from ._window import Window
 
 __all__ = ["FAST_METHODS", "FastPath"]
 
@@ -133,7 +136,12 @@ class FastPath:
     async def __call__(self, fallback: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request, here or through ``fallback``."""
         version = _header(scope, b"mcp-protocol-version")
-        if scope["type"] != "http" or scope["method"] != "POST" or version not in self._modern:
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or version not in self._modern
+            or sniffio.current_async_library() != "asyncio"  # see `Window`
+        ):
             await fallback(scope, receive, send)
             return
         read: list[Message] = []
@@ -306,7 +314,25 @@ def _param_headers_refused(bridge: McpBridge, name: Any, arguments: Any, request
     schema = bridge.tool_input_schema(name)
     if schema is None:  # not served, or relisted since: the SDK skips the check too
         return False
+    if not _annotated(schema):  # no header is compared (a stray one is ignored)
+        return False
     return validate_mcp_param_headers(schema, arguments, request.headers) is not None
+
+
+_ANNOTATED: dict[int, tuple[Any, bool]] = {}
+"""Whether a served schema routes any argument to a header, by the schema's identity
+(the schema is kept with it, so its id is not reused while it is here)."""
+
+
+def _annotated(schema: Any) -> bool:
+    known = _ANNOTATED.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    if len(_ANNOTATED) > 4096:  # schemas replaced by relistings: start over
+        _ANNOTATED.clear()
+    annotated = bool(x_mcp_header_map(schema))
+    _ANNOTATED[id(schema)] = (schema, annotated)
+    return annotated
 
 
 class _Reply:
@@ -334,16 +360,16 @@ class _Reply:
     async def serve(self, answer: Callable[[], Any]) -> None:
         """Run ``answer`` and send what it gives, or the error it raises."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._id}
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._keepalive)
-            tg.start_soon(self._watch_disconnect, tg.cancel_scope)
+        with anyio.CancelScope() as scope:
+            window = Window(SSE_WINDOW, lambda: self._watch(scope))
             try:
                 message["result"] = await answer()
             except Exception as exc:  # the SDK's mapping: MCPError and ValidationError as
                 # they are, anything else logged and answered as an internal error
                 error = modern_error_data(exc)
                 message["error"] = error.model_dump(by_alias=True, mode="json", exclude_none=True)
-            tg.cancel_scope.cancel()
+            finally:
+                await window.aclose()
         if len(message) > 2:  # not cancelled by the client's leaving
             async with self._lock:
                 await self._finish(message)
@@ -383,16 +409,18 @@ class _Reply:
             )
         await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
 
-    async def _keepalive(self) -> None:
+    async def _watch(self, scope: anyio.CancelScope) -> None:
+        """Once the answer has been silent for the window: commit it to a stream with a
+        ping, and ping after each silent window, cancelling the answer when the client
+        leaves (as the SDK does)."""
         while True:
-            await anyio.sleep(SSE_WINDOW)
             async with self._lock:
                 await self._stream(_PING)
-
-    async def _watch_disconnect(self, scope: anyio.CancelScope) -> None:
-        while (await self._receive()).get("type") != "http.disconnect":
-            pass
-        scope.cancel()
+            with anyio.move_on_after(SSE_WINDOW):
+                while (await self._receive()).get("type") != "http.disconnect":
+                    pass
+                scope.cancel()
+                return
 
 
 def _event(message: dict[str, Any]) -> bytes:

@@ -265,3 +265,29 @@ async def test_generated_requests_answer_the_same_either_way() -> None:
             for headers, body in cases:
                 _assert_same(await both(headers, body))
         assert fast.state.fast_answers() > 0
+
+
+async def test_a_call_silent_past_the_window_answers_as_a_pinged_stream_either_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp.server import _streamable_http_modern as sdk_modern
+
+    from nativemcp.proxy.serve import _fast_path
+
+    # Both windows short (the SDK's is its module's constant, read at each request).
+    monkeypatch.setattr(_fast_path, "SSE_WINDOW", 0.2)
+    monkeypatch.setattr(sdk_modern, "_SSE_PING_INTERVAL", 0.2)
+    pool = WorkerPool(["_serve_servers:server"], timeout=20)
+    async with pool, _pair(pool) as (fast, both):
+        with anyio.fail_after(60):
+            arguments = {"seconds": 0.5}
+            headers, body = _request("tools/call", {"name": "slow", "arguments": arguments})
+            one, two = await both({**headers, "mcp-name": "slow"}, body)
+            assert one.headers["content-type"] == two.headers["content-type"] == "text/event-stream"
+            assert one.text.startswith(": ping") and two.text.startswith(": ping")
+            _assert_same((one, two))
+            # A quick call after it answers in JSON: the window closed with its answer.
+            headers, body = _request("tools/list")
+            _, got, _ = _assert_same(await both(headers, body))
+            assert got["content-type"] == "application/json"
+            assert fast.state.fast_answers() == 2
