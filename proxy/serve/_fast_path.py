@@ -130,6 +130,9 @@ class FastPath:
         self._server = server
         self._security = TransportSecurityMiddleware(security)
         self._modern = frozenset(MODERN_PROTOCOL_VERSIONS)
+        # The SDK copies its stamp for each answer so a handler cannot change it for the
+        # next; here the answer is encoded at once and nothing writes to it.
+        self._stamp = server.server_info_stamp
         self.answered = 0
         """Requests answered here (not through the SDK path) so far."""
 
@@ -280,9 +283,9 @@ class FastPath:
             dumped["resultType"] = "complete"
         meta = dumped.get("_meta")
         if meta is None:
-            dumped["_meta"] = {types.SERVER_INFO_META_KEY: self._server.server_info_stamp}
+            dumped["_meta"] = {types.SERVER_INFO_META_KEY: self._stamp}
         elif isinstance(meta, dict) and meta.get(types.SERVER_INFO_META_KEY) is None:
-            dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: self._server.server_info_stamp}
+            dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: self._stamp}
         return dumped
 
 
