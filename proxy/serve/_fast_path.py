@@ -13,9 +13,11 @@ and build the result, and the result is shaped as the SDK shapes it
 
 Whatever is not plainly such a request goes to the SDK path untouched, decided per
 request before anything runs: a refusal of any kind (the SDK then words it), another
-version or method, a progress token, a log level, ``requestState``, ``task``, a cache
-hint, an Accept or Content-Type the SDK would refuse. So a client cannot tell the paths
-apart (tests/proxy/serve/test_fast_path_equal.py compares them).
+version or method, any request while OpenTelemetry tracing is set up (the SDK's spans
+stay the SDK's), a server with middleware of its own, a progress token, a log level,
+``requestState``, ``task``, a cache hint, an Accept or Content-Type the SDK would
+refuse. So a client cannot tell the paths apart (tests/proxy/serve/test_fast_path_equal.py
+compares them).
 
 Like the SDK's SSE mode, the answer is JSON unless a notification (a tool's log message)
 comes first, or the call runs past the SDK's 15 s window: then it is an event stream
@@ -35,6 +37,7 @@ import mcp_types as types
 import msgspec
 import sniffio
 from mcp.server.lowlevel import Server as LowLevelServer
+from mcp.server.request_state import RequestStateBoundary
 from mcp.server.runner import modern_error_data
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -49,11 +52,13 @@ from mcp.shared.inbound import (
 )
 from mcp_types import methods as surface
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._bridge import McpBridge
+from ._tasks import TaskCalls
 from ._window import Window
 
 __all__ = ["FAST_METHODS", "FastPath"]
@@ -94,6 +99,18 @@ _SSE_HEADERS: Final = [
 ]
 """The SDK's event-stream headers for a 2026-07-28 answer."""
 _PING: Final = b": ping\r\n\r\n"
+_PASSIVE: Final = frozenset(
+    {
+        *(type(m) for m in LowLevelServer("nativemcp-probe").middleware),
+        RequestStateBoundary,
+        TaskCalls,
+    }
+)
+"""The server middleware the fast path may skip: what every SDK server starts with (its
+OpenTelemetry spans, taken only while no tracer provider is set), and the bridge's
+``requestState`` seal and task routing (a request with ``requestState`` or ``task``
+takes the SDK path). A server
+with any other middleware is served by the SDK path only."""
 _ENCODER: Final = msgspec.json.Encoder()
 _DECODER: Final = msgspec.json.Decoder()
 
@@ -144,6 +161,8 @@ class FastPath:
             or scope["method"] != "POST"
             or version not in self._modern
             or sniffio.current_async_library() != "asyncio"  # see `Window`
+            or not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+            or not all(type(m) in _PASSIVE for m in self._server.middleware)
         ):
             await fallback(scope, receive, send)
             return

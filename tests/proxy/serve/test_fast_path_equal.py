@@ -304,3 +304,66 @@ async def test_a_call_silent_past_the_window_answers_as_a_pinged_stream_either_w
             _, got, _ = _assert_same(await both(headers, body))
             assert got["content-type"] == "application/json"
             assert fast.state.fast_answers() == 2
+
+
+async def test_requests_take_the_sdk_path_while_tracing_is_set_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry import trace
+
+    pool = WorkerPool(["_serve_servers:server"], timeout=20)
+    async with pool, _pair(pool) as (fast, both):
+        with anyio.fail_after(60):
+            headers, body = _request("tools/list")
+            # A tracer provider set (any but the API's placeholder): the SDK's spans.
+            monkeypatch.setattr(trace, "get_tracer_provider", trace.NoOpTracerProvider)
+            _assert_same(await both(headers, body))
+            assert fast.state.fast_answers() == 0
+            monkeypatch.undo()
+            _assert_same(await both(headers, body))
+            assert fast.state.fast_answers() == 1
+
+
+async def test_a_server_with_middleware_of_its_own_takes_the_sdk_path() -> None:
+    from mcp.server.lowlevel import Server as LowLevelServer
+    from starlette.types import Message
+
+    from nativemcp.proxy import McpBridge
+    from nativemcp.proxy._rebinding import local_only
+    from nativemcp.proxy.serve._fast_path import FastPath
+
+    async def stamp(ctx: Any, call_next: Any) -> Any:
+        return await call_next(ctx)
+
+    headers, body = _request("tools/list")
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(b"host", b"127.0.0.1:8000")]
+        + [(k.encode(), v.encode()) for k, v in headers.items()],
+    }
+    async with WorkerPool(["_serve_servers:server"], timeout=20) as pool:
+        bridge = McpBridge(pool, suspend=False)
+        server: LowLevelServer[Any] = bridge.server()
+        fast = FastPath(bridge, server, local_only([], []), 1 << 20)
+        fell: list[bytes] = []
+        sent: list[Message] = []
+
+        async def fallback(scope: Any, receive: Any, send: Any) -> None:
+            fell.append((await receive())["body"])
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        with anyio.fail_after(20):
+            server.middleware.append(stamp)
+            await fast(fallback, scope, receive, send)
+            assert fell == [body] and not sent and fast.answered == 0
+            server.middleware.remove(stamp)
+            await fast(fallback, scope, receive, send)
+            assert fell == [body] and fast.answered == 1
+            assert sent[0]["status"] == 200
