@@ -96,8 +96,8 @@ def add_serve_parser(commands: Any) -> None:
         "--no-fast-path",
         dest="fast_path",
         action="store_false",
-        help="HTTP, --stateless: send every request through the SDK's session machinery "
-        "(the fast path answers plain 2026-07-28 requests the same, with less CPU)",
+        help="HTTP: send every request through the SDK's session machinery (the fast "
+        "path answers plain 2026-07-28 requests the same, with less CPU)",
     )
     add_allow_lists(serve, "HTTP: ")
     serve.add_argument(

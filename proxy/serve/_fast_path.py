@@ -2,10 +2,10 @@
 machinery, with the same answer the SDK path gives.
 
 A 2026-07-28 request stands alone: its version, client info and capabilities ride in
-``params._meta``. On a stateless app (``--stateless``), `FastPath` answers the requests
-that need nothing but the pool (``tools/call``, ``tools/list``, ``resources/list`` and
-``read``, ``prompts/list`` and ``get``, ``ping``, ``server/discover``) straight from the
-bridge: the body is decoded with msgspec, the SDK's own checks accept or refuse it
+``params._meta``. `FastPath` answers the requests that need nothing but the pool
+(``tools/list``, ``resources/list`` and ``read``, ``prompts/list`` and ``get``,
+``server/discover``, and on a stateless app (``--stateless``) ``tools/call``, which
+elsewhere may suspend for its client's input) straight from the bridge: the body is decoded with msgspec, the SDK's own checks accept or refuse it
 (`TransportSecurityMiddleware`, `classify_inbound_request`, the per-version surface of
 `mcp_types.methods`, ``Mcp-Param-*`` headers), the bridge's own methods run the call
 and build the result, and the result is shaped as the SDK shapes it
@@ -244,7 +244,8 @@ class FastPath:
     def _handler(self, method: str, version: str, params: dict[str, Any], request: Request) -> _Run:
         bridge = self._bridge
         if method == "tools/call":
-            if not params.keys() <= _CALL_KEYS:
+            # A call that may suspend for its client's input (not stateless) is the SDK's.
+            if bridge.suspend or not params.keys() <= _CALL_KEYS:
                 raise _Fallback
             name, arguments = params["name"], params.get("arguments") or {}
             if _param_headers_refused(bridge, name, arguments, request):

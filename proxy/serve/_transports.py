@@ -256,7 +256,7 @@ class _Routes:
             session_idle_timeout=session.idle_timeout,
         )
         fast = None
-        if session.fast_path and session.stateless:
+        if session.fast_path:
             fast = FastPath(bridge, server, session.security, session.max_body_size)
         return manager, fast
 
@@ -316,15 +316,16 @@ class _Routes:
         handle = manager.handle_request
         fast = self._fast.get(key)
         if fast is not None:  # after every check: the token's, Host's, size's, ids'
+            inner = handle
 
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-                await fast(manager.handle_request, scope, receive, send)
+                await fast(inner, scope, receive, send)
 
-        elif self._per_client is not None:
-            per_client = self._per_client
+        if self._per_client is not None:  # and the sessions-per-client limit before it
+            per_client, inner_per_client = self._per_client, handle
 
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-                await per_client(manager.handle_request, scope, receive, send)
+                await per_client(inner_per_client, scope, receive, send)
 
         await self._ids(handle, scope, receive, send)
 
@@ -377,8 +378,9 @@ def http_app(
             one more is refused with a JSON-RPC error. A task counts until its ttl
             passes; a session's tasks end with the session.
         max_task_ttl: the longest ttl granted to a task, in seconds.
-        fast_path: with ``stateless``, answer plain 2026-07-28 requests (tools, lists,
-            reads, prompts, ping, discover) straight from the pool, without the SDK's
+        fast_path: answer plain 2026-07-28 requests (``tools/call`` with
+            ``stateless`` only: otherwise a call may suspend for its client's input;
+            lists, reads, prompts, discover) straight from the pool, without the SDK's
             session machinery, with the same answers (see `FastPath`); False sends
             every request through the SDK's.
 
