@@ -1,11 +1,12 @@
-"""The fast path: plain stateless 2026-07-28 requests answered without the SDK's session
+"""The fast path: plain 2026-07-28 requests answered without the SDK's session
 machinery, with the same answer the SDK path gives.
 
 A 2026-07-28 request stands alone: its version, client info and capabilities ride in
 ``params._meta``. `FastPath` answers the requests that need nothing but the pool
 (``tools/list``, ``resources/list`` and ``read``, ``prompts/list`` and ``get``,
 ``server/discover``, and on a stateless app (``--stateless``) ``tools/call``, which
-elsewhere may suspend for its client's input) straight from the bridge: the body is decoded with msgspec, the SDK's own checks accept or refuse it
+elsewhere may suspend for its client's input) straight from the bridge: the body is
+decoded with msgspec, the SDK's own checks accept or refuse it
 (`TransportSecurityMiddleware`, `classify_inbound_request`, the per-version surface of
 `mcp_types.methods`, ``Mcp-Param-*`` headers), the bridge's own methods run the call
 and build the result, and the result is shaped as the SDK shapes it
