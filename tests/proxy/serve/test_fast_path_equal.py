@@ -266,9 +266,10 @@ def _requests(draw: st.DrawFn) -> tuple[dict[str, str], bytes]:
     return headers, body
 
 
-async def test_generated_requests_answer_the_same_either_way() -> None:
+@pytest.mark.parametrize("stateless", [True, False])
+async def test_generated_requests_answer_the_same_either_way(stateless: bool) -> None:
     pool = WorkerPool(["_serve_servers:server"], timeout=20)
-    async with pool, _pair(pool) as (fast, both):
+    async with pool, _pair(pool, stateless=stateless) as (fast, both):
         cases: list[tuple[dict[str, str], bytes]] = []
 
         @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
