@@ -127,10 +127,14 @@ ELSEWHERE = [
     _request("logging/setLevel", {"level": "info"}),
     _request("nothing/here"),
     _request("ping"),  # gone from 2026-07-28: the SDK says so
-    ({**_request("ping")[0], "mcp-protocol-version": "2025-11-25"}, _request("ping")[1]),
-    ({**_request("ping")[0], "accept": "application/json"}, _request("ping")[1]),
-    ({**_request("ping")[0], "content-type": "text/plain"}, _request("ping")[1]),
-    ({**_request("ping")[0], "origin": "http://evil.example"}, _request("ping")[1]),
+    (
+        {**_request("tools/list")[0], "mcp-protocol-version": "2025-11-25"},
+        _request("tools/list")[1],
+    ),
+    ({**_request("tools/list")[0], "accept": "application/json"}, _request("tools/list")[1]),
+    ({**_request("tools/list")[0], "accept": "text/event-stream"}, _request("tools/list")[1]),
+    ({**_request("tools/list")[0], "content-type": "text/plain"}, _request("tools/list")[1]),
+    ({**_request("tools/list")[0], "origin": "http://evil.example"}, _request("tools/list")[1]),
     (_request("ping")[0], b"{not json"),
     (_request("ping")[0], b"[]"),
     (_request("ping")[0], b'{"jsonrpc": "2.0", "method": "ping", "params": {}}'),
@@ -328,7 +332,8 @@ async def test_requests_take_the_sdk_path_while_tracing_is_set_up(
             assert fast.state.fast_answers() == 1
 
 
-async def test_a_server_with_middleware_of_its_own_takes_the_sdk_path() -> None:
+async def test_a_server_with_middleware_or_cache_hints_of_its_own_takes_the_sdk_path() -> None:
+    from mcp.server.caching import CacheHint
     from mcp.server.lowlevel import Server as LowLevelServer
     from starlette.types import Message
 
@@ -368,8 +373,13 @@ async def test_a_server_with_middleware_of_its_own_takes_the_sdk_path() -> None:
             await fast(fallback, scope, receive, send)
             assert fell == [body] and not sent and fast.answered == 0
             server.middleware.remove(stamp)
+            # A cache hint changes the SDK's answer (ttlMs, cacheScope): its path.
+            server.cache_hints["tools/list"] = CacheHint(ttl_ms=1000)
             await fast(fallback, scope, receive, send)
-            assert fell == [body] and fast.answered == 1
+            assert fell == [body, body] and not sent and fast.answered == 0
+            del server.cache_hints["tools/list"]
+            await fast(fallback, scope, receive, send)
+            assert fell == [body, body] and fast.answered == 1
             assert sent[0]["status"] == 200
 
 
