@@ -127,7 +127,8 @@ def run(quick: bool) -> dict[str, Any]:
                     script = os.path.join(folder, f"{method.replace('/', '_')}.lua")
                     with open(script, "w") as file:
                         file.write(_script(method))
-                    _wrk(port, script, 1)  # warm up: imports, first listing
+                    if method == "tools/call" or not quick:
+                        _wrk(port, script, 1)  # warm up: imports, first listing, caches
                     before = tree_cpu_s(pid)
                     measured = _wrk(port, script, seconds)
                     used = tree_cpu_s(pid) - before
