@@ -93,6 +93,13 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument(
         "--stateless", action="store_true", help="HTTP: no sessions (for replicas behind a LB)"
     )
+    serve.add_argument(
+        "--no-fast-path",
+        dest="fast_path",
+        action="store_false",
+        help="HTTP: send every request through the SDK's session machinery (the fast "
+        "path answers plain 2026-07-28 requests the same, with less CPU)",
+    )
     add_allow_lists(serve, "HTTP: ")
     serve.add_argument(
         "--workers",
@@ -379,6 +386,7 @@ async def _serve_http(
             max_tasks=args.max_tasks,
             max_task_ttl=args.max_task_ttl,
             profile=tool_profile(args),
+            fast_path=args.fast_path,
         )
         drain = Drain(app)
         config = uvicorn.Config(

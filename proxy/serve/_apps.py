@@ -78,12 +78,13 @@ class ServedApps:
     def install(self, server: Any) -> None:
         """Advertise the extension on the SDK's low-level ``server`` (both eras)."""
         server.extensions[EXTENSION_ID] = dict(APPS_SETTINGS)
-        server.middleware.append(self._handshake)
+        server.middleware.append(AppsHandshake(self))
 
-    async def _handshake(
-        self, ctx: ServerRequestContext[Any], call_next: CallNext
-    ) -> HandlerResult:
-        # 2025-11-25: the SDK's wire types drop `extensions` from both sides' capabilities.
+    async def handshake(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        """Answer ``initialize`` with the extension and note a client that declared it.
+
+        On 2025-11-25 the SDK's wire types drop ``extensions`` from both sides'
+        capabilities, so the raw request and answer are read and written here."""
         result = await call_next(ctx)
         if ctx.method != "initialize" or not isinstance(result, dict):
             return result
@@ -199,3 +200,17 @@ def _extension_settings(params: Any) -> dict[str, Any]:
     extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
     settings = extensions.get(EXTENSION_ID) if isinstance(extensions, Mapping) else None
     return dict(settings) if isinstance(settings, Mapping) else {}
+
+
+class AppsHandshake:
+    """The server middleware of `ServedApps`: it acts on ``initialize`` alone.
+
+    A class of its own so that serve's fast path, which never answers ``initialize``,
+    can tell it apart from middleware that changes other requests.
+    """
+
+    def __init__(self, apps: ServedApps) -> None:
+        self.apps = apps
+
+    async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        return await self.apps.handshake(ctx, call_next)

@@ -56,20 +56,21 @@ from nativemcp.protocol import (
     service_info,
 )
 
-from .._handle import CallOptions, ServerHandle
+from .._handle import CallOptions, LogHandler, ProgressCallback, ServerHandle
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._search_mode import SearchMode
+from ._selection import select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tasks import ServedTask, ServedTasks, session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
 
-__all__ = ["McpBridge", "gather_instructions", "select_servers"]
+__all__ = ["McpBridge"]
 
 _logger = logging.getLogger("nativemcp.serve")
 
@@ -280,20 +281,33 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """Every served tool of the catalog, in its order."""
-        tasks = self.tasks.offered(ctx)
+        return await self.tool_listing(self.tasks.offered(ctx), self.apps.offered(ctx))
+
+    async def tool_listing(self, tasks: bool, apps: bool) -> types.ListToolsResult:
+        """Every served tool of the catalog, in its order (under search, the meta-tools).
+
+        ``tasks``: the client may run tool calls as tasks (offered where a tool supports
+        it); ``apps``: the client shows MCP Apps (UI metadata, tools only an app calls).
+        """
         if self.profile.search:
             return types.ListToolsResult(
                 tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
             )
         served = await self._catalog()
-        apps = self.apps.offered(ctx)
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
         return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
 
-    async def _served_tool(self, name: str, ctx: ServerRequestContext[Any]) -> Tool:
+    async def served_tool(self, name: str, apps: bool) -> Tool:
+        """The catalog entry of served tool ``name``.
+
+        ``apps``: the client shows MCP Apps (else a tool only an app calls is unknown).
+
+        Raises:
+            MCPError: INVALID_PARAMS for a name not served (with the nearest names).
+        """
         served = await self._catalog()
         tool = served.get(name)
-        if tool is not None and not self.apps.callable(tool, self.apps.offered(ctx)):
+        if tool is not None and not self.apps.callable(tool, apps):
             tool = None  # only its app may call it, and this client shows no apps
         if tool is None:
             near = difflib.get_close_matches(name, list(served), n=3)
@@ -333,7 +347,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 tool, arguments, ctx, self._declared(ctx, on_request), lambda: ctx
             )
         if not self.suspend or not self.suspended.running:
-            return await self._run(tool, arguments, ctx, self._cannot_ask, lambda: ctx)
+            return await self._run(tool, arguments, ctx, self.cannot_ask, lambda: ctx)
 
         async def run(ask: ClientAsk, driver: Callable[[], Any]) -> types.CallToolResult:
             # The envelope of the request that started the call declares what its client
@@ -388,7 +402,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         """
         arguments = dict(params.arguments or {})
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
-            return await self._served_tool(params.name, ctx), arguments
+            return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
         served = await self._catalog()
         if params.name == SEARCH_TOOLS:
             return self._search.answer(arguments, served)
@@ -418,7 +432,14 @@ class McpBridge(anyio.AsyncContextManagerMixin):
 
         return declared
 
-    async def _cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Refuse a tool's request to the client where none can reach it.
+
+        That is stateless serving, or the bridge not running.
+
+        Raises:
+            ClientRequestError: always, saying why and what to do.
+        """
         if not self.suspend:
             raise ClientRequestError(
                 f"this server is stateless: a tool's {method} request cannot reach the "
@@ -473,29 +494,73 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 related_request_id=now.request_id,
             )
 
-        session_id = session_key(ctx)
         token = (ctx.meta or {}).get("progress_token")
         reports = token is not None or on_status is not None
+        request = ctx.request
+        options = self.call_options(
+            session_key(ctx),
+            getattr(request, "scope", None),
+            on_request=on_request,
+            on_progress=on_progress if reports else None,
+            on_log=on_log,
+        )
+        return await self.run_tool(
+            tool, arguments, ctx.protocol_version, options, apps=self.apps.offered(ctx)
+        )
+
+    def call_options(
+        self,
+        session_id: str | None,
+        http_scope: Mapping[str, Any] | None,
+        *,
+        on_request: ClientAsk,
+        on_progress: ProgressCallback | None = None,
+        on_log: LogHandler | None = None,
+    ) -> CallOptions:
+        """The pool options of one served tool call.
+
+        This bridge's time limit and the call's scope (the client's session, where it
+        has one), with the call's callbacks. ``http_scope`` is the ASGI scope of the HTTP
+        request that made the call (None over stdio). Every path that runs a served call
+        builds them here."""
+        return CallOptions(
+            timeout=self._limit,
+            on_progress=on_progress,
+            on_log=on_log,
+            on_request=on_request,
+            scope=(session_id, None) if session_id is not None else None,
+        )
+
+    async def run_tool(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        version: str | None,
+        options: CallOptions,
+        *,
+        apps: bool,
+    ) -> types.CallToolResult:
+        """Call ``tool`` through the pool under ``options``; its ``CallToolResult``.
+
+        The result is shaped for a client of protocol ``version`` that shows MCP Apps
+        where ``apps``: a tool that did not run to an answer, and (from 2025-11-25)
+        arguments its schema refuses, answer as a tool error.
+
+        Raises:
+            MCPError: a JSON-RPC error for the client (the tool's own, arguments refused
+                before 2025-11-25, a result that cannot be sent, or a call stopped by
+                `stop_calls`).
+        """
         response = None
         with anyio.CancelScope() as stoppable:
             self._running.add(stoppable)
             try:
-                response = await self.pool.call_tool(
-                    tool.name,
-                    arguments,
-                    options=CallOptions(
-                        timeout=self._limit,
-                        on_progress=on_progress if reports else None,
-                        on_log=on_log,
-                        on_request=on_request,
-                        scope=(session_id, None) if session_id is not None else None,
-                    ),
-                )
+                response = await self.pool.call_tool(tool.name, arguments, options=options)
             except ServerError as exc:
                 # The tool did not run to an answer: the model reads why, as a tool error.
                 return _tool_error(str(exc))
             except ArgumentsError as exc:
-                if _input_errors_are_tool_errors(ctx):
+                if _input_errors_are_tool_errors(version):
                     return _tool_error(str(exc))
                 raise MCPError(INVALID_PARAMS, str(exc)) from exc
             finally:
@@ -504,11 +569,11 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             raise MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
         error = response.error
         if error is not None:
-            if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(ctx):
+            if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):
                 return _tool_error(error.message)
             raise MCPError(error.code, error.message, error.data)
         try:
-            return self.apps.result(tool, response_to_sdk(response), self.apps.offered(ctx))
+            return self.apps.result(tool, response_to_sdk(response), apps)
         except ProtocolError as exc:
             raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
 
@@ -521,7 +586,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             raise MCPError(INTERNAL_ERROR, str(exc)) from exc
 
     async def list_resources(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         """Every served server's resources."""
         resources: list[Any] = []
@@ -531,7 +596,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return types.ListResourcesResult.model_validate({"resources": resources})
 
     async def list_resource_templates(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         """Every served server's resource templates."""
         templates: list[Any] = []
@@ -541,7 +606,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates})
 
     async def read_resource(
-        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any] | None, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         """The resource's contents, from the first server that has it."""
         uri = str(params.uri)
@@ -567,7 +632,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         )
 
     async def list_prompts(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         """Every served server's prompts (full names when several servers are served)."""
         prompts: list[Any] = []
@@ -577,7 +642,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return types.ListPromptsResult.model_validate({"prompts": prompts})
 
     async def get_prompt(
-        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+        self, ctx: ServerRequestContext[Any] | None, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         """The prompt, filled in by its server."""
         route = self._route(params.name, "prompt")
@@ -680,9 +745,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return server
 
 
-def _input_errors_are_tool_errors(ctx: ServerRequestContext[Any]) -> bool:
+def _input_errors_are_tool_errors(version: str | None) -> bool:
     # Versions are dates: they compare as strings. No version known: the older rule.
-    version = ctx.protocol_version
     return isinstance(version, str) and version >= INPUT_ERRORS_AS_TOOL_ERRORS
 
 
@@ -719,42 +783,3 @@ def _builtins(value: Any) -> Any:
     import msgspec
 
     return msgspec.to_builtins(value)
-
-
-async def gather_instructions(pool: WorkerPool, servers: Sequence[str] | None = None) -> str | None:
-    """The servers' service-context texts (what an agent's system prompt gets), as the
-    MCP ``instructions``: one paragraph per server, headed by its name when several.
-    Each is asked under the pool's default time limit; one that fails is left out.
-
-    Raises:
-        ValueError: a named server is not running in the pool.
-    """
-    names = select_servers(pool, servers)
-    parts: list[str] = []
-    for name in names:
-        try:
-            text = await pool.server(name).get_service_context()
-        except ServerError as exc:
-            _logger.warning("no service context from %s: %s", name, exc)
-            continue
-        text = text.strip()
-        if text:
-            parts.append(text if len(names) == 1 else f"{name}: {text}")
-    return "\n\n".join(parts) or None
-
-
-def select_servers(pool: WorkerPool, names: Sequence[str] | None) -> list[str]:
-    """The running servers named (all of them for None), in the order given.
-
-    Raises:
-        ValueError: a name is not a running server.
-    """
-    running = pool.names
-    if names is None:
-        return running
-    missing = [name for name in names if name not in running]
-    if missing:
-        raise ValueError(
-            f"no server named {', '.join(missing)}; servers: {', '.join(running) or '(none)'}"
-        )
-    return list(names)
