@@ -19,7 +19,7 @@ from nativemcp.protocol import (
     structured_response,
     to_structured_content,
 )
-from nativemcp.workers import Server, ServerConfig
+from nativemcp.workers import Context, Server, ServerConfig
 
 from ._models import DEFAULT_SCOPE, MAX_OBSERVATIONS, MAX_TEXT_CHARS, PlanningState
 from ._render import quote, render_service_context, render_state, todo_line
@@ -82,6 +82,12 @@ def _unknown_ids_error(exc: UnknownTodoIds) -> ToolError:
     )
 
 
+def _call_scope(ctx: Context) -> Scope:
+    # The call's own scope: serve gives each MCP session (under OAuth, each user) its
+    # own; a call without one runs in the server's current scope (`switch_context`).
+    return _scope_of(ctx.session_id, ctx.thread_id)
+
+
 def create_server(config: ServerConfig) -> Server:
     """The planning server; its state lives in ``config.data_dir / "planning"``.
 
@@ -123,12 +129,13 @@ def create_server(config: ServerConfig) -> Server:
 
     @server.tool(annotations=ToolAnnotations(idempotent_hint=True))
     def create_goal(
+        ctx: Context,
         goal: Annotated[str, msgspec.Meta(description="What the plan should achieve.")],
     ) -> Response:
         """Set the plan's goal (replacing any current goal, which is remembered as the
         previous goal). Returns the whole plan and the next step."""
         text = _checked_text(goal, "goal", limit)
-        state, previous = store.set_goal(scope, text)
+        state, previous = store.set_goal(_call_scope(ctx), text)
         # Headlines say what changed without repeating what the plan below states.
         if previous == text:
             headline = "Goal unchanged (already set)."
@@ -139,10 +146,10 @@ def create_server(config: ServerConfig) -> Server:
         return structured_response(render_state(state, headline), state)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
-    def clear_goal() -> Response:
+    def clear_goal(ctx: Context) -> Response:
         """Clear the current goal (it is remembered as the previous goal); todos and
         observations stay. Returns the whole plan."""
-        state, cleared = store.clear_goal(scope)
+        state, cleared = store.clear_goal(_call_scope(ctx))
         if cleared is None:
             headline = "No active goal to clear; nothing changed."
         else:
@@ -151,16 +158,18 @@ def create_server(config: ServerConfig) -> Server:
 
     @server.tool
     def add_todo(
+        ctx: Context,
         name: Annotated[str, msgspec.Meta(description="The step to do, as one short sentence.")],
     ) -> Response:
         """Add a pending todo (a step towards the goal). Returns the plan with the new
         todo's id."""
         text = _checked_text(name, "name", limit)
-        state, todo = store.add_todo(scope, text)
+        state, todo = store.add_todo(_call_scope(ctx), text)
         return structured_response(render_state(state, f"Todo ID:{todo.id} added."), state)
 
     @server.tool(annotations=ToolAnnotations(idempotent_hint=True))
     def mark_todo(
+        ctx: Context,
         id: _TodoId,
         completed: Annotated[
             bool, msgspec.Meta(description="true: done (the default); false: pending again.")
@@ -169,7 +178,7 @@ def create_server(config: ServerConfig) -> Server:
         """Mark a todo as completed (or, with completed=false, as pending again).
         Returns the whole plan and the next step."""
         try:
-            state, _, changed = store.mark_todo(scope, id, completed)
+            state, _, changed = store.mark_todo(_call_scope(ctx), id, completed)
         except UnknownTodoIds as exc:
             raise _unknown_ids_error(exc) from None
         status = "completed" if completed else "pending"
@@ -179,6 +188,7 @@ def create_server(config: ServerConfig) -> Server:
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True))
     def clear_todos(
+        ctx: Context,
         ids: Annotated[
             list[int] | None,
             msgspec.Meta(description="The todo ids to remove; omit to remove every todo."),
@@ -193,7 +203,7 @@ def create_server(config: ServerConfig) -> Server:
                 structured_content={"error": "empty_argument", "argument": "ids"},
             )
         try:
-            state, removed = store.clear_todos(scope, ids)
+            state, removed = store.clear_todos(_call_scope(ctx), ids)
         except UnknownTodoIds as exc:
             raise _unknown_ids_error(exc) from None
         if not removed:
@@ -205,6 +215,7 @@ def create_server(config: ServerConfig) -> Server:
 
     @server.tool
     def add_observation(
+        ctx: Context,
         observation: Annotated[
             str, msgspec.Meta(description="What was learned or done, in a sentence or two.")
         ],
@@ -212,7 +223,7 @@ def create_server(config: ServerConfig) -> Server:
         """Record an observation (a finding, a result, a decision). Only the newest
         10 are kept. Returns the whole plan."""
         text = _checked_text(observation, "observation", limit)
-        state, dropped = store.add_observation(scope, text)
+        state, dropped = store.add_observation(_call_scope(ctx), text)
         headline = "Observation added."
         if dropped:
             headline += (
@@ -222,10 +233,10 @@ def create_server(config: ServerConfig) -> Server:
         return structured_response(render_state(state, headline), state)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
-    def clear_session() -> Response:
+    def clear_session(ctx: Context) -> Response:
         """Reset this session's plan: goal, previous goal, todos and observations.
         Returns the (empty) plan."""
-        before, state = store.clear_session(scope)
+        before, state = store.clear_session(_call_scope(ctx))
         removed = []
         if before.goal is not None:
             removed.append("the goal")
@@ -242,9 +253,9 @@ def create_server(config: ServerConfig) -> Server:
         return structured_response(render_state(state, headline), state)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def get_current_state() -> Response:
+    def get_current_state(ctx: Context) -> Response:
         """The whole plan: goal, todos with ids and marks, observations, next step."""
-        state = store.state(scope)
+        state = store.state(_call_scope(ctx))
         return structured_response(render_state(state, "The current plan:"), state)
 
     return server
