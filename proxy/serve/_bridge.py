@@ -40,6 +40,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from nativemcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     LOG_LEVELS,
     METHOD_NOT_FOUND,
     SEPARATOR,
@@ -60,6 +61,8 @@ from .._handle import CallOptions, ServerHandle
 from ..external import accepts_task
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from ._resource_server import request_caller
+from ._scopes import ScopeMap
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tasks import ServedTask, ServedTasks, session_key
 
@@ -104,6 +107,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             request to the client.
         max_tasks: tasks one client session may hold at once (see `ServedTasks`).
         max_task_ttl: the longest ``ttl`` granted to a task, in seconds.
+        scopes: the OAuth scope each tool needs (see `ScopeMap`): a caller sees in
+            ``tools/list`` and may call only the tools its token's scopes cover. Under
+            OAuth (`ResourceServer` in front), the caller's subject is each call's
+            session scope, so per-caller state (browser pages, plans) is per user.
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
@@ -126,8 +133,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         input_timeout: float = DEFAULT_INPUT_TIMEOUT,
         max_tasks: int = DEFAULT_MAX_TASKS,
         max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
+        scopes: ScopeMap | None = None,
     ) -> None:
         self.pool = pool
+        self.scopes = scopes or ScopeMap()
         self.servers = select_servers(pool, servers)
         # Resources, prompts and completions pass through as JSON: a typed proxy would
         # drop the fields of an external server's listings that nativemcp does not model.
@@ -262,9 +271,27 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         """Every served tool of the catalog, in its order."""
         served = await self._catalog()
         tasks = self.tasks.offered(ctx)
+        caller = request_caller(ctx)
+        if caller is not None and self.scopes:  # each caller sees only what it may call
+            served = {
+                n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)
+            }
         return types.ListToolsResult(
             tools=[self._tool(name, tool, tasks) for name, tool in served.items()]
         )
+
+    async def catalog_name(self, name: str) -> str | None:
+        """The full catalog name of served tool ``name`` (None: not served here), for
+        checks made before a call reaches the SDK (the scope map's 403)."""
+        tool = (await self._catalog()).get(name)
+        return None if tool is None else tool.name
+
+    def _check_scopes(self, ctx: ServerRequestContext[Any], tool: Tool) -> None:
+        # The HTTP layer answers 403 first; this covers what reaches the bridge otherwise.
+        caller = request_caller(ctx)
+        refused = self.scopes.refusal(tool.name, caller.scopes) if caller else None
+        if refused is not None:
+            raise MCPError(INVALID_REQUEST, refused)
 
     async def _served_tool(self, name: str) -> Tool:
         served = await self._catalog()
@@ -293,6 +320,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             )
             return result
         tool = await self._served_tool(params.name)
+        self._check_scopes(ctx, tool)
         arguments = dict(params.arguments or {})
         if legacy and self.suspend:
 
@@ -327,6 +355,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
         tool = await self._served_tool(params.name)
+        self._check_scopes(ctx, tool)
         if not accepts_task(tool.execution):
             raise MCPError(
                 METHOD_NOT_FOUND,
@@ -420,7 +449,11 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 related_request_id=now.request_id,
             )
 
-        session_id = session_key(ctx)
+        # Who is calling scopes per-caller state: the authenticated subject under OAuth
+        # (one user, one browser page and plan, in both protocol eras, with or without
+        # MCP sessions), else the client's MCP session.
+        caller = request_caller(ctx)
+        session_id = caller.subject if caller is not None else session_key(ctx)
         token = (ctx.meta or {}).get("progress_token")
         reports = token is not None or on_status is not None
         response = None

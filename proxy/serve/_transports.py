@@ -44,6 +44,8 @@ from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIME
 from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
 from ._request_ids import RequestIds
+from ._resource_server import Authorization, ResourceServer
+from ._scope_gate import ScopeGate
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 from ._tasks import check_task_limits
 
@@ -193,6 +195,7 @@ class _Session:
     idle_timeout: float | None
     max_tasks: int
     max_task_ttl: float
+    auth: Authorization | None
 
 
 class _Routes:
@@ -220,6 +223,9 @@ class _Routes:
         self._ids = RequestIds(session.max_body_size)
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
+        self._routed: dict[StreamableHTTPSessionManager, McpBridge] = {}
+        auth = session.auth
+        self._gate = ScopeGate(auth, session.max_body_size) if auth and auth.scope_map else None
         # A config key (`My Time`, `github.com/acme/tool`) is awkward in a URL: the part
         # of full tool names that stands for it answers too.
         self._aliases: dict[str, str] = {}
@@ -238,16 +244,19 @@ class _Routes:
             input_timeout=session.input_timeout,
             max_tasks=session.max_tasks,
             max_task_ttl=session.max_task_ttl,
+            scopes=session.auth.scope_map if session.auth else None,
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
-        return StreamableHTTPSessionManager(
+        manager = StreamableHTTPSessionManager(
             app=bridge.server(),
             stateless=session.stateless,
             security_settings=session.security,
             max_request_body_size=session.max_body_size,
             session_idle_timeout=session.idle_timeout,
         )
+        self._routed[manager] = bridge
+        return manager
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _: Any = None) -> AsyncIterator[None]:
@@ -268,6 +277,7 @@ class _Routes:
                 yield
             finally:
                 self._managers.clear()
+                self._routed.clear()
                 self._aliases.clear()
                 self._bridges.clear()
 
@@ -298,6 +308,12 @@ class _Routes:
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
                 await per_client(manager.handle_request, scope, receive, send)
 
+        if self._gate is not None:
+            gate, bridge, inner = self._gate, self._routed[manager], handle
+
+            async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+                await gate(inner, bridge, scope, receive, send)
+
         await self._ids(handle, scope, receive, send)
 
 
@@ -307,6 +323,7 @@ def http_app(
     *,
     name: str = "nativemcp",
     token: str | None = None,
+    auth: Authorization | None = None,
     allowed_hosts: Iterable[str] = (),
     allowed_origins: Iterable[str] = (),
     stateless: bool = False,
@@ -328,7 +345,14 @@ def http_app(
 
     Args:
         servers: which of the pool's servers to serve (default: all).
-        token: when set, every request needs ``Authorization: Bearer <token>`` (401).
+        token: when set, every request needs ``Authorization: Bearer <token>`` (401):
+            one shared secret, every caller the same (per-caller state stays per MCP
+            session).
+        auth: serve as an OAuth 2.1 protected resource instead (see `Authorization`):
+            every request needs an access token from its issuer (401 with the
+            resource metadata's URL), the scope map decides which tools each caller
+            sees and calls (403 ``insufficient_scope``), and the caller's subject is
+            the identity per-caller state is kept under. Not with ``token``.
         allowed_hosts: Host header values accepted besides the local names (each
             ``host:port``, or ``host:*`` for any port): the DNS-rebinding allow-list.
         allowed_origins: Origin header values accepted besides local origins.
@@ -349,9 +373,14 @@ def http_app(
         max_task_ttl: the longest ttl granted to a task, in seconds.
 
     Raises:
-        ValueError: a task limit is not positive.
+        ValueError: a task limit is not positive, or both ``token`` and ``auth`` are given.
     """
     check_task_limits(max_tasks, max_task_ttl)
+    if token and auth is not None:
+        raise ValueError(
+            "a static token and OAuth are exclusive: pass token= (one shared secret) or "
+            "auth= (access tokens from an identity provider), not both"
+        )
     session = _Session(
         timeout=timeout,
         stateless=stateless,
@@ -361,6 +390,7 @@ def http_app(
         idle_timeout=session_idle_timeout,
         max_tasks=max_tasks,
         max_task_ttl=max_task_ttl,
+        auth=auth,
     )
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
@@ -380,4 +410,7 @@ def http_app(
     app.add_middleware(CanonicalHost)
     if token:
         app.add_middleware(_BearerToken, token=token)
+    if auth is not None:
+        # Outermost: no request is handled before its token is checked.
+        app.add_middleware(ResourceServer, authorization=auth)
     return app
