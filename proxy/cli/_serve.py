@@ -24,6 +24,7 @@ import socket
 import sys
 from types import FrameType
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -80,6 +81,34 @@ def add_serve_parser(commands: Any) -> None:
         "--token",
         default=None,
         help=f"HTTP: require this bearer token (default: ${TOKEN_ENV}, else none)",
+    )
+    oauth = serve.add_argument_group(
+        "OAuth (serve for a team)",
+        "HTTP: accept access tokens from your identity provider instead of one --token",
+    )
+    oauth.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        help="the issuer of the access tokens (its 'iss'; metadata and keys discovered)",
+    )
+    oauth.add_argument(
+        "--auth-audience",
+        metavar="AUD",
+        help="what the tokens' 'aud' must hold (often this server's public /mcp URL)",
+    )
+    oauth.add_argument(
+        "--auth-resource",
+        metavar="URL",
+        help="the public URL of /mcp, for the resource metadata (default: from each "
+        "request's Host; set it behind a proxy that ends TLS)",
+    )
+    oauth.add_argument(
+        "--scope",
+        action="append",
+        default=[],
+        metavar="GLOB=SCOPE[,SCOPE]",
+        help="tools whose full name matches GLOB need these scopes (repeatable; a tool "
+        "no rule matches needs only a valid token)",
     )
     serve.add_argument(
         UNSAFE_NO_TOKEN,
@@ -216,14 +245,14 @@ def _wildcard_hint(args: argparse.Namespace) -> None:
         )
 
 
-def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
+def _network_token(args: argparse.Namespace, token_env: str, oauth: bool = False) -> str | None:
     """The bearer token; refuses a non-loopback ``--host`` without one (unless opted out).
 
     The Host check stops browsers (DNS rebinding), not a client on the network, which
     simply sends ``Host: 127.0.0.1``: beyond loopback only the token keeps tools private.
     """
     token: str | None = args.token or os.environ.get(token_env) or None
-    if token is None and not _is_loopback(args.host):
+    if token is None and not oauth and not _is_loopback(args.host):
         if not args.unsafe_no_token:
             raise SystemExit(
                 f"nativemcp serve: --host {args.host} is reachable from the network and "
@@ -236,6 +265,49 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
             args.host,
         )
     return token
+
+
+def _authorization(args: argparse.Namespace, token_env: str) -> Any:
+    """The OAuth settings of ``--auth-issuer`` and its flags (None without them).
+
+    Raises:
+        UsageError: one of issuer and audience without the other, a static token beside
+            them, a scope rule that does not parse, an issuer that is not https (or
+            http on loopback), or OAuth flags on stdio.
+    """
+    from ..serve import Authorization, ScopeMap
+
+    oauth = args.auth_issuer or args.auth_audience
+    if not oauth:
+        if args.scope or args.auth_resource:
+            raise UsageError("--scope and --auth-resource need --auth-issuer and --auth-audience")
+        return None
+    if not (args.auth_issuer and args.auth_audience):
+        raise UsageError("OAuth needs both --auth-issuer URL and --auth-audience AUD")
+    if args.transport != "http":
+        raise UsageError("--auth-issuer needs --transport http (stdio has no bearer tokens)")
+    if args.token or os.environ.get(token_env):
+        where = "--token" if args.token else f"${token_env}"
+        raise UsageError(
+            f"{where} and --auth-issuer are exclusive: one shared token, or access tokens "
+            f"from an identity provider; drop {where} to serve for a team"
+        )
+    issuer = str(args.auth_issuer)
+    host = urlsplit(issuer).hostname or ""
+    if not (issuer.startswith("https://") or (issuer.startswith("http://") and _is_loopback(host))):
+        raise UsageError(
+            f"--auth-issuer must be an https:// URL (http:// only on loopback), not {issuer!r}"
+        )
+    try:
+        scopes = ScopeMap(args.scope)
+        return Authorization(
+            issuer=issuer,
+            audience=args.auth_audience,
+            scopes=scopes,
+            resource_url=args.auth_resource,
+        )
+    except ValueError as exc:
+        raise UsageError(f"--scope/--auth-resource: {exc}") from exc
 
 
 def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
@@ -265,10 +337,13 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         raise UsageError(
             f"--max-task-ttl must be a positive number of seconds, not {args.max_task_ttl}"
         )
+    auth = _authorization(args, TOKEN_ENV)
     if args.transport == "http":
         # Checked before anything starts: a refused start costs nothing.
-        _network_token(args, TOKEN_ENV)
+        _network_token(args, TOKEN_ENV, oauth=auth is not None)
         _wildcard_hint(args)
+        if auth is not None:
+            _check_issuer(auth)
     elif args.workers > 1:
         raise UsageError("--workers needs --transport http")
     if not args.servers and options.mcp_config is None:
@@ -359,6 +434,7 @@ async def _serve_http(
         app = http_app(
             pool,
             token=token,
+            auth=_authorization(args, TOKEN_ENV),
             allowed_hosts=allowed_hosts(args.host, args.allow_host),
             allowed_origins=args.allow_origin,
             stateless=args.stateless,
@@ -395,6 +471,18 @@ async def _serve_http(
         finally:
             for sig, handler in stopped.items():
                 signal.signal(sig, handler)
+
+
+def _check_issuer(auth: Any) -> None:
+    """Read the issuer's metadata once before serving: a wrong URL or an unreachable
+    provider is one line and exit status 2, not a 503 on every request."""
+    from ..serve import IssuerTokens, IssuerUnavailable
+
+    tokens = IssuerTokens(auth.issuer, auth.audience)
+    try:
+        anyio.run(tokens.metadata)
+    except IssuerUnavailable as exc:
+        raise UsageError(f"--auth-issuer {auth.issuer}: {exc}") from exc
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:

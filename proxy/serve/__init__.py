@@ -16,6 +16,8 @@ worker processes until used).
 """
 
 from ._access_tokens import IssuerTokens as IssuerTokens
+from ._access_tokens import IssuerUnavailable as IssuerUnavailable
+from ._access_tokens import TokenRefused as TokenRefused
 from ._bridge import McpBridge as McpBridge
 from ._deadlines import deadline_protocol as deadline_protocol
 from ._resource_server import Authorization as Authorization
@@ -32,8 +34,10 @@ __all__ = [
     "Authorization",
     "Caller",
     "IssuerTokens",
+    "IssuerUnavailable",
     "McpBridge",
     "ScopeMap",
+    "TokenRefused",
     "caller_from_scope",
     "deadline_protocol",
     "http_app",
