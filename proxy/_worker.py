@@ -567,6 +567,7 @@ class WorkerProcess(WorkerBase, Supervised):
                 session_id=session_id,
                 thread_id=thread_id,
                 value_only=value_only,
+                caller=options.caller,
             )
         )
         self.check_call_frame(frame, tool)

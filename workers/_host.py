@@ -274,7 +274,12 @@ class _Worker:
             else None
         )
         context = self.server.make_context(
-            call.tool, request_id=call.id, notify=notify, request=request, scope=scope
+            call.tool,
+            request_id=call.id,
+            notify=notify,
+            request=request,
+            scope=scope,
+            caller=call.caller,
         )
         try:
             response = await self.server.call_tool(

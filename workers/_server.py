@@ -49,7 +49,7 @@ from nativemcp.protocol import (
     tool_error_response,
     validate_tool_name,
 )
-from nativemcp.protocol.wire import RETURN_TYPE_META_KEY, describe_type
+from nativemcp.protocol.wire import RETURN_TYPE_META_KEY, Caller, describe_type
 
 from ._context import ClientRequest, Context, Notify
 from ._render import render_builtins
@@ -480,6 +480,7 @@ class Server:
         notify: Notify | None = None,
         request: ClientRequest | None = None,
         scope: tuple[str | None, str | None] | None = None,
+        caller: Caller | None = None,
     ) -> Context:
         """The `Context` of one call of ``tool_name``: in ``scope`` (the call's own
         ``(session_id, thread_id)``) when given, else in the server's current scope."""
@@ -493,6 +494,7 @@ class Server:
             data_dir=self.data_dir,
             notify=notify,
             request=request,
+            caller=caller,
         )
 
     def direct_mode(self, name: str) -> Literal["inline", "thread"] | None:

@@ -469,6 +469,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                         on_log=on_log,
                         on_request=on_request,
                         scope=(session_id, None) if session_id is not None else None,
+                        caller=caller,
                     ),
                 )
             except ServerError as exc:

@@ -33,6 +33,8 @@ from mcp.server.context import ServerRequestContext
 from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from nativemcp.protocol.wire import Caller
+
 from ._access_tokens import IssuerTokens, IssuerUnavailable, TokenRefused
 from ._scopes import ScopeMap
 
@@ -55,21 +57,6 @@ METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
 """RFC 9728's well-known path; the resource's own path follows it (``…/mcp``)."""
 _SAFE_HOST: Final = re.compile(r"[A-Za-z0-9.\-:\[\]]+")
 """A Host header that may be echoed into a URL and a quoted header parameter."""
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling: the authenticated principal of one request.
-
-    ``subject`` is the token's ``sub`` (the user, or the client for a client-credentials
-    grant), unique per ``issuer``; ``client_id`` the OAuth client acting for it;
-    ``scopes`` what the token grants.
-    """
-
-    subject: str
-    client_id: str
-    issuer: str | None
-    scopes: frozenset[str]
 
 
 def caller_from_scope(scope: Scope) -> Caller | None:

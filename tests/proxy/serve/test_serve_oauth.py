@@ -245,7 +245,7 @@ async def test_two_users_never_share_a_plan_or_a_session_scope(mode: str, tmp_pa
                 for user in ("alice", "bob"):
                     async with (
                         httpx2.AsyncClient() as http,
-                        _client(base, issuer.token(user), http, mode=mode) as client,
+                        _client(base, issuer.token(user, scope="mcp"), http, mode=mode) as client,
                     ):
                         if user == "alice":
                             await client.call_tool(
@@ -254,6 +254,8 @@ async def test_two_users_never_share_a_plan_or_a_session_scope(mode: str, tmp_pa
                         state = await client.call_tool("builtin_planning__get_current_state", {})
                         who = await client.call_tool("shapes__whoami", {})
                         seen[user] = (_text(state), _text(who))
+                        me = await client.call_tool("shapes__caller", {})
+                        assert _text(me) == f"{user} via {user}-app with 'mcp'"
                 # Each call's scope is the caller's subject, in both protocol eras.
                 assert seen["alice"][1] == "alice/None"
                 assert seen["bob"][1] == "bob/None"
