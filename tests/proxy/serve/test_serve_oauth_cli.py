@@ -113,3 +113,45 @@ async def test_served_with_oauth_a_token_from_the_issuer_calls_through_and_none_
                         assert who.content[0].text == "ada/None"  # type: ignore[union-attr]
         finally:
             stop_all([process])
+
+
+@pytest.mark.anyio
+@pytest.mark.real_process
+async def test_two_users_of_serve_browser_without_mcp_sessions_never_share_a_page(
+    tmp_path: Path,
+) -> None:
+    from _browser_pages import require_chromium
+    from _browser_pages import serving as serving_pages
+
+    require_chromium()
+    port = free_port()
+    async with running_issuer() as issuer:
+        with serving_pages() as site:
+            server = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
+                [venv_script("nativemcp"), "serve", "browser", "--transport", "http",
+                 "--port", str(port), "--data-dir", str(tmp_path), "--browser-allow", site.base,
+                 "--auth-issuer", issuer.url, "--auth-audience", "nativemcp-test"],
+            )  # fmt: skip
+            try:
+                await anyio.to_thread.run_sync(wait_listening, port, server)
+                url = f"http://127.0.0.1:{port}/mcp/browser"
+                with anyio.fail_after(90):
+                    # 2026-07-28 clients: no MCP session; the token's subject keeps them apart.
+                    async with (
+                        httpx2.AsyncClient() as alice_http,
+                        httpx2.AsyncClient() as bob_http,
+                    ):
+                        alice_http.headers["authorization"] = f"Bearer {issuer.token('alice')}"
+                        bob_http.headers["authorization"] = f"Bearer {issuer.token('bob')}"
+                        async with (
+                            Client(streamable_http_client(url, http_client=alice_http)) as alice,
+                            Client(streamable_http_client(url, http_client=bob_http)) as bob,
+                        ):
+                            for client in (alice, bob, alice):
+                                await client.call_tool("navigate", {"url": f"{site.base}/dynamic"})
+                            seen = (await alice.call_tool("snapshot", {})).content[0]
+                            other = (await bob.call_tool("snapshot", {})).content[0]
+                assert 'Page: "Dynamic (visited=again)"' in seen.text  # type: ignore[union-attr]
+                assert 'Page: "Dynamic (visited=once)"' in other.text  # type: ignore[union-attr]
+            finally:
+                stop_all([server])
