@@ -282,3 +282,19 @@ async def test_another_user_cannot_use_a_session_it_did_not_open() -> None:
             as_bob = {**_bearer(issuer.token("bob")), "mcp-session-id": session}
             stolen = await http.post(f"{base}/mcp", json=listing, headers=as_bob)
             assert stolen.status_code == 404
+
+
+async def test_the_sessions_per_client_limit_counts_per_user_not_per_address() -> None:
+    async with running_issuer() as issuer:
+        pool = WorkerPool(["_serve_servers:server"], timeout=20)
+        app = http_app(pool, auth=_auth(issuer), sessions_per_client=1)
+        async with serving(app) as base, httpx2.AsyncClient() as http:
+            with anyio.fail_after(60):
+                alice, bob = issuer.token("alice"), issuer.token("bob")
+                first = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(alice))
+                assert first.status_code == 200
+                # Same address, another user: a limit of their own.
+                other = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(bob))
+                assert other.status_code == 200
+                again = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(alice))
+                assert again.status_code == 429
