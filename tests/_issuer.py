@@ -2,12 +2,16 @@
 HTTP by uvicorn, RSA keys made by ``cryptography`` and tokens signed by PyJWT. Not a
 mock of the verifier: the resource server discovers it, fetches its keys and checks
 signatures exactly as it does a team's identity provider. It counts key-set fetches
-and can rotate its key (a new ``kid``), for the cache's tests.
+and can rotate its key (a new ``kid``), for the cache's tests, and answers RFC 7662
+introspection of the opaque tokens it handed out (`Issuer.opaque`) to the client
+``resource-server`` (secret ``rs-secret``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -38,6 +42,22 @@ class Issuer:
     kid: str = "key-1"
     jwks_fetches: int = 0
     published: dict[str, rsa.RSAPrivateKey] = field(default_factory=dict)
+    issued: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def opaque(self, subject: str = "alice", *, active: bool = True, **claims: Any) -> str:
+        """An opaque token (a random string) only introspection can read."""
+        token = secrets.token_urlsafe(24)
+        now = int(time.time())
+        self.issued[token] = {
+            "active": active,
+            "iss": self.url,
+            "sub": subject,
+            "aud": "nativemcp-test",
+            "client_id": f"{subject}-app",
+            "exp": now + 300,
+            **claims,
+        }
+        return token
 
     def rotate(self, kid: str) -> None:
         """Sign with a new key from now on, published beside the old one."""
@@ -95,9 +115,17 @@ class Issuer:
                     "jwks_uri": f"{self.url}/jwks",
                     "authorization_endpoint": f"{self.url}/authorize",
                     "token_endpoint": f"{self.url}/token",
+                    "introspection_endpoint": f"{self.url}/introspect",
                     "response_types_supported": ["code"],
                 }
             )
+
+        async def introspect(request: Request) -> JSONResponse:
+            expected = "Basic " + base64.b64encode(b"resource-server:rs-secret").decode()
+            if request.headers.get("authorization") != expected:
+                return JSONResponse({"error": "invalid_client"}, 401)
+            form = await request.form()
+            return JSONResponse(self.issued.get(str(form.get("token")), {"active": False}))
 
         async def jwks(request: Request) -> JSONResponse:
             self.jwks_fetches += 1
@@ -107,6 +135,7 @@ class Issuer:
             routes=[
                 Route("/.well-known/oauth-authorization-server", metadata),
                 Route("/jwks", jwks),
+                Route("/introspect", introspect, methods=["POST"]),
             ]
         )
 

@@ -34,10 +34,19 @@ from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
 from ._servers import ServerChoice, resolve_servers
 
-__all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "allowed_hosts", "run_serve"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "INTROSPECTION_SECRET_ENV",
+    "UNSAFE_NO_TOKEN",
+    "add_serve_parser",
+    "allowed_hosts",
+    "run_serve",
+]
 
 DEFAULT_GRACE: Final = 10.0
 """Seconds in-flight HTTP requests get to finish after SIGTERM."""
+INTROSPECTION_SECRET_ENV: Final = "NATIVEMCP_AUTH_CLIENT_SECRET"
+"""Where ``--auth-client-id``'s secret comes from (a secret stays out of argv)."""
 UNSAFE_NO_TOKEN: Final = "--unsafe-no-token"
 """The opt-out flag for serving beyond loopback without a token (it warns at start)."""
 
@@ -101,6 +110,12 @@ def add_serve_parser(commands: Any) -> None:
         metavar="URL",
         help="the public URL of /mcp, for the resource metadata (default: from each "
         "request's Host; set it behind a proxy that ends TLS)",
+    )
+    oauth.add_argument(
+        "--auth-client-id",
+        metavar="ID",
+        help=f"this server's client id at the provider: tokens that are not JWTs are then "
+        f"checked by RFC 7662 introspection (the secret from ${INTROSPECTION_SECRET_ENV})",
     )
     oauth.add_argument(
         "--scope",
@@ -279,8 +294,11 @@ def _authorization(args: argparse.Namespace, token_env: str) -> Any:
 
     oauth = args.auth_issuer or args.auth_audience
     if not oauth:
-        if args.scope or args.auth_resource:
-            raise UsageError("--scope and --auth-resource need --auth-issuer and --auth-audience")
+        if args.scope or args.auth_resource or args.auth_client_id:
+            raise UsageError(
+                "--scope, --auth-resource and --auth-client-id need --auth-issuer and "
+                "--auth-audience"
+            )
         return None
     if not (args.auth_issuer and args.auth_audience):
         raise UsageError("OAuth needs both --auth-issuer URL and --auth-audience AUD")
@@ -298,6 +316,15 @@ def _authorization(args: argparse.Namespace, token_env: str) -> Any:
         raise UsageError(
             f"--auth-issuer must be an https:// URL (http:// only on loopback), not {issuer!r}"
         )
+    introspection = None
+    if args.auth_client_id:
+        secret = os.environ.get(INTROSPECTION_SECRET_ENV)
+        if not secret:
+            raise UsageError(
+                f"--auth-client-id needs its secret in ${INTROSPECTION_SECRET_ENV} "
+                "(this server's credentials for the provider's introspection endpoint)"
+            )
+        introspection = (str(args.auth_client_id), secret)
     try:
         scopes = ScopeMap(args.scope)
         return Authorization(
@@ -305,6 +332,7 @@ def _authorization(args: argparse.Namespace, token_env: str) -> Any:
             audience=args.auth_audience,
             scopes=scopes,
             resource_url=args.auth_resource,
+            introspection=introspection,
         )
     except ValueError as exc:
         raise UsageError(f"--scope/--auth-resource: {exc}") from exc

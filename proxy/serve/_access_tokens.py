@@ -39,6 +39,8 @@ __all__ = [
     "IssuerTokens",
     "IssuerUnavailable",
     "TokenRefused",
+    "access_token",
+    "json_object",
 ]
 
 _logger = logging.getLogger("nativemcp.serve.auth")
@@ -110,6 +112,15 @@ async def _get_json(client: httpx2.AsyncClient, url: str) -> dict[str, Any] | No
         return None
     if reply.status_code != 200:
         raise IssuerUnavailable(f"{url} answered {reply.status_code}")
+    return json_object(url, reply)
+
+
+def json_object(url: str, reply: httpx2.Response) -> dict[str, Any]:
+    """The JSON object an issuer's endpoint answered.
+
+    Raises:
+        IssuerUnavailable: the answer is too large, or not one JSON object.
+    """
     if len(reply.content) > MAX_METADATA_BYTES:
         raise IssuerUnavailable(f"{url} answered more than {MAX_METADATA_BYTES} bytes")
     try:
@@ -284,7 +295,7 @@ class IssuerTokens:
             )
         except jwt.PyJWTError as exc:
             raise TokenRefused(str(exc)) from exc
-        return _access_token(token, claims, self.audience)
+        return access_token(token, claims, self.audience)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The SDK's `TokenVerifier` protocol: the token, or None when it is refused.
@@ -308,8 +319,13 @@ def _scopes(claims: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _access_token(token: str, claims: dict[str, Any], audience: str) -> AccessToken:
-    subject = claims["sub"]
+def access_token(token: str, claims: dict[str, Any], audience: str) -> AccessToken:
+    """The SDK's `AccessToken` of verified ``claims`` (scopes, client, subject).
+
+    Raises:
+        TokenRefused: no subject.
+    """
+    subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise TokenRefused("the token's 'sub' is not a non-empty string")
     client = claims.get("client_id", claims.get("azp"))

@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nativemcp.protocol.wire import Caller
 
 from ._access_tokens import IssuerTokens, IssuerUnavailable, TokenRefused
+from ._introspection import IntrospectedTokens
 from ._scopes import ScopeMap
 
 __all__ = [
@@ -99,14 +100,17 @@ class Authorization:
         resource_url: the public URL of ``/mcp`` as clients reach it (behind a proxy
             that ends TLS, ``https://mcp.example.com/mcp``); default: built from each
             request's scheme and Host.
-        verifier: checks tokens instead of the issuer's JWKS (any SDK `TokenVerifier`,
-            e.g. one that calls an RFC 7662 introspection endpoint).
+        introspection: ``(client_id, client_secret)`` of this server at the provider:
+            tokens that are not JWTs are then checked at the issuer's RFC 7662
+            introspection endpoint (`IntrospectedTokens`).
+        verifier: checks every token instead (any of the SDK's `TokenVerifier`s).
     """
 
     issuer: str
     audience: str
     scopes: ScopeMap | Iterable[str] = ()
     resource_url: str | None = None
+    introspection: tuple[str, str] | None = None
     verifier: TokenVerifier | None = None
     scope_map: ScopeMap = field(init=False)
 
@@ -208,8 +212,11 @@ class ResourceServer:
     def __init__(self, app: ASGIApp, authorization: Authorization) -> None:
         self.app = app
         self.authorization = authorization
-        self.verifier: TokenVerifier = authorization.verifier or IssuerTokens(
-            authorization.issuer, authorization.audience
+        self.jwts = IssuerTokens(authorization.issuer, authorization.audience)
+        self.opaque = (
+            IntrospectedTokens(self.jwts, *authorization.introspection)
+            if authorization.introspection is not None
+            else None
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -279,13 +286,16 @@ class ResourceServer:
             auth_context_var.reset(reset)
 
     async def _check(self, token: str) -> AccessToken:
-        verifier = self.verifier
-        if isinstance(verifier, IssuerTokens):
-            return await verifier.check(token)
-        access = await verifier.verify_token(token)
-        if access is None:
-            raise TokenRefused("the token is not valid here")
-        return access
+        verifier = self.authorization.verifier
+        if verifier is not None:
+            access = await verifier.verify_token(token)
+            if access is None:
+                raise TokenRefused("the token is not valid here")
+            return access
+        # A JWT is three base64url parts; anything else is opaque, for the issuer to read.
+        if self.opaque is not None and token.count(".") != 2:
+            return await self.opaque.check(token)
+        return await self.jwts.check(token)
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):

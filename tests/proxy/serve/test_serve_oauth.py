@@ -53,17 +53,24 @@ def _claims(issuer: Issuer, token: str) -> dict[str, Any]:
     return decoded
 
 
-def _auth(issuer: Issuer, *scopes: str) -> Authorization:
-    return Authorization(issuer=issuer.url, audience=AUDIENCE, scopes=scopes)
+def _auth(issuer: Issuer, *scopes: str, secret: str | None = None) -> Authorization:
+    """OAuth from ``issuer`` with these scope rules; with ``secret``, opaque tokens are
+    introspected as the client ``resource-server``."""
+    introspection = ("resource-server", secret) if secret is not None else None
+    return Authorization(
+        issuer=issuer.url, audience=AUDIENCE, scopes=scopes, introspection=introspection
+    )
 
 
 @asynccontextmanager
-async def _served(*rules: str) -> AsyncIterator[tuple[Issuer, str, httpx2.AsyncClient]]:
+async def _served(
+    *rules: str, secret: str | None = None
+) -> AsyncIterator[tuple[Issuer, str, httpx2.AsyncClient]]:
     """The issuer, serve's base URL over the shapes server under OAuth, an HTTP client."""
     async with running_issuer() as issuer:
         pool = WorkerPool(["_serve_servers:server"], timeout=20)
         async with (
-            serving(http_app(pool, auth=_auth(issuer, *rules))) as base,
+            serving(http_app(pool, auth=_auth(issuer, *rules, secret=secret))) as base,
             httpx2.AsyncClient() as http,
         ):
             yield issuer, base, http
@@ -298,3 +305,39 @@ async def test_the_sessions_per_client_limit_counts_per_user_not_per_address() -
                 assert other.status_code == 200
                 again = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(alice))
                 assert again.status_code == 429
+
+
+async def test_opaque_tokens_are_checked_by_the_issuers_introspection_endpoint() -> None:
+    async with _served(secret="rs-secret") as (issuer, base, http):
+        with anyio.fail_after(60):
+            for token in (issuer.opaque("ada"), issuer.token("ada")):  # and JWTs still
+                reply = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(token))
+                assert reply.status_code == 200
+            refused = {
+                "unknown": "never-issued",
+                "inactive": issuer.opaque(active=False),
+                "another audience": issuer.opaque(aud=["another-service"]),
+                "another issuer": issuer.opaque(iss="https://evil.example.com"),
+                "expired": issuer.opaque(exp=1),
+                "not yet valid": issuer.opaque(nbf=4_000_000_000),
+                "no subject": issuer.opaque(sub=None),
+            }
+            for why, token in refused.items():
+                if why == "no subject":
+                    del issuer.issued[token]["sub"]
+                reply = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(token))
+                assert reply.status_code == 401, why
+                assert 'error="invalid_token"' in reply.headers["www-authenticate"], why
+            http.headers["authorization"] = f"Bearer {issuer.opaque('ada')}"
+            async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+                me = await client.call_tool("caller", {})
+                assert _text(me) == "ada via ada-app with ''"
+
+
+async def test_wrong_introspection_credentials_answer_503_not_401() -> None:
+    async with _served(secret="wrong") as (issuer, base, http):
+        with anyio.fail_after(60):
+            token = issuer.opaque()
+            reply = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(token))
+            # The server's own configuration is wrong: the client's token may be fine.
+            assert reply.status_code == 503

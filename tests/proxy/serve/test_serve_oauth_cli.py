@@ -4,6 +4,7 @@ issuer's tokens and refuses calls without one."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -30,7 +31,11 @@ HTTP = ["serve", "--transport", "http", "planning"]
     [
         (["--auth-issuer", "https://idp.example.com"], "needs both --auth-issuer"),
         (["--auth-audience", "mcp"], "needs both --auth-issuer"),
-        (["--scope", "x=y"], "--scope and --auth-resource need --auth-issuer"),
+        (["--scope", "x=y"], "--scope, --auth-resource and --auth-client-id need"),
+        (
+            ["--auth-issuer", "https://i", "--auth-audience", "a", "--auth-client-id", "rs"],
+            "--auth-client-id needs its secret in $NATIVEMCP_AUTH_CLIENT_SECRET",
+        ),
         (
             ["--auth-issuer", "https://idp.example.com", "--auth-audience", "a", "--token", "t"],
             "--token and --auth-issuer are exclusive",
@@ -92,10 +97,13 @@ async def test_served_with_oauth_a_token_from_the_issuer_calls_through_and_none_
             "nativemcp-test",
             "--scope",
             "*__slow=slow",
+            "--auth-client-id",
+            "resource-server",
             "_serve_servers:server",
         ]
+        env = {**os.environ, "NATIVEMCP_AUTH_CLIENT_SECRET": "rs-secret"}
         process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
-            [venv_script("nativemcp"), *argv], cwd=TESTS
+            [venv_script("nativemcp"), *argv], cwd=TESTS, env=env
         )
         try:
             await anyio.to_thread.run_sync(wait_listening, port, process)
@@ -111,6 +119,11 @@ async def test_served_with_oauth_a_token_from_the_issuer_calls_through_and_none_
                         assert "whoami" in names and "slow" not in names
                         who = await client.call_tool("whoami", {})
                         assert who.content[0].text == "ada/None"  # type: ignore[union-attr]
+                    # An opaque token: read by the issuer's introspection endpoint.
+                    http.headers["authorization"] = f"Bearer {issuer.opaque('eve')}"
+                    async with Client(streamable_http_client(base, http_client=http)) as client:
+                        who = await client.call_tool("whoami", {})
+                        assert who.content[0].text == "eve/None"  # type: ignore[union-attr]
         finally:
             stop_all([process])
 
