@@ -147,6 +147,12 @@ async def test_requests_without_a_valid_token_get_401_naming_the_resource_metada
                         'Bearer error="invalid_token"'
                     ), why
                     assert f'resource_metadata="{where}"' in reply.headers["www-authenticate"]
+                    said = reply.json()["error_description"]
+                    # Each of the two algorithm checks alone refuses what it is for.
+                    if why in ("unsigned (alg none)", "HS256 keyed with the public key"):
+                        assert "is not accepted" in said, why
+                    if why == "PS256 with a key published for RS256":
+                        assert "does not sign with 'PS256'" in said
                 # A list audience holding ours passes; the scheme is case-insensitive.
                 for token in (good, issuer.token(audience=["other", AUDIENCE])):
                     reply = await http.post(
