@@ -1,6 +1,6 @@
 """A server of your own: typed tools in a worker process, called by code and by a model.
 
-Run it:  python examples/notes_server.py
+Run it:  .venv/bin/python examples/notes_server.py  (or python, in the activated venv)
 Or call one tool from the command line (from this folder):
          nativemcp call notes_server:server add_note --args '{"title": "hi", "body": "x"}'
 """

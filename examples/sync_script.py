@@ -1,7 +1,7 @@
 """nativemcp from plain synchronous code: `SyncWorkerPool` calls each worker with
 blocking I/O on the calling thread (no event loop anywhere).
 
-Run it:  python examples/sync_script.py [FOLDER]
+Run it:  .venv/bin/python examples/sync_script.py [FOLDER]
 It adds FOLDER's text files (default: a few it writes itself) to a content store in a
 temporary data folder, searches it, and reads the top hit's lines.
 """

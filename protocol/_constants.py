@@ -27,8 +27,10 @@ REQUEST_TIMEOUT: Final = -32001
 """The call did not finish in time (the code the official SDK uses)."""
 
 STRUCTURED_RESULT_META_KEY: Final = "io.github.nativemcp/structuredResult"
-"""Where a `structuredResult` that differs from `structuredContent` travels in `_meta`
-at the MCP boundary, since spec clients drop unknown top-level fields."""
+"""The `_meta` key of a `structuredResult` that differs from `structuredContent`.
+
+At the MCP boundary it travels in `_meta`, since spec clients drop unknown top-level
+fields."""
 
 FASTMCP_WRAP_SCHEMA_KEY: Final = "x-fastmcp-wrap-result"
 """FastMCP's output-schema marker: the structured content is `{"result": value}`."""
@@ -55,5 +57,7 @@ PYTHON_LOG_LEVELS: Final[dict[str, int]] = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
-"""The Python `logging` level of each MCP log level (Python has no notice, alert or
-emergency: the nearest standard level, so handlers and formatters know them)."""
+"""The Python `logging` level of each MCP log level.
+
+Python has no notice, alert or emergency: they map to the nearest standard level, so
+handlers and formatters know them."""

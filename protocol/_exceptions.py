@@ -132,8 +132,10 @@ def _type_name(type_: Any) -> str:
 
 
 class DatabaseUnavailable(ToolError):
-    """A server's shared database cannot be reached (down, refusing, or the connection
-    broke): the call failed; the server keeps running and retries on the next call.
+    """A server's shared database cannot be reached; the server retries on the next call.
+
+    The database was down, refused, or the connection broke: the call failed, and the
+    server keeps running.
 
     Raised inside the server; the caller receives it as a `ToolError` whose structured
     content has ``code: "DATABASE_UNAVAILABLE"`` and the database's URL (no password).
@@ -262,9 +264,10 @@ class UnknownTool(NativeMCPError, KeyError):
 
 
 class ToolNameClash(NativeMCPError, LookupError):
-    """A tool is named like one of the proxy's own attributes; the message says how to
-    reach each. Not an `AttributeError`: that would make Python fall back to the tool
-    and silently hide the proxy's own."""
+    """A tool is named like one of the proxy's own attributes.
+
+    The message says how to reach each. Not an `AttributeError`: that would make Python
+    fall back to the tool and silently hide the proxy's own."""
 
 
 class UnknownProviderError(NativeMCPError, ValueError):

@@ -54,8 +54,10 @@ BUILTIN_PREFIX: Final = "builtin_"
 """Starts the full name of every built-in server's tool."""
 
 SERVICE_META_KEY: Final = "io.github.nativemcp/service"
-"""The ``_meta`` key on a listed tool and on every content block of a routed result:
-``{"serverName", "toolName", "backendType"}``, the service that produced it."""
+"""The ``_meta`` key naming the service on a listed tool and a routed result's blocks.
+
+Its value is ``{"serverName", "toolName", "backendType"}``: the service that produced
+the tool or the content block."""
 
 NAME_SHOWN_CHARS: Final = 80
 """The most characters of a name that an error message quotes; a longer one is cut."""
@@ -100,8 +102,9 @@ def is_valid_tool_name(name: str) -> bool:
 
 
 def quoted_name(name: str) -> str:
-    """``repr(name)`` for an error message, cut after `NAME_SHOWN_CHARS` characters with
-    the length noted: a caller's megabyte-long name must not come back whole."""
+    """``repr(name)`` for an error message, cut after `NAME_SHOWN_CHARS` characters.
+
+    A cut name notes its length: a caller's megabyte-long name must not come back whole."""
     if len(name) <= NAME_SHOWN_CHARS:
         return repr(name)
     return f"{name[:NAME_SHOWN_CHARS]!r}... ({len(name):,} characters)"
@@ -170,8 +173,9 @@ def safe_server_name(server_name: str, backend_type: BackendType = BackendType.E
 
 
 def full_tool_name(server_name: str, tool_name: str, backend_type: BackendType) -> str:
-    """The name a router lists: ``builtin_server__tool`` for a built-in server,
-    ``server__tool`` for any other.
+    """The name a router lists for a tool of a server.
+
+    ``builtin_server__tool`` for a built-in server, ``server__tool`` for any other.
 
     The server name must follow the rules as it is; pass it through `safe_server_name`
     first to accept any name.
@@ -270,8 +274,10 @@ def service_meta(service: ServiceInfo) -> dict[str, str]:
 
 
 def service_info(obj: Any) -> ServiceInfo | None:
-    """The `ServiceInfo` in the ``_meta`` of a tool, a content block (object or dict) or a
-    ``_meta`` mapping itself; None when there is none or it is malformed."""
+    """The `ServiceInfo` in the ``_meta`` of a tool or content block, or None.
+
+    ``obj`` is a tool, a content block (object or dict) or a ``_meta`` mapping itself;
+    None when there is no service there or it is malformed."""
     meta: Any
     if isinstance(obj, Mapping):
         meta = obj.get("_meta", obj.get("meta", obj))
@@ -301,8 +307,10 @@ def _with_meta(obj: _S, meta_value: dict[str, str]) -> _S:
 def tag_service(
     item: NativeMCPResponse[Any] | Tool, service: ServiceInfo, *, name: str | None = None
 ) -> Any:
-    """``item`` with ``service`` in its ``_meta``: a tool (renamed to ``name`` if given),
-    or every content block of a response's result. Nothing else changes."""
+    """``item`` with ``service`` in its ``_meta``; nothing else changes.
+
+    ``item`` is a tool (renamed to ``name`` if given), or a response: then every content
+    block of its result is tagged."""
     value = service_meta(service)
     if isinstance(item, Tool):
         tagged = _with_meta(item, value)

@@ -49,9 +49,11 @@ def _sub(value: Any, keyword: str | None) -> Any:
 
 
 def portable_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` with each bare ``true``/``false`` subschema in its object form
-    (``{}``/``{"not": {}}``); booleans stay under the four keywords made for them.
-    Nothing else changes, and the result validates exactly what ``schema`` did."""
+    """``schema`` with each bare ``true``/``false`` subschema in its object form.
+
+    ``true`` becomes ``{}`` and ``false`` ``{"not": {}}``; booleans stay under the four
+    keywords made for them. Nothing else changes, and the result validates exactly what
+    ``schema`` did."""
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in _ONE:
@@ -73,8 +75,7 @@ def portable_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def portable_tool(tool: Tool) -> Tool:
-    """``tool`` with portable input and output schemas (the same object when they
-    already are)."""
+    """``tool`` with portable input and output schemas (itself when they already are)."""
     inputs = portable_schema(tool.input_schema)
     outputs = portable_schema(tool.output_schema) if tool.output_schema is not None else None
     if inputs == tool.input_schema and outputs == tool.output_schema:

@@ -39,8 +39,10 @@ _WIRE: Final = (bytes, bytearray, memoryview, str)
 
 
 def result_text(result: CallToolResult | NativeMCPResponse[Any]) -> str:
-    """The text a model reads: the text blocks of a result (or of a response's result)
-    joined in order by newlines; for a JSON-RPC error response, its message.
+    """The text a model reads from a result or a response.
+
+    The text blocks of the result (or of the response's result) joined in order by
+    newlines; for a JSON-RPC error response, its message.
 
     The typed way to read ``response.result.content[0].text``, which a strict type
     checker refuses (``result`` may be None, and a block may be an image).

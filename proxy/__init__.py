@@ -32,6 +32,7 @@ from ._handle import DEFAULT as DEFAULT
 from ._handle import CallOptions as CallOptions
 from ._handle import LogHandler as LogHandler
 from ._handle import ProgressCallback as ProgressCallback
+from ._pins import ToolPins as ToolPins
 from ._pool import ClientHandler as ClientHandler
 from ._pool import WorkerPool as WorkerPool
 from ._proxy import PROXY_NAMES as PROXY_NAMES
@@ -75,6 +76,7 @@ __all__ = [
     "Timeouts",
     "ToolMethod",
     "ToolNameClash",
+    "ToolPins",
     "UIAction",
     "UnknownServer",
     "UnknownTool",

@@ -37,6 +37,7 @@ from nativemcp.protocol import (
 )
 
 from ._handle import ServerHandle
+from ._pins import ToolPins
 
 __all__ = ["HOST_ACTIONS", "Catalog", "CatalogEntry", "UIAction"]
 
@@ -71,11 +72,16 @@ class UIAction(msgspec.Struct, frozen=True, kw_only=True):
 class Catalog:
     """The full-name index over a pool's handles, rebuilt when a source's tools change."""
 
-    def __init__(self, handles: Mapping[str, ServerHandle]) -> None:
+    def __init__(self, handles: Mapping[str, ServerHandle], pins: ToolPins | None = None) -> None:
         self._handles = handles
+        self._pins = pins
+        # What was withheld and said so: one warning per tool and definition, not per
+        # rebuild.
+        self._warned: set[str] = set()
         self._seen: list[Any] = []
         self._index: dict[str, CatalogEntry] = {}
         self._tools: list[Tool] = []
+        self._version = 0
 
     def _current(self) -> dict[str, CatalogEntry]:
         # A source's tool list is replaced when its tools change (a restart, a new
@@ -86,6 +92,7 @@ class Catalog:
         ):
             self._index, self._tools = self._build()
             self._seen = current
+            self._version += 1
         return self._index
 
     def _build(self) -> tuple[dict[str, CatalogEntry], list[Tool]]:
@@ -120,10 +127,31 @@ class Catalog:
             handle, listed = owners[key]
             # What is listed is what clients get: schemas every client accepts.
             tool = portable_tool(listed)
+            if self._withheld(name, tool):
+                continue
             service = ServiceInfo(handle.name, tool.name, safe_service.backend_type)
             entries[name] = CatalogEntry(name, service, handle, tool)
             tools.append(tag_service(tool, service, name=name))
         return entries, tools
+
+    def _withheld(self, full_name: str, tool: Tool) -> bool:
+        """Whether the pins withhold ``tool`` (warned of once per definition)."""
+        problem = self._pins.problem(full_name, tool) if self._pins is not None else None
+        if problem is None:
+            return False
+        if problem not in self._warned:
+            self._warned.add(problem)
+            _logger.warning(
+                "%s: it is withheld until pinned again (nativemcp tools --pin FILE)", problem
+            )
+        return True
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever the index is rebuilt (a source's tools changed):
+        what is derived from the catalog (the tool search's index) is rebuilt with it."""
+        self._current()
+        return self._version
 
     def check(self) -> None:
         """Build the index now, so that bad names are reported at start.

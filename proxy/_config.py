@@ -33,6 +33,7 @@ from nativemcp.workers import (
 )
 
 from ._handle import CallOptions
+from ._pins import ToolPins, as_pins
 from ._restart import RestartPolicy
 from ._worker import WorkerSettings
 from .external import ExternalServerSpec, load_mcp_servers
@@ -73,14 +74,16 @@ class SyncPoolOptions(TypedDict, total=False):
 
 
 class PoolOptions(SyncPoolOptions, total=False):
-    """The pool options of `WorkerPool` (each is described there): those of
-    `SyncWorkerPool` and the ones only the async pool has."""
+    """The pool options of `WorkerPool`, each described there.
+
+    They are those of `SyncWorkerPool` and the ones only the async pool has."""
 
     in_process: Iterable[str]
     mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None
     database_url: str | None
     replicas: Mapping[str, int] | None
     roots: Iterable[str | os.PathLike[str]] | None
+    pinned: ToolPins | str | os.PathLike[str] | None
 
 
 def check_options(given: Mapping[str, Any], accepted: frozenset[str], owner: str) -> None:
@@ -167,8 +170,13 @@ class PoolConfig:
     restart: RestartPolicy
     replicas: Mapping[str, int]
     roots: tuple[str, ...] | None = None
-    """The ``file://`` URIs of the folders the pool offers external servers as roots
-    (None: the pool declares no roots)."""
+    """The ``file://`` URIs of the folders offered to external servers as roots.
+
+    None: the pool declares no roots."""
+    pinned: ToolPins | None = None
+    """The reviewed tool definitions: a tool not pinned, or changed since, is withheld.
+
+    None: every tool is offered."""
 
     @classmethod
     def build(
@@ -182,6 +190,7 @@ class PoolConfig:
                 unknown or in-process server or not a count ≥ 1.
             NotADirectoryError: ``data_dir`` is a file, or a root is not a folder.
             TypeError: a `Server` to run in a worker is not importable by name.
+            FileNotFoundError: ``pinned`` names no file.
         """
         check_options(given, PoolOptions.__optional_keys__, "PoolConfig.build")
         sources = tuple(servers)
@@ -251,6 +260,7 @@ class PoolConfig:
             restart=given.get("restart") or RestartPolicy(),
             replicas=dict(given.get("replicas") or {}),
             roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
+            pinned=as_pins(given.get("pinned")),
         )
         config._check_replicas()
         return config
@@ -279,8 +289,9 @@ class PoolConfig:
         return plan
 
     def backend(self, label: str, *, in_process: bool = False) -> BackendType:
-        """The kind of server ``label`` of the plan is: a built-in or the user's own, in
-        a worker or (``in_process``) in this process."""
+        """The kind of server ``label`` of the plan is.
+
+        A built-in or the user's own, in a worker or (``in_process``) in this process."""
         if label in self.builtins:
             return BackendType.BUILTIN_NATIVE if in_process else BackendType.BUILTIN_WEB
         return BackendType.USER_IN_PROCESS if in_process else BackendType.USER_WORKER
@@ -297,8 +308,9 @@ class PoolConfig:
     def worker_settings(
         self, label: str, source: ServerSource, pool: str = "WorkerPool"
     ) -> WorkerSettings:
-        """How to start ``label``'s worker process (both pools start theirs so; ``pool``
-        is the class that starts it, for messages)."""
+        """How to start ``label``'s worker process; both pools start theirs so.
+
+        ``pool`` is the class that starts it, for messages."""
         return WorkerSettings(
             source=source,
             config=self.server_config(label),

@@ -114,8 +114,10 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.structs.replace(self, timeout=limit)
 
     def resolve(self, default: float | None, on_request: ClientRequest | None) -> CallOptions:
-        """These options ready for a handle: the time limit resolved against ``default``
-        and, unless the caller gave its own, ``on_request`` answering the tool's requests."""
+        """These options ready for a handle.
+
+        The time limit is resolved against ``default`` and, unless the caller gave its
+        own, ``on_request`` answers the tool's requests."""
         options = self
         if options.on_request is None and on_request is not None:
             options = msgspec.structs.replace(options, on_request=on_request)

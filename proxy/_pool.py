@@ -15,11 +15,12 @@ start-up asks which kind it holds.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, Unpack, overload
 
@@ -72,12 +73,27 @@ from .external import (
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
+from .tool_search import (
+    CALL_TOOL,
+    META_TOOLS,
+    SEARCH_TOOLS,
+    IndexedTool,
+    ToolIndex,
+    ToolMatch,
+    ToolProfile,
+    deferred_for_anthropic,
+    read_call,
+    read_search,
+    search_response,
+)
 
 __all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
 
 ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
-"""Answers a tool's request to its client: spec-shaped params in (``sampling/createMessage``
-or ``elicitation/create``), spec-shaped result out; sync or async."""
+"""Answers a tool's request to its client; sync or async.
+
+Spec-shaped params in (``sampling/createMessage`` or ``elicitation/create``),
+spec-shaped result out."""
 
 _logger = logging.getLogger("nativemcp.pool")
 
@@ -113,6 +129,22 @@ async def _supervised(task_group: anyio.abc.TaskGroup, handle: H) -> H:
             await handle.aclose()
         raise
     return handle
+
+
+@contextlib.asynccontextmanager
+async def _supervisor_group() -> AsyncIterator[anyio.abc.TaskGroup]:
+    """The task group of the servers' supervisors. An error in the body propagates
+    alone, not in an exception group (trio's always groups): by then the pool has
+    closed the servers, and leaving the group only reaps their supervisors."""
+    failure: BaseException | None = None
+    async with anyio.create_task_group() as task_group:
+        try:
+            yield task_group
+        except BaseException as exc:  # raised again below, outside the group
+            failure = exc
+        task_group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 class _WorkerSpec:
@@ -161,6 +193,7 @@ class _ExternalSpec:
         start_timeout: float | None,
         restart: RestartPolicy,
         client_side: ClientSide,
+        max_frame: int,
     ) -> None:
         self.label = spec.name
         self.required = spec.required
@@ -168,6 +201,7 @@ class _ExternalSpec:
         self._start_timeout = start_timeout
         self._restart = restart
         self._client_side = client_side
+        self._max_frame = max_frame
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
         server = ExternalServer(
@@ -175,6 +209,7 @@ class _ExternalSpec:
             start_timeout=self._start_timeout,
             restart=self._restart,
             client_side=self._client_side,
+            max_frame=self._max_frame,
         )
         return await _supervised(task_group, server)
 
@@ -275,6 +310,9 @@ class WorkerPool:
         roots: folders (paths or ``file://`` URIs) external servers may work in: the
             pool declares ``roots`` to them and answers ``roots/list`` with these
             (change them with `set_roots`). None: no roots declared.
+        pinned: a pin file (``nativemcp tools --pin FILE``) or `ToolPins`: a tool
+            whose definition is not pinned, or changed since, is left out of the
+            catalog with a warning naming what changed.
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
@@ -313,7 +351,7 @@ class WorkerPool:
         self._input_rounds = input_rounds
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
-        self._catalog = Catalog(self._handles)
+        self._catalog = Catalog(self._handles, self._config.pinned)
         self._resource_listeners: list[ResourceListener] = []
         self._client_handlers = {
             method: handler
@@ -324,7 +362,9 @@ class WorkerPool:
             if handler is not None
         }
         self._llm_names: dict[str, dict[str, str]] = {}
+        self._tool_index: tuple[int, ToolIndex] | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
 
     @property
@@ -356,7 +396,7 @@ class WorkerPool:
             input_rounds=self._input_rounds,
         )
         specs.extend(
-            _ExternalSpec(spec, config.timeouts.start, config.restart, side)
+            _ExternalSpec(spec, config.timeouts.start, config.restart, side, config.max_frame)
             for spec in config.external
         )
         return specs
@@ -365,14 +405,18 @@ class WorkerPool:
         if self._task_group is not None or self._closed:
             raise RuntimeError("a WorkerPool can be entered only once")
         self._config.make_data_dir()
-        self._task_group = anyio.create_task_group()
-        await self._task_group.__aenter__()
-        try:
+        # A failure half-way (a server that does not start, a cancellation) unwinds what
+        # was entered: the servers closed, then the supervisors' task group left.
+        async with contextlib.AsyncExitStack() as stack:
+            self._task_group = await stack.enter_async_context(_supervisor_group())
+            stack.push_async_callback(self._stop_servers)
             await self._start_all()
-        except BaseException as exc:
-            await self.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
+            self._exit_stack = stack.pop_all()
         return self
+
+    async def _stop_servers(self) -> None:
+        await self.aclose()
+        self._task_group = None
 
     async def _start_all(self) -> None:
         assert self._task_group is not None
@@ -424,13 +468,13 @@ class WorkerPool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        await self.aclose()
-        if self._task_group is not None:
-            self._task_group.cancel_scope.cancel()
-            task_group, self._task_group = self._task_group, None
-            # The supervisors are done (aclose waited, shielded); this only reaps them.
-            # The caller's own exception propagates from its `async with` unchanged.
-            await task_group.__aexit__(None, None, None)
+        stack, self._exit_stack = self._exit_stack, None
+        if stack is None:
+            await self.aclose()
+            return None
+        # The caller's own exception propagates from its `async with` unchanged: the
+        # stack unwinds as after a clean exit.
+        await stack.aclose()
         return None
 
     async def aclose(self) -> None:
@@ -476,8 +520,9 @@ class WorkerPool:
         return list(self._roots or ())
 
     async def set_roots(self, roots: Iterable[str | os.PathLike[str]]) -> None:
-        """Replace the pool's roots and tell every external server they changed
-        (``notifications/roots/list_changed``).
+        """Replace the pool's roots and tell every external server they changed.
+
+        The servers get ``notifications/roots/list_changed``.
 
         Raises:
             NotADirectoryError: a path that is not a folder.
@@ -492,8 +537,10 @@ class WorkerPool:
                 await handle.roots_changed()
 
     def add_resource_listener(self, listener: ResourceListener) -> None:
-        """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed
-        (``await ctx.resource_updated(uri)``); the MCP boundary notifies subscribers."""
+        """Call ``await listener(uri)`` whenever a tool reports that ``uri`` changed.
+
+        A tool reports it with ``await ctx.resource_updated(uri)``; the MCP boundary
+        notifies subscribers."""
         self._resource_listeners.append(listener)
 
     async def _resource_updated(self, uri: str) -> None:
@@ -555,10 +602,11 @@ class WorkerPool:
             raise ServerClosed("the pool is closed", server="*")
 
     async def list_tools(self) -> list[Tool]:
-        """Every tool of every source under its full name (``builtin_server__tool`` for a
-        built-in server, ``server__tool`` for an external or the user's own), its
-        `ServiceInfo` in
-        ``_meta["io.github.nativemcp/service"]`` (read it with `service_info`).
+        """Every tool of every source, under its full name.
+
+        ``builtin_server__tool`` for a built-in server, ``server__tool`` for an external
+        or the user's own; its `ServiceInfo` in ``_meta["io.github.nativemcp/service"]``
+        (read it with `service_info`).
 
         Raises:
             ToolNameError: two sources now give the same full name (both named).
@@ -577,8 +625,9 @@ class WorkerPool:
         on_log: LogHandler | None = None,
         options: CallOptions | None = None,
     ) -> NativeMCPResponse[Any]:
-        """Call a tool by its full name; every content block of the result carries
-        ``_meta["io.github.nativemcp/service"]``. Tool errors are responses.
+        """Call a tool by its full name; tool errors are responses.
+
+        Every content block of the result carries ``_meta["io.github.nativemcp/service"]``.
 
         ``timeout``: seconds, ``None`` for no limit, ``DEFAULT`` for the server's or the
         pool's; or pass every option at once as ``options``.
@@ -598,6 +647,41 @@ class WorkerPool:
             entry.tool.name, coerce_arguments(full_name, arguments, {}), call_options
         )
         return self._catalog.tag(response, entry)
+
+    def tool_index(self) -> ToolIndex:
+        """The BM25 index of the catalog as it is now (rebuilt when a source's tools
+        changed since the last search); `search_tools` reads it.
+
+        Raises:
+            ToolNameError: two sources now give the same full name (both named).
+            ServerClosed: the pool is closed.
+        """
+        self._check_open()
+        version = self._catalog.version
+        if self._tool_index is None or self._tool_index[0] != version:
+            entries = self._catalog.entries()
+            tools = [IndexedTool(e.full_name, e.service.server_name, e.tool) for e in entries]
+            self._tool_index = (version, ToolIndex(tools))
+        return self._tool_index[1]
+
+    async def search_tools(
+        self, query: str, limit: int = 5, *, profile: ToolProfile | None = None
+    ) -> list[ToolMatch]:
+        """The ``limit`` tools of the catalog that best fit ``query``, best first.
+
+        Every tool of every source is ranked by BM25 over its full name, its server's
+        name, its title and description and its parameters' names and descriptions,
+        tokenized as the content store tokenizes text (any language; Chinese, Japanese
+        and Korean as character bigrams). Each `ToolMatch` has the full name to call,
+        the score, one line of description and the input schema. A tool that holds no
+        word of the query is not returned. ``profile`` keeps only the tools it offers.
+
+        Raises:
+            ValueError: ``limit`` is not between 1 and 50.
+            ServerClosed: the pool is closed.
+        """
+        where = profile.allows if profile is not None and profile.filters else None
+        return self.tool_index().search(query, limit, where=where)
 
     def resolve_ui_action(self, action: Mapping[str, Any], content: Any) -> UIAction:
         """Resolve a UI action to the full tool name to call and its arguments.
@@ -626,26 +710,44 @@ class WorkerPool:
                 given[entry.full_name] = short
         return names
 
-    async def tool_definitions(self, provider: Provider) -> list[dict[str, Any]]:
+    async def tool_definitions(
+        self, provider: Provider, *, search: bool = False, defer_loading: bool = False
+    ) -> list[dict[str, Any]]:
         """Every tool of the catalog as ``provider``'s tool declarations.
 
         ``"openai"`` (Chat Completions tools), ``"openai-responses"`` (Responses function
         tools), ``"anthropic"`` (Messages tools) or ``"gemini"`` (FunctionDeclarations;
         wrap them as ``types.Tool(function_declarations=...)``). Names that break a
         provider's rule are shortened reversibly: `run_tool_call` maps them back.
+        ``search=True``: only the two meta-tools, ``search_tools(query, limit?)`` and
+        ``call_tool(name, arguments)``, which `run_tool_call` runs over the whole
+        catalog (a few hundred tokens instead of every definition).
+        ``defer_loading=True`` (Anthropic only): every definition marked
+        ``defer_loading``, after Anthropic's own tool search tool
+        (``tool_search_tool_bm25``), which finds them on Anthropic's side.
 
         Raises:
             UnknownProviderError: not one of the four providers.
+            ValueError: ``defer_loading`` for another provider than Anthropic, or with
+                ``search``.
             ServerClosed: the pool is closed.
         """
         provider = check_provider(provider)
         self._check_open()
+        if defer_loading and (provider != "anthropic" or search):
+            raise ValueError(
+                "defer_loading is Anthropic's tool search (provider='anthropic'), and "
+                "replaces search=True; for another provider use search=True"
+            )
+        if search:
+            return [declaration(tool, tool.name, provider) for tool in META_TOOLS]
         names = self._names_for(provider)
         by_full = {full: short for short, full in names.items()}
-        return [
+        definitions = [
             declaration(entry.tool, by_full[entry.full_name], provider)
             for entry in self._catalog.entries()
         ]
+        return deferred_for_anthropic(definitions) if defer_loading else definitions
 
     async def run_tool_call(
         self,
@@ -662,7 +764,9 @@ class WorkerPool:
         ``tool_calls[i]``, a Responses ``function_call`` item, an Anthropic ``tool_use``
         block, a Gemini ``function_call`` Part. Arguments that are not JSON, an unknown
         tool, a tool error or a failed source become an error message the model can
-        read (see `tool_result_message`); cancellation propagates.
+        read (see `tool_result_message`); cancellation propagates. The meta-tools of
+        ``tool_definitions(provider, search=True)`` run here too: ``search_tools``
+        answers the matches, ``call_tool`` calls the tool it names.
 
         Raises:
             UnknownProviderError: not one of the four providers.
@@ -672,17 +776,26 @@ class WorkerPool:
         parsed = read_tool_call(call, provider)
         full_name = self._names_for(provider).get(parsed.name, parsed.name)
         outcome: NativeMCPResponse[Any] | Exception
+        arguments = parsed.arguments
         if parsed.error is not None:
             outcome = ArgumentsError(f"tool call {quoted_name(parsed.name)}: {parsed.error}")
         else:
             try:
-                outcome = await self.call_tool(
-                    full_name,
-                    parsed.arguments,
-                    timeout=timeout,
-                    on_progress=on_progress,
-                    on_log=on_log,
-                )
+                # No full name is a meta-tool's: a full name always holds "__".
+                if full_name == SEARCH_TOOLS:
+                    query, limit = read_search(arguments)
+                    found = await self.search_tools(query, limit)
+                    outcome = search_response(query, found, len(self.tool_index()))
+                else:
+                    if full_name == CALL_TOOL:
+                        full_name, arguments = read_call(arguments)
+                    outcome = await self.call_tool(
+                        full_name,
+                        arguments,
+                        timeout=timeout,
+                        on_progress=on_progress,
+                        on_log=on_log,
+                    )
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
         return tool_result_message(
@@ -698,8 +811,9 @@ class WorkerPool:
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
     ) -> list[dict[str, Any]]:
-        """Run one model turn's tool calls, in order, and return the history entries that
-        answer them, to append to the conversation as they are.
+        """Run one model turn's tool calls, in order; the history entries that answer them.
+
+        Append the entries to the conversation as they are.
 
         Each call runs as `run_tool_call` runs it. OpenAI and Responses get one entry per
         call; Anthropic one user message holding every ``tool_result`` block, and Gemini

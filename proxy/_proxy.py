@@ -303,7 +303,9 @@ class ServerProxy:
 
     @property
     def backend(self) -> str:
-        """``BuiltInWeb`` (worker process), ``BuiltInNative`` (this process) or
+        """Where the server runs, as its `BackendType` value.
+
+        ``BuiltInWeb`` (worker process), ``BuiltInNative`` (this process) or
         ``ExternalMCP`` (an external MCP server)."""
         return str(self._handle.backend)
 
@@ -476,8 +478,10 @@ class ServerProxy:
 
 
 PROXY_NAMES: Final = frozenset(name for name in vars(ServerProxy) if not name.startswith("_"))
-"""The proxy's own attribute names; a tool by one of these names is reached through
-``proxy.tool(name)`` or ``proxy.call_tool(name, ...)``."""
+"""The proxy's own attribute names.
+
+A tool by one of these names is reached through ``proxy.tool(name)`` or
+``proxy.call_tool(name, ...)``."""
 
 
 class _Clash:

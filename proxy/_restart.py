@@ -20,8 +20,10 @@ T = TypeVar("T")
 
 
 class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """How a crashed worker is restarted: at most ``max_restarts`` per ``window`` seconds,
-    waiting ``backoff`` seconds, doubled each time up to ``max_backoff``.
+    """How a crashed worker is restarted, and how often.
+
+    At most ``max_restarts`` per ``window`` seconds, waiting ``backoff`` seconds, doubled
+    each time up to ``max_backoff``.
 
     A worker that served ``healthy_after`` seconds before it crashed earns the whole
     budget back (its earlier crashes are forgotten, the backoff starts over): a server
@@ -35,8 +37,10 @@ class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
     healthy_after: float = 30.0
 
     def allow_restart(self, recent: list[float]) -> bool:
-        """Record a restart now in ``recent`` (restart times, pruned here to the window)
-        and say whether it stays within ``max_restarts`` per ``window`` seconds.
+        """Record a restart now in ``recent``; whether it stays within the budget.
+
+        ``recent`` holds the restart times, pruned here to the window; the budget is
+        ``max_restarts`` per ``window`` seconds.
 
         The one budget rule for every supervisor: worker, blocking worker, external server.
         """
@@ -46,8 +50,10 @@ class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return len(recent) <= self.max_restarts
 
     def gave_up(self, what: str, server: str, cause: object = None) -> ServerStartError:
-        """The error once the budget is spent: ``what`` (how the logs name the
-        supervised thing) stopped restarting, and the crash or start failure last seen."""
+        """The error once the budget is spent.
+
+        It says that ``what`` (how the logs name the supervised thing) stopped restarting,
+        and the crash or start failure last seen."""
         reason = f": {cause}" if cause is not None else ""
         return ServerStartError(
             f"{what} stopped restarting after {self.max_restarts} restarts in "

@@ -143,8 +143,9 @@ class SyncWorkerPool:
     @overload
     def server(self, interface: Callable[..., P], /) -> P: ...
     def server(self, name_or_interface: str | Callable[..., Any], /) -> Any:
-        """A blocking proxy for a server, by name or by a typed interface (a class with
-        ``server_name`` and one plain ``def`` per tool).
+        """A blocking proxy for a server, by name or by a typed interface.
+
+        A typed interface is a class with ``server_name`` and one plain ``def`` per tool.
 
         Raises:
             UnknownServer: no server by that name (the message lists the servers).
@@ -231,9 +232,10 @@ class SyncServerProxy:
         *,
         timeout: float | _Default | None = DEFAULT,
     ) -> NativeMCPResponse[Any]:
-        """Call a tool and return the raw response, rich text included (errors are
-        responses, not raised). ``timeout``: seconds, ``None`` for no limit, ``DEFAULT``
-        for the pool's.
+        """Call a tool and return the raw response, rich text included.
+
+        Errors are responses, not raised. ``timeout``: seconds, ``None`` for no limit,
+        ``DEFAULT`` for the pool's.
 
         Raises:
             ServerError: the worker timed out, crashed or is closed.

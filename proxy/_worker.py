@@ -649,6 +649,10 @@ class WorkerProcess(WorkerBase, Supervised):
                                 server=self.name,
                             )
                         return item.value
+        except (CallTimeout, anyio.get_cancelled_exc_class()):
+            if conn is not None and call_id:
+                conn.send(encode_frame(Cancel(id=call_id)))  # the worker stops the request
+            raise
         finally:
             if conn is not None and call_id:
                 conn.pending.pop(call_id, None)

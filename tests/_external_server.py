@@ -1,20 +1,27 @@
 """An official-SDK `MCPServer` the external-server tests run over stdio and over HTTP.
 
-``python tests/_external_server.py MARKER_DIR`` serves stdio; the HTTP tests mount
-`make_server` under uvicorn. ``MARKER_DIR`` receives a file per cancelled call, so a
+``python tests/_external_server.py MARKER_DIR`` serves stdio, and with ``--fd FD``
+Streamable HTTP on that listening socket; the other HTTP tests mount `make_server`
+under uvicorn. ``MARKER_DIR`` receives a file per cancelled call, so a
 test can see that ``notifications/cancelled`` reached the server.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import socket
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Annotated
 
 import anyio
 import mcp_types
 import msgspec
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.caching import CacheableMethod, CacheHint
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from pydantic import BaseModel
 
 from nativemcp.protocol import LOG_LEVELS, response_to_sdk, structured_response
@@ -43,9 +50,39 @@ class Sum(BaseModel):
     operands: list[int]
 
 
-def make_server(marker_dir: str | None = None) -> MCPServer:
-    """The test server: sums, a dashed name, a hang, progress and log notifications."""
-    server = MCPServer("external-test", instructions="A test server for nativemcp.")
+class Reply(BaseModel):
+    """What `ask` asks its client for."""
+
+    text: str
+
+
+_arrived: dict[str, set[str]] = {}
+_all_arrived: dict[str, anyio.Event] = {}
+
+
+async def _question(key: str, group: str, size: int) -> Elicit[Reply]:
+    """Ask for `key`, once `size` calls of `group` are all in flight (first round only):
+    their questions then reach the client while every one of them is pending."""
+    arrived = _arrived.setdefault(group, set())
+    event = _all_arrived.setdefault(group, anyio.Event())
+    if key not in arrived:
+        arrived.add(key)
+        if len(arrived) >= size:
+            event.set()
+        with anyio.fail_after(10):
+            await event.wait()
+    return Elicit(f"a reply for {key}", Reply)
+
+
+def make_server(marker_dir: str | None = None, *, cache_tools: bool = False) -> MCPServer:
+    """The test server: sums, a dashed name, a hang, progress and log notifications.
+    ``cache_tools``: its tool list may be cached by a client for an hour."""
+    hints: dict[CacheableMethod, CacheHint] | None = (
+        {"tools/list": CacheHint(ttl_ms=3_600_000, scope="public")} if cache_tools else None
+    )
+    server = MCPServer(
+        "external-test", instructions="A test server for nativemcp.", cache_hints=hints
+    )
 
     @server.tool(name="get-sum")
     def get_sum(a: int, b: int) -> Sum:
@@ -67,6 +104,22 @@ def make_server(marker_dir: str | None = None) -> MCPServer:
     def echo(text: str) -> str:
         """Echo text back (text only, no structured content)."""
         return text
+
+    @server.tool()
+    async def ask(
+        key: str, group: str, size: int, reply: Annotated[Reply, Resolve(_question)]
+    ) -> str:
+        """Ask the client (elicitation) once `size` calls of `group` are in flight;
+        answers ``key: reply``."""
+        return f"{key}: {reply.text}"
+
+    @server.tool(name="client-info")
+    def client_info(ctx: Context) -> dict[str, str]:
+        """The name and version the client introduced itself with."""
+        params = ctx.session.client_params
+        if params is None:
+            return {}
+        return {"name": params.client_info.name, "version": params.client_info.version}
 
     @server.tool()
     def fail(message: str) -> str:
@@ -103,5 +156,32 @@ def make_server(marker_dir: str | None = None) -> MCPServer:
     return server
 
 
+@contextlib.contextmanager
+def served_in_a_child(marker_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """This server over Streamable HTTP in a child process, on a socket bound here (no
+    port to poll): its URL and the process, killed on the way out."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        port = sock.getsockname()[1]
+        child = subprocess.Popen(
+            [sys.executable, __file__, str(marker_dir), "--fd", str(sock.fileno())],
+            pass_fds=[sock.fileno()],
+        )
+    # Only the child holds the socket now: once it dies, connecting is refused.
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", child
+    finally:
+        child.kill()
+        child.wait()
+
+
 if __name__ == "__main__":
-    make_server(sys.argv[1] if len(sys.argv) > 1 else None).run("stdio")
+    if len(sys.argv) > 3 and sys.argv[2] == "--fd":
+        # Streamable HTTP on a socket the test bound and listens on: no port to poll.
+        import uvicorn
+
+        app = make_server(sys.argv[1], cache_tools=True).streamable_http_app()
+        uvicorn.run(app, fd=int(sys.argv[3]), log_level="warning", lifespan="on")
+    else:
+        make_server(sys.argv[1] if len(sys.argv) > 1 else None).run("stdio")

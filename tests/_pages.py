@@ -14,6 +14,13 @@ DOCS = ROOT / "docs"
 
 # A fenced block with a language; a block without one (a drawing) is never run.
 _BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
+# A line that includes a file (pymdownx.snippets, paths from the repository root): the
+# site shows the file there, so the block is the file's text.
+_INCLUDE = re.compile(r'^--8<-- "([^"]+)"\n', re.MULTILINE)
+
+
+def _included(body: str) -> str:
+    return _INCLUDE.sub(lambda found: (ROOT / found.group(1)).read_text("utf-8"), body)
 
 
 def pages() -> list[Path]:
@@ -27,8 +34,10 @@ def page_name(page: Path) -> str:
 
 
 def blocks(page: Path, language: str) -> list[str]:
-    """The bodies of the page's fenced blocks in ``language``, in order."""
-    return [body for lang, body in _BLOCK.findall(page.read_text("utf-8")) if lang == language]
+    """The bodies of the page's fenced blocks in ``language``, in order, with the files
+    they include (``--8<-- "examples/sdk_client.py"``) in place, as the site shows them."""
+    text = page.read_text("utf-8")
+    return [_included(body) for lang, body in _BLOCK.findall(text) if lang == language]
 
 
 def languages(page: Path) -> set[str]:

@@ -7,12 +7,19 @@ session. Over stdio: ``python tests/_raw_mcp_server.py CONFIG_JSON``; over Strea
 HTTP (JSON answers, no session): mount ``http_app(config)``. The config holds any of:
 
 - ``tools``: the tool list to answer ``tools/list`` with (default: ``echo`` and ``pid``);
+- ``endless_tools``: every ``tools/list`` page names one tool and the next page;
+- ``methods_file``: a file each request's and notification's method is appended to;
+- ``pid_file``: a file the server's pid is written to at its start;
+- ``ask_together``: calls of the tool ``ask`` (list it in ``tools``) are held until this many came,
+  then the client is asked (``elicitation/create``) once for each, mid-call, and each
+  call answers ``KEY: TEXT`` of its answer (or ``KEY: refused: ...``);
 - ``junk_before_init``: bytes (latin-1 text) written before anything is read;
 - ``junk_lines``: how many non-JSON lines to write after ``initialize``'s answer;
 - ``stray_byte_on``: a tool name whose call writes a line ``b"\\xff"`` before its answer,
   and the answer with the byte ``0xe9`` in place of ``STRAY`` in the text;
 - ``close_stdout_on``: a tool name whose call closes stdout and sleeps (the process lives);
 - ``exit_on``: a tool name whose call ends the process (exit status 3) unanswered;
+- ``endless_line_on``: a tool name whose call writes stdout without a newline, forever;
 - ``grandchild``: ``"fork"`` or ``"setsid"``; a ``sleep`` started that way, its pid
   written to the file ``grandchild_pid`` (the setsid one keeps the server's stdout).
 
@@ -50,6 +57,11 @@ def answer(message: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] | 
         }
     elif method == "tools/list":
         result = {"tools": config.get("tools", [ECHO, PID])}
+        if config.get("endless_tools"):
+            page = int((message.get("params") or {}).get("cursor") or 0)
+            result = {"tools": [{**ECHO, "name": f"t{page}"}], "nextCursor": str(page + 1)}
+    elif method == "ping":
+        result = {}
     elif method == "tools/call":
         name = message["params"]["name"]
         arguments = message["params"].get("arguments") or {}
@@ -82,12 +94,39 @@ def _write(data: bytes) -> None:
 
 def main(config: dict[str, Any]) -> None:
     """Serve over stdio until stdin ends."""
+    if "pid_file" in config:
+        with open(config["pid_file"] + ".part", "w") as out:
+            out.write(str(os.getpid()))
+        os.replace(config["pid_file"] + ".part", config["pid_file"])
     if "junk_before_init" in config:
         _write(str(config["junk_before_init"]).encode("latin-1"))
     if "grandchild" in config:
         _start_grandchild(config["grandchild"], config["grandchild_pid"])
+    asks: list[dict[str, Any]] = []  # calls of `ask`, held until `ask_together` came
     for line in sys.stdin:
         message = json.loads(line)
+        if "methods_file" in config and "method" in message:
+            with open(config["methods_file"], "a") as methods:
+                methods.write(message["method"] + "\n")
+        if "method" not in message:  # the client's answer to one of our questions
+            _answer_ask(asks[int(message["id"])], message)
+            continue
+        if message.get("method") == "tools/call" and message["params"]["name"] == "ask":
+            asks.append(message)
+            if len(asks) == int(config.get("ask_together", 1)):
+                # Every call is in flight: ask the client once for each, mid-call.
+                for index, call in enumerate(asks):
+                    key = call["params"]["arguments"]["key"]
+                    params = {
+                        "message": f"a reply for {key}",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {"text": {"type": "string"}},
+                        },
+                    }
+                    question = {"id": index, "method": "elicitation/create", "params": params}
+                    _write(json.dumps({"jsonrpc": "2.0", **question}).encode() + b"\n")
+            continue
         reply = answer(message, config)
         if reply is None:
             continue
@@ -102,10 +141,24 @@ def main(config: dict[str, Any]) -> None:
                 time.sleep(3600)
             elif tool == config.get("exit_on"):
                 os._exit(3)
+            elif tool == config.get("endless_line_on"):
+                while True:  # a line that never ends
+                    _write(b"x" * 65536)
         _write(data + b"\n")
         if message.get("method") == "initialize":
             junk = int(config.get("junk_lines", 0))
             _write(b"".join(f"junk line {i}, not JSON\n".encode() for i in range(junk)))
+
+
+def _answer_ask(call: dict[str, Any], answer: dict[str, Any]) -> None:
+    """Answer a call of `ask` with what its client answered: the text, or the error."""
+    key = call["params"]["arguments"]["key"]
+    if "error" in answer:
+        text, is_error = f"{key}: refused: {answer['error']['message']}", True
+    else:
+        text, is_error = f"{key}: {answer['result']['content']['text']}", False
+    result = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    _write(json.dumps({"jsonrpc": "2.0", "id": call["id"], "result": result}).encode() + b"\n")
 
 
 def http_app(config: dict[str, Any]) -> Any:

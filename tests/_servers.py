@@ -133,6 +133,17 @@ async def hang(ctx: Context, key: str) -> str:
     return "never"
 
 
+@server.resource("test://hang/{key}")
+async def hanging_resource(key: str) -> str:
+    """A resource that never reads (until cancelled); records the cancellation."""
+    try:
+        await anyio.sleep_forever()
+    except BaseException:
+        _cancel_event(key).set()
+        raise
+    return "never"
+
+
 @server.tool
 async def was_cancelled(key: str) -> bool:
     """Whether the call started with `key` was cancelled (waits briefly for it)."""

@@ -24,9 +24,10 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True):
     options: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Server-specific options (size limits, locale...)."""
     database_url: str | None = None
-    """A ``postgresql://`` URL: the content store and planning keep their state in that
-    database (shared by every process and machine using it); None: SQLite files under
-    ``data_dir``."""
+    """A ``postgresql://`` URL for the content store's and planning's state, or None.
+
+    That database is shared by every process and machine using it; None keeps the state
+    in SQLite files under ``data_dir``."""
 
 
 ServerFactory = Callable[[ServerConfig], Server]
@@ -42,8 +43,10 @@ BUILTIN_SERVERS: Final[dict[str, str]] = {
 """The built-in servers by name, each a factory path (imported in the worker only)."""
 
 OPT_IN_BUILTINS: Final = frozenset({"browser"})
-"""Built-ins a pool starts only when named in ``builtins`` (a browser is a big process to
-start for every pool that has a data folder, and it reaches the network)."""
+"""Built-ins a pool starts only when named in ``builtins``.
+
+A browser is a big process to start for every pool that has a data folder, and it
+reaches the network."""
 
 
 def load_server(source: ServerSource, config: ServerConfig) -> Server:

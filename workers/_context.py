@@ -36,8 +36,10 @@ __all__ = [
 Notify = Callable[[Notification], Awaitable[None]]
 
 ClientRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
-"""Sends a request to the caller's client: ``(method, params) -> result`` (spec JSON
-shapes, e.g. ``"sampling/createMessage"``); raises `ClientRequestError`."""
+"""Sends a request to the caller's client: ``(method, params) -> result``.
+
+Params and result have the spec's JSON shapes (e.g. ``"sampling/createMessage"``); it
+raises `ClientRequestError`."""
 
 
 class SampleResult(msgspec.Struct, kw_only=True, rename="camel"):

@@ -25,6 +25,7 @@ import socket
 import sys
 import threading
 import traceback
+from collections.abc import Coroutine
 from typing import Any, Final
 
 import anyio
@@ -248,9 +249,14 @@ class _Worker:
         if response is not None:  # a plain sync tool ran on the spot
             self.send_reply(call, response)
             return
-        task = asyncio.get_running_loop().create_task(self.run_call(call))
-        self.running[call.id] = task
-        task.add_done_callback(lambda _: self.running.pop(call.id, None))
+        self.start_request(call.id, self.run_call(call))
+
+    def start_request(self, request_id: int, work: Coroutine[Any, Any, None]) -> None:
+        """Run a call or a request as a task that a `Cancel` for its id cancels (the
+        parent sends one when its caller times out or is cancelled)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self.running[request_id] = task
+        task.add_done_callback(lambda _: self.running.pop(request_id, None))
 
     async def cancel_all(self) -> None:
         tasks = list(self.running.values())
@@ -479,9 +485,7 @@ async def _serve(
     )
     readers.start()
     try:
-        async with anyio.create_task_group() as tg:
-            await _dispatch(inbox, worker, switches, tg)
-            tg.cancel_scope.cancel()
+        await _dispatch(inbox, worker, switches)
     finally:
         with anyio.CancelScope(shield=True):
             await worker.cancel_all()
@@ -490,9 +494,7 @@ async def _serve(
             writer.close(_CLOSE_TIMEOUT)
 
 
-async def _dispatch(
-    inbox: Inbox[Any], worker: _Worker, switches: _Switches, tg: anyio.abc.TaskGroup
-) -> None:
+async def _dispatch(inbox: Inbox[Any], worker: _Worker, switches: _Switches) -> None:
     server = worker.server
     while True:
         message = await inbox.get()
@@ -508,11 +510,13 @@ async def _dispatch(
             case ListTools(id=request_id):
                 worker.writer.write(encode_frame(Result(id=request_id, value=server.list_tools())))
             case FeatureRequest():
-                tg.start_soon(worker.answer_feature, message)
+                worker.start_request(message.id, worker.answer_feature(message))
             case Answer():
                 worker.on_answer(message)
             case GetServiceContext(id=request_id):
-                tg.start_soon(worker.answer, request_id, server.get_service_context)
+                worker.start_request(
+                    request_id, worker.answer(request_id, server.get_service_context)
+                )
             case SwitchContext(id=request_id, session_id=session_id, thread_id=thread_id):
                 # Awaited here, before reading on, so later calls see the new scope.
                 async def switch(s: str | None = session_id, t: str | None = thread_id) -> None:

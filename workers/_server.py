@@ -307,8 +307,10 @@ class Server:
         return register
 
     def resource_lister(self, fn: Callable[[], Any]) -> Callable[[], Any]:
-        """Declare a hook listing resources that exist now (``() -> list[Resource]``),
-        such as stored items a resource template reads; sync or async."""
+        """Declare a hook listing the resources that exist now; sync or async.
+
+        It is called as ``() -> list[Resource]``, e.g. for the stored items a resource
+        template reads."""
         self._features.listers.append(fn)
         return fn
 
@@ -482,8 +484,10 @@ class Server:
         scope: tuple[str | None, str | None] | None = None,
         caller: Caller | None = None,
     ) -> Context:
-        """The `Context` of one call of ``tool_name``: in ``scope`` (the call's own
-        ``(session_id, thread_id)``) when given, else in the server's current scope."""
+        """The `Context` of one call of ``tool_name``.
+
+        It is in ``scope`` (the call's own ``(session_id, thread_id)``) when given, else
+        in the server's current scope."""
         session_id, thread_id = scope if scope is not None else (self.session_id, self.thread_id)
         return Context(
             server_name=self.name,
@@ -498,9 +502,11 @@ class Server:
         )
 
     def direct_mode(self, name: str) -> Literal["inline", "thread"] | None:
-        """Where a worker may run ``name`` without its event loop: ``"inline"`` on the
-        thread that read the call, ``"thread"`` on a tool thread of its own; None for a
-        tool that needs the loop (async, or taking a `Context`) and an unknown name."""
+        """Where a worker may run ``name`` without its event loop, or None.
+
+        ``"inline"``: on the thread that read the call; ``"thread"``: on a tool thread
+        of its own; None for a tool that needs the loop (async, or taking a `Context`)
+        and for an unknown name."""
         spec = self._tools.get(name)
         if spec is None or spec.is_async or spec.context_param is not None:
             return None
@@ -513,8 +519,9 @@ class Server:
         *,
         value_only: bool = False,
     ) -> NativeMCPResponse[Any] | None:
-        """Run an inline sync tool that takes no `Context` right here, without awaiting;
-        None for any other tool.
+        """Run an inline sync tool that takes no `Context` right here, without awaiting.
+
+        Returns None for any other tool.
 
         The event loop's fast path: the tool runs to completion on the spot, with no
         task to create or schedule. Errors are responses, as with `call_tool`.
@@ -526,8 +533,9 @@ class Server:
     def run_direct(
         self, name: str, arguments: Mapping[str, Any] | None, *, value_only: bool
     ) -> NativeMCPResponse[Any]:
-        """Run ``name``, a tool `direct_mode` names, on the calling thread (which may
-        block); errors are responses, as with `call_tool`."""
+        """Run ``name``, a tool `direct_mode` names, on the calling thread.
+
+        The thread may block; errors are responses, as with `call_tool`."""
         prepared = self._prepare(name, arguments)
         if isinstance(prepared, NativeMCPResponse):
             return prepared

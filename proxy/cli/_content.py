@@ -23,10 +23,10 @@ from typing import Any, Final
 
 import msgspec
 
-from nativemcp.protocol import NativeMCPResponse, ToolError, result_text
+from nativemcp.protocol import INVALID_PARAMS, NativeMCPResponse, ToolError, result_text
 from nativemcp.workers.content_store import render_text
 
-from ._errors import UsageError
+from ._errors import CallFailed, UsageError
 from ._next_steps import CommandSteps
 from ._pool_options import PoolOptions, pool_options_parser
 from ._servers import ServerChoice, resolve_servers
@@ -237,14 +237,24 @@ def _print(value: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _show(response: NativeMCPResponse[Any], as_json: bool) -> int:
-    """Print a tool's text (or its value with ``as_json``); an error goes to stderr."""
+def _show(response: NativeMCPResponse[Any], as_json: bool, server: str, tool: str) -> int:
+    """Print a tool's text (or its value with ``as_json``); an error goes to stderr.
+
+    Raises:
+        UsageError: the server refused the tool's name or arguments (invalid params).
+        CallFailed: the call failed otherwise (the server broke, timed out...).
+    """
     if response.error is not None:
-        print(f"nativemcp: error: {response.error.message}", file=sys.stderr)
-        return 1
+        message = response.error.message
+        if response.error.code == INVALID_PARAMS:
+            listing = shlex.join(["nativemcp", "tools", server])
+            raise UsageError(f"{message} (`{listing}` lists its tools and their arguments)")
+        raise CallFailed(message)
     assert response.result is not None
     if response.result.is_error:
-        print(result_text(response.result), file=sys.stderr)
+        # The tool's own words, written for a model: kept whole, lines and all.
+        text = result_text(response.result)
+        print(f"nativemcp call: error: tool {tool!r} failed: {text}", file=sys.stderr)
         return 1
     if as_json:
         value = response.structured_result
@@ -494,4 +504,4 @@ async def _call(args: argparse.Namespace, options: PoolOptions) -> int:
     async with options.pool(choice) as pool:
         [name] = choice.names(pool.names)
         response = await pool.server(name).call_tool(args.tool, arguments)
-    return _show(response, args.json)
+    return _show(response, args.json, args.server, args.tool)

@@ -22,7 +22,7 @@ import anyio
 
 from ._console import add_console_parser, run_console
 from ._content import Runner, add_content_commands, confirm_delete
-from ._errors import UsageError, error_lines
+from ._errors import TYPED, did_you_mean, error_lines, in_typed_words
 from ._pool_options import PoolOptions, check_database
 from ._tools import add_tools_parser
 
@@ -30,6 +30,8 @@ __all__ = ["main"]
 
 
 def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
+    """The parser (its default ``command_names``: every verb), and the runners of the
+    verbs that have one."""
     parser = argparse.ArgumentParser(
         prog="nativemcp",
         description=(
@@ -60,16 +62,39 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
 
     add_serve_parser(commands)
     add_console_parser(commands)
+    parser.set_defaults(command_names=list(commands.choices))
     return parser, runners
 
 
+def _unknown_command(commands: list[str], argv: Sequence[str]) -> str | None:
+    """The error for a mistyped COMMAND (``srever``), with the one it is closest to;
+    None when the first word is a command (or there is none: argparse says the rest).
+
+    The options before COMMAND take no value, so the first word that is not an option
+    is the command."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    if word is None or word in commands:
+        return None
+    return (
+        f"nativemcp: error: unknown command {word!r}{did_you_mean(word, commands)}; "
+        f"the commands are {', '.join(commands)} (nativemcp --help says what each does)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``nativemcp`` console script; returns the exit status."""
+    """Entry point of the ``nativemcp`` console script; returns the exit status:
+    0 done, 2 a mistake in what was typed, 1 anything else that failed."""
     parser, runners = _build_parser()
+    commands = parser.get_default("command_names")
+    unknown = _unknown_command(commands, sys.argv[1:] if argv is None else argv)
+    if unknown is not None:
+        print(unknown, file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
+    options: PoolOptions | None = None
     try:
         if args.command == "demo":
             return _demo(args)
@@ -84,8 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "delete" and not confirm_delete(args, options):
             return 1
         return int(anyio.run(runners[args.command], args, options))
-    except UsageError as exc:
-        print(f"nativemcp {args.command}: error: {exc}", file=sys.stderr)
+    except TYPED as exc:
+        _say(args.command, [str(exc)], options)
         return 2
     except BrokenPipeError:
         # The reader left (`nativemcp tools | head`): stop quietly, and keep Python from
@@ -96,9 +121,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = error_lines(exc)
         if lines is None:
             raise  # a bug: its traceback is what a report needs
-        for line in lines:
-            print(f"nativemcp {args.command}: error: {line}", file=sys.stderr)
+        _say(args.command, lines, options)
         return 1
+
+
+def _say(command: str, lines: list[str], options: PoolOptions | None) -> None:
+    """Print each line as ``nativemcp COMMAND: error: ...``, servers named as typed."""
+    typed = options.typed if options is not None else {}
+    for line in lines:
+        print(f"nativemcp {command}: error: {in_typed_words(line, typed)}", file=sys.stderr)
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -83,6 +83,14 @@ def pool_options_parser() -> argparse.ArgumentParser:
         help="a folder external MCP servers may work in (their MCP roots; repeatable)",
     )
     group.add_argument(
+        "--pinned",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="offer only tools whose definitions match this pin file (nativemcp tools "
+        "--pin FILE); a changed or new tool is withheld with a warning",
+    )
+    group.add_argument(
         "--browser-allow",
         action="append",
         default=None,
@@ -161,6 +169,11 @@ class PoolOptions:
     """``--root``: the folders external MCP servers may work in (None: no roots)."""
     browser_allow: tuple[str, ...] | None = None
     """``--browser-allow``: the only origins the browser server loads (None: public ones)."""
+    pinned: Path | None = None
+    """``--pinned``: the pin file tools are checked against (None: every tool offered)."""
+    typed: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """The servers of the pools built so far, as the user typed them
+    (`ServerChoice.typed`): the command's error messages name them so."""
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PoolOptions:
@@ -180,6 +193,7 @@ class PoolOptions:
             database_url=url or None,
             roots=tuple(args.root) if args.root else None,
             browser_allow=tuple(args.browser_allow) if args.browser_allow else None,
+            pinned=getattr(args, "pinned", None),
         )
 
     @staticmethod
@@ -223,6 +237,7 @@ class PoolOptions:
         """
         from nativemcp.proxy import WorkerPool
 
+        self.typed.update(choice.typed)
         try:
             return WorkerPool(
                 choice.sources,
@@ -233,9 +248,10 @@ class PoolOptions:
                 database_url=self.database_url,
                 roots=self.roots,
                 browser_allowed_origins=self.browser_allow,
+                pinned=self.pinned,
                 **extra,
             )
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, FileNotFoundError) as exc:
             # The arguments come from the command line: say what is wrong with them.
             raise UsageError(str(exc)) from None
 

@@ -32,6 +32,7 @@ from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
+from ._profile import add_profile_options, tool_profile
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = [
@@ -182,6 +183,7 @@ def add_serve_parser(commands: Any) -> None:
         help="HTTP: seconds in-flight calls get to finish on SIGTERM",
     )
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
+    add_profile_options(serve)
     serve.add_argument(
         "--input-timeout",
         type=float,
@@ -265,12 +267,15 @@ def _network_token(args: argparse.Namespace, token_env: str, oauth: bool = False
 
     The Host check stops browsers (DNS rebinding), not a client on the network, which
     simply sends ``Host: 127.0.0.1``: beyond loopback only the token keeps tools private.
+
+    Raises:
+        UsageError: ``--host`` is beyond loopback, with no token and no opt-out.
     """
     token: str | None = args.token or os.environ.get(token_env) or None
     if token is None and not oauth and not _is_loopback(args.host):
         if not args.unsafe_no_token:
-            raise SystemExit(
-                f"nativemcp serve: --host {args.host} is reachable from the network and "
+            raise UsageError(
+                f"--host {args.host} is reachable from the network and "
                 f"there is no token: set --token or ${token_env} "
                 f"(or pass {UNSAFE_NO_TOKEN} to let anyone call every tool)"
             )
@@ -376,6 +381,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         raise UsageError("--workers needs --transport http")
     if not args.servers and options.mcp_config is None:
         raise UsageError("say what to serve: SERVER..., --mcp-config FILE, or both")
+    profile = tool_profile(args)
     choice = resolve_servers(args.servers, mcp_config=options.mcp_config is not None)
     if choice.external:
         # Every server of --mcp-config is served; naming one here would suggest otherwise.
@@ -393,6 +399,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
                     input_timeout=args.input_timeout,
                     max_tasks=args.max_tasks,
                     max_task_ttl=args.max_task_ttl,
+                    profile=profile,
                 )
 
         anyio.run(main)
@@ -473,6 +480,7 @@ async def _serve_http(
             sessions_per_client=args.sessions_per_client or None,
             max_tasks=args.max_tasks,
             max_task_ttl=args.max_task_ttl,
+            profile=tool_profile(args),
         )
         drain = Drain(app)
         config = uvicorn.Config(

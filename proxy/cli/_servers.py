@@ -19,7 +19,7 @@ import dataclasses
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nativemcp.workers import BUILTIN_SERVERS
@@ -39,6 +39,9 @@ class ServerChoice:
     """The user's servers as ``module:attribute``, importable here and in the workers."""
     external: tuple[str, ...] = ()
     """Names to find among the ``--mcp-config`` file's servers."""
+    typed: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """Each of `sources` that the user typed otherwise (``mytools.py:server`` for
+    ``mytools:server``), as typed: what error messages call it."""
 
     def names(self, started: Sequence[str]) -> list[str]:
         """The names of the chosen servers among a pool's ``started`` names (the pool
@@ -122,6 +125,7 @@ def resolve_servers(specs: Sequence[str], *, mcp_config: bool = False) -> Server
     builtins: list[str] = []
     sources: list[str] = []
     external: list[str] = []
+    typed: dict[str, str] = {}
     for spec in specs:
         if spec in BUILTIN_SERVERS:
             builtins.append(spec)
@@ -141,7 +145,10 @@ def resolve_servers(specs: Sequence[str], *, mcp_config: bool = False) -> Server
         if not target or not attribute.isidentifier():
             raise UsageError(f"server {spec!r} is none of {_forms()}")
         if target.endswith(".py") or os.sep in target or "/" in target:
-            sources.append(_from_file(spec, target, attribute))
+            source = _from_file(spec, target, attribute)
         else:
-            sources.append(_from_module(spec, target, attribute))
-    return ServerChoice(tuple(builtins), tuple(sources), tuple(external))
+            source = _from_module(spec, target, attribute)
+        sources.append(source)
+        if source != spec:
+            typed[source] = spec
+    return ServerChoice(tuple(builtins), tuple(sources), tuple(external), typed)

@@ -20,6 +20,7 @@ import argparse
 import dataclasses
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import msgspec
@@ -27,6 +28,7 @@ import msgspec
 from nativemcp.protocol import Tool, service_info
 from nativemcp.workers import BUILTIN_SERVERS
 
+from .._pins import ToolPins
 from ._content import Runner
 from ._pool_options import PoolOptions, pool_options_parser
 from ._servers import resolve_servers
@@ -54,6 +56,14 @@ def add_tools_parser(commands: Any) -> Runner:
     )
     tools.add_argument(
         "--json", action="store_true", help="print the tool definitions as an MCP client gets them"
+    )
+    tools.add_argument(
+        "--pin",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write a hash of each listed tool's definition to FILE, for --pinned FILE "
+        "(review the tools first)",
     )
     return _tools
 
@@ -116,6 +126,11 @@ async def _tools(args: argparse.Namespace, options: PoolOptions) -> int:
         service = service_info(tool)
         if service is not None and service.server_name in by_server:
             by_server[service.server_name].append((service.tool_name, tool))
+    if args.pin is not None:
+        chosen = [tool for tools in by_server.values() for _, tool in tools]
+        ToolPins.of((tool.name, tool) for tool in chosen).save(args.pin)
+        print(f"pinned {len(chosen)} tool definitions in {args.pin}")
+        return 0
     if args.json:
         chosen = [tool for tools in by_server.values() for _, tool in tools]
         print(msgspec.json.encode(chosen).decode())

@@ -3,10 +3,12 @@
 What lives here is one concern, a server nativemcp does not run itself: `_server`
 (`ExternalServer`, the pool's handle on one, through the official `mcp` client over
 stdio or Streamable HTTP), `_mcp_config` (the hosts' `mcpServers` files and `${VAR}`
-expansion), `_stdio` (the stdio transport with its frame limit and process-group
-cleanup), `_client_side` (the server's requests back to the pool: sampling, elicitation,
-roots), `_tasks` (task-augmented calls) and `_tool_listing` (tools a server lists that
-cannot be offered). It may import the pool core's handle seam (`_handle`, `_restart`,
+expansion, and the entry as written for every message), `_log_redaction` (the client
+stack's log lines without the values of variables), `_stdio` (the stdio transport
+with its frame and line limits and process-group cleanup), `_client_side` (the
+server's requests back to the pool: sampling, elicitation, roots), `_tasks`
+(task-augmented calls) and `_tool_listing` (tools a server lists that cannot be
+offered). It may import the pool core's handle seam (`_handle`, `_restart`,
 `_json_where`) and the public names of `nativemcp.protocol` and `nativemcp.workers`;
 the pool core imports only the names below.
 """

@@ -83,15 +83,17 @@ class ServerRequests:
 
     def _answerer(self, method: str) -> ClientRequest | None:
         options = _CALL.get()
-        if options is None and len(self._calls) == 1:
-            (options,) = self._calls.values()
-        if options is not None and options.on_request is not None:
-            return options.on_request
-        if options is None and len(self._calls) > 1:
-            answerers = {id(o.on_request) for o in self._calls.values()}
-            if len(answerers) > 1:
-                return _ambiguous(self.server, method, len(self._calls))
-        return self.side.answer
+        if options is not None:  # asked inside its call (an input round)
+            return options.on_request or self.side.answer
+        if not self._calls:
+            return self.side.answer
+        # Asked outside any call (the handshake protocol): the answerer every call in
+        # flight shares. Compared by equality, not identity: the pool's own answerer
+        # is a bound method, a new object for each call.
+        first, *others = [call.on_request for call in self._calls.values()]
+        if any(other != first for other in others):
+            return _ambiguous(self.server, method, len(self._calls))
+        return first or self.side.answer
 
     def callbacks(self) -> dict[str, Any]:
         """The SDK client's keyword arguments for what the pool declares (a callback

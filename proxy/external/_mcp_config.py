@@ -18,8 +18,13 @@ The key of an entry is a name a person chose (``My Time``, ``github.com/acme/too
 (`nativemcp.protocol.safe_server_name`).
 
 A mistake is one line naming the server and the key, and for a file where it is
-(``file:line:column:``); a key that reads as a typo of a known one (``comand``) is a
-mistake too, while the other keys of other clients are ignored.
+(``file:line:column:``); a key that reads as a typo of a known one (``comand``,
+``arsg``) is a mistake too, as is a top-level ``mcpServer``, while the other keys of
+other clients are ignored.
+
+An expanded variable may hold a secret (``?key=${API_KEY}``): every message shows the
+entry as written (`ExternalServerSpec.describe`), and text built from an exception that
+may echo a URL or a command passes through `ExternalServerSpec.redact`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import difflib
 import json
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -42,7 +48,9 @@ Transport = Literal["stdio", "http", "sse"]
 
 
 class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One entry of an ``mcpServers`` mapping, checked, its variables expanded."""
+    """One entry of an ``mcpServers`` mapping, checked, with its variables expanded.
+
+    Its ``repr`` shows the entry as written."""
 
     name: str
     transport: Transport
@@ -56,18 +64,56 @@ class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
     disabled_tools: list[str] = []
     timeout: float | None = None
     required: bool = True
+    as_written: ExternalServerSpec | None = None
+    """The same entry before ``${VAR}`` expansion (None: nothing was expanded).
+
+    Messages show it, so that a secret in a variable is never printed."""
+    expanded: tuple[tuple[str, str], ...] = ()
+    """``(value, "${VAR}")`` for each variable taken from the environment, for `redact`."""
 
     def describe(self) -> str:
-        """``command arg...`` or the URL, for error messages."""
-        if self.transport == "stdio":
-            return " ".join([self.command or "", *self.args])
-        return self.url or ""
+        """``command arg...`` or the URL as written in the config, for messages.
+
+        ``${VAR}`` stays unexpanded."""
+        shown = self.as_written or self
+        if shown.transport == "stdio":
+            return " ".join([shown.command or "", *shown.args])
+        return shown.url or ""
+
+    def __repr__(self) -> str:
+        # A spec printed or logged shows the entry as written, never a variable's value.
+        if self.as_written is not None:
+            return repr(self.as_written)
+        return super().__repr__()
+
+    def redact(self, text: str) -> str:
+        """``text`` with each value expanded from the environment written as its ``${VAR}``.
+
+        Percent-encoded spellings (as in a URL) too: for a message built from an
+        exception, a stderr line or anything else that may echo the expanded entry."""
+        for value, written in self.expanded:
+            for form in _spellings(value):
+                text = text.replace(form, written)
+        return text
 
     def allows(self, tool: str) -> bool:
-        """Whether ``tool`` passes the allow-list and is not disabled."""
+        """Whether ``tool`` passes the allow-list and is not disabled (exact names)."""
         if self.tools is not None and tool not in self.tools:
             return False
         return tool not in self.disabled_tools
+
+
+MIN_REDACTED: Final = 4
+"""Values shorter than this are not written back as ``${VAR}`` in messages: a port or a
+flag is no secret, and replacing every ``80`` would garble the message."""
+
+
+def _spellings(value: str) -> list[str]:
+    """``value`` as it may appear in a message: as is, and percent-encoded in a URL's
+    path or query."""
+    quote = urllib.parse.quote
+    forms = (value, quote(value), quote(value, safe=""), urllib.parse.quote_plus(value))
+    return list(dict.fromkeys(forms))
 
 
 _TYPES: Final[dict[str, Transport]] = {
@@ -109,12 +155,21 @@ def expand_variables(
     Raises:
         ValueError: a variable without a default is not set (named, with ``where``).
     """
-    values = os.environ if environ is None else environ
+    return _expand(text, os.environ if environ is None else environ, where, [])
+
+
+def _expand(
+    text: str, values: Mapping[str, str], where: str, expanded: list[tuple[str, str]]
+) -> str:
+    """`expand_variables`, adding ``(value, "${VAR}")`` to ``expanded`` for each value
+    taken from ``values`` (not a default written in the config)."""
 
     def replace(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         value = values.get(name, _predefined(name))
         if value:
+            if name in values and len(value) >= MIN_REDACTED:
+                expanded.append((value, match.group(0)))
             return value
         if default is not None:
             return default
@@ -135,12 +190,14 @@ class _Entry:
         self.name = name
         self.entry = entry
         self.environ = environ
+        self.expanded: list[tuple[str, str]] = []
 
     def fail(self, what: str) -> ValueError:
         return ValueError(f"MCP server {self.name!r}: {what}")
 
     def text(self, key: str, value: str) -> str:
-        return expand_variables(value, self.environ, where=f"MCP server {self.name!r} {key}")
+        where = f"MCP server {self.name!r} {key}"
+        return _expand(value, self.environ, where, self.expanded)
 
     def str_list(self, key: str, *, expand: bool = True) -> list[str]:
         value = self.entry[key]
@@ -213,7 +270,24 @@ def _spec(name: str, raw: Any, environ: Mapping[str, str]) -> ExternalServerSpec
     if not isinstance(required, bool):
         raise entry.fail("'required' must be true or false")
     fields["required"] = required
+    if entry.expanded:
+        written = {key: value for key, value in fields.items() if key in _EXPANDED}
+        for key in ("command", "args", "env", "headers"):
+            if key in written:
+                written[key] = raw[key]
+        if "url" in written:
+            written["url"] = raw[url_key or "url"]
+        if "cwd" in written:
+            written["cwd"] = str(raw["cwd"])
+        fields["as_written"] = ExternalServerSpec(name=name, transport=transport, **written)
+        # Longest first: a value that holds another is written back whole.
+        pairs = dict.fromkeys(entry.expanded)
+        fields["expanded"] = tuple(sorted(pairs, key=lambda pair: -len(pair[0])))
     return ExternalServerSpec(**fields)
+
+
+_EXPANDED: Final = frozenset({"command", "args", "env", "cwd", "url", "headers"})
+"""The fields in which ``${VAR}`` expands."""
 
 
 _KEYS: Final = frozenset(
@@ -223,14 +297,61 @@ _KEYS: Final = frozenset(
 """The keys of a server entry read here; other keys (other clients' own) are ignored."""
 
 
+def _swapped(key: str, known: str) -> bool:
+    """Whether ``key`` is ``known`` with two neighbouring letters swapped (``arsg``)."""
+    if len(key) != len(known) or key == known:
+        return False
+    differ = [i for i, (a, b) in enumerate(zip(key, known, strict=True)) if a != b]
+    return (
+        len(differ) == 2
+        and differ[1] == differ[0] + 1
+        and key[differ[0]] == known[differ[1]]
+        and key[differ[1]] == known[differ[0]]
+    )
+
+
+def _near(key: str, known: frozenset[str]) -> str | None:
+    """The known key that ``key`` reads as a typo of (``comand``, ``arsg``), or None.
+    difflib alone misses a swap of two letters in a short key (``evn`` is 0.67 from
+    ``env``)."""
+    if key in known:
+        return None
+    swapped = sorted(name for name in known if _swapped(key, name))
+    if swapped:
+        return swapped[0]
+    near = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+    return near[0] if near else None
+
+
 def _misspelled(keys: list[str]) -> tuple[str, str] | None:
     """``(key, the known key it is close to)`` for the first unknown key that reads as
-    a typo of a known one (``comand``); None when there is none."""
+    a typo of a known one (``comand``, ``arsg``); None when there is none."""
     for key in keys:
-        if key not in _KEYS:
-            near = difflib.get_close_matches(key, _KEYS, n=1, cutoff=0.8)
-            if near:
-                return key, near[0]
+        near = _near(key, _KEYS)
+        if near is not None:
+            return key, near
+    return None
+
+
+_TOP_KEYS: Final = frozenset({"mcpServers", "servers"})
+"""The top-level keys that hold the entries."""
+
+
+def _misspelled_top(data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(key, "mcpServers" or "servers")`` for a top-level key that reads as a typo of
+    one and holds entries rather than being one (``mcpServer``); None otherwise. A
+    server may be named ``server``: one with a ``command`` or a ``url`` is an entry."""
+    if any(key in data for key in _TOP_KEYS):
+        return None
+    for key, value in data.items():
+        near = _near(str(key), _TOP_KEYS)
+        if near is None and str(key).lower() in {k.lower() for k in _TOP_KEYS}:
+            near = next(k for k in _TOP_KEYS if k.lower() == str(key).lower())
+        is_entry = isinstance(value, Mapping) and any(
+            field in value for field in ("command", "url", "serverUrl", "type")
+        )
+        if near is not None and isinstance(value, Mapping) and not is_entry:
+            return str(key), near
     return None
 
 
@@ -270,10 +391,12 @@ def load_mcp_servers(
 
     A file (or a mapping) may hold the entries under a top-level ``mcpServers`` (Claude
     Desktop, Cursor, Windsurf, Claude Code) or ``servers`` (VS Code) key, or be the
-    entries themselves. Any key names a server, kept as written. A disabled entry
+    entries themselves (a top-level key that reads as a typo of ``mcpServers`` is an
+    error). Any key names a server, kept as written. A disabled entry
     (``"disabled": true``) is left out. Variables expand from ``environ`` (default:
     ``os.environ``). Keys of other clients are ignored, but one that reads as a typo of
-    a known key (``comand``) is an error.
+    a known key (``comand``, ``arsg``) is an error. Messages show the entry as written,
+    never a variable's value (`ExternalServerSpec.describe`).
 
     Raises:
         ValueError: the file is not JSON, an entry is malformed, or a variable it uses
@@ -296,6 +419,16 @@ def load_mcp_servers(
         data, where = source, "mcp_servers"
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: expected a JSON object of MCP servers")
+    typo = _misspelled_top(data)
+    if typo is not None:
+        at = where
+        if text is not None:
+            line, column = line_column(text, key_positions(text).get((typo[0],), 0))
+            at = f"{where}:{line}:{column}"
+        raise ValueError(
+            f"{at}: unknown top-level key {typo[0]!r} (did you mean {typo[1]!r}?): "
+            "the servers go under it"
+        )
     prefix: tuple[str, ...] = ()
     for key in ("mcpServers", "servers"):
         if key in data and isinstance(data[key], Mapping):

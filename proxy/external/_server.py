@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
+import importlib.metadata
 import logging
 import os
+import traceback
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -34,6 +38,7 @@ from nativemcp.protocol import (
     from_sdk,
     response_from_sdk,
 )
+from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
 
 from .._handle import (
@@ -46,6 +51,7 @@ from .._handle import (
 )
 from .._restart import RestartPolicy, Supervised
 from ._client_side import ClientSide, ServerRequests
+from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
@@ -66,14 +72,19 @@ CONNECTION_CLOSED: Final = -32000
 MCP_LOG_LEVEL: Final = "info"
 """The level of ``notifications/message`` asked of servers (newer MCP sends none unless
 asked): info and up, so debug chatter does not travel with every call."""
+MAX_TOOL_PAGES: Final = 1000
+"""Pages of ``tools/list`` read at most (a warning names the server past it)."""
+PING_REMOVED_IN: Final = "2026-07-28"
+"""The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
 _STDERR_CHUNK: Final = 65536
 
 
 class _Stderr:
     """A stdio server's stderr: a pipe read on the loop, lines to `logging`, a tail kept."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, redact: Callable[[str], str]) -> None:
         self.server = server
+        self._redact = redact
         self.read_fd, write_fd = os.pipe()
         os.set_blocking(self.read_fd, False)
         self.writer = os.fdopen(write_fd, "w")
@@ -108,7 +119,8 @@ class _Stderr:
                 os.close(self.read_fd)
 
     def _line(self, raw: bytes) -> None:
-        text = raw.decode("utf-8", "replace").rstrip()
+        # A server may echo its command line or environment: no secret of ours is kept.
+        text = self._redact(raw.decode("utf-8", "replace").rstrip())
         if text:
             self.tail.append(text)
             self._logger.info("%s", text, extra={"mcp_server": self.server})
@@ -133,8 +145,10 @@ class ExternalServer(UnwrappingHandle, Supervised):
         start_timeout: float | None,
         restart: RestartPolicy,
         client_side: ClientSide | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
     ) -> None:
         self.spec = spec
+        self._max_frame = max_frame
         self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
@@ -177,6 +191,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 cwd=spec.cwd,
                 errlog=stderr.writer,
                 link=link,
+                max_line=self._max_frame,
             )
         elif spec.transport == "http":
             assert spec.url is not None
@@ -195,6 +210,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             server = usable_tools_only(server, self.name)
         client = Client(
             server,
+            client_info=_client_info(),
             logging_callback=self._on_log,
             log_level=MCP_LOG_LEVEL,
             input_required_max_rounds=self._requests.side.input_rounds,
@@ -235,7 +251,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     stderr.close_writer()
             if link is not None:
                 self.pid = link.pid
-            tools = await _list_all_tools(client)
+            tools = await _list_all_tools(client, self.name)
             self.description = client.instructions or ""
             self._tools = self._usable(tools)
             self._client = client
@@ -264,7 +280,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
         Raises:
             ServerStartError: the server did not start (its stderr tail included).
         """
-        stderr = _Stderr(self.name) if self.spec.transport == "stdio" else None
+        spec = self.spec
+        stderr = _Stderr(self.name, spec.redact) if spec.transport == "stdio" else None
         self._stderr = stderr
         self._refused = None
         state = {"ready": False, "timed_out": False}
@@ -289,12 +306,15 @@ class ExternalServer(UnwrappingHandle, Supervised):
         except Exception as exc:
             if state["ready"]:
                 _logger.warning(
-                    "MCP server %r: connection ended with %s", self.name, _describe(exc)
+                    "MCP server %r: connection ended with %s",
+                    self.name,
+                    spec.redact(_describe(exc)),
                 )
                 return
+            cause = self._cause(exc)
             if self._refused is not None:
-                raise self._start_error(_refusal(self._refused, self.spec), stderr) from exc
-            raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from exc
+                raise self._start_error(_refusal(self._refused, spec), stderr) from cause
+            raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from cause
         finally:
             if stderr is not None:
                 stderr.close_writer()
@@ -308,8 +328,9 @@ class ExternalServer(UnwrappingHandle, Supervised):
 
     def _start_error(self, what: str, stderr: _Stderr | None) -> ServerStartError:
         tail = f"; stderr:\n{stderr.text()}" if stderr is not None else ""
+        message = self.spec.redact(f"{what}{tail}")
         return ServerStartError(
-            f"MCP server {self.name!r} ({self.spec.describe()}) {what}{tail}", server=self.name
+            f"MCP server {self.name!r} ({self.spec.describe()}) {message}", server=self.name
         )
 
     async def run(
@@ -331,39 +352,43 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 task_status.started()
 
         try:
-            while not self._closing:
-                self._lost = anyio.Event()
-                try:
-                    await self._connect_once(on_ready)
-                except ServerStartError as exc:
-                    if not started:
-                        raise
-                    if not self._retry(exc, recent, backoff):
-                        return
-                else:
-                    if self._closing:
-                        return
-                    tail = self._stderr.text() if self._stderr is not None else ""
-                    link = self._link
-                    why = f" ({link.reason()})" if link and link.ended.is_set() else ""
-                    _logger.error(
-                        "MCP server %r (%s) stopped%s; restarting. stderr:\n%s",
-                        self.name,
-                        self.spec.describe(),
-                        why,
-                        tail,
-                    )
-                    if not self._restart.allow_restart(recent):
-                        self._give_up(
-                            ServerStartError(f"MCP server {self.name!r} stopped", server=self.name)
-                        )
-                        return
-                    self.restarts += 1
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, self._restart.max_backoff)
+            with secrets_kept_out_of_logs(self.spec):
+                while not self._closing:
+                    self._lost = anyio.Event()
+                    try:
+                        await self._connect_once(on_ready)
+                    except ServerStartError as exc:
+                        if not started:
+                            raise
+                        if not self._retry(exc, recent, backoff):
+                            return
+                    else:
+                        if self._closing:
+                            return
+                        self._log_stopped()
+                        if not self._restart.allow_restart(recent):
+                            stopped = f"MCP server {self.name!r} stopped"
+                            self._give_up(ServerStartError(stopped, server=self.name))
+                            return
+                        self.restarts += 1
+                    await anyio.sleep(backoff)
+                    backoff = min(backoff * 2, self._restart.max_backoff)
         finally:
             self._client = None
             self._finished.set()
+
+    def _log_stopped(self) -> None:
+        """Log a connection that ended after it was ready: why, and the stderr tail."""
+        tail = self._stderr.text() if self._stderr is not None else ""
+        link = self._link
+        why = f" ({link.reason()})" if link and link.ended.is_set() else ""
+        _logger.error(
+            "MCP server %r (%s) stopped%s; restarting. stderr:\n%s",
+            self.name,
+            self.spec.describe(),
+            self.spec.redact(why),
+            tail,
+        )
 
     def _what(self) -> str:
         return f"MCP server {self.name!r}"
@@ -436,19 +461,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
                         )
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
-                # Later calls wait for the supervisor's new connection, not this one.
-                if self._client is client:
-                    self._client = None
-                    self._reset_connected()
-                self._lost.set()
-                raise ServerCrashed(
-                    server=self.name, exitcode=None, pid=self.pid, tool=tool
-                ) from exc
+                raise self._connection_lost(client, tool) from self._cause(exc)
             if self._closing:
                 raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
-                ) from exc
-            return response_from_sdk(exc.error)
+                ) from self._cause(exc)
+            # The SDK makes some errors from httpx's, which may hold the expanded URL.
+            error = exc.error.model_copy(update={"message": self.spec.redact(exc.message)})
+            return response_from_sdk(error)
         except InputRequiredRoundsExceededError as exc:
             # The SDK's message tells the caller to change its Client, which the caller
             # of the pool cannot reach: the limit is the pool's.
@@ -470,15 +490,45 @@ class ExternalServer(UnwrappingHandle, Supervised):
         data = {"reason": "too_many_input_rounds", "inputRounds": rounds}
         return mcp_types.ErrorData(code=INTERNAL_ERROR, message=message, data=data)
 
+    def _cause(self, exc: BaseException) -> BaseException | None:
+        """``exc`` as the cause of an error we raise, unless its traceback (causes and
+        groups included) shows a value of the entry's variables: the SDK's and httpx's
+        messages may echo the expanded URL or command."""
+        if not self.spec.expanded:
+            return exc
+        text = "".join(traceback.format_exception(exc))
+        return exc if self.spec.redact(text) == text else None
+
+    def _connection_lost(self, client: Client, tool: str) -> ServerCrashed:
+        """The error for a request whose connection ended; later requests wait for the
+        supervisor's new connection, not this one."""
+        if self._client is client:
+            self._client = None
+            self._reset_connected()
+        self._lost.set()
+        return ServerCrashed(server=self.name, exitcode=None, pid=self.pid, tool=tool)
+
     def _runs_as_task(self, tool: str) -> bool:
         """Whether ``tool`` answers only a task-augmented call (as listed)."""
         return any(t.name == tool and runs_as_task(t.execution) for t in self._tools)
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
-        """Ask the server for its tools again (the entry's filters applied)."""
+        """Ask the server for its tools again (the entry's filters applied).
+
+        Raises:
+            ServerCrashed: the connection ended.
+            CallTimeout: no answer within the time limit.
+        """
+        from mcp import MCPError
+
         with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
-            tools = await _list_all_tools(client)
+            try:
+                tools = await _list_all_tools(client, self.name)
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED and not self._closing:
+                    raise self._connection_lost(client, "tools/list") from self._cause(exc)
+                raise
         self._tools = self._usable(tools)
         return self._tools
 
@@ -524,7 +574,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 else:
                     raise FeatureError(f"unknown method {method!r}", code=METHOD_NOT_FOUND)
         except MCPError as exc:
-            raise FeatureError(exc.message, code=exc.code) from exc
+            message = self.spec.redact(exc.message)
+            raise FeatureError(message, code=exc.code) from self._cause(exc)
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     async def roots_changed(self) -> None:
@@ -550,20 +601,64 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """External servers have no session scoping; nothing to do."""
 
     async def ping(self, options: CallOptions) -> None:
-        """Round-trip a request: list the tools (``ping`` is gone from newer MCP)."""
-        await self.list_tools(options)
+        """Round-trip a request that the SDK client's response cache cannot answer (a
+        cached ``tools/list`` succeeds after the server is gone): ``ping`` where the
+        negotiated protocol has it, else ``tools/list`` past the cache (``ping`` is gone
+        from 2026-07-28). An error answer is an answer: the server is there.
+
+        Raises:
+            ServerCrashed: the connection ended (the next call would fail too).
+            CallTimeout: no answer within the time limit.
+        """
+        from mcp import MCPDeprecationWarning, MCPError
+
+        with call_deadline(self.name, "ping", options.limit):
+            client = await self._session("ping")
+            try:
+                if client.protocol_version < PING_REMOVED_IN:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", MCPDeprecationWarning)
+                        await client.send_ping()
+                else:
+                    await client.list_tools(cache_mode="bypass")
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED and not self._closing:
+                    raise self._connection_lost(client, "ping") from self._cause(exc)
 
 
-async def _list_all_tools(client: Client) -> list[Tool]:
+async def _list_all_tools(client: Client, server: str) -> list[Tool]:
+    """Every page of the server's tool list, up to `MAX_TOOL_PAGES` (then a warning
+    says the rest was left out: a server whose cursor never ends must not hang us)."""
     tools: list[Tool] = []
     cursor: str | None = None
-    for _ in range(1000):
+    for _ in range(MAX_TOOL_PAGES):
         page = await client.list_tools(cursor=cursor)
         tools.extend(from_sdk(tool) for tool in page.tools)
         cursor = page.next_cursor
         if cursor is None:
-            break
+            return tools
+    _logger.warning(
+        "MCP server %r: its tool list has more than %d pages; the %d tools of the first "
+        "%d are offered, the rest left out",
+        server,
+        MAX_TOOL_PAGES,
+        len(tools),
+        MAX_TOOL_PAGES,
+    )
     return tools
+
+
+@functools.cache
+def _client_info() -> mcp_types.Implementation:
+    """How the pool introduces itself to a server: nativemcp and its version (the
+    SDK's default is its own package, ``mcp``)."""
+    import mcp_types
+
+    try:
+        version = importlib.metadata.version("nativemcp")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        version = "0+unknown"
+    return mcp_types.Implementation(name="nativemcp", version=version)
 
 
 async def _first(*events: anyio.Event) -> None:

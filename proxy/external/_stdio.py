@@ -7,6 +7,9 @@ for three reasons the SDK's does not cover:
   replacement characters, so one non-UTF-8 byte neither kills the reader nor hides the
   lines after it. A line that is not JSON-RPC is skipped with one warning line naming
   the server, at most one per `JUNK_WARNING_INTERVAL` (with the count left out since).
+- **A line has a limit.** A stdout line over the pool's ``max_frame`` (or that long
+  without its newline yet) ends the connection, saying so, rather than growing a buffer
+  without bound.
 - **A dead reader is a crash.** When reading stops (end of stdout, or any failure), the
   read stream closes: the SDK fails every pending request at once, and ``ended`` tells
   the supervisor to restart the server by its policy. The SDK's reader instead drains
@@ -37,6 +40,7 @@ import anyio
 import anyio.abc
 
 from nativemcp.protocol import describe_exit
+from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers.process_sweep import descendants, kill_pids, kill_until_gone, session_members
 
 if TYPE_CHECKING:
@@ -48,7 +52,7 @@ if TYPE_CHECKING:
         MemoryObjectSendStream[SessionMessage],
     ]
 
-__all__ = ["JUNK_WARNING_INTERVAL", "StdioLink", "stdio_transport"]
+__all__ = ["JUNK_WARNING_INTERVAL", "LineTooLong", "StdioLink", "stdio_transport"]
 
 _logger = logging.getLogger("nativemcp.external")
 
@@ -83,10 +87,11 @@ class StdioLink:
 
     def reason(self) -> str:
         """Why the connection ended, in words."""
-        if self.exit is not None:
-            return f"its process {self.exit}"
+        # A failed reader comes first: the process may have been ended for it.
         if self.failure is not None:
             return f"reading its stdout failed ({self.failure})"
+        if self.exit is not None:
+            return f"its process {self.exit}"
         return "its stdout ended"
 
     def junk(self, line: bytes) -> None:
@@ -126,6 +131,23 @@ def _parse(line: bytes, link: StdioLink) -> SessionMessage | None:
     return SessionMessage(message)
 
 
+class LineTooLong(ValueError):
+    """A server wrote a stdout line over the frame limit."""
+
+
+def _check_line(size: int, limit: int) -> None:
+    """Refuse a line (or the part of one read so far) over ``limit`` bytes.
+
+    Raises:
+        LineTooLong: naming the size, the limit and what to do.
+    """
+    if size > limit:
+        raise LineTooLong(
+            f"it wrote a stdout line of over {limit} bytes (the frame limit, max_frame): "
+            "raise max_frame, or ask the server for less"
+        )
+
+
 @contextlib.asynccontextmanager
 async def stdio_transport(
     command: str,
@@ -135,8 +157,11 @@ async def stdio_transport(
     cwd: str | None,
     errlog: IO[str],
     link: StdioLink,
+    max_line: int = DEFAULT_MAX_FRAME,
 ) -> AsyncIterator[Streams]:
-    """Start the server and yield the official client's streams to it.
+    """Start the server and yield the official client's streams to it. A stdout line
+    over ``max_line`` bytes (the pool's ``max_frame``), or that long without a newline
+    yet, ends the connection (`StdioLink.reason` says so): it is never buffered whole.
 
     Raises:
         OSError: the command cannot be started.
@@ -166,15 +191,19 @@ async def stdio_transport(
                     *lines, rest = chunk.split(b"\n")
                     if not lines:
                         pending += rest
+                        _check_line(len(pending), max_line)
                         continue
                     lines[0] = bytes(pending) + lines[0]
                     pending = bytearray(rest)
+                    _check_line(max(len(pending), *map(len, lines)), max_line)
                     for line in lines:
                         message = _parse(line, link)
                         if message is not None:
                             await read_send.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # our own close, or the session is gone
+        except LineTooLong as exc:
+            link.failure = str(exc)
         except Exception as exc:
             # Whatever stops the reading ends the connection: the server has crashed
             # for the pool (pending calls fail, the supervisor restarts it and logs why).

@@ -74,8 +74,10 @@ def tool_result_message(
 
 
 def tool_results_turn(results: list[dict[str, Any]], *, provider: Provider) -> list[dict[str, Any]]:
-    """The history entries that hand one model turn's tool results back (``results``
-    from `tool_result_message`, in the order of the calls), to append as they are.
+    """The history entries that hand one model turn's tool results back.
+
+    ``results`` come from `tool_result_message`, in the order of the calls; append the
+    entries as they are.
 
     OpenAI wants one ``tool`` message per result and Responses one ``function_call_output``
     item per result: the results themselves. Anthropic wants every ``tool_result`` block

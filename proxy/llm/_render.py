@@ -41,8 +41,10 @@ Kind: TypeAlias = Literal["json", "text", "error", "empty"]
 """How a tool result reads to a model."""
 
 EMPTY_RESULT_TEXT: Final = "(the tool returned no content)"
-"""What a model is told for a successful result with no content at all: an empty string
-reads to some models like a failed call, and some provider APIs refuse empty text."""
+"""What a model is told for a successful result with no content at all.
+
+An empty string reads to some models like a failed call, and some provider APIs refuse
+empty text."""
 
 _NO_JSON: Final = object()
 _LINE_LIMIT: Final = 200

@@ -42,8 +42,10 @@ def token_note() -> str:
 
 
 def count_tokens(text: str) -> int:
-    """How many tokens ``text`` costs a model: exact with the ``tokens`` extra, else
-    characters / 4 (see `token_note`). Special-token strings count as plain text."""
+    """How many tokens ``text`` costs a model.
+
+    Exact with the ``tokens`` extra, else characters / 4 (see `token_note`).
+    Special-token strings count as plain text."""
     encoding = _encoding()
     if encoding is not None:
         return int(encoding.count(text))

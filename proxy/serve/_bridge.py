@@ -59,10 +59,12 @@ from nativemcp.protocol import (
 
 from .._handle import CallOptions, ServerHandle
 from ..external import accepts_task
+from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._resource_server import request_caller
 from ._scopes import ScopeMap
+from ._search_mode import SearchMode
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tasks import ServedTask, ServedTasks, session_key
 
@@ -107,6 +109,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             request to the client.
         max_tasks: tasks one client session may hold at once (see `ServedTasks`).
         max_task_ttl: the longest ``ttl`` granted to a task, in seconds.
+        profile: which tools are offered (globs on full names) and whether through
+            the two meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`);
+            a tool the profile leaves out cannot be called either.
         scopes: the OAuth scope each tool needs (see `ScopeMap`): a caller sees in
             ``tools/list`` and may call only the tools its token's scopes cover. Under
             OAuth (`ResourceServer` in front), the caller's subject is each call's
@@ -133,6 +138,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         input_timeout: float = DEFAULT_INPUT_TIMEOUT,
         max_tasks: int = DEFAULT_MAX_TASKS,
         max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
+        profile: ToolProfile | None = None,
         scopes: ScopeMap | None = None,
     ) -> None:
         self.pool = pool
@@ -157,7 +163,11 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             max_tasks=max_tasks,
             max_ttl=max_task_ttl,
         )
+        self.profile = profile or ToolProfile()
         self._single = len(self.servers) == 1
+        # Under search, tools are called by the full names the search gives.
+        self._own_names = self._single and not self.profile.search
+        self._search = SearchMode(pool)
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
         self._sources: list[list[Tool]] = []
@@ -189,8 +199,12 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         served = {}
         for tool in tools:
             service = service_info(tool)
-            if service is not None and service.server_name in self.handles:
-                served[service.tool_name if self._single else tool.name] = tool
+            if (
+                service is not None
+                and service.server_name in self.handles
+                and self.profile.allows(tool.name)
+            ):
+                served[service.tool_name if self._own_names else tool.name] = tool
         self._served = (tools, served)
         return served
 
@@ -199,8 +213,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return [handle.tools for handle in self.handles.values()]
 
     def tool_input_schema(self, name: str) -> Mapping[str, Any] | None:
-        """The input schema of served tool ``name``, for the SDK's check of a
-        ``tools/call``'s ``Mcp-Param-*`` headers before the call runs.
+        """The input schema of served tool ``name``, or None.
+
+        The SDK checks a ``tools/call``'s ``Mcp-Param-*`` headers against it before the
+        call runs.
 
         Without it the SDK lists every tool through `list_tools` for each call with
         arguments: a sixth of a small call's CPU in ``serve --transport http`` with one
@@ -209,6 +225,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         a source's tools changed since the last read (the SDK then skips the check for
         that call, as it does when a listing fails; the call reads the catalog anew).
         """
+        if self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL):
+            return None  # the meta-tools' arguments name no routing header
         current = self._source_lists()
         if len(current) != len(self._sources) or any(
             a is not b for a, b in zip(current, self._sources, strict=True)
@@ -269,8 +287,12 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """Every served tool of the catalog, in its order."""
-        served = await self._catalog()
         tasks = self.tasks.offered(ctx)
+        if self.profile.search:
+            return types.ListToolsResult(
+                tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
+            )
+        served = await self._catalog()
         caller = request_caller(ctx)
         if caller is not None and self.scopes:  # each caller sees only what it may call
             served = {
@@ -305,8 +327,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        """Run the tool through the pool's catalog; progress, logs, client requests and
-        the client's session (the call's scope) ride along.
+        """Run the tool through the pool's catalog.
+
+        Progress, logs, client requests and the client's session (the call's scope)
+        ride along.
 
         On protocol 2026-07-28 a tool's request to the client suspends the call: the
         answer is an ``InputRequiredResult``, and the client's retry (carrying the
@@ -319,9 +343,11 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 ctx, params.request_state, responses
             )
             return result
-        tool = await self._served_tool(params.name)
-        self._check_scopes(ctx, tool)
-        arguments = dict(params.arguments or {})
+        routed = await self._routed(params)
+        if isinstance(routed, types.CallToolResult):
+            return routed
+        tool, arguments = routed
+        self._check_scopes(ctx, tool)  # the tool itself, also when `call_tool` names it
         if legacy and self.suspend:
 
             async def on_request(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
@@ -346,23 +372,28 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     async def call_tool_as_task(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
-        """Start a task-augmented call (2025-11-25) of a tool that declares task support;
-        the ``CreateTaskResult``. The tool's progress messages become the task's status,
-        its requests to the client ride a ``tasks/result`` (see `ServedTasks`).
+        """Start a task-augmented call (2025-11-25) and answer its ``CreateTaskResult``.
+
+        The tool must declare task support. Its progress messages become the task's
+        status, its requests to the client ride a ``tasks/result`` (see `ServedTasks`).
 
         Raises:
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
-        tool = await self._served_tool(params.name)
+        routed = await self._routed(params)
+        if isinstance(routed, types.CallToolResult):
+            raise MCPError(INVALID_PARAMS, _text_of(routed))
+        tool, arguments = routed
         self._check_scopes(ctx, tool)
-        if not accepts_task(tool.execution):
+        # Through `call_tool` any tool runs as a task: the bridge runs the pool call in
+        # the task either way (the meta-tool offers tasks, whatever it will call).
+        if params.name != CALL_TOOL and not accepts_task(tool.execution):
             raise MCPError(
                 METHOD_NOT_FOUND,
                 f"tool {params.name!r} does not support task-augmented calls "
                 "(its execution.taskSupport is 'forbidden'): call it without 'task'",
             )
-        arguments = dict(params.arguments or {})
 
         async def work(task: ServedTask) -> types.CallToolResult:
             ask = self._declared(ctx, task.ask)
@@ -371,10 +402,28 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         assert params.task is not None  # the middleware routes only calls that carry it
         return await self.tasks.create(ctx, params.task, work)
 
+    async def _routed(
+        self, params: types.CallToolRequestParams
+    ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
+        """The served tool a ``tools/call`` runs and its arguments, or, under search, the
+        answer itself (a search's matches; a ``call_tool`` that names no served tool).
+
+        Raises:
+            MCPError: INVALID_PARAMS for an unknown tool (the nearest names suggested).
+        """
+        arguments = dict(params.arguments or {})
+        if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
+            return await self._served_tool(params.name), arguments
+        served = await self._catalog()
+        if params.name == SEARCH_TOOLS:
+            return self._search.answer(arguments, served)
+        return self._search.target(arguments, served)
+
     def stop_calls(self, reason: str) -> int:
-        """Stop every tool call running through this bridge: each answers its client with
-        a JSON-RPC error (INTERNAL_ERROR, ``reason``, data ``{"reason": "shutting_down"}``)
-        rather than a dropped connection. Returns how many were stopped."""
+        """Stop every tool call running through this bridge; returns how many stopped.
+
+        Each answers its client with a JSON-RPC error (INTERNAL_ERROR, ``reason``, data
+        ``{"reason": "shutting_down"}``) rather than a dropped connection."""
         self._stopped_because = reason
         for scope in self._running:
             scope.cancel()
@@ -660,6 +709,10 @@ def _input_errors_are_tool_errors(ctx: ServerRequestContext[Any]) -> bool:
     # Versions are dates: they compare as strings. No version known: the older rule.
     version = ctx.protocol_version
     return isinstance(version, str) and version >= INPUT_ERRORS_AS_TOOL_ERRORS
+
+
+def _text_of(result: types.CallToolResult) -> str:
+    return " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
 def _tool_error(message: str) -> types.CallToolResult:

@@ -35,6 +35,7 @@ from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
 from .._rebinding import CanonicalHost, local_only
+from ..tool_search import ToolProfile
 from ._bridge import McpBridge, gather_instructions, select_servers
 from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
@@ -46,6 +47,7 @@ from ._defaults import TOKEN_ENV as TOKEN_ENV
 from ._request_ids import RequestIds
 from ._resource_server import Authorization, ResourceServer
 from ._scope_gate import ScopeGate
+from ._search_mode import warn_unmatched
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 from ._tasks import check_task_limits
 
@@ -71,6 +73,7 @@ async def serve_stdio(
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
     max_tasks: int = DEFAULT_MAX_TASKS,
     max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
+    profile: ToolProfile | None = None,
 ) -> None:
     """Serve ``servers`` of a running pool (default: all) over this process's stdin/stdout.
 
@@ -80,12 +83,15 @@ async def serve_stdio(
     request to a 2026-07-28 client suspends its call for up to ``input_timeout``
     seconds (see `McpBridge`); a 2025-11-25 client holds at most ``max_tasks`` tasks,
     each for at most ``max_task_ttl`` seconds (see `ServedTasks`).
+    ``profile``: which tools are offered, and whether through the meta-tools
+    ``search_tools`` and ``call_tool`` (see `ToolProfile`).
 
     Raises:
         ValueError: a named server is not running in the pool, or a limit is not
             positive.
     """
     names = select_servers(pool, servers)
+    await warn_unmatched(pool, profile)
     instructions = await gather_instructions(pool, names)
     bridge = McpBridge(
         pool,
@@ -96,6 +102,7 @@ async def serve_stdio(
         input_timeout=input_timeout,
         max_tasks=max_tasks,
         max_task_ttl=max_task_ttl,
+        profile=profile,
     )
     pool.add_resource_listener(bridge.resource_updated)
     server = bridge.server()
@@ -196,6 +203,7 @@ class _Session:
     max_tasks: int
     max_task_ttl: float
     auth: Authorization | None
+    profile: ToolProfile | None = None
 
 
 class _Routes:
@@ -245,6 +253,7 @@ class _Routes:
             max_tasks=session.max_tasks,
             max_task_ttl=session.max_task_ttl,
             scopes=session.auth.scope_map if session.auth else None,
+            profile=session.profile,
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
@@ -265,6 +274,7 @@ class _Routes:
             if not self._pool.is_running:
                 await stack.enter_async_context(self._pool)
             servers = select_servers(self._pool, self._servers)
+            await warn_unmatched(self._pool, self._session.profile)
             self._managers[None] = await self._manager(servers, self._name)
             for server_name in servers:
                 self._managers[server_name] = await self._manager([server_name], server_name)
@@ -334,6 +344,7 @@ def http_app(
     sessions_per_client: int | None = DEFAULT_SESSIONS_PER_CLIENT,
     max_tasks: int = DEFAULT_MAX_TASKS,
     max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
+    profile: ToolProfile | None = None,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
@@ -371,6 +382,8 @@ def http_app(
             one more is refused with a JSON-RPC error. A task counts until its ttl
             passes; a session's tasks end with the session.
         max_task_ttl: the longest ttl granted to a task, in seconds.
+        profile: which tools every route offers (globs on full names), and whether
+            through the meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`).
 
     Raises:
         ValueError: a task limit is not positive, or both ``token`` and ``auth`` are given.
@@ -391,6 +404,7 @@ def http_app(
         max_tasks=max_tasks,
         max_task_ttl=max_task_ttl,
         auth=auth,
+        profile=profile,
     )
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client

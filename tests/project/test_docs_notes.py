@@ -40,3 +40,17 @@ def test_the_extras_the_docs_name_install_what_they_say() -> None:
     assert "the `test` extra installs it" in page_text("docs/guides/external-servers.md")
     assert "`mypy` itself comes with the `test` extra" in README.read_text("utf-8")
     assert {"mkdocs", "mkdocs-material", "mkdocstrings"} <= names["docs"]
+
+
+def test_the_home_page_lists_every_guide_and_every_extra() -> None:
+    home = page_text("docs/index.md")
+    guides = sorted(path.name for path in (ROOT / "docs" / "guides").glob("*.md"))
+    assert len(guides) >= 19
+    missing = [name for name in guides if f"](guides/{name})" not in home]
+    assert not missing, f"docs/index.md links no guide {missing}"
+    assert "](cli.md)" in home
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    extras = list(project["optional-dependencies"])
+    assert len(extras) >= 7
+    unnamed = [extra for extra in extras if f"| `{extra}` |" not in home]
+    assert not unnamed, f"docs/index.md's table of extras lacks {unnamed}"

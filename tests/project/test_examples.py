@@ -16,7 +16,7 @@ SCRIPTS = sorted(EXAMPLES.glob("*.py"))
 
 
 def test_there_are_examples() -> None:
-    assert [path.name for path in SCRIPTS] == ["notes_server.py", "sync_script.py"]
+    assert [path.name for path in SCRIPTS] == ["notes_server.py", "sdk_client.py", "sync_script.py"]
 
 
 @pytest.mark.real_process
@@ -43,3 +43,24 @@ def test_the_notes_server_answers_nativemcp_call_as_its_docstring_says(tmp_path:
         [*base, *args, "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert json.loads(done.stdout) == {"noteId": 1, "title": "hi", "body": "x"}
+
+
+@pytest.mark.real_process
+def test_the_sdk_client_calls_serve_over_stdio_and_over_http_with_its_token(
+    tmp_path: Path,
+) -> None:
+    # Run from the venv's python without an activated venv, as the docs say to run it.
+    shutil.copy(EXAMPLES / "sdk_client.py", tmp_path)
+    done = subprocess.run(
+        [sys.executable, "sdk_client.py"], cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "stdio: 8 tools: create_goal, clear_goal, add_todo, mark_todo, clear_todos, "
+        "add_observation, clear_session, get_current_state",
+        "stdio: the model reads: Goal created.",
+        "stdio: code gets the goal: ship v1",
+        "http: the model reads: Todo ID:1 added.",
+        "http: without the token: 401",
+        "http: server stopped, exit status 0",
+    ]

@@ -24,7 +24,7 @@ from _process import free_port
 from _raw_mcp_server import http_app
 
 from nativemcp.protocol import ToolNameError
-from nativemcp.proxy import RestartPolicy, ServerCrashed, WorkerPool
+from nativemcp.proxy import RestartPolicy, ServerCrashed, ServerStartError, WorkerPool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process]
 
@@ -104,6 +104,22 @@ async def test_a_server_whose_stdout_ends_fails_its_call_at_once_and_is_restarte
         r.getMessage() for r in caplog.records if "stopped (its stdout ended)" in r.getMessage()
     ]
     assert stopped and "'raw'" in stopped[0]
+
+
+async def test_a_stdout_line_over_max_frame_ends_the_connection_saying_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR)
+    policy = RestartPolicy(backoff=0.01)
+    config = {"endless_line_on": "echo"}
+    async with _pool(config, restart=policy, max_frame=1_000_000) as pool:
+        pid = await _text(pool, "pid")
+        with anyio.fail_after(20), pytest.raises(ServerCrashed, match=r"'raw'.*'echo'"):
+            await pool.call_tool("raw__echo", {"text": "x"}, timeout=None)
+        assert await _text(pool, "pid") != pid  # the supervisor started a new process
+    stopped = [r.getMessage() for r in caplog.records if "stopped" in r.getMessage()]
+    assert stopped and "a stdout line of over 1000000 bytes" in stopped[0], stopped
+    assert "raise max_frame" in stopped[0]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="waits on a pidfd")
@@ -216,3 +232,17 @@ async def test_an_optional_http_server_loses_only_its_broken_tools(
             assert await _text(pool, "echo", text="over http") == "over http"
     warned = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
     assert any("'broken'" in m for m in warned) and any("'pid'" in m for m in warned)
+
+
+async def test_a_pool_whose_start_fails_half_way_leaves_no_server_and_raises_the_error_alone(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pid"
+    config = {
+        "ok": _raw({"pid_file": str(pid_file)}),
+        "broken": {"command": sys.executable, "args": ["-c", "raise SystemExit('no')"]},
+    }
+    with anyio.fail_after(30), pytest.raises(ServerStartError, match="'broken'"):
+        async with WorkerPool(mcp_servers=config, builtins=[]):
+            pass
+    assert _gone(int(pid_file.read_text()))

@@ -8,6 +8,7 @@ config in each shape starts a real server (``mcp-server-time``) through the pool
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,65 @@ def test_what_is_not_an_environment_variable_stays_as_written() -> None:
 def test_a_stdio_entry_without_a_command_says_how_a_remote_one_is_written() -> None:
     with pytest.raises(ValueError, match=r"'x'.*'command'.*'serverUrl'"):
         load_mcp_servers({"x": {"args": []}})
+
+
+def test_the_tool_allow_list_and_disabled_tools_match_whole_names_only() -> None:
+    only_read = _one({"s": {"command": "x", "tools": ["read"]}})
+    assert only_read.allows("read")
+    assert not only_read.allows("read_file") and not only_read.allows("re")
+    only_read_file = _one({"s": {"command": "x", "tools": ["read_file"]}})
+    assert only_read_file.allows("read_file")
+    assert not only_read_file.allows("read") and not only_read_file.allows("file")
+    no_read = _one({"s": {"command": "x", "disabledTools": ["read"]}})
+    assert not no_read.allows("read")
+    assert no_read.allows("read_file") and no_read.allows("unread") and no_read.allows("rea")
+    no_read_file = _one({"s": {"command": "x", "disabled_tools": ["read_file"]}})
+    assert no_read_file.allows("read") and no_read_file.allows("file")
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("arsg", "args"),
+        ("evn", "env"),
+        ("argss", "args"),
+        ("comand", "command"),
+        ("cmomand", "command"),
+    ],
+)
+def test_a_misspelled_key_is_an_error_with_did_you_mean(typo: str, meant: str) -> None:
+    entry = {"command": "x", typo: []}
+    with pytest.raises(
+        ValueError, match=rf"'s': unknown key '{typo}' \(did you mean '{meant}'\?\)"
+    ):
+        load_mcp_servers({"s": entry})
+
+
+def test_a_key_of_another_client_that_is_not_a_typo_is_ignored() -> None:
+    assert _one({"s": {"command": "x", "autoApprove": [], "alwaysAllow": [], "envFile": "e"}})
+
+
+@pytest.mark.parametrize(
+    ("top", "meant"),
+    [("mcpServer", "mcpServers"), ("mcpservers", "mcpServers"), ("server", "servers")],
+)
+def test_a_misspelled_top_level_key_is_an_error_with_did_you_mean(
+    top: str, meant: str, tmp_path: Path
+) -> None:
+    config = {top: {"time": {"command": "x"}}}
+    with pytest.raises(
+        ValueError, match=rf"unknown top-level key '{top}' \(did you mean '{meant}'"
+    ):
+        load_mcp_servers(config)
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:2:3: unknown top-level"):
+        load_mcp_servers(path)
+
+
+def test_a_server_named_like_the_top_level_key_is_still_a_server() -> None:
+    (spec,) = load_mcp_servers({"server": {"command": "x"}})
+    assert spec.name == "server" and spec.command == "x"
 
 
 @pytest.mark.anyio

@@ -335,3 +335,13 @@ async def test_a_server_that_cannot_reach_a_worker_is_refused_when_the_pool_is_m
 
     with pytest.raises(TypeError, match=r"inside the function .*define it at module level"):
         WorkerPool([local])
+
+
+async def test_a_timed_out_request_other_than_a_call_is_cancelled_in_the_worker() -> None:
+    async with WorkerPool(["_servers:server"], timeout=0.3) as pool:
+        testing = pool.server("testing")
+        with pytest.raises(CallTimeout, match="resources/read"):
+            await testing.read_resource("test://hang/resource-read")
+        # The Cancel reached the worker: the read stopped there, and the worker serves.
+        assert await testing.was_cancelled(key="resource-read", call_timeout=10) is True
+        assert await testing.echo(text="after") == "after"

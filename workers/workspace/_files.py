@@ -9,17 +9,16 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-import re
 import stat
 import time
 from collections.abc import Sequence
-from re import _parser as _re_parser  # type: ignore[attr-defined]
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import regex
 
 from nativemcp.protocol import ToolError
 
+from ._grep_pattern import compile_pattern
 from ._models import (
     DirectoryEntry,
     GrepMatch,
@@ -50,16 +49,6 @@ __all__ = [
 
 _MAX_LINE_CHARS: Final = 500
 """A grep match longer than this is cut (minified files would flood the model)."""
-
-MAX_PATTERN_CHARS: Final = 1000
-"""The longest grep pattern accepted."""
-
-MAX_PATTERN_WEIGHT: Final = 100_000
-"""The most pattern nodes a grep pattern may expand to once repeat counts multiply out.
-
-The `regex` module's compiler takes time in proportion to that product (about half a
-second for ``(?:x{1000}){1000}``, unbounded for ``((x{1000}){1000}){1000}``) and cannot be
-interrupted, so a pattern above this is refused before it is compiled."""
 
 
 def _count(number: int, noun: str, plural: str | None = None) -> str:
@@ -241,116 +230,6 @@ def render_search_files(result: SearchFilesResult) -> str:
 # -- grep --------------------------------------------------------------------------------
 
 
-def _pattern_error(pattern: str, rule: str, reason: str) -> ToolError:
-    return ToolError(
-        f"Invalid regular expression {pattern!r}: {reason}",
-        structured_content={"pattern": pattern, "rule": rule, "error": reason},
-    )
-
-
-_REPEATS: Final = frozenset(
-    {_re_parser.MAX_REPEAT, _re_parser.MIN_REPEAT, _re_parser.POSSESSIVE_REPEAT}
-)
-
-
-def _weight(items: Any, cap: int) -> int:
-    """Nodes in the parsed ``items`` with each repeat's body counted max(min, 1) times.
-
-    Saturates just above ``cap``. Sub-patterns are found wherever the parser nests them
-    (groups, branches, lookarounds, conditionals), so every node is counted.
-    """
-    total = 0
-    for op, av in items:
-        inner = 0
-        for part in av if isinstance(av, tuple | list) else (av,):
-            if isinstance(part, _re_parser.SubPattern):
-                inner += _weight(part, cap)
-            elif isinstance(part, list):  # a BRANCH's alternatives
-                inner += sum(_weight(sub, cap) for sub in part)
-        if op in _REPEATS:
-            inner *= max(av[0], 1)
-        total = min(total + 1 + inner, cap + 1)
-    return total
-
-
-_QUANTIFIER: Final = re.compile(r"\{(?:\d+(?:,\d*)?|,\d*)\}")
-
-
-def _for_regex(pattern: str) -> str:
-    """``pattern`` with what `re` reads literally, but `regex` would not, escaped.
-
-    Two constructs differ: a ``{`` that is no counted repeat (``x{e<=1}`` is literal
-    text to `re`, fuzzy matching to `regex`) and ``[:`` inside a character class (literal
-    characters to `re`, a POSIX class such as ``[[:alpha:]]`` to `regex`). Backslash
-    pairs are skipped as `re`'s tokenizer does; escaping a literal never changes it.
-    """
-    out: list[str] = []
-    in_class = False
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            # \N{NAME} keeps its braces; any other escape is the backslash and one char.
-            end = pattern.find("}", i) + 1 if pattern.startswith("N{", i + 1) else i + 2
-            out.append(pattern[i : end or i + 2])
-            i = end or i + 2
-            continue
-        if char == "{" and not _QUANTIFIER.match(pattern, i):
-            char = "\\{"
-        elif in_class:
-            if char == "]":
-                in_class = False
-            elif char == "[" and pattern.startswith(":", i + 1):
-                char = "\\["
-        elif char == "[":
-            in_class = True
-            start = i + 1 + pattern.startswith("^", i + 1)
-            if pattern.startswith("]", start):  # a leading ']' is a literal
-                out.append(pattern[i : start + 1])
-                i = start + 1
-                continue
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-def _compile(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
-    """``pattern`` compiled by `regex` (whose matching can time out) with `re` syntax.
-
-    The stdlib `re` validates first: its messages name the problem and position, and it
-    defines the accepted syntax (`regex` would take extensions such as ``\\p{L}``); the
-    two constructs `regex` would read differently are escaped (`_for_regex`).
-    """
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise _pattern_error(
-            pattern[:50] + "…",
-            "pattern_too_long",
-            f"the pattern is {len(pattern)} characters; at most {MAX_PATTERN_CHARS} are accepted",
-        )
-    flags = re.IGNORECASE if ignore_case else re.NOFLAG
-    try:
-        re.compile(pattern, flags)
-        weight = _weight(_re_parser.parse(pattern, flags), MAX_PATTERN_WEIGHT)
-        if weight > MAX_PATTERN_WEIGHT:
-            raise _pattern_error(
-                pattern,
-                "pattern_too_complex",
-                f"its repeat counts multiply out to more than {MAX_PATTERN_WEIGHT} steps "
-                "(as in '(x{1000}){1000}'); use smaller counts or + and *",
-            )
-        return regex.compile(
-            _for_regex(pattern), regex.V0 | (regex.IGNORECASE if ignore_case else 0)
-        )
-    except (re.error, regex.error) as exc:
-        where = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise ToolError(
-            f"Invalid regular expression {pattern!r}: {exc.msg}{where}",
-            structured_content={"pattern": pattern, "rule": "regex", "error": exc.msg},
-        ) from exc
-    except RecursionError as exc:
-        raise _pattern_error(pattern, "pattern_too_complex", "groups nested too deeply") from exc
-
-
 def _read_limited(fd: int, limit: int) -> bytes | None:
     try:
         if os.fstat(fd).st_size > limit:
@@ -442,7 +321,7 @@ def grep(
     than partial matches: a list cut short by time is easily taken for the whole answer.
     """
     start = time.monotonic()
-    compiled = _compile(pattern, ignore_case)
+    compiled = compile_pattern(pattern, ignore_case)
     state = _Grep(compiled, limit, sandbox.max_read_bytes, budget, start)
     target = sandbox.resolve(path)
     info = sandbox.lstat(target)

@@ -92,6 +92,151 @@ class _Workspace:
 EXPORT_TEMPLATE: Final = "workspace:///exports/{kind}/{name}"
 """Each exported file is a resource at this URI (``kind``: files or packages)."""
 
+_SERVICE_CONTEXT: Final = (
+    "You have a workspace folder. Every path you give the workspace tools is relative "
+    "to its root; absolute paths, '..' above the root and symlinks leading out are "
+    "refused. execute_shell runs with the root as its working directory. Exported "
+    "files land under exports/."
+)
+
+
+class _Tools:
+    """The workspace tools, on the current sandbox and the options.
+
+    Each public method is a tool, resource or lister (its docstring is the description);
+    `create_server` lists them in the order ``tools/list`` shows them.
+    """
+
+    def __init__(self, workspace: _Workspace, options: WorkspaceOptions) -> None:
+        self.workspace = workspace
+        self.options = options
+
+    # -- files -----------------------------------------------------------------------
+
+    def read_file(
+        self, path: str, start_line: _Line | None = None, end_line: _Line | None = None
+    ) -> ReadFileResult:
+        """Read a UTF-8 text file, or lines start_line..end_line of it (1-based, inclusive)."""
+        return _files.read_file(self.workspace.sandbox, path, start_line, end_line)
+
+    def write_file(self, path: str, content: str, mode: Literal["w", "a"] = "w") -> WriteFileResult:
+        """Write a text file (mode "w" replaces it, "a" appends); parent folders are created."""
+        return _files.write_file(self.workspace.sandbox, path, content, mode)
+
+    def list_directory(self, path: str = ".") -> ListDirectoryResult:
+        """List a directory's entries with their types and sizes (symlinks are not followed)."""
+        return _files.list_directory(self.workspace.sandbox, path, self.options.max_entries)
+
+    def search_files(
+        self, pattern: str, path: str = ".", max_depth: _Limit | None = None
+    ) -> SearchFilesResult:
+        """Find paths by glob: "*.py" matches names at any depth, "src/*.py" relative paths."""
+        return _files.search_files(
+            self.workspace.sandbox, pattern, path, max_depth, self.options.max_results
+        )
+
+    def grep(
+        self,
+        pattern: str,
+        path: str = ".",
+        ignore_case: bool = False,
+        line_numbers: bool = True,
+        max_results: _Limit | None = None,
+    ) -> NativeMCPResponse[GrepResult]:
+        """Search file contents with a regular expression; matches come with file and line."""
+        result = _files.grep(
+            self.workspace.sandbox,
+            pattern,
+            path,
+            ignore_case,
+            max_results or self.options.max_results,
+            self.options.grep_timeout,
+        )
+        return structured_response(_files.render_grep(result, line_numbers), result)
+
+    def replace_lines_in_file(
+        self, path: str, replacements: list[LineReplacement]
+    ) -> ReplaceLinesResult:
+        """Replace line ranges (start_line..end_line, inclusive); empty new_content deletes."""
+        return _files.replace_lines_in_file(self.workspace.sandbox, path, replacements)
+
+    # -- the shell -------------------------------------------------------------------
+
+    async def execute_shell(
+        self,
+        command: str,
+        # The argument name is the tool's public interface (the issue fixes it); it is the
+        # kill deadline of the child, enforced inside run_shell, not a cancel scope here.
+        timeout: Annotated[float, msgspec.Meta(gt=0)] | None = None,
+    ) -> ShellResult:
+        """Run a shell command in the workspace root; its process group is killed at timeout."""
+        options = self.options
+        if not options.shell_enabled:
+            raise ToolError(
+                "execute_shell is disabled on this workspace",
+                structured_content={"rule": "shell_disabled"},
+            )
+        seconds = timeout or options.default_shell_timeout
+        if seconds > options.max_shell_timeout:
+            raise ToolError(
+                f"timeout {seconds} s is over the limit of {options.max_shell_timeout} s",
+                structured_content={"rule": "timeout_limit", "limit": options.max_shell_timeout},
+            )
+        return await run_shell(
+            command,
+            cwd=self.workspace.sandbox.root,
+            kill_after=seconds,
+            max_output_bytes=options.max_output_bytes,
+        )
+
+    # -- exports ---------------------------------------------------------------------
+
+    def export_file(
+        self, path: str, display_name: str | None = None, description: str | None = None
+    ) -> NativeMCPResponse[ExportResult]:
+        """Copy a file to exports/files/ and show a download card; says what was exported."""
+        return _exports.export_file(
+            self.workspace.sandbox, self.options, path, display_name, description
+        )
+
+    def export_zip(
+        self, files: Annotated[list[str], msgspec.Meta(min_length=1)], package_name: str
+    ) -> NativeMCPResponse[ExportResult]:
+        """Pack files into exports/packages/<name>_<time>.zip and show a download card."""
+        return _exports.export_zip(self.workspace.sandbox, self.options, files, package_name)
+
+    def download_file(self, path: str) -> NativeMCPResponse[DownloadResult]:
+        """Send a workspace file (an export) to the user as a download: an export card's action."""
+        return _exports.download_file(self.workspace.sandbox, self.options, path)
+
+    def export_resource(self, kind: str, name: str) -> ResourceContents:
+        """An exported file (exports/<kind>/<name>): text for a UTF-8 text type, else bytes;
+        the mime type is the one the listing gives."""
+        sandbox = self.workspace.sandbox
+        try:
+            target = sandbox.resolve(f"exports/{kind}/{unquote(name)}")
+            data = sandbox.read_bytes(target, limit=self.options.max_export_bytes)
+        except ToolError as exc:
+            raise FeatureError(exc.message) from exc
+        uri = EXPORT_TEMPLATE.format(kind=kind, name=name)
+        return _exports.export_contents(uri, target.name, data)
+
+    def exports(self) -> list[Resource]:
+        """Every exported file, as a resource."""
+        root = self.workspace.sandbox.root / "exports"
+        found: list[Resource] = []
+        for kind in sorted(p for p in root.glob("*") if p.is_dir()):
+            for item in sorted(p for p in kind.iterdir() if p.is_file()):
+                found.append(
+                    Resource(
+                        uri=EXPORT_TEMPLATE.format(kind=kind.name, name=quote(item.name)),
+                        name=item.name,
+                        description=f"exported to exports/{kind.name}/",
+                        mime_type=_exports.mime_type_of(item.name),
+                    )
+                )
+        return found
+
 
 def create_server(config: ServerConfig) -> Server:
     """The workspace server for ``config`` (root, data folder and options).
@@ -106,140 +251,24 @@ def create_server(config: ServerConfig) -> Server:
         "workspace",
         description="Sandboxed workspace: files, search, a shell and exports with a download card",
     )
+    server.on_switch_context(lambda session_id, thread_id: workspace.switch(session_id))
+    server.service_context(lambda: _SERVICE_CONTEXT)
 
-    @server.on_switch_context
-    def _switch(session_id: str | None, thread_id: str | None) -> None:
-        workspace.switch(session_id)
+    # The tools, in the order tools/list shows them.
+    tools = _Tools(workspace, options)
+    server.tool(render=_files.render_read_file, annotations=_READ_ONLY)(tools.read_file)
+    server.tool(render=_files.render_write_file, annotations=_WRITES)(tools.write_file)
+    server.tool(render=_files.render_list_directory, annotations=_READ_ONLY)(tools.list_directory)
+    server.tool(render=_files.render_search_files, annotations=_READ_ONLY)(tools.search_files)
+    server.tool(annotations=_READ_ONLY)(tools.grep)
+    server.tool(render=_files.render_replace_lines, annotations=_WRITES)(
+        tools.replace_lines_in_file
+    )
+    server.tool(render=render_shell, annotations=_WRITES)(tools.execute_shell)
+    server.tool(annotations=_ADDS)(tools.export_file)
+    server.tool(annotations=_ADDS)(tools.export_zip)
+    server.tool(annotations=_READ_ONLY)(tools.download_file)
 
-    @server.service_context
-    def _context() -> str:
-        return (
-            "You have a workspace folder. Every path you give the workspace tools is relative "
-            "to its root; absolute paths, '..' above the root and symlinks leading out are "
-            "refused. execute_shell runs with the root as its working directory. Exported "
-            "files land under exports/."
-        )
-
-    @server.tool(render=_files.render_read_file, annotations=_READ_ONLY)
-    def read_file(
-        path: str, start_line: _Line | None = None, end_line: _Line | None = None
-    ) -> ReadFileResult:
-        """Read a UTF-8 text file, or lines start_line..end_line of it (1-based, inclusive)."""
-        return _files.read_file(workspace.sandbox, path, start_line, end_line)
-
-    @server.tool(render=_files.render_write_file, annotations=_WRITES)
-    def write_file(path: str, content: str, mode: Literal["w", "a"] = "w") -> WriteFileResult:
-        """Write a text file (mode "w" replaces it, "a" appends); parent folders are created."""
-        return _files.write_file(workspace.sandbox, path, content, mode)
-
-    @server.tool(render=_files.render_list_directory, annotations=_READ_ONLY)
-    def list_directory(path: str = ".") -> ListDirectoryResult:
-        """List a directory's entries with their types and sizes (symlinks are not followed)."""
-        return _files.list_directory(workspace.sandbox, path, options.max_entries)
-
-    @server.tool(render=_files.render_search_files, annotations=_READ_ONLY)
-    def search_files(
-        pattern: str, path: str = ".", max_depth: _Limit | None = None
-    ) -> SearchFilesResult:
-        """Find paths by glob: "*.py" matches names at any depth, "src/*.py" relative paths."""
-        return _files.search_files(workspace.sandbox, pattern, path, max_depth, options.max_results)
-
-    @server.tool(annotations=_READ_ONLY)
-    def grep(
-        pattern: str,
-        path: str = ".",
-        ignore_case: bool = False,
-        line_numbers: bool = True,
-        max_results: _Limit | None = None,
-    ) -> NativeMCPResponse[GrepResult]:
-        """Search file contents with a regular expression; matches come with file and line."""
-        result = _files.grep(
-            workspace.sandbox,
-            pattern,
-            path,
-            ignore_case,
-            max_results or options.max_results,
-            options.grep_timeout,
-        )
-        return structured_response(_files.render_grep(result, line_numbers), result)
-
-    @server.tool(render=_files.render_replace_lines, annotations=_WRITES)
-    def replace_lines_in_file(path: str, replacements: list[LineReplacement]) -> ReplaceLinesResult:
-        """Replace line ranges (start_line..end_line, inclusive); empty new_content deletes."""
-        return _files.replace_lines_in_file(workspace.sandbox, path, replacements)
-
-    @server.tool(render=render_shell, annotations=_WRITES)
-    async def execute_shell(
-        command: str,
-        # The argument name is the tool's public interface (the issue fixes it); it is the
-        # kill deadline of the child, enforced inside run_shell, not a cancel scope here.
-        timeout: Annotated[float, msgspec.Meta(gt=0)] | None = None,
-    ) -> ShellResult:
-        """Run a shell command in the workspace root; its process group is killed at timeout."""
-        if not options.shell_enabled:
-            raise ToolError(
-                "execute_shell is disabled on this workspace",
-                structured_content={"rule": "shell_disabled"},
-            )
-        seconds = timeout or options.default_shell_timeout
-        if seconds > options.max_shell_timeout:
-            raise ToolError(
-                f"timeout {seconds} s is over the limit of {options.max_shell_timeout} s",
-                structured_content={"rule": "timeout_limit", "limit": options.max_shell_timeout},
-            )
-        return await run_shell(
-            command,
-            cwd=workspace.sandbox.root,
-            kill_after=seconds,
-            max_output_bytes=options.max_output_bytes,
-        )
-
-    @server.tool(annotations=_ADDS)
-    def export_file(
-        path: str, display_name: str | None = None, description: str | None = None
-    ) -> NativeMCPResponse[ExportResult]:
-        """Copy a file to exports/files/ and show a download card; says what was exported."""
-        return _exports.export_file(workspace.sandbox, options, path, display_name, description)
-
-    @server.tool(annotations=_ADDS)
-    def export_zip(
-        files: Annotated[list[str], msgspec.Meta(min_length=1)], package_name: str
-    ) -> NativeMCPResponse[ExportResult]:
-        """Pack files into exports/packages/<name>_<time>.zip and show a download card."""
-        return _exports.export_zip(workspace.sandbox, options, files, package_name)
-
-    @server.tool(annotations=_READ_ONLY)
-    def download_file(path: str) -> NativeMCPResponse[DownloadResult]:
-        """Send a workspace file (an export) to the user as a download: an export card's action."""
-        return _exports.download_file(workspace.sandbox, options, path)
-
-    @server.resource(EXPORT_TEMPLATE, name="export")
-    def export_resource(kind: str, name: str) -> ResourceContents:
-        """An exported file (exports/<kind>/<name>): text for a UTF-8 text type, else bytes;
-        the mime type is the one the listing gives."""
-        try:
-            target = workspace.sandbox.resolve(f"exports/{kind}/{unquote(name)}")
-            data = workspace.sandbox.read_bytes(target, limit=options.max_export_bytes)
-        except ToolError as exc:
-            raise FeatureError(exc.message) from exc
-        uri = EXPORT_TEMPLATE.format(kind=kind, name=name)
-        return _exports.export_contents(uri, target.name, data)
-
-    @server.resource_lister
-    def exports() -> list[Resource]:
-        """Every exported file, as a resource."""
-        root = workspace.sandbox.root / "exports"
-        found: list[Resource] = []
-        for kind in sorted(p for p in root.glob("*") if p.is_dir()):
-            for item in sorted(p for p in kind.iterdir() if p.is_file()):
-                found.append(
-                    Resource(
-                        uri=EXPORT_TEMPLATE.format(kind=kind.name, name=quote(item.name)),
-                        name=item.name,
-                        description=f"exported to exports/{kind.name}/",
-                        mime_type=_exports.mime_type_of(item.name),
-                    )
-                )
-        return found
-
+    server.resource(EXPORT_TEMPLATE, name="export")(tools.export_resource)
+    server.resource_lister(tools.exports)
     return server

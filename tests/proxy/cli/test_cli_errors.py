@@ -20,6 +20,7 @@ from _process import free_port
 from _scripts import venv_script
 
 from nativemcp.proxy import load_mcp_servers
+from nativemcp.proxy.cli import main
 
 MISSPELLED = """{
   "mcpServers": {
@@ -199,8 +200,76 @@ def test_serve_over_http_starts_its_servers_before_it_announces_them(tmp_path: P
     done = _nativemcp(
         "serve", "broken.py:server", "--transport", "http", "--port", "0", cwd=tmp_path
     )
-    assert _one_line(done, 1) == (
-        "nativemcp serve: error: server 'broken:server' failed to start: "
+    assert _one_line(done, 1) == (  # named as typed, not as the module it imports
+        "nativemcp serve: error: server 'broken.py:server' failed to start: "
         "RuntimeError: cannot build: no API key"
     )
     assert "serving" not in done.stdout + done.stderr
+
+
+# -- the exit status says whose mistake it is; the line names the verb -------------------
+
+GREETER = """
+from nativemcp.workers import Server
+
+server = Server("greeter")
+
+
+@server.tool
+def greet(name: str) -> str:
+    \"\"\"Say hello.\"\"\"
+    return f"Hello, {name}!"
+
+
+def broken(config):
+    raise RuntimeError("no API key")
+"""
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [("srever", "serve"), ("serach", "search"), ("tols", "tools"), ("xyzzy", None)],
+)
+def test_a_mistyped_command_exits_2_with_the_nearest_command(
+    capsys: pytest.CaptureFixture[str], typed: str, suggested: str | None
+) -> None:
+    assert main([typed, "planning"]) == 2
+    line = capsys.readouterr().err.strip()
+    hint = f" (did you mean {suggested!r}?)" if suggested else ""
+    assert line.startswith(f"nativemcp: error: unknown command {typed!r}{hint}; the commands")
+    assert "serve, console" in line and "\n" not in line
+
+
+@pytest.mark.real_process
+def test_a_wrong_tool_argument_or_tool_name_exits_2_and_names_the_verb(tmp_path: Path) -> None:
+    (tmp_path / "greeter.py").write_text(GREETER)
+    wrong = '{"nam": "Ada"}'
+    done = _nativemcp("call", "greeter.py:server", "greet", "--args", wrong, cwd=tmp_path)
+    assert _one_line(done, 2) == (
+        "nativemcp call: error: Invalid arguments for tool 'greet': Object contains unknown "
+        "field `nam` (`nativemcp tools greeter.py:server` lists its tools and their arguments)"
+    )
+    done = _nativemcp("call", "greeter.py:server", "gret", cwd=tmp_path)
+    assert _one_line(done, 2).startswith(
+        "nativemcp call: error: Unknown tool 'gret' on server 'greeter'; available tools: greet"
+    )
+
+
+@pytest.mark.real_process
+def test_a_tools_own_error_exits_1_with_the_verb_and_the_whole_text(tmp_path: Path) -> None:
+    done = _nativemcp("call", "planning", "mark_todo", "--args", '{"id": 5}', cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "nativemcp call: error: tool 'mark_todo' failed: Error: unknown todo id 5. "
+        "Nothing was changed.\nThere are no todos in this plan; add one with add_todo.\n"
+    )
+
+
+@pytest.mark.real_process
+@pytest.mark.parametrize("typed", ["greeter.py:broken", "./greeter.py:broken", "greeter:broken"])
+def test_a_server_that_fails_to_start_is_named_as_it_was_typed(tmp_path: Path, typed: str) -> None:
+    (tmp_path / "greeter.py").write_text(GREETER)
+    done = _nativemcp("call", typed, "greet", cwd=tmp_path)
+    assert _one_line(done, 1) == (
+        f"nativemcp call: error: server {typed!r} failed to start: RuntimeError: no API key"
+    )

@@ -165,7 +165,7 @@ def test_tools_names_an_unknown_server_of_the_config(project: Path) -> None:
     config = project / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {}}))
     done = _nativemcp("tools", "time", "--mcp-config", str(config), cwd=project, data=project / "d")
-    assert done.returncode == 1
+    assert done.returncode == 2  # a name the user typed
     assert done.stderr == "nativemcp tools: error: no server named 'time'; servers: (none)\n"
 
 

@@ -238,15 +238,18 @@ async def test_a_request_during_the_drain_gets_503_and_the_drain_waits_for_the_r
 
 
 def test_serving_beyond_loopback_without_a_token_refuses_to_start(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("NATIVEMCP_TOKEN", raising=False)
     for host in ("0.0.0.0", "192.168.1.20", "::", "example.com"):
-        with pytest.raises(SystemExit) as refused:
-            main(["serve", "workspace", "--transport", "http", "--host", host])
-        message = str(refused.value)
-        assert "\n" not in message
-        assert f"--host {host} is reachable from the network and there is no token" in message
+        # What was typed is refused: exit status 2, as the CLI page says.
+        assert main(["serve", "workspace", "--transport", "http", "--host", host]) == 2
+        message = capsys.readouterr().err
+        assert message.count("\n") == 1
+        assert message.startswith(
+            f"nativemcp serve: error: --host {host} is reachable from the network and there "
+            "is no token"
+        )
         assert "--token or $NATIVEMCP_TOKEN" in message
 
 

@@ -1,0 +1,53 @@
+"""The options that choose which tools a served client is offered, and how.
+
+``--tools GLOB`` and ``--exclude-tools GLOB`` (each repeatable) are globs on full names
+(``builtin_workspace__*``), matched whole as `fnmatch.fnmatchcase` matches;
+``--tool-search`` offers the two meta-tools ``search_tools`` and ``call_tool`` in place
+of every definition. Together they make a `ToolProfile`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..tool_search import ToolProfile
+from ._errors import UsageError
+
+__all__ = ["add_profile_options", "tool_profile"]
+
+
+def add_profile_options(parser: Any) -> None:
+    """Add ``--tools``, ``--exclude-tools`` and ``--tool-search`` to ``parser``."""
+    parser.add_argument(
+        "--tools",
+        action="append",
+        metavar="GLOB",
+        help="offer only the tools whose full name matches GLOB (repeatable; "
+        "'builtin_workspace__*'; the whole name must match)",
+    )
+    parser.add_argument(
+        "--exclude-tools",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="do not offer the tools whose full name matches GLOB (repeatable)",
+    )
+    parser.add_argument(
+        "--tool-search",
+        action="store_true",
+        help="offer two tools, search_tools and call_tool, in place of every definition "
+        "(the model searches the catalog and calls by full name)",
+    )
+
+
+def tool_profile(args: argparse.Namespace) -> ToolProfile:
+    """The `ToolProfile` the options ask for.
+
+    Raises:
+        UsageError: an empty glob.
+    """
+    try:
+        return ToolProfile.of(args.tools, args.exclude_tools, search=args.tool_search)
+    except ValueError as exc:
+        raise UsageError(f"serve: {exc}") from exc

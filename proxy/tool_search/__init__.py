@@ -1,0 +1,53 @@
+"""Tool search: the catalog ranked for a query, the two meta-tools, and tool profiles.
+
+What lives here: `ToolIndex` (BM25 over every tool's names, description and parameters,
+with the content store's tokenizer, any language), `ToolMatch` (one tool found),
+`ToolProfile` (which tools one client is offered: globs on full names, and whether
+through search), and the meta-tools ``search_tools`` / ``call_tool`` that stand in for
+every definition (`META_TOOLS`, `read_search`, `read_call`, `search_response`).
+`tool_text` is the text a tool is indexed by (a bench ranks the same texts with bm25s).
+
+This room imports `nativemcp.protocol` and the content store's public text search
+(`nativemcp.workers.content_store`, on first index only: a pool that never searches
+does not load it); nothing of the pool core, which imports it (for
+`WorkerPool.search_tools` and the agent loop's meta-tools), as `serve/` does (for
+``serve --tool-search``, ``--tools``, ``--exclude-tools``).
+"""
+
+from ._documents import tool_text as tool_text
+from ._index import MAX_LIMIT as MAX_LIMIT
+from ._index import IndexedTool as IndexedTool
+from ._index import ToolIndex as ToolIndex
+from ._index import ToolMatch as ToolMatch
+from ._index import check_limit as check_limit
+from ._meta_tools import ANTHROPIC_TOOL_SEARCH as ANTHROPIC_TOOL_SEARCH
+from ._meta_tools import CALL_TOOL as CALL_TOOL
+from ._meta_tools import META_TOOLS as META_TOOLS
+from ._meta_tools import SEARCH_TOOLS as SEARCH_TOOLS
+from ._meta_tools import SearchAnswer as SearchAnswer
+from ._meta_tools import deferred_for_anthropic as deferred_for_anthropic
+from ._meta_tools import parameters_line as parameters_line
+from ._meta_tools import read_call as read_call
+from ._meta_tools import read_search as read_search
+from ._meta_tools import search_response as search_response
+from ._profile import ToolProfile as ToolProfile
+
+__all__ = [
+    "ANTHROPIC_TOOL_SEARCH",
+    "CALL_TOOL",
+    "MAX_LIMIT",
+    "META_TOOLS",
+    "SEARCH_TOOLS",
+    "IndexedTool",
+    "SearchAnswer",
+    "ToolIndex",
+    "ToolMatch",
+    "ToolProfile",
+    "check_limit",
+    "deferred_for_anthropic",
+    "parameters_line",
+    "read_call",
+    "read_search",
+    "search_response",
+    "tool_text",
+]

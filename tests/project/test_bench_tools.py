@@ -1,0 +1,25 @@
+"""bench.tools: its query set is what the bench claims, and recall counts as it says."""
+
+from __future__ import annotations
+
+import json
+
+from bench.tools import QUERIES, _recall, load_queries
+
+
+def test_the_query_set_holds_100_tasks_in_three_languages_and_says_how_it_was_written() -> None:
+    data = json.loads(QUERIES.read_text(encoding="utf-8"))
+    assert "written by hand" in data["how_written"].lower()
+    queries = load_queries()
+    assert len(queries) >= 100
+    languages = {q["language"] for q in queries}
+    assert {"en", "ko", "ja"} <= languages
+    assert all("__" in q["tool"] and q["query"].strip() for q in queries)
+    # Paraphrased, not copied: no query is its tool's own name in words.
+    assert all(q["query"] != q["tool"].rpartition("__")[2].replace("_", " ") for q in queries)
+
+
+def test_recall_at_k_counts_the_right_tool_within_the_first_k() -> None:
+    ranked = [["a", "b"], ["c", "a"], []]
+    assert _recall(ranked, ["a", "a", "a"], 1) == 1 / 3
+    assert _recall(ranked, ["a", "a", "a"], 5) == 2 / 3

@@ -1,0 +1,185 @@
+"""`WorkerPool.search_tools`: every source ranked together, the index following the
+catalog, and the agent loop's two meta-tools (`tool_definitions(search=True)`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import anyio
+import pytest
+
+from nativemcp.proxy import WorkerPool
+from nativemcp.proxy.tool_search import ToolProfile
+from nativemcp.workers import Server
+
+pytestmark = [pytest.mark.anyio]
+
+
+def _notes() -> Server:
+    notes = Server("notes", description="Notes kept in memory")
+
+    @notes.tool
+    def add_note(title: str, body: str) -> str:
+        """Save a new note under a title."""
+        return f"saved {title}"
+
+    @notes.tool
+    def list_notes() -> list[str]:
+        """Every note's title."""
+        return []
+
+    return notes
+
+
+async def test_search_ranks_every_source_worker_replicas_in_process_and_external() -> None:
+    time_server = {
+        "command": sys.executable,
+        "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+    }
+    with anyio.fail_after(60):
+        async with WorkerPool(
+            [_notes(), "_serve_servers:server", "_serve_servers:other"],
+            in_process=["notes"],
+            replicas={"_serve_servers:other": 2},
+            mcp_servers={"time": time_server},
+        ) as pool:
+            found = await pool.search_tools("save a note", 1)
+            assert [m.name for m in found] == ["notes__add_note"]
+            assert found[0].input_schema["required"] == ["title", "body"]
+            assert (await pool.search_tools("move a point to the right"))[0].name == "shapes__move"
+            assert (await pool.search_tools("ping the other server"))[0].name == "other__ping_other"
+            best = (await pool.search_tools("current time in a timezone", 1))[0]
+            assert best.name == "time__get_current_time"
+            assert best.server == "time"
+            # A profile keeps the tools it offers; the rest is not searched for it.
+            only_notes = ToolProfile(tools=("notes__*",))
+            assert await pool.search_tools("current time", profile=only_notes) == []
+            with pytest.raises(ValueError, match="from 1 to 50"):
+                await pool.search_tools("time", 0)
+
+
+async def test_the_index_follows_the_catalog_when_a_server_lists_other_tools() -> None:
+    notes = _notes()
+    async with WorkerPool([notes], in_process=["notes"]) as pool:
+        assert await pool.search_tools("archive old notes") == []
+        before = pool.tool_index()
+
+        @notes.tool
+        def archive_notes(days: int) -> int:
+            """Archive the notes older than some days."""
+            return 0
+
+        # Until the server's tools are read again, the catalog and the index stand.
+        assert pool.tool_index() is before
+        await pool.server("notes").list_tools()
+        found = await pool.search_tools("archive old notes")
+        assert [m.name for m in found][:1] == ["notes__archive_notes"]
+        assert pool.tool_index() is not before
+        assert pool.tool_index() is pool.tool_index()  # rebuilt once, not per search
+
+
+def _openai_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+async def test_the_agent_loop_gets_two_meta_tools_and_run_tool_call_runs_them() -> None:
+    async with WorkerPool([_notes()], in_process=["notes"]) as pool:
+        full = await pool.tool_definitions("anthropic")
+        meta = await pool.tool_definitions("anthropic", search=True)
+        assert [d["name"] for d in meta] == ["search_tools", "call_tool"]
+        assert meta[0]["input_schema"]["required"] == ["query"]
+        assert len(full) == 2 and full[0]["name"] == "notes__add_note"
+
+        searched = await pool.run_tool_call(
+            _openai_call("search_tools", {"query": "save a note", "limit": 1}), provider="openai"
+        )
+        assert searched["tool_call_id"] == "call_1"
+        assert "notes__add_note" in searched["content"]
+        assert "title: string" in searched["content"]
+
+        called = await pool.run_tool_call(
+            _openai_call(
+                "call_tool", {"name": "notes__add_note", "arguments": {"title": "a", "body": "b"}}
+            ),
+            provider="openai",
+        )
+        assert "saved a" in called["content"]
+
+        unknown = await pool.run_tool_call(
+            _openai_call("call_tool", {"name": "notes__add_notes", "arguments": {}}),
+            provider="openai",
+        )
+        # An unknown name answers with the nearest names, for the model to correct.
+        assert "no tool named" in unknown["content"]
+        assert "did you mean notes__add_note" in unknown["content"]
+        missing = await pool.run_tool_call(
+            _openai_call("call_tool", {"name": "notes__add_note", "arguments": {}}),
+            provider="openai",
+        )
+        assert "missing required field `title`" in missing["content"]
+        bad = await pool.run_tool_call(
+            _openai_call("search_tools", {"limit": 3}), provider="openai"
+        )
+        assert "needs 'query'" in bad["content"]
+
+
+def _long_names() -> Server:
+    long = Server("a-server-with-a-rather-long-name", description="Long names")
+
+    @long.tool(name="summarize_the_quarterly_revenue_report_for_the_board_meeting")
+    def summarize() -> str:
+        """Summarize the quarterly revenue report."""
+        return "summary"
+
+    return long
+
+
+async def test_names_over_64_characters_are_shortened_the_same_way_by_every_pool() -> None:
+    full = (
+        "a-server-with-a-rather-long-name__"
+        "summarize_the_quarterly_revenue_report_for_the_board_meeting"
+    )
+    seen: list[str] = []
+    for _ in range(2):
+        async with WorkerPool(
+            [_long_names()], in_process=["a-server-with-a-rather-long-name"]
+        ) as pool:
+            (declared,) = await pool.tool_definitions("anthropic")
+            assert len(declared["name"]) <= 64 and declared["name"] != full
+            seen.append(declared["name"])
+            # The search gives the full name; call_tool takes it; the short name maps back.
+            (match,) = await pool.search_tools("quarterly revenue")
+            assert match.name == full
+            for name, arguments in ((declared["name"], {}), ("call_tool", {"name": full})):
+                message = await pool.run_tool_call(
+                    {"type": "tool_use", "id": "t1", "name": name, "input": arguments},
+                    provider="anthropic",
+                )
+                assert not message["is_error"], message
+                assert message["content"] == [{"type": "text", "text": "summary"}]
+    assert seen[0] == seen[1]
+
+
+async def test_anthropic_gets_every_definition_deferred_behind_its_own_tool_search() -> None:
+    from anthropic.types import ToolUnionParam
+    from pydantic import TypeAdapter
+
+    async with WorkerPool([_notes()], in_process=["notes"]) as pool:
+        plain = await pool.tool_definitions("anthropic")
+        deferred = await pool.tool_definitions("anthropic", defer_loading=True)
+        assert deferred[0] == {
+            "type": "tool_search_tool_bm25_20251119",
+            "name": "tool_search_tool_bm25",
+        }
+        assert deferred[1:] == [{**d, "defer_loading": True} for d in plain]
+        for definition in deferred:
+            TypeAdapter(ToolUnionParam).validate_python(definition)
+        for wrong in ({"provider": "openai"}, {"provider": "anthropic", "search": True}):
+            with pytest.raises(ValueError, match="defer_loading is Anthropic's"):
+                await pool.tool_definitions(defer_loading=True, **wrong)
