@@ -303,8 +303,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         )
 
     async def catalog_name(self, name: str) -> str | None:
-        """The full catalog name of served tool ``name`` (None: not served here), for
-        checks made before a call reaches the SDK (the scope map's 403)."""
+        """The full catalog name of served tool ``name`` (None: not served here).
+
+        For checks made before a call reaches the SDK (the scope map's 403)."""
         tool = (await self._catalog()).get(name)
         return None if tool is None else tool.name
 
