@@ -292,12 +292,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             return types.ListToolsResult(
                 tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
             )
-        served = await self._catalog()
-        caller = request_caller(ctx)
-        if caller is not None and self.scopes:  # each caller sees only what it may call
-            served = {
-                n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)
-            }
+        served = self._visible(ctx, await self._catalog())
         return types.ListToolsResult(
             tools=[self._tool(name, tool, tasks) for name, tool in served.items()]
         )
@@ -308,6 +303,13 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         For checks made before a call reaches the SDK (the scope map's 403)."""
         tool = (await self._catalog()).get(name)
         return None if tool is None else tool.name
+
+    def _visible(self, ctx: ServerRequestContext[Any], served: dict[str, Tool]) -> dict[str, Tool]:
+        """What the caller of ``ctx`` may see: listed, and found by ``search_tools``."""
+        caller = request_caller(ctx)
+        if caller is None or not self.scopes:
+            return served
+        return {n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)}
 
     def _check_scopes(self, ctx: ServerRequestContext[Any], tool: Tool) -> None:
         # The HTTP layer answers 403 first; this covers what reaches the bridge otherwise.
@@ -344,7 +346,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 ctx, params.request_state, responses
             )
             return result
-        routed = await self._routed(params)
+        routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             return routed
         tool, arguments = routed
@@ -382,7 +384,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
-        routed = await self._routed(params)
+        routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             raise MCPError(INVALID_PARAMS, _text_of(routed))
         tool, arguments = routed
@@ -404,7 +406,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return await self.tasks.create(ctx, params.task, work)
 
     async def _routed(
-        self, params: types.CallToolRequestParams
+        self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any]
     ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
         """The served tool a ``tools/call`` runs and its arguments, or, under search, the
         answer itself (a search's matches; a ``call_tool`` that names no served tool).
@@ -417,7 +419,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             return await self._served_tool(params.name), arguments
         served = await self._catalog()
         if params.name == SEARCH_TOOLS:
-            return self._search.answer(arguments, served)
+            # A tool the caller may not call is not found; named by `call_tool`, the
+            # scope check says which scope it needs.
+            return self._search.answer(arguments, self._visible(ctx, served))
         return self._search.target(arguments, served)
 
     def stop_calls(self, reason: str) -> int:

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.serve import Authorization, IssuerTokens
+from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
@@ -347,3 +348,27 @@ async def test_wrong_introspection_credentials_answer_503_not_401() -> None:
             reply = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(token))
             # The server's own configuration is wrong: the client's token may be fine.
             assert reply.status_code == 503
+
+
+async def test_under_tool_search_a_caller_finds_and_calls_only_what_its_scopes_cover() -> None:
+    async with running_issuer() as issuer:
+        pool = WorkerPool(["_serve_servers:server", "_serve_servers:other"], timeout=20)
+        auth = _auth(issuer, "shapes__move=shapes:write")
+        app = http_app(pool, auth=auth, profile=ToolProfile(search=True))
+        async with serving(app) as base, httpx2.AsyncClient() as http:
+            with anyio.fail_after(60):
+                async with _client(base, issuer.token("rita"), http) as client:
+                    query = {"query": "move a point", "limit": 50}
+                    found = await client.call_tool("search_tools", query)
+                    names = [m["name"] for m in (found.structured_content or {})["matches"]]
+                    assert "shapes__move" not in names and names
+                    call = {"name": "shapes__move", "arguments": {"point": {"x": 0, "y": 0}}}
+                    with pytest.raises(MCPError, match="insufficient scope"):
+                        await client.call_tool("call_tool", call)
+                writer = issuer.token("wade", scope="shapes:write")
+                async with _client(base, writer, http) as client:
+                    found = await client.call_tool("search_tools", query)
+                    names = [m["name"] for m in (found.structured_content or {})["matches"]]
+                    assert "shapes__move" in names
+                    moved = await client.call_tool("call_tool", call)
+                    assert not moved.is_error
