@@ -30,11 +30,14 @@ HEADERS: Final = {
 
 
 @asynccontextmanager
-async def serving(app: Any, **config: Any) -> AsyncIterator[str]:
+async def serving(app: Any, sock: socket.socket | None = None, **config: Any) -> AsyncIterator[str]:
     """Run ``app`` with uvicorn on a socket bound before the server starts (no polling);
-    yields its base URL. ``config``: more `uvicorn.Config` arguments (default: lifespan on)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    yields its base URL. ``sock``: a loopback socket bound already (its port known
+    before the app is made); ``config``: more `uvicorn.Config` arguments (default:
+    lifespan on)."""
+    if sock is None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     port = sock.getsockname()[1]
     settings: dict[str, Any] = {"log_level": "warning", "lifespan": "on", **config}

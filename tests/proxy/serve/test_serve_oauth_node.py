@@ -6,10 +6,12 @@ does. Skipped without Node (fails under ``CI=true``)."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
@@ -18,7 +20,15 @@ import pytest
 from _mcp_http import HEADERS, INIT, serving
 from _node import BIN, NODE_TOOLS, node_tool
 from mcp import Client
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from pydantic import AnyUrl
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.serve import Authorization
@@ -106,3 +116,70 @@ async def test_users_of_a_real_authorization_server_call_through_each_as_themsel
                     assert isinstance(block, types.TextContent)
                     seen.append(block.text)
                 assert seen == ["ada/None", "bob/None"]
+
+
+class _Memory:
+    """The SDK client's token storage, in memory, with this client registered already."""
+
+    def __init__(self, redirect: str) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client = OAuthClientInformationFull(
+            client_id="nativemcp-tests",
+            client_secret="secret",
+            redirect_uris=[AnyUrl(redirect)],
+            token_endpoint_auth_method="client_secret_basic",
+        )
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+async def test_the_sdk_clients_oauth_provider_logs_in_through_the_resource_metadata(
+    tmp_path: Path,
+) -> None:
+    async with _mock_server(tmp_path) as issuer:
+        redirect = "http://127.0.0.1:9/callback"
+        redirected: list[str] = []
+
+        async def follow(url: str) -> None:
+            # The browser's part: the mock server authorizes at once and redirects.
+            async with httpx2.AsyncClient() as browser:
+                reply = await browser.get(url)
+            redirected.append(reply.headers["location"])
+
+        async def callback() -> AuthorizationCodeResult:
+            query = parse_qs(urlsplit(redirected[-1]).query)
+            return AuthorizationCodeResult(code=query["code"][0], state=query["state"][0])
+
+        # The audience is this server's resource URL: its port is bound first.
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        resource = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        auth = Authorization(issuer=issuer, audience=resource)
+        pool = WorkerPool(["_serve_servers:server"], timeout=20)
+        async with serving(http_app(pool, auth=auth), sock=sock) as base:
+            provider = OAuthClientProvider(
+                resource,
+                OAuthClientMetadata(redirect_uris=[AnyUrl(redirect)]),
+                _Memory(redirect),
+                redirect_handler=follow,
+                callback_handler=callback,
+            )
+            with anyio.fail_after(60):
+                async with httpx2.AsyncClient(auth=provider) as http:
+                    transport = streamable_http_client(f"{base}/mcp", http_client=http)
+                    async with Client(transport) as client:
+                        who = await client.call_tool("whoami", {})
+        assert len(redirected) == 1  # one login
+        block = who.content[0]
+        assert isinstance(block, types.TextContent)
+        assert block.text == "johndoe/None"  # the mock server's user
