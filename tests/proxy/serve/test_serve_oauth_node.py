@@ -6,18 +6,18 @@ does. Skipped without Node (fails under ``CI=true``)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from _mcp_http import HEADERS, INIT, serving
+from _mcp_http import HEADERS, INIT, serving, serving_made
 from _node import BIN, NODE_TOOLS, node_tool
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
@@ -160,15 +160,15 @@ async def test_the_sdk_clients_oauth_provider_logs_in_through_the_resource_metad
             query = parse_qs(urlsplit(redirected[-1]).query)
             return AuthorizationCodeResult(code=query["code"][0], state=query["state"][0])
 
-        # The audience is this server's resource URL: its port is bound first.
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        resource = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        auth = Authorization(issuer=issuer, audience=resource)
         pool = WorkerPool(["_serve_servers:server"], timeout=20)
-        async with serving(http_app(pool, auth=auth), sock=sock) as base:
+
+        def app(base: str) -> Any:
+            # The audience is this server's own resource URL, known once its port is.
+            return http_app(pool, auth=Authorization(issuer=issuer, audience=f"{base}/mcp"))
+
+        async with serving_made(app) as base:
             provider = OAuthClientProvider(
-                resource,
+                f"{base}/mcp",
                 OAuthClientMetadata(redirect_uris=[AnyUrl(redirect)]),
                 _Memory(redirect),
                 redirect_handler=follow,
