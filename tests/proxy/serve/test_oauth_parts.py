@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
+from nativemcp.protocol.wire import Call
 from nativemcp.proxy.serve import Authorization, Caller, ScopeMap, caller_from_scope
 from nativemcp.proxy.serve._resource_server import challenge, metadata_url, resource_url
 
@@ -104,3 +106,11 @@ def test_the_caller_is_read_from_the_authenticated_user_of_the_scope() -> None:
     )
     assert caller_from_scope({}) is None
     assert caller_from_scope({"user": object()}) is None
+
+
+def test_the_caller_rides_the_call_frame_and_an_older_frame_reads_as_nobody() -> None:
+    who = Caller(subject="ada", client_id="app", issuer="https://idp", scopes=frozenset({"a"}))
+    frame = msgspec.msgpack.encode(Call(id=1, tool="t", arguments={}, caller=who))
+    assert msgspec.msgpack.decode(frame, type=Call).caller == who
+    older = msgspec.msgpack.encode(["call", 1, "t", {}, False, None, None, False, None])
+    assert msgspec.msgpack.decode(older, type=Call).caller is None
