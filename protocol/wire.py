@@ -35,6 +35,7 @@ __all__ = [
     "Answer",
     "Ask",
     "Call",
+    "Caller",
     "Cancel",
     "FeatureRequest",
     "FromWorker",
@@ -120,6 +121,20 @@ def payload_size(frame: bytes) -> int:
     return len(frame) - HEADER_SIZE
 
 
+class Caller(msgspec.Struct, frozen=True, array_like=True):
+    """Who is calling: the authenticated principal of a call (``serve`` under OAuth).
+
+    ``subject`` is the access token's ``sub`` (the user, or the client acting for
+    itself), unique per ``issuer``; ``client_id`` the OAuth client acting for it;
+    ``scopes`` what its token grants.
+    """
+
+    subject: str
+    client_id: str
+    issuer: str | None = None
+    scopes: frozenset[str] = frozenset()
+
+
 class Call(msgspec.Struct, tag="call", array_like=True):
     """Run a tool; ``progress``: the caller wants progress notifications; ``value_only``:
     the caller wants only the typed value (a typed method call), not the model's text."""
@@ -137,6 +152,8 @@ class Call(msgspec.Struct, tag="call", array_like=True):
     ``tracestate``, ``baggage``): the parent of the worker's server span. None (one
     byte on the wire) when the caller records no trace; a frame without it decodes,
     and a receiver that predates it ignores it."""
+    caller: Caller | None = None
+    """The authenticated caller (None: not known, e.g. stdio or a static token)."""
 
 
 class Cancel(msgspec.Struct, tag="cancel", array_like=True):

@@ -19,7 +19,7 @@ import anyio
 import msgspec
 
 from nativemcp.protocol import BackendType, CallTimeout, NativeMCPResponse, Tool, unwrap
-from nativemcp.protocol.wire import Reply, ValueReader
+from nativemcp.protocol.wire import Caller, Reply, ValueReader
 from nativemcp.workers import (
     ClientRequest,
     ClientRequestError,
@@ -95,7 +95,8 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     default) for the pool's limit. ``on_progress`` / ``on_log`` receive the tool's
     progress and log notifications while the call runs; ``on_request`` answers the
     tool's requests to its client (sampling, elicitation); ``scope`` is the
-    ``(session_id, thread_id)`` of this one call (None: the server's).
+    ``(session_id, thread_id)`` of this one call (None: the server's); ``caller`` the
+    authenticated principal making it (`Caller`; a tool reads it as ``ctx.caller``).
     """
 
     timeout: float | _Default | None = DEFAULT
@@ -103,6 +104,7 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     on_log: LogHandler | None = None
     on_request: ClientRequest | None = None
     scope: CallScope | None = None
+    caller: Caller | None = None
 
     def with_default(self, default: float | None) -> CallOptions:
         """These options with ``timeout`` resolved against ``default`` (see `time_limit`)."""

@@ -72,7 +72,12 @@ class LocalServer(UnwrappingHandle):
             return dict(value or {})
 
         context = self.server.make_context(
-            tool, request_id=self._next_id, notify=notify, request=request, scope=options.scope
+            tool,
+            request_id=self._next_id,
+            notify=notify,
+            request=request,
+            scope=options.scope,
+            caller=options.caller,
         )
         with call_deadline(self.name, tool, options.limit):
             tracer = TRACING.tracer

@@ -575,6 +575,7 @@ class WorkerProcess(WorkerBase, Supervised):
                 thread_id=thread_id,
                 value_only=value_only,
                 trace=None if TRACING.tracer is None else wire_context(call_id),
+                caller=options.caller,
             )
         )
         self.check_call_frame(frame, tool)

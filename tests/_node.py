@@ -1,4 +1,5 @@
-"""The Node MCP software the tests run for real: the Inspector CLI and server-everything.
+"""The Node software the tests run for real: the Inspector CLI, server-everything and
+oauth2-mock-server.
 
 `.ci/node` installs Node 22 and the pinned npm packages into ``.ci/.node`` (git-ignored;
 ``.ci/run`` calls it). Without them a test is skipped here, visibly, and fails under

@@ -70,6 +70,15 @@ def whoami(ctx: Context) -> str:
     return f"{ctx.session_id}/{ctx.thread_id}"
 
 
+@server.tool
+def caller(ctx: Context) -> str:
+    """Who is calling, as the call's Context says: subject, client and scopes."""
+    who = ctx.caller
+    if who is None:
+        return "nobody"
+    return f"{who.subject} via {who.client_id} with {' '.join(sorted(who.scopes))!r}"
+
+
 @server.service_context
 def _context() -> str:
     return "Shapes live on an integer grid."

@@ -12,6 +12,7 @@ import msgspec
 
 from nativemcp.protocol import PYTHON_LOG_LEVELS, ClientRequestError, ContentBlock, TextContent
 from nativemcp.protocol.wire import (
+    Caller,
     LogLevel,
     LogNotification,
     Notification,
@@ -96,12 +97,17 @@ class Context:
         data_dir: Path | None = None,
         notify: Notify | None = None,
         request: ClientRequest | None = None,
+        caller: Caller | None = None,
     ) -> None:
         self.server_name = server_name
         self.tool_name = tool_name
         self.request_id = request_id
         self.session_id = session_id
         self.thread_id = thread_id
+        self.caller = caller
+        """Who is calling: the authenticated principal (``subject``, ``client_id``,
+        ``issuer``, ``scopes``) when ``nativemcp serve`` checks OAuth access tokens;
+        None otherwise (stdio, a static token, a call from code)."""
         self.data_dir = data_dir
         self._notify = notify or _drop
         self._request = request

@@ -289,7 +289,12 @@ class _Worker:
             else None
         )
         context = self.server.make_context(
-            call.tool, request_id=call.id, notify=notify, request=request, scope=scope
+            call.tool,
+            request_id=call.id,
+            notify=notify,
+            request=request,
+            scope=scope,
+            caller=call.caller,
         )
         tracing = worker_tracing() if call.trace is not None else None
         spans = b""

@@ -53,6 +53,7 @@ from nativemcp.protocol import (
     tool_ui_meta,
     validate_tool_name,
 )
+from nativemcp.protocol.wire import Caller
 
 from ._context import ClientRequest, Context, Notify
 from ._render import render_builtins
@@ -419,6 +420,7 @@ class Server:
         notify: Notify | None = None,
         request: ClientRequest | None = None,
         scope: tuple[str | None, str | None] | None = None,
+        caller: Caller | None = None,
     ) -> Context:
         """The `Context` of one call of ``tool_name``.
 
@@ -434,6 +436,7 @@ class Server:
             data_dir=self.data_dir,
             notify=notify,
             request=request,
+            caller=caller,
         )
 
     def direct_mode(self, name: str) -> Literal["inline", "thread"] | None:

@@ -24,6 +24,7 @@ import socket
 import sys
 from types import FrameType
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -34,10 +35,19 @@ from ._pool_options import PoolOptions, pool_options_parser
 from ._profile import add_profile_options, tool_profile
 from ._servers import ServerChoice, resolve_servers
 
-__all__ = ["DEFAULT_GRACE", "UNSAFE_NO_TOKEN", "add_serve_parser", "allowed_hosts", "run_serve"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "INTROSPECTION_SECRET_ENV",
+    "UNSAFE_NO_TOKEN",
+    "add_serve_parser",
+    "allowed_hosts",
+    "run_serve",
+]
 
 DEFAULT_GRACE: Final = 10.0
 """Seconds in-flight HTTP requests get to finish after SIGTERM."""
+INTROSPECTION_SECRET_ENV: Final = "NATIVEMCP_AUTH_CLIENT_SECRET"
+"""Where ``--auth-client-id``'s secret comes from (a secret stays out of argv)."""
 UNSAFE_NO_TOKEN: Final = "--unsafe-no-token"
 """The opt-out flag for serving beyond loopback without a token (it warns at start)."""
 
@@ -81,6 +91,40 @@ def add_serve_parser(commands: Any) -> None:
         "--token",
         default=None,
         help=f"HTTP: require this bearer token (default: ${TOKEN_ENV}, else none)",
+    )
+    oauth = serve.add_argument_group(
+        "OAuth (serve for a team)",
+        "HTTP: accept access tokens from your identity provider instead of one --token",
+    )
+    oauth.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        help="the issuer of the access tokens (its 'iss'; metadata and keys discovered)",
+    )
+    oauth.add_argument(
+        "--auth-audience",
+        metavar="AUD",
+        help="what the tokens' 'aud' must hold (often this server's public /mcp URL)",
+    )
+    oauth.add_argument(
+        "--auth-resource",
+        metavar="URL",
+        help="the public URL of /mcp, for the resource metadata (default: from each "
+        "request's Host; set it behind a proxy that ends TLS)",
+    )
+    oauth.add_argument(
+        "--auth-client-id",
+        metavar="ID",
+        help=f"this server's client id at the provider: tokens that are not JWTs are then "
+        f"checked by RFC 7662 introspection (the secret from ${INTROSPECTION_SECRET_ENV})",
+    )
+    oauth.add_argument(
+        "--scope",
+        action="append",
+        default=[],
+        metavar="GLOB=SCOPE[,SCOPE]",
+        help="tools whose full name matches GLOB need these scopes (repeatable; a tool "
+        "no rule matches needs only a valid token)",
     )
     serve.add_argument(
         UNSAFE_NO_TOKEN,
@@ -225,7 +269,7 @@ def _wildcard_hint(args: argparse.Namespace) -> None:
         )
 
 
-def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
+def _network_token(args: argparse.Namespace, token_env: str, oauth: bool = False) -> str | None:
     """The bearer token; refuses a non-loopback ``--host`` without one (unless opted out).
 
     The Host check stops browsers (DNS rebinding), not a client on the network, which
@@ -235,7 +279,7 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
         UsageError: ``--host`` is beyond loopback, with no token and no opt-out.
     """
     token: str | None = args.token or os.environ.get(token_env) or None
-    if token is None and not _is_loopback(args.host):
+    if token is None and not oauth and not _is_loopback(args.host):
         if not args.unsafe_no_token:
             raise UsageError(
                 f"--host {args.host} is reachable from the network and "
@@ -248,6 +292,62 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
             args.host,
         )
     return token
+
+
+def _authorization(args: argparse.Namespace, token_env: str) -> Any:
+    """The OAuth settings of ``--auth-issuer`` and its flags (None without them).
+
+    Raises:
+        UsageError: one of issuer and audience without the other, a static token beside
+            them, a scope rule that does not parse, an issuer that is not https (or
+            http on loopback), or OAuth flags on stdio.
+    """
+    from ..serve import Authorization, ScopeMap
+
+    oauth = args.auth_issuer or args.auth_audience
+    if not oauth:
+        if args.scope or args.auth_resource or args.auth_client_id:
+            raise UsageError(
+                "--scope, --auth-resource and --auth-client-id need --auth-issuer and "
+                "--auth-audience"
+            )
+        return None
+    if not (args.auth_issuer and args.auth_audience):
+        raise UsageError("OAuth needs both --auth-issuer URL and --auth-audience AUD")
+    if args.transport != "http":
+        raise UsageError("--auth-issuer needs --transport http (stdio has no bearer tokens)")
+    if args.token or os.environ.get(token_env):
+        where = "--token" if args.token else f"${token_env}"
+        raise UsageError(
+            f"{where} and --auth-issuer are exclusive: one shared token, or access tokens "
+            f"from an identity provider; drop {where} to serve for a team"
+        )
+    issuer = str(args.auth_issuer)
+    host = urlsplit(issuer).hostname or ""
+    if not (issuer.startswith("https://") or (issuer.startswith("http://") and _is_loopback(host))):
+        raise UsageError(
+            f"--auth-issuer must be an https:// URL (http:// only on loopback), not {issuer!r}"
+        )
+    introspection = None
+    if args.auth_client_id:
+        secret = os.environ.get(INTROSPECTION_SECRET_ENV)
+        if not secret:
+            raise UsageError(
+                f"--auth-client-id needs its secret in ${INTROSPECTION_SECRET_ENV} "
+                "(this server's credentials for the provider's introspection endpoint)"
+            )
+        introspection = (str(args.auth_client_id), secret)
+    try:
+        scopes = ScopeMap(args.scope)
+        return Authorization(
+            issuer=issuer,
+            audience=args.auth_audience,
+            scopes=scopes,
+            resource_url=args.auth_resource,
+            introspection=introspection,
+        )
+    except ValueError as exc:
+        raise UsageError(f"--scope/--auth-resource: {exc}") from exc
 
 
 def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
@@ -279,10 +379,13 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         raise UsageError(
             f"--max-task-ttl must be a positive number of seconds, not {args.max_task_ttl}"
         )
+    auth = _authorization(args, TOKEN_ENV)
     if args.transport == "http":
         # Checked before anything starts: a refused start costs nothing.
-        _network_token(args, TOKEN_ENV)
+        _network_token(args, TOKEN_ENV, oauth=auth is not None)
         _wildcard_hint(args)
+        if auth is not None:
+            _check_issuer(auth)
     elif args.workers > 1:
         raise UsageError("--workers needs --transport http")
     if not args.servers and options.mcp_config is None:
@@ -375,6 +478,7 @@ async def _serve_http(
         app = http_app(
             pool,
             token=token,
+            auth=_authorization(args, TOKEN_ENV),
             allowed_hosts=allowed_hosts(args.host, args.allow_host),
             allowed_origins=args.allow_origin,
             stateless=args.stateless,
@@ -413,6 +517,18 @@ async def _serve_http(
         finally:
             for sig, handler in stopped.items():
                 signal.signal(sig, handler)
+
+
+def _check_issuer(auth: Any) -> None:
+    """Read the issuer's metadata once before serving: a wrong URL or an unreachable
+    provider is one line and exit status 2, not a 503 on every request."""
+    from ..serve import IssuerTokens, IssuerUnavailable
+
+    tokens = IssuerTokens(auth.issuer, auth.audience)
+    try:
+        anyio.run(tokens.metadata)
+    except IssuerUnavailable as exc:
+        raise UsageError(f"--auth-issuer {auth.issuer}: {exc}") from exc
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:

@@ -40,6 +40,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from nativemcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     LOG_LEVELS,
     METHOD_NOT_FOUND,
     SEPARATOR,
@@ -55,6 +56,7 @@ from nativemcp.protocol import (
     safe_server_name,
     service_info,
 )
+from nativemcp.protocol.wire import Caller
 
 from .._handle import CallOptions, LogHandler, ProgressCallback, ServerHandle
 from ..external import accepts_task
@@ -62,6 +64,8 @@ from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from ._resource_server import request_caller
+from ._scopes import ScopeMap
 from ._search_mode import SearchMode
 from ._selection import select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
@@ -111,6 +115,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         profile: which tools are offered (globs on full names) and whether through
             the two meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`);
             a tool the profile leaves out cannot be called either.
+        scopes: the OAuth scope each tool needs (see `ScopeMap`): a caller sees in
+            ``tools/list`` and may call only the tools its token's scopes cover. Under
+            OAuth (`ResourceServer` in front), the caller's subject is each call's
+            session scope, so per-caller state (browser pages, plans) is per user.
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
@@ -134,8 +142,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         max_tasks: int = DEFAULT_MAX_TASKS,
         max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
         profile: ToolProfile | None = None,
+        scopes: ScopeMap | None = None,
     ) -> None:
         self.pool = pool
+        self.scopes = scopes or ScopeMap()
         self.servers = select_servers(pool, servers)
         # Resources, prompts and completions pass through as JSON: a typed proxy would
         # drop the fields of an external server's listings that nativemcp does not model.
@@ -281,21 +291,47 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """Every served tool of the catalog, in its order."""
-        return await self.tool_listing(self.tasks.offered(ctx), self.apps.offered(ctx))
+        return await self.tool_listing(
+            self.tasks.offered(ctx), self.apps.offered(ctx), request_caller(ctx)
+        )
 
-    async def tool_listing(self, tasks: bool, apps: bool) -> types.ListToolsResult:
+    async def tool_listing(
+        self, tasks: bool, apps: bool, caller: Caller | None = None
+    ) -> types.ListToolsResult:
         """Every served tool of the catalog, in its order (under search, the meta-tools).
 
         ``tasks``: the client may run tool calls as tasks (offered where a tool supports
-        it); ``apps``: the client shows MCP Apps (UI metadata, tools only an app calls).
+        it); ``apps``: the client shows MCP Apps (UI metadata, tools only an app calls);
+        ``caller``: the authenticated caller under OAuth, shown only what its scopes
+        cover.
         """
         if self.profile.search:
             return types.ListToolsResult(
                 tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
             )
-        served = await self._catalog()
+        served = self._visible(caller, await self._catalog())
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
         return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
+
+    async def catalog_name(self, name: str) -> str | None:
+        """The full catalog name of served tool ``name`` (None: not served here).
+
+        For checks made before a call reaches the SDK (the scope map's 403)."""
+        tool = (await self._catalog()).get(name)
+        return None if tool is None else tool.name
+
+    def _visible(self, caller: Caller | None, served: dict[str, Tool]) -> dict[str, Tool]:
+        """What ``caller`` may see: listed, and found by ``search_tools``."""
+        if caller is None or not self.scopes:
+            return served
+        return {n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)}
+
+    def _check_scopes(self, ctx: ServerRequestContext[Any], tool: Tool) -> None:
+        # The HTTP layer answers 403 first; this covers what reaches the bridge otherwise.
+        caller = request_caller(ctx)
+        refused = self.scopes.refusal(tool.name, caller.scopes) if caller else None
+        if refused is not None:
+            raise MCPError(INVALID_REQUEST, refused)
 
     async def served_tool(self, name: str, apps: bool) -> Tool:
         """The catalog entry of served tool ``name``.
@@ -338,6 +374,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         if isinstance(routed, types.CallToolResult):
             return routed
         tool, arguments = routed
+        self._check_scopes(ctx, tool)  # the tool itself, also when `call_tool` names it
         if legacy and self.suspend:
 
             async def on_request(method: str, request_params: dict[str, Any]) -> dict[str, Any]:
@@ -375,6 +412,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         if isinstance(routed, types.CallToolResult):
             raise MCPError(INVALID_PARAMS, _text_of(routed))
         tool, arguments = routed
+        self._check_scopes(ctx, tool)
         # Through `call_tool` any tool runs as a task: the bridge runs the pool call in
         # the task either way (the meta-tool offers tasks, whatever it will call).
         if params.name != CALL_TOOL and not accepts_task(tool.execution):
@@ -405,7 +443,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
         served = await self._catalog()
         if params.name == SEARCH_TOOLS:
-            return self._search.answer(arguments, served)
+            # A tool the caller may not call is not found; named by `call_tool`, the
+            # scope check says which scope it needs.
+            return self._search.answer(arguments, self._visible(request_caller(ctx), served))
         return self._search.target(arguments, served)
 
     def stop_calls(self, reason: str) -> int:
@@ -497,9 +537,14 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         token = (ctx.meta or {}).get("progress_token")
         reports = token is not None or on_status is not None
         request = ctx.request
+        # Who is calling scopes per-caller state: the authenticated subject under OAuth
+        # (one user, one browser page and plan, in both protocol eras, with or without
+        # MCP sessions), else the client's MCP session.
+        caller = request_caller(ctx)
         options = self.call_options(
-            session_key(ctx),
+            caller.subject if caller is not None else session_key(ctx),
             getattr(request, "scope", None),
+            caller=caller,
             on_request=on_request,
             on_progress=on_progress if reports else None,
             on_log=on_log,
@@ -516,19 +561,21 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         on_request: ClientAsk,
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
+        caller: Caller | None = None,
     ) -> CallOptions:
         """The pool options of one served tool call.
 
         This bridge's time limit and the call's scope (the client's session, where it
-        has one), with the call's callbacks. ``http_scope`` is the ASGI scope of the HTTP
-        request that made the call (None over stdio). Every path that runs a served call
-        builds them here."""
+        has one, or the authenticated ``caller``'s subject), with the call's callbacks.
+        ``http_scope`` is the ASGI scope of the HTTP request that made the call (None
+        over stdio). Every path that runs a served call builds them here."""
         return CallOptions(
             timeout=self._limit,
             on_progress=on_progress,
             on_log=on_log,
             on_request=on_request,
             scope=(session_id, None) if session_id is not None else None,
+            caller=caller,
         )
 
     async def run_tool(

@@ -8,8 +8,10 @@ address, the sessions the manager opened for it, and answers a client at its lim
 (``DELETE``), found expired (the manager answered 404), or idle for the manager's own
 idle timeout (no request in flight for that long, the rule the manager ends it by).
 
-The client is ``scope["client"]``: the peer address, or behind a proxy whose address
-uvicorn trusts (``--forwarded-allow-ips``), the address it forwards.
+The client is the authenticated caller under OAuth (its subject: users behind one
+proxy or NAT each have their own limit), else ``scope["client"]``: the peer address, or
+behind a proxy whose address uvicorn trusts (``--forwarded-allow-ips``), the address it
+forwards.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Final
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ._resource_server import caller_from_scope
 
 __all__ = ["ClientSessions"]
 
@@ -58,7 +62,10 @@ class ClientSessions:
         """Serve one request through ``app``, counting the sessions it opens or ends."""
         headers = dict(scope["headers"])
         session_id = headers.get(_SESSION_HEADER, b"").decode("latin-1")
-        client = str((scope.get("client") or ("unknown",))[0])
+        caller = caller_from_scope(scope)
+        address = str((scope.get("client") or ("unknown",))[0])
+        # Spaces cannot start an address: a subject never counts as one.
+        client = f" user {caller.subject}" if caller is not None else address
         if session_id:
             await self._in_session(app, session_id, scope, receive, send)
             return

@@ -60,6 +60,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._apps import AppsHandshake
 from ._bridge import McpBridge
+from ._resource_server import caller_from_scope
 from ._tasks import TaskCalls
 from ._window import Window
 
@@ -166,6 +167,9 @@ class FastPath:
             or sniffio.current_async_library() != "asyncio"  # see `Window`
             or not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
             or not all(type(m) in _PASSIVE for m in self._server.middleware)
+            # Under OAuth each caller sees and calls what its scopes cover, as its own
+            # subject: the SDK path's handlers apply that (not built here yet).
+            or caller_from_scope(scope) is not None
         ):
             await fallback(scope, receive, send)
             return

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nativemcp.protocol import INVALID_REQUEST
 
-__all__ = ["RequestIds"]
+__all__ = ["RequestIds", "read_body", "replayed"]
 
 _REQUEST_ID: Final = TypeAdapter(types.RequestId)
 """The SDK's own rule for an id (a strict int, or a str)."""
@@ -70,27 +70,41 @@ class RequestIds:
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        read: list[Message] = []
-        size = 0
-        while True:
-            message = await receive()
-            read.append(message)
-            size += len(message.get("body", b""))
-            if message["type"] != "http.request" or not message.get("more_body"):
-                break
-            if size > self._max:  # too large to hold: the endpoint refuses it
-                break
-        complete = read[-1]["type"] == "http.request" and not read[-1].get("more_body")
-        if complete and size <= self._max:
-            refused = _refused_id(b"".join(m.get("body", b"") for m in read))
+        read, body = await read_body(receive, self._max)
+        if body is not None:
+            refused = _refused_id(body)
             if refused is not None:
                 await _invalid_request(refused)(scope, receive, send)
                 return
+        await app(scope, replayed(read, receive), send)
 
-        async def replay() -> Message:
-            return read.pop(0) if read else await receive()
 
-        await app(scope, replay, send)
+async def read_body(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:
+    """Read a request's body messages: the messages read (to replay) and the whole body,
+    or None when it is over ``limit`` bytes (the endpoint refuses it) or cut short."""
+    read: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        read.append(message)
+        size += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body"):
+            break
+        if size > limit:  # too large to hold: the endpoint refuses it
+            break
+    complete = read[-1]["type"] == "http.request" and not read[-1].get("more_body")
+    if not complete or size > limit:
+        return read, None
+    return read, b"".join(m.get("body", b"") for m in read)
+
+
+def replayed(read: list[Message], receive: Receive) -> Receive:
+    """``receive`` with the messages already ``read`` given again first."""
+
+    async def replay() -> Message:
+        return read.pop(0) if read else await receive()
+
+    return replay
 
 
 def _invalid_request(raw_id: bytes) -> JSONResponse:

@@ -46,6 +46,8 @@ from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIEN
 from ._defaults import TOKEN_ENV as TOKEN_ENV
 from ._fast_path import FastPath
 from ._request_ids import RequestIds
+from ._resource_server import Authorization, ResourceServer
+from ._scope_gate import ScopeGate
 from ._search_mode import warn_unmatched
 from ._selection import gather_instructions, select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT
@@ -203,6 +205,7 @@ class _Session:
     max_tasks: int
     max_task_ttl: float
     fast_path: bool
+    auth: Authorization | None
     profile: ToolProfile | None = None
 
 
@@ -232,6 +235,9 @@ class _Routes:
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
         self._fast: dict[str | None, FastPath] = {}
+        self._routed: dict[StreamableHTTPSessionManager, McpBridge] = {}
+        auth = session.auth
+        self._gate = ScopeGate(auth, session.max_body_size) if auth and auth.scope_map else None
         # A config key (`My Time`, `github.com/acme/tool`) is awkward in a URL: the part
         # of full tool names that stands for it answers too.
         self._aliases: dict[str, str] = {}
@@ -252,6 +258,7 @@ class _Routes:
             input_timeout=session.input_timeout,
             max_tasks=session.max_tasks,
             max_task_ttl=session.max_task_ttl,
+            scopes=session.auth.scope_map if session.auth else None,
             profile=session.profile,
         )
         self._bridges.append(bridge)
@@ -264,6 +271,7 @@ class _Routes:
             max_request_body_size=session.max_body_size,
             session_idle_timeout=session.idle_timeout,
         )
+        self._routed[manager] = bridge
         fast = None
         if session.fast_path:
             fast = FastPath(bridge, server, session.security, session.max_body_size)
@@ -295,6 +303,7 @@ class _Routes:
             finally:
                 self._managers.clear()
                 self._fast.clear()
+                self._routed.clear()
                 self._aliases.clear()
                 self._bridges.clear()
 
@@ -325,17 +334,25 @@ class _Routes:
             return
         handle = manager.handle_request
         fast = self._fast.get(key)
+        # Each layer wraps the one before under a name of its own: a closure reads its
+        # name when called, so a name reused below would make a layer call itself.
         if fast is not None:  # after every check: the token's, Host's, size's, ids'
-            inner = handle
+            sdk = handle
 
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-                await fast(inner, scope, receive, send)
+                await fast(sdk, scope, receive, send)
 
         if self._per_client is not None:  # and the sessions-per-client limit before it
             per_client, inner_per_client = self._per_client, handle
 
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
                 await per_client(inner_per_client, scope, receive, send)
+
+        if self._gate is not None:
+            gate, bridge, gated = self._gate, self._routed[manager], handle
+
+            async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+                await gate(gated, bridge, scope, receive, send)
 
         await self._ids(handle, scope, receive, send)
 
@@ -346,6 +363,7 @@ def http_app(
     *,
     name: str = "nativemcp",
     token: str | None = None,
+    auth: Authorization | None = None,
     allowed_hosts: Iterable[str] = (),
     allowed_origins: Iterable[str] = (),
     stateless: bool = False,
@@ -370,7 +388,14 @@ def http_app(
 
     Args:
         servers: which of the pool's servers to serve (default: all).
-        token: when set, every request needs ``Authorization: Bearer <token>`` (401).
+        token: when set, every request needs ``Authorization: Bearer <token>`` (401):
+            one shared secret, every caller the same (per-caller state stays per MCP
+            session).
+        auth: serve as an OAuth 2.1 protected resource instead (see `Authorization`):
+            every request needs an access token from its issuer (401 with the
+            resource metadata's URL), the scope map decides which tools each caller
+            sees and calls (403 ``insufficient_scope``), and the caller's subject is
+            the identity per-caller state is kept under. Not with ``token``.
         allowed_hosts: Host header values accepted besides the local names (each
             ``host:port``, or ``host:*`` for any port): the DNS-rebinding allow-list.
         allowed_origins: Origin header values accepted besides local origins.
@@ -398,9 +423,14 @@ def http_app(
             every request through the SDK's.
 
     Raises:
-        ValueError: a task limit is not positive.
+        ValueError: a task limit is not positive, or both ``token`` and ``auth`` are given.
     """
     check_task_limits(max_tasks, max_task_ttl)
+    if token and auth is not None:
+        raise ValueError(
+            "a static token and OAuth are exclusive: pass token= (one shared secret) or "
+            "auth= (access tokens from an identity provider), not both"
+        )
     session = _Session(
         timeout=timeout,
         stateless=stateless,
@@ -410,6 +440,7 @@ def http_app(
         idle_timeout=session_idle_timeout,
         max_tasks=max_tasks,
         max_task_ttl=max_task_ttl,
+        auth=auth,
         profile=profile,
         fast_path=fast_path,
     )
@@ -433,4 +464,7 @@ def http_app(
     app.add_middleware(CanonicalHost)
     if token:
         app.add_middleware(_BearerToken, token=token)
+    if auth is not None:
+        # Outermost: no request is handled before its token is checked.
+        app.add_middleware(ResourceServer, authorization=auth)
     return app

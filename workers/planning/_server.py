@@ -19,7 +19,7 @@ from nativemcp.protocol import (
     structured_response,
     to_structured_content,
 )
-from nativemcp.workers import Server, ServerConfig
+from nativemcp.workers import Context, Server, ServerConfig
 
 from ._models import DEFAULT_SCOPE, MAX_OBSERVATIONS, MAX_TEXT_CHARS, PlanningState
 from ._render import quote, render_service_context, render_state, todo_line
@@ -82,8 +82,14 @@ def _unknown_ids_error(exc: UnknownTodoIds) -> ToolError:
     )
 
 
+def _call_scope(ctx: Context) -> Scope:
+    # The call's own scope: serve gives each MCP session (under OAuth, each user) its
+    # own; a call without one runs in the server's current scope (`switch_context`).
+    return _scope_of(ctx.session_id, ctx.thread_id)
+
+
 class _Planning:
-    """The tools of one planning server, on its storage and the current scope.
+    """The tools of one planning server, on its storage; each works in its call's scope.
 
     Each public method is a tool (its docstring is the tool's description);
     `create_server` lists them in the order ``tools/list`` shows them.
@@ -104,12 +110,13 @@ class _Planning:
 
     def create_goal(
         self,
+        ctx: Context,
         goal: Annotated[str, msgspec.Meta(description="What the plan should achieve.")],
     ) -> Response:
         """Set the plan's goal (replacing any current goal, which is remembered as the
         previous goal). Returns the whole plan and the next step."""
         text = _checked_text(goal, "goal", self.limit)
-        state, previous = self.store.set_goal(self.scope, text)
+        state, previous = self.store.set_goal(_call_scope(ctx), text)
         # Headlines say what changed without repeating what the plan below states.
         if previous == text:
             headline = "Goal unchanged (already set)."
@@ -119,10 +126,10 @@ class _Planning:
             headline = "Goal created."
         return structured_response(render_state(state, headline), state)
 
-    def clear_goal(self) -> Response:
+    def clear_goal(self, ctx: Context) -> Response:
         """Clear the current goal (it is remembered as the previous goal); todos and
         observations stay. Returns the whole plan."""
-        state, cleared = self.store.clear_goal(self.scope)
+        state, cleared = self.store.clear_goal(_call_scope(ctx))
         if cleared is None:
             headline = "No active goal to clear; nothing changed."
         else:
@@ -133,16 +140,18 @@ class _Planning:
 
     def add_todo(
         self,
+        ctx: Context,
         name: Annotated[str, msgspec.Meta(description="The step to do, as one short sentence.")],
     ) -> Response:
         """Add a pending todo (a step towards the goal). Returns the plan with the new
         todo's id."""
         text = _checked_text(name, "name", self.limit)
-        state, todo = self.store.add_todo(self.scope, text)
+        state, todo = self.store.add_todo(_call_scope(ctx), text)
         return structured_response(render_state(state, f"Todo ID:{todo.id} added."), state)
 
     def mark_todo(
         self,
+        ctx: Context,
         id: _TodoId,
         completed: Annotated[
             bool, msgspec.Meta(description="true: done (the default); false: pending again.")
@@ -151,7 +160,7 @@ class _Planning:
         """Mark a todo as completed (or, with completed=false, as pending again).
         Returns the whole plan and the next step."""
         try:
-            state, _, changed = self.store.mark_todo(self.scope, id, completed)
+            state, _, changed = self.store.mark_todo(_call_scope(ctx), id, completed)
         except UnknownTodoIds as exc:
             raise _unknown_ids_error(exc) from None
         status = "completed" if completed else "pending"
@@ -161,6 +170,7 @@ class _Planning:
 
     def clear_todos(
         self,
+        ctx: Context,
         ids: Annotated[
             list[int] | None,
             msgspec.Meta(description="The todo ids to remove; omit to remove every todo."),
@@ -175,7 +185,7 @@ class _Planning:
                 structured_content={"error": "empty_argument", "argument": "ids"},
             )
         try:
-            state, removed = self.store.clear_todos(self.scope, ids)
+            state, removed = self.store.clear_todos(_call_scope(ctx), ids)
         except UnknownTodoIds as exc:
             raise _unknown_ids_error(exc) from None
         if not removed:
@@ -189,6 +199,7 @@ class _Planning:
 
     def add_observation(
         self,
+        ctx: Context,
         observation: Annotated[
             str, msgspec.Meta(description="What was learned or done, in a sentence or two.")
         ],
@@ -196,7 +207,7 @@ class _Planning:
         """Record an observation (a finding, a result, a decision). Only the newest
         10 are kept. Returns the whole plan."""
         text = _checked_text(observation, "observation", self.limit)
-        state, dropped = self.store.add_observation(self.scope, text)
+        state, dropped = self.store.add_observation(_call_scope(ctx), text)
         headline = "Observation added."
         if dropped:
             headline += (
@@ -205,10 +216,10 @@ class _Planning:
             )
         return structured_response(render_state(state, headline), state)
 
-    def clear_session(self) -> Response:
+    def clear_session(self, ctx: Context) -> Response:
         """Reset this session's plan: goal, previous goal, todos and observations.
         Returns the (empty) plan."""
-        before, state = self.store.clear_session(self.scope)
+        before, state = self.store.clear_session(_call_scope(ctx))
         removed = []
         if before.goal is not None:
             removed.append("the goal")
@@ -224,9 +235,9 @@ class _Planning:
         )
         return structured_response(render_state(state, headline), state)
 
-    def get_current_state(self) -> Response:
+    def get_current_state(self, ctx: Context) -> Response:
         """The whole plan: goal, todos with ids and marks, observations, next step."""
-        state = self.store.state(self.scope)
+        state = self.store.state(_call_scope(ctx))
         return structured_response(render_state(state, "The current plan:"), state)
 
 

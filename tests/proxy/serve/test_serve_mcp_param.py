@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -98,3 +99,39 @@ async def test_a_schema_is_not_given_from_before_its_source_relisted() -> None:
         # The restarted worker listed its tools anew: until a listing or a call reads
         # the catalog again, no schema is given (the SDK skips that call's check).
         assert bridge.tool_input_schema("fetch") is None
+
+
+async def test_routing_headers_that_disagree_with_the_body_are_refused() -> None:
+    # Mcp-Method and Mcp-Name carry the method and tool for a router at the edge (2026-07-28):
+    # one that disagrees with the body could send a call past the router's rules.
+    pool = WorkerPool(["_serve_servers:routed"], timeout=20)
+    told: dict[str, str] = {}
+
+    async def tamper(request: httpx2.Request) -> None:
+        for header, value in told.items():
+            if header in request.headers:
+                request.headers[header] = value
+
+    statuses: list[int] = []
+
+    async def record(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    hooks: dict[str, list[Callable[..., Any]]] = {"request": [tamper], "response": [record]}
+    async with (
+        serving(http_app(pool, stateless=True)) as base,
+        httpx2.AsyncClient(event_hooks=hooks) as http,
+    ):
+        with anyio.fail_after(60):
+            transport = streamable_http_client(f"{base}/mcp", http_client=http)
+            async with Client(transport) as client:
+                await client.list_tools()
+                for header, value in (("mcp-name", "another_tool"), ("mcp-method", "ping")):
+                    told.clear()
+                    told[header] = value
+                    with pytest.raises(MCPError, match=f"{header} header does not match"):
+                        await client.call_tool("fetch", {"region": "eu", "key": "a"})
+                    assert statuses[-1] == 400
+                told.clear()
+                result = await client.call_tool("fetch", {"region": "eu", "key": "a"})
+                assert result.content[0].text == "eu/a"  # type: ignore[union-attr]

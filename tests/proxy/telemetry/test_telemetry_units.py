@@ -49,9 +49,9 @@ def test_a_call_frame_with_or_without_a_trace_context_reads_at_either_end() -> N
     assert msgspec.msgpack.decode(new, type=Call).trace == carrier
     assert msgspec.msgpack.decode(old, type=Call).trace is None
     assert msgspec.msgpack.decode(new, type=_OlderReader).tool == "add"
-    # Absent, the field costs one byte.
+    # Absent, each field after ``value_only`` (``trace``, ``caller``) costs one byte.
     plain = msgspec.msgpack.encode(Call(id=7, tool="add", arguments={"a": 1}))
-    assert len(plain) == len(old) + 1
+    assert len(plain) == len(old) + 2
 
 
 @pytest.mark.parametrize(
