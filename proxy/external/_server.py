@@ -157,6 +157,13 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self.default_timeout = spec.timeout
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
+        # Set by the server's `notifications/tools/list_changed`; `_follow_tool_list`
+        # reads the list again (each connection gets a new one).
+        self._tools_changed = anyio.Event()
+        self.on_tools_changed: Callable[[], None] | None = None
+        """Called after the tool list was read again on the server's
+        ``notifications/tools/list_changed`` (the pool's catalog and tool search follow
+        at their next read)."""
         self._client: Client | None = None
         self._init_supervision()
         self._lost = anyio.Event()
@@ -212,6 +219,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             server,
             client_info=_client_info(),
             logging_callback=self._on_log,
+            message_handler=self._on_message,
             log_level=MCP_LOG_LEVEL,
             input_required_max_rounds=self._requests.side.input_rounds,
             **self._requests.callbacks(),
@@ -240,6 +248,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """One connection: connect, list tools, serve until lost or stopped."""
         link = StdioLink(self.name) if stderr else None
         self._link = link
+        self._tools_changed = anyio.Event()
         client, http = self._client_for(stderr, link)
         async with contextlib.AsyncExitStack() as stack:
             if http is not None:
@@ -264,10 +273,44 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 # process lives on (a closed stdout, a failed reader).
                 watch.append(link.ended)
             try:
-                await _first(*watch)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._follow_tool_list, client)
+                    await _first(*watch)
+                    tg.cancel_scope.cancel()
             finally:
                 self._client = None
                 self._reset_connected()
+
+    async def _on_message(self, message: object) -> None:
+        """The SDK's message handler: note a changed tool list. It runs in the SDK's
+        reader, so the tools are read again by `_follow_tool_list`, not here."""
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._tools_changed.set()
+
+    async def _follow_tool_list(self, client: Client) -> None:
+        """Read the tools again (past the SDK's cache) each time the server says they
+        changed, for as long as this connection lives. A failed read keeps the last
+        list: a lost connection is the supervisor's to notice."""
+        from mcp import MCPError
+
+        while True:
+            await self._tools_changed.wait()
+            # A change said while reading is read again after.
+            self._tools_changed = anyio.Event()
+            try:
+                tools = await _list_all_tools(client, self.name, cache_mode="bypass")
+            except MCPError as exc:
+                _logger.warning(
+                    "MCP server %r said its tools changed; listing them again failed: %s",
+                    self.name,
+                    self.spec.redact(exc.message),
+                )
+                continue
+            self._tools = self._usable(tools)
+            if self.on_tools_changed is not None:
+                self.on_tools_changed()
 
     def _usable(self, tools: list[Tool]) -> list[Tool]:
         """The listed tools the entry allows; an optional server's repeated names out."""
@@ -626,13 +669,13 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     raise self._connection_lost(client, "ping") from self._cause(exc)
 
 
-async def _list_all_tools(client: Client, server: str) -> list[Tool]:
+async def _list_all_tools(client: Client, server: str, cache_mode: Any = "use") -> list[Tool]:
     """Every page of the server's tool list, up to `MAX_TOOL_PAGES` (then a warning
     says the rest was left out: a server whose cursor never ends must not hang us)."""
     tools: list[Tool] = []
     cursor: str | None = None
     for _ in range(MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor)
+        page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
         tools.extend(from_sdk(tool) for tool in page.tools)
         cursor = page.next_cursor
         if cursor is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -78,6 +79,41 @@ async def test_the_index_follows_the_catalog_when_a_server_lists_other_tools() -
         assert [m.name for m in found][:1] == ["notes__archive_notes"]
         assert pool.tool_index() is not before
         assert pool.tool_index() is pool.tool_index()  # rebuilt once, not per search
+
+
+RAW_SERVER = Path(__file__).parents[2] / "_raw_mcp_server.py"
+
+
+async def test_an_external_server_that_says_its_tools_changed_is_listed_and_searched_anew() -> None:
+    echo = {"name": "echo", "description": "Echo text back.", "inputSchema": {"type": "object"}}
+    forecast = {
+        "name": "forecast",
+        "description": "Tomorrow's weather for a city.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+    hidden = {
+        "name": "hidden",
+        "description": "Weather, but filtered out.",
+        "inputSchema": forecast["inputSchema"],
+    }
+    config = {"tools": [echo], "changed_tools": [echo, forecast, hidden], "change_tools_on": "echo"}
+    entry = {
+        "command": sys.executable,
+        "args": [str(RAW_SERVER), json.dumps(config)],
+        "disabledTools": ["hidden"],
+    }
+    with anyio.fail_after(30):
+        async with WorkerPool(mcp_servers={"raw": entry}, builtins=[]) as pool:
+            assert await pool.search_tools("weather in a city") == []
+            relisted = anyio.Event()
+            pool._handles["raw"].on_tools_changed = relisted.set  # type: ignore[attr-defined]
+            # The call's answer follows `notifications/tools/list_changed`.
+            await pool.call_tool("raw__echo", {"text": "x"})
+            await relisted.wait()
+            names = [tool.name for tool in await pool.list_tools()]
+            assert names == ["raw__echo", "raw__forecast"]  # the entry's filter still applies
+            found = await pool.search_tools("weather in a city")
+            assert [match.name for match in found] == ["raw__forecast"]
 
 
 def _openai_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
