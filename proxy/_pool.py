@@ -65,9 +65,12 @@ from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
 from .external import (
     DEFAULT_INPUT_ROUNDS,
+    GRANTS_FOLDER,
     ClientSide,
     ExternalServer,
     ExternalServerSpec,
+    RedirectHook,
+    ServerAuthorization,
     roots_answer,
 )
 from .llm._messages import tool_result_message, tool_results_turn
@@ -194,8 +197,10 @@ class _ExternalSpec:
         restart: RestartPolicy,
         client_side: ClientSide,
         max_frame: int,
+        authorization: ServerAuthorization | None = None,
     ) -> None:
         self.label = spec.name
+        self._authorization = authorization
         self.required = spec.required
         self._spec = spec
         self._start_timeout = start_timeout
@@ -210,6 +215,7 @@ class _ExternalSpec:
             restart=self._restart,
             client_side=self._client_side,
             max_frame=self._max_frame,
+            authorization=self._authorization,
         )
         return await _supervised(task_group, server)
 
@@ -279,6 +285,13 @@ class WorkerPool:
         input_rounds: rounds of input (``InputRequiredResult``s of a 2026-07-28
             external server) one call may take; past them the call answers a
             JSON-RPC error naming the limit.
+        oauth_redirect: for a remote server whose entry has ``"oauth"``, called with the
+            authorization URL when a person must authorize nativemcp: show it (or follow
+            it) and return the URL the browser was redirected to, or None for a browser
+            that comes back to the loopback callback port. Without it, a server with no
+            usable kept grant is listed as needing authorization (`needs_authorization`)
+            and does not stop the pool. Grants are kept under ``data_dir/oauth``
+            (without a ``data_dir``, in memory).
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
@@ -339,6 +352,7 @@ class WorkerPool:
         elicitation_handler: ClientHandler | None = None,
         relay_client_requests: bool = False,
         input_rounds: int = DEFAULT_INPUT_ROUNDS,
+        oauth_redirect: RedirectHook | None = None,
         **options: Unpack[PoolOptions],
     ) -> None:
         exit_if_bootstrapping("WorkerPool")
@@ -349,6 +363,7 @@ class WorkerPool:
         if isinstance(input_rounds, bool) or not isinstance(input_rounds, int) or input_rounds < 1:
             raise ValueError(f"input_rounds must be at least 1, not {input_rounds!r}")
         self._input_rounds = input_rounds
+        self._oauth_redirect = oauth_redirect
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles, self._config.pinned)
@@ -395,8 +410,18 @@ class WorkerPool:
             answer=self.answer_client_request,
             input_rounds=self._input_rounds,
         )
+        grants = config.data_dir / GRANTS_FOLDER if config.data_dir is not None else None
         specs.extend(
-            _ExternalSpec(spec, config.timeouts.start, config.restart, side, config.max_frame)
+            _ExternalSpec(
+                spec,
+                config.timeouts.start,
+                config.restart,
+                side,
+                config.max_frame,
+                ServerAuthorization(spec.name, spec.url, spec.oauth, grants, self._oauth_redirect)
+                if spec.oauth is not None and spec.url is not None
+                else None,
+            )
             for spec in config.external
         )
         return specs
@@ -513,6 +538,18 @@ class WorkerPool:
         if inspect.isawaitable(result):
             result = await result
         return dict(result)
+
+    @property
+    def needs_authorization(self) -> dict[str, str]:
+        """The remote servers waiting for someone to authorize nativemcp, with the reason.
+
+        ``nativemcp auth login SERVER`` authorizes one; until then its one listed tool
+        says so."""
+        return {
+            name: handle.needs_authorization
+            for name, handle in self._handles.items()
+            if isinstance(handle, ExternalServer) and handle.needs_authorization is not None
+        }
 
     @property
     def roots(self) -> list[str]:
@@ -649,8 +686,9 @@ class WorkerPool:
         return self._catalog.tag(response, entry)
 
     def tool_index(self) -> ToolIndex:
-        """The BM25 index of the catalog as it is now (rebuilt when a source's tools
-        changed since the last search); `search_tools` reads it.
+        """The BM25 index of the catalog as it is now; `search_tools` reads it.
+
+        It is rebuilt when a source's tools changed since the last search.
 
         Raises:
             ToolNameError: two sources now give the same full name (both named).

@@ -4,7 +4,7 @@ and uvicorn serving an app on a socket bound before it starts."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -33,16 +33,24 @@ HEADERS: Final = {
 async def serving(app: Any, **config: Any) -> AsyncIterator[str]:
     """Run ``app`` with uvicorn on a socket bound before the server starts (no polling);
     yields its base URL. ``config``: more `uvicorn.Config` arguments (default: lifespan on)."""
+    async with serving_made(lambda base: app, **config) as base:
+        yield base
+
+
+@asynccontextmanager
+async def serving_made(make: Callable[[str], Any], **config: Any) -> AsyncIterator[str]:
+    """`serving` the app ``make(base_url)`` returns: for an app that must know its own
+    address (an OAuth issuer names itself)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
-    port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     settings: dict[str, Any] = {"log_level": "warning", "lifespan": "on", **config}
-    server = uvicorn.Server(uvicorn.Config(app, **settings))
+    server = uvicorn.Server(uvicorn.Config(make(base), **settings))
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: server.serve(sockets=[sock]))
         try:
-            yield f"http://127.0.0.1:{port}"
+            yield base
         finally:
             server.should_exit = True
     sock.close()

@@ -3,7 +3,8 @@
 ``nativemcp demo`` runs the main job (see `nativemcp.proxy.cli._demo`). The content-store
 verbs (``ingest``, ``search``, ``stores``, ``list``, ``read``, ``delete``) and the
 generic ``call SERVER TOOL --args JSON`` live in `nativemcp.proxy.cli._content`,
-``tools`` in `_tools`, ``serve`` and ``console`` in `_serve` and `_console`. Every verb
+``tools`` in `_tools`, ``auth login|logout|status`` in `_auth`, ``serve`` and
+``console`` in `_serve` and `_console`. Every verb
 that starts servers takes the pool options of `_pool_options` (``--data-dir``,
 ``--workspace``, ``--mcp-config``, ``--database-url``) and names servers by the one rule
 of `_servers`. What goes wrong is one line on stderr (`_errors`), never a traceback.
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import anyio
 
+from ._auth import add_auth_parser
 from ._console import add_console_parser, run_console
 from ._content import Runner, add_content_commands, confirm_delete
 from ._errors import TYPED, did_you_mean, error_lines, in_typed_words
@@ -58,6 +60,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
 
     runners = add_content_commands(commands)
     runners["tools"] = add_tools_parser(commands)
+    runners["auth"] = add_auth_parser(commands)
     from ._serve import add_serve_parser
 
     add_serve_parser(commands)

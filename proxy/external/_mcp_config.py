@@ -41,6 +41,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from .._json_where import key_positions, line_column
+from ._oauth_config import OAuthSettings, read_oauth_settings
 
 __all__ = ["ExternalServerSpec", "Transport", "expand_variables", "load_mcp_servers"]
 
@@ -64,6 +65,8 @@ class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
     disabled_tools: list[str] = []
     timeout: float | None = None
     required: bool = True
+    oauth: OAuthSettings | None = None
+    """How to authorize to a remote server (``"oauth"`` or Cursor's ``"auth"``)."""
     as_written: ExternalServerSpec | None = None
     """The same entry before ``${VAR}`` expansion (None: nothing was expanded).
 
@@ -247,6 +250,8 @@ def _spec(name: str, raw: Any, environ: Mapping[str, str]) -> ExternalServerSpec
             fields["env"] = entry.str_map("env")
         if raw.get("cwd") is not None:
             fields["cwd"] = str(Path(entry.text("cwd", str(raw["cwd"]))).expanduser())
+        if raw.get("oauth") is not None:
+            raise entry.fail("'oauth' is for a remote (http or sse) server, not a stdio one")
     else:
         url = raw.get(url_key) if url_key is not None else None
         if isinstance(url, str):
@@ -256,6 +261,7 @@ def _spec(name: str, raw: Any, environ: Mapping[str, str]) -> ExternalServerSpec
         fields["url"] = url
         if raw.get("headers") is not None:
             fields["headers"] = entry.str_map("headers")
+        fields["oauth"] = read_oauth_settings(raw, entry.fail, entry.text)
     if raw.get("tools") is not None:
         fields["tools"] = entry.str_list("tools", expand=False)
     for key in ("disabled_tools", "disabledTools"):
@@ -292,7 +298,7 @@ _EXPANDED: Final = frozenset({"command", "args", "env", "cwd", "url", "headers"}
 
 _KEYS: Final = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "serverUrl", "headers", "tools"}
-    | {"disabled_tools", "disabledTools", "timeout", "required", "disabled"}
+    | {"disabled_tools", "disabledTools", "timeout", "required", "disabled", "oauth", "auth"}
 )
 """The keys of a server entry read here; other keys (other clients' own) are ignored."""
 

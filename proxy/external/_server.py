@@ -53,6 +53,7 @@ from .._restart import RestartPolicy, Supervised
 from ._client_side import ClientSide, ServerRequests
 from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
+from ._oauth import NeedsAuthorization, ServerAuthorization, unavailable_response, unavailable_tool
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
 from ._tool_listing import drop_repeated_tools, usable_tools_only
@@ -146,9 +147,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
         restart: RestartPolicy,
         client_side: ClientSide | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
+        authorization: ServerAuthorization | None = None,
     ) -> None:
         self.spec = spec
         self._max_frame = max_frame
+        self.authorization = authorization
+        """The server's OAuth client (None: the entry asks for no OAuth)."""
+        self.needs_authorization: str | None = None
+        """Why the server is unavailable until someone authorizes it (None: it is not)."""
         self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
@@ -204,14 +210,17 @@ class ExternalServer(UnwrappingHandle, Supervised):
             assert spec.url is not None
             from mcp.client.streamable_http import streamable_http_client
 
-            http = self._http_client(headers=spec.headers)
+            http = self._http_client(headers=spec.headers, auth=self._auth())
             server = streamable_http_client(spec.url, http_client=http)
         else:
             assert spec.url is not None
             from mcp.client.sse import sse_client
 
             server = sse_client(
-                spec.url, headers=spec.headers, httpx_client_factory=self._http_client
+                spec.url,
+                headers=spec.headers,
+                httpx_client_factory=self._http_client,
+                auth=self._auth(),
             )
         if not spec.required:
             server = usable_tools_only(server, self.name)
@@ -225,6 +234,9 @@ class ExternalServer(UnwrappingHandle, Supervised):
             **self._requests.callbacks(),
         )
         return client, http
+
+    def _auth(self) -> Any:
+        return self.authorization.auth() if self.authorization is not None else None
 
     def _http_client(
         self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
@@ -333,6 +345,12 @@ class ExternalServer(UnwrappingHandle, Supervised):
             if self._start_timeout is None:
                 return
             await anyio.sleep(self._start_timeout)
+            asked = self.authorization.person_done if self.authorization else None
+            while asked is not None and not asked.is_set():
+                # A person is signing in: their time is not the server's start-up.
+                await asked.wait()
+                await anyio.sleep(self._start_timeout)
+                asked = self.authorization.person_done if self.authorization else None
             if not state["ready"]:
                 state["timed_out"] = True
                 scope.cancel()
@@ -355,7 +373,11 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 )
                 return
             cause = self._cause(exc)
-            if self._refused is not None:
+            if self.authorization is not None and self.authorization.needs_authorization:
+                raise NeedsAuthorization(
+                    self.name, self.authorization.needs_authorization
+                ) from cause
+            if self._refused is not None and self.authorization is None:
                 raise self._start_error(_refusal(self._refused, spec), stderr) from cause
             raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from cause
         finally:
@@ -400,6 +422,10 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     self._lost = anyio.Event()
                     try:
                         await self._connect_once(on_ready)
+                    except NeedsAuthorization as exc:
+                        # Not a failure of the pool: the server waits for `auth login`.
+                        await self._wait_for_authorization(exc, on_ready)
+                        return
                     except ServerStartError as exc:
                         if not started:
                             raise
@@ -432,6 +458,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
             self.spec.redact(why),
             tail,
         )
+
+    async def _wait_for_authorization(self, exc: NeedsAuthorization, on_ready: Any) -> None:
+        """List the server as needing authorization and wait for the pool to close."""
+        _logger.warning("%s", exc)
+        self.needs_authorization = exc.reason
+        self._tools = [unavailable_tool(self.name, exc.reason)]
+        on_ready()
+        await self._stop.wait()
 
     def _what(self) -> str:
         return f"MCP server {self.name!r}"
@@ -476,6 +510,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """
         from mcp import InputRequiredRoundsExceededError, MCPError
 
+        if self.needs_authorization is not None:
+            return unavailable_response(self.name, self.needs_authorization)
         timeout = options.limit
         report = options.on_progress
         on_progress = None
@@ -509,6 +545,13 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
                 ) from self._cause(exc)
+            wanted = self.authorization.take_scope_refusal() if self.authorization else None
+            if wanted is not None:
+                return unavailable_response(
+                    self.name,
+                    f"it asks for scope {wanted!r} to call {tool!r}; add the scopes to the "
+                    'entry\'s "oauth" "scopes"',
+                )
             # The SDK makes some errors from httpx's, which may hold the expanded URL.
             error = exc.error.model_copy(update={"message": self.spec.redact(exc.message)})
             return response_from_sdk(error)
@@ -727,7 +770,8 @@ def _refusal(status: int, spec: ExternalServerSpec) -> str:
     return (
         f"refused the connection: HTTP {what} ({given}); pass a token in the entry's "
         '"headers", e.g. {"Authorization": "Bearer ${API_TOKEN}"} with API_TOKEN set in '
-        "the environment"
+        'the environment, or for a server that signs in with OAuth add "oauth": {} to the '
+        "entry and run: nativemcp auth login " + spec.name
     )
 
 

@@ -1,0 +1,199 @@
+"""``nativemcp auth login|logout|status``: the OAuth grants of remote servers.
+
+```
+$ nativemcp auth login github --mcp-config mcp.json
+Authorize nativemcp for MCP server 'github': open this address in a browser:
+  https://github.com/login/oauth/authorize?response_type=code&client_id=...
+Waiting for the browser on http://localhost:43117/callback ...
+Authorized 'github' (issuer https://github.com/login/oauth, scopes repo).
+```
+
+``login`` runs the authorization-code flow of the server's ``oauth`` entry: it prints
+the address (and opens a browser where there is one), listens on the loopback callback
+port, and exits once the tokens are kept in the data folder (``DATA/oauth``), where
+every later pool finds them. ``logout`` revokes the tokens at the issuer where it
+offers that (RFC 7009) and deletes what is kept for the server. ``status``
+lists each OAuth server of ``--mcp-config``: its issuer, scopes and expiry, or what to
+run. No token is ever printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import webbrowser
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import anyio
+
+from nativemcp.proxy import RestartPolicy
+from nativemcp.proxy.external import (
+    GRANTS_FOLDER,
+    ExternalServer,
+    ExternalServerSpec,
+    GrantStore,
+    NeedsAuthorization,
+    ServerAuthorization,
+    configured_client,
+    expiry_text,
+    load_mcp_servers,
+    login_hint,
+    revoke,
+)
+
+from ._content import Runner
+from ._errors import UsageError
+from ._pool_options import PoolOptions, pool_options_parser
+
+__all__ = ["add_auth_parser", "log_in"]
+
+OpenURL = Callable[[str], None]
+
+
+def add_auth_parser(commands: Any) -> Runner:
+    """Add the ``auth`` verb (``login``, ``logout``, ``status``); returns its runner."""
+    auth = commands.add_parser(
+        "auth", help="authorize nativemcp to remote MCP servers that use OAuth"
+    )
+    actions = auth.add_subparsers(dest="auth_action", metavar="ACTION", required=True)
+    login = actions.add_parser(
+        "login",
+        parents=[pool_options_parser()],
+        help="authorize one server in a browser and keep its tokens",
+    )
+    login.add_argument("server", metavar="SERVER", help="a server of --mcp-config")
+    login.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="only print the address (for a machine without a browser)",
+    )
+    logout = actions.add_parser(
+        "logout", parents=[pool_options_parser()], help="delete what is kept for a server"
+    )
+    logout.add_argument("server", metavar="SERVER", help="a server of --mcp-config")
+    actions.add_parser(
+        "status",
+        parents=[pool_options_parser()],
+        help="each OAuth server: issuer, scopes, expiry, or what to run",
+    )
+    return _run
+
+
+def _oauth_servers(options: PoolOptions) -> list[ExternalServerSpec]:
+    if options.mcp_config is None:
+        raise UsageError("give the servers' config file: --mcp-config FILE")
+    try:
+        specs = load_mcp_servers(options.mcp_config)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return [spec for spec in specs if spec.oauth is not None and spec.url is not None]
+
+
+def _server(options: PoolOptions, name: str) -> ExternalServerSpec:
+    servers = _oauth_servers(options)
+    for spec in servers:
+        if spec.name == name:
+            return spec
+    listing = ", ".join(spec.name for spec in servers) or "(none)"
+    raise UsageError(
+        f"no OAuth server named {name!r} in {options.mcp_config} (a remote server with an "
+        f'"oauth" entry, e.g. "oauth": {{}}); OAuth servers: {listing}'
+    )
+
+
+def _store(options: PoolOptions, spec: ExternalServerSpec) -> GrantStore:
+    assert spec.url is not None and spec.oauth is not None
+    store = GrantStore(options.data_dir / GRANTS_FOLDER, spec.url, client_id=spec.oauth.client_id)
+    store.fixed_client = configured_client(spec.oauth)
+    return store
+
+
+def _can_open_browser() -> bool:
+    """Whether a graphical browser can be opened here (not over SSH, not headless)."""
+    if sys.platform in ("darwin", "win32"):
+        return not os.environ.get("SSH_CONNECTION")
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+async def log_in(
+    spec: ExternalServerSpec, folder: Any, open_url: OpenURL, out: TextIO
+) -> GrantStore:
+    """Run the authorization-code flow for ``spec`` and keep its tokens in ``folder``:
+    ``open_url`` is given the address, the browser comes back to the loopback port.
+
+    Raises:
+        NeedsAuthorization: the authorization server refused, or nobody came back.
+        ServerStartError: the server cannot be reached or refused the tokens.
+    """
+    assert spec.url is not None and spec.oauth is not None
+
+    def show(url: str) -> None:
+        print(
+            f"Authorize nativemcp for MCP server {spec.name!r}: open this address in a "
+            f"browser:\n  {url}",
+            file=out,
+            flush=True,
+        )
+        open_url(url)
+        print(f"Waiting for the browser on {authorization.auth_redirect_uri()} ...", file=out)
+
+    authorization = ServerAuthorization(spec.name, spec.url, spec.oauth, folder, show)
+    authorization.store.forget_tokens()  # a login asks again, whatever is kept
+    server = ExternalServer(
+        spec, start_timeout=None, restart=RestartPolicy(), authorization=authorization
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        await server.aclose()
+    if server.needs_authorization is not None:
+        raise NeedsAuthorization(spec.name, server.needs_authorization)
+    return authorization.store
+
+
+async def _run(args: argparse.Namespace, options: PoolOptions) -> int:
+    action = args.auth_action
+    if action == "status":
+        return _status(options)
+    spec = _server(options, args.server)
+    if action == "logout":
+        store = _store(options, spec)
+        assert spec.url is not None
+        revoked = await revoke(store, spec.url)
+        if store.forget():
+            print(f"Logged out of {spec.name!r}: its tokens are deleted ({revoked}).")
+        else:
+            print(f"Nothing was kept for {spec.name!r}.")
+        return 0
+
+    def open_url(url: str) -> None:
+        if not args.no_browser and _can_open_browser():
+            webbrowser.open(url)
+
+    store = await log_in(spec, options.data_dir / GRANTS_FOLDER, open_url, sys.stderr)
+    shown = store.status() or {}
+    print(
+        f"Authorized {spec.name!r} (issuer {shown.get('issuer')}, "
+        f"scopes {shown.get('scope') or '(none named)'})."
+    )
+    return 0
+
+
+def _status(options: PoolOptions) -> int:
+    servers = _oauth_servers(options)
+    if not servers:
+        print(f'no remote server with an "oauth" entry in {options.mcp_config}')
+        return 0
+    for spec in servers:
+        shown = _store(options, spec).status()
+        if shown is None or not shown["authorized"]:
+            print(f"{spec.name}: not authorized; {login_hint(spec.name)}")
+            continue
+        refresh = ", refreshable" if shown["refreshable"] else ""
+        print(
+            f"{spec.name}: authorized by {shown['issuer']}, scopes "
+            f"{shown['scope'] or '(none named)'}, expires {expiry_text(shown['expires_at'])}"
+            f"{refresh}"
+        )
+    return 0

@@ -1,0 +1,477 @@
+"""OAuth 2.1 to a remote MCP server, through the SDK's ``mcp.client.auth`` providers.
+
+`ServerAuthorization` is one server's side of it: it picks the SDK provider for the
+entry's `OAuthSettings` (authorization code with PKCE, or client credentials with a
+secret or a ``private_key_jwt`` assertion), keeps the grant in a `GrantStore`, and
+answers the provider's two questions of a person:
+
+- where to send them (the authorization URL): to the pool's redirect hook, which shows
+  or follows it and gives back the URL the browser was sent to (or None: the browser
+  comes back to the loopback callback port, where this listens);
+- what came back (the code, the state, the issuer).
+
+Discovery (RFC 9728, RFC 8414 and the 2025-03-26 fallbacks), CIMD, dynamic
+registration, the ``iss`` checks, scope selection and step-up, and refreshing a token
+that expired are the SDK's; refreshing once on a 401 is `_refresh_on_401`'s. A pool
+with no redirect hook cannot ask a person: when the provider needs one (no grant kept,
+or the kept one was refused, ``invalid_grant``), the kept tokens are dropped once and
+the server is marked as needing authorization (`NeedsAuthorization`); nothing retries
+until someone runs ``nativemcp auth login``.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import logging
+import socket
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qs, quote, urlsplit
+
+import anyio
+import anyio.abc
+
+from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
+
+from ._oauth_config import OAuthSettings
+from ._token_store import GrantStore
+
+if TYPE_CHECKING:
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
+
+__all__ = [
+    "CALLBACK_PATH",
+    "CLIENT_NAME",
+    "UNAVAILABLE_TOOL",
+    "NeedsAuthorization",
+    "RedirectHook",
+    "ServerAuthorization",
+    "configured_client",
+    "expiry_text",
+    "login_hint",
+    "revoke",
+    "unavailable_response",
+    "unavailable_tool",
+]
+
+RedirectHook = Callable[[str], "Awaitable[str | None] | str | None"]
+"""Given the authorization URL: show it to a person (or follow it), and return the URL
+the authorization server redirected to (with ``code`` and ``state``), or None for a
+browser that comes back to the loopback callback port."""
+
+CALLBACK_PATH: Final = "/callback"
+"""The path of the loopback redirect URI (``http://localhost:PORT/callback``)."""
+CLIENT_NAME: Final = "nativemcp"
+"""The client name sent in dynamic registration."""
+CALLBACK_WAIT: Final = 600.0
+"""Seconds the loopback listener waits for the browser to come back."""
+_REQUEST_LIMIT: Final = 65536
+
+
+def login_hint(server: str) -> str:
+    """What to run to authorize ``server``."""
+    return f"run: nativemcp auth login {server}"
+
+
+class NeedsAuthorization(Exception):
+    """The server needs a person to authorize nativemcp, and none can be asked here."""
+
+    def __init__(self, server: str, reason: str) -> None:
+        super().__init__(
+            f"MCP server {server!r} needs authorization ({reason}); {login_hint(server)}"
+        )
+        self.server = server
+        self.reason = reason
+
+
+class _QuietNeedsAuthorization(logging.Filter):
+    """Drop the SDK's "OAuth flow error" traceback when the flow stopped only because a
+    person must sign in: the server's own warning says that, with what to run."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, NeedsAuthorization)
+
+
+_QUIET: Final = _QuietNeedsAuthorization()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _stored_port(client: OAuthClientInformationFull | None) -> int | None:
+    """The loopback port of a kept registration's redirect URI (it must not change)."""
+    for uri in (client.redirect_uris or []) if client is not None else []:
+        parts = urlsplit(str(uri))
+        if parts.hostname in ("localhost", "127.0.0.1") and parts.port:
+            return parts.port
+    return None
+
+
+class ServerAuthorization:
+    """One remote server's OAuth client: the SDK provider, its grant, its redirects.
+
+    Args:
+        server: the server's name (for messages).
+        url: the MCP endpoint.
+        settings: the entry's OAuth settings.
+        folder: the grant files' folder (None: kept in memory for this pool's life).
+        redirect: the pool's redirect hook (None: no person can be asked).
+    """
+
+    def __init__(
+        self,
+        server: str,
+        url: str,
+        settings: OAuthSettings,
+        folder: Path | None,
+        redirect: RedirectHook | None = None,
+    ) -> None:
+        self.server = server
+        self.url = url
+        self.settings = settings
+        logging.getLogger("mcp.client.auth.oauth2").addFilter(_QUIET)  # added once
+        self._redirect = redirect
+        self.needs_authorization: str | None = None
+        """Why the server needs a person to authorize it (None: it does not, yet)."""
+        self._provider: OAuthClientProvider | None = None
+        self.store = GrantStore(folder, url, client_id=settings.client_id, issuer=self._issuer)
+        self._listener: anyio.abc.SocketListener | None = None
+        self._redirected_to: str | None = None
+        self.person_done: anyio.Event | None = None
+        """Set when the person asked to sign in is done (None: nobody was asked): the
+        server's start timeout does not count their time."""
+
+    def _issuer(self) -> str | None:
+        provider = self._provider
+        if provider is None:
+            return None
+        metadata = provider.context.oauth_metadata
+        if metadata is not None:
+            return str(metadata.issuer)
+        return provider.context.auth_server_url
+
+    # -- the provider -------------------------------------------------------------------
+
+    def auth(self) -> httpx2.Auth:
+        """The SDK provider for this server (the same one for every connection, so a
+        token got once is reused and refreshed).
+
+        Raises:
+            ValueError: the settings cannot make a provider (a bad private key).
+        """
+        if self._provider is None:
+            self._provider = self._make_provider()
+            # The SDK reads tokens from storage without their expiry: restore it, so a
+            # token that expired while nothing ran is refreshed before it is sent.
+            expires_at = self.store.expires_at()
+            if expires_at is not None:
+                self._provider.context.token_expiry_time = expires_at
+        return self._provider
+
+    def _make_provider(self) -> OAuthClientProvider:
+        from mcp import MCPDeprecationWarning
+        from mcp.client.auth.extensions.client_credentials import (
+            ClientCredentialsOAuthProvider,
+            PrivateKeyJWTOAuthProvider,
+            SignedJWTParameters,
+        )
+        from mcp.shared.auth import OAuthClientMetadata
+
+        from ._refresh_on_401 import RefreshingProvider
+
+        settings = self.settings
+        if settings.grant == "client_credentials":
+            assert settings.client_id is not None  # checked when the entry was read
+            self.store.fixed_client = configured_client(settings)
+            with warnings.catch_warnings():
+                # Without a configured issuer the SDK warns that the server names the
+                # authorization server; the entry's 'issuer' is how to pin it.
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                if settings.private_key:
+                    assertion = SignedJWTParameters(
+                        issuer=settings.client_id,
+                        subject=settings.client_id,
+                        signing_algorithm=settings.signing_algorithm,
+                        signing_key=settings.private_key,
+                    ).create_assertion_provider()
+                    return PrivateKeyJWTOAuthProvider(
+                        server_url=self.url,
+                        storage=self.store,
+                        client_id=settings.client_id,
+                        assertion_provider=assertion,
+                        scope=settings.scope,
+                        issuer=settings.issuer,
+                    )
+                post = settings.token_endpoint_auth_method == "client_secret_post"
+                return ClientCredentialsOAuthProvider(
+                    server_url=self.url,
+                    storage=self.store,
+                    client_id=settings.client_id,
+                    client_secret=settings.client_secret or "",
+                    token_endpoint_auth_method=(
+                        "client_secret_post" if post else "client_secret_basic"
+                    ),
+                    scope=settings.scope,
+                    issuer=settings.issuer,
+                )
+        redirect_uri = self._redirect_uri()
+        self.store.fixed_client = configured_client(settings, redirect_uri)
+        provider = RefreshingProvider(
+            server_url=self.url,
+            client_metadata=OAuthClientMetadata.model_validate(
+                {
+                    "client_name": CLIENT_NAME,
+                    "redirect_uris": [redirect_uri],
+                    "grant_types": ["authorization_code", "refresh_token"],
+                    "response_types": ["code"],
+                    "scope": settings.scope,
+                    "token_endpoint_auth_method": settings.token_endpoint_auth_method,
+                }
+            ),
+            storage=self.store,
+            redirect_handler=self._on_redirect,
+            callback_handler=self._on_callback,
+            client_metadata_url=settings.client_metadata_url,
+        )
+        provider.can_ask = lambda: self._redirect is not None
+        return provider
+
+    def _redirect_uri(self) -> str:
+        port = self.settings.callback_port
+        if port is None:
+            port = _stored_port(self.store.stored_client()) or _free_port()
+        return f"http://localhost:{port}{CALLBACK_PATH}"
+
+    # -- a person in the loop -----------------------------------------------------------
+
+    async def _on_redirect(self, authorization_url: str) -> None:
+        """The provider needs a person: hand the URL to the hook, or give up cleanly."""
+        if self._redirect is None:
+            had_grant = self.store.forget_tokens()
+            raise self._give_up(
+                "the kept authorization was refused or has expired"
+                if had_grant
+                else "no authorization is kept for it"
+            )
+        port = urlsplit(self.auth_redirect_uri()).port
+        self._redirected_to = None
+        self.person_done = anyio.Event()
+        try:
+            self._listener = await _listen(port) if port else None
+        except OSError:
+            self._listener = None  # a hook that follows the URL itself needs none
+        try:
+            outcome = self._redirect(authorization_url)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except BaseException:
+            await self._done_asking(self._listener)
+            self._listener = None
+            raise
+        self._redirected_to = outcome
+
+    async def _done_asking(self, listener: anyio.abc.SocketListener | None) -> None:
+        if listener is not None:
+            await listener.aclose()
+        if self.person_done is not None:
+            self.person_done.set()
+
+    def take_scope_refusal(self) -> str | None:
+        """The scope the server asked for in a 403 left standing since the last look
+        (None: none): why a call failed, when no person could be asked to widen the grant."""
+        from ._refresh_on_401 import RefreshingProvider
+
+        provider = self._provider
+        if not isinstance(provider, RefreshingProvider) or provider.scope_refused is None:
+            return None
+        wanted, provider.scope_refused = provider.scope_refused, None
+        return wanted
+
+    def auth_redirect_uri(self) -> str:
+        """The redirect URI the provider sends (the loopback callback)."""
+        provider = self._provider
+        uris = provider.context.client_metadata.redirect_uris if provider is not None else None
+        return str(uris[0]) if uris else ""
+
+    def _give_up(self, reason: str) -> NeedsAuthorization:
+        self.needs_authorization = reason
+        return NeedsAuthorization(self.server, reason)
+
+    async def _on_callback(self) -> AuthorizationCodeResult:
+        """The code, state and issuer the authorization server sent back.
+
+        Raises:
+            NeedsAuthorization: the server sent an error instead, or nobody came back.
+        """
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        listener, self._listener = self._listener, None
+        try:
+            target = self._redirected_to
+            if target is None:
+                if listener is None:
+                    raise self._give_up(f"cannot listen on {self.auth_redirect_uri()}")
+                with anyio.move_on_after(CALLBACK_WAIT):
+                    target = await _wait_for_callback(listener)
+                if target is None:
+                    raise self._give_up("nobody came back from the browser")
+        finally:
+            await self._done_asking(listener)
+        query = parse_qs(urlsplit(target).query)
+
+        def first(name: str) -> str | None:
+            values = query.get(name)
+            return values[0] if values else None
+
+        code = first("code")
+        if not code:
+            error = first("error") or "no code in the redirect"
+            raise self._give_up(f"the authorization server answered {error}")
+        self.needs_authorization = None
+        return AuthorizationCodeResult(code=code, state=first("state"), iss=first("iss"))
+
+
+def configured_client(
+    settings: OAuthSettings, redirect_uri: str | None = None
+) -> OAuthClientInformationFull | None:
+    """The client an entry names (``clientId``), as the SDK's providers take it; None
+    when the entry names none (the client registers itself)."""
+    from mcp.shared.auth import OAuthClientInformationFull
+
+    if settings.client_id is None:
+        return None
+    code = settings.grant == "authorization_code"
+    method: str = settings.token_endpoint_auth_method or (
+        "client_secret_basic" if settings.client_secret else "none"
+    )
+    if settings.private_key:
+        method = "private_key_jwt"
+    return OAuthClientInformationFull.model_validate(
+        {
+            "client_id": settings.client_id,
+            "client_secret": settings.client_secret,
+            "redirect_uris": [redirect_uri] if redirect_uri else None,
+            "token_endpoint_auth_method": method,
+            "grant_types": ["authorization_code", "refresh_token"] if code else [settings.grant],
+            "response_types": ["code"] if code else [],
+        }
+    )
+
+
+async def _listen(port: int) -> anyio.abc.SocketListener:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
+    return listener.listeners[0]  # type: ignore[return-value]
+
+
+_PAGE: Final = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
+    b"<!doctype html><title>nativemcp</title><p>Authorized. You can close this window.</p>"
+)
+_NOT_FOUND: Final = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
+
+async def _wait_for_callback(listener: anyio.abc.SocketListener) -> str:
+    """The request target of the first request to the callback path (others get 404)."""
+    while True:
+        stream = await listener.accept()
+        async with stream:
+            head = b""
+            with anyio.move_on_after(10):
+                while b"\r\n\r\n" not in head and len(head) < _REQUEST_LIMIT:
+                    try:
+                        head += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        break
+            parts = head.split(b"\r\n", 1)[0].split(b" ")
+            target = parts[1].decode("ascii", "replace") if len(parts) == 3 else ""
+            if parts[0] == b"GET" and urlsplit(target).path == CALLBACK_PATH:
+                await stream.send(_PAGE)
+                return target
+            await stream.send(_NOT_FOUND)
+
+
+def expiry_text(expires_at: float | None) -> str:
+    """``in 5 min`` / ``expired`` / ``no expiry``, for status lines."""
+    if expires_at is None:
+        return "no expiry"
+    left = expires_at - time.time()
+    if left <= 0:
+        return "expired"
+    return f"in {int(left // 60)} min" if left >= 60 else f"in {int(left)} s"
+
+
+UNAVAILABLE_TOOL: Final = "needs_authorization"
+"""The one tool a server that needs authorization lists, so that the catalog shows it
+and a call explains what to do."""
+
+
+def unavailable_tool(server: str, reason: str) -> Tool:
+    """The tool listed in place of a server's tools until it is authorized."""
+    return Tool(
+        name=UNAVAILABLE_TOOL,
+        description=(
+            f"Unavailable: MCP server {server!r} needs authorization ({reason}); "
+            f"{login_hint(server)}"
+        ),
+        input_schema={"type": "object", "properties": {}},
+    )
+
+
+def unavailable_response(server: str, reason: str) -> NativeMCPResponse[Any]:
+    """The tool error every call to a server that needs authorization gets."""
+    return tool_error_response(
+        f"MCP server {server!r} needs authorization ({reason}); {login_hint(server)}"
+    )
+
+
+async def revoke(store: GrantStore, server_url: str) -> str:
+    """Ask the issuer of ``store``'s grant to revoke its tokens (RFC 7009), where its
+    metadata names a ``revocation_endpoint``; what happened, in words. Best effort: the
+    caller deletes the kept grant either way.
+    """
+    import httpx2
+    from mcp.client.auth.utils import build_oauth_authorization_server_metadata_discovery_urls
+
+    shown = store.status()
+    client = store.fixed_client or store.stored_client()
+    tokens = await store.get_tokens()
+    if shown is None or client is None or tokens is None:
+        return "nothing to revoke"
+    token = tokens.refresh_token or tokens.access_token
+    hint = "refresh_token" if tokens.refresh_token else "access_token"
+    data = {"token": token, "token_type_hint": hint, "client_id": client.client_id}
+    headers: dict[str, str] = {}
+    if client.client_secret and client.token_endpoint_auth_method == "client_secret_post":
+        data["client_secret"] = client.client_secret
+    elif client.client_secret:
+        # RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
+        pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+        headers["Authorization"] = f"Basic {base64.b64encode(pair.encode()).decode()}"
+    urls = build_oauth_authorization_server_metadata_discovery_urls(shown["issuer"], server_url)
+    try:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            endpoint = None
+            for url in urls:
+                found = await http.get(url)
+                if found.status_code == 200:
+                    endpoint = found.json().get("revocation_endpoint")
+                    break
+            if not endpoint:
+                return "the issuer offers no revocation; the tokens expire on their own"
+            answer = await http.post(str(endpoint), data=data, headers=headers)
+    except (httpx2.HTTPError, ValueError) as exc:
+        return f"could not reach the issuer to revoke ({type(exc).__name__})"
+    if answer.status_code != 200:
+        return f"the issuer refused to revoke (HTTP {answer.status_code})"
+    return "revoked at the issuer"

@@ -1,0 +1,281 @@
+"""A real OAuth-protected MCP server on loopback, for the OAuth client tests (no Node).
+
+One uvicorn server holds both roles: the MCP endpoint at ``/mcp`` is the SDK's resource
+server (``AuthSettings`` with a token verifier: it answers 401 with
+``WWW-Authenticate`` and serves RFC 9728 metadata), and `Issuer` is a small
+authorization server of our own beside it (RFC 8414 metadata, dynamic registration,
+``/authorize`` with PKCE S256, ``/token`` for the authorization-code, refresh-token and
+client-credentials grants). The issuer records what it was asked, so the tests can
+count authorizations and refreshes, and has a knob: refusing refreshes with
+``invalid_grant``.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlencode
+
+from _mcp_http import serving_made
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+CLIENT_ID = "machine"
+CLIENT_SECRET = "machine-secret"
+"""The pre-registered confidential client of the client-credentials tests."""
+
+
+def _basic() -> str:
+    """The confidential client's HTTP Basic credentials."""
+    return "Basic " + base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+
+
+@dataclasses.dataclass
+class _Code:
+    client_id: str
+    challenge: str
+    redirect_uri: str
+    scope: str
+
+
+class Issuer:
+    """The authorization server: what it issued, what it was asked, and its knobs."""
+
+    def __init__(self) -> None:
+        self.base = ""
+        self.refuse_refresh = False
+        """Answer every refresh with ``invalid_grant``."""
+        self.clients: dict[str, dict[str, Any]] = {
+            CLIENT_ID: {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
+        }
+        self.codes: dict[str, _Code] = {}
+        self.access: dict[str, str] = {}
+        self.refresh: dict[str, str] = {}
+        self.scopes: dict[str, str] = {}
+        """The scope each token was granted (space-separated)."""
+        self.grants: list[str] = []
+        """The grant type of every token request, in order."""
+        self.authorizations = 0
+        self.revoked: list[str] = []
+
+    def metadata(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "issuer": self.base,
+                "authorization_endpoint": f"{self.base}/authorize",
+                "token_endpoint": f"{self.base}/token",
+                "registration_endpoint": f"{self.base}/register",
+                "revocation_endpoint": f"{self.base}/revoke",
+                "response_types_supported": ["code"],
+                "grant_types_supported": [
+                    "authorization_code",
+                    "refresh_token",
+                    "client_credentials",
+                ],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+            }
+        )
+
+    async def register(self, request: Request) -> Response:
+        body = await request.json()
+        client_id = f"client-{secrets.token_hex(4)}"
+        client = {**body, "client_id": client_id, "token_endpoint_auth_method": "none"}
+        self.clients[client_id] = client
+        return JSONResponse(client, status_code=201)
+
+    def authorize(self, request: Request) -> Response:
+        query = request.query_params
+        client = self.clients.get(query.get("client_id", ""))
+        redirect_uri = query.get("redirect_uri", "")
+        if client is None or redirect_uri not in client.get("redirect_uris", []):
+            return JSONResponse({"error": "invalid_request"}, status_code=400)
+        if query.get("code_challenge_method") != "S256" or not query.get("code_challenge"):
+            return JSONResponse({"error": "invalid_request"}, status_code=400)
+        self.authorizations += 1
+        code = secrets.token_urlsafe(16)
+        scope = query.get("scope") or "mcp"
+        self.codes[code] = _Code(client["client_id"], query["code_challenge"], redirect_uri, scope)
+        answer = {"code": code, "state": query.get("state", ""), "iss": self.base}
+        return RedirectResponse(f"{redirect_uri}?{urlencode(answer)}", status_code=302)
+
+    def _tokens(self, client_id: str, scope: str = "mcp", *, refreshable: bool = True) -> Response:
+        access = f"access-{secrets.token_hex(8)}"
+        self.access[access] = client_id
+        self.scopes[access] = scope
+        body: dict[str, Any] = {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": 3600,
+            "scope": scope,
+        }
+        if refreshable:
+            refresh = f"refresh-{secrets.token_hex(8)}"
+            self.refresh[refresh] = client_id
+            self.scopes[refresh] = scope
+            body["refresh_token"] = refresh
+        return JSONResponse(body)
+
+    async def token(self, request: Request) -> Response:
+        form = await request.form()
+        grant = str(form.get("grant_type"))
+        self.grants.append(grant)
+        if grant == "authorization_code":
+            code = self.codes.pop(str(form.get("code")), None)
+            verifier = str(form.get("code_verifier", ""))
+            challenge = (
+                base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+                .rstrip(b"=")
+                .decode()
+            )
+            if code is None or code.challenge != challenge:
+                return JSONResponse({"error": "invalid_grant"}, status_code=400)
+            return self._tokens(code.client_id, code.scope)
+        if grant == "refresh_token":
+            refresh = str(form.get("refresh_token"))
+            client_id = self.refresh.pop(refresh, None)
+            if client_id is None or self.refuse_refresh:
+                return JSONResponse({"error": "invalid_grant"}, status_code=400)
+            return self._tokens(client_id, self.scopes[refresh])
+        if grant == "client_credentials":
+            if request.headers.get("authorization") != _basic():
+                return JSONResponse({"error": "invalid_client"}, status_code=401)
+            return self._tokens(CLIENT_ID, refreshable=False)
+        return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+
+    async def revoke(self, request: Request) -> Response:
+        form = await request.form()
+        token = str(form.get("token"))
+        owner = self.access.get(token) or self.refresh.get(token)
+        if owner == CLIENT_ID and request.headers.get("authorization") != _basic():
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        self.refresh.pop(token, None)
+        self.access.pop(token, None)
+        self.revoked.append(token)
+        return Response(status_code=200)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The resource server's check: a token this issuer gave out."""
+        client_id = self.access.get(token)
+        if client_id is None:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=client_id,
+            scopes=self.scopes.get(token, "mcp").split(),
+            expires_at=int(time.time()) + 3600,
+        )
+
+    def add_routes(self, server: MCPServer) -> None:
+        """Serve the issuer's endpoints beside ``server``'s MCP endpoint."""
+        for path, endpoint, methods in (
+            ("/.well-known/oauth-authorization-server", self.metadata, ["GET"]),
+            ("/register", self.register, ["POST"]),
+            ("/authorize", self.authorize, ["GET"]),
+            ("/token", self.token, ["POST"]),
+            ("/revoke", self.revoke, ["POST"]),
+        ):
+            server.custom_route(path, methods)(endpoint)
+
+
+def _mcp_server(base: str, issuer: Issuer) -> MCPServer:
+    server = MCPServer(
+        "protected",
+        auth=AuthSettings.model_validate(
+            {
+                "issuer_url": base,
+                "resource_server_url": f"{base}/mcp",
+                "validate_token_resource": False,
+            }
+        ),
+        token_verifier=issuer,
+    )
+
+    @server.tool()
+    def whoami() -> str:
+        """Say that the caller got in."""
+        return "authorized"
+
+    @server.tool()
+    def admin() -> str:
+        """A tool that needs the 'admin' scope (`StepUp` asks for it)."""
+        return "admin ok"
+
+    issuer.add_routes(server)
+    return server
+
+
+class StepUp:
+    """ASGI middleware: a ``tools/call`` of ``admin`` with a token lacking the ``admin``
+    scope gets 403 ``insufficient_scope`` naming the scopes to ask for (a step-up)."""
+
+    def __init__(self, app: Any, issuer: Issuer) -> None:
+        self.app = app
+        self.issuer = issuer
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = {}
+        headers = dict(scope["headers"])
+        token = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+        wants_admin = (
+            isinstance(request, dict)
+            and request.get("method") == "tools/call"
+            and request.get("params", {}).get("name") == "admin"
+        )
+        if wants_admin and "admin" not in self.issuer.scopes.get(token, "").split():
+            challenge = (
+                'Bearer error="insufficient_scope", scope="mcp admin", resource_metadata='
+                f'"{self.issuer.base}/.well-known/oauth-protected-resource/mcp"'
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [(b"www-authenticate", challenge.encode())],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+@asynccontextmanager
+async def protected_server(issuer: Issuer) -> AsyncIterator[str]:
+    """Serve the protected MCP server and ``issuer`` on loopback; yields the MCP URL."""
+
+    def make(base: str) -> Any:
+        issuer.base = base
+        return StepUp(_mcp_server(base, issuer).streamable_http_app(), issuer)
+
+    async with serving_made(make) as base:
+        yield f"{base}/mcp"
