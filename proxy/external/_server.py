@@ -35,7 +35,6 @@ from nativemcp.protocol import (
     BackendType,
     NativeMCPResponse,
     Tool,
-    from_sdk,
     response_from_sdk,
 )
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
@@ -56,6 +55,7 @@ from ._mcp_config import ExternalServerSpec
 from ._oauth import NeedsAuthorization, ServerAuthorization, unavailable_response, unavailable_tool
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
+from ._tool_list import ToolListChanges, list_all_tools
 from ._tool_listing import drop_repeated_tools, usable_tools_only
 
 if TYPE_CHECKING:
@@ -73,8 +73,6 @@ CONNECTION_CLOSED: Final = -32000
 MCP_LOG_LEVEL: Final = "info"
 """The level of ``notifications/message`` asked of servers (newer MCP sends none unless
 asked): info and up, so debug chatter does not travel with every call."""
-MAX_TOOL_PAGES: Final = 1000
-"""Pages of ``tools/list`` read at most (a warning names the server past it)."""
 PING_REMOVED_IN: Final = "2026-07-28"
 """The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
 _STDERR_CHUNK: Final = 65536
@@ -163,9 +161,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self.default_timeout = spec.timeout
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
-        # Set by the server's `notifications/tools/list_changed`; `_follow_tool_list`
-        # reads the list again (each connection gets a new one).
-        self._tools_changed = anyio.Event()
+        self._tool_changes = ToolListChanges()  # a new one for each connection
         self.on_tools_changed: Callable[[], None] | None = None
         """Called after the tool list was read again on the server's
         ``notifications/tools/list_changed`` (the pool's catalog and tool search follow
@@ -228,7 +224,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             server,
             client_info=_client_info(),
             logging_callback=self._on_log,
-            message_handler=self._on_message,
+            message_handler=self._tool_changes.on_message,
             log_level=MCP_LOG_LEVEL,
             input_required_max_rounds=self._requests.side.input_rounds,
             **self._requests.callbacks(),
@@ -260,7 +256,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """One connection: connect, list tools, serve until lost or stopped."""
         link = StdioLink(self.name) if stderr else None
         self._link = link
-        self._tools_changed = anyio.Event()
+        self._tool_changes = ToolListChanges()
         client, http = self._client_for(stderr, link)
         async with contextlib.AsyncExitStack() as stack:
             if http is not None:
@@ -272,7 +268,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     stderr.close_writer()
             if link is not None:
                 self.pid = link.pid
-            tools = await _list_all_tools(client, self.name)
+            tools = await list_all_tools(client, self.name)
             self.description = client.instructions or ""
             self._tools = self._usable(tools)
             self._client = client
@@ -286,43 +282,32 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 watch.append(link.ended)
             try:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._follow_tool_list, client)
+                    tg.start_soon(
+                        self._tool_changes.follow, functools.partial(self._relist, client)
+                    )
                     await _first(*watch)
                     tg.cancel_scope.cancel()
             finally:
                 self._client = None
                 self._reset_connected()
 
-    async def _on_message(self, message: object) -> None:
-        """The SDK's message handler: note a changed tool list. It runs in the SDK's
-        reader, so the tools are read again by `_follow_tool_list`, not here."""
-        import mcp_types
-
-        if isinstance(message, mcp_types.ToolListChangedNotification):
-            self._tools_changed.set()
-
-    async def _follow_tool_list(self, client: Client) -> None:
-        """Read the tools again (past the SDK's cache) each time the server says they
-        changed, for as long as this connection lives. A failed read keeps the last
-        list: a lost connection is the supervisor's to notice."""
+    async def _relist(self, client: Client) -> None:
+        """Read the tools again (past the SDK's cache) on the server's word that they
+        changed. A failed read keeps the last list: a lost connection is the
+        supervisor's to notice."""
         from mcp import MCPError
 
-        while True:
-            await self._tools_changed.wait()
-            # A change said while reading is read again after.
-            self._tools_changed = anyio.Event()
-            try:
-                tools = await _list_all_tools(client, self.name, cache_mode="bypass")
-            except MCPError as exc:
-                _logger.warning(
-                    "MCP server %r said its tools changed; listing them again failed: %s",
-                    self.name,
-                    self.spec.redact(exc.message),
-                )
-                continue
-            self._tools = self._usable(tools)
-            if self.on_tools_changed is not None:
-                self.on_tools_changed()
+        try:
+            tools = await list_all_tools(client, self.name, cache_mode="bypass")
+        except MCPError as exc:
+            message = self.spec.redact(exc.message)
+            _logger.warning(
+                "MCP server %r: listing its changed tools failed: %s", self.name, message
+            )
+            return
+        self._tools = self._usable(tools)
+        if self.on_tools_changed is not None:
+            self.on_tools_changed()
 
     def _usable(self, tools: list[Tool]) -> list[Tool]:
         """The listed tools the entry allows; an optional server's repeated names out."""
@@ -610,7 +595,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
             try:
-                tools = await _list_all_tools(client, self.name)
+                tools = await list_all_tools(client, self.name)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
                     raise self._connection_lost(client, "tools/list") from self._cause(exc)
@@ -710,28 +695,6 @@ class ExternalServer(UnwrappingHandle, Supervised):
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
                     raise self._connection_lost(client, "ping") from self._cause(exc)
-
-
-async def _list_all_tools(client: Client, server: str, cache_mode: Any = "use") -> list[Tool]:
-    """Every page of the server's tool list, up to `MAX_TOOL_PAGES` (then a warning
-    says the rest was left out: a server whose cursor never ends must not hang us)."""
-    tools: list[Tool] = []
-    cursor: str | None = None
-    for _ in range(MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
-        tools.extend(from_sdk(tool) for tool in page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            return tools
-    _logger.warning(
-        "MCP server %r: its tool list has more than %d pages; the %d tools of the first "
-        "%d are offered, the rest left out",
-        server,
-        MAX_TOOL_PAGES,
-        len(tools),
-        MAX_TOOL_PAGES,
-    )
-    return tools
 
 
 @functools.cache
