@@ -161,7 +161,9 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self.default_timeout = spec.timeout
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
-        self._tool_changes = ToolListChanges()  # a new one for each connection
+        self._tool_changes = ToolListChanges(
+            spec.name, spec.redact
+        )  # a new one for each connection
         self.on_tools_changed: Callable[[], None] | None = None
         """Called after the tool list was read again on the server's
         ``notifications/tools/list_changed`` (the pool's catalog and tool search follow
@@ -256,7 +258,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """One connection: connect, list tools, serve until lost or stopped."""
         link = StdioLink(self.name) if stderr else None
         self._link = link
-        self._tool_changes = ToolListChanges()
+        self._tool_changes = ToolListChanges(self.name, self.spec.redact)
         client, http = self._client_for(stderr, link)
         async with contextlib.AsyncExitStack() as stack:
             if http is not None:
@@ -268,6 +270,12 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     stderr.close_writer()
             if link is not None:
                 self.pid = link.pid
+            # Changes are heard before the first listing (a 2026-07-28 stream is open
+            # and acknowledged), so none falls between the two.
+            follower = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(follower.cancel_scope.cancel)
+            relist = functools.partial(self._relist, client)
+            await follower.start(self._tool_changes.follow, client, relist)
             tools = await list_all_tools(client, self.name)
             self.description = client.instructions or ""
             self._tools = self._usable(tools)
@@ -281,12 +289,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 # process lives on (a closed stdout, a failed reader).
                 watch.append(link.ended)
             try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(
-                        self._tool_changes.follow, functools.partial(self._relist, client)
-                    )
-                    await _first(*watch)
-                    tg.cancel_scope.cancel()
+                await _first(*watch)
             finally:
                 self._client = None
                 self._reset_connected()

@@ -2,19 +2,23 @@
 changed.
 
 `list_all_tools` reads every page (bounded: a cursor that never ends must not hang the
-pool). `ToolListChanges` is the SDK client's message handler for
-``notifications/tools/list_changed``: the handler runs in the SDK's reader, which must
-not wait on a request of its own, so it only notes the change, and `follow` (a task of
-the connection's lifetime) reads the list again.
+pool). `ToolListChanges` hears that the tools changed in either of the ways MCP says
+it: a ``notifications/tools/list_changed`` sent at will (up to 2025-11-25; the SDK
+client's message handler, `on_message`), or an event of a ``subscriptions/listen``
+stream, which a 2026-07-28 server sends only to a client that opened one (`follow`
+opens it where the server declares ``tools.listChanged``). The handler runs in the
+SDK's reader, which must not wait on a request of its own, so it only notes the
+change, and `follow` (a task of the connection's lifetime) reads the list again.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import anyio.abc
 
 from nativemcp.protocol import Tool, from_sdk
 
@@ -56,7 +60,9 @@ class ToolListChanges:
     """One connection's ``notifications/tools/list_changed``: noted by `on_message`,
     acted on by `follow`."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: str, redact: Callable[[str], str]) -> None:
+        self._server = server
+        self._redact = redact  # a message may echo the entry's secrets
         self._changed = anyio.Event()
 
     async def on_message(self, message: object) -> None:
@@ -66,10 +72,48 @@ class ToolListChanges:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._changed.set()
 
-    async def follow(self, relist: Callable[[], Awaitable[None]]) -> NoReturn:
+    async def follow(
+        self,
+        client: Client,
+        relist: Callable[[], Awaitable[None]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         """Call ``relist`` after each change, until cancelled (several changes said
-        while it runs make one more call)."""
-        while True:
-            await self._changed.wait()
-            self._changed = anyio.Event()
-            await relist()
+        while it runs make one more call); started once changes are heard."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._listen, client)
+            task_status.started()
+            while True:
+                await self._changed.wait()
+                self._changed = anyio.Event()
+                await relist()
+
+    async def _listen(self, client: Client, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """On a 2026-07-28 connection to a server whose tools may change, note each
+        change its subscription stream reports. A stream refused or lost is a warning:
+        the tools stand as last listed (a reconnect lists them again)."""
+        from mcp import MCPError
+        from mcp.client.subscriptions import SubscriptionLost
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        tools = client.server_capabilities.tools
+        modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if not modern or tools is None or not tools.list_changed:
+            task_status.started()
+            return
+        heard = False
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                heard = True
+                async for _ in subscription:
+                    self._changed.set()
+        except (MCPError, SubscriptionLost, TimeoutError) as exc:
+            _logger.warning(
+                "MCP server %r: changes to its tools are not heard (%s); they stand as last listed",
+                self._server,
+                self._redact(str(exc)),
+            )
+        if not heard:  # refused before it was acknowledged: the connection goes on
+            task_status.started()

@@ -116,6 +116,28 @@ async def test_an_external_server_that_says_its_tools_changed_is_listed_and_sear
             assert [match.name for match in found] == ["raw__forecast"]
 
 
+async def test_an_sdk_server_on_a_subscription_is_listed_and_searched_anew(
+    tmp_path: Path,
+) -> None:
+    # The official SDK's server speaks 2026-07-28: list changes come only to a
+    # `subscriptions/listen` stream.
+    entry = {
+        "command": sys.executable,
+        "args": [str(RAW_SERVER.with_name("_external_server.py")), str(tmp_path)],
+    }
+    with anyio.fail_after(30):
+        async with WorkerPool(mcp_servers={"ext": entry}, builtins=[]) as pool:
+            before = await pool.search_tools("weather forecast")
+            assert "ext__forecast" not in [match.name for match in before]
+            relisted = anyio.Event()
+            pool._handles["ext"].on_tools_changed = relisted.set  # type: ignore[attr-defined]
+            await pool.call_tool("ext__add-forecast", {})
+            await relisted.wait()
+            assert "ext__forecast" in [tool.name for tool in await pool.list_tools()]
+            found = await pool.search_tools("weather forecast")
+            assert [match.name for match in found][:1] == ["ext__forecast"]
+
+
 def _openai_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": "call_1",
