@@ -187,6 +187,40 @@ async def test_the_agent_loop_gets_two_meta_tools_and_run_tool_call_runs_them() 
         assert "needs 'query'" in bad["content"]
 
 
+async def test_a_profile_limits_the_definitions_the_search_and_the_calls_of_the_agent_loop() -> (
+    None
+):
+    async with WorkerPool([_notes()], in_process=["notes"]) as pool:
+        only_add = ToolProfile(tools=("notes__add_*",))
+        listed = await pool.tool_definitions("openai", profile=only_add)
+        assert [d["function"]["name"] for d in listed] == ["notes__add_note"]
+        through_search = ToolProfile(tools=("notes__add_*",), search=True)
+        meta = await pool.tool_definitions("openai", profile=through_search)
+        assert [d["function"]["name"] for d in meta] == ["search_tools", "call_tool"]
+
+        query = {"query": "save a note, or every title"}
+        everything = await pool.run_tool_call(
+            _openai_call("search_tools", query), provider="openai"
+        )
+        assert "notes__list_notes" in everything["content"]
+        searched = await pool.run_tool_call(
+            _openai_call("search_tools", query), provider="openai", profile=only_add
+        )
+        assert "notes__add_note" in searched["content"]
+        assert "notes__list_notes" not in searched["content"]
+        for call in (
+            _openai_call("notes__list_notes", {}),
+            _openai_call("call_tool", {"name": "notes__list_notes", "arguments": {}}),
+        ):
+            (refused,) = await pool.run_tool_calls([call], provider="openai", profile=only_add)
+            assert "no tool named 'notes__list_notes' is offered here" in refused["content"]
+        # Without the profile the same call runs.
+        (ran,) = await pool.run_tool_calls(
+            [_openai_call("notes__list_notes", {})], provider="openai"
+        )
+        assert "offered" not in ran["content"]
+
+
 def _long_names() -> Server:
     long = Server("a-server-with-a-rather-long-name", description="Long names")
 
