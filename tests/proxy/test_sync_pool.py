@@ -238,5 +238,12 @@ def test_search_tools_ranks_every_server_and_call_tool_takes_the_full_name() -> 
             pool.call_tool("testing__ech", {})
         with pytest.raises(UnknownTool):
             pool.call_tool("echo", {"text": "a base name is not a full name"})
+        # The index is built once per listing: again only when a worker lists anew.
+        built = pool._tool_index
+        pool.search_tools("echo")
+        assert pool._tool_index is built
+        pool.server("testing").list_tools()
+        pool.search_tools("echo")
+        assert pool._tool_index is not built
     with pytest.raises(ServerClosed):
         pool.search_tools("echo")
