@@ -3,6 +3,18 @@
 Pure: no I/O, and nothing from ``nativemcp.workers`` or ``nativemcp.proxy``.
 """
 
+from ._apps import APP_MIME_TYPE as APP_MIME_TYPE
+from ._apps import APPS_EXTENSION as APPS_EXTENSION
+from ._apps import UI_SCHEME as UI_SCHEME
+from ._apps import AppCsp as AppCsp
+from ._apps import AppPermission as AppPermission
+from ._apps import AppVisibility as AppVisibility
+from ._apps import app_resource_meta as app_resource_meta
+from ._apps import namespaced_ui_uri as namespaced_ui_uri
+from ._apps import split_ui_uri as split_ui_uri
+from ._apps import tool_ui as tool_ui
+from ._apps import tool_ui_meta as tool_ui_meta
+from ._apps import ui_visibility as ui_visibility
 from ._codec import JSONRPCMessage as JSONRPCMessage
 from ._codec import decode as decode
 from ._codec import decode_message as decode_message
@@ -99,6 +111,8 @@ from ._unwrap import result_text as result_text
 from ._unwrap import unwrap as unwrap
 
 __all__ = [
+    "APPS_EXTENSION",
+    "APP_MIME_TYPE",
     "BUILTIN_PREFIX",
     "FASTMCP_WRAP_SCHEMA_KEY",
     "INTERNAL_ERROR",
@@ -114,7 +128,11 @@ __all__ = [
     "SEPARATOR",
     "SERVICE_META_KEY",
     "STRUCTURED_RESULT_META_KEY",
+    "UI_SCHEME",
     "Annotations",
+    "AppCsp",
+    "AppPermission",
+    "AppVisibility",
     "ArgumentsError",
     "AudioContent",
     "BackendType",
@@ -159,6 +177,7 @@ __all__ = [
     "UnknownServer",
     "UnknownTool",
     "UnwrapError",
+    "app_resource_meta",
     "compact",
     "decode",
     "decode_message",
@@ -172,6 +191,7 @@ __all__ = [
     "from_sdk",
     "full_tool_name",
     "is_valid_tool_name",
+    "namespaced_ui_uri",
     "parse_tool_name",
     "portable_schema",
     "portable_tool",
@@ -183,6 +203,7 @@ __all__ = [
     "safe_server_name",
     "service_info",
     "service_meta",
+    "split_ui_uri",
     "structured_response",
     "tag_service",
     "text_resource_response",
@@ -191,6 +212,9 @@ __all__ = [
     "to_structured_content",
     "tool_error_response",
     "tool_name_index",
+    "tool_ui",
+    "tool_ui_meta",
+    "ui_visibility",
     "unwrap",
     "validate_tool_name",
 ]

@@ -52,6 +52,9 @@ __all__ = [
     "ResourceUpdatedNotification",
     "Result",
     "Shutdown",
+    "SpanEvent",
+    "SpanRecord",
+    "Spans",
     "StartFailed",
     "SwitchContext",
     "ToWorker",
@@ -129,6 +132,11 @@ class Call(msgspec.Struct, tag="call", array_like=True):
     """The caller's session scope for this call (None: the server's current scope)."""
     thread_id: str | None = None
     value_only: bool = False
+    trace: dict[str, str] | None = None
+    """The caller's trace context as its propagator wrote it (W3C ``traceparent``,
+    ``tracestate``, ``baggage``): the parent of the worker's server span. None (one
+    byte on the wire) when the caller records no trace; a frame without it decodes,
+    and a receiver that predates it ignores it."""
 
 
 class Cancel(msgspec.Struct, tag="cancel", array_like=True):
@@ -378,9 +386,50 @@ class Log(msgspec.Struct, tag="log", array_like=True):
     name: str
     level: int
     message: str
+    trace_id: str = ""
+    """The trace (32 hex digits) of the span current where it was logged ("": none)."""
+    span_id: str = ""
+    """That span (16 hex digits; "": none)."""
 
 
-FromWorker = Ready | StartFailed | Reply | Result | Notify | Ask | Log
+class SpanEvent(msgspec.Struct, array_like=True):
+    """An event of a recorded span: name, time (ns since the epoch) and attributes."""
+
+    name: str
+    time: int
+    attributes: dict[str, Any] = {}
+
+
+class SpanRecord(msgspec.Struct, array_like=True):
+    """One finished span recorded in a worker, as the parent re-emits it: ids as bytes
+    (16 for the trace, 8 for a span; ``parent_id`` empty for a root), kind and status
+    code as OpenTelemetry's enum values, times in ns since the epoch."""
+
+    trace_id: bytes
+    span_id: bytes
+    parent_id: bytes
+    name: str
+    kind: int
+    start: int
+    end: int
+    attributes: dict[str, Any] = {}
+    status: int = 0
+    description: str | None = None
+    events: list[SpanEvent] = []
+    scope: str = ""
+    scope_version: str | None = None
+    flags: int = 1
+    trace_state: str = ""
+
+
+class Spans(msgspec.Struct, tag="spans", array_like=True):
+    """Spans a worker finished, sent before the reply of the call they belong to, for the
+    parent's tracer provider (the worker exports nothing itself)."""
+
+    spans: list[SpanRecord]
+
+
+FromWorker = Ready | StartFailed | Reply | Result | Notify | Ask | Log | Spans
 
 _encoder: Final = msgspec.msgpack.Encoder()
 _response_decoder: Final = msgspec.msgpack.Decoder(NativeMCPResponse[Any])

@@ -8,6 +8,7 @@ import anyio
 
 from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
 from nativemcp.workers import ClientRequestError, Notification, Server, answer_feature
+from nativemcp.workers.telemetry import mark_response
 
 from ._handle import (
     CallOptions,
@@ -17,6 +18,7 @@ from ._handle import (
     call_deadline,
     deliver,
 )
+from .telemetry import TRACING, local_server_span
 
 __all__ = ["LocalServer"]
 
@@ -73,9 +75,25 @@ class LocalServer(UnwrappingHandle):
             tool, request_id=self._next_id, notify=notify, request=request, scope=options.scope
         )
         with call_deadline(self.name, tool, options.limit):
-            return await self.server.call_tool(
-                tool, arguments, context=context, value_only=value_only
-            )
+            tracer = TRACING.tracer
+            if tracer is None:
+                return await self.server.call_tool(
+                    tool, arguments, context=context, value_only=value_only
+                )
+            # Its server span, the client span's child: as a worker's would be.
+            scope = options.scope
+            with local_server_span(
+                tracer,
+                tool,
+                self.name,
+                request_id=self._next_id,
+                session_id=scope[0] if scope is not None else None,
+            ) as (span, outcome):
+                response = await self.server.call_tool(
+                    tool, arguments, context=context, value_only=value_only
+                )
+                outcome.error = mark_response(span, response)
+                return response
 
     async def value_response(
         self, tool: str, arguments: dict[str, Any], options: CallOptions

@@ -28,6 +28,7 @@ import anyio
 import anyio.abc
 
 from nativemcp.protocol import (
+    APPS_EXTENSION,
     ArgumentsError,
     BackendType,
     NativeMCPResponse,
@@ -36,6 +37,8 @@ from nativemcp.protocol import (
     UnknownServer,
     UnknownTool,
     quoted_name,
+    tool_ui,
+    ui_visibility,
 )
 from nativemcp.workers import (
     ClientRequestError,
@@ -74,9 +77,12 @@ from .external import (
     ServerAuthorization,
     roots_answer,
 )
+from .llm._apps import with_app_note
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
 from .llm._tools import declaration, provider_name, read_tool_call
+from .telemetry import TRACING, traced
+from .telemetry import refresh as refresh_tracing
 from .tool_search import (
     CALL_TOOL,
     META_TOOLS,
@@ -293,6 +299,9 @@ class WorkerPool:
             usable kept grant is listed as needing authorization (`needs_authorization`)
             and does not stop the pool. Grants are kept under ``data_dir/oauth``
             (without a ``data_dir``, in memory).
+        apps: the app shows MCP Apps: declare ``io.modelcontextprotocol/ui`` to
+            external servers (`offers_apps` says which servers offer apps), and
+            `run_tool_call` tells the model when a tool's app shows its result.
 
     Keyword Args:
         data_dir: where the built-in servers keep their data; with it, the built-in
@@ -354,6 +363,7 @@ class WorkerPool:
         relay_client_requests: bool = False,
         input_rounds: int = DEFAULT_INPUT_ROUNDS,
         oauth_redirect: RedirectHook | None = None,
+        apps: bool = False,
         **options: Unpack[PoolOptions],
     ) -> None:
         exit_if_bootstrapping("WorkerPool")
@@ -365,6 +375,7 @@ class WorkerPool:
             raise ValueError(f"input_rounds must be at least 1, not {input_rounds!r}")
         self._input_rounds = input_rounds
         self._oauth_redirect = oauth_redirect
+        self._apps = apps
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles, self._config.pinned)
@@ -408,6 +419,7 @@ class WorkerPool:
             sampling=self._relay or "sampling/createMessage" in self._client_handlers,
             elicitation=self._relay or "elicitation/create" in self._client_handlers,
             roots=self._roots is not None,
+            apps=self._apps,
             answer=self.answer_client_request,
             input_rounds=self._input_rounds,
         )
@@ -431,6 +443,7 @@ class WorkerPool:
         if self._task_group is not None or self._closed:
             raise RuntimeError("a WorkerPool can be entered only once")
         self._config.make_data_dir()
+        refresh_tracing()  # the app sets up OpenTelemetry before it starts the pool
         # A failure half-way (a server that does not start, a cancellation) unwinds what
         # was entered: the servers closed, then the supervisors' task group left.
         async with contextlib.AsyncExitStack() as stack:
@@ -681,10 +694,31 @@ class WorkerPool:
         call_options = merge_options(options, timeout, on_progress, on_log).resolve(
             handle.default_timeout or self._config.timeouts.call, self.answer_client_request
         )
-        response = await handle.call(
-            entry.tool.name, coerce_arguments(full_name, arguments, {}), call_options
-        )
+        tool = entry.tool.name
+        merged = coerce_arguments(full_name, arguments, {})
+        if TRACING.tracer is None:
+            response = await handle.call(tool, merged, call_options)
+        else:
+            response = await traced(
+                handle.name,
+                "tools/call",
+                tool,
+                lambda: handle.call(tool, merged, call_options),
+            )
         return self._catalog.tag(response, entry)
+
+    def offers_apps(self, name: str, /) -> bool:
+        """Whether server ``name`` offers MCP Apps.
+
+        It does when it advertised the extension, or a tool of it names a ``ui://`` app
+        (a 2025-11-25 server's advertisement is lost).
+
+        Raises:
+            UnknownServer: no server ``name`` (the message lists them); ServerClosed.
+        """
+        handle = find_server(self._handles, name, closed=self._closed)
+        advertised = getattr(handle, "extensions", None) or {}
+        return APPS_EXTENSION in advertised or any(tool_ui(tool.meta) for tool in handle.tools)
 
     def tool_index(self) -> ToolIndex:
         """The BM25 index of the catalog as it is now; `search_tools` reads it.
@@ -698,7 +732,8 @@ class WorkerPool:
         self._check_open()
         version = self._catalog.version
         if self._tool_index is None or self._tool_index[0] != version:
-            entries = self._catalog.entries()
+            # A tool only its app may call (MCP Apps) is not found for the model either.
+            entries = [e for e in self._catalog.entries() if "model" in ui_visibility(e.tool.meta)]
             tools = [IndexedTool(e.full_name, e.service.server_name, e.tool) for e in entries]
             self._tool_index = (version, ToolIndex(tools))
         return self._tool_index[1]
@@ -788,10 +823,12 @@ class WorkerPool:
             return [declaration(tool, tool.name, provider) for tool in META_TOOLS]
         names = self._names_for(provider)
         by_full = {full: short for short, full in names.items()}
+        # A tool only its app may call (MCP Apps visibility ["app"]) is not the model's.
         definitions = [
             declaration(entry.tool, by_full[entry.full_name], provider)
             for entry in self._catalog.entries()
-            if profile is None or profile.allows(entry.full_name)
+            if "model" in ui_visibility(entry.tool.meta)
+            and (profile is None or profile.allows(entry.full_name))
         ]
         return deferred_for_anthropic(definitions) if defer_loading else definitions
 
@@ -850,6 +887,8 @@ class WorkerPool:
                         on_progress=on_progress,
                         on_log=on_log,
                     )
+                    if self._apps:  # the app shows the tool's app: the model hears so
+                        outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
         return tool_result_message(
@@ -860,7 +899,11 @@ class WorkerPool:
         """How many tools of the catalog ``profile`` offers (all without one)."""
         if profile is None or not profile.filters:
             return len(self.tool_index())
-        return sum(1 for entry in self._catalog.entries() if profile.allows(entry.full_name))
+        return sum(
+            1
+            for entry in self._catalog.entries()
+            if "model" in ui_visibility(entry.tool.meta) and profile.allows(entry.full_name)
+        )
 
     async def run_tool_calls(
         self,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import keyword
 import typing
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -52,6 +52,7 @@ from ._handle import (
     merge_options,
 )
 from ._records import to_records
+from .telemetry import TRACING, traced
 
 __all__ = [
     "PROXY_NAMES",
@@ -204,11 +205,30 @@ class ToolMethod(BoundTool):
         proxy = self._proxy
         # The common case (no options) reuses one resolved object.
         options = proxy._defaults if given is None else proxy._resolve(given)
+        if TRACING.tracer is None:  # the usual case: no span, no call in between
+            return await self._run(proxy._handle, name, merged, options)
+        scope = options.scope
+        return await traced(
+            proxy._handle.name,
+            "tools/call",
+            name,
+            lambda: self._run(proxy._handle, name, merged, options),
+            session_id=scope[0] if scope is not None else None,
+        )
+
+    def _run(
+        self, handle: ServerHandle, name: str, arguments: dict[str, Any], options: CallOptions
+    ) -> Awaitable[Any]:
         if self.result_type is Any:
-            response = await proxy._handle.call(name, merged, options)
-            return to_records(self._untyped.unwrap(response, name))
+            return self._records(handle, name, arguments, options)
         # A known type: the handle decodes the value straight into it, skipping the text.
-        return await proxy._handle.call_value(name, merged, self._expected, options)
+        return handle.call_value(name, arguments, self._expected, options)
+
+    async def _records(
+        self, handle: ServerHandle, name: str, arguments: dict[str, Any], options: CallOptions
+    ) -> Any:
+        response = await handle.call(name, arguments, options)
+        return to_records(self._untyped.unwrap(response, name))
 
     def __repr__(self) -> str:
         return f"<tool {self._proxy._handle.name}.{self.tool.name}>"
@@ -338,20 +358,35 @@ class ServerProxy:
         """
         scoped = session_id is not None or thread_id is not None
         scope = (session_id, thread_id) if scoped else None
-        return await self._handle.call(
+        merged = coerce_arguments(name, arguments, {})
+        resolved = self._resolve(merge_options(options, timeout, on_progress, on_log, scope))
+        return await traced(
+            self._handle.name,
+            "tools/call",
             name,
-            coerce_arguments(name, arguments, {}),
-            self._resolve(merge_options(options, timeout, on_progress, on_log, scope)),
+            lambda: self._handle.call(name, merged, resolved),
+            session_id=session_id,
+        )
+
+    async def _feature(
+        self, method: str, params: dict[str, Any], target: str | None = None, **span: Any
+    ) -> Any:
+        return await traced(
+            self._handle.name,
+            method,
+            target,
+            lambda: self._handle.feature(method, params, self._defaults),
+            **span,
         )
 
     async def list_resources(self) -> list[Resource]:
         """The server's resources."""
-        found = await self._handle.feature("resources/list", {}, self._defaults)
+        found = await self._feature("resources/list", {})
         return msgspec.convert(found["resources"], list[Resource])
 
     async def list_resource_templates(self) -> list[ResourceTemplate]:
         """The server's resource templates."""
-        found = await self._handle.feature("resources/templates/list", {}, self._defaults)
+        found = await self._feature("resources/templates/list", {})
         return msgspec.convert(found["resourceTemplates"], list[ResourceTemplate])
 
     async def read_resource(self, uri: str) -> list[ResourceContents]:
@@ -361,12 +396,12 @@ class ServerProxy:
             FeatureError: no resource or template of the server matches ``uri``.
             ServerError: the server timed out, crashed or is closed.
         """
-        found = await self._handle.feature("resources/read", {"uri": uri}, self._defaults)
+        found = await self._feature("resources/read", {"uri": uri}, uri=uri)
         return msgspec.convert(found["contents"], list[ResourceContents])
 
     async def list_prompts(self) -> list[Prompt]:
         """The server's prompts."""
-        found = await self._handle.feature("prompts/list", {}, self._defaults)
+        found = await self._feature("prompts/list", {})
         return msgspec.convert(found["prompts"], list[Prompt])
 
     async def get_prompt(
@@ -378,8 +413,8 @@ class ServerProxy:
             FeatureError: unknown prompt, or missing/unknown arguments.
             ServerError: the server timed out, crashed or is closed.
         """
-        found = await self._handle.feature(
-            "prompts/get", {"name": name, "arguments": dict(arguments or {})}, self._defaults
+        found = await self._feature(
+            "prompts/get", {"name": name, "arguments": dict(arguments or {})}, name
         )
         return msgspec.convert(found, GetPromptResult)
 
@@ -396,10 +431,9 @@ class ServerProxy:
             FeatureError: the server has no such prompt or template.
         """
         wire_ref = _completion_ref(ref)
-        found = await self._handle.feature(
+        found = await self._feature(
             "completion/complete",
             {"ref": wire_ref, "argument": {"name": argument, "value": value}},
-            self._defaults,
         )
         return list(found["completion"]["values"])
 
@@ -424,7 +458,14 @@ class ServerProxy:
 
     async def list_tools(self) -> list[Tool]:
         """Ask the server for its tools."""
-        return list(await self._handle.list_tools(self._defaults))
+        return list(
+            await traced(
+                self._handle.name,
+                "tools/list",
+                None,
+                lambda: self._handle.list_tools(self._defaults),
+            )
+        )
 
     async def get_service_context(self) -> str:
         """The server's text for an agent's system prompt."""
@@ -436,7 +477,7 @@ class ServerProxy:
 
     async def ping(self) -> None:
         """Round-trip an empty message to the server."""
-        await self._handle.ping(self._defaults)
+        await traced(self._handle.name, "ping", None, lambda: self._handle.ping(self._defaults))
 
     def _result_type(self, tool: Tool) -> Any:
         return result_type(tool, self._interface, trusts_type_refs=self._handle.trusts_type_refs)

@@ -27,6 +27,7 @@ from nativemcp.protocol import (
     UnknownTool,
     quoted_name,
     tool_name_index,
+    ui_visibility,
 )
 from nativemcp.protocol.wire import (
     GetServiceContext,
@@ -44,6 +45,8 @@ from ._proxy import BoundTool, coerce_arguments, result_type
 from ._records import to_records
 from ._sync_worker import SyncWorker
 from ._worker import start_failure
+from .telemetry import TRACING, traced_sync
+from .telemetry import refresh as refresh_tracing
 from .tool_search import IndexedTool, ToolIndex, ToolMatch, ToolProfile
 
 __all__ = ["SyncServerProxy", "SyncToolMethod", "SyncWorkerPool"]
@@ -96,6 +99,7 @@ class SyncWorkerPool:
         self._started = True
         config = self._config
         config.make_data_dir()
+        refresh_tracing()  # the app sets up OpenTelemetry before it starts the pool
         launched: list[tuple[SyncWorker, Any]] = []
         try:
             # Spawn every process first, then wait for each READY: the starts overlap.
@@ -190,9 +194,12 @@ class SyncWorkerPool:
                         ServiceInfo(worker.name, tool.name, BackendType(worker.backend))
                     )
             names = tool_name_index(services)
+            # A tool only its app may call (MCP Apps) is not found for the model.
+            found = {full: tools[(s.server_name, s.tool_name)] for full, s in names.items()}
             indexed = [
-                IndexedTool(full, s.server_name, tools[(s.server_name, s.tool_name)])
-                for full, s in names.items()
+                IndexedTool(full, names[full].server_name, tool)
+                for full, tool in found.items()
+                if "model" in ui_visibility(tool.meta)
             ]
             kept = self._tool_index = (listed, ToolIndex(indexed), names)
         return kept[1], kept[2]
@@ -271,10 +278,18 @@ class SyncToolMethod(BoundTool):
             if call_timeout is DEFAULT
             else time_limit(call_timeout, self._proxy.timeout)
         )
+        if TRACING.tracer is None:
+            return self._run(name, merged, timeout)
+        return traced_sync(
+            worker.name, "tools/call", name, lambda: self._run(name, merged, timeout)
+        )
+
+    def _run(self, name: str, arguments: dict[str, Any], timeout: float | None) -> Any:
+        worker = self._proxy._worker
         if self.result_type is Any:
-            response = worker.call(name, merged, timeout=timeout)
+            response = worker.call(name, arguments, timeout=timeout)
             return to_records(self._untyped.unwrap(response, name))
-        return worker.call_value(name, merged, self._expected, timeout=timeout)
+        return worker.call_value(name, arguments, self._expected, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<tool {self._proxy.name}.{self.tool.name}>"
@@ -322,10 +337,13 @@ class SyncServerProxy:
             ServerError: the worker timed out, crashed or is closed.
             ArgumentsError: the arguments are not an object.
         """
-        return self._worker.call(
+        merged = coerce_arguments(name, arguments, {})
+        limit = time_limit(timeout, self._timeout)
+        return traced_sync(
+            self._worker.name,
+            "tools/call",
             name,
-            coerce_arguments(name, arguments, {}),
-            timeout=time_limit(timeout, self._timeout),
+            lambda: self._worker.call(name, merged, timeout=limit),
         )
 
     def list_tools(self) -> list[Tool]:

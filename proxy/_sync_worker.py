@@ -51,6 +51,7 @@ from nativemcp.protocol.wire import (
     Reply,
     Result,
     Shutdown,
+    Spans,
     StartFailed,
     encode_frame,
     unpack_reply,
@@ -73,6 +74,7 @@ from ._worker import (
     WorkerSettings,
     _emit_log,
 )
+from .telemetry import TRACING, emit_worker_spans, wire_context
 
 __all__ = ["SyncWorker"]
 
@@ -226,6 +228,8 @@ class _Connection:
                 # (None: a late answer to a call that gave up)
                 if slot is not None and slot.settle(message):
                     asleep.append(slot)
+            elif isinstance(message, Spans):  # sent before its call's reply
+                emit_worker_spans(message)
             elif isinstance(message, Ask):
                 # A tool asks its client (sampling, elicitation): nobody here can answer,
                 # so say so at once rather than let the tool wait.
@@ -427,7 +431,13 @@ class SyncWorker(WorkerBase):
         conn = self._connection(f"call {tool!r}")
         call_id = next(conn.ids)
         frame = encode_frame(
-            Call(id=call_id, tool=tool, arguments=arguments, value_only=value_only)
+            Call(
+                id=call_id,
+                tool=tool,
+                arguments=arguments,
+                value_only=value_only,
+                trace=None if TRACING.tracer is None else wire_context(call_id),
+            )
         )
         self.check_call_frame(frame, tool)
         answer = self._exchange(conn, call_id, frame, tool, timeout)

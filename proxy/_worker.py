@@ -45,6 +45,7 @@ from nativemcp.protocol.wire import (
     Reply,
     Result,
     Shutdown,
+    Spans,
     StartFailed,
     SwitchContext,
     encode_frame,
@@ -66,6 +67,7 @@ from nativemcp.workers import (
     worker_main,
 )
 from nativemcp.workers.channel import FrameReader
+from nativemcp.workers.telemetry import mark_log_record
 
 from ._bootstrap import EXIT_NO_MAIN_GUARD, no_main_guard_message
 from ._handle import (
@@ -80,6 +82,7 @@ from ._handle import (
 )
 from ._link import AnyioBackend, Backend, Deadlines, Inbox, Link
 from ._restart import RestartPolicy, Supervised
+from .telemetry import TRACING, emit_worker_spans, wire_context
 
 __all__ = ["WorkerBase", "WorkerProcess", "WorkerSettings", "start_failure"]
 
@@ -227,6 +230,8 @@ class _Connection:
                 entry[1].put(message)
         elif isinstance(message, Log):
             _emit_log(self.ready.name if self.ready else self.label, message)
+        elif isinstance(message, Spans):  # sent before its call's reply
+            emit_worker_spans(message)
         elif isinstance(message, Ready | StartFailed):
             self.handshake.put(message)
         elif isinstance(message, Ask):
@@ -255,6 +260,8 @@ def _emit_log(server: str, message: Log) -> None:
             logger.name, message.level, f"<worker {server}>", 0, "%s", (message.message,), None
         )
         record.worker = server
+        if message.trace_id:  # logged during a traced call
+            mark_log_record(record, message.trace_id, message.span_id)
         logger.handle(record)
 
 
@@ -567,6 +574,7 @@ class WorkerProcess(WorkerBase, Supervised):
                 session_id=session_id,
                 thread_id=thread_id,
                 value_only=value_only,
+                trace=None if TRACING.tracer is None else wire_context(call_id),
             )
         )
         self.check_call_frame(frame, tool)

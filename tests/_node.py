@@ -44,3 +44,21 @@ def everything_server() -> dict[str, Any]:
         "args": ["stdio"],
         "env": {"PATH": node_env()["PATH"]},
     }
+
+
+def basic_app_server(package: str = "server-basic-vanillajs") -> dict[str, Any]:
+    """The ``mcpServers`` entry of one of npm's MCP Apps example servers
+    (``@modelcontextprotocol/<package>``, ``.ci/node``) over stdio; skips (fails under
+    ``CI=true``) without it."""
+    node = node_tool("node")
+    found = [
+        folder / "node_modules" / "@modelcontextprotocol" / package
+        for folder in (NODE_TOOLS, ROOT / ".ci" / ".apps")
+    ]
+    script = next((path / "dist" / "index.js" for path in found if path.exists()), None)
+    if script is None:
+        message = f"{package} is not installed under {NODE_TOOLS}: run `bash .ci/node`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + " (.ci/run installs it)")
+        pytest.skip(message)
+    return {"command": node, "args": [str(script), "--stdio"], "env": {"PATH": node_env()["PATH"]}}

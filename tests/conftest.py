@@ -17,10 +17,14 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import pytest
 from _browser_pages import PageServer, serving
+
+if TYPE_CHECKING:
+    from _telemetry import Recorded
 
 TEST_DATABASE_ENV = "NATIVEMCP_TEST_DATABASE_URL"
 """The PostgreSQL server the test suite may create schemas in."""
@@ -107,3 +111,13 @@ def site() -> Iterator[PageServer]:
     module runs on asyncio only: one Chromium per module is the budget)."""
     with serving() as server:
         yield server
+
+
+@pytest.fixture
+def recorded() -> Iterator[Recorded]:
+    """OpenTelemetry set up as an app does, for one test: what it recorded (see
+    `_telemetry`; imported here only by the tests that ask for it)."""
+    from _telemetry import recording
+
+    with recording() as recorded:
+        yield recorded

@@ -41,7 +41,7 @@ from ._resources import PromptMessage as PromptMessage
 from ._resources import Resource as Resource
 from ._resources import ResourceTemplate as ResourceTemplate
 from ._server import Server as Server
-from ._server import ToolFunction as ToolFunction
+from ._tool_spec import ToolFunction as ToolFunction
 
 # Deprecated aliases, kept for round-1 code: the same classes under their old names.
 WorkerError = ServerError

@@ -71,6 +71,7 @@ from ._readers import Job, ReaderThreads
 from ._server import TOOL_THREADS, Server
 from ._threads import loop_thread_marker
 from .channel import Inbox
+from .telemetry import current_ids, worker_tracing
 
 __all__ = ["worker_main"]
 
@@ -162,7 +163,16 @@ class _ForwardHandler(logging.Handler):
             message = record.getMessage()
             if record.exc_info:
                 message += "\n" + "".join(traceback.format_exception(*record.exc_info))
-            frame = encode_frame(Log(name=record.name, level=record.levelno, message=message))
+            trace_id, span_id = current_ids()  # the call's, when it is traced
+            frame = encode_frame(
+                Log(
+                    name=record.name,
+                    level=record.levelno,
+                    message=message,
+                    trace_id=trace_id,
+                    span_id=span_id,
+                )
+            )
         except Exception:  # a broken record must never take the worker down
             self.handleError(record)
             return
@@ -245,9 +255,8 @@ class _Worker:
         self.writer.write(encode_frame(Result(id=request.id, value=value)))
 
     def start_call(self, call: Call) -> None:
-        response = self.server.call_tool_now(call.tool, call.arguments, value_only=call.value_only)
-        if response is not None:  # a plain sync tool ran on the spot
-            self.send_reply(call, response)
+        if self.server.direct_mode(call.tool) == "inline":
+            self.writer.write(self.run_direct(call))  # a plain sync tool runs on the spot
             return
         self.start_request(call.id, self.run_call(call))
 
@@ -282,21 +291,40 @@ class _Worker:
         context = self.server.make_context(
             call.tool, request_id=call.id, notify=notify, request=request, scope=scope
         )
+        tracing = worker_tracing() if call.trace is not None else None
+        spans = b""
         try:
-            response = await self.server.call_tool(
-                call.tool, call.arguments, context=context, value_only=call.value_only
-            )
+            if tracing is None:
+                response = await self.server.call_tool(
+                    call.tool, call.arguments, context=context, value_only=call.value_only
+                )
+            else:
+                response, spans = await tracing.run_async(
+                    call,
+                    self.server.name,
+                    lambda: self.server.call_tool(
+                        call.tool, call.arguments, context=context, value_only=call.value_only
+                    ),
+                    self.writer.write,
+                )
         except asyncio.CancelledError:
             return  # the caller gave up (timeout or cancellation): no reply is wanted
-        self.send_reply(call, response)
-
-    def send_reply(self, call: Call, response: NativeMCPResponse[Any]) -> None:
-        self.writer.write(reply_frame(call, response, self.max_frame))
+        frame = reply_frame(call, response, self.max_frame)
+        self.writer.write(spans + frame if spans else frame)  # spans: see `run_direct`
 
     def run_direct(self, call: Call) -> bytes:
         """Run a sync tool that takes no `Context` on this thread; its reply frame."""
-        response = self.server.run_direct(call.tool, call.arguments, value_only=call.value_only)
-        return reply_frame(call, response, self.max_frame)
+        tracing = worker_tracing() if call.trace is not None else None
+        if tracing is None:
+            response = self.server.run_direct(call.tool, call.arguments, value_only=call.value_only)
+            return reply_frame(call, response, self.max_frame)
+        # The spans go just before the reply, in the same write.
+        response, spans = tracing.run(
+            call,
+            self.server.name,
+            lambda: self.server.run_direct(call.tool, call.arguments, value_only=call.value_only),
+        )
+        return spans + reply_frame(call, response, self.max_frame)
 
     async def answer(self, request_id: int, get: Any) -> None:
         try:

@@ -205,8 +205,10 @@ class ServerFeatures:
         title: str | None,
         description: str | None,
         mime_type: str | None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
-        """Register a resource (or a template, when ``uri`` has ``{placeholders}``).
+        """Register a resource (or a template, when ``uri`` has ``{placeholders}``);
+        ``meta`` is its ``_meta``, on its listing and on the contents a read returns.
 
         Raises:
             ValueError: the URI is taken, or a template's placeholders are not the
@@ -219,7 +221,7 @@ class ServerFeatures:
             if uri in self.resources:
                 raise ValueError(f"resource {uri!r} is declared twice")
             definition: Resource | ResourceTemplate = Resource(
-                uri=uri, name=label, title=title, description=doc, mime_type=mime_type
+                uri=uri, name=label, title=title, description=doc, mime_type=mime_type, meta=meta
             )
             self.resources[uri] = _ResourceSpec(fn, definition, None)
             return
@@ -232,7 +234,12 @@ class ServerFeatures:
         if uri in self.templates:
             raise ValueError(f"resource template {uri!r} is declared twice")
         definition = ResourceTemplate(
-            uri_template=uri, name=label, title=title, description=doc, mime_type=mime_type
+            uri_template=uri,
+            name=label,
+            title=title,
+            description=doc,
+            mime_type=mime_type,
+            meta=meta,
         )
         self.templates[uri] = _ResourceSpec(fn, definition, _template_pattern(uri))
 
@@ -309,7 +316,15 @@ class ServerFeatures:
                 f"unknown resource {uri!r}; resources and templates: {', '.join(known) or '(none)'}"
             )
         value = await _run(spec.fn, kwargs)
-        return _contents(uri, value, spec.definition.mime_type)
+        contents = _contents(uri, value, spec.definition.mime_type)
+        meta = spec.definition.meta
+        if meta is None:
+            return contents
+        # An app's sandbox wishes travel with its HTML: hosts read them from the contents.
+        return [
+            item if item.meta is not None else msgspec.structs.replace(item, meta=meta)
+            for item in contents
+        ]
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
         """The prompt ``name`` filled in with ``arguments``.

@@ -23,9 +23,7 @@ import importlib
 import inspect
 import logging
 import sys
-import typing
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, overload
 
@@ -33,8 +31,12 @@ import anyio.to_thread
 import msgspec
 
 from nativemcp.protocol import (
+    APP_MIME_TYPE,
     INVALID_PARAMS,
     NAME_SHOWN_CHARS,
+    AppCsp,
+    AppPermission,
+    AppVisibility,
     CallToolResult,
     NativeMCPResponse,
     ResourceContents,
@@ -42,14 +44,15 @@ from nativemcp.protocol import (
     Tool,
     ToolAnnotations,
     ToolError,
+    app_resource_meta,
     empty_response,
     error_response,
     quoted_name,
     text_response,
     tool_error_response,
+    tool_ui_meta,
     validate_tool_name,
 )
-from nativemcp.protocol.wire import RETURN_TYPE_META_KEY, describe_type
 
 from ._context import ClientRequest, Context, Notify
 from ._render import render_builtins
@@ -63,59 +66,17 @@ from ._resources import (
     ServerFeatures,
 )
 from ._threads import ToolThreads
+from ._tool_spec import Renderer, ToolSpec, build_spec
 
-__all__ = ["Server", "ToolFunction"]
+__all__ = ["Server"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-ToolFunction = Callable[..., Any]
-"""A tool implementation: a sync or async function with annotated parameters."""
-
-Renderer = Callable[[Any], str]
 _logger = logging.getLogger("nativemcp.server")
 _SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
 TOOL_THREADS: Final = 32
 """Sync tools of one server running at once in worker threads; more calls wait their turn
 (calls that were abandoned, by a timeout or a cancelled caller, no longer count)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _ToolSpec:
-    name: str
-    fn: ToolFunction
-    is_async: bool
-    inline: bool
-    args_type: type[msgspec.Struct]
-    """One field per parameter (the `Context` one aside), named as the parameter."""
-    context_param: str | None
-    value_type: Any
-    renderer: Renderer | None
-    definition: Tool
-
-
-def _schema_of(type_: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The schema of ``type_`` at the top level, and the ``$defs`` it still needs."""
-    (schema,), components = msgspec.json.schema_components([type_], ref_template="#/$defs/{name}")
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        name = ref.removeprefix("#/$defs/")
-        # A recursive type still refers to its own definition: keep it in $defs then.
-        if f'"{ref}"'.encode() in msgspec.json.encode(components):
-            schema = dict(components[name])
-        else:
-            schema = components.pop(name)
-    return schema, components
-
-
-def _with_defs(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    out = {"$schema": _SCHEMA_DIALECT, **schema}
-    if defs:
-        out["$defs"] = defs
-    return out
-
-
-def _is_object_schema(schema: dict[str, Any]) -> bool:
-    return schema.get("type") == "object"
 
 
 def _import_server(module: str, attribute: str) -> Server:
@@ -151,7 +112,7 @@ class Server:
         self.session_id: str | None = None
         self.thread_id: str | None = None
         self.data_dir: Path | None = None
-        self._tools: dict[str, _ToolSpec] = {}
+        self._tools: dict[str, ToolSpec] = {}
         self._service_context: Callable[[], str | Awaitable[str]] | None = None
         self._switch_hook: Callable[[str | None, str | None], Any] | None = None
         self._shutdown_hooks: list[Callable[[], Any]] = []
@@ -203,6 +164,8 @@ class Server:
         inline: bool = False,
         threaded: bool = True,
         input_schema: dict[str, Any] | None = None,
+        ui: str | None = None,
+        visibility: Sequence[AppVisibility] | None = None,
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -217,6 +180,8 @@ class Server:
         inline: bool = False,
         threaded: bool = True,
         input_schema: dict[str, Any] | None = None,
+        ui: str | None = None,
+        visibility: Sequence[AppVisibility] | None = None,
     ) -> Any:
         """Declare a tool; use bare (``@server.tool``) or with options.
 
@@ -236,18 +201,32 @@ class Server:
             input_schema: advertise this JSON Schema instead of the one derived from the
                 parameters (for keywords types cannot express, such as ``if``/``then``);
                 arguments are still validated against the parameters.
+            ui: the ``ui://`` URI of the tool's MCP App (a page declared with `app`):
+                the tool carries it as ``_meta.ui.resourceUri``, and hosts that speak MCP
+                Apps show that page with the tool's result.
+            visibility: who may call a tool with a ``ui``: ``["model", "app"]`` (the
+                default), ``["app"]`` for a tool only its app calls (hosts do not offer
+                it to the model), ``["model"]``.
 
         Raises:
             ValueError: a parameter lacks an annotation, has no schema, or the name is
-                taken or invalid.
+                taken or invalid; ``ui`` is not a ``ui://`` URI; ``visibility`` without
+                ``ui``, or naming something else.
         """
+        if visibility is not None and ui is None:
+            raise ValueError("visibility applies to a tool with a ui: pass ui='ui://...' too")
+        ui_meta = tool_ui_meta(ui, visibility) if ui is not None else None
 
         def register(func: F) -> F:
-            spec = self._build_spec(
+            spec = build_spec(
                 func, name, title, description, render, annotations, inline or not threaded
             )
             if input_schema is not None:
                 definition = msgspec.structs.replace(spec.definition, input_schema=input_schema)
+                spec = dataclasses.replace(spec, definition=definition)
+            if ui_meta is not None:
+                meta = {**(spec.definition.meta or {}), "ui": ui_meta}
+                definition = msgspec.structs.replace(spec.definition, meta=meta)
                 spec = dataclasses.replace(spec, definition=definition)
             if spec.name in self._tools:
                 raise ValueError(f"server {self.name!r} already has a tool {spec.name!r}")
@@ -278,6 +257,48 @@ class Server:
         def register(fn: F) -> F:
             self._features.add_resource(
                 fn, uri, name=name, title=title, description=description, mime_type=mime_type
+            )
+            return fn
+
+        return register
+
+    def app(
+        self,
+        uri: str,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: AppCsp | None = None,
+        permissions: Sequence[AppPermission] = (),
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+    ) -> Callable[[F], F]:
+        """Declare the page of an MCP App; name it in a tool's ``ui=``.
+
+        A ``ui://`` resource whose function returns the HTML, served as
+        ``text/html;profile=mcp-app`` with ``_meta.ui`` (``csp``: the origins it may
+        reach, none by default; ``permissions``; ``domain``; ``prefers_border``).
+
+        Raises:
+            ValueError: ``uri`` is not a ``ui://`` URI or is taken, or a permission is
+                unknown.
+        """
+        tool_ui_meta(uri)  # the same check a tool's ui= gets
+        meta = app_resource_meta(
+            csp=csp, permissions=permissions, domain=domain, prefers_border=prefers_border
+        )
+
+        def register(fn: F) -> F:
+            self._features.add_resource(
+                fn,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=APP_MIME_TYPE,
+                meta=meta,
             )
             return fn
 
@@ -335,90 +356,6 @@ class Server:
         """Declare a hook run when the server stops (close files, databases)."""
         self._shutdown_hooks.append(fn)
         return fn
-
-    def _build_spec(
-        self,
-        fn: ToolFunction,
-        name: str | None,
-        title: str | None,
-        description: str | None,
-        render: Renderer | None,
-        annotations: ToolAnnotations | None,
-        inline: bool,
-    ) -> _ToolSpec:
-        tool_name = validate_tool_name(name or fn.__name__)
-        hints = typing.get_type_hints(fn, include_extras=True)
-        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
-        context_param: str | None = None
-        for param in inspect.signature(fn).parameters.values():
-            annotation = hints.get(param.name, inspect.Parameter.empty)
-            if annotation is Context:
-                context_param = param.name
-                continue
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise ValueError(f"tool {tool_name!r}: *args/**kwargs are not supported")
-            if annotation is inspect.Parameter.empty:
-                raise ValueError(f"tool {tool_name!r}: parameter {param.name!r} needs a type")
-            if param.default is inspect.Parameter.empty:
-                fields.append((param.name, annotation))
-            else:
-                fields.append((param.name, annotation, param.default))
-        args_type = msgspec.defstruct(
-            f"{tool_name}_arguments", fields, kw_only=True, forbid_unknown_fields=True
-        )
-        try:
-            input_schema, input_defs = _schema_of(args_type)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"tool {tool_name!r}: no JSON Schema for its parameters: {exc}"
-            ) from exc
-        input_schema.pop("title", None)
-
-        value_type = hints.get("return", Any)
-        if typing.get_origin(value_type) is NativeMCPResponse:
-            value_type = typing.get_args(value_type)[0]
-        elif value_type is NativeMCPResponse:
-            value_type = Any
-        output_schema: dict[str, Any] | None = None
-        if value_type not in (Any, None, type(None), str):
-            try:
-                schema, defs = _schema_of(value_type)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"tool {tool_name!r}: no JSON Schema for its result: {exc}"
-                ) from exc
-            if not _is_object_schema(schema):
-                schema = {
-                    "type": "object",
-                    "properties": {"result": schema},
-                    "required": ["result"],
-                }
-            output_schema = _with_defs(schema, defs)
-
-        meta: dict[str, Any] | None = None
-        descriptor = describe_type(value_type)
-        if descriptor is not None:
-            meta = {RETURN_TYPE_META_KEY: descriptor}
-        definition = Tool(
-            name=tool_name,
-            title=title,
-            description=description or inspect.getdoc(fn) or None,
-            input_schema=_with_defs(input_schema, input_defs),
-            output_schema=output_schema,
-            annotations=annotations,
-            meta=meta,
-        )
-        return _ToolSpec(
-            name=tool_name,
-            fn=fn,
-            is_async=inspect.iscoroutinefunction(fn),
-            inline=inline,
-            args_type=args_type,
-            context_param=context_param,
-            value_type=value_type,
-            renderer=render,
-            definition=definition,
-        )
 
     # -- serving ---------------------------------------------------------------------
 
@@ -546,7 +483,7 @@ class Server:
 
     def _prepare(
         self, name: str, arguments: Mapping[str, Any] | None
-    ) -> NativeMCPResponse[Any] | tuple[_ToolSpec, dict[str, Any]]:
+    ) -> NativeMCPResponse[Any] | tuple[ToolSpec, dict[str, Any]]:
         """The tool and its validated keyword arguments, or the error response."""
         spec = self._tools.get(name)
         if spec is None:
@@ -590,7 +527,7 @@ class Server:
         return tool_error_response(f"Error: {type(exc).__name__}: {exc}")
 
     def _respond(
-        self, spec: _ToolSpec, value: Any, value_only: bool = False
+        self, spec: ToolSpec, value: Any, value_only: bool = False
     ) -> NativeMCPResponse[Any]:
         if isinstance(value, NativeMCPResponse):
             return value

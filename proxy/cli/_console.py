@@ -73,7 +73,7 @@ async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.so
     builtins = [n for n in BUILTIN_SERVERS if n not in OPT_IN_BUILTINS or n in extra.builtins]
     choice = dataclasses.replace(extra, builtins=tuple(builtins))
     async with (
-        options.pool(choice) as pool,
+        options.pool(choice, apps=True) as pool,  # the console hosts MCP Apps
         anyio.create_task_group() as calls,
     ):
         app = create_console_app(

@@ -93,6 +93,13 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument(
         "--stateless", action="store_true", help="HTTP: no sessions (for replicas behind a LB)"
     )
+    serve.add_argument(
+        "--no-fast-path",
+        dest="fast_path",
+        action="store_false",
+        help="HTTP: send every request through the SDK's session machinery (the fast "
+        "path answers plain 2026-07-28 requests the same, with less CPU)",
+    )
     add_allow_lists(serve, "HTTP: ")
     serve.add_argument(
         "--workers",
@@ -244,13 +251,15 @@ def _network_token(args: argparse.Namespace, token_env: str) -> str | None:
 
 
 def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
-    """What serve's pool takes beyond the common options: the per-call limit, and every
+    """What serve's pool takes beyond the common options: the per-call limit, every
     external server's sampling and elicitation relayed to the MCP client of the call,
-    for up to ``--input-rounds`` rounds per call."""
+    for up to ``--input-rounds`` rounds per call, and MCP Apps declared to them (serve
+    passes the apps on to the clients that show them)."""
     return {
         "timeout": args.timeout,
         "relay_client_requests": True,
         "input_rounds": args.input_rounds,
+        "apps": True,
     }
 
 
@@ -377,6 +386,7 @@ async def _serve_http(
             max_tasks=args.max_tasks,
             max_task_ttl=args.max_task_ttl,
             profile=tool_profile(args),
+            fast_path=args.fast_path,
         )
         drain = Drain(app)
         config = uvicorn.Config(

@@ -19,6 +19,10 @@ shipped in the package; no CDN, no build step) and talks JSON:
   sandboxed iframe loads a UIResource's HTML from, once, within a few seconds
 - ``POST api/calls/<id>/ui-actions``      ``{"block", "action"}`` → a started call (a tool
   of the server that rendered the UI), or a host action to show
+- ``POST api/calls/<id>/app-frame``       ``{}`` → ``{"src"}``: the call's MCP App, as a
+  UI frame is (``_apps.py``: its page, its content security policy)
+- ``POST api/calls/<id>/app-requests``    ``{"method", "params"}`` → ``{"result"}`` or
+  ``{"error"}``: what the app asked its host for (its own server's tools and resources)
 
 UIResources are served outside the token, from a one-time capability URL: a UI's script
 reads its own ``location``, and whatever a script can read it can send away (a WebRTC
@@ -81,6 +85,7 @@ from nativemcp.protocol import (
 
 from .._rebinding import RebindingGuard, local_only
 from ..llm._tokens import count_tokens, token_note
+from ._apps import APP_BLOCK, AppRequestError, AppRequests, app_view
 from ._catalog import ConsoleCatalog, UIActionTarget
 from ._frames import FrameCapabilities
 
@@ -133,6 +138,8 @@ class _Call:
     blobs: dict[int, tuple[bytes, str]] = field(default_factory=dict)
     documents: dict[int, str] = field(default_factory=dict)
     host_actions: list[dict[str, Any]] = field(default_factory=list)
+    app_page: tuple[str, str] | None = None
+    """The call's MCP App: its HTML and content security policy, read for its frame."""
     changed: anyio.Event = field(default_factory=anyio.Event)
 
     def touch(self) -> None:
@@ -241,6 +248,16 @@ def _result_view(
         "blocks": blocks,
         "hostActions": call.host_actions,
         "tokenNote": token_note(),
+        # An MCP App shows a successful result (a tool error shows none).
+        "app": app_view(
+            call.id,
+            catalog.tool(call.tool),
+            catalog.service(call.tool).tool_name,
+            call.arguments,
+            result,
+        )
+        if status == "ok"
+        else None,
     }
 
 
@@ -416,6 +433,7 @@ def create_console_app(
         raise ValueError("the console token must be 16 or more URL-safe characters")
     console = _Console(catalog, task_group)
     capabilities = FrameCapabilities(FRAME_TTL)
+    apps = AppRequests(catalog)
 
     def page_asset(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -513,9 +531,44 @@ def create_console_app(
         capability = capabilities.grant(request.path_params["call"], request.path_params["block"])
         return JSONResponse({"src": f"/ui/{capability}"}, headers=_PRIVATE)
 
+    async def grant_app_frame(request: Request) -> Response:
+        body = await _json_body(request)  # the page's own origin only: never a frame's
+        if isinstance(body, Response):
+            return body
+        call = find(request)
+        if isinstance(call, Response):
+            return call
+        try:
+            call.app_page = await apps.page(call.tool)
+        except AppRequestError as exc:
+            return JSONResponse({"error": str(exc)}, 404, headers=_PRIVATE)
+        capability = capabilities.grant(call.id, APP_BLOCK)
+        return JSONResponse({"src": f"/ui/{capability}"}, headers=_PRIVATE)
+
+    async def app_request(request: Request) -> Response:
+        call = find(request)
+        if isinstance(call, Response):
+            return call
+        body = await _json_body(request)  # the page relays its app frame's requests
+        if isinstance(body, Response):
+            return body
+        method = body.get("method")
+        if not isinstance(method, str):
+            return JSONResponse({"error": "send {method: string, params?: object}"}, 400)
+        try:
+            result = await apps.request(call.tool, method, body.get("params"))
+        except AppRequestError as exc:
+            return JSONResponse({"error": {"code": exc.code, "message": str(exc)}})
+        return JSONResponse({"result": result}, headers=_PRIVATE)
+
     async def ui_document(request: Request) -> Response:
         named = capabilities.redeem(request.path_params["capability"])
         call = console.calls.get(named[0]) if named else None
+        if call is not None and named is not None and named[1] == APP_BLOCK:
+            if call.app_page is None:
+                return PlainTextResponse("404: this frame's link was used or has expired", 404)
+            html, policy = call.app_page
+            return HTMLResponse(html, headers={"Content-Security-Policy": policy, **_PRIVATE})
         document = call.documents.get(named[1]) if call and named else None
         if document is None:
             return PlainTextResponse("404: this frame's link was used or has expired", 404)
@@ -558,6 +611,8 @@ def create_console_app(
         Route("/api/calls/{call:int}/blobs/{block:int}", blob),
         Route("/api/calls/{call:int}/ui-actions", ui_action, methods=["POST"]),
         Route("/api/calls/{call:int}/frames/{block:int}", grant_frame, methods=["POST"]),
+        Route("/api/calls/{call:int}/app-frame", grant_app_frame, methods=["POST"]),
+        Route("/api/calls/{call:int}/app-requests", app_request, methods=["POST"]),
     ]
     frames = Starlette(routes=[Route("/{capability}", ui_document)])
     gate = _TokenGate(Starlette(routes=routes), token, frames)

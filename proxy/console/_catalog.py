@@ -16,6 +16,7 @@ from nativemcp.protocol import SERVICE_META_KEY as SERVICE_META_KEY
 from nativemcp.protocol import (
     ContentBlock,
     NativeMCPResponse,
+    ResourceContents,
     ServiceInfo,
     Tool,
     service_info,
@@ -66,12 +67,16 @@ class ConsoleCatalog:
     def __init__(self, pool: WorkerPool, tools: Sequence[Tool]) -> None:
         self._pool = pool
         self._services: dict[str, ServiceInfo] = {}
+        self._tools: dict[str, Tool] = {}
+        self._own: dict[tuple[str, str], str] = {}  # (server, its own tool name) -> full
         grouped: dict[str, list[Tool]] = {}
         for tool in tools:
             info = service_info(tool)
             if info is None:  # pragma: no cover - the pool tags every tool it lists
                 continue
             self._services[tool.name] = info
+            self._tools[tool.name] = tool
+            self._own[(info.server_name, info.tool_name)] = tool.name
             grouped.setdefault(info.server_name, []).append(tool)
         self._servers = []
         for name, listed in grouped.items():
@@ -103,6 +108,28 @@ class ConsoleCatalog:
             return self._services[full_name]
         except KeyError:
             raise KeyError(f"no tool named {full_name!r} in the catalog") from None
+
+    def tool(self, full_name: str) -> Tool:
+        """The tool by its full name, as the catalog lists it.
+
+        Raises:
+            KeyError: no tool by that name.
+        """
+        self.service(full_name)  # the same error for an unknown name
+        return self._tools[full_name]
+
+    def full_name(self, server: str, own: str) -> str | None:
+        """The full name of tool ``own`` of ``server`` (exactly), or None."""
+        return self._own.get((server, own))
+
+    async def read_resource(self, server: str, uri: str) -> list[ResourceContents]:
+        """Resource ``uri`` of ``server``.
+
+        Raises:
+            FeatureError: the server has no such resource.
+            ServerError: the server failed.
+        """
+        return await self._pool.server(server).read_resource(uri)
 
     async def call_tool(
         self,

@@ -52,6 +52,8 @@ class ClientSide:
     """Declare ``elicitation`` (form and URL mode)."""
     roots: bool = False
     """Declare ``roots`` (with ``listChanged``): the pool was given roots."""
+    apps: bool = False
+    """Declare MCP Apps (``io.modelcontextprotocol/ui``): the app shows them."""
     answer: ClientRequest | None = None
     """Answers a request that belongs to no call (the pool's handlers and roots)."""
     input_rounds: int = DEFAULT_INPUT_ROUNDS
@@ -97,7 +99,7 @@ class ServerRequests:
 
     def callbacks(self) -> dict[str, Any]:
         """The SDK client's keyword arguments for what the pool declares (a callback
-        given is a capability declared)."""
+        given is a capability declared; MCP Apps an extension advertised)."""
         import mcp_types
 
         found: dict[str, Any] = {}
@@ -126,6 +128,11 @@ class ServerRequests:
                 )
 
             found["list_roots_callback"] = list_roots
+        if self.side.apps:
+            from mcp.client.extension import advertise
+            from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+
+            found["extensions"] = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
         return found
 
     async def _answer(self, method: str, params: Any, build: Any) -> Any:

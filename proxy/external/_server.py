@@ -39,6 +39,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
+from nativemcp.workers.telemetry import MCP_PROTOCOL_VERSION
 
 from .._handle import (
     CallOptions,
@@ -49,6 +50,7 @@ from .._handle import (
     deliver_log,
 )
 from .._restart import RestartPolicy, Supervised
+from ..telemetry import current_call_span
 from ._client_side import ClientSide, ServerRequests
 from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
@@ -161,13 +163,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self.default_timeout = spec.timeout
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
-        self._tool_changes = ToolListChanges(
-            spec.name, spec.redact
-        )  # a new one for each connection
+        # A new one for each connection (`_lifetime`).
+        self._tool_changes = ToolListChanges(spec.name, spec.redact)
         self.on_tools_changed: Callable[[], None] | None = None
         """Called after the tool list was read again on the server's
         ``notifications/tools/list_changed`` (the pool's catalog and tool search follow
         at their next read)."""
+        self.extensions: dict[str, Any] = {}
+        """The extensions the server advertised at the last connect (2026-07-28)."""
         self._client: Client | None = None
         self._init_supervision()
         self._lost = anyio.Event()
@@ -278,6 +281,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             await follower.start(self._tool_changes.follow, client, relist)
             tools = await list_all_tools(client, self.name)
             self.description = client.instructions or ""
+            self.extensions = dict(client.server_capabilities.extensions or {})
             self._tools = self._usable(tools)
             self._client = client
             state["ready"] = True
@@ -472,7 +476,11 @@ class ExternalServer(UnwrappingHandle, Supervised):
     # -- calls -----------------------------------------------------------------------
 
     async def _session(self, tool: str) -> Client:
-        return await self._live(lambda: self._client, f"call {tool!r}")
+        client = await self._live(lambda: self._client, f"call {tool!r}")
+        span = current_call_span()
+        if span is not None:  # traced: the pool's client span names the MCP version spoken
+            span.set_attribute(MCP_PROTOCOL_VERSION, client.protocol_version)
+        return client
 
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         logger = logging.getLogger(f"nativemcp.external.{self.name}")

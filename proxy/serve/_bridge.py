@@ -56,19 +56,21 @@ from nativemcp.protocol import (
     service_info,
 )
 
-from .._handle import CallOptions, ServerHandle
+from .._handle import CallOptions, LogHandler, ProgressCallback, ServerHandle
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
+from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._search_mode import SearchMode
+from ._selection import select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tasks import ServedTask, ServedTasks, session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
 
-__all__ = ["McpBridge", "gather_instructions", "select_servers"]
+__all__ = ["McpBridge"]
 
 _logger = logging.getLogger("nativemcp.serve")
 
@@ -159,6 +161,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         # Under search, tools are called by the full names the search gives.
         self._own_names = self._single and not self.profile.search
         self._search = SearchMode(pool)
+        self.apps = ServedApps(self.handles, namespaced=not self._single)
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
         self._sources: list[list[Tool]] = []
@@ -251,8 +254,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             raise MCPError(INVALID_PARAMS, f"unknown {what} {public!r}")
         return _Route(found, own)
 
-    @staticmethod
-    def _tool(public: str, tool: Tool, tasks: bool) -> types.Tool:
+    def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
         data: dict[str, Any] = {
             "name": public,
             "inputSchema": tool.input_schema,
@@ -270,7 +272,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             # "optional" even where the source says "required": the bridge runs the
             # call as a task toward the source either way, so a plain call works too.
             data["execution"] = {"taskSupport": "optional"}
-        return types.Tool.model_validate(data)
+        shown = self.apps.tool(data, tool, apps)  # None: not for this client
+        return None if shown is None else types.Tool.model_validate(shown)
 
     # -- handlers --------------------------------------------------------------------
 
@@ -278,19 +281,34 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """Every served tool of the catalog, in its order."""
-        tasks = self.tasks.offered(ctx)
+        return await self.tool_listing(self.tasks.offered(ctx), self.apps.offered(ctx))
+
+    async def tool_listing(self, tasks: bool, apps: bool) -> types.ListToolsResult:
+        """Every served tool of the catalog, in its order (under search, the meta-tools).
+
+        ``tasks``: the client may run tool calls as tasks (offered where a tool supports
+        it); ``apps``: the client shows MCP Apps (UI metadata, tools only an app calls).
+        """
         if self.profile.search:
             return types.ListToolsResult(
                 tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
             )
         served = await self._catalog()
-        return types.ListToolsResult(
-            tools=[self._tool(name, tool, tasks) for name, tool in served.items()]
-        )
+        listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
+        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
 
-    async def _served_tool(self, name: str) -> Tool:
+    async def served_tool(self, name: str, apps: bool) -> Tool:
+        """The catalog entry of served tool ``name``.
+
+        ``apps``: the client shows MCP Apps (else a tool only an app calls is unknown).
+
+        Raises:
+            MCPError: INVALID_PARAMS for a name not served (with the nearest names).
+        """
         served = await self._catalog()
         tool = served.get(name)
+        if tool is not None and not self.apps.callable(tool, apps):
+            tool = None  # only its app may call it, and this client shows no apps
         if tool is None:
             near = difflib.get_close_matches(name, list(served), n=3)
             hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
@@ -316,7 +334,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 ctx, params.request_state, responses
             )
             return result
-        routed = await self._routed(params)
+        routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             return routed
         tool, arguments = routed
@@ -329,7 +347,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 tool, arguments, ctx, self._declared(ctx, on_request), lambda: ctx
             )
         if not self.suspend or not self.suspended.running:
-            return await self._run(tool, arguments, ctx, self._cannot_ask, lambda: ctx)
+            return await self._run(tool, arguments, ctx, self.cannot_ask, lambda: ctx)
 
         async def run(ask: ClientAsk, driver: Callable[[], Any]) -> types.CallToolResult:
             # The envelope of the request that started the call declares what its client
@@ -353,7 +371,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
-        routed = await self._routed(params)
+        routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             raise MCPError(INVALID_PARAMS, _text_of(routed))
         tool, arguments = routed
@@ -374,7 +392,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return await self.tasks.create(ctx, params.task, work)
 
     async def _routed(
-        self, params: types.CallToolRequestParams
+        self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any]
     ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
         """The served tool a ``tools/call`` runs and its arguments, or, under search, the
         answer itself (a search's matches; a ``call_tool`` that names no served tool).
@@ -384,7 +402,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         """
         arguments = dict(params.arguments or {})
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
-            return await self._served_tool(params.name), arguments
+            return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
         served = await self._catalog()
         if params.name == SEARCH_TOOLS:
             return self._search.answer(arguments, served)
@@ -414,7 +432,14 @@ class McpBridge(anyio.AsyncContextManagerMixin):
 
         return declared
 
-    async def _cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Refuse a tool's request to the client where none can reach it.
+
+        That is stateless serving, or the bridge not running.
+
+        Raises:
+            ClientRequestError: always, saying why and what to do.
+        """
         if not self.suspend:
             raise ClientRequestError(
                 f"this server is stateless: a tool's {method} request cannot reach the "
@@ -469,29 +494,73 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 related_request_id=now.request_id,
             )
 
-        session_id = session_key(ctx)
         token = (ctx.meta or {}).get("progress_token")
         reports = token is not None or on_status is not None
+        request = ctx.request
+        options = self.call_options(
+            session_key(ctx),
+            getattr(request, "scope", None),
+            on_request=on_request,
+            on_progress=on_progress if reports else None,
+            on_log=on_log,
+        )
+        return await self.run_tool(
+            tool, arguments, ctx.protocol_version, options, apps=self.apps.offered(ctx)
+        )
+
+    def call_options(
+        self,
+        session_id: str | None,
+        http_scope: Mapping[str, Any] | None,
+        *,
+        on_request: ClientAsk,
+        on_progress: ProgressCallback | None = None,
+        on_log: LogHandler | None = None,
+    ) -> CallOptions:
+        """The pool options of one served tool call.
+
+        This bridge's time limit and the call's scope (the client's session, where it
+        has one), with the call's callbacks. ``http_scope`` is the ASGI scope of the HTTP
+        request that made the call (None over stdio). Every path that runs a served call
+        builds them here."""
+        return CallOptions(
+            timeout=self._limit,
+            on_progress=on_progress,
+            on_log=on_log,
+            on_request=on_request,
+            scope=(session_id, None) if session_id is not None else None,
+        )
+
+    async def run_tool(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        version: str | None,
+        options: CallOptions,
+        *,
+        apps: bool,
+    ) -> types.CallToolResult:
+        """Call ``tool`` through the pool under ``options``; its ``CallToolResult``.
+
+        The result is shaped for a client of protocol ``version`` that shows MCP Apps
+        where ``apps``: a tool that did not run to an answer, and (from 2025-11-25)
+        arguments its schema refuses, answer as a tool error.
+
+        Raises:
+            MCPError: a JSON-RPC error for the client (the tool's own, arguments refused
+                before 2025-11-25, a result that cannot be sent, or a call stopped by
+                `stop_calls`).
+        """
         response = None
         with anyio.CancelScope() as stoppable:
             self._running.add(stoppable)
             try:
-                response = await self.pool.call_tool(
-                    tool.name,
-                    arguments,
-                    options=CallOptions(
-                        timeout=self._limit,
-                        on_progress=on_progress if reports else None,
-                        on_log=on_log,
-                        on_request=on_request,
-                        scope=(session_id, None) if session_id is not None else None,
-                    ),
-                )
+                response = await self.pool.call_tool(tool.name, arguments, options=options)
             except ServerError as exc:
                 # The tool did not run to an answer: the model reads why, as a tool error.
                 return _tool_error(str(exc))
             except ArgumentsError as exc:
-                if _input_errors_are_tool_errors(ctx):
+                if _input_errors_are_tool_errors(version):
                     return _tool_error(str(exc))
                 raise MCPError(INVALID_PARAMS, str(exc)) from exc
             finally:
@@ -500,11 +569,11 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             raise MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
         error = response.error
         if error is not None:
-            if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(ctx):
+            if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):
                 return _tool_error(error.message)
             raise MCPError(error.code, error.message, error.data)
         try:
-            return response_to_sdk(response)
+            return self.apps.result(tool, response_to_sdk(response), apps)
         except ProtocolError as exc:
             raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
 
@@ -517,29 +586,33 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             raise MCPError(INTERNAL_ERROR, str(exc)) from exc
 
     async def list_resources(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         """Every served server's resources."""
         resources: list[Any] = []
-        for handle in self.handles.values():
-            resources += (await self._feature(handle, "resources/list", {}))["resources"]
+        for server, handle in self.handles.items():
+            found = (await self._feature(handle, "resources/list", {}))["resources"]
+            resources += self.apps.listed(server, found, "uri")
         return types.ListResourcesResult.model_validate({"resources": resources})
 
     async def list_resource_templates(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         """Every served server's resource templates."""
         templates: list[Any] = []
-        for handle in self.handles.values():
+        for server, handle in self.handles.items():
             found = await self._feature(handle, "resources/templates/list", {})
-            templates += found["resourceTemplates"]
+            templates += self.apps.listed(server, found["resourceTemplates"], "uriTemplate")
         return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates})
 
     async def read_resource(
-        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any] | None, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         """The resource's contents, from the first server that has it."""
         uri = str(params.uri)
+        routed = await self.apps.read(uri, self._feature)  # a namespaced ui:// URI
+        if routed is not None:
+            return types.ReadResourceResult.model_validate(routed)
         problems: list[str] = []
         for handle in self.handles.values():
             try:
@@ -559,7 +632,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         )
 
     async def list_prompts(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         """Every served server's prompts (full names when several servers are served)."""
         prompts: list[Any] = []
@@ -569,7 +642,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return types.ListPromptsResult.model_validate({"prompts": prompts})
 
     async def get_prompt(
-        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+        self, ctx: ServerRequestContext[Any] | None, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         """The prompt, filled in by its server."""
         route = self._route(params.name, "prompt")
@@ -663,6 +736,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         # Registered here, not as a constructor argument: the constructor warns that
         # logging is deprecated in a future protocol version, which clients still use.
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+        self.apps.install(server)
         self.tasks.install(server, self.call_tool_as_task)
         # The echoed requestState is attacker-controlled: the SDK's boundary seals it
         # (bound to the method, tool, arguments and an expiry) and refuses any other.
@@ -671,9 +745,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return server
 
 
-def _input_errors_are_tool_errors(ctx: ServerRequestContext[Any]) -> bool:
+def _input_errors_are_tool_errors(version: str | None) -> bool:
     # Versions are dates: they compare as strings. No version known: the older rule.
-    version = ctx.protocol_version
     return isinstance(version, str) and version >= INPUT_ERRORS_AS_TOOL_ERRORS
 
 
@@ -710,42 +783,3 @@ def _builtins(value: Any) -> Any:
     import msgspec
 
     return msgspec.to_builtins(value)
-
-
-async def gather_instructions(pool: WorkerPool, servers: Sequence[str] | None = None) -> str | None:
-    """The servers' service-context texts (what an agent's system prompt gets), as the
-    MCP ``instructions``: one paragraph per server, headed by its name when several.
-    Each is asked under the pool's default time limit; one that fails is left out.
-
-    Raises:
-        ValueError: a named server is not running in the pool.
-    """
-    names = select_servers(pool, servers)
-    parts: list[str] = []
-    for name in names:
-        try:
-            text = await pool.server(name).get_service_context()
-        except ServerError as exc:
-            _logger.warning("no service context from %s: %s", name, exc)
-            continue
-        text = text.strip()
-        if text:
-            parts.append(text if len(names) == 1 else f"{name}: {text}")
-    return "\n\n".join(parts) or None
-
-
-def select_servers(pool: WorkerPool, names: Sequence[str] | None) -> list[str]:
-    """The running servers named (all of them for None), in the order given.
-
-    Raises:
-        ValueError: a name is not a running server.
-    """
-    running = pool.names
-    if names is None:
-        return running
-    missing = [name for name in names if name not in running]
-    if missing:
-        raise ValueError(
-            f"no server named {', '.join(missing)}; servers: {', '.join(running) or '(none)'}"
-        )
-    return list(names)

@@ -56,6 +56,7 @@ __all__ = [
     "TASKS_PROTOCOL_VERSION",
     "ServedTask",
     "ServedTasks",
+    "TaskCalls",
     "check_task_limits",
     "session_key",
 ]
@@ -415,7 +416,7 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
         add("tasks/result", types.GetTaskPayloadRequestParams, self.task_result)
         add("tasks/list", types.PaginatedRequestParams, self.list_tasks)
         add("tasks/cancel", types.CancelTaskRequestParams, self.cancel_task)
-        server.middleware.append(_TaskCalls(self, start))
+        server.middleware.append(TaskCalls(self, start))
 
 
 def check_task_limits(max_tasks: int, max_ttl: float) -> None:
@@ -431,7 +432,7 @@ def check_task_limits(max_tasks: int, max_ttl: float) -> None:
         raise ValueError(f"max_task_ttl must be a positive number of seconds, not {max_ttl!r}")
 
 
-class _TaskCalls:
+class TaskCalls:
     """The middleware: a task-augmented ``tools/call`` goes to ``start`` (the SDK's
     handler would check its ``CreateTaskResult`` as a ``CallToolResult``), and
     ``initialize`` declares the ``tasks`` capability when tasks are offered."""

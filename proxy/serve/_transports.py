@@ -36,7 +36,7 @@ from nativemcp.protocol import safe_server_name
 from .._pool import WorkerPool
 from .._rebinding import CanonicalHost, local_only
 from ..tool_search import ToolProfile
-from ._bridge import McpBridge, gather_instructions, select_servers
+from ._bridge import McpBridge
 from ._client_sessions import ClientSessions
 from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
 from ._defaults import DEFAULT_MAX_TASK_TTL as DEFAULT_MAX_TASK_TTL
@@ -44,8 +44,10 @@ from ._defaults import DEFAULT_MAX_TASKS as DEFAULT_MAX_TASKS
 from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
 from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
+from ._fast_path import FastPath
 from ._request_ids import RequestIds
 from ._search_mode import warn_unmatched
+from ._selection import gather_instructions, select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT
 from ._tasks import check_task_limits
 
@@ -200,6 +202,7 @@ class _Session:
     idle_timeout: float | None
     max_tasks: int
     max_task_ttl: float
+    fast_path: bool
     profile: ToolProfile | None = None
 
 
@@ -228,11 +231,14 @@ class _Routes:
         self._ids = RequestIds(session.max_body_size)
         self._bridges: list[McpBridge] = []
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
+        self._fast: dict[str | None, FastPath] = {}
         # A config key (`My Time`, `github.com/acme/tool`) is awkward in a URL: the part
         # of full tool names that stands for it answers too.
         self._aliases: dict[str, str] = {}
 
-    async def _manager(self, servers: list[str], name: str) -> StreamableHTTPSessionManager:
+    async def _manager(
+        self, servers: list[str], name: str
+    ) -> tuple[StreamableHTTPSessionManager, FastPath | None]:
         instructions = await gather_instructions(self._pool, servers)
         session = self._session
         bridge = McpBridge(
@@ -250,13 +256,18 @@ class _Routes:
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
-        return StreamableHTTPSessionManager(
-            app=bridge.server(),
+        server = bridge.server()
+        manager = StreamableHTTPSessionManager(
+            app=server,
             stateless=session.stateless,
             security_settings=session.security,
             max_request_body_size=session.max_body_size,
             session_idle_timeout=session.idle_timeout,
         )
+        fast = None
+        if session.fast_path:
+            fast = FastPath(bridge, server, session.security, session.max_body_size)
+        return manager, fast
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _: Any = None) -> AsyncIterator[None]:
@@ -266,10 +277,15 @@ class _Routes:
                 await stack.enter_async_context(self._pool)
             servers = select_servers(self._pool, self._servers)
             await warn_unmatched(self._pool, self._session.profile)
-            self._managers[None] = await self._manager(servers, self._name)
-            for server_name in servers:
-                self._managers[server_name] = await self._manager([server_name], server_name)
-                self._aliases[safe_server_name(server_name)] = server_name
+            routes: list[tuple[str | None, list[str], str]] = [(None, servers, self._name)]
+            routes += [(server_name, [server_name], server_name) for server_name in servers]
+            for key, served, name in routes:
+                manager, fast = await self._manager(served, name)
+                self._managers[key] = manager
+                if fast is not None:
+                    self._fast[key] = fast
+                if key is not None:
+                    self._aliases[safe_server_name(key)] = key
             for manager in self._managers.values():
                 await stack.enter_async_context(manager.run())
             for bridge in self._bridges:
@@ -278,8 +294,13 @@ class _Routes:
                 yield
             finally:
                 self._managers.clear()
+                self._fast.clear()
                 self._aliases.clear()
                 self._bridges.clear()
+
+    def fast_answers(self) -> int:
+        """Requests the fast path answered so far, on every route."""
+        return sum(fast.answered for fast in self._fast.values())
 
     def stop_calls(self, reason: str) -> int:
         """Stop the tool calls running on every route, each answered with ``reason``."""
@@ -287,7 +308,8 @@ class _Routes:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")
-        manager = self._managers.get(self._aliases.get(name, name) if name else name)
+        key = self._aliases.get(name, name) if name else name
+        manager = self._managers.get(key)
         if manager is None:
             body = (
                 f"no MCP server at this path; servers: {', '.join(k for k in self._managers if k)}"
@@ -302,11 +324,18 @@ class _Routes:
             await send({"type": "http.response.body", "body": body.encode()})
             return
         handle = manager.handle_request
-        if self._per_client is not None:
-            per_client = self._per_client
+        fast = self._fast.get(key)
+        if fast is not None:  # after every check: the token's, Host's, size's, ids'
+            inner = handle
 
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-                await per_client(manager.handle_request, scope, receive, send)
+                await fast(inner, scope, receive, send)
+
+        if self._per_client is not None:  # and the sessions-per-client limit before it
+            per_client, inner_per_client = self._per_client, handle
+
+            async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+                await per_client(inner_per_client, scope, receive, send)
 
         await self._ids(handle, scope, receive, send)
 
@@ -328,12 +357,14 @@ def http_app(
     max_tasks: int = DEFAULT_MAX_TASKS,
     max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
     profile: ToolProfile | None = None,
+    fast_path: bool = True,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
     The app's lifespan starts the pool if it is not running yet (and then closes it)
     and the session managers; when mounting it in another Starlette or FastAPI app,
     run its lifespan from the host app's (``app.router.lifespan_context``).
+    ``app.state.fast_answers()`` counts the requests the fast path answered.
     ``app.state.stop_calls(reason)`` stops the tool calls running, each answering its
     client with a JSON-RPC error saying ``reason`` (for a shutdown past its grace).
 
@@ -360,6 +391,11 @@ def http_app(
         max_task_ttl: the longest ttl granted to a task, in seconds.
         profile: which tools every route offers (globs on full names), and whether
             through the meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`).
+        fast_path: answer plain 2026-07-28 requests (``tools/call`` with
+            ``stateless`` only: otherwise a call may suspend for its client's input;
+            lists, reads, prompts, discover) straight from the pool, without the SDK's
+            session machinery, with the same answers (see `FastPath`); False sends
+            every request through the SDK's.
 
     Raises:
         ValueError: a task limit is not positive.
@@ -375,6 +411,7 @@ def http_app(
         max_tasks=max_tasks,
         max_task_ttl=max_task_ttl,
         profile=profile,
+        fast_path=fast_path,
     )
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
@@ -389,6 +426,8 @@ def http_app(
     )
     # For a shutdown past its grace: the calls still running answer with an error.
     app.state.stop_calls = routes.stop_calls
+    # How many requests skipped the SDK's machinery: for tests, benchmarks and operators.
+    app.state.fast_answers = routes.fast_answers
     # `LOCALHOST:8000` and `localhost.:8000` name this machine too (DNS ignores case
     # and a trailing dot); the SDK's Host check compares exactly.
     app.add_middleware(CanonicalHost)

@@ -253,3 +253,53 @@ def test_a_module_level_server_pickles_by_reference() -> None:
     local = Server("local")
     with pytest.raises(TypeError, match="define it at module level"):
         pickle.dumps(local)
+
+
+# -- MCP Apps ------------------------------------------------------------------------------
+
+apps_server = Server("apps_demo")
+
+
+@apps_server.app("ui://apps_demo/page.html", permissions=["clipboardWrite"])
+def page() -> str:
+    """The page."""
+    return "<!DOCTYPE html><p>hi</p>"
+
+
+@apps_server.tool(ui="ui://apps_demo/page.html")
+def shown() -> str:
+    return "shown"
+
+
+@apps_server.tool(ui="ui://apps_demo/page.html", visibility=["app"])
+def refresh() -> str:
+    return "fresh"
+
+
+def test_a_tool_with_a_ui_names_its_page_and_who_may_call_it() -> None:
+    tools = {tool.name: tool for tool in apps_server.list_tools()}
+    assert tools["shown"].meta is not None
+    assert tools["shown"].meta["ui"] == {"resourceUri": "ui://apps_demo/page.html"}
+    assert tools["refresh"].meta is not None
+    assert tools["refresh"].meta["ui"] == {
+        "resourceUri": "ui://apps_demo/page.html",
+        "visibility": ["app"],
+    }
+
+
+@pytest.mark.anyio
+async def test_an_app_page_is_read_as_an_mcp_app_with_its_permissions() -> None:
+    (contents,) = await apps_server.read_resource("ui://apps_demo/page.html")
+    assert contents.mime_type == "text/html;profile=mcp-app"
+    assert contents.meta == {"ui": {"permissions": {"clipboardWrite": {}}}}
+    assert contents.text == "<!DOCTYPE html><p>hi</p>"
+
+
+def test_a_ui_that_is_not_a_ui_uri_or_visibility_without_a_ui_is_refused() -> None:
+    server = Server("apps_bad")
+    with pytest.raises(ValueError, match="ui:// URI"):
+        server.tool(ui="https://example.com/page.html")
+    with pytest.raises(ValueError, match="pass ui="):
+        server.tool(visibility=["app"])
+    with pytest.raises(ValueError, match="ui:// URI"):
+        server.app("page.html")

@@ -198,7 +198,12 @@ async def test_stored_items_and_workspace_exports_are_resources(tmp_path: Path) 
             await ws.write_file(path="report one.md", content="# exported")
             export = await ws.export_file(path="report one.md")
             await ws.export_zip(files=["report one.md"], package_name="report")
-            resource, package = await ws.list_resources()
+            # The export card's app page first (a declared resource), then the exports.
+            app, resource, package = await ws.list_resources()
+            assert (app.uri, app.mime_type) == (
+                "ui://nativemcp/export-card.html",
+                "text/html;profile=mcp-app",
+            )
             assert resource.uri.startswith("workspace:///exports/files/")
             assert resource.uri.endswith(".md") and " " not in resource.uri
             assert resource.name == Path(export.export_path).name

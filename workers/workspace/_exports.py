@@ -1,9 +1,14 @@
 """``export_file`` and ``export_zip``: copies under ``exports/`` that tell the agent what happened.
 
 Each answers ``[text, resource]``: a plain sentence an agent can repeat ("did you export
-it?"), then the HTML card (a UIResource). Sources go through the same sandbox as every
-other tool; a missing or refused source fails the whole export with one error that lists
-every such path (nothing is skipped silently).
+it?"), then the HTML card (a UIResource), with the `ExportResult` as structured content.
+Both tools also name the export card's MCP App (`EXPORT_APP_URI`, declared on the server
+by `declare_app`): a host that speaks MCP Apps renders that page from the structured
+content; the embedded card is for the clients that do not.
+
+Sources go through the same sandbox as every other tool; a missing or refused source
+fails the whole export with one error that lists every such path (nothing is skipped
+silently).
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ from typing import Any, Final, Literal
 from urllib.parse import quote
 
 from nativemcp.protocol import (
+    AppCsp,
     NativeMCPResponse,
     ResourceContents,
     ToolError,
     text_resource_response,
 )
+from nativemcp.workers import Server
 
+from ._export_app import EXPORT_APP_URI, export_app_html
 from ._i18n import format_size, message
 from ._models import DownloadResult, ExportedFile, ExportResult
 from ._options import WorkspaceOptions
@@ -36,8 +44,10 @@ from ._sandbox import Resolved, Sandbox
 from ._ui import export_card, export_uri
 
 __all__ = [
+    "EXPORT_APP_URI",
     "EXPORT_FILES_DIR",
     "EXPORT_PACKAGES_DIR",
+    "declare_app",
     "download_file",
     "export_contents",
     "export_file",
@@ -54,6 +64,21 @@ _UNSAFE_NAME: Final = re.compile(r"[^\w.-]+")
 _NUMBERED: Final = 9
 """Collisions named ``_2`` .. ``_9`` before names take a random part instead."""
 _MAX_COLLISIONS: Final = 100
+
+
+def declare_app(server: Server, options: WorkspaceOptions) -> None:
+    """Declare the export card's app page (`EXPORT_APP_URI`) on ``server``; the export
+    tools name it with ``ui=EXPORT_APP_URI``."""
+
+    def export_card_app() -> str:
+        """The export card as an MCP App: renders an export_file or export_zip result and
+        downloads it through the host."""
+        return export_app_html(options)
+
+    # No origin beyond the page itself: everything it shows comes through the host.
+    server.app(EXPORT_APP_URI, name="export_card", csp=AppCsp(), prefers_border=True)(
+        export_card_app
+    )
 
 
 def _safe_name(name: str, fallback: str) -> str:

@@ -265,10 +265,11 @@ def create_server(config: ServerConfig) -> Server:
         tools.replace_lines_in_file
     )
     server.tool(render=render_shell, annotations=_WRITES)(tools.execute_shell)
-    server.tool(annotations=_ADDS)(tools.export_file)
-    server.tool(annotations=_ADDS)(tools.export_zip)
+    server.tool(annotations=_ADDS, ui=_exports.EXPORT_APP_URI)(tools.export_file)
+    server.tool(annotations=_ADDS, ui=_exports.EXPORT_APP_URI)(tools.export_zip)
     server.tool(annotations=_READ_ONLY)(tools.download_file)
 
+    _exports.declare_app(server, options)  # the export card's MCP App page
     server.resource(EXPORT_TEMPLATE, name="export")(tools.export_resource)
     server.resource_lister(tools.exports)
     return server

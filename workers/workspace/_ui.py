@@ -22,7 +22,7 @@ from ._i18n import format_size, message
 from ._models import ExportedFile
 from ._options import Locale
 
-__all__ = ["UI_MIME_TYPE", "export_card", "export_uri"]
+__all__ = ["CARD_STYLE", "UI_MIME_TYPE", "export_card", "export_uri"]
 
 UI_MIME_TYPE: Final = "text/html"
 """The MIME type of an mcp-ui raw-HTML resource."""
@@ -38,7 +38,7 @@ document.querySelectorAll("button[data-tool]").forEach(function (button) {
 });
 </script>"""
 
-_STYLE: Final = """<style>
+CARD_STYLE: Final = """<style>
 body{font-family:system-ui,sans-serif;margin:0;padding:12px;color:#1f2328}
 .card{border:1px solid #d0d7de;border-radius:8px;padding:14px 16px;max-width:560px}
 h1{font-size:16px;margin:0 0 6px}
@@ -48,6 +48,7 @@ dt{color:#57606a}dd{margin:0;word-break:break-all}
 ul{margin:0 0 12px;padding-left:18px;font-size:13px}
 button{background:#1f6feb;color:#fff;border:0;border-radius:6px;padding:7px 14px;cursor:pointer}
 </style>"""
+"""The cards' look: this card's and the MCP App's (`export_app_html`)."""
 
 
 def export_uri(kind: Literal["file", "zip"], export_id: str) -> str:
@@ -87,7 +88,7 @@ def export_card(
     )
     document = (
         f'<!DOCTYPE html><html lang="{locale}"><head><meta charset="utf-8">'
-        f"<title>{esc(title)}: {esc(name)}</title>{_STYLE}</head>"
+        f"<title>{esc(title)}: {esc(name)}</title>{CARD_STYLE}</head>"
         f"<body>{body}{_SCRIPT}</body></html>"
     )
     return EmbeddedResource(

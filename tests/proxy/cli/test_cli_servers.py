@@ -273,3 +273,10 @@ def test_a_tools_signature_reads_its_input_schema() -> None:
     assert summary("Edit a file. Then save it.\nMore.\n\nDetails.") == "Edit a file."
     assert summary(None) == "(no description)"
     assert summary("x" * 150) == "x" * 99 + "…"
+
+
+def test_serve_takes_the_fast_path_unless_told_not_to() -> None:
+    parser, _ = _build_parser()
+    plain = ["serve", "planning", "--transport", "http", "--stateless"]
+    assert parser.parse_args(plain).fast_path is True
+    assert parser.parse_args([*plain, "--no-fast-path"]).fast_path is False

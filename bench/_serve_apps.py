@@ -1,0 +1,88 @@
+"""The servers bench.serve loads: one echo tool behind each MCP HTTP stack, and a floor.
+
+Run as ``python -m bench._serve_apps KIND PORT``; each serves ``http://127.0.0.1:PORT/mcp``
+in this one process (its worker processes aside) until killed. Kinds: ``fast`` and
+``plain`` (nativemcp serve's app, stateless, with the fast path on and off), ``sdk`` (the
+official SDK's ``MCPServer``, stateless), ``fastmcp`` (FastMCP's, needs the bench extra)
+and ``floor`` (a bare ASGI app that decodes the JSON-RPC request and encodes an answer
+with msgspec: what HTTP and JSON cost).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import msgspec
+
+from nativemcp.workers import Server
+
+echo = Server("echo", description="One echo tool for bench.serve")
+
+
+@echo.tool
+def say(text: str) -> str:
+    """Answer ``text``."""
+    return text
+
+
+_DECODER = msgspec.json.Decoder()
+_ENCODER = msgspec.json.Encoder()
+
+
+async def floor(scope: Any, receive: Any, send: Any) -> None:
+    """Decode the request, answer a ``CallToolResult`` of the echoed text."""
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    request = _DECODER.decode(body)
+    text = request["params"]["arguments"]["text"]
+    result = {"content": [{"type": "text", "text": text}], "isError": False}
+    answer = _ENCODER.encode({"jsonrpc": "2.0", "id": request["id"], "result": result})
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": answer})
+
+
+def _app(kind: str) -> Any:
+    if kind in ("fast", "plain"):
+        from nativemcp.proxy import WorkerPool, http_app
+
+        pool = WorkerPool(["bench._serve_apps:echo"])
+        return http_app(pool, stateless=True, fast_path=kind == "fast")
+    if kind == "floor":
+        return floor
+    if kind == "sdk":
+        from mcp.server.mcpserver import MCPServer
+
+        sdk = MCPServer("bench")
+        sdk.tool()(_say)
+        return sdk.streamable_http_app(stateless_http=True)
+    if kind == "fastmcp":
+        from fastmcp import FastMCP
+
+        app = FastMCP("bench")
+        app.tool(_say)
+        return app.http_app(stateless_http=True)
+    raise SystemExit(f"unknown kind {kind!r}: fast, plain, sdk, fastmcp or floor")
+
+
+def _say(text: str) -> str:
+    """Answer ``text``."""
+    return text
+
+
+def _main() -> None:
+    import uvicorn
+
+    kind, port = sys.argv[1], int(sys.argv[2])
+    uvicorn.run(_app(kind), host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    _main()

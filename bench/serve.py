@@ -1,0 +1,178 @@
+"""bench.serve: MCP over HTTP under load, one server process each: nativemcp serve with
+and without its fast path, the official SDK's stateless ``MCPServer``, FastMCP's (when
+installed) and a bare msgspec ASGI floor.
+
+Each server is started alone (``bench._serve_apps``) and loaded by ``wrk`` (16
+connections, one thread, a fixed 2026-07-28 POST body) for ``tools/call`` of a one-field
+echo tool and for ``tools/list``. Reported: calls/s, p50 and p99 latency, and the server's
+CPU per call (its process tree's, from /proc: steadier than calls/s on a shared machine).
+
+    python -m bench.serve [--quick] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from bench._report import emit_json, parse_args, print_table, ratio
+from bench._roundtrip_bridge import _http_server
+from bench._roundtrip_cpu import tree_cpu_s
+
+KINDS = ("fast", "plain", "sdk", "fastmcp", "floor")
+LABELS = {
+    "fast": "nativemcp serve (fast path)",
+    "plain": "nativemcp serve --no-fast-path",
+    "sdk": "SDK MCPServer (stateless)",
+    "fastmcp": "FastMCP (stateless)",
+    "floor": "bare ASGI + msgspec (floor)",
+}
+CONNECTIONS = 16
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "wrk", "version": "1"},
+}
+
+
+def _script(method: str) -> str:
+    """wrk's Lua script: every request the same POST."""
+    params: dict[str, Any] = {"_meta": META}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": method,
+    }
+    if method == "tools/call":
+        params |= {"name": "say", "arguments": {"text": "hello"}}
+        headers["Mcp-Name"] = "say"
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    lines = ['wrk.method = "POST"', f"wrk.body = {json.dumps(body)}"]
+    lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wrk(port: int, script: str, seconds: float) -> dict[str, float]:
+    """One wrk run: requests, calls/s, p50 and p99 (ms), errors."""
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t1",
+            f"-c{CONNECTIONS}",
+            f"-d{seconds}s",
+            "--latency",
+            "-s",
+            script,
+            f"http://127.0.0.1:{port}/mcp",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {
+        "requests": requests,
+        "calls_per_s": rate,
+        "p50_ms": _ms(re.search(r"50%\s+([\d.]+\w+)", out).group(1)),  # type: ignore[union-attr]
+        "p99_ms": _ms(re.search(r"99%\s+([\d.]+\w+)", out).group(1)),  # type: ignore[union-attr]
+        "errors": int(errors.group(1)) if errors else 0,
+    }
+
+
+def _ms(value: str) -> float:
+    number, unit = re.match(r"([\d.]+)(\w+)", value).groups()  # type: ignore[union-attr]
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def _available(kind: str) -> bool:
+    if kind != "fastmcp":
+        return True
+    try:
+        import fastmcp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Load each server for each method; the measurements by method, then kind."""
+    seconds = 2 if quick else 8
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for kind in (k for k in KINDS if _available(k)):
+            port = _free_port()
+            argv = [sys.executable, "-m", "bench._serve_apps", kind, str(port)]
+            with _http_server(argv, port) as server:
+                pid = server.pid
+                for method in ("tools/call", "tools/list"):
+                    if kind == "floor" and method == "tools/list":
+                        continue
+                    script = os.path.join(folder, f"{method.replace('/', '_')}.lua")
+                    with open(script, "w") as file:
+                        file.write(_script(method))
+                    if method == "tools/call" or not quick:
+                        _wrk(port, script, 1)  # warm up: imports, first listing, caches
+                    before = tree_cpu_s(pid)
+                    measured = _wrk(port, script, seconds)
+                    used = tree_cpu_s(pid) - before
+                    measured["cpu_us_per_call"] = used / max(measured["requests"], 1) * 1e6
+                    results.setdefault(method, {})[kind] = measured
+    return results
+
+
+def _table(results: dict[str, Any]) -> None:
+    for method, by_kind in results.items():
+        sdk = by_kind.get("sdk", {}).get("calls_per_s", 0.0)
+        floor = by_kind.get("floor") or results["tools/call"].get("floor", {})
+        floor_cpu = floor.get("cpu_us_per_call", 0.0)
+        rows = [
+            [
+                LABELS[kind],
+                m["calls_per_s"],
+                ratio(m["calls_per_s"], sdk),
+                m["p50_ms"],
+                m["p99_ms"],
+                m["cpu_us_per_call"],
+                ratio(m["cpu_us_per_call"], floor_cpu),
+                m["errors"],
+            ]
+            for kind, m in by_kind.items()
+        ]
+        print_table(
+            f"{method}: {CONNECTIONS} connections, one server process",
+            ["server", "calls/s", "x SDK", "p50 ms", "p99 ms", "CPU us/call", "x floor", "errors"],
+            rows,
+        )
+        print()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the bench; print the tables (and JSON with ``--json``)."""
+    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.serve", argv)
+    if shutil.which("wrk") is None:
+        raise SystemExit("bench.serve needs wrk on PATH (apt-get install wrk)")
+    results = run(args.quick)
+    _table(results)
+    if args.json:
+        emit_json({"bench": "serve", "cores": os.cpu_count(), "results": results})
+
+
+if __name__ == "__main__":
+    main()

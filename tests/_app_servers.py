@@ -1,0 +1,132 @@
+"""Two servers whose MCP Apps use the same ``ui://app.html``, for the hub's namespacing
+tests; a module so worker processes can import them."""
+
+from __future__ import annotations
+
+from nativemcp.workers import Server
+
+alpha = Server("alpha", description="An app server")
+beta = Server("beta", description="Another app server with the same app URI")
+
+
+@alpha.app("ui://app.html", prefers_border=True)
+def alpha_page() -> str:
+    """Alpha's app."""
+    return "<!DOCTYPE html><p>alpha</p>"
+
+
+@alpha.tool(ui="ui://app.html")
+def show(text: str) -> str:
+    """Show text in alpha's app."""
+    return f"alpha shows {text}"
+
+
+@alpha.tool(ui="ui://app.html", visibility=["app"])
+def refresh() -> str:
+    """Only alpha's app calls this."""
+    return "alpha refreshed"
+
+
+@alpha.tool
+def plain() -> str:
+    """A tool without an app."""
+    return "plain"
+
+
+@beta.app("ui://app.html")
+def beta_page() -> str:
+    """Beta's app."""
+    return "<!DOCTYPE html><p>beta</p>"
+
+
+@beta.tool(ui="ui://app.html")
+def show_beta(text: str) -> str:
+    """Show text in beta's app."""
+    return f"beta shows {text}"
+
+
+@alpha.app("ui://views/{name}")
+def alpha_view(name: str) -> str:
+    """One of alpha's views, by name."""
+    return f"<!DOCTYPE html><p>alpha view {name}</p>"
+
+
+# gamma: an app that speaks the bridge, for the console's host tests. On the tool result
+# it shows the result's text; its button calls gamma's own echo, then beta's tool (which
+# the host must refuse) and a model-only tool, and it tries a fetch its policy forbids.
+GAMMA_PAGE = """<!DOCTYPE html><html><body>
+<p id="result">waiting</p><button id="call" type="button">call echo</button>
+<p id="called"></p><p id="refused"></p><p id="model-only"></p><p id="fetch"></p>
+<button id="open" type="button">open</button><button id="open-bad" type="button">bad</button>
+<p id="opened"></p>
+<script>
+var next = 1, waiting = {};
+function request(method, params) {
+  var id = next++;
+  window.parent.postMessage({jsonrpc: "2.0", id: id, method: method, params: params}, "*");
+  return new Promise(function (resolve, reject) { waiting[id] = [resolve, reject]; });
+}
+function show(id, text) { document.getElementById(id).textContent = text; }
+window.addEventListener("message", function (event) {
+  var m = event.data;
+  if (!m || m.jsonrpc !== "2.0") { return; }
+  if (m.method === "ui/notifications/tool-result") { show("result", m.params.content[0].text); }
+  else if (m.method === undefined && waiting[m.id]) {
+    var w = waiting[m.id]; delete waiting[m.id];
+    m.error ? w[1](m.error) : w[0](m.result);
+  }
+});
+document.getElementById("call").addEventListener("click", function () {
+  request("tools/call", {name: "echo", arguments: {text: "from the app"}})
+    .then(function (r) { show("called", r.content[0].text); });
+  request("tools/call", {name: "show_beta", arguments: {text: "x"}})
+    .then(function () { show("refused", "called"); }, function (e) { show("refused", e.message); });
+  request("tools/call", {name: "model_only", arguments: {}})
+    .then(function () { show("model-only", "called"); },
+          function (e) { show("model-only", e.message); });
+  fetch("http://127.0.0.1:9/").then(function () { show("fetch", "fetched"); },
+    function (e) { show("fetch", "blocked: " + e.name); });
+});
+function open(url) {
+  request("ui/open-link", {url: url}).then(function () { show("opened", "opened " + url); },
+    function (e) { show("opened", "refused: " + e.message); });
+}
+document.getElementById("open").addEventListener("click", function () {
+  open("http://127.0.0.1:9/opened");
+});
+document.getElementById("open-bad").addEventListener("click", function () {
+  open("javascript:alert(1)");
+});
+request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "gamma", version: "1"},
+  appCapabilities: {}}).then(function () {
+  window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/initialized"}, "*");
+  window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/size-changed",
+    params: {width: 300, height: 222}}, "*");
+});
+</script></body></html>"""
+
+gamma = Server("gamma", description="An app that speaks the MCP Apps bridge")
+
+
+@gamma.app("ui://app.html")
+def gamma_page() -> str:
+    """Gamma's app."""
+    return GAMMA_PAGE
+
+
+@gamma.tool(ui="ui://app.html")
+def greet(name: str) -> str:
+    """Greet someone, in gamma's app."""
+    return f"hello {name}"
+
+
+@gamma.tool(ui="ui://app.html", visibility=["app"])
+def echo(text: str) -> str:
+    """Only gamma's app calls this."""
+    return f"echo: {text}"
+
+
+@gamma.tool(ui="ui://app.html", visibility=["model"])
+def model_only() -> str:
+    """Only the model calls this."""
+    return "model only"

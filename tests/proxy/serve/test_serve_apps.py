@@ -1,0 +1,185 @@
+"""MCP Apps through ``nativemcp serve``, with the official ``mcp`` client: the extension is
+advertised, UI metadata goes only to clients that declared it (at the handshake or in each
+request's envelope), and two servers' ``ui://app.html`` stay apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from _mcp_http import HEADERS, INIT, serving
+from mcp import Client
+from mcp.client.extension import advertise
+from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+from mcp.shared.exceptions import MCPError
+
+from nativemcp.proxy import WorkerPool, http_app
+
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
+
+APP_SERVERS = ["_app_servers:alpha", "_app_servers:beta"]
+EXPORT_APP = "ui://nativemcp/export-card.html"
+
+
+def _apps() -> Any:
+    return advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})
+
+
+def _ui(tool: types.Tool) -> Any:
+    return (tool.meta or {}).get("ui")
+
+
+def _named(tools: list[types.Tool], suffix: str) -> types.Tool:
+    (found,) = [tool for tool in tools if tool.name.endswith(suffix)]
+    return found
+
+
+async def test_ui_metadata_goes_only_to_clients_that_declared_mcp_apps_on_2026() -> None:
+    # 2026-07-28: the official client declares the extension in each request's envelope.
+    pool = WorkerPool(APP_SERVERS, timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
+                assert host.protocol_version == "2026-07-28"
+                advertised = host.server_capabilities.extensions or {}
+                shown = (await host.list_tools()).tools
+                called = await host.call_tool(_named(shown, "refresh").name, {})
+            async with Client(f"{base}/mcp") as bare:
+                plain = (await bare.list_tools()).tools
+                with pytest.raises(MCPError, match="unknown tool"):
+                    await bare.call_tool(_named(shown, "refresh").name, {})
+    assert EXTENSION_ID in advertised
+    # Namespaced per server: the two apps' ui://app.html do not collide.
+    assert _ui(_named(shown, "show")) == {"resourceUri": "ui://alpha/app.html"}
+    assert _ui(_named(shown, "show_beta")) == {"resourceUri": "ui://beta/app.html"}
+    assert _ui(_named(shown, "refresh"))["visibility"] == ["app"]
+    assert _ui(_named(shown, "plain")) is None
+    assert not called.is_error
+    # A client that shows no apps: no UI metadata, and no tool only an app may call.
+    assert all(_ui(tool) is None for tool in plain)
+    assert sorted(tool.name.rsplit("__", 1)[1] for tool in plain) == ["plain", "show", "show_beta"]
+    assert (_named(plain, "show").meta or {}).get("io.github.nativemcp/service") is not None
+
+
+async def _legacy_session(http: httpx2.AsyncClient, url: str, extensions: Any) -> list[Any]:
+    """A 2025-11-25 session over raw HTTP whose initialize declares ``extensions``; the
+    initialize result's capabilities, then the tools it lists."""
+    init = {**INIT, "params": {**INIT["params"], "capabilities": {"extensions": extensions}}}
+    opened = await http.post(url, json=init, headers=HEADERS)
+    session = {
+        **HEADERS,
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await http.post(url, json=done, headers=session)
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    tools = await http.post(url, json=listing, headers=session)
+    return [_sse(opened.text)["result"]["capabilities"], _sse(tools.text)["result"]["tools"]]
+
+
+def _sse(text: str) -> Any:
+    (data,) = [line[5:] for line in text.splitlines() if line.startswith("data:")]
+    return json.loads(data)
+
+
+async def test_ui_metadata_goes_only_to_clients_that_declared_mcp_apps_on_2025() -> None:
+    # 2025-11-25: hosts declare it in initialize's capabilities.extensions (the SDK's
+    # types for that version have no such field, so the official client cannot).
+    apps = {EXTENSION_ID: {"mimeTypes": [APP_MIME_TYPE]}}
+    pool = WorkerPool(APP_SERVERS, timeout=20)
+    async with serving(http_app(pool)) as base, httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(60):
+            capabilities, shown = await _legacy_session(http, f"{base}/mcp", apps)
+            _, bare = await _legacy_session(http, f"{base}/mcp", {})
+            # A MIME type that only contains the app's is not the app's.
+            near = {EXTENSION_ID: {"mimeTypes": "x" + APP_MIME_TYPE}}
+            _, wrong = await _legacy_session(http, f"{base}/mcp", near)
+    assert capabilities["extensions"] == {EXTENSION_ID: {}}
+    uis = {tool["name"]: tool.get("_meta", {}).get("ui") for tool in shown}
+    assert {name: ui["resourceUri"] for name, ui in uis.items() if ui} == {
+        "alpha__show": "ui://alpha/app.html",
+        "alpha__refresh": "ui://alpha/app.html",
+        "beta__show_beta": "ui://beta/app.html",
+    }
+    for tools in (bare, wrong):
+        assert [tool["name"] for tool in tools] == [
+            "alpha__show",
+            "alpha__plain",
+            "beta__show_beta",
+        ]
+        assert all("ui" not in tool.get("_meta", {}) for tool in tools)
+
+
+async def test_each_servers_app_is_listed_and_read_under_its_own_namespace() -> None:
+    pool = WorkerPool(APP_SERVERS, timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
+                listed = {str(item.uri): item for item in (await host.list_resources()).resources}
+                templates = (await host.list_resource_templates()).resource_templates
+                (view,) = (await host.read_resource("ui://alpha/views/x")).contents
+                alpha = (await host.read_resource("ui://alpha/app.html")).contents
+                beta = (await host.read_resource("ui://beta/app.html")).contents
+                problems = []
+                for uri in ("ui://app.html", "ui://alph/app.html", "ui://alphax/app.html"):
+                    with pytest.raises(MCPError) as refused:
+                        await host.read_resource(uri)
+                    problems.append(str(refused.value))
+    assert set(listed) == {"ui://alpha/app.html", "ui://beta/app.html"}
+    assert [template.uri_template for template in templates] == ["ui://alpha/views/{name}"]
+    assert isinstance(view, types.TextResourceContents)
+    assert (str(view.uri), view.text) == (
+        "ui://alpha/views/x",
+        "<!DOCTYPE html><p>alpha view x</p>",
+    )
+    assert listed["ui://alpha/app.html"].mime_type == APP_MIME_TYPE
+    (alpha_page,) = alpha
+    (beta_page,) = beta
+    assert isinstance(alpha_page, types.TextResourceContents)
+    assert isinstance(beta_page, types.TextResourceContents)
+    assert (alpha_page.text, beta_page.text) == (
+        "<!DOCTYPE html><p>alpha</p>",
+        "<!DOCTYPE html><p>beta</p>",
+    )
+    assert (str(alpha_page.uri), alpha_page.mime_type) == ("ui://alpha/app.html", APP_MIME_TYPE)
+    assert alpha_page.meta == {"ui": {"prefersBorder": True}}
+    assert all("ui:// resources are named by server here" in text for text in problems)
+    assert "servers: alpha, beta" in problems[0]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_export_shows_its_app_to_an_apps_host_and_the_card_to_other_clients(
+    mode: Literal["legacy", "auto"], tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "notes.md").write_text("# Notes\n")
+    pool = WorkerPool(
+        builtins=["workspace"], workspace_root=root, data_dir=tmp_path / "data", timeout=20
+    )
+    async with serving(http_app(pool, ["workspace"])) as base:
+        url = f"{base}/mcp/workspace"
+        with anyio.fail_after(60):
+            async with Client(url, mode=mode, extensions=[_apps()]) as host:
+                tool = _named((await host.list_tools()).tools, "export_file")
+                page = (await host.read_resource(EXPORT_APP)).contents
+                shown = await host.call_tool("export_file", {"path": "notes.md"})
+            async with Client(url, mode=mode) as bare:
+                plain = await bare.call_tool("export_file", {"path": "notes.md"})
+    assert _ui(tool) == {"resourceUri": EXPORT_APP}
+    (contents,) = page
+    assert contents.mime_type == APP_MIME_TYPE
+    assert contents.meta == {"ui": {"csp": {}, "prefersBorder": True}}
+    # The host shows the app from the structured content: no embedded card beside it.
+    assert [block.type for block in shown.content] == ["text"]
+    assert shown.structured_content is not None and "exportPath" in shown.structured_content
+    assert [block.type for block in plain.content] == ["text", "resource"]
+    card = plain.content[1]
+    assert isinstance(card, types.EmbeddedResource)
+    assert str(card.resource.uri).startswith("ui://nativemcp/export/file/")
