@@ -14,7 +14,11 @@ Japanese.
 - ``recall@1`` / ``recall@5``: over the task descriptions in
   ``bench/data/tool_queries.json`` (how they were written is in that file), the share
   whose right tool is first / in the first five, for `WorkerPool.search_tools` and for
-  bm25s (in process, its default tokenizer) over the same tool texts.
+  bm25s (in process, its default tokenizer) over the same tool texts; also for each
+  half of the queries (`query_half`: by the wanted tool, so one tool's phrasings stay
+  in one half): the ranking was tuned on the first, the second is held out. Where
+  ``wordllama`` is installed, also its embedding ranking alone and fused with ours
+  (``bench/_embed_fusion.py``; measured, not shipped).
 - ``latency``: p50 / p95 of ``await pool.search_tools(query)`` over every query.
 
 Run: ``python -m bench.tools [--quick] [--json]``
@@ -28,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -35,6 +40,7 @@ from typing import Any, Final
 import anyio
 import msgspec
 
+from bench._embed_fusion import rankers
 from bench._report import emit_json, parse_args, print_table, ratio
 from nativemcp.protocol import Tool, service_info
 from nativemcp.proxy import WorkerPool
@@ -69,6 +75,12 @@ def load_queries() -> list[dict[str, str]]:
     """The task descriptions and the full name of the tool each one needs."""
     data = json.loads(QUERIES.read_text(encoding="utf-8"))
     return list(data["queries"])
+
+
+def query_half(query: dict[str, str]) -> int:
+    """0 for a query of the tuning half, 1 for the held-out half: by the CRC-32 of the
+    tool it wants, so that every phrasing for one tool lands in the same half."""
+    return zlib.crc32(query["tool"].encode()) % 2
 
 
 def _indexed(listed: Tool) -> IndexedTool:
@@ -146,8 +158,14 @@ async def main(quick: bool) -> dict[str, Any]:
             servers = pool.names
     rank = _bm25s_ranker(indexed)
     theirs = [rank(q["query"], 5) for q in queries] if rank is not None else None
+    embedding = rankers(indexed)
+    embedded = fused = None
+    if embedding is not None:
+        embedded = [embedding[0](q["query"], 5) for q in queries]
+        fused = [embedding[1](q["query"], 5) for q in queries]
     expected = [q["tool"] for q in queries]
     cjk = [i for i, q in enumerate(queries) if q.get("language") in ("ko", "ja")]
+    halves = [[i for i, q in enumerate(queries) if query_half(q) == h] for h in (0, 1)]
 
     def recalls(ranked: list[list[str]] | None, subset: Sequence[int] | None = None) -> Any:
         if ranked is None:
@@ -166,8 +184,30 @@ async def main(quick: bool) -> dict[str, Any]:
             provider: {"full": full, "search": meta, "share": ratio(meta, full)}
             for provider, (full, meta) in tokens.items()
         },
-        "recall": {"nativemcp": recalls(ours), "bm25s": recalls(theirs)},
-        "recall_cjk": {"nativemcp": recalls(ours, cjk), "bm25s": recalls(theirs, cjk)},
+        "recall": {
+            "nativemcp": recalls(ours),
+            "wordllama": recalls(embedded),
+            "fused": recalls(fused),
+            "bm25s": recalls(theirs),
+        },
+        "recall_tuning": {
+            "nativemcp": recalls(ours, halves[0]),
+            "wordllama": recalls(embedded, halves[0]),
+            "fused": recalls(fused, halves[0]),
+            "bm25s": recalls(theirs, halves[0]),
+        },
+        "recall_held_out": {
+            "nativemcp": recalls(ours, halves[1]),
+            "wordllama": recalls(embedded, halves[1]),
+            "fused": recalls(fused, halves[1]),
+            "bm25s": recalls(theirs, halves[1]),
+        },
+        "recall_cjk": {
+            "nativemcp": recalls(ours, cjk),
+            "wordllama": recalls(embedded, cjk),
+            "fused": recalls(fused, cjk),
+            "bm25s": recalls(theirs, cjk),
+        },
         "latency_ms": {
             "p50": statistics.median(samples) * 1e3,
             "p95": samples[int(0.95 * (len(samples) - 1))] * 1e3,
@@ -197,20 +237,22 @@ def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ],
     )
     rows = []
-    for label, key in (("all queries", "recall"), ("Korean + Japanese", "recall_cjk")):
-        ours, theirs = report[key]["nativemcp"], report[key]["bm25s"]
-        rows.append(
-            [
-                f"{label} ({ours['queries']})",
-                f"{ours['at1']:.2f}",
-                f"{ours['at5']:.2f}",
-                f"{theirs['at1']:.2f}" if theirs else "-",
-                f"{theirs['at5']:.2f}" if theirs else "-",
-            ]
-        )
+    for label, key in (
+        ("all queries", "recall"),
+        ("tuning half", "recall_tuning"),
+        ("held-out half", "recall_held_out"),
+        ("Korean + Japanese", "recall_cjk"),
+    ):
+        ours = report[key]["nativemcp"]
+        row = [f"{label} ({ours['queries']})", f"{ours['at1']:.2f}", f"{ours['at5']:.2f}"]
+        for other in ("fused", "wordllama", "bm25s"):
+            found = report[key][other]
+            row += [f"{found['at1']:.2f}", f"{found['at5']:.2f}"] if found else ["-", "-"]
+        rows.append(row)
+    columns = ["ours", "fused", "wordllama", "bm25s"]
     print_table(
         "Recall of the right tool",
-        ["queries", "ours @1", "ours @5", "bm25s @1", "bm25s @5"],
+        ["queries", *(f"{name} @{k}" for name in columns for k in (1, 5))],
         rows,
     )
     latency = report["latency_ms"]

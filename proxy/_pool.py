@@ -35,6 +35,7 @@ from nativemcp.protocol import (
     Tool,
     ToolNameError,
     UnknownServer,
+    UnknownTool,
     quoted_name,
     tool_ui,
     ui_visibility,
@@ -784,7 +785,12 @@ class WorkerPool:
         return names
 
     async def tool_definitions(
-        self, provider: Provider, *, search: bool = False, defer_loading: bool = False
+        self,
+        provider: Provider,
+        *,
+        search: bool = False,
+        defer_loading: bool = False,
+        profile: ToolProfile | None = None,
     ) -> list[dict[str, Any]]:
         """Every tool of the catalog as ``provider``'s tool declarations.
 
@@ -807,6 +813,7 @@ class WorkerPool:
         """
         provider = check_provider(provider)
         self._check_open()
+        search = search or (profile is not None and profile.search)
         if defer_loading and (provider != "anthropic" or search):
             raise ValueError(
                 "defer_loading is Anthropic's tool search (provider='anthropic'), and "
@@ -821,6 +828,7 @@ class WorkerPool:
             declaration(entry.tool, by_full[entry.full_name], provider)
             for entry in self._catalog.entries()
             if "model" in ui_visibility(entry.tool.meta)
+            and (profile is None or profile.allows(entry.full_name))
         ]
         return deferred_for_anthropic(definitions) if defer_loading else definitions
 
@@ -832,6 +840,7 @@ class WorkerPool:
         timeout: float | _Default | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
+        profile: ToolProfile | None = None,
     ) -> dict[str, Any]:
         """Run a model's tool call and return the provider's tool-result message.
 
@@ -841,7 +850,9 @@ class WorkerPool:
         tool, a tool error or a failed source become an error message the model can
         read (see `tool_result_message`); cancellation propagates. The meta-tools of
         ``tool_definitions(provider, search=True)`` run here too: ``search_tools``
-        answers the matches, ``call_tool`` calls the tool it names.
+        answers the matches, ``call_tool`` calls the tool it names. ``profile`` (the
+        one given to `tool_definitions`): the search finds only the tools it offers,
+        and a call of another is an unknown tool to the model.
 
         Raises:
             UnknownProviderError: not one of the four providers.
@@ -859,11 +870,16 @@ class WorkerPool:
                 # No full name is a meta-tool's: a full name always holds "__".
                 if full_name == SEARCH_TOOLS:
                     query, limit = read_search(arguments)
-                    found = await self.search_tools(query, limit)
-                    outcome = search_response(query, found, len(self.tool_index()))
+                    found = await self.search_tools(query, limit, profile=profile)
+                    outcome = search_response(query, found, self._offered(profile))
                 else:
                     if full_name == CALL_TOOL:
                         full_name, arguments = read_call(arguments)
+                    if profile is not None and not profile.allows(full_name):
+                        raise UnknownTool(
+                            f"no tool named {quoted_name(full_name)} is offered here; call "
+                            f"{SEARCH_TOOLS} to find one"
+                        )
                     outcome = await self.call_tool(
                         full_name,
                         arguments,
@@ -879,6 +895,16 @@ class WorkerPool:
             outcome, provider=provider, call_id=parsed.call_id, tool_name=parsed.name
         )
 
+    def _offered(self, profile: ToolProfile | None) -> int:
+        """How many tools of the catalog ``profile`` offers (all without one)."""
+        if profile is None or not profile.filters:
+            return len(self.tool_index())
+        return sum(
+            1
+            for entry in self._catalog.entries()
+            if "model" in ui_visibility(entry.tool.meta) and profile.allows(entry.full_name)
+        )
+
     async def run_tool_calls(
         self,
         calls: Iterable[Any],
@@ -887,15 +913,16 @@ class WorkerPool:
         timeout: float | _Default | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
+        profile: ToolProfile | None = None,
     ) -> list[dict[str, Any]]:
         """Run one model turn's tool calls, in order; the history entries that answer them.
 
         Append the entries to the conversation as they are.
 
-        Each call runs as `run_tool_call` runs it. OpenAI and Responses get one entry per
-        call; Anthropic one user message holding every ``tool_result`` block, and Gemini
-        one user content holding every ``functionResponse`` Part, as their APIs require
-        (see `tool_results_turn`).
+        Each call runs as `run_tool_call` runs it (``profile`` too). OpenAI and
+        Responses get one entry per call; Anthropic one user message holding every
+        ``tool_result`` block, and Gemini one user content holding every
+        ``functionResponse`` Part, as their APIs require (see `tool_results_turn`).
 
         Raises:
             UnknownProviderError: not one of the four providers.
@@ -904,7 +931,12 @@ class WorkerPool:
         provider = check_provider(provider)
         results = [
             await self.run_tool_call(
-                call, provider=provider, timeout=timeout, on_progress=on_progress, on_log=on_log
+                call,
+                provider=provider,
+                timeout=timeout,
+                on_progress=on_progress,
+                on_log=on_log,
+                profile=profile,
             )
             for call in calls
         ]

@@ -14,18 +14,28 @@ One pool may be shared by many threads.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack, overload
 
-from nativemcp.protocol import NativeMCPResponse, Tool
+from nativemcp.protocol import (
+    BackendType,
+    NativeMCPResponse,
+    ServiceInfo,
+    Tool,
+    UnknownTool,
+    quoted_name,
+    tool_name_index,
+    ui_visibility,
+)
 from nativemcp.protocol.wire import (
     GetServiceContext,
     ListTools,
     Ping,
     SwitchContext,
 )
-from nativemcp.workers import ServerError, ServerStartError
+from nativemcp.workers import ServerClosed, ServerError, ServerStartError
 
 from ._bootstrap import exit_if_bootstrapping
 from ._config import PoolConfig, SyncPoolOptions, check_options
@@ -37,6 +47,7 @@ from ._sync_worker import SyncWorker
 from ._worker import start_failure
 from .telemetry import TRACING, traced_sync
 from .telemetry import refresh as refresh_tracing
+from .tool_search import IndexedTool, ToolIndex, ToolMatch, ToolProfile
 
 __all__ = ["SyncServerProxy", "SyncToolMethod", "SyncWorkerPool"]
 
@@ -67,6 +78,9 @@ class SyncWorkerPool:
         self._workers: dict[str, SyncWorker] = {}
         self._started = False
         self._closed = False
+        # The tool lists indexed (a restarted worker lists anew), the index, and each
+        # full name's server and tool.
+        self._tool_index: tuple[list[list[Tool]], ToolIndex, dict[str, ServiceInfo]] | None = None
 
     @property
     def config(self) -> PoolConfig:
@@ -158,6 +172,77 @@ class SyncWorkerPool:
         name, interface = server_and_interface(name_or_interface)
         worker = find_server(self._workers, name, closed=self._closed)
         return SyncServerProxy(worker, timeout=self._config.timeouts.call, interface=interface)
+
+    def _indexed(self) -> tuple[ToolIndex, dict[str, ServiceInfo]]:
+        """The BM25 index of every server's tools, rebuilt when a worker's list changed,
+        and each full name's server and tool."""
+        if self._closed:
+            raise ServerClosed("the pool is closed", server="*")
+        listed = [worker.tools for worker in self._workers.values()]
+        kept = self._tool_index
+        if (
+            kept is None
+            or len(kept[0]) != len(listed)
+            or any(a is not b for a, b in zip(kept[0], listed, strict=True))
+        ):
+            tools: dict[tuple[str, str], Tool] = {}
+            services = []
+            for worker in self._workers.values():
+                for tool in worker.tools:
+                    tools[(worker.name, tool.name)] = tool
+                    services.append(
+                        ServiceInfo(worker.name, tool.name, BackendType(worker.backend))
+                    )
+            names = tool_name_index(services)
+            # A tool only its app may call (MCP Apps) is not found for the model.
+            found = {full: tools[(s.server_name, s.tool_name)] for full, s in names.items()}
+            indexed = [
+                IndexedTool(full, names[full].server_name, tool)
+                for full, tool in found.items()
+                if "model" in ui_visibility(tool.meta)
+            ]
+            kept = self._tool_index = (listed, ToolIndex(indexed), names)
+        return kept[1], kept[2]
+
+    def search_tools(
+        self, query: str, limit: int = 5, *, profile: ToolProfile | None = None
+    ) -> list[ToolMatch]:
+        """The ``limit`` tools of every server that best fit ``query``, best first.
+
+        Ranked as `WorkerPool.search_tools` ranks them; call one with `call_tool`.
+
+        Raises:
+            ValueError: ``limit`` is not between 1 and 50.
+            ServerClosed: the pool is closed.
+        """
+        where = profile.allows if profile is not None and profile.filters else None
+        return self._indexed()[0].search(query, limit, where=where)
+
+    def call_tool(
+        self,
+        full_name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        timeout: float | _Default | None = DEFAULT,
+    ) -> NativeMCPResponse[Any]:
+        """Call a tool by its full name and return the raw response.
+
+        The full name is ``server__tool``, as `search_tools` gives it; the call is
+        ``pool.server(server).call_tool(tool, ...)``.
+
+        Raises:
+            UnknownTool: no tool by that full name (the message names the nearest).
+            ServerError: the worker timed out, crashed or is closed.
+            ArgumentsError: the arguments are not an object.
+        """
+        names = self._indexed()[1]
+        service = names.get(full_name)
+        if service is None:
+            near = difflib.get_close_matches(full_name, list(names), n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise UnknownTool(f"no tool named {quoted_name(full_name)}{hint}")
+        proxy = self.server(service.server_name)
+        return proxy.call_tool(service.tool_name, arguments, timeout=timeout)
 
 
 class SyncToolMethod(BoundTool):

@@ -100,6 +100,18 @@ def make_server(marker_dir: str | None = None, *, cache_tools: bool = False) -> 
         _meta["io.github.nativemcp/structuredResult"]."""
         return response_to_sdk(structured_response("two stamps", STAMPS))
 
+    @server.tool(name="add-forecast")
+    async def add_forecast(ctx: Context) -> str:
+        """Add a tool, then say that the tools changed (as a subscription event)."""
+
+        def forecast(city: str) -> str:
+            """Tomorrow's weather for a city."""
+            return f"sunny in {city}"
+
+        server.add_tool(forecast)
+        await ctx.notify_tools_changed()
+        return "added"
+
     @server.tool()
     def echo(text: str) -> str:
         """Echo text back (text only, no structured content)."""

@@ -20,6 +20,8 @@ HTTP (JSON answers, no session): mount ``http_app(config)``. The config holds an
 - ``close_stdout_on``: a tool name whose call closes stdout and sleeps (the process lives);
 - ``exit_on``: a tool name whose call ends the process (exit status 3) unanswered;
 - ``endless_line_on``: a tool name whose call writes stdout without a newline, forever;
+- ``change_tools_on``: a tool name whose call makes ``changed_tools`` the tool list and
+  sends ``notifications/tools/list_changed`` before its answer;
 - ``grandchild``: ``"fork"`` or ``"setsid"``; a ``sleep`` started that way, its pid
   written to the file ``grandchild_pid`` (the setsid one keeps the server's stdout).
 
@@ -52,7 +54,7 @@ def answer(message: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] | 
     if method == "initialize":
         result: dict[str, Any] = {
             "protocolVersion": message["params"]["protocolVersion"],
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {"listChanged": "change_tools_on" in config}},
             "serverInfo": {"name": "raw", "version": "1"},
         }
     elif method == "tools/list":
@@ -144,6 +146,10 @@ def main(config: dict[str, Any]) -> None:
             elif tool == config.get("endless_line_on"):
                 while True:  # a line that never ends
                     _write(b"x" * 65536)
+            elif tool == config.get("change_tools_on"):
+                config["tools"] = config["changed_tools"]
+                changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+                _write(json.dumps(changed).encode() + b"\n")
         _write(data + b"\n")
         if message.get("method") == "initialize":
             junk = int(config.get("junk_lines", 0))

@@ -35,7 +35,6 @@ from nativemcp.protocol import (
     BackendType,
     NativeMCPResponse,
     Tool,
-    from_sdk,
     response_from_sdk,
 )
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
@@ -58,6 +57,7 @@ from ._mcp_config import ExternalServerSpec
 from ._oauth import NeedsAuthorization, ServerAuthorization, unavailable_response, unavailable_tool
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
+from ._tool_list import ToolListChanges, list_all_tools
 from ._tool_listing import drop_repeated_tools, usable_tools_only
 
 if TYPE_CHECKING:
@@ -75,8 +75,6 @@ CONNECTION_CLOSED: Final = -32000
 MCP_LOG_LEVEL: Final = "info"
 """The level of ``notifications/message`` asked of servers (newer MCP sends none unless
 asked): info and up, so debug chatter does not travel with every call."""
-MAX_TOOL_PAGES: Final = 1000
-"""Pages of ``tools/list`` read at most (a warning names the server past it)."""
 PING_REMOVED_IN: Final = "2026-07-28"
 """The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
 _STDERR_CHUNK: Final = 65536
@@ -165,6 +163,12 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self.default_timeout = spec.timeout
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
+        # A new one for each connection (`_lifetime`).
+        self._tool_changes = ToolListChanges(spec.name, spec.redact)
+        self.on_tools_changed: Callable[[], None] | None = None
+        """Called after the tool list was read again on the server's
+        ``notifications/tools/list_changed`` (the pool's catalog and tool search follow
+        at their next read)."""
         self.extensions: dict[str, Any] = {}
         """The extensions the server advertised at the last connect (2026-07-28)."""
         self._client: Client | None = None
@@ -225,6 +229,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             server,
             client_info=_client_info(),
             logging_callback=self._on_log,
+            message_handler=self._tool_changes.on_message,
             log_level=MCP_LOG_LEVEL,
             input_required_max_rounds=self._requests.side.input_rounds,
             **self._requests.callbacks(),
@@ -256,6 +261,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """One connection: connect, list tools, serve until lost or stopped."""
         link = StdioLink(self.name) if stderr else None
         self._link = link
+        self._tool_changes = ToolListChanges(self.name, self.spec.redact)
         client, http = self._client_for(stderr, link)
         async with contextlib.AsyncExitStack() as stack:
             if http is not None:
@@ -267,7 +273,13 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     stderr.close_writer()
             if link is not None:
                 self.pid = link.pid
-            tools = await _list_all_tools(client, self.name)
+            # Changes are heard before the first listing (a 2026-07-28 stream is open
+            # and acknowledged), so none falls between the two.
+            follower = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(follower.cancel_scope.cancel)
+            relist = functools.partial(self._relist, client)
+            await follower.start(self._tool_changes.follow, client, relist)
+            tools = await list_all_tools(client, self.name)
             self.description = client.instructions or ""
             self.extensions = dict(client.server_capabilities.extensions or {})
             self._tools = self._usable(tools)
@@ -285,6 +297,24 @@ class ExternalServer(UnwrappingHandle, Supervised):
             finally:
                 self._client = None
                 self._reset_connected()
+
+    async def _relist(self, client: Client) -> None:
+        """Read the tools again (past the SDK's cache) on the server's word that they
+        changed. A failed read keeps the last list: a lost connection is the
+        supervisor's to notice."""
+        from mcp import MCPError
+
+        try:
+            tools = await list_all_tools(client, self.name, cache_mode="bypass")
+        except MCPError as exc:
+            message = self.spec.redact(exc.message)
+            _logger.warning(
+                "MCP server %r: listing its changed tools failed: %s", self.name, message
+            )
+            return
+        self._tools = self._usable(tools)
+        if self.on_tools_changed is not None:
+            self.on_tools_changed()
 
     def _usable(self, tools: list[Tool]) -> list[Tool]:
         """The listed tools the entry allows; an optional server's repeated names out."""
@@ -576,7 +606,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
             try:
-                tools = await _list_all_tools(client, self.name)
+                tools = await list_all_tools(client, self.name)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
                     raise self._connection_lost(client, "tools/list") from self._cause(exc)
@@ -676,28 +706,6 @@ class ExternalServer(UnwrappingHandle, Supervised):
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
                     raise self._connection_lost(client, "ping") from self._cause(exc)
-
-
-async def _list_all_tools(client: Client, server: str) -> list[Tool]:
-    """Every page of the server's tool list, up to `MAX_TOOL_PAGES` (then a warning
-    says the rest was left out: a server whose cursor never ends must not hang us)."""
-    tools: list[Tool] = []
-    cursor: str | None = None
-    for _ in range(MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(from_sdk(tool) for tool in page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            return tools
-    _logger.warning(
-        "MCP server %r: its tool list has more than %d pages; the %d tools of the first "
-        "%d are offered, the rest left out",
-        server,
-        MAX_TOOL_PAGES,
-        len(tools),
-        MAX_TOOL_PAGES,
-    )
-    return tools
 
 
 @functools.cache

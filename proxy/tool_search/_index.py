@@ -4,10 +4,11 @@ Each tool is one document (`tool_text`). Its tokens are the ones SQLite's FTS5 i
 would hold for that text (`chunk_tokens`: any language, CJK runs as bigrams), and a
 query's are its plain terms as the content store reads them (`phrases`), each token a
 term of its own: a search for ``파일을 읽기`` finds ``파일의 내용을 읽습니다`` through
-``파일``, whatever particle is glued to it. A lone CJK character matches as a prefix,
-as in the content store. The score is FTS5's ``bm25()`` for the OR of those terms,
-exactly (a test compares it with SQLite's), so the same words rank the same tools in
-any process.
+``파일``, whatever particle is glued to it. On both sides an English word is stemmed
+(``_stem``: ``notes`` and ``note`` are one term, ``reading`` and ``read``). A lone CJK
+character matches as a prefix, as in the content store. The score is FTS5's ``bm25()``
+for the OR of those terms over those tokens, exactly (a test compares it with
+SQLite's), so the same words rank the same tools in any process.
 
 The index is built once per catalog version (a server started, restarted with other
 tools, or re-listed them) and is read-only after: a search is a few dictionary reads
@@ -25,6 +26,7 @@ import msgspec
 from nativemcp.protocol import Tool
 
 from ._documents import one_line, split_name, tool_text
+from ._stem import stem
 
 __all__ = ["MAX_LIMIT", "IndexedTool", "ToolIndex", "ToolMatch"]
 
@@ -75,14 +77,12 @@ class ToolIndex:
         # Imported on first index: the content store's package is the worker side's,
         # and a pool that never searches should not load it (workers re-import the
         # script that opened the pool, and with it this package).
-        from nativemcp.workers.content_store import chunk_tokens
-
         self._tools = list(tools)
         self._lengths: dict[int, int] = {}
         # token -> {document: how often it occurs there}
         self._postings: dict[str, dict[int, int]] = {}
         for number, item in enumerate(self._tools):
-            tokens = chunk_tokens(tool_text(item.full_name, item.server, item.tool))
+            tokens = self.index_tokens(tool_text(item.full_name, item.server, item.tool))
             self._lengths[number] = len(tokens)
             for token, count in Counter(tokens).items():
                 self._postings.setdefault(token, {})[number] = count
@@ -91,6 +91,14 @@ class ToolIndex:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+    @staticmethod
+    def index_tokens(text: str) -> list[str]:
+        """The tokens the index holds for ``text``: the content store's (as SQLite's
+        FTS5 indexes it), each English word stemmed (``files`` → ``file``)."""
+        from nativemcp.workers.content_store import chunk_tokens
+
+        return [stem(token) for token in chunk_tokens(text)]
 
     @staticmethod
     def query_terms(query: str) -> list[tuple[str, bool]]:
@@ -107,8 +115,9 @@ class ToolIndex:
         for phrase in phrases(split_name(query)):
             *whole, last = phrase.tokens
             for token in whole:
-                terms.setdefault(_Term(token, False), None)
-            terms.setdefault(_Term(last, phrase.prefix), None)
+                terms.setdefault(_Term(stem(token), False), None)
+            # A prefix (a lone CJK character) is never stemmed: `stem` keeps non-ASCII.
+            terms.setdefault(_Term(stem(last), phrase.prefix), None)
         return list(terms)
 
     def _frequencies(self, term: _Term) -> dict[int, int]:

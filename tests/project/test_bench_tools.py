@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bench.tools import QUERIES, _recall, load_queries
+from bench.tools import QUERIES, _recall, load_queries, query_half
 
 
 def test_the_query_set_holds_100_tasks_in_three_languages_and_says_how_it_was_written() -> None:
@@ -23,3 +23,14 @@ def test_recall_at_k_counts_the_right_tool_within_the_first_k() -> None:
     ranked = [["a", "b"], ["c", "a"], []]
     assert _recall(ranked, ["a", "a", "a"], 1) == 1 / 3
     assert _recall(ranked, ["a", "a", "a"], 5) == 2 / 3
+
+
+def test_the_halves_split_by_tool_so_no_tool_is_tuned_on_and_held_out() -> None:
+    queries = load_queries()
+    halves: dict[str, set[int]] = {}
+    for query in queries:
+        halves.setdefault(query["tool"], set()).add(query_half(query))
+    assert all(len(found) == 1 for found in halves.values())
+    held_out = sum(query_half(q) for q in queries)
+    assert 0.4 * len(queries) < held_out < 0.6 * len(queries)
+    assert "held-out half" in json.loads(QUERIES.read_text(encoding="utf-8"))["how_written"]

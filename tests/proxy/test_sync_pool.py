@@ -17,7 +17,7 @@ import pytest
 from _process import alive
 from _servers import Item, Listing
 
-from nativemcp.protocol import ToolError, unwrap
+from nativemcp.protocol import ToolError, UnknownTool, unwrap
 from nativemcp.proxy import (
     ArgumentsError,
     CallTimeout,
@@ -28,6 +28,7 @@ from nativemcp.proxy import (
     SyncWorkerPool,
     UnknownServer,
 )
+from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = pytest.mark.real_process
 
@@ -220,3 +221,29 @@ def test_a_tool_asking_its_client_is_told_at_once_that_there_is_none() -> None:
         with pytest.raises(ToolError, match="no client"):
             pool.server("asking").sample(question="hello?")
         assert pool.server("asking").call_tool("sample", {"question": "x"}).result is not None
+
+
+def test_search_tools_ranks_every_server_and_call_tool_takes_the_full_name() -> None:
+    with SyncWorkerPool(["_servers:server", "_serve_servers:other"], timeout=10) as pool:
+        (best,) = pool.search_tools("echo some text back", 1)
+        assert best.name == "testing__echo" and best.server == "testing"
+        assert best.input_schema["required"] == ["text"]
+        assert pool.search_tools("ping the other server", 1)[0].name == "other__ping_other"
+        only_other = ToolProfile(tools=("other__*",))
+        assert pool.search_tools("echo some text back", profile=only_other) == []
+        response = pool.call_tool(best.name, {"text": "hi"})
+        assert response.result is not None
+        assert response.result.content[0].text == "hi"  # type: ignore[union-attr]
+        with pytest.raises(UnknownTool, match="did you mean testing__echo"):
+            pool.call_tool("testing__ech", {})
+        with pytest.raises(UnknownTool):
+            pool.call_tool("echo", {"text": "a base name is not a full name"})
+        # The index is built once per listing: again only when a worker lists anew.
+        built = pool._tool_index
+        pool.search_tools("echo")
+        assert pool._tool_index is built
+        pool.server("testing").list_tools()
+        pool.search_tools("echo")
+        assert pool._tool_index is not built
+    with pytest.raises(ServerClosed):
+        pool.search_tools("echo")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -80,6 +81,63 @@ async def test_the_index_follows_the_catalog_when_a_server_lists_other_tools() -
         assert pool.tool_index() is pool.tool_index()  # rebuilt once, not per search
 
 
+RAW_SERVER = Path(__file__).parents[2] / "_raw_mcp_server.py"
+
+
+async def test_an_external_server_that_says_its_tools_changed_is_listed_and_searched_anew() -> None:
+    echo = {"name": "echo", "description": "Echo text back.", "inputSchema": {"type": "object"}}
+    forecast = {
+        "name": "forecast",
+        "description": "Tomorrow's weather for a city.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+    hidden = {
+        "name": "hidden",
+        "description": "Weather, but filtered out.",
+        "inputSchema": forecast["inputSchema"],
+    }
+    config = {"tools": [echo], "changed_tools": [echo, forecast, hidden], "change_tools_on": "echo"}
+    entry = {
+        "command": sys.executable,
+        "args": [str(RAW_SERVER), json.dumps(config)],
+        "disabledTools": ["hidden"],
+    }
+    with anyio.fail_after(30):
+        async with WorkerPool(mcp_servers={"raw": entry}, builtins=[]) as pool:
+            assert await pool.search_tools("weather in a city") == []
+            relisted = anyio.Event()
+            pool._handles["raw"].on_tools_changed = relisted.set  # type: ignore[attr-defined]
+            # The call's answer follows `notifications/tools/list_changed`.
+            await pool.call_tool("raw__echo", {"text": "x"})
+            await relisted.wait()
+            names = [tool.name for tool in await pool.list_tools()]
+            assert names == ["raw__echo", "raw__forecast"]  # the entry's filter still applies
+            found = await pool.search_tools("weather in a city")
+            assert [match.name for match in found] == ["raw__forecast"]
+
+
+async def test_an_sdk_server_on_a_subscription_is_listed_and_searched_anew(
+    tmp_path: Path,
+) -> None:
+    # The official SDK's server speaks 2026-07-28: list changes come only to a
+    # `subscriptions/listen` stream.
+    entry = {
+        "command": sys.executable,
+        "args": [str(RAW_SERVER.with_name("_external_server.py")), str(tmp_path)],
+    }
+    with anyio.fail_after(30):
+        async with WorkerPool(mcp_servers={"ext": entry}, builtins=[]) as pool:
+            before = await pool.search_tools("weather forecast")
+            assert "ext__forecast" not in [match.name for match in before]
+            relisted = anyio.Event()
+            pool._handles["ext"].on_tools_changed = relisted.set  # type: ignore[attr-defined]
+            await pool.call_tool("ext__add-forecast", {})
+            await relisted.wait()
+            assert "ext__forecast" in [tool.name for tool in await pool.list_tools()]
+            found = await pool.search_tools("weather forecast")
+            assert [match.name for match in found][:1] == ["ext__forecast"]
+
+
 def _openai_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": "call_1",
@@ -127,6 +185,40 @@ async def test_the_agent_loop_gets_two_meta_tools_and_run_tool_call_runs_them() 
             _openai_call("search_tools", {"limit": 3}), provider="openai"
         )
         assert "needs 'query'" in bad["content"]
+
+
+async def test_a_profile_limits_the_definitions_the_search_and_the_calls_of_the_agent_loop() -> (
+    None
+):
+    async with WorkerPool([_notes()], in_process=["notes"]) as pool:
+        only_add = ToolProfile(tools=("notes__add_*",))
+        listed = await pool.tool_definitions("openai", profile=only_add)
+        assert [d["function"]["name"] for d in listed] == ["notes__add_note"]
+        through_search = ToolProfile(tools=("notes__add_*",), search=True)
+        meta = await pool.tool_definitions("openai", profile=through_search)
+        assert [d["function"]["name"] for d in meta] == ["search_tools", "call_tool"]
+
+        query = {"query": "save a note, or every title"}
+        everything = await pool.run_tool_call(
+            _openai_call("search_tools", query), provider="openai"
+        )
+        assert "notes__list_notes" in everything["content"]
+        searched = await pool.run_tool_call(
+            _openai_call("search_tools", query), provider="openai", profile=only_add
+        )
+        assert "notes__add_note" in searched["content"]
+        assert "notes__list_notes" not in searched["content"]
+        for call in (
+            _openai_call("notes__list_notes", {}),
+            _openai_call("call_tool", {"name": "notes__list_notes", "arguments": {}}),
+        ):
+            (refused,) = await pool.run_tool_calls([call], provider="openai", profile=only_add)
+            assert "no tool named 'notes__list_notes' is offered here" in refused["content"]
+        # Without the profile the same call runs.
+        (ran,) = await pool.run_tool_calls(
+            [_openai_call("notes__list_notes", {})], provider="openai"
+        )
+        assert "offered" not in ran["content"]
 
 
 def _long_names() -> Server:

@@ -10,7 +10,7 @@ import pytest
 
 from nativemcp.protocol import Tool
 from nativemcp.proxy.tool_search import IndexedTool, ToolIndex, tool_text
-from nativemcp.workers.content_store._tokenize import index_text
+from nativemcp.proxy.tool_search._stem import stem
 
 
 def _tool(name: str, description: str, **parameters: str) -> Tool:
@@ -68,6 +68,8 @@ QUERIES = [
     "the",
     "write text to the file and read it back",
     "nothing matches zzzz",
+    "reading files and writing texts",
+    "captured pages",
 ]
 
 
@@ -76,7 +78,8 @@ def _fts5_scores(tools: list[IndexedTool], query: str) -> dict[int, float]:
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
     for number, item in enumerate(tools):
-        text = index_text(tool_text(item.full_name, item.server, item.tool))
+        # The index's own tokens (stemmed), which FTS5 keeps as they are.
+        text = " ".join(ToolIndex.index_tokens(tool_text(item.full_name, item.server, item.tool)))
         db.execute("INSERT INTO t(rowid, body) VALUES (?, ?)", (number, text))
     terms = ToolIndex.query_terms(query)
     if not terms:
@@ -122,6 +125,39 @@ def test_korean_and_japanese_queries_find_tools_with_other_particles_glued_on() 
     # A lone character matches as a prefix, as in the content store.
     assert {m.name for m in index.search("검", 5)} == set()
     assert index.search("저", 1)[0].name == "메모__메모_저장"
+
+
+@pytest.mark.parametrize(
+    ("forms", "same"),
+    [
+        (("file", "files"), True),
+        (("read", "reads", "reading"), True),
+        (("copy", "copies"), True),
+        (("match", "matches"), True),
+        (("run", "running"), True),
+        (("stop", "stopped"), True),
+        (("fill", "filling"), True),
+        (("class", "status", "analysis"), False),
+    ],
+)
+def test_english_plurals_and_verb_endings_share_one_stem(
+    forms: tuple[str, ...], same: bool
+) -> None:
+    stems = {stem(form) for form in forms}
+    assert (len(stems) == 1) is same, stems
+
+
+def test_short_words_and_other_scripts_are_not_stemmed() -> None:
+    for token in ("has", "css", "uses", "파일을", "メモを", "menüs", "ss"):
+        assert stem(token) == (token if token != "uses" else "use")
+
+
+def test_inflected_words_find_the_tool_in_either_direction() -> None:
+    index = ToolIndex(TOOLS)
+    # "writing" and "texts" are not in the text, "write" and "text" are.
+    assert [m.name for m in index.search("writing texts", 5)][:1] == ["files__write_file"]
+    assert [m.name for m in index.search("capturing pages", 5)] == ["web__takeScreenshot"]
+    assert [m.name for m in index.search("opening URLs", 5)] == ["web__navigate"]
 
 
 def test_camel_case_and_snake_case_names_are_found_by_their_words() -> None:

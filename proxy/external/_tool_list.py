@@ -1,0 +1,119 @@
+"""An external server's tool list: read whole, and read again when the server says it
+changed.
+
+`list_all_tools` reads every page (bounded: a cursor that never ends must not hang the
+pool). `ToolListChanges` hears that the tools changed in either of the ways MCP says
+it: a ``notifications/tools/list_changed`` sent at will (up to 2025-11-25; the SDK
+client's message handler, `on_message`), or an event of a ``subscriptions/listen``
+stream, which a 2026-07-28 server sends only to a client that opened one (`follow`
+opens it where the server declares ``tools.listChanged``). The handler runs in the
+SDK's reader, which must not wait on a request of its own, so it only notes the
+change, and `follow` (a task of the connection's lifetime) reads the list again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.abc
+
+from nativemcp.protocol import Tool, from_sdk
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+__all__ = ["MAX_TOOL_PAGES", "ToolListChanges", "list_all_tools"]
+
+_logger = logging.getLogger("nativemcp.external")
+
+MAX_TOOL_PAGES: Final = 1000
+"""Pages of ``tools/list`` read at most (a warning names the server past it)."""
+
+
+async def list_all_tools(client: Client, server: str, cache_mode: Any = "use") -> list[Tool]:
+    """Every page of the server's tool list, up to `MAX_TOOL_PAGES` (then a warning
+    says the rest was left out). ``cache_mode="bypass"`` asks the server, not the SDK
+    client's response cache."""
+    tools: list[Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
+        tools.extend(from_sdk(tool) for tool in page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+    _logger.warning(
+        "MCP server %r: its tool list has more than %d pages; the %d tools of the first "
+        "%d are offered, the rest left out",
+        server,
+        MAX_TOOL_PAGES,
+        len(tools),
+        MAX_TOOL_PAGES,
+    )
+    return tools
+
+
+class ToolListChanges:
+    """One connection's ``notifications/tools/list_changed``: noted by `on_message`,
+    acted on by `follow`."""
+
+    def __init__(self, server: str, redact: Callable[[str], str]) -> None:
+        self._server = server
+        self._redact = redact  # a message may echo the entry's secrets
+        self._changed = anyio.Event()
+
+    async def on_message(self, message: object) -> None:
+        """The SDK client's message handler: note a changed tool list."""
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._changed.set()
+
+    async def follow(
+        self,
+        client: Client,
+        relist: Callable[[], Awaitable[None]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Call ``relist`` after each change, until cancelled (several changes said
+        while it runs make one more call); started once changes are heard."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._listen, client)
+            task_status.started()
+            while True:
+                await self._changed.wait()
+                self._changed = anyio.Event()
+                await relist()
+
+    async def _listen(self, client: Client, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """On a 2026-07-28 connection to a server whose tools may change, note each
+        change its subscription stream reports. A stream refused or lost is a warning:
+        the tools stand as last listed (a reconnect lists them again)."""
+        from mcp import MCPError
+        from mcp.client.subscriptions import SubscriptionLost
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        tools = client.server_capabilities.tools
+        modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if not modern or tools is None or not tools.list_changed:
+            task_status.started()
+            return
+        heard = False
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                heard = True
+                async for _ in subscription:
+                    self._changed.set()
+        except (MCPError, SubscriptionLost, TimeoutError) as exc:
+            _logger.warning(
+                "MCP server %r: changes to its tools are not heard (%s); they stand as last listed",
+                self._server,
+                self._redact(str(exc)),
+            )
+        if not heard:  # refused before it was acknowledged: the connection goes on
+            task_status.started()
