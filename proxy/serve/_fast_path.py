@@ -56,10 +56,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._apps import AppsHandshake
 from ._bridge import McpBridge
+from ._request_ids import read_body, replayed
 from ._resource_server import caller_from_scope
 from ._tasks import TaskCalls
 from ._window import Window
@@ -173,28 +174,15 @@ class FastPath:
         ):
             await fallback(scope, receive, send)
             return
-        read: list[Message] = []
-        body = b""
-        while True:
-            message = await receive()
-            read.append(message)
-            body += message.get("body", b"")
-            if message["type"] != "http.request" or not message.get("more_body"):
-                break
-            if len(body) > self._max:  # too large to hold: the SDK path refuses it
-                break
+        # The body as `RequestIds` reads it (None: too large or cut short, which the
+        # SDK path refuses), and those messages replayed to the SDK path if it answers.
+        read, body = await read_body(receive, self._max)
         try:
-            if read[-1]["type"] != "http.request" or read[-1].get("more_body"):
-                raise _Fallback
-            if len(body) > self._max:
+            if body is None:
                 raise _Fallback
             request_id, method, params, run = await self._accept(scope, body)
         except _Fallback:
-
-            async def replay() -> Message:
-                return read.pop(0) if read else await receive()
-
-            await fallback(scope, replay, send)
+            await fallback(scope, replayed(read, receive), send)
             return
         self.answered += 1
         reply = _Reply(receive, send, request_id)
