@@ -27,6 +27,10 @@ def test_a_tool_needs_the_scopes_of_every_rule_its_full_name_matches() -> None:
     assert scopes.scopes_supported == ["browser", "web", "y"]
     assert scopes.missing("builtin_browser__navigate", ["browser"]) == ["web"]
     assert scopes.missing("builtin_browser__navigate", ["web", "browser", "extra"]) == []
+    # A granted scope counts only when it is the required one exactly.
+    assert scopes.missing("builtin_browser__snapshot", ["browse", "browsers", "BROWSER"]) == [
+        "browser"
+    ]
     assert scopes.refusal("builtin_browser__navigate", ["browser", "web"]) is None
     refusal = scopes.refusal("builtin_browser__navigate", [])
     assert refusal is not None and "'browser web'" in refusal
