@@ -5,11 +5,13 @@ What lives here is one concern, a server nativemcp does not run itself: `_server
 stdio or Streamable HTTP), `_mcp_config` (the hosts' `mcpServers` files and `${VAR}`
 expansion, and the entry as written for every message), `_log_redaction` (the client
 stack's log lines without the values of variables), `_stdio` (the stdio transport
-with its frame and line limits and process-group cleanup), `_client_side` (the
+with its frame and line limits and process-group cleanup), `_stderr` (a stdio
+server's stderr, logged and its tail kept), `_client_side` (the
 server's requests back to the pool: sampling, elicitation, roots), `_tasks`
 (task-augmented calls), `_tool_listing` (tools a server lists that cannot be
 offered), and OAuth to remote servers: `_oauth_config` (the entry's ``oauth``
-settings), `_oauth` (`ServerAuthorization`, on the SDK's ``mcp.client.auth``) and
+settings), `_oauth` (`ServerAuthorization`, on the SDK's ``mcp.client.auth``),
+`_authorization_wait` (a server waiting for a grant, and its way back) and
 `_token_store` (the grants kept in the data folder). It may import the pool core's
 handle seam (`_handle`, `_restart`, `_json_where`) and the public names of
 `nativemcp.protocol` and `nativemcp.workers`; the pool core imports only the names

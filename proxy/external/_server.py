@@ -16,12 +16,10 @@ broken tools are left out, not the server (``_tool_listing``).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import importlib.metadata
 import logging
-import os
 import traceback
 import warnings
 from collections.abc import Callable
@@ -36,6 +34,7 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     Tool,
     response_from_sdk,
+    text_response,
 )
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
@@ -51,10 +50,19 @@ from .._handle import (
 )
 from .._restart import RestartPolicy, Supervised
 from ..telemetry import current_call_span
+from ._authorization_wait import AuthorizationWait, retry_authorization
 from ._client_side import ClientSide, ServerRequests
 from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
-from ._oauth import NeedsAuthorization, ServerAuthorization, unavailable_response, unavailable_tool
+from ._oauth import (
+    UNAVAILABLE_TOOL,
+    NeedsAuthorization,
+    RedirectHook,
+    ServerAuthorization,
+    unavailable_response,
+    unavailable_tool,
+)
+from ._stderr import Stderr
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
 from ._tool_list import ToolListChanges, list_all_tools
@@ -68,8 +76,6 @@ __all__ = ["ExternalServer"]
 
 _logger = logging.getLogger("nativemcp.external")
 
-STDERR_TAIL_LINES: Final = 20
-"""Lines of a stdio server's stderr kept for error messages."""
 CONNECTION_CLOSED: Final = -32000
 """The SDK's code for a connection that ended under a pending request."""
 MCP_LOG_LEVEL: Final = "info"
@@ -77,58 +83,6 @@ MCP_LOG_LEVEL: Final = "info"
 asked): info and up, so debug chatter does not travel with every call."""
 PING_REMOVED_IN: Final = "2026-07-28"
 """The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
-_STDERR_CHUNK: Final = 65536
-
-
-class _Stderr:
-    """A stdio server's stderr: a pipe read on the loop, lines to `logging`, a tail kept."""
-
-    def __init__(self, server: str, redact: Callable[[str], str]) -> None:
-        self.server = server
-        self._redact = redact
-        self.read_fd, write_fd = os.pipe()
-        os.set_blocking(self.read_fd, False)
-        self.writer = os.fdopen(write_fd, "w")
-        self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self._logger = logging.getLogger(f"nativemcp.external.{server}")
-        self._partial = b""
-
-    def close_writer(self) -> None:
-        """Close our copy of the write end once the child holds its own."""
-        with contextlib.suppress(OSError):
-            self.writer.close()
-
-    async def pump(self) -> None:
-        """Read until every writer is gone (the child and anything it spawned exited)."""
-        try:
-            while True:
-                try:
-                    chunk = os.read(self.read_fd, _STDERR_CHUNK)
-                except BlockingIOError:
-                    await anyio.wait_readable(self.read_fd)
-                    continue
-                if not chunk:
-                    break
-                *lines, self._partial = (self._partial + chunk).split(b"\n")
-                for line in lines:
-                    self._line(line)
-            if self._partial:
-                self._line(self._partial)
-        finally:
-            self.close_writer()
-            with contextlib.suppress(OSError):
-                os.close(self.read_fd)
-
-    def _line(self, raw: bytes) -> None:
-        # A server may echo its command line or environment: no secret of ours is kept.
-        text = self._redact(raw.decode("utf-8", "replace").rstrip())
-        if text:
-            self.tail.append(text)
-            self._logger.info("%s", text, extra={"mcp_server": self.server})
-
-    def text(self) -> str:
-        """The stderr tail, or a note that there was none."""
-        return "\n".join(self.tail) if self.tail else "(no stderr output)"
 
 
 class ExternalServer(UnwrappingHandle, Supervised):
@@ -155,6 +109,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """The server's OAuth client (None: the entry asks for no OAuth)."""
         self.needs_authorization: str | None = None
         """Why the server is unavailable until someone authorizes it (None: it is not)."""
+        self._waiting: AuthorizationWait | None = None
         self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
@@ -175,7 +130,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self._init_supervision()
         self._lost = anyio.Event()
         self._stop = anyio.Event()
-        self._stderr: _Stderr | None = None
+        self._stderr: Stderr | None = None
         self._link: StdioLink | None = None
         self._log_handlers: dict[int, LogHandler] = {}
         self._refused: int | None = None  # an HTTP server's 401/403 at the last connect
@@ -190,7 +145,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def _client_for(self, stderr: _Stderr | None, link: StdioLink | None) -> tuple[Client, Any]:
+    def _client_for(self, stderr: Stderr | None, link: StdioLink | None) -> tuple[Client, Any]:
         from mcp import Client
 
         spec = self.spec
@@ -255,9 +210,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         client.event_hooks["response"].append(note_refusal)
         return client
 
-    async def _lifetime(
-        self, stderr: _Stderr | None, state: dict[str, bool], on_ready: Any
-    ) -> None:
+    async def _lifetime(self, stderr: Stderr | None, state: dict[str, bool], on_ready: Any) -> None:
         """One connection: connect, list tools, serve until lost or stopped."""
         link = StdioLink(self.name) if stderr else None
         self._link = link
@@ -284,6 +237,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
             self.extensions = dict(client.server_capabilities.extensions or {})
             self._tools = self._usable(tools)
             self._client = client
+            self.needs_authorization = None
+            self._settle_waiters(authorized=True)
             state["ready"] = True
             self._connected.set()
             on_ready()
@@ -328,7 +283,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             ServerStartError: the server did not start (its stderr tail included).
         """
         spec = self.spec
-        stderr = _Stderr(self.name, spec.redact) if spec.transport == "stdio" else None
+        stderr = Stderr(self.name, spec.redact) if spec.transport == "stdio" else None
         self._stderr = stderr
         self._refused = None
         state = {"ready": False, "timed_out": False}
@@ -383,7 +338,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         old, self._connected = self._connected, anyio.Event()
         old.set()
 
-    def _start_error(self, what: str, stderr: _Stderr | None) -> ServerStartError:
+    def _start_error(self, what: str, stderr: Stderr | None) -> ServerStartError:
         tail = f"; stderr:\n{stderr.text()}" if stderr is not None else ""
         message = self.spec.redact(f"{what}{tail}")
         return ServerStartError(
@@ -415,12 +370,13 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     try:
                         await self._connect_once(on_ready)
                     except NeedsAuthorization as exc:
-                        # Not a failure of the pool: the server waits for `auth login`.
-                        await self._wait_for_authorization(exc, on_ready)
-                        return
+                        # Not a failure of the pool: the server waits for a grant.
+                        if not await self._wait_for_authorization(exc, on_ready):
+                            return
                     except ServerStartError as exc:
                         if not started:
                             raise
+                        self._settle_waiters()
                         if not self._retry(exc, recent, backoff):
                             return
                     else:
@@ -436,6 +392,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     backoff = min(backoff * 2, self._restart.max_backoff)
         finally:
             self._client = None
+            self._settle_waiters()
             self._finished.set()
 
     def _log_stopped(self) -> None:
@@ -451,13 +408,35 @@ class ExternalServer(UnwrappingHandle, Supervised):
             tail,
         )
 
-    async def _wait_for_authorization(self, exc: NeedsAuthorization, on_ready: Any) -> None:
-        """List the server as needing authorization and wait for the pool to close."""
+    async def _wait_for_authorization(self, exc: NeedsAuthorization, on_ready: Any) -> bool:
+        """List the server as needing authorization and wait: for a user of the server
+        to find a grant kept (True: connect again), or for the pool to close (False)."""
         _logger.warning("%s", exc)
         self.needs_authorization = exc.reason
         self._tools = [unavailable_tool(self.name, exc.reason)]
+        wait = AuthorizationWait(exc.reason)
+        self._settle_waiters(wait)
         on_ready()
-        await self._stop.wait()
+        await _first(self._stop, wait.retry)
+        return not self._closing
+
+    def _settle_waiters(
+        self, wait: AuthorizationWait | None = None, *, authorized: bool = False
+    ) -> None:
+        """End the attempt users of the server wait on; ``wait`` is the next spell of
+        waiting (None: none, or the last one stands unless ``authorized``)."""
+        ended = self._waiting
+        if wait is not None or authorized:
+            self._waiting = wait
+        if ended is not None:
+            ended.settled.set()
+
+    async def reauthorize(self, redirect: RedirectHook | None = None) -> bool:
+        """If the server waits for authorization, connect again when a grant is kept
+        now (another process's ``nativemcp auth login``) or ``redirect`` can ask a
+        person, and wait for that attempt; whether the server is authorized now."""
+        await retry_authorization(self._waiting, self.authorization, redirect)
+        return self.needs_authorization is None
 
     def _what(self) -> str:
         return f"MCP server {self.name!r}"
@@ -506,8 +485,11 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """
         from mcp import InputRequiredRoundsExceededError, MCPError
 
-        if self.needs_authorization is not None:
+        if self.needs_authorization is not None and not await self.reauthorize():
             return unavailable_response(self.name, self.needs_authorization)
+        if tool == UNAVAILABLE_TOOL and not any(t.name == tool for t in self._tools):
+            # The placeholder called after a grant came: the server's tools are back.
+            return text_response(f"MCP server {self.name!r} is authorized; list its tools")
         timeout = options.limit
         report = options.on_progress
         on_progress = None
@@ -603,6 +585,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """
         from mcp import MCPError
 
+        if self.needs_authorization is not None and not await self.reauthorize():
+            return self._tools
         with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
             try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import stat
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,8 +23,8 @@ from _process import free_port
 from mcp import Client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from nativemcp.proxy import ServerStartError, WorkerPool, http_app
-from nativemcp.proxy.external import GrantStore, revoke
+from nativemcp.proxy import ServerStartError, UnknownServer, WorkerPool, http_app
+from nativemcp.proxy.external import GrantStore, NeedsAuthorization, revoke
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -373,3 +374,118 @@ async def test_a_step_up_without_a_person_keeps_the_grant_for_the_other_tools(
     assert "asks for scope 'mcp admin' to call 'admin'" in text
     assert "run: nativemcp auth login remote" in text
     assert stored(tmp_path)["resources"][url]["access_token"] == kept
+
+
+# -- back without a restart: a grant kept since, or `pool.authorize` ---------------------
+
+
+async def log_in_elsewhere(url: str, data_dir: Path) -> None:
+    """``nativemcp auth login remote --no-browser`` in a process of its own; the browser
+    is played here, coming back to that process's loopback listener."""
+    config = data_dir / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {NAME: {"url": url, "oauth": {}}}}))
+    argv = ["auth", "login", NAME, "--no-browser", "--mcp-config", str(config)]
+    command = [sys.executable, "-m", "nativemcp.proxy.cli", *argv, "--data-dir", str(data_dir)]
+    with anyio.fail_after(60):
+        async with await anyio.open_process(command) as login:
+            assert login.stderr is not None
+            said = b""
+            while b"/callback ..." not in said:
+                said += await login.stderr.receive()
+            (address,) = [line.strip() for line in said.decode().splitlines() if "?" in line]
+            async with httpx2.AsyncClient(follow_redirects=True) as http:
+                page = await http.get(address)
+            assert "You can close this window" in page.text
+            assert await login.wait() == 0
+
+
+async def test_a_grant_kept_by_auth_login_in_another_process_is_used_at_the_next_call(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = issuer
+    with anyio.fail_after(60):
+        async with pool(url, tmp_path) as running:
+            assert NAME in running.needs_authorization
+            await log_in_elsewhere(url, tmp_path)
+            # A tool that was not listed is found once the server is back.
+            assert await whoami(running) == "authorized"
+            assert running.needs_authorization == {}
+    assert server.authorizations == 1 and server.grants == ["authorization_code"]
+
+
+async def granted_meanwhile(running: WorkerPool, url: str, data_dir: Path) -> str:
+    """Authorize ``running``'s waiting server from another pool, as ``auth login`` would
+    (the grant file is written); the name of the placeholder tool listed before."""
+    (placeholder,) = await running.list_tools()
+    await authorize(url, data_dir)
+    return placeholder.name
+
+
+async def test_a_listing_notices_a_grant_kept_since_and_lists_the_servers_tools(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    _, url = issuer
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            placeholder = await granted_meanwhile(running, url, tmp_path)
+            names = {tool.name for tool in await running.list_tools()}
+    assert names == {f"{NAME}__whoami", f"{NAME}__admin"}
+    assert placeholder == f"{NAME}__needs_authorization"
+
+
+async def test_the_placeholder_called_after_a_grant_came_says_the_server_is_back(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    _, url = issuer
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            back = await running.call_tool(await granted_meanwhile(running, url, tmp_path), {})
+            assert await whoami(running) == "authorized"
+    assert back.result is not None and not back.result.is_error
+    assert "is authorized" in back.result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_uses_without_a_new_grant_ask_nobody_and_try_nothing_again(
+    issuer: tuple[Issuer, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, url = issuer
+    caplog.set_level(logging.WARNING, "nativemcp.external")
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            for _ in range(3):
+                (tool,) = await running.list_tools()
+                answer = await running.call_tool(tool.name, {})
+                assert answer.result is not None and answer.result.is_error
+    gave_up = [r for r in caplog.records if "needs authorization" in r.getMessage()]
+    assert len(gave_up) == 1  # one attempt, at start: no reconnect per use
+    assert server.authorizations == 0 and server.grants == []
+
+
+async def test_pool_authorize_asks_through_the_hook_and_brings_the_tools_back(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = issuer
+    hook = Following()
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            await running.authorize(NAME, hook)
+            assert running.needs_authorization == {}
+            assert await whoami(running) == "authorized"
+            await running.authorize(NAME, hook)  # authorized already: nothing asked
+    assert len(hook.seen) == 1 and server.authorizations == 1
+    assert stored(tmp_path)["resources"][url]["access_token"] in server.access
+
+
+async def test_pool_authorize_without_a_hook_or_a_grant_raises_and_the_server_still_waits(
+    issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = issuer
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            with pytest.raises(NeedsAuthorization, match="no oauth_redirect") as caught:
+                await running.authorize(NAME)
+            assert "run: nativemcp auth login remote" in str(caught.value)
+            with pytest.raises(UnknownServer, match="'elsewhere'"):
+                await running.authorize("elsewhere")
+            assert NAME in running.needs_authorization
+    assert server.authorizations == 0
