@@ -70,12 +70,12 @@ from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
 from .external import (
     DEFAULT_INPUT_ROUNDS,
-    GRANTS_FOLDER,
     ClientSide,
     ExternalServer,
     ExternalServerSpec,
     RedirectHook,
     ServerAuthorization,
+    grant_place,
     roots_answer,
 )
 from .llm._apps import with_app_note
@@ -408,7 +408,7 @@ class WorkerPool(PoolAuthorization):
             answer=self.answer_client_request,
             input_rounds=self._input_rounds,
         )
-        grants = config.data_dir / GRANTS_FOLDER if config.data_dir is not None else None
+        grants = grant_place(config.data_dir, config.database_url)
         specs.extend(
             _ExternalSpec(
                 spec,

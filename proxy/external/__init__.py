@@ -12,7 +12,8 @@ server's requests back to the pool: sampling, elicitation, roots), `_tasks`
 offered), and OAuth to remote servers: `_oauth_config` (the entry's ``oauth``
 settings), `_oauth` (`ServerAuthorization`, on the SDK's ``mcp.client.auth``),
 `_authorization_wait` (a server waiting for a grant, and its way back) and
-`_token_store` (the grants kept in the data folder). It may import the pool core's
+`_token_store` (the grants kept in the data folder, or in PostgreSQL:
+`_token_table`). It may import the pool core's
 handle seam (`_handle`, `_restart`, `_json_where`) and the public names of
 `nativemcp.protocol` and `nativemcp.workers`; the pool core imports only the names
 below.
@@ -35,7 +36,10 @@ from ._oauth_config import OAuthSettings as OAuthSettings
 from ._server import ExternalServer as ExternalServer
 from ._tasks import accepts_task as accepts_task
 from ._token_store import GRANTS_FOLDER as GRANTS_FOLDER
+from ._token_store import GrantPlace as GrantPlace
 from ._token_store import GrantStore as GrantStore
+from ._token_table import GrantTable as GrantTable
+from ._token_table import grant_place as grant_place
 
 __all__ = [
     "DEFAULT_INPUT_ROUNDS",
@@ -43,7 +47,9 @@ __all__ = [
     "ClientSide",
     "ExternalServer",
     "ExternalServerSpec",
+    "GrantPlace",
     "GrantStore",
+    "GrantTable",
     "NeedsAuthorization",
     "OAuthSettings",
     "RedirectHook",
@@ -52,6 +58,7 @@ __all__ = [
     "configured_client",
     "expand_variables",
     "expiry_text",
+    "grant_place",
     "load_mcp_servers",
     "login_hint",
     "revoke",

@@ -39,7 +39,7 @@ import anyio.abc
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
 from ._oauth_config import OAuthSettings
-from ._token_store import GrantStore
+from ._token_store import GrantPlace, GrantStore
 
 if TYPE_CHECKING:
     import httpx2
@@ -126,7 +126,8 @@ class ServerAuthorization:
         server: the server's name (for messages).
         url: the MCP endpoint.
         settings: the entry's OAuth settings.
-        folder: the grant files' folder (None: kept in memory for this pool's life).
+        folder: the grant files' folder or another `GrantPlace` (None: kept in memory
+            for this pool's life).
         redirect: the pool's redirect hook (None: no person can be asked).
     """
 
@@ -135,7 +136,7 @@ class ServerAuthorization:
         server: str,
         url: str,
         settings: OAuthSettings,
-        folder: Path | None,
+        folder: Path | GrantPlace | None,
         redirect: RedirectHook | None = None,
     ) -> None:
         self.server = server
