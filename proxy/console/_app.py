@@ -7,7 +7,8 @@ Host (else 421) and, when it has an Origin, a local one (else 403): a DNS-rebind
 that learned the token still cannot use it. The page is static (``proxy/console/``,
 shipped in the package; no CDN, no build step) and talks JSON:
 
-- ``GET  api/tools``                      the servers and their tools (full names)
+- ``GET  api/tools``                      the servers and their tools (full names), and
+  why a server needs authorization (its "Authorize" button: ``_authorize.py``)
 - ``POST api/calls``                      ``{"tool", "arguments"}`` → the started call
 - ``GET  api/calls``                      the session's history, and the event cursor
 - ``GET  api/events?since=<n>``           the session's server-sent events: ``started``,
@@ -86,6 +87,7 @@ from nativemcp.protocol import (
 from .._rebinding import RebindingGuard, local_only
 from ..llm._tokens import count_tokens, token_note
 from ._apps import APP_BLOCK, AppRequestError, AppRequests, app_view
+from ._authorize import authorization_routes
 from ._catalog import ConsoleCatalog, UIActionTarget
 from ._frames import FrameCapabilities
 
@@ -97,6 +99,7 @@ _ASSET_TYPES: Final = {
     "index.html": "text/html; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
+    "authorize.js": "text/javascript; charset=utf-8",
 }
 _PAGE_CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -443,12 +446,15 @@ def create_console_app(
         return endpoint
 
     async def tools(request: Request) -> Response:
+        await catalog.reload()  # a server authorized since (auth login) lists its tools
+        needs = catalog.needs_authorization
         servers = [
             {
                 "name": server.name,
                 "backend": server.backend,
                 "description": server.description,
                 "tools": [msgspec.to_builtins(tool) for tool in server.tools],
+                "needsAuthorization": needs.get(server.name),
             }
             for server in catalog.servers
         ]
@@ -602,6 +608,8 @@ def create_console_app(
         Route("/", page_asset("index.html")),
         Route("/console.js", page_asset("console.js")),
         Route("/console.css", page_asset("console.css")),
+        Route("/authorize.js", page_asset("authorize.js")),
+        *authorization_routes(catalog, task_group, _json_body),
         Route("/api/tools", tools),
         Route("/api/calls", start_call, methods=["POST"]),
         Route("/api/calls", history, methods=["GET"]),
