@@ -1,6 +1,7 @@
 """The pool's side of remote servers that need authorization: which ones, authorizing
 one from Python, and noticing a grant kept since (``nativemcp auth login`` in another
-process) when the pool lists or calls tools, so no restart is needed.
+process) when the pool lists or calls tools, so no restart is needed. The same look
+before a listing reads again a 2026-07-28 server's tool list past its ``ttlMs``.
 
 `WorkerPool` takes these methods from `PoolAuthorization`; the waiting and the new
 connection are the server's (``external/_authorization_wait``).
@@ -66,12 +67,13 @@ class PoolAuthorization:
             raise NeedsAuthorization(name, reason)
 
     async def _reauthorized(self) -> bool:
-        """Try again each server that needs authorization and has a grant kept now;
-        whether one of them is authorized now (its tools changed)."""
+        """Freshen each external server (`ExternalServer.freshen`: one that needs
+        authorization tries a grant kept now; a tool list past its ``ttlMs`` is read
+        again); whether the tools of one of them may have changed."""
         changed = False
         for handle in list(self._handles.values()):
-            if isinstance(handle, ExternalServer) and handle.needs_authorization is not None:
-                changed = await handle.reauthorize() or changed
+            if isinstance(handle, ExternalServer):
+                changed = await handle.freshen() or changed
         return changed
 
     async def _catalog_entry(self, full_name: str) -> CatalogEntry:

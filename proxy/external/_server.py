@@ -65,7 +65,7 @@ from ._oauth import (
 from ._stderr import Stderr
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
-from ._tool_list import ToolListChanges, list_all_tools
+from ._tool_list import Freshness, ToolListChanges, read_tool_list
 from ._tool_listing import drop_repeated_tools, usable_tools_only
 
 if TYPE_CHECKING:
@@ -118,6 +118,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self.default_timeout = spec.timeout
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
+        self._freshness = Freshness()
         # A new one for each connection (`_lifetime`).
         self._tool_changes = ToolListChanges(spec.name, spec.redact)
         self.on_tools_changed: Callable[[], None] | None = None
@@ -232,7 +233,8 @@ class ExternalServer(UnwrappingHandle, Supervised):
             stack.callback(follower.cancel_scope.cancel)
             relist = functools.partial(self._relist, client)
             await follower.start(self._tool_changes.follow, client, relist)
-            tools = await list_all_tools(client, self.name)
+            tools, ttl = await read_tool_list(client, self.name)
+            self._freshness.listed(ttl)
             self.description = client.instructions or ""
             self.extensions = dict(client.server_capabilities.extensions or {})
             self._tools = self._usable(tools)
@@ -260,13 +262,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
         from mcp import MCPError
 
         try:
-            tools = await list_all_tools(client, self.name, cache_mode="bypass")
+            tools, ttl = await read_tool_list(client, self.name, cache_mode="bypass")
         except MCPError as exc:
             message = self.spec.redact(exc.message)
             _logger.warning(
                 "MCP server %r: listing its changed tools failed: %s", self.name, message
             )
             return
+        self._freshness.listed(ttl)
         self._tools = self._usable(tools)
         if self.on_tools_changed is not None:
             self.on_tools_changed()
@@ -431,6 +434,18 @@ class ExternalServer(UnwrappingHandle, Supervised):
         if ended is not None:
             ended.settled.set()
 
+    async def freshen(self) -> bool:
+        """Before the pool reads the tools: a server that needs authorization tries a
+        grant kept since (`reauthorize`), and a list past its ``ttlMs`` is read again.
+        Whether the tools may have changed."""
+        if self.needs_authorization is not None:
+            return await self.reauthorize()
+        client = self._client
+        if client is None or not self._freshness.take_stale():
+            return False
+        await self._relist(client)
+        return True
+
     async def reauthorize(self, redirect: RedirectHook | None = None) -> bool:
         """If the server waits for authorization, connect again when a grant is kept
         now (another process's ``nativemcp auth login``) or ``redirect`` can ask a
@@ -590,11 +605,12 @@ class ExternalServer(UnwrappingHandle, Supervised):
         with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
             try:
-                tools = await list_all_tools(client, self.name)
+                tools, ttl = await read_tool_list(client, self.name)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
                     raise self._connection_lost(client, "tools/list") from self._cause(exc)
                 raise
+        self._freshness.listed(ttl)
         self._tools = self._usable(tools)
         return self._tools
 
