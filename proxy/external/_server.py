@@ -376,6 +376,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                         # Not a failure of the pool: the server waits for a grant.
                         if not await self._wait_for_authorization(exc, on_ready):
                             return
+                        continue  # a grant came: no backoff, someone is waiting
                     except ServerStartError as exc:
                         if not started:
                             raise
