@@ -59,6 +59,7 @@ from ._oauth import (
     NeedsAuthorization,
     RedirectHook,
     ServerAuthorization,
+    login_hint,
     unavailable_response,
     unavailable_tool,
 )
@@ -471,6 +472,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
     # -- calls -----------------------------------------------------------------------
 
     async def _session(self, tool: str) -> Client:
+        reason = self.needs_authorization
+        if reason is not None and not await self.reauthorize():
+            # No connection will come by waiting: say so now, not at the time limit.
+            raise ServerStartError(
+                f"MCP server {self.name!r} is not connected: it needs authorization "
+                f"({reason}); {login_hint(self.name)}",
+                server=self.name,
+            )
         client = await self._live(lambda: self._client, f"call {tool!r}")
         span = current_call_span()
         if span is not None:  # traced: the pool's client span names the MCP version spoken

@@ -457,4 +457,7 @@ async def test_pool_authorize_without_a_hook_or_a_grant_raises_and_the_server_st
             with pytest.raises(UnknownServer, match="'elsewhere'"):
                 await running.authorize("elsewhere")
             assert NAME in running.needs_authorization
+            # A request that needs the connection says why at once (no time limit hit).
+            with pytest.raises(ServerStartError, match="run: nativemcp auth login remote"):
+                await running.server(NAME).ping()
     assert server.authorizations == 0
