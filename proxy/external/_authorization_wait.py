@@ -13,6 +13,7 @@ does not try it again).
 from __future__ import annotations
 
 import anyio
+import anyio.to_thread
 
 from ._oauth import RedirectHook, ServerAuthorization
 
@@ -46,8 +47,10 @@ async def retry_authorization(
     if wait is None or authorization is None:
         return
     if not wait.retry.is_set():
-        if redirect is None and not authorization.has_grant():
-            return  # nothing new: the answer stays "needs authorization", at no cost
+        # Read in a thread: the grant may be a PostgreSQL row, a round trip away, and
+        # this runs at every use of the server while it waits.
+        if redirect is None and not await anyio.to_thread.run_sync(authorization.has_grant):
+            return  # nothing new: the answer stays "needs authorization"
         authorization.start_over()
         with authorization.asking(redirect):
             wait.retry.set()

@@ -162,7 +162,8 @@ class _Memory:
         self._kept: dict[tuple[str, str], StoredGrant] = {}
 
     def grants(self) -> list[StoredGrant]:
-        return [StoredGrant(json.loads(json.dumps(g.data))) for g in self._kept.values()]
+        kept = list(self._kept.values())  # a snapshot: `has_grant` reads from a thread
+        return [StoredGrant(json.loads(json.dumps(g.data))) for g in kept]
 
     def put(self, grant: StoredGrant) -> None:
         self._kept[grant.key] = StoredGrant(json.loads(json.dumps(grant.data)))
