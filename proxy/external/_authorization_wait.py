@@ -12,12 +12,19 @@ does not try it again).
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 import anyio
 import anyio.to_thread
 
-from ._oauth import RedirectHook, ServerAuthorization
+from nativemcp.protocol import Tool
 
-__all__ = ["AuthorizationWait", "retry_authorization"]
+from ._oauth import NeedsAuthorization, RedirectHook, ServerAuthorization, unavailable_tool
+
+__all__ = ["AuthorizationWait", "WaitsForAuthorization", "first_of", "retry_authorization"]
+
+_logger = logging.getLogger("nativemcp.external")
 
 
 class AuthorizationWait:
@@ -57,3 +64,58 @@ async def retry_authorization(
             await wait.settled.wait()
         return
     await wait.settled.wait()
+
+
+async def first_of(*events: anyio.Event) -> None:
+    """Return when the first of ``events`` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def one(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(one, event)
+
+
+class WaitsForAuthorization:
+    """`ExternalServer`'s waiting for a grant (a mixin over the server's state): its
+    supervisor waits here instead of reconnecting, and its users bring it back."""
+
+    name: str
+    authorization: ServerAuthorization | None
+    needs_authorization: str | None
+    _tools: list[Tool]
+    _waiting: AuthorizationWait | None
+    _stop: anyio.Event
+    _closing: bool
+
+    async def _wait_for_authorization(self, exc: NeedsAuthorization, on_ready: Any) -> bool:
+        """List the server as needing authorization and wait: for a user of the server
+        to find a grant kept (True: connect again), or for the pool to close (False)."""
+        _logger.warning("%s", exc)
+        self.needs_authorization = exc.reason
+        self._tools = [unavailable_tool(self.name, exc.reason)]
+        wait = AuthorizationWait(exc.reason)
+        self._settle_waiters(wait)
+        on_ready()
+        await first_of(self._stop, wait.retry)
+        return not self._closing
+
+    def _settle_waiters(
+        self, wait: AuthorizationWait | None = None, *, authorized: bool = False
+    ) -> None:
+        """End the attempt users of the server wait on; ``wait`` is the next spell of
+        waiting (None: none, or the last one stands unless ``authorized``)."""
+        ended = self._waiting
+        if wait is not None or authorized:
+            self._waiting = wait
+        if ended is not None:
+            ended.settled.set()
+
+    async def reauthorize(self, redirect: RedirectHook | None = None) -> bool:
+        """If the server waits for authorization, connect again when a grant is kept
+        now (another process's ``nativemcp auth login``) or ``redirect`` can ask a
+        person, and wait for that attempt; whether the server is authorized now."""
+        await retry_authorization(self._waiting, self.authorization, redirect)
+        return self.needs_authorization is None

@@ -50,18 +50,16 @@ from .._handle import (
 )
 from .._restart import RestartPolicy, Supervised
 from ..telemetry import current_call_span
-from ._authorization_wait import AuthorizationWait, retry_authorization
+from ._authorization_wait import AuthorizationWait, WaitsForAuthorization, first_of
 from ._client_side import ClientSide, ServerRequests
 from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
 from ._oauth import (
     UNAVAILABLE_TOOL,
     NeedsAuthorization,
-    RedirectHook,
     ServerAuthorization,
     login_hint,
     unavailable_response,
-    unavailable_tool,
 )
 from ._stderr import Stderr
 from ._stdio import StdioLink, stdio_transport
@@ -86,7 +84,7 @@ PING_REMOVED_IN: Final = "2026-07-28"
 """The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
 
 
-class ExternalServer(UnwrappingHandle, Supervised):
+class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
     """An external MCP server behind the pool's handle, through the official client."""
 
     _logger = _logger
@@ -251,7 +249,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 # process lives on (a closed stdout, a failed reader).
                 watch.append(link.ended)
             try:
-                await _first(*watch)
+                await first_of(*watch)
             finally:
                 self._client = None
                 self._reset_connected()
@@ -413,29 +411,6 @@ class ExternalServer(UnwrappingHandle, Supervised):
             tail,
         )
 
-    async def _wait_for_authorization(self, exc: NeedsAuthorization, on_ready: Any) -> bool:
-        """List the server as needing authorization and wait: for a user of the server
-        to find a grant kept (True: connect again), or for the pool to close (False)."""
-        _logger.warning("%s", exc)
-        self.needs_authorization = exc.reason
-        self._tools = [unavailable_tool(self.name, exc.reason)]
-        wait = AuthorizationWait(exc.reason)
-        self._settle_waiters(wait)
-        on_ready()
-        await _first(self._stop, wait.retry)
-        return not self._closing
-
-    def _settle_waiters(
-        self, wait: AuthorizationWait | None = None, *, authorized: bool = False
-    ) -> None:
-        """End the attempt users of the server wait on; ``wait`` is the next spell of
-        waiting (None: none, or the last one stands unless ``authorized``)."""
-        ended = self._waiting
-        if wait is not None or authorized:
-            self._waiting = wait
-        if ended is not None:
-            ended.settled.set()
-
     async def freshen(self) -> bool:
         """Before the pool reads the tools: a server that needs authorization tries a
         grant kept since (`reauthorize`), and a list past its ``ttlMs`` is read again.
@@ -447,13 +422,6 @@ class ExternalServer(UnwrappingHandle, Supervised):
             return False
         await self._relist(client)
         return True
-
-    async def reauthorize(self, redirect: RedirectHook | None = None) -> bool:
-        """If the server waits for authorization, connect again when a grant is kept
-        now (another process's ``nativemcp auth login``) or ``redirect`` can ask a
-        person, and wait for that attempt; whether the server is authorized now."""
-        await retry_authorization(self._waiting, self.authorization, redirect)
-        return self.needs_authorization is None
 
     def _what(self) -> str:
         return f"MCP server {self.name!r}"
@@ -729,18 +697,6 @@ def _client_info() -> mcp_types.Implementation:
     except importlib.metadata.PackageNotFoundError:  # run from a source tree
         version = "0+unknown"
     return mcp_types.Implementation(name="nativemcp", version=version)
-
-
-async def _first(*events: anyio.Event) -> None:
-    """Return when the first of ``events`` is set."""
-    async with anyio.create_task_group() as tg:
-
-        async def one(event: anyio.Event) -> None:
-            await event.wait()
-            tg.cancel_scope.cancel()
-
-        for event in events:
-            tg.start_soon(one, event)
 
 
 def _refusal(status: int, spec: ExternalServerSpec) -> str:
