@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from nativemcp.protocol import AppCsp
-from nativemcp.workers import Server
+from nativemcp.workers import CompletionRef, Context, Server
 
 alpha = Server("alpha", description="An app server")
 beta = Server("beta", description="Another app server with the same app URI")
@@ -183,3 +183,24 @@ def echo(text: str) -> str:
 def model_only() -> str:
     """Only the model calls this."""
     return "model only"
+
+
+@gamma.app("ui://views/{name}")
+def gamma_view(name: str) -> str:
+    """One of gamma's views, by name."""
+    return f"<!DOCTYPE html><p>gamma view {name}</p>"
+
+
+@gamma.completion
+def gamma_names(ref: CompletionRef, argument: str, value: str) -> list[str]:
+    """View names, for gamma's own template only (as gamma names it)."""
+    if ref.name != "ui://views/{name}":
+        return []
+    return [name for name in ("chart", "table") if name.startswith(value)]
+
+
+@gamma.tool(visibility=["model", "app"], ui="ui://app.html")
+async def touch(uri: str, ctx: Context) -> str:
+    """Report that one of gamma's resources changed."""
+    await ctx.resource_updated(uri)
+    return f"touched {uri}"

@@ -17,7 +17,9 @@ server's to the answer.
 When several servers are served through one connection, their ``ui://`` URIs are
 namespaced by server (``ui://app.html`` of ``alpha`` is ``ui://alpha/app.html``) in
 tools' ``_meta.ui.resourceUri``, in ``resources/list`` and templates, and a
-``resources/read`` of such a URI goes to that server alone, under its own URI.
+``resources/read`` of such a URI goes to that server alone, under its own URI; so does a
+completion of such a template, and a subscription to such a URI hears that server's
+updates of its own (`route`, `updated_by`).
 """
 
 from __future__ import annotations
@@ -165,6 +167,39 @@ class ServedApps:
         (``visibility: ["app"]``) is not for a client that shows no apps."""
         return offered or "model" in ui_visibility(tool.meta)
 
+    def route(self, uri: str) -> tuple[str, str] | None:
+        """The served server a namespaced ``ui://`` URI (or template) names, and the URI
+        as that server knows it; None for any other URI (not namespaced here).
+
+        Raises:
+            MCPError: INVALID_PARAMS for a ``ui://`` URI that names no served server
+                (namespaced serving routes no ``ui://`` URI by guessing its server).
+        """
+        if not self.namespaced or not uri.startswith(UI_SCHEME):
+            return None
+        found = split_ui_uri(uri, self._by_prefix)
+        if found is None:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"unknown resource {uri!r}: ui:// resources are named by server here "
+                f"(ui://<server>/...; servers: {', '.join(sorted(self._by_prefix))})",
+                {"uri": uri},
+            )
+        prefix, own = found
+        return self._by_prefix[prefix], own
+
+    def updated_by(self, subscribed: str, uri: str) -> bool:
+        """Whether a subscription to ``subscribed`` (as the client named it) hears a
+        server's update of ``uri`` (as the server names it). The pool's report does not
+        say which server, so a namespaced ``ui://`` subscription hears every served
+        server's update of its own URI: at worst a page read again."""
+        if subscribed == uri:
+            return True
+        if not self.namespaced or not subscribed.startswith(UI_SCHEME):
+            return False
+        found = split_ui_uri(subscribed, self._by_prefix)
+        return found is not None and found[1] == uri
+
     async def read(
         self,
         uri: str,
@@ -178,18 +213,10 @@ class ServedApps:
             MCPError: INVALID_PARAMS for a ``ui://`` URI that names no served server
                 (namespaced serving reads no ``ui://`` URI by guessing its server).
         """
-        if not self.namespaced or not uri.startswith(UI_SCHEME):
+        routed = self.route(uri)
+        if routed is None:
             return None
-        found = split_ui_uri(uri, self._by_prefix)
-        if found is None:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"unknown resource {uri!r}: ui:// resources are named by server here "
-                f"(ui://<server>/...; servers: {', '.join(sorted(self._by_prefix))})",
-                {"uri": uri},
-            )
-        prefix, own = found
-        name = self._by_prefix[prefix]
+        name, own = routed
         result = await feature(self._handles[name], "resources/read", {"uri": own})
         return {**result, "contents": self.listed(name, result["contents"], "uri")}
 

@@ -153,6 +153,41 @@ async def test_each_servers_app_is_listed_and_read_under_its_own_namespace() -> 
     assert "servers: alpha, beta" in problems[0]
 
 
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_namespaced_ui_uri_is_subscribed_and_completed_at_its_own_server() -> None:
+    updated: list[str] = []
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+            heard.set()
+
+    pool = WorkerPool(["_app_servers:gamma", "_app_servers:beta"], timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            # Subscriptions are the handshake era's (2026-07-28 has subscriptions/listen).
+            async with Client(f"{base}/mcp", mode="legacy", message_handler=on_message) as c:
+                with pytest.raises(MCPError, match="named by server here"):
+                    await c.subscribe_resource("ui://gammax/app.html")
+                await c.subscribe_resource("ui://gamma/app.html")
+                await c.call_tool("gamma__touch", {"uri": "ui://other.html"})  # not subscribed
+                await c.call_tool("gamma__touch", {"uri": "ui://app.html"})
+                await heard.wait()
+                template = types.ResourceTemplateReference(
+                    type="ref/resource", uri="ui://gamma/views/{name}"
+                )
+                completed = await c.complete(template, {"name": "name", "value": "c"})
+                with pytest.raises(MCPError, match="named by server here"):
+                    wrong = types.ResourceTemplateReference(
+                        type="ref/resource", uri="ui://gam/views/{name}"
+                    )
+                    await c.complete(wrong, {"name": "name", "value": "c"})
+    # Under the name the client subscribed by; gamma's hook saw its own template.
+    assert updated == ["ui://gamma/app.html"]
+    assert completed.completion.values == ["chart"]
+
+
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_an_export_shows_its_app_to_an_apps_host_and_the_card_to_other_clients(
     mode: Literal["legacy", "auto"], tmp_path: Path
