@@ -730,8 +730,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     async def subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
-        """Note the connection's interest in a resource (a namespaced ``ui://`` URI must
-        name a served server, as for a read)."""
+        """Note the connection's interest in a resource.
+
+        A namespaced ``ui://`` URI must name a served server, as for a read."""
         self.apps.route(str(params.uri))
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None:
