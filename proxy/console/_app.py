@@ -98,7 +98,7 @@ from ._apps import (
 )
 from ._catalog import ConsoleCatalog, UIActionTarget
 from ._frames import FrameCapabilities
-from ._sandbox import ByListener, SandboxGrant, SandboxSite
+from ._sandbox import ByListener, SandboxGrant, SandboxSite, origins_of
 
 __all__ = ["ASSETS_PACKAGE", "FRAME_TTL", "create_console_app"]
 
@@ -450,15 +450,14 @@ def create_console_app(
     capabilities = FrameCapabilities(FRAME_TTL)
     apps = AppRequests(catalog)
 
-    def sandbox_origin(request: Request) -> str | None:
-        """The sandbox port under the name the page was reached by (a second origin)."""
-        name = request.url.hostname or ""
-        name = f"[{name}]" if ":" in name else name
-        return None if sandbox_port is None else f"http://{name}:{sandbox_port}"
+    def origins(request: Request) -> tuple[str, str] | None:
+        """The page's origin and its sandbox's (``_sandbox.py``), or None."""
+        return origins_of(request.headers.get("host", ""), sandbox_port)
 
     def page_asset(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            frames = " ".join(filter(None, ["frame-src 'self'", sandbox_origin(request)]))
+            found = origins(request)
+            frames = "frame-src 'self'" + (f" {found[1]}" if found else "")
             policy = _PAGE_CSP.replace("frame-src 'self'", frames)
             headers = {"Content-Security-Policy": policy, "Cache-Control": "no-store"}
             return Response(_asset(name), media_type=_ASSET_TYPES[name], headers=headers)
@@ -561,17 +560,17 @@ def create_console_app(
         call = find(request)
         if isinstance(call, Response):
             return call
-        sandbox = sandbox_origin(request)
-        if sandbox is None:
-            return JSONResponse({"error": "this console has no sandbox port for apps"}, 404)
+        found = origins(request)
+        if found is None:
+            return JSONResponse({"error": "no sandbox origin for apps on this Host"}, 404)
         try:
             page = await apps.page(call.tool)
         except AppRequestError as exc:
             return JSONResponse({"error": str(exc)}, 404, headers=_PRIVATE)
-        # The page's own origin, as its Host says (checked local or allowed above).
-        call.app_grant = SandboxGrant(page.policy, f"http://{request.headers['host']}")
+        # The page's own origin, as its Host says (checked local or allowed, and plain).
+        call.app_grant = SandboxGrant(page.policy, found[0])
         capability = capabilities.grant(call.id, APP_BLOCK)
-        src = f"{sandbox}/sandbox/{capability}"
+        src = f"{found[1]}/sandbox/{capability}"
         return JSONResponse({"src": src, **page.frame()}, headers=_PRIVATE)
 
     async def app_request(request: Request) -> Response:

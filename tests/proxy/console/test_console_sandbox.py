@@ -18,6 +18,7 @@ from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.cli._console import _with_sandbox_port
 from nativemcp.proxy.console._app import create_console_app
 from nativemcp.proxy.console._catalog import ConsoleCatalog
+from nativemcp.proxy.console._sandbox import origins_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -172,3 +173,21 @@ def test_an_allowed_host_reaches_the_sandbox_port_under_the_same_name() -> None:
         "devbox:9000",
         "[::1]:9000",
     ]
+
+
+async def test_a_host_that_is_no_plain_name_gets_no_sandbox_origin(
+    client: httpx.AsyncClient,
+) -> None:
+    # The rebinding guard's 127.0.0.1:* lets any text follow the colon; none of it may
+    # reach a policy or the proxy page.
+    call_id = await _app_call(client, "gamma__greet", {"name": "Di"})
+    for host in ["127.0.0.1:8765; script-src *", '127.0.0.1:8765" x', "127.0.0.1:"]:
+        headers = {"host": host}
+        page = await client.get("", headers=headers)
+        assert page.status_code == 200
+        assert _directives(page.headers["content-security-policy"])["frame-src"] == "'self'"
+        refused = await client.post(f"api/calls/{call_id}/app-frame", json={}, headers=headers)
+        assert refused.status_code == 404 and "no sandbox origin" in refused.text
+    assert origins_of("[::1]:8765", 9) == ("http://[::1]:8765", "http://[::1]:9")
+    assert origins_of("localhost", 9) == ("http://localhost", "http://localhost:9")
+    assert origins_of("127.0.0.1:8765", None) is None
