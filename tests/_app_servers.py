@@ -62,9 +62,9 @@ GAMMA_PAGE = """<!DOCTYPE html><html><body>
 <p id="called"></p><p id="refused"></p><p id="model-only"></p><p id="fetch"></p>
 <button id="open" type="button">open</button><button id="open-bad" type="button">bad</button>
 <p id="opened"></p><p id="probe"></p><button id="tell" type="button">tell</button>
-<p id="told"></p>
+<p id="told"></p><p id="heard"></p>
 <script>
-var next = 1, waiting = {};
+var next = 1, waiting = {}, initialized = false, heard = [];
 function request(method, params) {
   var id = next++;
   window.parent.postMessage({jsonrpc: "2.0", id: id, method: method, params: params}, "*");
@@ -74,6 +74,10 @@ function show(id, text) { document.getElementById(id).textContent = text; }
 window.addEventListener("message", function (event) {
   var m = event.data;
   if (!m || m.jsonrpc !== "2.0") { return; }
+  if (m.method !== undefined) {  // what the host sent, and whether before initialized
+    heard.push((initialized ? "" : "early ") + m.method);
+    show("heard", heard.join(" "));
+  }
   if (m.method === "ui/notifications/tool-result") { show("result", m.params.content[0].text); }
   else if (m.method === "ui/notifications/tool-input" && m.params.arguments.allowed) {
     probe(m.params.arguments);
@@ -140,6 +144,7 @@ document.getElementById("open-bad").addEventListener("click", function () {
 });
 request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "gamma", version: "1"},
   appCapabilities: {}}).then(function () {
+  initialized = true;
   window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/initialized"}, "*");
   window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/size-changed",
     params: {width: 300, height: 222}}, "*");

@@ -116,6 +116,10 @@ def test_an_app_renders_the_result_and_calls_only_its_own_servers_app_tools(
     refused.filter(has_text="own server's tools only").wait_for()
     frame.locator("#model-only").filter(has_text="for the model only").wait_for()
     frame.locator("#fetch").filter(has_text="blocked").wait_for()
+    # After initialized, and only then: the whole input, then the result (the console
+    # has the whole arguments before the call: no partial input).
+    heard = "ui/notifications/tool-input ui/notifications/tool-result"
+    assert frame.locator("#heard").inner_text() == heard
     # The app's frame is the sandbox proxy on the console's second port, by a name
     # that never carries the console's token.
     src = page.locator("iframe.mcp-app").get_attribute("src")

@@ -94,6 +94,10 @@ async def test_an_app_frame_is_a_one_time_proxy_page_on_the_sandbox_port(
     assert proxy.headers["cache-control"] == "no-store"
     # Once only.
     assert (await client.get(frame["src"])).status_code == 404
+    # Nor does the console's UI-frame path serve an app's page (its own origin).
+    again = await _frame(client, call_id)
+    capability = again["src"].rsplit("/", 1)[1]
+    assert (await client.get(f"{CONSOLE}/ui/{capability}")).status_code == 404
     script = await client.get(f"{SANDBOX}/sandbox.js")
     assert script.status_code == 200 and "proxy-ready" in script.text
 

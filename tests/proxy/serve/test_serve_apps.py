@@ -116,6 +116,34 @@ async def test_ui_metadata_goes_only_to_clients_that_declared_mcp_apps_on_2025()
         assert all("ui" not in tool.get("_meta", {}) for tool in tools)
 
 
+async def test_stateless_ui_metadata_needs_a_declaration_in_each_request() -> None:
+    # 2025-11-25 declares at initialize only, which a stateless server keeps nothing of:
+    # such a client is one that shows no apps. 2026-07-28 declares in every request.
+    apps = {EXTENSION_ID: {"mimeTypes": [APP_MIME_TYPE]}}
+    pool = WorkerPool(APP_SERVERS, timeout=20)
+    init = {**INIT, "params": {**INIT["params"], "capabilities": {"extensions": apps}}}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    legacy = {**HEADERS, "mcp-protocol-version": "2025-11-25"}
+    async with (
+        serving(http_app(pool, stateless=True)) as base,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        with anyio.fail_after(60):
+            opened = await http.post(f"{base}/mcp", json=init, headers=HEADERS)
+            tools = _sse((await http.post(f"{base}/mcp", json=listing, headers=legacy)).text)
+            async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
+                assert host.protocol_version == "2026-07-28"
+                shown = (await host.list_tools()).tools
+    assert _sse(opened.text)["result"]["capabilities"]["extensions"] == {EXTENSION_ID: {}}
+    listed = tools["result"]["tools"]
+    assert [tool["name"] for tool in listed] == ["alpha__show", "alpha__plain", "beta__show_beta"]
+    assert all("ui" not in tool.get("_meta", {}) for tool in listed)
+    assert _ui(_named(shown, "refresh")) == {
+        "resourceUri": "ui://alpha/app.html",
+        "visibility": ["app"],
+    }
+
+
 async def test_each_servers_app_is_listed_and_read_under_its_own_namespace() -> None:
     pool = WorkerPool(APP_SERVERS, timeout=20)
     async with serving(http_app(pool)) as base:
