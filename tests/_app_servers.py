@@ -62,7 +62,8 @@ GAMMA_PAGE = """<!DOCTYPE html><html><body>
 <p id="called"></p><p id="refused"></p><p id="model-only"></p><p id="fetch"></p>
 <button id="open" type="button">open</button><button id="open-bad" type="button">bad</button>
 <p id="opened"></p><p id="probe"></p><button id="tell" type="button">tell</button>
-<p id="told"></p><p id="heard"></p>
+<p id="told"></p><p id="heard"></p><button id="save" type="button">save</button>
+<p id="saved"></p>
 <script>
 var next = 1, waiting = {}, initialized = false, heard = [];
 function request(method, params) {
@@ -131,6 +132,13 @@ document.getElementById("tell").addEventListener("click", function () {
     return request("ui/message", {role: "assistant", content: text("x")});
   }).then(function () { show("told", "sent as assistant"); },
           function (e) { show("told", "told; refused: " + e.message); });
+});
+document.getElementById("save").addEventListener("click", function () {
+  var notes = {type: "resource", resource: {uri: "file:///gamma/notes.txt",
+    mimeType: "text/plain", text: "gamma notes"}};
+  request("ui/download-file", {contents: [notes]}).then(function (r) {
+    show("saved", r.isError ? "declined" : "saved");
+  }, function (e) { show("saved", "refused: " + e.message); });
 });
 function open(url) {
   request("ui/open-link", {url: url}).then(function () { show("opened", "opened " + url); },

@@ -77,19 +77,53 @@ window.nativemcpApps = (function () {
     while (list.childNodes.length > LOG_LIMIT) list.removeChild(list.firstChild);
   }
 
-  // A file an app's tool call returned (a blob resource) is offered here, in the page:
-  // the view may not download (its sandbox has no allow-downloads).
-  function offerFiles(callId, result) {
+  function fileName(resource) {
+    return decodeURIComponent(String(resource.uri).split("/").pop() || "download") || "download";
+  }
+
+  // A resource's contents as a link in the page (the view may not download: its sandbox
+  // has no allow-downloads); null for one with neither bytes nor text.
+  function fileLink(callId, resource) {
     const box = document.getElementById("ui-actions-" + callId);
+    let bytes = null;
+    if (typeof resource.blob === "string") bytes = Uint8Array.from(atob(resource.blob), (c) => c.charCodeAt(0));
+    else if (typeof resource.text === "string") bytes = new TextEncoder().encode(resource.text);
+    if (!box || bytes === null) return null;
+    const name = fileName(resource);
+    const link = page.el("a", {class: "app-file", download: name, text: "Download " + name});
+    link.href = URL.createObjectURL(new Blob([bytes], {type: "application/octet-stream"}));
+    box.append(page.el("div", {class: "blob"}, link, " — from the app, " + page.kb(bytes.length)));
+    return link;
+  }
+
+  // A file an app's tool call returned (a blob resource) is offered here, in the page.
+  function offerFiles(callId, result) {
     for (const block of (result && result.content) || []) {
       const resource = block.type === "resource" ? block.resource : null;
-      if (!box || !resource || typeof resource.blob !== "string") continue;
-      const bytes = Uint8Array.from(atob(resource.blob), (c) => c.charCodeAt(0));
-      const name = decodeURIComponent(String(resource.uri).split("/").pop() || "download");
-      const link = page.el("a", {class: "app-file", download: name, text: "Download " + name});
-      link.href = URL.createObjectURL(new Blob([bytes], {type: "application/octet-stream"}));
-      box.append(page.el("div", {class: "blob"}, link, " — from the app, " + page.kb(bytes.length)));
+      if (resource && typeof resource.blob === "string") fileLink(callId, resource);
     }
+  }
+
+  // ui/download-file: embedded resources as they are, resource links read from the app's
+  // own server; saved after the user agrees (the specification: a confirmation).
+  async function download(view, params) {
+    const files = [];
+    for (const item of (params && Array.isArray(params.contents) && params.contents) || []) {
+      if (item && item.type === "resource" && item.resource && typeof item.resource.uri === "string") {
+        files.push(item.resource);
+      } else if (item && item.type === "resource_link" && typeof item.uri === "string") {
+        const reply = await page.api(view.app.requests, {method: "resources/read", params: {uri: item.uri}});
+        if (reply.error) throw Object.assign(new Error(reply.error.message), {code: reply.error.code});
+        files.push(...reply.result.contents);
+      }
+    }
+    if (!files.length) throw Object.assign(new Error("ui/download-file takes contents: embedded resources or resource links"), {code: -32602});
+    if (!window.confirm("The app offers " + files.map(fileName).join(", ") + " for download.\n\nSave?")) return {isError: true};
+    for (const file of files) {
+      const link = fileLink(view.id, file);
+      if (link) link.click();
+    }
+    return {};
   }
 
   const HOST_METHODS = {
@@ -98,6 +132,7 @@ window.nativemcpApps = (function () {
       hostInfo: {name: "nativemcp console", version: "1"},
       hostCapabilities: {
         openLinks: {},
+        downloadFile: {},
         serverTools: {},
         serverResources: {},
         logging: {},
@@ -155,6 +190,13 @@ window.nativemcpApps = (function () {
       if (!window.confirm("The app asks to open " + url + "\n\nOpen it?")) return refuse(-32000, "the user declined");
       window.open(url, "_blank", "noopener,noreferrer");
       return answer({});
+    }
+    if (method === "ui/download-file") {
+      try {
+        return answer(await download(view, message.params));
+      } catch (err) {
+        return refuse(err.code || -32603, err.message);
+      }
     }
     if (["tools/call", "resources/read", "ui/message", "ui/update-model-context"].includes(method)) {
       try {

@@ -210,6 +210,30 @@ def test_an_app_opens_a_link_only_after_the_user_confirms_and_sets_its_height(pa
     assert len(asked) == 1
 
 
+def test_an_app_saves_a_file_through_the_console_once_the_user_agrees(
+    page: Any, tmp_path: Path
+) -> None:
+    _call_in_page(page, "gamma__greet", {"name": "Ed"})
+    frame = _view(page)
+    frame.locator("#result").filter(has_text="hello Ed").wait_for()
+    asked: list[str] = []
+
+    def decline(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", decline)
+    frame.locator("#save").click()
+    frame.locator("#saved").filter(has_text="declined").wait_for()
+    assert "notes.txt" in asked[0] and page.locator("a.app-file").count() == 0
+    page.once("dialog", lambda dialog: dialog.accept())
+    with page.expect_download() as waiting:
+        frame.locator("#save").click()
+    frame.locator("#saved").filter(has_text="saved").wait_for()
+    assert waiting.value.suggested_filename == "notes.txt"
+    assert Path(waiting.value.path()).read_text() == "gamma notes"
+
+
 def test_the_export_card_app_downloads_through_the_console(page: Any, app_console: Console) -> None:
     _call_in_page(page, "builtin_workspace__export_file", {"path": "report.md"})
     frame = _view(page)
