@@ -97,6 +97,18 @@ def page(chromium: Any, app_console: Console) -> Iterator[Any]:
     assert errors == [], errors
 
 
+def _decline_once(page: Any) -> list[str]:
+    """The messages of the page's next dialog, which the user declines."""
+    asked: list[str] = []
+
+    def decline(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", decline)
+    return asked
+
+
 def _view(page: Any) -> Any:
     """The app's view: the inner frame of the sandbox proxy the page framed."""
     return page.frame_locator("iframe.mcp-app").frame_locator("iframe")
@@ -185,13 +197,7 @@ def test_an_app_opens_a_link_only_after_the_user_confirms_and_sets_its_height(pa
     frame = _view(page)
     frame.locator("#result").filter(has_text="hello Bo").wait_for()
     page.wait_for_function("document.querySelector('iframe.mcp-app').style.height === '222px'")
-    asked: list[str] = []
-
-    def decline(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.dismiss()
-
-    page.once("dialog", decline)
+    asked = _decline_once(page)
     frame.locator("#open").click()
     frame.locator("#opened").filter(has_text="refused: the user declined").wait_for()
     assert "http://127.0.0.1:9/opened" in asked[0]
@@ -216,13 +222,7 @@ def test_an_app_saves_a_file_through_the_console_once_the_user_agrees(
     _call_in_page(page, "gamma__greet", {"name": "Ed"})
     frame = _view(page)
     frame.locator("#result").filter(has_text="hello Ed").wait_for()
-    asked: list[str] = []
-
-    def decline(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.dismiss()
-
-    page.once("dialog", decline)
+    asked = _decline_once(page)
     frame.locator("#save").click()
     frame.locator("#saved").filter(has_text="declined").wait_for()
     assert "notes.txt" in asked[0] and page.locator("a.app-file").count() == 0
