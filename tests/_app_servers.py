@@ -83,6 +83,12 @@ window.addEventListener("message", function (event) {
   else if (m.method === "ui/notifications/tool-input" && m.params.arguments.allowed) {
     probe(m.params.arguments);
   }
+  else if (m.method === "ui/resource-teardown") {  // leave a note, then agree
+    request("ui/update-model-context", {content: [{type: "text", text: "torn down: " +
+      m.params.reason}]}).then(function () {
+      window.parent.postMessage({jsonrpc: "2.0", id: m.id, result: {}}, "*");
+    });
+  }
   else if (m.method === undefined && waiting[m.id]) {
     var w = waiting[m.id]; delete waiting[m.id];
     m.error ? w[1](m.error) : w[0](m.result);

@@ -9,8 +9,11 @@
 
 window.nativemcpApps = (function () {
   const LOG_LIMIT = 200; // log lines kept per view
-  const apps = new WeakMap(); // proxy iframe -> {view, grant, origin, initialized}
+  const TEARDOWN_MS = 1000; // how long a view may take to answer ui/resource-teardown
+  const apps = new WeakMap(); // proxy iframe -> {view, grant, origin, initialized, ...}
   let page = null; // console.js's helpers: el, api, kb
+  let pending = null; // the render that waits for views to tear down
+  let asked = 0; // ids of the host's requests to views
 
   function attach(helpers) {
     page = helpers;
@@ -34,7 +37,7 @@ window.nativemcpApps = (function () {
     page.api(view.app.frame, {}).then(
       (grant) => {
         const origin = new URL(grant.src).origin;
-        apps.set(frame, {view, grant, origin, initialized: false});
+        apps.set(frame, {view, grant, origin, initialized: false, answers: new Map()});
         // Permission policy features the page asked for, delegated to the proxy's origin
         // (the proxy delegates them to its view); set before the frame navigates.
         const allow = (grant.allow || []).map((feature) => feature + " " + origin);
@@ -180,7 +183,11 @@ window.nativemcpApps = (function () {
       }
       return;
     }
-    if (method === undefined) return; // a response: the console sends the view no requests
+    if (method === undefined) { // an answer to the host's one request: ui/resource-teardown
+      const settle = app.answers.get(message.id);
+      if (settle) settle();
+      return;
+    }
     const answer = (result) => post({id: message.id, result});
     const refuse = (code, text) => post({id: message.id, error: {code, message: text}});
     if (HOST_METHODS[method]) return answer(HOST_METHODS[method](app));
@@ -217,6 +224,41 @@ window.nativemcpApps = (function () {
     return refuse(-32601, "the console does not answer " + method + " for apps");
   }
 
+  // Ask an initialized view to tear down (the specification: before its frame goes);
+  // settles when it answers or after TEARDOWN_MS.
+  function tearDown(frame) {
+    const app = apps.get(frame);
+    app.closing = true; // asked once (its requests meanwhile are still answered)
+    const id = "teardown-" + ++asked;
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, TEARDOWN_MS);
+      app.answers.set(id, () => { clearTimeout(timer); resolve(); });
+      const reason = "the console shows another result";
+      frame.contentWindow.postMessage({jsonrpc: "2.0", id, method: "ui/resource-teardown", params: {reason}}, app.origin);
+    });
+  }
+
+  // True when views in `root` were asked to tear down: `render` runs once they have (the
+  // latest render only, when several come meanwhile); false when none is there.
+  function tearingDown(root, render) {
+    if (pending) {
+      pending.render = render;
+      return true;
+    }
+    const live = [...root.querySelectorAll("iframe.mcp-app")].filter((f) => {
+      const app = apps.get(f);
+      return app && app.initialized && !app.closing;
+    });
+    if (!live.length) return false;
+    pending = {render};
+    Promise.all(live.map(tearDown)).then(() => {
+      const next = pending.render;
+      pending = null;
+      next();
+    });
+    return true;
+  }
+
   // True when the message came from an app frame of this page (handled or ignored).
   function onMessage(event) {
     const frame = [...document.querySelectorAll("iframe.mcp-app")].find((f) => f.contentWindow === event.source);
@@ -226,5 +268,5 @@ window.nativemcpApps = (function () {
     return true;
   }
 
-  return {attach, render, onMessage, showNote};
+  return {attach, render, onMessage, showNote, tearingDown};
 })();

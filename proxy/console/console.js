@@ -398,6 +398,7 @@
 
   function renderRunning(summary) {
     const root = document.getElementById("result");
+    if (window.nativemcpApps.tearingDown(root, () => renderRunning(summary))) return;
     clear(root);
     root.append(
       el("div", {class: "call-line"}, el("strong", {text: "#" + summary.id + " " + summary.tool}), " running…"),
@@ -449,6 +450,8 @@
 
   function renderResult(view) {
     const root = document.getElementById("result");
+    // An app shown there is asked to tear down first; apps.js renders this when it has.
+    if (window.nativemcpApps.tearingDown(root, () => renderResult(view))) return;
     clear(root);
     const service = view.service || {};
     root.append(el("div", {class: "call-line " + view.status},

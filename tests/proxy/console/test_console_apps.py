@@ -216,6 +216,21 @@ def test_an_app_opens_a_link_only_after_the_user_confirms_and_sets_its_height(pa
     assert len(asked) == 1
 
 
+def test_an_app_is_asked_to_tear_down_before_the_console_shows_another_result(
+    page: Any,
+) -> None:
+    _call_in_page(page, "gamma__greet", {"name": "Flo"})
+    _view(page).locator("#result").filter(has_text="hello Flo").wait_for()
+    first = page.locator("iframe.mcp-app").get_attribute("data-call")
+    _call_in_page(page, "gamma__greet", {"name": "Gus"})
+    _view(page).locator("#result").filter(has_text="hello Gus").wait_for()
+    # The first app's last words (sent while it tore down) are kept with its call.
+    kept = page.evaluate("(id) => fetch('api/calls/' + id).then((r) => r.json())", first)
+    (note,) = [action for action in kept["hostActions"] if action["type"] == "model-context"]
+    text = "torn down: the console shows another result"
+    assert note["payload"]["content"] == [{"type": "text", "text": text}]
+
+
 def test_an_app_saves_a_file_through_the_console_once_the_user_agrees(
     page: Any, tmp_path: Path
 ) -> None:
