@@ -117,7 +117,7 @@ async def _serve(
         print(f"http://{HOST}:{port}/{token}/", flush=True)
         print(
             f"nativemcp console: servers {', '.join(pool.names)}; data in {options.where}; "
-            "Ctrl-C stops",
+            f"MCP Apps' sandbox on port {sandbox.getsockname()[1]}; Ctrl-C stops",
             file=sys.stderr,
             flush=True,
         )
