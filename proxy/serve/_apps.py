@@ -32,6 +32,7 @@ import mcp_types as types
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, client_supports_apps
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
 from nativemcp.protocol import (
     INVALID_PARAMS,
@@ -93,17 +94,26 @@ class ServedApps:
         capabilities = result.setdefault("capabilities", {})
         extensions = capabilities.setdefault("extensions", {})
         extensions.setdefault(EXTENSION_ID, dict(APPS_SETTINGS))
-        mime_types = _extension_settings(ctx.params).get("mimeTypes")
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
         connection = getattr(ctx.session, "_connection", None)
-        # A list that holds the type, as the SDK's check asks (never a substring of one).
-        if connection is not None and isinstance(mime_types, list) and APP_MIME_TYPE in mime_types:
+        if connection is not None and _declares_apps(params.get("capabilities")):
             self._declared.add(connection)
         return result
 
     def offered(self, ctx: ServerRequestContext[Any]) -> bool:
         """Whether the client of ``ctx`` declared MCP Apps (with the app MIME type), in
-        this request's envelope or at its 2025-11-25 handshake."""
+        this request's envelope or at its 2025-11-25 handshake.
+
+        A 2025-11-25 request may carry the envelope too (its ``_meta`` under
+        ``io.modelcontextprotocol/clientCapabilities``, as 2026-07-28 requests do): the
+        one way a client of a stateless server, which keeps nothing of a handshake, can
+        say it shows apps."""
         if client_supports_apps(ctx):
+            return True
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
+        meta = params.get("_meta")
+        envelope = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+        if _declares_apps(envelope):
             return True
         connection = getattr(ctx.session, "_connection", None)
         return connection is not None and connection in self._declared
@@ -221,12 +231,14 @@ class ServedApps:
         return {**result, "contents": self.listed(name, result["contents"], "uri")}
 
 
-def _extension_settings(params: Any) -> dict[str, Any]:
-    """The MCP Apps settings a raw ``initialize``'s capabilities declare ({} for none)."""
-    capabilities = params.get("capabilities") if isinstance(params, Mapping) else None
+def _declares_apps(capabilities: Any) -> bool:
+    """Whether raw client ``capabilities`` declare MCP Apps: the extension's settings with
+    a ``mimeTypes`` list that holds the app type, as the SDK's check asks (never a
+    substring of one)."""
     extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
     settings = extensions.get(EXTENSION_ID) if isinstance(extensions, Mapping) else None
-    return dict(settings) if isinstance(settings, Mapping) else {}
+    mime_types = settings.get("mimeTypes") if isinstance(settings, Mapping) else None
+    return isinstance(mime_types, list) and APP_MIME_TYPE in mime_types
 
 
 class AppsHandshake:

@@ -117,13 +117,19 @@ async def test_ui_metadata_goes_only_to_clients_that_declared_mcp_apps_on_2025()
 
 
 async def test_stateless_ui_metadata_needs_a_declaration_in_each_request() -> None:
-    # 2025-11-25 declares at initialize only, which a stateless server keeps nothing of:
-    # such a client is one that shows no apps. 2026-07-28 declares in every request.
+    # A declaration at a 2025-11-25 initialize is lost to a stateless server: that client
+    # shows no apps. One in each request's envelope counts, in either era.
     apps = {EXTENSION_ID: {"mimeTypes": [APP_MIME_TYPE]}}
     pool = WorkerPool(APP_SERVERS, timeout=20)
     init = {**INIT, "params": {**INIT["params"], "capabilities": {"extensions": apps}}}
-    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    listing: dict[str, Any] = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     legacy = {**HEADERS, "mcp-protocol-version": "2025-11-25"}
+
+    def enveloped(extensions: Any) -> dict[str, Any]:
+        meta = {"io.modelcontextprotocol/clientCapabilities": {"extensions": extensions}}
+        return {**listing, "params": {"_meta": meta}}
+
+    near = {EXTENSION_ID: {"mimeTypes": ["x" + APP_MIME_TYPE]}}
     async with (
         serving(http_app(pool, stateless=True)) as base,
         httpx2.AsyncClient(timeout=30) as http,
@@ -131,6 +137,11 @@ async def test_stateless_ui_metadata_needs_a_declaration_in_each_request() -> No
         with anyio.fail_after(60):
             opened = await http.post(f"{base}/mcp", json=init, headers=HEADERS)
             tools = _sse((await http.post(f"{base}/mcp", json=listing, headers=legacy)).text)
+            answers = [
+                await http.post(f"{base}/mcp", json=enveloped(extensions), headers=legacy)
+                for extensions in (apps, near)
+            ]
+            declared, wrong = (_sse(answer.text)["result"]["tools"] for answer in answers)
             async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
                 assert host.protocol_version == "2026-07-28"
                 shown = (await host.list_tools()).tools
@@ -138,6 +149,17 @@ async def test_stateless_ui_metadata_needs_a_declaration_in_each_request() -> No
     listed = tools["result"]["tools"]
     assert [tool["name"] for tool in listed] == ["alpha__show", "alpha__plain", "beta__show_beta"]
     assert all("ui" not in tool.get("_meta", {}) for tool in listed)
+    assert wrong == listed
+    assert [tool["name"] for tool in declared] == [
+        "alpha__show",
+        "alpha__refresh",
+        "alpha__plain",
+        "beta__show_beta",
+    ]
+    assert declared[1]["_meta"]["ui"] == {
+        "resourceUri": "ui://alpha/app.html",
+        "visibility": ["app"],
+    }
     assert _ui(_named(shown, "refresh")) == {
         "resourceUri": "ui://alpha/app.html",
         "visibility": ["app"],
