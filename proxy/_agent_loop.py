@@ -21,6 +21,7 @@ from nativemcp.protocol import (
 )
 
 from ._catalog import Catalog
+from ._config import PoolConfig
 from ._handle import DEFAULT, LogHandler, ProgressCallback, _Default
 from .llm._apps import with_app_note
 from .llm._messages import tool_result_message, tool_results_turn
@@ -47,6 +48,7 @@ class AgentLoop:
     """Tool search and the agent loop over a pool's catalog (a base of `WorkerPool`)."""
 
     _catalog: Catalog
+    _config: PoolConfig
     _apps: bool
     _llm_names: dict[str, dict[str, str]]
     _tool_index: tuple[int, ToolIndex] | None
@@ -72,7 +74,7 @@ class AgentLoop:
             # A tool only its app may call (MCP Apps) is not found for the model either.
             entries = [e for e in self._catalog.entries() if "model" in ui_visibility(e.tool.meta)]
             tools = [IndexedTool(e.full_name, e.service.server_name, e.tool) for e in entries]
-            self._tool_index = (version, ToolIndex(tools))
+            self._tool_index = (version, ToolIndex(tools, embed=self._config.search_embed))
         return self._tool_index[1]
 
     async def search_tools(
@@ -85,7 +87,11 @@ class AgentLoop:
         tokenized as the content store tokenizes text (any language; Chinese, Japanese
         and Korean as character bigrams). Each `ToolMatch` has the full name to call,
         the score, one line of description and the input schema. A tool that holds no
-        word of the query is not returned. ``profile`` keeps only the tools it offers.
+        word of the query is not returned, unless the pool was made with
+        ``search_embed=True``: then BM25's ranking is fused with a small embedding
+        model's (reciprocal rank), which finds tools by meaning too, and a search finds
+        ``limit`` tools whenever the catalog holds as many. ``profile`` keeps only the
+        tools it offers.
 
         Raises:
             ValueError: ``limit`` is not between 1 and 50.

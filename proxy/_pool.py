@@ -318,6 +318,9 @@ class WorkerPool(AgentLoop):
         pinned: a pin file (``nativemcp tools --pin FILE``) or `ToolPins`: a tool
             whose definition is not pinned, or changed since, is left out of the
             catalog with a warning naming what changed.
+        search_embed: `search_tools` (and the meta-tool) fuses BM25 with a small
+            embedding model's ranking, which finds paraphrases BM25 misses (the
+            ``search-embed`` extra, wordllama; loaded once, on the first search).
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
@@ -328,6 +331,7 @@ class WorkerPool(AgentLoop):
             ``database_url`` that is not ``postgresql://``, or replicas for an unknown or
             in-process server or not a count ≥ 1, or ``input_rounds`` below 1.
         NotADirectoryError: ``data_dir`` is a file.
+        ImportError: ``search_embed`` without the ``search-embed`` extra installed.
         TypeError: a `Server` to run in a worker is not importable by name (defined
             inside a function); raised here, before any process starts.
 
