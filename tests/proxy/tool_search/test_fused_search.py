@@ -4,9 +4,11 @@ model read from its wheel (nothing fetched), the option refused where it cannot 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import anyio
 import pytest
@@ -90,6 +92,36 @@ def test_fused_ranking_is_the_reciprocal_rank_fusion_of_bm25_and_the_embedding()
         kept = fused.search(query, 3, where=lambda name: name.startswith("files__"))
         files = [m.name for m in found if m.name.startswith("files__")]
         assert [m.name for m in kept] == files[:3]
+
+
+@needs_model
+def test_an_embedding_is_the_average_of_its_tokens_weighed_by_their_catalog_idf() -> None:
+    import numpy
+    import wordllama
+
+    folder = os.path.dirname(wordllama.__file__)
+    model = wordllama.WordLlama.load(cache_dir=folder, disable_download=True)
+    texts = ["read a file", "write a file", "open a web page"]
+    embeddings = ToolEmbeddings(texts)
+
+    def tokens(text: str) -> list[int]:
+        return list(model.tokenize([text])[0].ids)
+
+    held = [set(tokens(text)) for text in texts]
+
+    def vector(text: str) -> Any:
+        ids = tokens(text)
+        # log(1 + N / (1 + df)) over the three texts: "a" (in all) weighs least.
+        weights = numpy.array([numpy.log(1 + 3 / (1 + sum(i in h for h in held))) for i in ids])
+        pooled = weights @ model.embedding[ids] / weights.sum()
+        return pooled / numpy.linalg.norm(pooled)
+
+    matrix = numpy.array([vector(text) for text in texts])
+    for query in ("read a web file", "zebra"):
+        expected = matrix @ vector(query)
+        assert numpy.allclose(embeddings.similarities(query), expected, atol=1e-5), query
+    assert embeddings.ranking("open the page")[0] == 2
+    assert ToolEmbeddings([]).ranking("anything") == []
 
 
 @needs_model
