@@ -203,7 +203,8 @@ class SyncWorkerPool:
                 for full, tool in found.items()
                 if "model" in ui_visibility(tool.meta)
             ]
-            kept = self._tool_index = (listed, ToolIndex(indexed), names)
+            index = ToolIndex(indexed, embed=self._config.search_embed)
+            kept = self._tool_index = (listed, index, names)
         return kept[1], kept[2]
 
     def list_tools(self) -> list[Tool]:
