@@ -639,11 +639,11 @@ class WorkerPool(AgentLoop):
             raise ServerClosed("the pool is closed", server="*")
 
     async def list_tools(self) -> list[Tool]:
-        """Every tool of every source, under its full name.
+        """Every tool of every source under its full name, those only an app may call too.
 
         ``builtin_server__tool`` for a built-in server, ``server__tool`` for an external
-        or the user's own; its `ServiceInfo` in ``_meta["io.github.nativemcp/service"]``
-        (read it with `service_info`).
+        or the user's own, its `ServiceInfo` in its ``_meta`` (`service_info`); the
+        model's lists (`tool_definitions`, `search_tools`) omit tools only an app calls.
 
         Raises:
             ToolNameError: two sources now give the same full name (both named).
