@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import html
 import importlib.resources
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -35,6 +34,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .._rebinding import PLAIN_HOST
 
 __all__ = [
     "SANDBOX_ASSET",
@@ -48,8 +49,6 @@ __all__ = [
 SANDBOX_ASSET: Final = "sandbox.js"
 """The proxy's script, beside the console's page in the package."""
 _PRIVATE: Final = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
-_HOST: Final = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
-"""A plain ``host[:port]``: nothing that could end a policy directive or an attribute."""
 _PAGE: Final = (
     '<!DOCTYPE html><html><head><meta charset="utf-8">'
     '<meta name="referrer" content="no-referrer"><title>MCP App sandbox</title></head>'
@@ -73,7 +72,7 @@ def origins_of(host: str, sandbox_port: int | None) -> tuple[str, str] | None:
     page was reached by), from the page's ``Host``; None without a sandbox port, or for a
     Host that is no plain ``host[:port]`` (the rebinding guard's ``host:*`` lets any text
     follow the colon, and these origins go into policies and a page)."""
-    match = _HOST.fullmatch(host)
+    match = PLAIN_HOST.fullmatch(host)
     if match is None or sandbox_port is None:
         return None
     return f"http://{host}", f"http://{match[1]}:{sandbox_port}"

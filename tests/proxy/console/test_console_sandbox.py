@@ -179,19 +179,18 @@ def test_an_allowed_host_reaches_the_sandbox_port_under_the_same_name() -> None:
     ]
 
 
-async def test_a_host_that_is_no_plain_name_gets_no_sandbox_origin(
+async def test_a_host_that_is_no_plain_name_gets_no_page_and_no_sandbox_origin(
     client: httpx.AsyncClient,
 ) -> None:
-    # The rebinding guard's 127.0.0.1:* lets any text follow the colon; none of it may
-    # reach a policy or the proxy page.
+    # The SDK's 127.0.0.1:* check lets any text follow the colon; the guard refuses it
+    # before the page, and origins_of would make no origin of it either.
     call_id = await _app_call(client, "gamma__greet", {"name": "Di"})
     for host in ["127.0.0.1:8765; script-src *", '127.0.0.1:8765" x', "127.0.0.1:"]:
         headers = {"host": host}
-        page = await client.get("", headers=headers)
-        assert page.status_code == 200
-        assert _directives(page.headers["content-security-policy"])["frame-src"] == "'self'"
+        assert (await client.get("", headers=headers)).status_code == 421
         refused = await client.post(f"api/calls/{call_id}/app-frame", json={}, headers=headers)
-        assert refused.status_code == 404 and "no sandbox origin" in refused.text
+        assert refused.status_code == 421
+        assert origins_of(host, 9) is None
     assert origins_of("[::1]:8765", 9) == ("http://[::1]:8765", "http://[::1]:9")
     assert origins_of("localhost", 9) == ("http://localhost", "http://localhost:9")
     assert origins_of("127.0.0.1:8765", None) is None
