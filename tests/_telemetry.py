@@ -14,7 +14,11 @@ import anyio.to_thread
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import (
+    HistogramDataPoint,
+    InMemoryMetricReader,
+    NumberDataPoint,
+)
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
@@ -42,6 +46,20 @@ class Recorded:
                             for p in recorded.data.data_points
                             if isinstance(p, HistogramDataPoint)
                         ]
+        return found
+
+    def totals(self, metric: str) -> dict[frozenset[tuple[str, Any]], float]:
+        """The value of counter ``metric`` now, by attribute set."""
+        data = self.reader.get_metrics_data()
+        found: dict[frozenset[tuple[str, Any]], float] = {}
+        for resource in data.resource_metrics if data is not None else []:
+            for scope in resource.scope_metrics:
+                for recorded in scope.metrics:
+                    if recorded.name == metric:
+                        for point in recorded.data.data_points:
+                            if isinstance(point, NumberDataPoint):
+                                key = frozenset((point.attributes or {}).items())
+                                found[key] = point.value
         return found
 
     @property
