@@ -65,6 +65,7 @@ async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.so
 
     from ..console._app import create_console_app
     from ..console._catalog import ConsoleCatalog
+    from ..console._spans import ConsoleSpans
 
     token = secrets.token_urlsafe(TOKEN_BYTES)
     extra = resolve_servers(args.server)
@@ -72,6 +73,7 @@ async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.so
     # opt-in built-ins it names (browser).
     builtins = [n for n in BUILTIN_SERVERS if n not in OPT_IN_BUILTINS or n in extra.builtins]
     choice = dataclasses.replace(extra, builtins=tuple(builtins))
+    spans = ConsoleSpans.install()  # before the pool starts: it adopts the provider then
     async with (
         options.pool(choice, apps=True) as pool,  # the console hosts MCP Apps
         anyio.create_task_group() as calls,
@@ -82,6 +84,7 @@ async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.so
             calls,
             allowed_hosts=args.allow_host,
             allowed_origins=args.allow_origin,
+            spans=spans,
         )
         config = uvicorn.Config(
             app,
