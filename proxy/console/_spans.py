@@ -59,7 +59,10 @@ class ConsoleSpans:
         else:
             _logger.warning("the tracer provider set is not the SDK's: no span waterfall")
             return None
-        spans = cls(provider.get_tracer(ROOT_SCOPE))
+        tracer = provider.get_tracer(ROOT_SCOPE)
+        if isinstance(tracer, trace.NoOpTracer):  # OTEL_SDK_DISABLED: nothing recorded
+            return None
+        spans = cls(tracer)
 
         class _Keep(SpanProcessor):
             def on_end(self, span: ReadableSpan) -> None:

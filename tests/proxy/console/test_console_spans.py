@@ -5,6 +5,9 @@ root span, the pool's client span, the worker's server span, the tool's own span
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -144,3 +147,23 @@ async def test_without_recorded_spans_the_page_is_told_so() -> None:
         calls.cancel_scope.cancel()
     assert answer == {"recording": False, "spans": []}
     assert missing.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("disabled", "printed"), [("false", "recording TracerProvider"), ("true", "not recording")]
+)
+def test_the_console_sets_up_a_provider_unless_the_sdk_is_disabled(
+    disabled: str, printed: str
+) -> None:
+    script = (
+        "from opentelemetry import trace\n"
+        "from nativemcp.proxy.console._spans import ConsoleSpans\n"
+        "spans = ConsoleSpans.install()\n"
+        "provider = type(trace.get_tracer_provider()).__name__\n"
+        "print('recording' if spans else 'not recording', provider)\n"
+    )
+    env = {**os.environ, "OTEL_SDK_DISABLED": disabled}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.startswith(printed), done.stdout
