@@ -13,13 +13,17 @@ Japanese.
   provider: what every request carries before the model does anything.
 - ``recall@1`` / ``recall@5``: over the task descriptions in
   ``bench/data/tool_queries.json`` (how they were written is in that file), the share
-  whose right tool is first / in the first five, for `WorkerPool.search_tools` and for
-  bm25s (in process, its default tokenizer) over the same tool texts; also for each
-  half of the queries (`query_half`: by the wanted tool, so one tool's phrasings stay
-  in one half): the ranking was tuned on the first, the second is held out. Where
-  ``wordllama`` is installed, also its embedding ranking alone and fused with ours
-  (``bench/_embed_fusion.py``; measured, not shipped).
-- ``latency``: p50 / p95 of ``await pool.search_tools(query)`` over every query.
+  whose right tool is first / in the first five, for our BM25 (`ToolIndex`, as
+  `WorkerPool.search_tools` ranks without the extra) and for bm25s (in process, its
+  default tokenizer) over the same tool texts; also for each half of the queries
+  (`query_half`: by the wanted tool, so one tool's phrasings stay in one half): the
+  ranking was tuned on the first, the second is held out. Where the ``search-embed``
+  extra is installed, the pool is made with ``search_embed=True``: ``fused`` is
+  ``await pool.search_tools(query)`` (BM25 fused with the embedding), ``wordllama``
+  the embedding's ranking alone (`ToolEmbeddings`).
+- ``latency``: p50 / p95 of ``await pool.search_tools(query)`` over every query (fused
+  where the extra is installed), of BM25 alone (``ToolIndex.search``, in process), and
+  of the fused search over the catalog twice over (160 tools, in process).
 
 Run: ``python -m bench.tools [--quick] [--json]``
 """
@@ -40,12 +44,18 @@ from typing import Any, Final
 import anyio
 import msgspec
 
-from bench._embed_fusion import rankers
 from bench._report import emit_json, parse_args, print_table, ratio
 from nativemcp.protocol import Tool, service_info
 from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.llm import PROVIDERS, count_tokens, exact_counts, token_note
-from nativemcp.proxy.tool_search import IndexedTool, tool_text
+from nativemcp.proxy.tool_search import (
+    IndexedTool,
+    ToolEmbeddings,
+    ToolIndex,
+    embedding_available,
+    embedding_text,
+    tool_text,
+)
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 QUERIES: Final = Path(__file__).with_name("data") / "tool_queries.json"
@@ -113,6 +123,43 @@ def _bm25s_ranker(tools: list[IndexedTool]) -> Any:
     return rank
 
 
+def _embedding_ranker(tools: list[IndexedTool]) -> Any:
+    """The embedding's ranking alone, as the fused search embeds (None: no extra)."""
+    if not embedding_available():
+        return None
+    embeddings = ToolEmbeddings(
+        [embedding_text(t.tool.name, t.tool.title, t.tool.description) for t in tools]
+    )
+
+    def rank(query: str, k: int) -> list[str]:
+        return [tools[n].full_name for n in embeddings.ranking(query)[:k]]
+
+    return rank
+
+
+def _timed(search: Any, queries: list[dict[str, str]], rounds: int) -> list[float]:
+    """Seconds per ``search(query)`` over every query, ``rounds`` times, sorted."""
+    samples = []
+    for _ in range(rounds):
+        for query in queries:
+            start = time.perf_counter()
+            search(query["query"])
+            samples.append(time.perf_counter() - start)
+    return sorted(samples)
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    return {
+        "p50": statistics.median(samples) * 1e3,
+        "p95": samples[int(0.95 * (len(samples) - 1))] * 1e3,
+    }
+
+
+def _twice(tools: list[IndexedTool]) -> list[IndexedTool]:
+    """The catalog and a copy of it under other full names (twice the tools)."""
+    return tools + [tool._replace(full_name=f"copy_{tool.full_name}") for tool in tools]
+
+
 def _recall(ranked: list[list[str]], expected: list[str], k: int) -> float:
     hits = sum(1 for names, want in zip(ranked, expected, strict=True) if want in names[:k])
     return hits / len(expected) if expected else 0.0
@@ -121,12 +168,14 @@ def _recall(ranked: list[list[str]], expected: list[str], k: int) -> float:
 async def main(quick: bool) -> dict[str, Any]:
     """Start the catalog, count its definitions, run every query; the report."""
     queries = load_queries()
+    embed = embedding_available()
     with tempfile.TemporaryDirectory(prefix="nativemcp-tools-") as folder:
         async with WorkerPool(
             ["bench._tool_servers:server"],
             data_dir=folder,
             builtins=["content-store", "planning", "workspace", "browser"],
             mcp_servers=_external(),
+            search_embed=embed,
         ) as pool:
             tools = await pool.list_tools()
             names = {tool.name for tool in tools}
@@ -144,25 +193,34 @@ async def main(quick: bool) -> dict[str, Any]:
             first = time.perf_counter()
             await pool.search_tools("warm up the index")
             build_ms = (time.perf_counter() - first) * 1e3
-            ours: list[list[str]] = []
+            pooled: list[list[str]] = []
             samples: list[float] = []
             rounds = 1 if quick else 5
             for _ in range(rounds):
-                ours = []
+                pooled = []
                 for query in queries:
                     start = time.perf_counter()
                     found = await pool.search_tools(query["query"], 5)
                     samples.append(time.perf_counter() - start)
-                    ours.append([match.name for match in found])
+                    pooled.append([match.name for match in found])
             indexed = [_indexed(tool) for tool in tools]
             servers = pool.names
+    samples.sort()
+    # BM25 alone: the index the pool searches without the extra, in process.
+    plain = ToolIndex(indexed)
+    ours = [[m.name for m in plain.search(q["query"], 5)] for q in queries]
+    latency = {
+        "pool_fused" if embed else "pool_bm25": _percentiles(samples),
+        "bm25": _percentiles(_timed(plain.search, queries, rounds)),
+    }
+    fused = pooled if embed else None
+    if embed:
+        twice = ToolIndex(_twice(indexed), embed=True)
+        latency["fused_twice"] = _percentiles(_timed(twice.search, queries, rounds))
     rank = _bm25s_ranker(indexed)
     theirs = [rank(q["query"], 5) for q in queries] if rank is not None else None
-    embedding = rankers(indexed)
-    embedded = fused = None
-    if embedding is not None:
-        embedded = [embedding[0](q["query"], 5) for q in queries]
-        fused = [embedding[1](q["query"], 5) for q in queries]
+    embedding = _embedding_ranker(indexed)
+    embedded = [embedding(q["query"], 5) for q in queries] if embedding else None
     expected = [q["tool"] for q in queries]
     cjk = [i for i, q in enumerate(queries) if q.get("language") in ("ko", "ja")]
     halves = [[i for i, q in enumerate(queries) if query_half(q) == h] for h in (0, 1)]
@@ -175,7 +233,6 @@ async def main(quick: bool) -> dict[str, Any]:
         want = [expected[i] for i in pick]
         return {"at1": _recall(got, want, 1), "at5": _recall(got, want, 5), "queries": len(pick)}
 
-    samples.sort()
     return {
         "servers": servers,
         "tools": len(tools),
@@ -209,14 +266,16 @@ async def main(quick: bool) -> dict[str, Any]:
             "bm25s": recalls(theirs, cjk),
         },
         "latency_ms": {
-            "p50": statistics.median(samples) * 1e3,
-            "p95": samples[int(0.95 * (len(samples) - 1))] * 1e3,
+            **latency,
             "first_search_ms": build_ms,
             "searches": len(samples),
+            "tools_twice": 2 * len(indexed),
         },
+        # The misses of what search_tools answers here (fused where the extra is).
+        "misses_of": "fused" if embed else "BM25",
         "misses": [
             {"query": q["query"], "want": q["tool"], "got": got[:3]}
-            for q, got in zip(queries, ours, strict=True)
+            for q, got in zip(queries, pooled, strict=True)
             if q["tool"] not in got[:5]
         ],
         "queries_for_missing_servers": unknown,
@@ -249,20 +308,28 @@ def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
             found = report[key][other]
             row += [f"{found['at1']:.2f}", f"{found['at5']:.2f}"] if found else ["-", "-"]
         rows.append(row)
-    columns = ["ours", "fused", "wordllama", "bm25s"]
+    columns = ["BM25", "fused", "wordllama", "bm25s"]
     print_table(
         "Recall of the right tool",
         ["queries", *(f"{name} @{k}" for name in columns for k in (1, 5))],
         rows,
     )
     latency = report["latency_ms"]
+    for key, label in (
+        ("pool_fused", "await pool.search_tools, fused"),
+        ("pool_bm25", "await pool.search_tools, BM25"),
+        ("bm25", "BM25 alone, in process"),
+        ("fused_twice", f"fused over {latency['tools_twice']} tools, in process"),
+    ):
+        if key in latency:
+            row = latency[key]
+            print(f"{label}: p50 {row['p50']:.3f} ms, p95 {row['p95']:.3f} ms")
     print(
-        f"search_tools latency over {latency['searches']} searches: p50 "
-        f"{latency['p50']:.3f} ms, p95 {latency['p95']:.3f} ms (first search, building "
-        f"the index: {latency['first_search_ms']:.1f} ms)"
+        f"({latency['searches']} searches each; the first search, building the index: "
+        f"{latency['first_search_ms']:.1f} ms)"
     )
     if report["misses"]:
-        print(f"not in the first five ({len(report['misses'])}):")
+        print(f"not in the first five ({report['misses_of']}, {len(report['misses'])}):")
         for miss in report["misses"]:
             print(f"  {miss['query']!r}: want {miss['want']}, got {', '.join(miss['got'])}")
     if args.json:

@@ -37,6 +37,7 @@ from ._pins import ToolPins, as_pins
 from ._restart import RestartPolicy
 from ._worker import WorkerSettings
 from .external import ExternalServerSpec, load_mcp_servers
+from .tool_search import check_embedding
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
@@ -71,6 +72,7 @@ class SyncPoolOptions(TypedDict, total=False):
     start_method: StartMethod
     restart: RestartPolicy | None
     browser_allowed_origins: Iterable[str] | None
+    search_embed: bool
 
 
 class PoolOptions(SyncPoolOptions, total=False):
@@ -114,6 +116,14 @@ def _builtin_available(name: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
         return False
+
+
+def _search_embed(given: object) -> bool:
+    if not isinstance(given, bool):
+        raise TypeError(f"search_embed must be True or False, not {given!r}")
+    if given:
+        check_embedding()
+    return given
 
 
 def root_uris(roots: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -177,6 +187,8 @@ class PoolConfig:
     """The reviewed tool definitions: a tool not pinned, or changed since, is withheld.
 
     None: every tool is offered."""
+    search_embed: bool = False
+    """Tool search fuses BM25 with the ``search-embed`` extra's embedding model."""
 
     @classmethod
     def build(
@@ -191,6 +203,7 @@ class PoolConfig:
             NotADirectoryError: ``data_dir`` is a file, or a root is not a folder.
             TypeError: a `Server` to run in a worker is not importable by name.
             FileNotFoundError: ``pinned`` names no file.
+            ImportError: ``search_embed`` without the ``search-embed`` extra.
         """
         check_options(given, PoolOptions.__optional_keys__, "PoolConfig.build")
         sources = tuple(servers)
@@ -261,6 +274,7 @@ class PoolConfig:
             replicas=dict(given.get("replicas") or {}),
             roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
             pinned=as_pins(given.get("pinned")),
+            search_embed=_search_embed(given.get("search_embed", False)),
         )
         config._check_replicas()
         return config

@@ -29,16 +29,13 @@ import anyio.abc
 
 from nativemcp.protocol import (
     APPS_EXTENSION,
-    ArgumentsError,
     BackendType,
     NativeMCPResponse,
     Tool,
     ToolNameError,
     UnknownServer,
-    UnknownTool,
     quoted_name,
     tool_ui,
-    ui_visibility,
 )
 from nativemcp.workers import (
     ClientRequestError,
@@ -49,6 +46,7 @@ from nativemcp.workers import (
     load_server,
 )
 
+from ._agent_loop import AgentLoop
 from ._bootstrap import exit_if_bootstrapping
 from ._catalog import Catalog, UIAction
 from ._config import PoolConfig, PoolOptions, check_options, root_uris
@@ -77,25 +75,9 @@ from .external import (
     ServerAuthorization,
     roots_answer,
 )
-from .llm._apps import with_app_note
-from .llm._messages import tool_result_message, tool_results_turn
-from .llm._provider import Provider, check_provider
-from .llm._tools import declaration, provider_name, read_tool_call
 from .telemetry import TRACING, traced
 from .telemetry import refresh as refresh_tracing
-from .tool_search import (
-    CALL_TOOL,
-    META_TOOLS,
-    SEARCH_TOOLS,
-    IndexedTool,
-    ToolIndex,
-    ToolMatch,
-    ToolProfile,
-    deferred_for_anthropic,
-    read_call,
-    read_search,
-    search_response,
-)
+from .tool_search import ToolIndex
 
 __all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
 
@@ -263,7 +245,7 @@ def find_server(servers: Mapping[str, T], name: str, *, closed: bool) -> T:
     return server
 
 
-class WorkerPool:
+class WorkerPool(AgentLoop):
     """Runs tool servers and gives out typed proxies and one catalog over all of them.
 
     Each server runs where it fits: user servers and the ``content-store`` and
@@ -336,6 +318,9 @@ class WorkerPool:
         pinned: a pin file (``nativemcp tools --pin FILE``) or `ToolPins`: a tool
             whose definition is not pinned, or changed since, is left out of the
             catalog with a warning naming what changed.
+        search_embed: `search_tools` (and the meta-tool) fuses BM25 with a small
+            embedding model's ranking, which finds paraphrases BM25 misses (the
+            ``search-embed`` extra, wordllama; loaded once, on the first search).
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
@@ -346,6 +331,7 @@ class WorkerPool:
             ``database_url`` that is not ``postgresql://``, or replicas for an unknown or
             in-process server or not a count ≥ 1, or ``input_rounds`` below 1.
         NotADirectoryError: ``data_dir`` is a file.
+        ImportError: ``search_embed`` without the ``search-embed`` extra installed.
         TypeError: a `Server` to run in a worker is not importable by name (defined
             inside a function); raised here, before any process starts.
 
@@ -653,11 +639,11 @@ class WorkerPool:
             raise ServerClosed("the pool is closed", server="*")
 
     async def list_tools(self) -> list[Tool]:
-        """Every tool of every source, under its full name.
+        """Every tool of every source under its full name, those only an app may call too.
 
         ``builtin_server__tool`` for a built-in server, ``server__tool`` for an external
-        or the user's own; its `ServiceInfo` in ``_meta["io.github.nativemcp/service"]``
-        (read it with `service_info`).
+        or the user's own, its `ServiceInfo` in its ``_meta`` (`service_info`); the
+        model's lists (`tool_definitions`, `search_tools`) omit tools only an app calls.
 
         Raises:
             ToolNameError: two sources now give the same full name (both named).
@@ -720,43 +706,6 @@ class WorkerPool:
         advertised = getattr(handle, "extensions", None) or {}
         return APPS_EXTENSION in advertised or any(tool_ui(tool.meta) for tool in handle.tools)
 
-    def tool_index(self) -> ToolIndex:
-        """The BM25 index of the catalog as it is now; `search_tools` reads it.
-
-        It is rebuilt when a source's tools changed since the last search.
-
-        Raises:
-            ToolNameError: two sources now give the same full name (both named).
-            ServerClosed: the pool is closed.
-        """
-        self._check_open()
-        version = self._catalog.version
-        if self._tool_index is None or self._tool_index[0] != version:
-            # A tool only its app may call (MCP Apps) is not found for the model either.
-            entries = [e for e in self._catalog.entries() if "model" in ui_visibility(e.tool.meta)]
-            tools = [IndexedTool(e.full_name, e.service.server_name, e.tool) for e in entries]
-            self._tool_index = (version, ToolIndex(tools))
-        return self._tool_index[1]
-
-    async def search_tools(
-        self, query: str, limit: int = 5, *, profile: ToolProfile | None = None
-    ) -> list[ToolMatch]:
-        """The ``limit`` tools of the catalog that best fit ``query``, best first.
-
-        Every tool of every source is ranked by BM25 over its full name, its server's
-        name, its title and description and its parameters' names and descriptions,
-        tokenized as the content store tokenizes text (any language; Chinese, Japanese
-        and Korean as character bigrams). Each `ToolMatch` has the full name to call,
-        the score, one line of description and the input schema. A tool that holds no
-        word of the query is not returned. ``profile`` keeps only the tools it offers.
-
-        Raises:
-            ValueError: ``limit`` is not between 1 and 50.
-            ServerClosed: the pool is closed.
-        """
-        where = profile.allows if profile is not None and profile.filters else None
-        return self.tool_index().search(query, limit, where=where)
-
     def resolve_ui_action(self, action: Mapping[str, Any], content: Any) -> UIAction:
         """Resolve a UI action to the full tool name to call and its arguments.
 
@@ -770,174 +719,3 @@ class WorkerPool:
             UnknownTool: the resolved name is not in the catalog.
         """
         return self._catalog.resolve_ui_action(action, content)
-
-    # -- the agent loop --------------------------------------------------------------
-
-    def _names_for(self, provider: Provider) -> dict[str, str]:
-        """Provider name → full name for every catalog tool (stable across calls)."""
-        names = self._llm_names.setdefault(provider, {})
-        given = {full: short for short, full in names.items()}
-        for entry in self._catalog.entries():
-            if entry.full_name not in given:
-                short = provider_name(entry.full_name, provider, names)
-                names[short] = entry.full_name
-                given[entry.full_name] = short
-        return names
-
-    async def tool_definitions(
-        self,
-        provider: Provider,
-        *,
-        search: bool = False,
-        defer_loading: bool = False,
-        profile: ToolProfile | None = None,
-    ) -> list[dict[str, Any]]:
-        """Every tool of the catalog as ``provider``'s tool declarations.
-
-        ``"openai"`` (Chat Completions tools), ``"openai-responses"`` (Responses function
-        tools), ``"anthropic"`` (Messages tools) or ``"gemini"`` (FunctionDeclarations;
-        wrap them as ``types.Tool(function_declarations=...)``). Names that break a
-        provider's rule are shortened reversibly: `run_tool_call` maps them back.
-        ``search=True``: only the two meta-tools, ``search_tools(query, limit?)`` and
-        ``call_tool(name, arguments)``, which `run_tool_call` runs over the whole
-        catalog (a few hundred tokens instead of every definition).
-        ``defer_loading=True`` (Anthropic only): every definition marked
-        ``defer_loading``, after Anthropic's own tool search tool
-        (``tool_search_tool_bm25``), which finds them on Anthropic's side.
-
-        Raises:
-            UnknownProviderError: not one of the four providers.
-            ValueError: ``defer_loading`` for another provider than Anthropic, or with
-                ``search``.
-            ServerClosed: the pool is closed.
-        """
-        provider = check_provider(provider)
-        self._check_open()
-        search = search or (profile is not None and profile.search)
-        if defer_loading and (provider != "anthropic" or search):
-            raise ValueError(
-                "defer_loading is Anthropic's tool search (provider='anthropic'), and "
-                "replaces search=True; for another provider use search=True"
-            )
-        if search:
-            return [declaration(tool, tool.name, provider) for tool in META_TOOLS]
-        names = self._names_for(provider)
-        by_full = {full: short for short, full in names.items()}
-        # A tool only its app may call (MCP Apps visibility ["app"]) is not the model's.
-        definitions = [
-            declaration(entry.tool, by_full[entry.full_name], provider)
-            for entry in self._catalog.entries()
-            if "model" in ui_visibility(entry.tool.meta)
-            and (profile is None or profile.allows(entry.full_name))
-        ]
-        return deferred_for_anthropic(definitions) if defer_loading else definitions
-
-    async def run_tool_call(
-        self,
-        call: Any,
-        *,
-        provider: Provider,
-        timeout: float | _Default | None = DEFAULT,
-        on_progress: ProgressCallback | None = None,
-        on_log: LogHandler | None = None,
-        profile: ToolProfile | None = None,
-    ) -> dict[str, Any]:
-        """Run a model's tool call and return the provider's tool-result message.
-
-        ``call`` is what the provider's SDK gives (an object or its dict): an OpenAI
-        ``tool_calls[i]``, a Responses ``function_call`` item, an Anthropic ``tool_use``
-        block, a Gemini ``function_call`` Part. Arguments that are not JSON, an unknown
-        tool, a tool error or a failed source become an error message the model can
-        read (see `tool_result_message`); cancellation propagates. The meta-tools of
-        ``tool_definitions(provider, search=True)`` run here too: ``search_tools``
-        answers the matches, ``call_tool`` calls the tool it names. ``profile`` (the
-        one given to `tool_definitions`): the search finds only the tools it offers,
-        and a call of another is an unknown tool to the model.
-
-        Raises:
-            UnknownProviderError: not one of the four providers.
-            ValueError: ``call`` is not a tool call at all (no tool name).
-        """
-        provider = check_provider(provider)
-        parsed = read_tool_call(call, provider)
-        full_name = self._names_for(provider).get(parsed.name, parsed.name)
-        outcome: NativeMCPResponse[Any] | Exception
-        arguments = parsed.arguments
-        if parsed.error is not None:
-            outcome = ArgumentsError(f"tool call {quoted_name(parsed.name)}: {parsed.error}")
-        else:
-            try:
-                # No full name is a meta-tool's: a full name always holds "__".
-                if full_name == SEARCH_TOOLS:
-                    query, limit = read_search(arguments)
-                    found = await self.search_tools(query, limit, profile=profile)
-                    outcome = search_response(query, found, self._offered(profile))
-                else:
-                    if full_name == CALL_TOOL:
-                        full_name, arguments = read_call(arguments)
-                    if profile is not None and not profile.allows(full_name):
-                        raise UnknownTool(
-                            f"no tool named {quoted_name(full_name)} is offered here; call "
-                            f"{SEARCH_TOOLS} to find one"
-                        )
-                    outcome = await self.call_tool(
-                        full_name,
-                        arguments,
-                        timeout=timeout,
-                        on_progress=on_progress,
-                        on_log=on_log,
-                    )
-                    if self._apps:  # the app shows the tool's app: the model hears so
-                        outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
-            except Exception as exc:  # the model reads the error; cancellation is not caught
-                outcome = exc
-        return tool_result_message(
-            outcome, provider=provider, call_id=parsed.call_id, tool_name=parsed.name
-        )
-
-    def _offered(self, profile: ToolProfile | None) -> int:
-        """How many tools of the catalog ``profile`` offers (all without one)."""
-        if profile is None or not profile.filters:
-            return len(self.tool_index())
-        return sum(
-            1
-            for entry in self._catalog.entries()
-            if "model" in ui_visibility(entry.tool.meta) and profile.allows(entry.full_name)
-        )
-
-    async def run_tool_calls(
-        self,
-        calls: Iterable[Any],
-        *,
-        provider: Provider,
-        timeout: float | _Default | None = DEFAULT,
-        on_progress: ProgressCallback | None = None,
-        on_log: LogHandler | None = None,
-        profile: ToolProfile | None = None,
-    ) -> list[dict[str, Any]]:
-        """Run one model turn's tool calls, in order; the history entries that answer them.
-
-        Append the entries to the conversation as they are.
-
-        Each call runs as `run_tool_call` runs it (``profile`` too). OpenAI and
-        Responses get one entry per call; Anthropic one user message holding every
-        ``tool_result`` block, and Gemini one user content holding every
-        ``functionResponse`` Part, as their APIs require (see `tool_results_turn`).
-
-        Raises:
-            UnknownProviderError: not one of the four providers.
-            ValueError: an item of ``calls`` is not a tool call at all (no tool name).
-        """
-        provider = check_provider(provider)
-        results = [
-            await self.run_tool_call(
-                call,
-                provider=provider,
-                timeout=timeout,
-                on_progress=on_progress,
-                on_log=on_log,
-                profile=profile,
-            )
-            for call in calls
-        ]
-        return tool_results_turn(results, provider=provider)

@@ -11,23 +11,39 @@ Host names are compared as DNS compares them: without regard to case, and with a
 trailing dot (the fully qualified spelling, ``localhost.``) the same name. Each request's
 Host is made canonical (`canonical_host`) before the SDK's exact comparison, and so is
 every allowed name; nothing else is loosened (``localhost.evil.test`` stays foreign).
+A Host that is no plain ``host[:port]`` is refused before the SDK's check: that check
+reads ``host:*`` as "the host, a colon, then anything", so ``127.0.0.1:1; x`` passed it,
+and Host values go on into URLs, headers and policies.
 
 Only the serve and console rooms import this module (it loads the SDK's server side).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Final
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["LOCAL_HOSTS", "CanonicalHost", "RebindingGuard", "canonical_host", "local_only"]
+__all__ = [
+    "LOCAL_HOSTS",
+    "PLAIN_HOST",
+    "CanonicalHost",
+    "RebindingGuard",
+    "canonical_host",
+    "local_only",
+]
 
 LOCAL_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
 """Host names that reach this machine only: accepted with any port."""
+PLAIN_HOST: Final = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
+"""A plain ``host[:port]`` (group 1 the host): a DNS name, an IPv4 address or a bracketed
+IPv6 address, and digits for the port; nothing that could end a URL, a header or a
+policy directive."""
 
 
 def canonical_host(host: str) -> str:
@@ -67,9 +83,14 @@ def local_only(
     )
 
 
+_MISDIRECTED: Final = Response("Invalid Host header", status_code=421)
+"""The SDK's answer to a foreign Host, given to a malformed one too."""
+
+
 class CanonicalHost:
     """ASGI middleware: the request's Host header made canonical (`canonical_host`), so
-    that the SDK's exact Host check accepts every spelling of an allowed name."""
+    that the SDK's exact Host check accepts every spelling of an allowed name; a Host
+    that is no plain ``host[:port]`` (`PLAIN_HOST`) is answered 421 here."""
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
@@ -79,6 +100,9 @@ class CanonicalHost:
             headers = scope["headers"]
             for index, (key, value) in enumerate(headers):
                 if key == b"host":
+                    if PLAIN_HOST.fullmatch(value.decode("latin-1")) is None:
+                        await _MISDIRECTED(scope, receive, send)
+                        return
                     canonical = canonical_host(value.decode("latin-1")).encode("latin-1")
                     if canonical != value:
                         headers = [*headers]
@@ -89,8 +113,9 @@ class CanonicalHost:
 
 
 class RebindingGuard:
-    """ASGI middleware: every HTTP request with a foreign Host gets 421, with a foreign
-    Origin 403, before it reaches the app (or its authentication)."""
+    """ASGI middleware: every HTTP request with a foreign Host (or one that is no plain
+    ``host[:port]``, `CanonicalHost`) gets 421, with a foreign Origin 403, before it
+    reaches the app (or its authentication)."""
 
     def __init__(self, app: ASGIApp, settings: TransportSecuritySettings) -> None:
         self._app = app

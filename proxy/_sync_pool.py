@@ -26,7 +26,9 @@ from nativemcp.protocol import (
     Tool,
     UnknownTool,
     quoted_name,
+    tag_service,
     tool_name_index,
+    tool_ui,
     ui_visibility,
 )
 from nativemcp.protocol.wire import (
@@ -201,8 +203,37 @@ class SyncWorkerPool:
                 for full, tool in found.items()
                 if "model" in ui_visibility(tool.meta)
             ]
-            kept = self._tool_index = (listed, ToolIndex(indexed), names)
+            index = ToolIndex(indexed, embed=self._config.search_embed)
+            kept = self._tool_index = (listed, index, names)
         return kept[1], kept[2]
+
+    def list_tools(self) -> list[Tool]:
+        """Every tool of every server under its full name, those only an app may call too.
+
+        As `WorkerPool.list_tools` lists them; `search_tools` omits tools only an MCP App
+        may call (visibility ``["app"]``).
+
+        Raises:
+            ServerClosed: the pool is closed.
+        """
+        names = self._indexed()[1]
+        tools = {(w.name, t.name): t for w in self._workers.values() for t in w.tools}
+        return [
+            tag_service(tools[(service.server_name, service.tool_name)], service, name=full)
+            for full, service in names.items()
+        ]
+
+    def offers_apps(self, name: str, /) -> bool:
+        """Whether server ``name`` offers MCP Apps: a tool of it names a ``ui://`` page.
+
+        The sync pool runs the app's own servers only, which need no declaration of the
+        extension (`WorkerPool(apps=True)` declares it to external servers).
+
+        Raises:
+            UnknownServer: no server ``name`` (the message lists them); ServerClosed.
+        """
+        worker = find_server(self._workers, name, closed=self._closed)
+        return any(tool_ui(tool.meta) for tool in worker.tools)
 
     def search_tools(
         self, query: str, limit: int = 5, *, profile: ToolProfile | None = None

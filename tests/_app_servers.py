@@ -3,7 +3,10 @@ tests; a module so worker processes can import them."""
 
 from __future__ import annotations
 
-from nativemcp.workers import Server
+import os
+
+from nativemcp.protocol import AppCsp
+from nativemcp.workers import CompletionRef, Context, Server
 
 alpha = Server("alpha", description="An app server")
 beta = Server("beta", description="Another app server with the same app URI")
@@ -58,9 +61,11 @@ GAMMA_PAGE = """<!DOCTYPE html><html><body>
 <p id="result">waiting</p><button id="call" type="button">call echo</button>
 <p id="called"></p><p id="refused"></p><p id="model-only"></p><p id="fetch"></p>
 <button id="open" type="button">open</button><button id="open-bad" type="button">bad</button>
-<p id="opened"></p>
+<p id="opened"></p><p id="probe"></p><button id="tell" type="button">tell</button>
+<p id="told"></p><p id="heard"></p><button id="save" type="button">save</button>
+<p id="saved"></p>
 <script>
-var next = 1, waiting = {};
+var next = 1, waiting = {}, initialized = false, heard = [];
 function request(method, params) {
   var id = next++;
   window.parent.postMessage({jsonrpc: "2.0", id: id, method: method, params: params}, "*");
@@ -70,7 +75,20 @@ function show(id, text) { document.getElementById(id).textContent = text; }
 window.addEventListener("message", function (event) {
   var m = event.data;
   if (!m || m.jsonrpc !== "2.0") { return; }
+  if (m.method !== undefined) {  // what the host sent, and whether before initialized
+    heard.push((initialized ? "" : "early ") + m.method);
+    show("heard", heard.join(" "));
+  }
   if (m.method === "ui/notifications/tool-result") { show("result", m.params.content[0].text); }
+  else if (m.method === "ui/notifications/tool-input" && m.params.arguments.allowed) {
+    probe(m.params.arguments);
+  }
+  else if (m.method === "ui/resource-teardown") {  // leave a note, then agree
+    request("ui/update-model-context", {content: [{type: "text", text: "torn down: " +
+      m.params.reason}]}).then(function () {
+      window.parent.postMessage({jsonrpc: "2.0", id: m.id, result: {}}, "*");
+    });
+  }
   else if (m.method === undefined && waiting[m.id]) {
     var w = waiting[m.id]; delete waiting[m.id];
     m.error ? w[1](m.error) : w[0](m.result);
@@ -87,6 +105,47 @@ document.getElementById("call").addEventListener("click", function () {
   fetch("http://127.0.0.1:9/").then(function () { show("fetch", "fetched"); },
     function (e) { show("fetch", "blocked: " + e.name); });
 });
+// Where the view runs and what it can reach: the test reads the report in #probe.
+function probe(args) {
+  var report = {origin: self.origin, href: location.href, referrer: document.referrer,
+    name: window.name, ancestors: Array.from(location.ancestorOrigins || []),
+    geolocation: document.featurePolicy.allowsFeature("geolocation"),
+    camera: document.featurePolicy.allowsFeature("camera"), violations: []};
+  try { report.cookie = document.cookie; } catch (e) { report.cookie = e.name; }
+  try { report.parent = parent.document.URL; } catch (e) { report.parent = e.name; }
+  try { report.top = top.location.href; } catch (e) { report.top = e.name; }
+  document.addEventListener("securitypolicyviolation", function (e) {
+    report.violations.push(e.violatedDirective + " " + e.blockedURI);
+  });
+  function attempt(url) {
+    return fetch(url, {mode: "no-cors"}).then(function () { return "fetched"; },
+      function (e) { return "blocked: " + e.name; });
+  }
+  Promise.all([attempt(args.allowed), attempt(args.forbidden)]).then(function (r) {
+    report.allowed = r[0]; report.forbidden = r[1];
+    show("probe", JSON.stringify(report));
+  });
+}
+document.getElementById("tell").addEventListener("click", function () {
+  var text = function (t) { return [{type: "text", text: t}]; };
+  window.parent.postMessage({jsonrpc: "2.0", method: "notifications/message",
+    params: {level: "info", logger: "gamma", data: "told the host"}}, "*");
+  request("ui/update-model-context", {content: text("first context")}).then(function () {
+    return request("ui/update-model-context", {content: text("the chart shows 3 bars")});
+  }).then(function () {
+    return request("ui/message", {role: "user", content: text("explain the chart")});
+  }).then(function () {
+    return request("ui/message", {role: "assistant", content: text("x")});
+  }).then(function () { show("told", "sent as assistant"); },
+          function (e) { show("told", "told; refused: " + e.message); });
+});
+document.getElementById("save").addEventListener("click", function () {
+  var notes = {type: "resource", resource: {uri: "file:///gamma/notes.txt",
+    mimeType: "text/plain", text: "gamma notes"}};
+  request("ui/download-file", {contents: [notes]}).then(function (r) {
+    show("saved", r.isError ? "declined" : "saved");
+  }, function (e) { show("saved", "refused: " + e.message); });
+});
 function open(url) {
   request("ui/open-link", {url: url}).then(function () { show("opened", "opened " + url); },
     function (e) { show("opened", "refused: " + e.message); });
@@ -99,6 +158,7 @@ document.getElementById("open-bad").addEventListener("click", function () {
 });
 request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "gamma", version: "1"},
   appCapabilities: {}}).then(function () {
+  initialized = true;
   window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/initialized"}, "*");
   window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/size-changed",
     params: {width: 300, height: 222}}, "*");
@@ -108,7 +168,13 @@ request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "gamma"
 gamma = Server("gamma", description="An app that speaks the MCP Apps bridge")
 
 
-@gamma.app("ui://app.html")
+# Only the probe's allowed origin (a test server's) may be fetched; geolocation is asked.
+GAMMA_CONNECT = os.environ.get("NATIVEMCP_TEST_GAMMA_CONNECT", "http://127.0.0.1:9")
+
+
+@gamma.app(
+    "ui://app.html", csp=AppCsp(connect_domains=(GAMMA_CONNECT,)), permissions=["geolocation"]
+)
 def gamma_page() -> str:
     """Gamma's app."""
     return GAMMA_PAGE
@@ -118,6 +184,12 @@ def gamma_page() -> str:
 def greet(name: str) -> str:
     """Greet someone, in gamma's app."""
     return f"hello {name}"
+
+
+@gamma.tool(ui="ui://app.html")
+def probe(allowed: str, forbidden: str) -> str:
+    """Show where gamma's app runs and which of two URLs it may fetch."""
+    return f"probing {allowed} and {forbidden}"
 
 
 @gamma.tool(ui="ui://app.html", visibility=["app"])
@@ -130,3 +202,24 @@ def echo(text: str) -> str:
 def model_only() -> str:
     """Only the model calls this."""
     return "model only"
+
+
+@gamma.app("ui://views/{name}")
+def gamma_view(name: str) -> str:
+    """One of gamma's views, by name."""
+    return f"<!DOCTYPE html><p>gamma view {name}</p>"
+
+
+@gamma.completion
+def gamma_names(ref: CompletionRef, argument: str, value: str) -> list[str]:
+    """View names, for gamma's own template only (as gamma names it)."""
+    if ref.name != "ui://views/{name}":
+        return []
+    return [name for name in ("chart", "table") if name.startswith(value)]
+
+
+@gamma.tool(visibility=["model", "app"], ui="ui://app.html")
+async def touch(uri: str, ctx: Context) -> str:
+    """Report that one of gamma's resources changed."""
+    await ctx.resource_updated(uri)
+    return f"touched {uri}"

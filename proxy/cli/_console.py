@@ -6,7 +6,9 @@ http://127.0.0.1:8765/3q2-...-token/
 ```
 
 The URL carries a random token; requests without it get 401, requests naming another
-Host than a local name (or ``--allow-host``) 421, another Origin 403. The console runs the
+Host than a local name (or ``--allow-host``) 421, another Origin 403. A second port
+(``--sandbox-port``, any free one by default) serves the sandbox proxy MCP Apps render in:
+a second origin, as the ext-apps specification asks of web hosts. The console runs the
 built-in servers (and any ``--server``, named as on every verb) in a `WorkerPool` for
 as long as it serves; Ctrl-C stops both.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import secrets
 import socket
 import sys
@@ -49,6 +52,13 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     console.add_argument(
         "--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)"
     )
+    console.add_argument(
+        "--sandbox-port",
+        type=int,
+        default=0,
+        help="port on 127.0.0.1 for MCP Apps' sandbox, their second origin (default: any "
+        "free port; forward it too when you tunnel the console)",
+    )
     add_allow_lists(console)  # a name for 127.0.0.1 besides localhost (an SSH tunnel's)
     console.add_argument(
         "--server",
@@ -60,7 +70,16 @@ def add_console_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
 
 
-async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.socket) -> int:
+def _with_sandbox_port(hosts: list[str], port: int) -> list[str]:
+    """The allowed ``host:port`` names, each also on the sandbox ``port``: a page reached
+    under a name reaches its apps' sandbox under the same name."""
+    named = (re.fullmatch(r"(.+):[0-9]+", host) for host in hosts)
+    return [*hosts, *(f"{match[1]}:{port}" for match in named if match)]
+
+
+async def _serve(
+    args: argparse.Namespace, options: PoolOptions, sock: socket.socket, sandbox: socket.socket
+) -> int:
     import uvicorn
 
     from ..console._app import create_console_app
@@ -82,8 +101,9 @@ async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.so
             await ConsoleCatalog.load(pool),
             token,
             calls,
-            allowed_hosts=args.allow_host,
+            allowed_hosts=_with_sandbox_port(args.allow_host, sandbox.getsockname()[1]),
             allowed_origins=args.allow_origin,
+            sandbox_port=sandbox.getsockname()[1],
             spans=spans,
         )
         config = uvicorn.Config(
@@ -100,11 +120,11 @@ async def _serve(args: argparse.Namespace, options: PoolOptions, sock: socket.so
         print(f"http://{HOST}:{port}/{token}/", flush=True)
         print(
             f"nativemcp console: servers {', '.join(pool.names)}; data in {options.where}; "
-            "Ctrl-C stops",
+            f"MCP Apps' sandbox on port {sandbox.getsockname()[1]}; Ctrl-C stops",
             file=sys.stderr,
             flush=True,
         )
-        await server.serve(sockets=[sock])
+        await server.serve(sockets=[sock, sandbox])
         calls.cancel_scope.cancel()
     return 0
 
@@ -116,9 +136,15 @@ def run_console(args: argparse.Namespace, options: PoolOptions) -> int:
     except OSError as exc:
         print(f"nativemcp console: error: {exc}", file=sys.stderr)
         return 2
-    with sock:
+    try:
+        sandbox = listen(HOST, args.sandbox_port)
+    except OSError as exc:
+        sock.close()
+        print(f"nativemcp console: error (--sandbox-port): {exc}", file=sys.stderr)
+        return 2
+    with sock, sandbox:
         try:
-            return int(anyio.run(_serve, args, options, sock))
+            return int(anyio.run(_serve, args, options, sock, sandbox))
         except KeyboardInterrupt:
             # uvicorn shuts down on Ctrl-C, then raises it again; by then the pool has
             # closed every worker. Ctrl-C is how the console is meant to stop: status 0.

@@ -3,7 +3,9 @@
 ``--tools GLOB`` and ``--exclude-tools GLOB`` (each repeatable) are globs on full names
 (``builtin_workspace__*``), matched whole as `fnmatch.fnmatchcase` matches;
 ``--tool-search`` offers the two meta-tools ``search_tools`` and ``call_tool`` in place
-of every definition. Together they make a `ToolProfile`.
+of every definition. Together they make a `ToolProfile`. ``--search-embed`` has that
+search fuse BM25 with the ``search-embed`` extra's embedding model (a pool option:
+`search_embed`).
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..tool_search import ToolProfile
+from ..tool_search import EMBED_EXTRA, ToolProfile, check_embedding
 from ._errors import UsageError
 
-__all__ = ["add_profile_options", "tool_profile"]
+__all__ = ["add_profile_options", "search_embed", "tool_profile"]
 
 
 def add_profile_options(parser: Any) -> None:
@@ -39,6 +41,29 @@ def add_profile_options(parser: Any) -> None:
         help="offer two tools, search_tools and call_tool, in place of every definition "
         "(the model searches the catalog and calls by full name)",
     )
+    parser.add_argument(
+        "--search-embed",
+        action="store_true",
+        help="with --tool-search: rank by meaning too, fusing BM25 with a small local "
+        f"embedding model (pip install 'nativemcp[{EMBED_EXTRA}]')",
+    )
+
+
+def search_embed(args: argparse.Namespace) -> bool:
+    """Whether ``--search-embed`` was given (and can be honoured).
+
+    Raises:
+        UsageError: given without ``--tool-search``, or without the extra installed.
+    """
+    if not args.search_embed:
+        return False
+    if not args.tool_search:
+        raise UsageError("serve: --search-embed ranks --tool-search's matches; add --tool-search")
+    try:
+        check_embedding()
+    except ImportError as exc:
+        raise UsageError(f"serve: --search-embed: {exc}") from None
+    return True
 
 
 def tool_profile(args: argparse.Namespace) -> ToolProfile:

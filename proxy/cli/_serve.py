@@ -32,7 +32,7 @@ from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
-from ._profile import add_profile_options, tool_profile
+from ._profile import add_profile_options, search_embed, tool_profile
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = [
@@ -360,6 +360,7 @@ def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
         "relay_client_requests": True,
         "input_rounds": args.input_rounds,
         "apps": True,
+        "search_embed": search_embed(args),
     }
 
 

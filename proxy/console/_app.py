@@ -19,10 +19,12 @@ shipped in the package; no CDN, no build step) and talks JSON:
   sandboxed iframe loads a UIResource's HTML from, once, within a few seconds
 - ``POST api/calls/<id>/ui-actions``      ``{"block", "action"}`` → a started call (a tool
   of the server that rendered the UI), or a host action to show
-- ``POST api/calls/<id>/app-frame``       ``{}`` → ``{"src"}``: the call's MCP App, as a
-  UI frame is (``_apps.py``: its page, its content security policy)
+- ``POST api/calls/<id>/app-frame``       ``{}`` → ``{"src", "html", "csp", "permissions",
+  "allow"}``: the call's MCP App, its page for the sandbox proxy on the second origin
+  (``_sandbox.py``) at ``src``, its content security policy and permissions (``_apps.py``)
 - ``POST api/calls/<id>/app-requests``    ``{"method", "params"}`` → ``{"result"}`` or
-  ``{"error"}``: what the app asked its host for (its own server's tools and resources)
+  ``{"error"}``: what the app asked its host for (its own server's tools and resources),
+  or told it (``ui/message``, ``ui/update-model-context``: kept with the call)
 - ``GET  api/calls/<id>/spans``           ``{"recording", "spans"}``: the call's waterfall
   (``_spans.py``; ``waterfall.js`` draws it)
 
@@ -88,9 +90,18 @@ from nativemcp.protocol import (
 
 from .._rebinding import RebindingGuard, local_only
 from ..llm._tokens import count_tokens, token_note
-from ._apps import APP_BLOCK, AppRequestError, AppRequests, app_view
+from ._apps import (
+    APP_BLOCK,
+    NOTE_METHODS,
+    AppRequestError,
+    AppRequests,
+    app_note,
+    app_view,
+    keep_note,
+)
 from ._catalog import ConsoleCatalog, UIActionTarget
 from ._frames import FrameCapabilities
+from ._sandbox import ByListener, SandboxGrant, SandboxSite, origins_of
 from ._spans import ConsoleSpans
 
 __all__ = ["ASSETS_PACKAGE", "FRAME_TTL", "create_console_app"]
@@ -101,6 +112,7 @@ _ASSET_TYPES: Final = {
     "index.html": "text/html; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
+    "apps.js": "text/javascript; charset=utf-8",
     "waterfall.js": "text/javascript; charset=utf-8",
     "waterfall.css": "text/css; charset=utf-8",
 }
@@ -144,8 +156,8 @@ class _Call:
     blobs: dict[int, tuple[bytes, str]] = field(default_factory=dict)
     documents: dict[int, str] = field(default_factory=dict)
     host_actions: list[dict[str, Any]] = field(default_factory=list)
-    app_page: tuple[str, str] | None = None
-    """The call's MCP App: its HTML and content security policy, read for its frame."""
+    app_grant: SandboxGrant | None = None
+    """The call's MCP App frame: its policy and host origin, for the sandbox proxy."""
     trace_id: int | None = None
     """The trace of the call's spans (None: none recorded)."""
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -431,6 +443,7 @@ def create_console_app(
     *,
     allowed_hosts: Iterable[str] = (),
     allowed_origins: Iterable[str] = (),
+    sandbox_port: int | None = None,
     spans: ConsoleSpans | None = None,
 ) -> ASGIApp:
     """The console as an ASGI app: everything under ``/<token>/``, the rest 401.
@@ -438,8 +451,11 @@ def create_console_app(
     Calls run in ``task_group`` (which must outlive the app's requests), so a call keeps
     running, and is remembered, when the page that started it reloads. Requests whose
     Host is not a local name or in ``allowed_hosts`` (``host:port``, ``host:*``) get 421;
-    those with an Origin that is not local or in ``allowed_origins``, 403. ``spans``
-    (`ConsoleSpans.install`, before the pool starts): each call's spans, for its waterfall.
+    those with an Origin that is not local or in ``allowed_origins``, 403. Requests that
+    reach ``sandbox_port`` (a second listening socket serving the same app) see the
+    sandbox proxy of MCP Apps only (``_sandbox.py``); without one, no app is shown.
+    ``spans`` (`ConsoleSpans.install`, before the pool starts): each call's spans, for
+    its waterfall.
 
     Raises:
         ValueError: the token is empty or not URL-safe.
@@ -450,9 +466,16 @@ def create_console_app(
     capabilities = FrameCapabilities(FRAME_TTL)
     apps = AppRequests(catalog)
 
+    def origins(request: Request) -> tuple[str, str] | None:
+        """The page's origin and its sandbox's (``_sandbox.py``), or None."""
+        return origins_of(request.headers.get("host", ""), sandbox_port)
+
     def page_asset(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            headers = {"Content-Security-Policy": _PAGE_CSP, "Cache-Control": "no-store"}
+            found = origins(request)
+            frames = "frame-src 'self'" + (f" {found[1]}" if found else "")
+            policy = _PAGE_CSP.replace("frame-src 'self'", frames)
+            headers = {"Content-Security-Policy": policy, "Cache-Control": "no-store"}
             return Response(_asset(name), media_type=_ASSET_TYPES[name], headers=headers)
 
         return endpoint
@@ -561,12 +584,18 @@ def create_console_app(
         call = find(request)
         if isinstance(call, Response):
             return call
+        found = origins(request)
+        if found is None:
+            return JSONResponse({"error": "no sandbox origin for apps on this Host"}, 404)
         try:
-            call.app_page = await apps.page(call.tool)
+            page = await apps.page(call.tool)
         except AppRequestError as exc:
             return JSONResponse({"error": str(exc)}, 404, headers=_PRIVATE)
+        # The page's own origin, as its Host says (checked local or allowed, and plain).
+        call.app_grant = SandboxGrant(page.policy, found[0])
         capability = capabilities.grant(call.id, APP_BLOCK)
-        return JSONResponse({"src": f"/ui/{capability}"}, headers=_PRIVATE)
+        src = f"{found[1]}/sandbox/{capability}"
+        return JSONResponse({"src": src, **page.frame()}, headers=_PRIVATE)
 
     async def app_request(request: Request) -> Response:
         call = find(request)
@@ -579,19 +608,22 @@ def create_console_app(
         if not isinstance(method, str):
             return JSONResponse({"error": "send {method: string, params?: object}"}, 400)
         try:
+            if method in NOTE_METHODS:  # told, not asked: kept with the call, shown
+                keep_note(call.host_actions, app_note(method, body.get("params")))
+                return JSONResponse({"result": {}}, headers=_PRIVATE)
             result = await apps.request(call.tool, method, body.get("params"))
         except AppRequestError as exc:
             return JSONResponse({"error": {"code": exc.code, "message": str(exc)}})
         return JSONResponse({"result": result}, headers=_PRIVATE)
 
+    def redeem_app_frame(capability: str) -> SandboxGrant | None:
+        named = capabilities.redeem(capability)
+        call = console.calls.get(named[0]) if named and named[1] == APP_BLOCK else None
+        return call.app_grant if call else None
+
     async def ui_document(request: Request) -> Response:
         named = capabilities.redeem(request.path_params["capability"])
         call = console.calls.get(named[0]) if named else None
-        if call is not None and named is not None and named[1] == APP_BLOCK:
-            if call.app_page is None:
-                return PlainTextResponse("404: this frame's link was used or has expired", 404)
-            html, policy = call.app_page
-            return HTMLResponse(html, headers={"Content-Security-Policy": policy, **_PRIVATE})
         document = call.documents.get(named[1]) if call and named else None
         if document is None:
             return PlainTextResponse("404: this frame's link was used or has expired", 404)
@@ -625,6 +657,7 @@ def create_console_app(
         Route("/", page_asset("index.html")),
         Route("/console.js", page_asset("console.js")),
         Route("/console.css", page_asset("console.css")),
+        Route("/apps.js", page_asset("apps.js")),
         Route("/waterfall.js", page_asset("waterfall.js")),
         Route("/waterfall.css", page_asset("waterfall.css")),
         Route("/api/tools", tools),
@@ -642,7 +675,8 @@ def create_console_app(
     ]
     frames = Starlette(routes=[Route("/{capability}", ui_document)])
     gate = _TokenGate(Starlette(routes=routes), token, frames)
-    return RebindingGuard(gate, local_only(allowed_hosts, allowed_origins))
+    sites = ByListener(gate, SandboxSite(redeem_app_frame), sandbox_port)
+    return RebindingGuard(sites, local_only(allowed_hosts, allowed_origins))
 
 
 def _same_server(catalog: ConsoleCatalog, shown_by: str, wanted: str) -> None:

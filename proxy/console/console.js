@@ -398,6 +398,7 @@
 
   function renderRunning(summary) {
     const root = document.getElementById("result");
+    if (window.nativemcpApps.tearingDown(root, () => renderRunning(summary))) return;
     clear(root);
     root.append(
       el("div", {class: "call-line"}, el("strong", {text: "#" + summary.id + " " + summary.tool}), " running…"),
@@ -449,6 +450,8 @@
 
   function renderResult(view) {
     const root = document.getElementById("result");
+    // An app shown there is asked to tear down first; apps.js renders this when it has.
+    if (window.nativemcpApps.tearingDown(root, () => renderResult(view))) return;
     clear(root);
     const service = view.service || {};
     root.append(el("div", {class: "call-line " + view.status},
@@ -480,7 +483,7 @@
     if (blocks.childNodes.length) {
       root.append(el("h3", {text: "What the user sees — media and UI resources"}), blocks);
     }
-    if (view.app) root.append(el("h3", {text: "The tool's MCP App"}), renderApp(view));
+    if (view.app) root.append(el("h3", {text: "The tool's MCP App"}), window.nativemcpApps.render(view));
     const actions = el("div", {class: "ui-actions", id: "ui-actions-" + view.id});
     root.append(actions);
     for (const action of view.hostActions || []) showHostAction(view.id, action);
@@ -535,102 +538,13 @@
     }
   }
 
-  // ---- MCP Apps: the host side of the bridge (JSON-RPC over postMessage) ---------------
-
-  function renderApp(view) {
-    const frame = el("iframe", {
-      class: "mcp-app",
-      sandbox: "allow-scripts",
-      title: "MCP App " + view.app.uri,
-      referrerpolicy: "no-referrer",
-      "data-call": view.id,
-    });
-    // A one-time capability URL, as for UI resources: the token is in nothing it can read.
-    const caption = el("figcaption", {text: view.app.uri});
-    api(view.app.frame, {}).then(
-      (granted) => { frame.src = granted.src; },
-      (err) => { caption.textContent = view.app.uri + " — not shown: " + err.message; },
-    );
-    return el("figure", {class: "ui app"}, caption, frame);
-  }
-
-  // A file an app's tool call returned (a blob resource) is offered here, in the page:
-  // the app's frame may not download (its sandbox has no allow-downloads).
-  function offerFiles(callId, result) {
-    const box = document.getElementById("ui-actions-" + callId);
-    for (const block of (result && result.content) || []) {
-      const resource = block.type === "resource" ? block.resource : null;
-      if (!box || !resource || typeof resource.blob !== "string") continue;
-      const bytes = Uint8Array.from(atob(resource.blob), (c) => c.charCodeAt(0));
-      const name = decodeURIComponent(String(resource.uri).split("/").pop() || "download");
-      const link = el("a", {class: "app-file", download: name, text: "Download " + name});
-      link.href = URL.createObjectURL(new Blob([bytes], {type: "application/octet-stream"}));
-      box.append(el("div", {class: "blob"}, link, " — from the app, " + kb(bytes.length)));
-    }
-  }
-
-  const APP_HOST_METHODS = {
-    "ui/initialize": (view) => ({
-      protocolVersion: "2026-01-26",
-      hostInfo: {name: "nativemcp console", version: "1"},
-      hostCapabilities: {openLinks: {}, serverTools: {}, serverResources: {}},
-      hostContext: {
-        toolInfo: {tool: view.app.tool},
-        theme: "light",
-        displayMode: "inline",
-        availableDisplayModes: ["inline"],
-      },
-    }),
-    "ui/request-display-mode": () => ({mode: "inline"}),
-    "ping": () => ({}),
-  };
-
-  async function onAppMessage(frame, event) {
-    const message = event.data;
-    if (!message || typeof message !== "object" || message.jsonrpc !== "2.0") return;
-    const view = state.calls.get(Number(frame.dataset.call));
-    if (!view || !view.app) return;
-    const post = (reply) => event.source.postMessage({jsonrpc: "2.0", ...reply}, "*");
-    const method = message.method;
-    if (message.id === undefined) {  // notifications from the app
-      if (method === "ui/notifications/initialized") {
-        post({method: "ui/notifications/tool-input", params: {arguments: view.app.arguments}});
-        post({method: "ui/notifications/tool-result", params: view.app.result});
-      } else if (method === "ui/notifications/size-changed") {
-        const height = Number(message.params && message.params.height);
-        if (Number.isFinite(height)) frame.style.height = Math.max(40, Math.min(2000, Math.round(height))) + "px";
-      }
-      return;
-    }
-    const answer = (result) => post({id: message.id, result});
-    const refuse = (code, text) => post({id: message.id, error: {code, message: text}});
-    if (APP_HOST_METHODS[method]) return answer(APP_HOST_METHODS[method](view));
-    if (method === "ui/open-link") {
-      const url = String((message.params && message.params.url) || "");
-      if (!/^https?:\/\//i.test(url)) return refuse(-32602, "only http(s) links open");
-      if (!window.confirm("The app asks to open " + url + "\n\nOpen it?")) return refuse(-32000, "the user declined");
-      window.open(url, "_blank", "noopener,noreferrer");
-      return answer({});
-    }
-    if (method === "tools/call" || method === "resources/read") {
-      try {
-        const reply = await api(view.app.requests, {method, params: message.params || {}});
-        if (reply.error) return refuse(reply.error.code, reply.error.message);
-        if (method === "tools/call") offerFiles(view.id, reply.result);
-        return answer(reply.result);
-      } catch (err) {
-        return refuse(-32603, err.message);
-      }
-    }
-    return refuse(-32601, "the console does not answer " + method + " for apps");
-  }
+  // ---- MCP Apps: apps.js hosts them (the sandbox proxy, the bridge) --------------------
 
   // ---- UI actions from sandboxed frames -----------------------------------------------
 
   async function onMessage(event) {
     // Only the frames this page rendered may ask for anything; which one says which call.
-    const app = [...document.querySelectorAll("iframe.mcp-app")].find((f) => f.contentWindow === event.source);
-    if (app) return onAppMessage(app, event);
+    if (window.nativemcpApps.onMessage(event)) return;
     const frame = [...document.querySelectorAll("iframe.ui-resource")].find((f) => f.contentWindow === event.source);
     if (!frame) return;
     const origin = {call: Number(frame.dataset.call), block: Number(frame.dataset.block)};
@@ -694,7 +608,7 @@
 
   function showHostAction(callId, action) {
     const box = document.getElementById("ui-actions-" + callId);
-    if (!box) return;
+    if (!box || window.nativemcpApps.showNote(null, action)) return; // an app's: apps.js shows it
     box.append(el("div", {class: "host-action"},
       el("span", {class: "badge", text: action.type === "error" ? "UI action refused" : "host action (shown, not run)"}),
       el("strong", {text: " " + action.type + " "}),
@@ -707,6 +621,7 @@
     document.getElementById("filter").addEventListener("input", renderCatalog);
     document.getElementById("tool-form").addEventListener("submit", submit);
     window.addEventListener("message", onMessage);
+    window.nativemcpApps.attach({el, api, kb});
     try {
       const catalog = await api("api/tools");
       state.servers = catalog.servers;

@@ -17,7 +17,9 @@ server's to the answer.
 When several servers are served through one connection, their ``ui://`` URIs are
 namespaced by server (``ui://app.html`` of ``alpha`` is ``ui://alpha/app.html``) in
 tools' ``_meta.ui.resourceUri``, in ``resources/list`` and templates, and a
-``resources/read`` of such a URI goes to that server alone, under its own URI.
+``resources/read`` of such a URI goes to that server alone, under its own URI; so does a
+completion of such a template, and a subscription to such a URI hears that server's
+updates of its own (`route`, `updated_by`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import mcp_types as types
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, client_supports_apps
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
 from nativemcp.protocol import (
     INVALID_PARAMS,
@@ -91,17 +94,26 @@ class ServedApps:
         capabilities = result.setdefault("capabilities", {})
         extensions = capabilities.setdefault("extensions", {})
         extensions.setdefault(EXTENSION_ID, dict(APPS_SETTINGS))
-        mime_types = _extension_settings(ctx.params).get("mimeTypes")
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
         connection = getattr(ctx.session, "_connection", None)
-        # A list that holds the type, as the SDK's check asks (never a substring of one).
-        if connection is not None and isinstance(mime_types, list) and APP_MIME_TYPE in mime_types:
+        if connection is not None and _declares_apps(params.get("capabilities")):
             self._declared.add(connection)
         return result
 
     def offered(self, ctx: ServerRequestContext[Any]) -> bool:
         """Whether the client of ``ctx`` declared MCP Apps (with the app MIME type), in
-        this request's envelope or at its 2025-11-25 handshake."""
+        this request's envelope or at its 2025-11-25 handshake.
+
+        A 2025-11-25 request may carry the envelope too (its ``_meta`` under
+        ``io.modelcontextprotocol/clientCapabilities``, as 2026-07-28 requests do): the
+        one way a client of a stateless server, which keeps nothing of a handshake, can
+        say it shows apps."""
         if client_supports_apps(ctx):
+            return True
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
+        meta = params.get("_meta")
+        envelope = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+        if _declares_apps(envelope):
             return True
         connection = getattr(ctx.session, "_connection", None)
         return connection is not None and connection in self._declared
@@ -165,6 +177,39 @@ class ServedApps:
         (``visibility: ["app"]``) is not for a client that shows no apps."""
         return offered or "model" in ui_visibility(tool.meta)
 
+    def route(self, uri: str) -> tuple[str, str] | None:
+        """The served server a namespaced ``ui://`` URI (or template) names, and the URI
+        as that server knows it; None for any other URI (not namespaced here).
+
+        Raises:
+            MCPError: INVALID_PARAMS for a ``ui://`` URI that names no served server
+                (namespaced serving routes no ``ui://`` URI by guessing its server).
+        """
+        if not self.namespaced or not uri.startswith(UI_SCHEME):
+            return None
+        found = split_ui_uri(uri, self._by_prefix)
+        if found is None:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"unknown resource {uri!r}: ui:// resources are named by server here "
+                f"(ui://<server>/...; servers: {', '.join(sorted(self._by_prefix))})",
+                {"uri": uri},
+            )
+        prefix, own = found
+        return self._by_prefix[prefix], own
+
+    def updated_by(self, subscribed: str, uri: str) -> bool:
+        """Whether a subscription to ``subscribed`` (as the client named it) hears a
+        server's update of ``uri`` (as the server names it). The pool's report does not
+        say which server, so a namespaced ``ui://`` subscription hears every served
+        server's update of its own URI: at worst a page read again."""
+        if subscribed == uri:
+            return True
+        if not self.namespaced or not subscribed.startswith(UI_SCHEME):
+            return False
+        found = split_ui_uri(subscribed, self._by_prefix)
+        return found is not None and found[1] == uri
+
     async def read(
         self,
         uri: str,
@@ -178,28 +223,22 @@ class ServedApps:
             MCPError: INVALID_PARAMS for a ``ui://`` URI that names no served server
                 (namespaced serving reads no ``ui://`` URI by guessing its server).
         """
-        if not self.namespaced or not uri.startswith(UI_SCHEME):
+        routed = self.route(uri)
+        if routed is None:
             return None
-        found = split_ui_uri(uri, self._by_prefix)
-        if found is None:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"unknown resource {uri!r}: ui:// resources are named by server here "
-                f"(ui://<server>/...; servers: {', '.join(sorted(self._by_prefix))})",
-                {"uri": uri},
-            )
-        prefix, own = found
-        name = self._by_prefix[prefix]
+        name, own = routed
         result = await feature(self._handles[name], "resources/read", {"uri": own})
         return {**result, "contents": self.listed(name, result["contents"], "uri")}
 
 
-def _extension_settings(params: Any) -> dict[str, Any]:
-    """The MCP Apps settings a raw ``initialize``'s capabilities declare ({} for none)."""
-    capabilities = params.get("capabilities") if isinstance(params, Mapping) else None
+def _declares_apps(capabilities: Any) -> bool:
+    """Whether raw client ``capabilities`` declare MCP Apps: the extension's settings with
+    a ``mimeTypes`` list that holds the app type, as the SDK's check asks (never a
+    substring of one)."""
     extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
     settings = extensions.get(EXTENSION_ID) if isinstance(extensions, Mapping) else None
-    return dict(settings) if isinstance(settings, Mapping) else {}
+    mime_types = settings.get("mimeTypes") if isinstance(settings, Mapping) else None
+    return isinstance(mime_types, list) and APP_MIME_TYPE in mime_types
 
 
 class AppsHandshake:

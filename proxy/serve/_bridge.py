@@ -720,8 +720,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             handles = [route.handle]
             wire_ref = {"type": "ref/prompt", "name": route.name}
         else:
-            handles = list(self.handles.values())
-            wire_ref = {"type": "ref/resource", "uri": ref.uri}
+            routed = self.apps.route(ref.uri)  # a namespaced ui:// template: its server's
+            handles = [self.handles[routed[0]]] if routed else list(self.handles.values())
+            wire_ref = {"type": "ref/resource", "uri": routed[1] if routed else ref.uri}
         values: list[str] = []
         for handle in handles:
             result = await self._feature(
@@ -737,7 +738,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     async def subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
-        """Note the connection's interest in a resource."""
+        """Note the connection's interest in a resource.
+
+        A namespaced ``ui://`` URI must name a served server, as for a read."""
+        self.apps.route(str(params.uri))
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None:
             self._subscriptions.setdefault(connection, set()).add(str(params.uri))
@@ -755,9 +759,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     async def resource_updated(self, uri: str) -> None:
         """Notify the connections subscribed to ``uri`` (a tool reported it changed)."""
         for connection, uris in list(self._subscriptions.items()):
-            if uri in uris:
+            # Under the name the client subscribed by (a namespaced ui:// URI is its own).
+            for subscribed in [name for name in uris if self.apps.updated_by(name, uri)]:
                 try:
-                    await connection.send_resource_updated(uri)
+                    await connection.send_resource_updated(subscribed)
                 except Exception:  # a client gone mid-send must not fail the tool's call
                     _logger.debug("could not notify a subscriber of %s", uri, exc_info=True)
 

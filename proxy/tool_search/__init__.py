@@ -6,6 +6,8 @@ with the content store's tokenizer, any language), `ToolMatch` (one tool found),
 through search), and the meta-tools ``search_tools`` / ``call_tool`` that stand in for
 every definition (`META_TOOLS`, `read_search`, `read_call`, `search_response`).
 `tool_text` is the text a tool is indexed by (a bench ranks the same texts with bm25s).
+With the ``search-embed`` extra, an index made with ``embed=True`` fuses BM25 with a
+small embedding model's ranking (`ToolEmbeddings`, `fuse`, `embedding_available`).
 
 This room imports `nativemcp.protocol` and the content store's public text search
 (`nativemcp.workers.content_store`, on first index only: a pool that never searches
@@ -15,6 +17,13 @@ does not load it); nothing of the pool core, which imports it (for
 """
 
 from ._documents import tool_text as tool_text
+from ._embedding import EMBED_EXTRA as EMBED_EXTRA
+from ._embedding import RRF_K as RRF_K
+from ._embedding import ToolEmbeddings as ToolEmbeddings
+from ._embedding import check_embedding as check_embedding
+from ._embedding import embedding_available as embedding_available
+from ._embedding import embedding_text as embedding_text
+from ._embedding import fuse as fuse
 from ._index import MAX_LIMIT as MAX_LIMIT
 from ._index import IndexedTool as IndexedTool
 from ._index import ToolIndex as ToolIndex
@@ -35,16 +44,23 @@ from ._profile import ToolProfile as ToolProfile
 __all__ = [
     "ANTHROPIC_TOOL_SEARCH",
     "CALL_TOOL",
+    "EMBED_EXTRA",
     "MAX_LIMIT",
     "META_TOOLS",
+    "RRF_K",
     "SEARCH_TOOLS",
     "IndexedTool",
     "SearchAnswer",
+    "ToolEmbeddings",
     "ToolIndex",
     "ToolMatch",
     "ToolProfile",
+    "check_embedding",
     "check_limit",
     "deferred_for_anthropic",
+    "embedding_available",
+    "embedding_text",
+    "fuse",
     "parameters_line",
     "read_call",
     "read_search",

@@ -12,7 +12,8 @@ SQLite's), so the same words rank the same tools in any process.
 
 The index is built once per catalog version (a server started, restarted with other
 tools, or re-listed them) and is read-only after: a search is a few dictionary reads
-per query term.
+per query term. With ``embed=True`` (the ``search-embed`` extra) it also embeds each
+tool and fuses the two rankings (``_embedding``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import msgspec
 from nativemcp.protocol import Tool
 
 from ._documents import one_line, split_name, tool_text
+from ._embedding import ToolEmbeddings, embedding_text, fuse
 from ._stem import stem
 
 __all__ = ["MAX_LIMIT", "IndexedTool", "ToolIndex", "ToolMatch"]
@@ -48,7 +50,8 @@ class ToolMatch(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
     ``name`` is the full name to call (``pool.call_tool(name, ...)``, or the
     ``call_tool`` meta-tool); ``score`` its BM25 score for the query (higher is
-    better, always above 0); ``description`` one line of what it does (the first
+    better, always above 0; with embedding fusion, its fused reciprocal-rank score);
+    ``description`` one line of what it does (the first
     sentence of its description); ``input_schema`` the JSON Schema of its arguments,
     as ``tools/list`` gives it; ``server`` its server's name as written.
     """
@@ -71,9 +74,15 @@ class ToolIndex:
 
     Args:
         tools: the tools to index, in catalog order (ties keep it).
+        embed: also rank by the ``search-embed`` extra's embedding model and fuse
+            the two rankings (see ``_embedding``); the model is loaded on the first
+            such index of the process.
+
+    Raises:
+        ImportError: ``embed`` without the ``search-embed`` extra installed.
     """
 
-    def __init__(self, tools: Sequence[IndexedTool]) -> None:
+    def __init__(self, tools: Sequence[IndexedTool], *, embed: bool = False) -> None:
         # Imported on first index: the content store's package is the worker side's,
         # and a pool that never searches should not load it (workers re-import the
         # script that opened the pool, and with it this package).
@@ -88,6 +97,18 @@ class ToolIndex:
                 self._postings.setdefault(token, {})[number] = count
         total = sum(self._lengths.values())
         self._average = total / len(self._tools) if self._tools else 0.0
+        self._embeddings = (
+            ToolEmbeddings(
+                [embedding_text(t.tool.name, t.tool.title, t.tool.description) for t in tools]
+            )
+            if embed
+            else None
+        )
+
+    @property
+    def fused(self) -> bool:
+        """Whether the search fuses BM25 with the embedding model's ranking."""
+        return self._embeddings is not None
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -157,7 +178,11 @@ class ToolIndex:
 
         A tool is returned only when it holds a term of the query that fewer than half
         the tools hold (or that it alone holds): one that matched only ``the`` or ``a``
-        (which FTS5 weighs at almost nothing) is no match. ``where`` keeps only the full
+        (which FTS5 weighs at almost nothing) is no match. A `fused` index ranks those
+        matches and every tool by its embedding, and returns the best of both
+        (reciprocal-rank fusion): a tool that shares no word with the query can be
+        found, and a search finds ``limit`` tools whenever the index holds as many.
+        ``where`` keeps only the full
         names it accepts (a profile, the servers one MCP route serves); the scores stay
         those of the whole index.
 
@@ -183,6 +208,8 @@ class ToolIndex:
             ((n, score) for n, score in scores.items() if n in telling),
             key=lambda item: (-item[1], item[0]),
         )
+        if self._embeddings is not None:
+            ranked = fuse([n for n, _ in ranked], self._embeddings.ranking(query))
         matches: list[ToolMatch] = []
         for number, score in ranked:
             item = self._tools[number]

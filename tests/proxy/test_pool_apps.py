@@ -50,8 +50,13 @@ async def test_a_tool_only_its_app_may_call_is_not_declared_to_the_model() -> No
     with anyio.fail_after(60):
         async with WorkerPool(APP_SERVERS, timeout=30) as pool:
             declared = await pool.tool_definitions("anthropic")
+            found = await pool.search_tools("alpha refreshed app", limit=10)
+            listed = await pool.list_tools()
     names = sorted(item["name"] for item in declared)
     assert names == ["alpha__plain", "alpha__show", "beta__show_beta"]
+    assert "alpha__refresh" not in [match.name for match in found]
+    # The app's catalog has it: the app (a host, the console) calls it for its page.
+    assert "alpha__refresh" in [tool.name for tool in listed]
 
 
 @pytest.mark.parametrize("apps", [True, False])

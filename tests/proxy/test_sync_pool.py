@@ -17,7 +17,15 @@ import pytest
 from _process import alive
 from _servers import Item, Listing
 
-from nativemcp.protocol import ToolError, UnknownTool, unwrap
+from nativemcp.protocol import (
+    BackendType,
+    ServiceInfo,
+    ToolError,
+    UnknownTool,
+    service_info,
+    tool_ui,
+    unwrap,
+)
 from nativemcp.proxy import (
     ArgumentsError,
     CallTimeout,
@@ -247,3 +255,27 @@ def test_search_tools_ranks_every_server_and_call_tool_takes_the_full_name() -> 
         assert pool._tool_index is not built
     with pytest.raises(ServerClosed):
         pool.search_tools("echo")
+
+
+def test_the_sync_pool_lists_every_tool_and_says_which_servers_offer_apps() -> None:
+    with SyncWorkerPool(["_app_servers:alpha", "_serve_servers:other"], timeout=10) as pool:
+        listed = {tool.name: tool for tool in pool.list_tools()}
+        found = [match.name for match in pool.search_tools("alpha refreshed app", 10)]
+        offered = {name: pool.offers_apps(name) for name in pool.names}
+        with pytest.raises(UnknownServer):
+            pool.offers_apps("alph")
+        # The app's catalog has the tool only alpha's app calls; the model's search not.
+        assert "alpha__refresh" in listed and "alpha__refresh" not in found
+        assert sorted(listed) == [
+            "alpha__plain",
+            "alpha__refresh",
+            "alpha__show",
+            "other__ping_other",
+        ]
+        assert service_info(listed["alpha__show"]) == ServiceInfo(
+            "alpha", "show", BackendType.USER_WORKER
+        )
+        assert tool_ui(listed["alpha__show"].meta) == "ui://app.html"
+        assert offered == {"alpha": True, "other": False}
+    with pytest.raises(ServerClosed):
+        pool.list_tools()

@@ -215,6 +215,10 @@ async def test_a_foreign_host_gets_421_and_a_foreign_origin_403_on_every_path(
                 # Each check alone: one must not hide behind the other.
                 bad_host = await http.get(path, headers={"Host": "attacker.example:8765"})
                 assert bad_host.status_code == 421, path
+                # The SDK reads `127.0.0.1:*` as a prefix: what follows the port is refused.
+                for odd in ["127.0.0.1:1; x", "127.0.0.1:1/evil", "localhost:80 evil", "a b"]:
+                    odd_host = await http.get(path, headers={"Host": odd})
+                    assert odd_host.status_code == 421, (path, odd)
                 bad_origin = await http.get(path, headers={"Origin": "http://attacker.example"})
                 assert bad_origin.status_code == 403, path
             # DNS rebinding with the token in hand: the Host gives it away.

@@ -1,9 +1,10 @@
 """The content security policy the console gives an MCP App: only the plain origins the
-page declared, in the directives they were declared for; nothing by default."""
+page declared, in the directives they were declared for; the specification's restrictive
+default otherwise. And the permissions it asked for, as permission policy features."""
 
 from __future__ import annotations
 
-from nativemcp.proxy.console._apps import app_csp
+from nativemcp.proxy.console._apps import app_allow, app_csp
 
 
 def _directives(policy: str) -> dict[str, str]:
@@ -13,11 +14,14 @@ def _directives(policy: str) -> dict[str, str]:
 
 def test_an_app_that_declares_nothing_reaches_nothing() -> None:
     policy = _directives(app_csp(None))
-    assert policy["sandbox"] == "allow-scripts"
     assert policy["default-src"] == "'none'"
     assert policy["connect-src"] == "'none'"
     assert policy["frame-src"] == "'none'"
-    assert policy["script-src"] == "'unsafe-inline'"
+    assert policy["base-uri"] == "'none'"
+    assert policy["object-src"] == "'none'"
+    # 'self' is the sandbox origin, which serves nothing but its proxy.
+    assert policy["script-src"] == "'self' 'unsafe-inline'"
+    assert policy["img-src"] == "'self' data:"
     assert app_csp({"ui": {}}) == app_csp(None) == app_csp({"ui": {"csp": "x"}})
 
 
@@ -27,14 +31,16 @@ def test_declared_origins_go_to_their_directives_only() -> None:
             "csp": {
                 "connectDomains": ["https://api.example.com", "http://127.0.0.1:8080"],
                 "resourceDomains": ["https://*.cdn.example"],
+                "baseUriDomains": ["https://base.example"],
             }
         }
     }
     policy = _directives(app_csp(meta))
     assert policy["connect-src"] == "https://api.example.com http://127.0.0.1:8080"
-    assert policy["script-src"] == "'unsafe-inline' https://*.cdn.example"
-    assert policy["img-src"] == "data: https://*.cdn.example"
+    assert policy["script-src"] == "'self' 'unsafe-inline' https://*.cdn.example"
+    assert policy["img-src"] == "'self' data: https://*.cdn.example"
     assert policy["frame-src"] == "'none'"
+    assert policy["base-uri"] == "https://base.example"
 
 
 def test_a_value_that_is_not_a_plain_origin_is_dropped() -> None:
@@ -53,3 +59,9 @@ def test_a_value_that_is_not_a_plain_origin_is_dropped() -> None:
     policy = _directives(app_csp({"ui": {"csp": {"connectDomains": bad}}}))
     assert policy["connect-src"] == "'none'"
     assert "unsafe-eval" not in app_csp({"ui": {"csp": {"resourceDomains": bad}}})
+
+
+def test_permissions_asked_for_become_their_features_and_others_are_dropped() -> None:
+    asked: dict[str, object] = {"clipboardWrite": {}, "camera": {}, "usb": {}, "x; camera *": {}}
+    assert app_allow({"ui": {"permissions": asked}}) == ["camera", "clipboard-write"]
+    assert app_allow(None) == app_allow({"ui": {"permissions": ["camera"]}}) == []

@@ -114,10 +114,14 @@ def _read_first_line(process: subprocess.Popen[bytes]) -> str:
 
 
 @contextlib.contextmanager
-def _running_console(data_dir: Path, *extra: str) -> Iterator[Console]:
-    """``nativemcp console --port 0 ...`` as a subprocess; SIGINT (Ctrl-C) on the way out."""
+def _running_console(
+    data_dir: Path, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[Console]:
+    """``nativemcp console --port 0 ...`` as a subprocess (``env`` added to this one's);
+    SIGINT (Ctrl-C) on the way out."""
     env = {
         **os.environ,
+        **(env or {}),
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
     }
     command = [sys.executable, "-m", "nativemcp.proxy.cli", "console", "--port", "0"]

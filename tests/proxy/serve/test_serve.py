@@ -232,6 +232,12 @@ async def test_http_refuses_rebinding_hosts_wrong_tokens_and_big_bodies() -> Non
                 f"{base}/mcp", json=_INIT, headers={**auth, "host": "evil.example.com"}
             )
             assert bad_host.status_code == 421
+            # A local name with anything after its port is no Host (the SDK's `host:*`
+            # check alone reads it as a prefix).
+            odd_host = await http.post(
+                f"{base}/mcp", json=_INIT, headers={**auth, "host": "127.0.0.1:1; evil"}
+            )
+            assert odd_host.status_code == 421
             bad_origin = await http.post(
                 f"{base}/mcp", json=_INIT, headers={**auth, "origin": "http://evil.example.com"}
             )

@@ -116,6 +116,56 @@ async def test_ui_metadata_goes_only_to_clients_that_declared_mcp_apps_on_2025()
         assert all("ui" not in tool.get("_meta", {}) for tool in tools)
 
 
+async def test_stateless_ui_metadata_needs_a_declaration_in_each_request() -> None:
+    # A declaration at a 2025-11-25 initialize is lost to a stateless server: that client
+    # shows no apps. One in each request's envelope counts, in either era.
+    apps = {EXTENSION_ID: {"mimeTypes": [APP_MIME_TYPE]}}
+    pool = WorkerPool(APP_SERVERS, timeout=20)
+    init = {**INIT, "params": {**INIT["params"], "capabilities": {"extensions": apps}}}
+    listing: dict[str, Any] = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    legacy = {**HEADERS, "mcp-protocol-version": "2025-11-25"}
+
+    def enveloped(extensions: Any) -> dict[str, Any]:
+        meta = {"io.modelcontextprotocol/clientCapabilities": {"extensions": extensions}}
+        return {**listing, "params": {"_meta": meta}}
+
+    near = {EXTENSION_ID: {"mimeTypes": ["x" + APP_MIME_TYPE]}}
+    async with (
+        serving(http_app(pool, stateless=True)) as base,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        with anyio.fail_after(60):
+            opened = await http.post(f"{base}/mcp", json=init, headers=HEADERS)
+            tools = _sse((await http.post(f"{base}/mcp", json=listing, headers=legacy)).text)
+            answers = [
+                await http.post(f"{base}/mcp", json=enveloped(extensions), headers=legacy)
+                for extensions in (apps, near)
+            ]
+            declared, wrong = (_sse(answer.text)["result"]["tools"] for answer in answers)
+            async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
+                assert host.protocol_version == "2026-07-28"
+                shown = (await host.list_tools()).tools
+    assert _sse(opened.text)["result"]["capabilities"]["extensions"] == {EXTENSION_ID: {}}
+    listed = tools["result"]["tools"]
+    assert [tool["name"] for tool in listed] == ["alpha__show", "alpha__plain", "beta__show_beta"]
+    assert all("ui" not in tool.get("_meta", {}) for tool in listed)
+    assert wrong == listed
+    assert [tool["name"] for tool in declared] == [
+        "alpha__show",
+        "alpha__refresh",
+        "alpha__plain",
+        "beta__show_beta",
+    ]
+    assert declared[1]["_meta"]["ui"] == {
+        "resourceUri": "ui://alpha/app.html",
+        "visibility": ["app"],
+    }
+    assert _ui(_named(shown, "refresh")) == {
+        "resourceUri": "ui://alpha/app.html",
+        "visibility": ["app"],
+    }
+
+
 async def test_each_servers_app_is_listed_and_read_under_its_own_namespace() -> None:
     pool = WorkerPool(APP_SERVERS, timeout=20)
     async with serving(http_app(pool)) as base:
@@ -151,6 +201,41 @@ async def test_each_servers_app_is_listed_and_read_under_its_own_namespace() -> 
     assert alpha_page.meta == {"ui": {"prefersBorder": True}}
     assert all("ui:// resources are named by server here" in text for text in problems)
     assert "servers: alpha, beta" in problems[0]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_namespaced_ui_uri_is_subscribed_and_completed_at_its_own_server() -> None:
+    updated: list[str] = []
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+            heard.set()
+
+    pool = WorkerPool(["_app_servers:gamma", "_app_servers:beta"], timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            # Subscriptions are the handshake era's (2026-07-28 has subscriptions/listen).
+            async with Client(f"{base}/mcp", mode="legacy", message_handler=on_message) as c:
+                with pytest.raises(MCPError, match="named by server here"):
+                    await c.subscribe_resource("ui://gammax/app.html")
+                await c.subscribe_resource("ui://gamma/app.html")
+                await c.call_tool("gamma__touch", {"uri": "ui://other.html"})  # not subscribed
+                await c.call_tool("gamma__touch", {"uri": "ui://app.html"})
+                await heard.wait()
+                template = types.ResourceTemplateReference(
+                    type="ref/resource", uri="ui://gamma/views/{name}"
+                )
+                completed = await c.complete(template, {"name": "name", "value": "c"})
+                with pytest.raises(MCPError, match="named by server here"):
+                    wrong = types.ResourceTemplateReference(
+                        type="ref/resource", uri="ui://gam/views/{name}"
+                    )
+                    await c.complete(wrong, {"name": "name", "value": "c"})
+    # Under the name the client subscribed by; gamma's hook saw its own template.
+    assert updated == ["ui://gamma/app.html"]
+    assert completed.completion.values == ["chart"]
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -3,6 +3,7 @@ against real serve (Streamable HTTP and stdio, real worker processes)."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -211,3 +212,18 @@ async def test_the_command_line_takes_tools_globs_exactly_and_tool_search() -> N
             assert not called.is_error
             prompts = [prompt.name for prompt in (await client.list_prompts()).prompts]
             assert "describe" in prompts
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("wordllama") is None,
+    reason="the search-embed extra (wordllama) is not installed; the test extra installs it",
+)
+async def test_serve_search_embed_ranks_the_meta_tools_search_by_meaning_too() -> None:
+    with anyio.fail_after(60):
+        async with Client(_stdio("--tool-search", "--search-embed")) as client:
+            found = await client.call_tool("search_tools", {"query": "what is my identity"})
+            names = [m["name"] for m in (found.structured_content or {})["matches"]]
+            assert names[0] == "shapes__caller"
+            # Every tool is ranked by its embedding too: words no tool holds still find 3.
+            found = await client.call_tool("search_tools", {"query": "zzzz qqqq", "limit": 3})
+            assert len((found.structured_content or {})["matches"]) == 3
