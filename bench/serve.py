@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,8 +44,8 @@ META = {
 }
 
 
-def _script(method: str) -> str:
-    """wrk's Lua script: every request the same POST."""
+def _request(method: str) -> tuple[str, dict[str, str]]:
+    """The one POST every request is: its body and headers."""
     params: dict[str, Any] = {"_meta": META}
     headers = {
         "Content-Type": "application/json",
@@ -56,6 +57,12 @@ def _script(method: str) -> str:
         params |= {"name": "say", "arguments": {"text": "hello"}}
         headers["Mcp-Name"] = "say"
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    return body, headers
+
+
+def _script(method: str) -> str:
+    """wrk's Lua script: every request the same POST."""
+    body, headers = _request(method)
     lines = ['wrk.method = "POST"', f"wrk.body = {json.dumps(body)}"]
     lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
     return "\n".join(lines) + "\n"
@@ -101,14 +108,28 @@ def _ms(value: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def _available(kind: str) -> bool:
+def _unavailable(kind: str) -> str | None:
+    """Why ``kind`` cannot run here (None: it can)."""
     if kind != "fastmcp":
-        return True
+        return None
     try:
         import fastmcp  # noqa: F401
     except ImportError:
-        return False
-    return True
+        return "fastmcp is not installed (pip install -e '.[bench]')"
+    return None
+
+
+def _check(port: int, method: str) -> None:
+    """One request before the load: the answer must be a result, not an error (a tool
+    registered under another name answers every call with an error, cheaply)."""
+    body, headers = _request(method)
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp", data=body.encode(), headers=headers, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        text = answer.read().decode()
+    if '"error"' in text or '"isError":true' in text.replace(" ", ""):
+        raise SystemExit(f"bench.serve: port {port} answers {method} with an error: {text[:300]}")
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -116,7 +137,11 @@ def run(quick: bool) -> dict[str, Any]:
     seconds = 2 if quick else 8
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for kind in (k for k in KINDS if _available(k)):
+        for kind in KINDS:
+            missing = _unavailable(kind)
+            if missing is not None:
+                print(f"{LABELS[kind]}: skipped, {missing}", file=sys.stderr)
+                continue
             port = _free_port()
             argv = [sys.executable, "-m", "bench._serve_apps", kind, str(port)]
             with _http_server(argv, port) as server:
@@ -127,6 +152,7 @@ def run(quick: bool) -> dict[str, Any]:
                     script = os.path.join(folder, f"{method.replace('/', '_')}.lua")
                     with open(script, "w") as file:
                         file.write(_script(method))
+                    _check(port, method)
                     if method == "tools/call" or not quick:
                         _wrk(port, script, 1)  # warm up: imports, first listing, caches
                     before = tree_cpu_s(pid)
