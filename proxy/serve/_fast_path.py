@@ -59,7 +59,6 @@ from mcp.shared.inbound import (
 )
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp_types import ErrorData
-from mcp_types import methods as surface
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import ValidationError
@@ -68,7 +67,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._apps import AppsHandshake
 from ._bridge import McpBridge
-from ._request_ids import read_body, replayed
+from ._listing_checks import ListingChecks
+from ._request_ids import decoded_request, read_body, read_request, replayed
 from ._resource_server import caller_from_scope
 from ._tasks import TASKS_PROTOCOL_VERSION, TaskCalls
 from ._window import Window
@@ -137,7 +137,6 @@ OpenTelemetry spans, taken only while no tracer provider is set), and the bridge
 takes the SDK path) and MCP Apps' ``initialize`` handshake. A server
 with any other middleware is served by the SDK path only."""
 _ENCODER: Final = msgspec.json.Encoder()
-_DECODER: Final = msgspec.json.Decoder()
 
 
 _Run = Callable[["_Reply"], Awaitable[Any]]
@@ -178,6 +177,7 @@ class FastPath:
         self._security = TransportSecurityMiddleware(security)
         self._modern = frozenset(MODERN_PROTOCOL_VERSIONS)
         self._legacy = LEGACY_VERSION if stateless else None
+        self._checks = ListingChecks()
         # The SDK copies its stamp for each answer so a handler cannot change it for the
         # next; here the answer is encoded at once and nothing writes to it.
         self._stamp = server.server_info_stamp
@@ -201,18 +201,23 @@ class FastPath:
         ):
             await fallback(scope, receive, send)
             return
-        # The body as `RequestIds` reads it (None: too large or cut short, which the
-        # SDK path refuses), and those messages replayed to the SDK path if it answers.
-        read, body = await read_body(receive, self._max)
+        # The body as `RequestIds` read and decoded it, ``receive`` replaying it still;
+        # else read here (None: too large or cut short, which the SDK path refuses),
+        # and those messages replayed to the SDK path if it answers.
+        request = read_request(scope)
+        if request is None:
+            read, body = await read_body(receive, self._max)
+            receive = replayed(read, receive)
+            request = None if body is None else decoded_request(body)
         try:
-            if body is None:
+            if request is None or request.not_json:
                 raise _Fallback
             if legacy:
-                accepted = await self._accept_legacy(scope, body)
+                accepted = await self._accept_legacy(scope, request.message)
             else:
-                accepted = await self._accept(scope, body)
+                accepted = await self._accept(scope, request.message)
         except _Fallback:
-            await fallback(scope, replayed(read, receive), send)
+            await fallback(scope, receive, send)
             return
         request_id, method, version, run = accepted
         self.answered += 1
@@ -220,20 +225,15 @@ class FastPath:
         await reply.serve(lambda: self._answer(method, version, run, reply))
 
     async def _envelope(
-        self, scope: Scope, body: bytes
+        self, scope: Scope, decoded: Any
     ) -> tuple[Request, int | str, str, dict[str, Any] | None]:
         """The checks both eras make first (Host and Origin, Accept, a JSON-RPC request
         of a method answered here): the request, its id, method and params."""
         request = Request(scope)
         if await self._security.validate_request(request, is_post=True) is not None:
             raise _Fallback
-        has_json, has_sse = check_accept_headers(request)
-        if not (has_json and has_sse):
+        if not _accepts_both(request):
             raise _Fallback
-        try:
-            decoded = _DECODER.decode(body)
-        except msgspec.DecodeError:
-            raise _Fallback from None
         if not isinstance(decoded, dict) or not decoded.keys() <= _ENVELOPE_KEYS:
             raise _Fallback
         request_id, method, params = decoded.get("id"), decoded.get("method"), decoded.get("params")
@@ -249,29 +249,26 @@ class FastPath:
         assert isinstance(request_id, int | str) and isinstance(method, str)  # checked above
         return request, request_id, method, params
 
-    async def _accept_legacy(self, scope: Scope, body: bytes) -> tuple[int | str, str, str, _Run]:
+    async def _accept_legacy(self, scope: Scope, decoded: Any) -> tuple[int | str, str, str, _Run]:
         """`_accept` for a 2025-11-25 request to a stateless app: the SDK's legacy
         transport and a connection born ready for it (no ``initialize``)."""
-        request, request_id, method, params = await self._envelope(scope, body)
+        request, request_id, method, params = await self._envelope(scope, decoded)
         if params is not None and "_meta" in params:
             raise _Fallback  # a progress token, a log level: the SDK's session reads them
         version = LEGACY_VERSION
-        try:
-            surface.validate_client_request(method, version, params)
-        except (KeyError, ValueError):  # ValidationError is a ValueError
-            raise _Fallback from None
+        if not self._checks.request_valid(method, version, params):
+            raise _Fallback
         params = params or {}
         if method == "tools/call" and not params.keys() <= _LEGACY_CALL_KEYS:
             raise _Fallback
         return request_id, method, version, self._handler(method, version, params, request)
 
-    async def _accept(self, scope: Scope, body: bytes) -> tuple[int | str, str, str, _Run]:
+    async def _accept(self, scope: Scope, decoded: Any) -> tuple[int | str, str, str, _Run]:
         """The request's id, method, version and its handler, when the fast path answers
         it exactly as the SDK would; `_Fallback` for anything else."""
-        request, request_id, method, params = await self._envelope(scope, body)
+        request, request_id, method, params = await self._envelope(scope, decoded)
         if params is None:
             raise _Fallback  # a 2026-07-28 request carries its envelope in params
-        decoded = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         meta = params.get("_meta")
         if (
             not isinstance(meta, dict)
@@ -290,10 +287,8 @@ class FastPath:
         if isinstance(verdict, InboundLadderRejection):
             raise _Fallback
         version = verdict.protocol_version
-        try:
-            surface.validate_client_request(method, version, params)
-        except (KeyError, ValueError):  # ValidationError is a ValueError
-            raise _Fallback from None
+        if not self._checks.request_valid(method, version, params):
+            raise _Fallback
         if method == "tools/call":
             name, arguments = params.get("name"), params.get("arguments") or {}
             if not params.keys() <= _CALL_KEYS or _param_headers_refused(
@@ -350,7 +345,7 @@ class FastPath:
         result = await run(reply)
         dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            dumped = surface.serialize_server_result(method, version, dumped)
+            dumped = self._checks.result(method, version, dumped)
         except ValidationError:
             _logger.exception("handler for %r returned an invalid result", method)
             raise MCPError(
@@ -366,6 +361,22 @@ class FastPath:
         elif isinstance(meta, dict) and meta.get(types.SERVER_INFO_META_KEY) is None:
             dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: self._stamp}
         return dumped
+
+
+_ACCEPTS: dict[bytes, bool] = {}
+"""Whether an Accept header's value takes both JSON and an event stream, by value: the
+SDK's `check_accept_headers` is a function of that value alone, and clients send few."""
+
+
+def _accepts_both(request: Request) -> bool:
+    raw = next((v for k, v in request.scope["headers"] if k == b"accept"), b"")
+    known = _ACCEPTS.get(raw)
+    if known is None:
+        if len(_ACCEPTS) > 256:  # many clients, or made-up values: start over
+            _ACCEPTS.clear()
+        has_json, has_sse = check_accept_headers(request)
+        known = _ACCEPTS[raw] = has_json and has_sse
+    return known
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -430,7 +441,9 @@ class _Reply:
         self._id = request_id
         self._legacy = legacy
         self._streaming = False
-        self._lock = anyio.Lock()
+        # Taken without a checkpoint when free (nearly always): a yield per answer costs
+        # an event loop pass.
+        self._lock = anyio.Lock(fast_acquire=True)
 
     async def log(self, level: str, data: Any, logger: str | None) -> None:
         """A tool's log message, sent on this answer as the bridge sends it on the SDK
