@@ -61,13 +61,13 @@ def _app(kind: str) -> Any:
         from mcp.server.mcpserver import MCPServer
 
         sdk = MCPServer("bench")
-        sdk.tool()(_say)
+        sdk.tool(name="say")(_say)
         return sdk.streamable_http_app(stateless_http=True)
     if kind == "fastmcp":
         from fastmcp import FastMCP
 
         app = FastMCP("bench")
-        app.tool(_say)
+        app.tool(_say, name="say")
         return app.http_app(stateless_http=True)
     raise SystemExit(f"unknown kind {kind!r}: fast, plain, sdk, fastmcp or floor")
 

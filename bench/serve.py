@@ -7,11 +7,15 @@ connections, one thread, a fixed 2026-07-28 POST body) for ``tools/call`` of a o
 echo tool and for ``tools/list``. Reported: calls/s, p50 and p99 latency, and the server's
 CPU per call (its process tree's, from /proc: steadier than calls/s on a shared machine).
 
-    python -m bench.serve [--quick] [--json]
+``--era 2025-11-25``: the same load as a 2025-11-25 client of a stateless server sends
+it (the version in the header, no ``_meta``; each answer an event stream).
+
+    python -m bench.serve [--quick] [--json] [--era 2025-11-25]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -20,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,26 +41,38 @@ LABELS = {
     "floor": "bare ASGI + msgspec (floor)",
 }
 CONNECTIONS = 16
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
 META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "wrk", "version": "1"},
 }
 
 
-def _script(method: str) -> str:
-    """wrk's Lua script: every request the same POST."""
-    params: dict[str, Any] = {"_meta": META}
+def _request(method: str, era: str = MODERN) -> tuple[str, dict[str, str]]:
+    """The one POST every request is, as a client of protocol ``era`` sends it: its body
+    and headers."""
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": method,
+        "MCP-Protocol-Version": era,
     }
+    params: dict[str, Any] = {}
+    if era == MODERN:
+        params["_meta"] = META
+        headers["Mcp-Method"] = method
     if method == "tools/call":
         params |= {"name": "say", "arguments": {"text": "hello"}}
-        headers["Mcp-Name"] = "say"
+        if era == MODERN:
+            headers["Mcp-Name"] = "say"
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    return body, headers
+
+
+def _script(method: str, era: str) -> str:
+    """wrk's Lua script: every request the same POST."""
+    body, headers = _request(method, era)
     lines = ['wrk.method = "POST"', f"wrk.body = {json.dumps(body)}"]
     lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
     return "\n".join(lines) + "\n"
@@ -101,22 +118,40 @@ def _ms(value: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def _available(kind: str) -> bool:
+def _unavailable(kind: str) -> str | None:
+    """Why ``kind`` cannot run here (None: it can)."""
     if kind != "fastmcp":
-        return True
+        return None
     try:
         import fastmcp  # noqa: F401
     except ImportError:
-        return False
-    return True
+        return "fastmcp is not installed (pip install -e '.[bench]')"
+    return None
 
 
-def run(quick: bool) -> dict[str, Any]:
+def _check(port: int, method: str, era: str) -> None:
+    """One request before the load: the answer must be a result, not an error (a tool
+    registered under another name answers every call with an error, cheaply)."""
+    body, headers = _request(method, era)
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp", data=body.encode(), headers=headers, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        text = answer.read().decode()
+    if '"error"' in text or '"isError":true' in text.replace(" ", ""):
+        raise SystemExit(f"bench.serve: port {port} answers {method} with an error: {text[:300]}")
+
+
+def run(quick: bool, era: str = MODERN) -> dict[str, Any]:
     """Load each server for each method; the measurements by method, then kind."""
     seconds = 2 if quick else 8
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for kind in (k for k in KINDS if _available(k)):
+        for kind in KINDS:
+            missing = _unavailable(kind)
+            if missing is not None:
+                print(f"{LABELS[kind]}: skipped, {missing}", file=sys.stderr)
+                continue
             port = _free_port()
             argv = [sys.executable, "-m", "bench._serve_apps", kind, str(port)]
             with _http_server(argv, port) as server:
@@ -126,7 +161,8 @@ def run(quick: bool) -> dict[str, Any]:
                         continue
                     script = os.path.join(folder, f"{method.replace('/', '_')}.lua")
                     with open(script, "w") as file:
-                        file.write(_script(method))
+                        file.write(_script(method, era))
+                    _check(port, method, era)
                     if method == "tools/call" or not quick:
                         _wrk(port, script, 1)  # warm up: imports, first listing, caches
                     before = tree_cpu_s(pid)
@@ -137,7 +173,7 @@ def run(quick: bool) -> dict[str, Any]:
     return results
 
 
-def _table(results: dict[str, Any]) -> None:
+def _table(results: dict[str, Any], era: str) -> None:
     for method, by_kind in results.items():
         sdk = by_kind.get("sdk", {}).get("calls_per_s", 0.0)
         floor = by_kind.get("floor") or results["tools/call"].get("floor", {})
@@ -156,7 +192,7 @@ def _table(results: dict[str, Any]) -> None:
             for kind, m in by_kind.items()
         ]
         print_table(
-            f"{method}: {CONNECTIONS} connections, one server process",
+            f"{method} ({era}): {CONNECTIONS} connections, one server process",
             ["server", "calls/s", "x SDK", "p50 ms", "p99 ms", "CPU us/call", "x floor", "errors"],
             rows,
         )
@@ -165,13 +201,22 @@ def _table(results: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the bench; print the tables (and JSON with ``--json``)."""
-    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.serve", argv)
+    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.serve", argv, _era)
     if shutil.which("wrk") is None:
         raise SystemExit("bench.serve needs wrk on PATH (apt-get install wrk)")
-    results = run(args.quick)
-    _table(results)
+    results = run(args.quick, args.era)
+    _table(results, args.era)
     if args.json:
-        emit_json({"bench": "serve", "cores": os.cpu_count(), "results": results})
+        emit_json({"bench": "serve", "era": args.era, "cores": os.cpu_count(), "results": results})
+
+
+def _era(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--era",
+        choices=[MODERN, LEGACY],
+        default=MODERN,
+        help="the protocol version the load speaks (2025-11-25: to stateless servers)",
+    )
 
 
 if __name__ == "__main__":

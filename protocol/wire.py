@@ -195,6 +195,9 @@ class FeatureRequest(msgspec.Struct, tag="feature", array_like=True):
     id: int
     method: str
     params: dict[str, Any]
+    trace: dict[str, str] | None = None
+    """The caller's trace context, as `Call.trace` carries it: the parent of the
+    worker's server span (None, one byte: the caller records no trace)."""
 
 
 class _Outcome(msgspec.Struct, array_like=True):

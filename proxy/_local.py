@@ -8,7 +8,7 @@ import anyio
 
 from nativemcp.protocol import BackendType, NativeMCPResponse, Tool
 from nativemcp.workers import ClientRequestError, Notification, Server, answer_feature
-from nativemcp.workers.telemetry import mark_response
+from nativemcp.workers.telemetry import feature_target, mark_response
 
 from ._handle import (
     CallOptions,
@@ -133,7 +133,21 @@ class LocalServer(UnwrappingHandle):
             FeatureError: unknown resource or prompt, or bad params.
         """
         with call_deadline(self.name, method, options.limit):
-            return await answer_feature(self.server, method, params)
+            tracer = TRACING.tracer
+            if tracer is None:
+                return await answer_feature(self.server, method, params)
+            self._next_id += 1
+            target, uri = feature_target(method, params)
+            with local_server_span(
+                tracer,
+                target,
+                self.name,
+                request_id=self._next_id,
+                session_id=None,
+                method=method,
+                uri=uri,
+            ):
+                return await answer_feature(self.server, method, params)
 
     async def ping(self, options: CallOptions) -> None:
         """Always answers: the server is this process."""

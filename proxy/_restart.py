@@ -14,6 +14,8 @@ import msgspec
 
 from nativemcp.protocol import ServerClosed, ServerStartError
 
+from .telemetry import record_restart
+
 __all__ = ["RestartPolicy", "Supervised"]
 
 T = TypeVar("T")
@@ -81,6 +83,11 @@ class Supervised:
 
     def _what(self) -> str:
         raise NotImplementedError
+
+    def _restarted(self) -> None:
+        """Count a restart (and in the restarts metric, when the app records metrics)."""
+        self.restarts += 1
+        record_restart(self.name)
 
     async def _live(self, current: Callable[[], T | None], doing: str) -> T:
         """What ``current`` gives once it gives something: the live connection.

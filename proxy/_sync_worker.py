@@ -74,7 +74,7 @@ from ._worker import (
     WorkerSettings,
     _emit_log,
 )
-from .telemetry import TRACING, emit_worker_spans, wire_context
+from .telemetry import TRACING, emit_worker_spans, record_restart, wire_context
 
 __all__ = ["SyncWorker"]
 
@@ -393,6 +393,7 @@ class SyncWorker(WorkerBase):
                 self._conn = None
             if not self._restart.allow_restart(self._recent):
                 raise self._restart.gave_up(f"worker for server {self.name!r}", self.name)
+            record_restart(self.name)
             fresh = self.spawn()
             self.finish_start(fresh)
             return fresh

@@ -426,7 +426,7 @@ class WorkerProcess(WorkerBase, Supervised):
             )
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, self._restart.max_backoff)
-            self.restarts += 1
+            self._restarted()
 
     def _what(self) -> str:
         return f"worker for server {self.name!r}"
@@ -695,7 +695,14 @@ class WorkerProcess(WorkerBase, Supervised):
             ServerError: the worker timed out, crashed or is closed.
         """
         return await self._request(
-            lambda i: FeatureRequest(id=i, method=method, params=params), method, options
+            lambda i: FeatureRequest(
+                id=i,
+                method=method,
+                params=params,
+                trace=None if TRACING.tracer is None else wire_context(i),
+            ),
+            method,
+            options,
         )
 
     async def ping(self, options: CallOptions) -> None:

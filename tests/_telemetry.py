@@ -8,12 +8,17 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import anyio.to_thread
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import (
+    HistogramDataPoint,
+    InMemoryMetricReader,
+    NumberDataPoint,
+)
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
@@ -41,6 +46,20 @@ class Recorded:
                             for p in recorded.data.data_points
                             if isinstance(p, HistogramDataPoint)
                         ]
+        return found
+
+    def totals(self, metric: str) -> dict[frozenset[tuple[str, Any]], float]:
+        """The value of counter ``metric`` now, by attribute set."""
+        data = self.reader.get_metrics_data()
+        found: dict[frozenset[tuple[str, Any]], float] = {}
+        for resource in data.resource_metrics if data is not None else []:
+            for scope in resource.scope_metrics:
+                for recorded in scope.metrics:
+                    if recorded.name == metric:
+                        for point in recorded.data.data_points:
+                            if isinstance(point, NumberDataPoint):
+                                key = frozenset((point.attributes or {}).items())
+                                found[key] = point.value
         return found
 
     @property
@@ -77,7 +96,36 @@ class _ToCurrentTest(SpanProcessor):
 
 
 _TO_CURRENT_TEST = _ToCurrentTest()
-_PROVIDER = TracerProvider()
+_NO_OP = trace.NoOpTracer()
+
+
+class _DuringATest(trace.Tracer):
+    """A tracer of `_PROVIDER`: the SDK's while a test records, the no-op's between
+    tests, so a library tracer that outlives the test (the official SDK's module-level
+    one) writes no trace context into the requests of later tests, as if never set up."""
+
+    def __init__(self, tracer: Any) -> None:
+        self._tracer = tracer
+        # What nativemcp reads of an SDK tracer, to re-emit worker spans.
+        self.span_processor = tracer.span_processor
+        self.resource = tracer.resource
+
+    def _now(self) -> trace.Tracer:
+        return self._tracer if _TO_CURRENT_TEST.current is not None else _NO_OP
+
+    def start_span(self, *args: Any, **kwargs: Any) -> trace.Span:
+        return self._now().start_span(*args, **kwargs)
+
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Any:
+        return self._now().start_as_current_span(*args, **kwargs)
+
+
+class _Provider(TracerProvider):
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return _DuringATest(super().get_tracer(*args, **kwargs))
+
+
+_PROVIDER = _Provider()
 """One tracer provider for every test, set as the global one during each: a library's
 module-level tracer (the official SDK's) keeps the first provider it saw for good."""
 _PROVIDER.add_span_processor(_TO_CURRENT_TEST)

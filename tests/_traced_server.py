@@ -36,6 +36,13 @@ async def nested(label: str) -> str:
 
 
 @server.tool
+async def step(ctx: Context) -> str:
+    """Reports progress once (its caller looks at the pool while the call is in flight)."""
+    await ctx.report_progress(1, 1)
+    return "stepped"
+
+
+@server.tool
 def noisy(word: str) -> str:
     """Logs a warning while it runs (on a tool thread)."""
     logging.getLogger("tests.traced").warning("noisy says %s", word)

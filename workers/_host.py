@@ -239,20 +239,29 @@ class _Worker:
             future.set_result(answer)
 
     async def answer_feature(self, request: FeatureRequest) -> None:
+        tracing = worker_tracing() if request.trace is not None else None
         try:
-            value = await answer_feature(self.server, request.method, request.params)
+            if tracing is None:
+                value = await answer_feature(self.server, request.method, request.params)
+            else:
+                value = await tracing.run_feature(
+                    request,
+                    self.server.name,
+                    lambda: answer_feature(self.server, request.method, request.params),
+                    self.writer.write,
+                )
         except FeatureError as exc:
-            self.writer.write(encode_frame(Result(id=request.id, error=exc.message, code=exc.code)))
-            return
+            result = Result(id=request.id, error=exc.message, code=exc.code)
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             logging.getLogger("nativemcp.worker").exception("%s failed", request.method)
-            self.writer.write(
-                encode_frame(Result(id=request.id, error=f"{type(exc).__name__}: {exc}"))
-            )
-            return
-        self.writer.write(encode_frame(Result(id=request.id, value=value)))
+            result = Result(id=request.id, error=f"{type(exc).__name__}: {exc}")
+        else:
+            result = Result(id=request.id, value=value)
+        frame = encode_frame(result)
+        spans = tracing.spans_frame() if tracing is not None else b""
+        self.writer.write(spans + frame if spans else frame)  # spans: see `run_direct`
 
     def start_call(self, call: Call) -> None:
         if self.server.direct_mode(call.tool) == "inline":

@@ -29,11 +29,18 @@ import collections
 import contextlib
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from nativemcp.protocol import CallTimeout, FeatureError, NativeMCPResponse, ToolError
-from nativemcp.protocol.wire import Call, SpanEvent, SpanRecord, Spans, encode_frame
+from nativemcp.protocol.wire import (
+    Call,
+    FeatureRequest,
+    SpanEvent,
+    SpanRecord,
+    Spans,
+    encode_frame,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -59,6 +66,7 @@ __all__ = [
     "WorkerTracing",
     "current_ids",
     "error_type",
+    "feature_target",
     "mark_error",
     "mark_log_record",
     "mark_response",
@@ -187,18 +195,21 @@ cardinality: no request id, URI or session)."""
 @contextlib.contextmanager
 def server_span(
     tracer: Tracer,
-    tool: str,
+    tool: str | None,
     server: str,
     *,
     request_id: int,
     session_id: str | None = None,
     carrier: dict[str, str] | None = None,
+    method: str = "tools/call",
+    uri: str | None = None,
 ) -> Iterator[Span]:
-    """The server span of one tool call, current while the tool runs (so the tool's own
-    spans nest under it): the child of the span in ``carrier`` (a worker's caller), or
-    of the current span (an in-process server). An exception ends it as failed (a
-    cancellation as ``cancelled``) and goes on; the caller records the response with
-    `mark_response`."""
+    """The server span of one operation (a tool call by default; ``tool`` is then the
+    tool, else the prompt of a ``prompts/get`` or None), current while it runs (so a
+    tool's own spans nest under it): the child of the span in ``carrier`` (a worker's
+    caller), or of the current span (an in-process server). An exception ends it as
+    failed (a cancellation as ``cancelled``) and goes on; the caller records a tool
+    call's response with `mark_response`."""
     from opentelemetry.trace import SpanKind
 
     context = None
@@ -206,7 +217,7 @@ def server_span(
         from opentelemetry import propagate
 
         context = propagate.extract(carrier)
-    name, attributes = operation("tools/call", tool, server)
+    name, attributes = operation(method, tool, server, uri=uri)
     attributes[JSONRPC_REQUEST_ID] = str(request_id)
     if session_id is not None:
         attributes[MCP_SESSION_ID] = session_id
@@ -223,6 +234,18 @@ def server_span(
         except BaseException as exc:
             mark_error(span, error_type(exc), _description(exc))
             raise
+
+
+def feature_target(method: str, params: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``(target, uri)`` of a resources/prompts/completion request, for `operation`:
+    the prompt a ``prompts/get`` fills in, the resource a ``resources/read`` (or a
+    subscription) names; None where there is none."""
+    if method == "prompts/get":
+        name = params.get("name")
+        return (name if isinstance(name, str) else None), None
+    if method.startswith("resources/") and isinstance(params.get("uri"), str):
+        return None, params["uri"]
+    return None, None
 
 
 def _description(exc: BaseException) -> str | None:
@@ -313,6 +336,36 @@ class WorkerTracing:
                 send(frame)
             raise
         return response, self.spans_frame()
+
+    async def run_feature(
+        self,
+        request: FeatureRequest,
+        server: str,
+        run: Callable[[], Awaitable[Any]],
+        send: Callable[[bytes], object],
+    ) -> Any:
+        """Answer a resources/prompts/completion request under its server span (a
+        refusal, raised, ends it with the error's code); the spans wait for the caller's
+        `spans_frame`, but for a request that ends without an answer (cancelled): its
+        spans go to ``send`` on their own."""
+        tool, uri = feature_target(request.method, request.params)
+        try:
+            with server_span(
+                self.tracer,
+                tool,
+                server,
+                request_id=request.id,
+                carrier=request.trace or {},
+                method=request.method,
+                uri=uri,
+            ):
+                return await run()
+        except BaseException as exc:
+            if _is_cancellation(exc):
+                frame = self.spans_frame()
+                if frame:
+                    send(frame)
+            raise
 
     def spans_frame(self) -> bytes:
         """The frame of every span finished since the last one (b"" when none)."""

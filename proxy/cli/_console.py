@@ -84,6 +84,7 @@ async def _serve(
 
     from ..console._app import create_console_app
     from ..console._catalog import ConsoleCatalog
+    from ..console._spans import ConsoleSpans
 
     token = secrets.token_urlsafe(TOKEN_BYTES)
     extra = resolve_servers(args.server)
@@ -91,6 +92,7 @@ async def _serve(
     # opt-in built-ins it names (browser).
     builtins = [n for n in BUILTIN_SERVERS if n not in OPT_IN_BUILTINS or n in extra.builtins]
     choice = dataclasses.replace(extra, builtins=tuple(builtins))
+    spans = ConsoleSpans.install()  # before the pool starts: it adopts the provider then
     async with (
         options.pool(choice, apps=True) as pool,  # the console hosts MCP Apps
         anyio.create_task_group() as calls,
@@ -102,6 +104,7 @@ async def _serve(
             allowed_hosts=_with_sandbox_port(args.allow_host, sandbox.getsockname()[1]),
             allowed_origins=args.allow_origin,
             sandbox_port=sandbox.getsockname()[1],
+            spans=spans,
         )
         config = uvicorn.Config(
             app,

@@ -26,6 +26,8 @@ shipped in the package; no CDN, no build step) and talks JSON:
 - ``POST api/calls/<id>/app-requests``    ``{"method", "params"}`` → ``{"result"}`` or
   ``{"error"}``: what the app asked its host for (its own server's tools and resources),
   or told it (``ui/message``, ``ui/update-model-context``: kept with the call)
+- ``GET  api/calls/<id>/spans``           ``{"recording", "spans"}``: the call's waterfall
+  (``_spans.py``; ``waterfall.js`` draws it)
 
 UIResources are served outside the token, from a one-time capability URL: a UI's script
 reads its own ``location``, and whatever a script can read it can send away (a WebRTC
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hmac
 import importlib.resources
 import json
@@ -101,6 +104,7 @@ from ._authorize import authorization_routes
 from ._catalog import ConsoleCatalog, UIActionTarget
 from ._frames import FrameCapabilities
 from ._sandbox import ByListener, SandboxGrant, SandboxSite, origins_of
+from ._spans import ConsoleSpans
 
 __all__ = ["ASSETS_PACKAGE", "FRAME_TTL", "create_console_app"]
 
@@ -111,6 +115,8 @@ _ASSET_TYPES: Final = {
     "console.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
     "apps.js": "text/javascript; charset=utf-8",
+    "waterfall.js": "text/javascript; charset=utf-8",
+    "waterfall.css": "text/css; charset=utf-8",
     "authorize.js": "text/javascript; charset=utf-8",
 }
 _PAGE_CSP: Final = (
@@ -155,6 +161,8 @@ class _Call:
     host_actions: list[dict[str, Any]] = field(default_factory=list)
     app_grant: SandboxGrant | None = None
     """The call's MCP App frame: its policy and host origin, for the sandbox proxy."""
+    trace_id: int | None = None
+    """The trace of the call's spans (None: none recorded)."""
     changed: anyio.Event = field(default_factory=anyio.Event)
 
     def touch(self) -> None:
@@ -317,9 +325,12 @@ class _Feed:
 class _Console:
     """The app's state: the catalog, the calls of this session, and where calls run."""
 
-    def __init__(self, catalog: ConsoleCatalog, task_group: anyio.abc.TaskGroup) -> None:
+    def __init__(
+        self, catalog: ConsoleCatalog, task_group: anyio.abc.TaskGroup, spans: ConsoleSpans | None
+    ) -> None:
         self.catalog = catalog
         self.task_group = task_group
+        self.spans = spans
         self.calls: dict[int, _Call] = {}
         self.feed = _Feed()
         self._next_id = 1
@@ -344,9 +355,11 @@ class _Console:
 
         began = time.perf_counter()
         try:
-            response = await self.catalog.call_tool(
-                call.tool, call.arguments, on_progress=on_progress
-            )
+            with self.spans.root(call.tool) if self.spans else contextlib.nullcontext() as trace:
+                call.trace_id = trace
+                response = await self.catalog.call_tool(
+                    call.tool, call.arguments, on_progress=on_progress
+                )
             call.view = _result_view(call, self.catalog, response, _ms_since(began))
         except Exception as exc:  # the top of a background call: report it on the page
             call.view = {
@@ -434,6 +447,7 @@ def create_console_app(
     allowed_hosts: Iterable[str] = (),
     allowed_origins: Iterable[str] = (),
     sandbox_port: int | None = None,
+    spans: ConsoleSpans | None = None,
 ) -> ASGIApp:
     """The console as an ASGI app: everything under ``/<token>/``, the rest 401.
 
@@ -443,13 +457,15 @@ def create_console_app(
     those with an Origin that is not local or in ``allowed_origins``, 403. Requests that
     reach ``sandbox_port`` (a second listening socket serving the same app) see the
     sandbox proxy of MCP Apps only (``_sandbox.py``); without one, no app is shown.
+    ``spans`` (`ConsoleSpans.install`, before the pool starts): each call's spans, for
+    its waterfall.
 
     Raises:
         ValueError: the token is empty or not URL-safe.
     """
     if not re.fullmatch(r"[A-Za-z0-9_-]{16,}", token):
         raise ValueError("the console token must be 16 or more URL-safe characters")
-    console = _Console(catalog, task_group)
+    console = _Console(catalog, task_group, spans)
     capabilities = FrameCapabilities(FRAME_TTL)
     apps = AppRequests(catalog)
 
@@ -527,6 +543,14 @@ def create_console_app(
         if isinstance(call, Response):
             return call
         return JSONResponse(call.view or call.summary())
+
+    async def call_spans(request: Request) -> Response:
+        call = find(request)
+        if isinstance(call, Response):
+            return call
+        if spans is None or call.trace_id is None:
+            return JSONResponse({"recording": spans is not None, "spans": []})
+        return JSONResponse({"recording": True, "spans": spans.waterfall(call.trace_id)})
 
     def stored(request: Request, kind: str) -> Any:
         """A call's stored blob or UI document by block index, or a 404 response."""
@@ -640,6 +664,8 @@ def create_console_app(
         Route("/console.js", page_asset("console.js")),
         Route("/console.css", page_asset("console.css")),
         Route("/apps.js", page_asset("apps.js")),
+        Route("/waterfall.js", page_asset("waterfall.js")),
+        Route("/waterfall.css", page_asset("waterfall.css")),
         Route("/authorize.js", page_asset("authorize.js")),
         *authorization_routes(catalog, task_group, _json_body),
         Route("/api/tools", tools),
@@ -648,6 +674,7 @@ def create_console_app(
         Route("/api/events", session_events),
         Route("/api/calls/{call:int}", one_call),
         Route("/api/calls/{call:int}/events", events),
+        Route("/api/calls/{call:int}/spans", call_spans),
         Route("/api/calls/{call:int}/blobs/{block:int}", blob),
         Route("/api/calls/{call:int}/ui-actions", ui_action, methods=["POST"]),
         Route("/api/calls/{call:int}/frames/{block:int}", grant_frame, methods=["POST"]),

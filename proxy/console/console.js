@@ -461,6 +461,7 @@
       el("span", {class: "elapsed", text: view.elapsedMs.toFixed(1) + " ms"}),
       el("span", {class: "service", text: service.serverName + " / " + service.toolName + " (" + service.backendType + ")"})));
     root.append(el("details", {class: "arguments"}, el("summary", {text: "arguments"}), jsonTree(view.arguments)));
+    if (window.nativemcpWaterfall) window.nativemcpWaterfall.show(root, view.id);  // waterfall.js
     if (view.failure) {
       root.append(el("pre", {class: "failure", text: view.failure}));
       return;

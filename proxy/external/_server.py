@@ -49,7 +49,7 @@ from .._handle import (
     deliver_log,
 )
 from .._restart import RestartPolicy, Supervised
-from ..telemetry import current_call_span
+from ..telemetry import current_call_span, log_ids
 from ._authorization_wait import AuthorizationWait, WaitsForAuthorization, first_of
 from ._client_side import ClientSide, ServerRequests
 from ._log_redaction import secrets_kept_out_of_logs
@@ -133,6 +133,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         self._stderr: Stderr | None = None
         self._link: StdioLink | None = None
         self._log_handlers: dict[int, LogHandler] = {}
+        self._traced_calls: dict[int, Any] = {}  # key -> its client span (traced calls)
         self._refused: int | None = None  # an HTTP server's 401/403 at the last connect
         self._next_call = 0
         self.pid: int | None = None
@@ -390,7 +391,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                             stopped = f"MCP server {self.name!r} stopped"
                             self._give_up(ServerStartError(stopped, server=self.name))
                             return
-                        self.restarts += 1
+                        self._restarted()
                     await anyio.sleep(backoff)
                     backoff = min(backoff * 2, self._restart.max_backoff)
         finally:
@@ -457,7 +458,11 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         logger = logging.getLogger(f"nativemcp.external.{self.name}")
         level = PYTHON_LOG_LEVELS.get(str(params.level), logging.INFO)
-        logger.log(level, "%s", params.data, extra={"mcp_server": self.name})
+        extra = {"mcp_server": self.name}
+        if len(self._traced_calls) == 1:
+            # MCP log messages name no request: with one call in flight, they are its.
+            extra |= log_ids(next(iter(self._traced_calls.values())))
+        logger.log(level, "%s", params.data, extra=extra)
         for handler in list(self._log_handlers.values()):
             await deliver_log(handler, str(params.level), params.data, params.logger)
 
@@ -499,6 +504,9 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         key = self._next_call
         if options.on_log is not None:
             self._log_handlers[key] = options.on_log
+        span = current_call_span()
+        if span is not None:
+            self._traced_calls[key] = span
         try:
             with call_deadline(self.name, tool, timeout):
                 client = await self._session(tool)
@@ -532,6 +540,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             return response_from_sdk(self._too_many_rounds(tool, exc.max_rounds))
         finally:
             self._log_handlers.pop(key, None)
+            self._traced_calls.pop(key, None)
         return response_from_sdk(result)
 
     def _too_many_rounds(self, tool: str, rounds: int) -> mcp_types.ErrorData:

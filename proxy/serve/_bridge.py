@@ -57,9 +57,11 @@ from nativemcp.protocol import (
     service_info,
 )
 from nativemcp.protocol.wire import Caller
+from nativemcp.workers.telemetry import feature_target
 
 from .._handle import CallOptions, LogHandler, ProgressCallback, ServerHandle
 from ..external import accepts_task
+from ..telemetry import traced
 from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
@@ -624,9 +626,17 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         except ProtocolError as exc:
             raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
 
+    def _forward(self, handle: ServerHandle, method: str, params: dict[str, Any]) -> Any:
+        """The awaitable of ``handle``'s answer, under the pool's client span."""
+        target, uri = feature_target(method, params)
+        options = CallOptions(timeout=self._limit)
+        return traced(
+            handle.name, method, target, lambda: handle.feature(method, params, options), uri=uri
+        )
+
     async def _feature(self, handle: ServerHandle, method: str, params: dict[str, Any]) -> Any:
         try:
-            return await handle.feature(method, params, CallOptions(timeout=self._limit))
+            return await self._forward(handle, method, params)
         except FeatureError as exc:
             raise MCPError(exc.code, exc.message) from exc
         except ServerError as exc:
@@ -663,9 +673,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         problems: list[str] = []
         for handle in self.handles.values():
             try:
-                result = await handle.feature(
-                    "resources/read", {"uri": uri}, CallOptions(timeout=self._limit)
-                )
+                result = await self._forward(handle, "resources/read", {"uri": uri})
             except FeatureError as exc:
                 problems.append(exc.message)
                 continue

@@ -1,8 +1,10 @@
-"""The fast path: plain 2026-07-28 requests answered without the SDK's session
+"""The fast path: plain stateless requests answered without the SDK's session
 machinery, with the same answer the SDK path gives.
 
 A 2026-07-28 request stands alone: its version, client info and capabilities ride in
-``params._meta``. `FastPath` answers the requests that need nothing but the pool
+``params._meta``; so does a 2025-11-25 request to a stateless app (``--stateless``),
+which the SDK serves with a connection of its own that nothing else reads. `FastPath`
+answers the requests that need nothing but the pool
 (``tools/list``, ``resources/list`` and ``read``, ``prompts/list`` and ``get``,
 ``server/discover``, and on a stateless app (``--stateless``) ``tools/call``, which
 elsewhere may suspend for its client's input) straight from the bridge: the body is
@@ -20,9 +22,12 @@ stay the SDK's), a server with middleware of its own, a progress token, a log le
 refuse. So a client cannot tell the paths apart (tests/proxy/serve/test_fast_path_equal.py
 compares them).
 
-Like the SDK's SSE mode, the answer is JSON unless a notification (a tool's log message)
-comes first, or the call runs past the SDK's 15 s window: then it is an event stream
-with the same events, pinged as the SDK pings. Every check of the app before this one
+Like the SDK's SSE mode, a 2026-07-28 answer is JSON unless a notification (a tool's log
+message) comes first, or the call runs past the SDK's 15 s window: then it is an event
+stream with the same events, pinged as the SDK pings. A 2025-11-25 answer is always an
+event stream, as the SDK's legacy transport sends it (its headers, its pings); the
+fast path sends it whole when the answer is quick, committing it early under the same
+rules. Every check of the app before this one
 (token, Host, body size, request ids) has run: this sits where the session manager sits.
 """
 
@@ -31,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import anyio
@@ -51,7 +57,8 @@ from mcp.shared.inbound import (
     validate_mcp_param_headers,
     x_mcp_header_map,
 )
-from mcp_types import methods as surface
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp_types import ErrorData
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import ValidationError
@@ -60,9 +67,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._apps import AppsHandshake
 from ._bridge import McpBridge
-from ._request_ids import read_body, replayed
+from ._listing_checks import ListingChecks
+from ._request_ids import decoded_request, read_body, read_request, replayed
 from ._resource_server import caller_from_scope
-from ._tasks import TaskCalls
+from ._tasks import TASKS_PROTOCOL_VERSION, TaskCalls
 from ._window import Window
 
 __all__ = ["FAST_METHODS", "FastPath"]
@@ -95,6 +103,10 @@ _META_KEYS: Final = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_CAP
 _OPTIONAL_META_KEYS: Final = frozenset({types.CLIENT_INFO_META_KEY})
 """``_meta`` with anything else (a progress token, a log level, trace context) takes the
 SDK path: those change what the SDK sends or records."""
+_LEGACY_CALL_KEYS: Final = frozenset({"name", "arguments"})
+"""A 2025-11-25 ``tools/call`` with more (``task``, ``_meta``) takes the SDK path."""
+LEGACY_VERSION: Final = TASKS_PROTOCOL_VERSION
+"""The handshake-era version the fast path answers on a stateless app (2025-11-25)."""
 _SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -102,6 +114,14 @@ _SSE_HEADERS: Final = [
     (b"x-accel-buffering", b"no"),
 ]
 """The SDK's event-stream headers for a 2026-07-28 answer."""
+_LEGACY_SSE_HEADERS: Final = [
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"connection", b"keep-alive"),
+    (b"content-type", b"text/event-stream"),
+    (b"x-accel-buffering", b"no"),
+]
+"""The headers of the SDK's 2025-11-25 event stream (its transport's, then
+sse-starlette's), in their order."""
 _PING: Final = b": ping\r\n\r\n"
 _PASSIVE: Final = frozenset(
     {
@@ -117,7 +137,6 @@ OpenTelemetry spans, taken only while no tracer provider is set), and the bridge
 takes the SDK path) and MCP Apps' ``initialize`` handshake. A server
 with any other middleware is served by the SDK path only."""
 _ENCODER: Final = msgspec.json.Encoder()
-_DECODER: Final = msgspec.json.Decoder()
 
 
 _Run = Callable[["_Reply"], Awaitable[Any]]
@@ -129,8 +148,9 @@ class _Fallback(Exception):
 
 
 class FastPath:
-    """Answers plain stateless 2026-07-28 requests from ``bridge``; everything else goes
-    to ``fallback`` (the route's session manager), its body replayed.
+    """Answers plain stateless 2026-07-28 requests (and 2025-11-25 ones where
+    ``stateless``) from ``bridge``; everything else goes to ``fallback`` (the route's
+    session manager), its body replayed.
 
     Args:
         bridge: the route's bridge (its handlers run the requests).
@@ -138,6 +158,8 @@ class FastPath:
             ``serverInfo`` stamp decide what is answered and how).
         security: the route's Host and Origin checks (the SDK's).
         max_body_size: a larger body goes to the SDK path (which answers 413).
+        stateless: the route's session manager is stateless, so a 2025-11-25 request
+            holds no session either and is answered here too.
     """
 
     def __init__(
@@ -146,12 +168,16 @@ class FastPath:
         server: LowLevelServer[Any],
         security: TransportSecuritySettings,
         max_body_size: int,
+        *,
+        stateless: bool = False,
     ) -> None:
         self._bridge = bridge
         self._max = max_body_size
         self._server = server
         self._security = TransportSecurityMiddleware(security)
         self._modern = frozenset(MODERN_PROTOCOL_VERSIONS)
+        self._legacy = LEGACY_VERSION if stateless else None
+        self._checks = ListingChecks()
         # The SDK copies its stamp for each answer so a handler cannot change it for the
         # next; here the answer is encoded at once and nothing writes to it.
         self._stamp = server.server_info_stamp
@@ -161,10 +187,11 @@ class FastPath:
     async def __call__(self, fallback: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request, here or through ``fallback``."""
         version = _header(scope, b"mcp-protocol-version")
+        legacy = version is not None and version == self._legacy
         if (
             scope["type"] != "http"
             or scope["method"] != "POST"
-            or version not in self._modern
+            or (version not in self._modern and not legacy)
             or sniffio.current_async_library() != "asyncio"  # see `Window`
             or not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
             or not all(type(m) in _PASSIVE for m in self._server.middleware)
@@ -174,35 +201,39 @@ class FastPath:
         ):
             await fallback(scope, receive, send)
             return
-        # The body as `RequestIds` reads it (None: too large or cut short, which the
-        # SDK path refuses), and those messages replayed to the SDK path if it answers.
-        read, body = await read_body(receive, self._max)
+        # The body as `RequestIds` read and decoded it, ``receive`` replaying it still;
+        # else read here (None: too large or cut short, which the SDK path refuses),
+        # and those messages replayed to the SDK path if it answers.
+        request = read_request(scope)
+        if request is None:
+            read, body = await read_body(receive, self._max)
+            receive = replayed(read, receive)
+            request = None if body is None else decoded_request(body)
         try:
-            if body is None:
+            if request is None or request.not_json:
                 raise _Fallback
-            request_id, method, params, run = await self._accept(scope, body)
+            if legacy:
+                accepted = await self._accept_legacy(scope, request.message)
+            else:
+                accepted = await self._accept(scope, request.message)
         except _Fallback:
-            await fallback(scope, replayed(read, receive), send)
+            await fallback(scope, receive, send)
             return
+        request_id, method, version, run = accepted
         self.answered += 1
-        reply = _Reply(receive, send, request_id)
-        await reply.serve(lambda: self._answer(method, params, run, reply))
+        reply = _Reply(receive, send, request_id, legacy=legacy)
+        await reply.serve(lambda: self._answer(method, version, run, reply))
 
-    async def _accept(
-        self, scope: Scope, body: bytes
-    ) -> tuple[int | str, str, dict[str, Any], _Run]:
-        """The request's id, method, params and its handler, when the fast path answers
-        it exactly as the SDK would; `_Fallback` for anything else."""
+    async def _envelope(
+        self, scope: Scope, decoded: Any
+    ) -> tuple[Request, int | str, str, dict[str, Any] | None]:
+        """The checks both eras make first (Host and Origin, Accept, a JSON-RPC request
+        of a method answered here): the request, its id, method and params."""
         request = Request(scope)
         if await self._security.validate_request(request, is_post=True) is not None:
             raise _Fallback
-        has_json, has_sse = check_accept_headers(request)
-        if not (has_json and has_sse):
+        if not _accepts_both(request):
             raise _Fallback
-        try:
-            decoded = _DECODER.decode(body)
-        except msgspec.DecodeError:
-            raise _Fallback from None
         if not isinstance(decoded, dict) or not decoded.keys() <= _ENVELOPE_KEYS:
             raise _Fallback
         request_id, method, params = decoded.get("id"), decoded.get("method"), decoded.get("params")
@@ -212,9 +243,32 @@ class FastPath:
             or method not in FAST_METHODS
             or method in self._server.cache_hints
             or self._server.get_request_handler(method) is None
-            or not isinstance(params, dict)
+            or not (params is None or isinstance(params, dict))
         ):
             raise _Fallback
+        assert isinstance(request_id, int | str) and isinstance(method, str)  # checked above
+        return request, request_id, method, params
+
+    async def _accept_legacy(self, scope: Scope, decoded: Any) -> tuple[int | str, str, str, _Run]:
+        """`_accept` for a 2025-11-25 request to a stateless app: the SDK's legacy
+        transport and a connection born ready for it (no ``initialize``)."""
+        request, request_id, method, params = await self._envelope(scope, decoded)
+        if params is not None and "_meta" in params:
+            raise _Fallback  # a progress token, a log level: the SDK's session reads them
+        version = LEGACY_VERSION
+        if not self._checks.request_valid(method, version, params):
+            raise _Fallback
+        params = params or {}
+        if method == "tools/call" and not params.keys() <= _LEGACY_CALL_KEYS:
+            raise _Fallback
+        return request_id, method, version, self._handler(method, version, params, request)
+
+    async def _accept(self, scope: Scope, decoded: Any) -> tuple[int | str, str, str, _Run]:
+        """The request's id, method, version and its handler, when the fast path answers
+        it exactly as the SDK would; `_Fallback` for anything else."""
+        request, request_id, method, params = await self._envelope(scope, decoded)
+        if params is None:
+            raise _Fallback  # a 2026-07-28 request carries its envelope in params
         meta = params.get("_meta")
         if (
             not isinstance(meta, dict)
@@ -233,23 +287,23 @@ class FastPath:
         if isinstance(verdict, InboundLadderRejection):
             raise _Fallback
         version = verdict.protocol_version
-        try:
-            surface.validate_client_request(method, version, params)
-        except (KeyError, ValueError):  # ValidationError is a ValueError
-            raise _Fallback from None
-        run = self._handler(method, version, params, request)
-        assert isinstance(request_id, int | str)  # checked above
-        return request_id, str(method), params, run
+        if not self._checks.request_valid(method, version, params):
+            raise _Fallback
+        if method == "tools/call":
+            name, arguments = params.get("name"), params.get("arguments") or {}
+            if not params.keys() <= _CALL_KEYS or _param_headers_refused(
+                self._bridge, name, arguments, request
+            ):
+                raise _Fallback
+        return request_id, method, version, self._handler(method, version, params, request)
 
     def _handler(self, method: str, version: str, params: dict[str, Any], request: Request) -> _Run:
         bridge = self._bridge
         if method == "tools/call":
             # A call that may suspend for its client's input (not stateless) is the SDK's.
-            if bridge.suspend or bridge.profile.search or not params.keys() <= _CALL_KEYS:
+            if bridge.suspend or bridge.profile.search:
                 raise _Fallback  # under tool search, `_routed` answers the meta-tools
             name, arguments = params["name"], params.get("arguments") or {}
-            if _param_headers_refused(bridge, name, arguments, request):
-                raise _Fallback
 
             async def call(reply: _Reply) -> types.CallToolResult:
                 tool = await bridge.served_tool(name, apps=False)
@@ -260,7 +314,8 @@ class FastPath:
 
             return call
         if method == "tools/list":
-            return lambda _: bridge.tool_listing(tasks=False, apps=False)
+            tasks = bridge.tasks.offered_at(version)
+            return lambda _: bridge.tool_listing(tasks=tasks, apps=False)
         if method == "resources/list":
             return lambda _: bridge.list_resources(None, None)
         if method == "prompts/list":
@@ -285,20 +340,19 @@ class FastPath:
 
         return discover
 
-    async def _answer(
-        self, method: str, params: dict[str, Any], run: _Run, reply: _Reply
-    ) -> dict[str, Any]:
-        """The result as the SDK's runner shapes it for a 2026-07-28 client."""
-        version = params["_meta"][types.PROTOCOL_VERSION_META_KEY]
+    async def _answer(self, method: str, version: str, run: _Run, reply: _Reply) -> dict[str, Any]:
+        """The result as the SDK's runner shapes it for a client of ``version``."""
         result = await run(reply)
         dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            dumped = surface.serialize_server_result(method, version, dumped)
+            dumped = self._checks.result(method, version, dumped)
         except ValidationError:
             _logger.exception("handler for %r returned an invalid result", method)
             raise MCPError(
                 code=types.INTERNAL_ERROR, message="Handler returned an invalid result"
             ) from None
+        if version not in self._modern:
+            return dumped  # a handshake-era result: no resultType, no stamp
         if dumped.get("resultType") is None:
             dumped["resultType"] = "complete"
         meta = dumped.get("_meta")
@@ -307,6 +361,22 @@ class FastPath:
         elif isinstance(meta, dict) and meta.get(types.SERVER_INFO_META_KEY) is None:
             dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: self._stamp}
         return dumped
+
+
+_ACCEPTS: dict[bytes, bool] = {}
+"""Whether an Accept header's value takes both JSON and an event stream, by value: the
+SDK's `check_accept_headers` is a function of that value alone, and clients send few."""
+
+
+def _accepts_both(request: Request) -> bool:
+    raw = next((v for k, v in request.scope["headers"] if k == b"accept"), b"")
+    known = _ACCEPTS.get(raw)
+    if known is None:
+        if len(_ACCEPTS) > 256:  # many clients, or made-up values: start over
+            _ACCEPTS.clear()
+        has_json, has_sse = check_accept_headers(request)
+        known = _ACCEPTS[raw] = has_json and has_sse
+    return known
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -360,18 +430,24 @@ def _annotated(schema: Any) -> bool:
 
 class _Reply:
     """One answer: JSON, unless a notification comes first or the call outlasts the
-    SDK's window; then an event stream, as the SDK sends it."""
+    SDK's window; then an event stream, as the SDK sends it. A 2025-11-25 answer
+    (``legacy``) is an event stream either way, with that era's error mapping."""
 
-    def __init__(self, receive: Receive, send: Send, request_id: int | str) -> None:
+    def __init__(
+        self, receive: Receive, send: Send, request_id: int | str, *, legacy: bool = False
+    ) -> None:
         self._receive = receive
         self._send = send
         self._id = request_id
+        self._legacy = legacy
         self._streaming = False
-        self._lock = anyio.Lock()
+        # Taken without a checkpoint when free (nearly always): a yield per answer costs
+        # an event loop pass.
+        self._lock = anyio.Lock(fast_acquire=True)
 
     async def log(self, level: str, data: Any, logger: str | None) -> None:
         """A tool's log message, sent on this answer as the bridge sends it on the SDK
-        path (a 2026-07-28 request's connection is its own: no level is set on it)."""
+        path (a stateless request's connection is its own: no level is set on it)."""
         params = types.LoggingMessageNotificationParams(
             level=level,  # type: ignore[arg-type]
             data=data,
@@ -387,10 +463,8 @@ class _Reply:
             window = Window(SSE_WINDOW, lambda: self._watch(scope))
             try:
                 message["result"] = await answer()
-            except Exception as exc:  # the SDK's mapping: MCPError and ValidationError as
-                # they are, anything else logged and answered as an internal error
-                error = modern_error_data(exc)
-                message["error"] = error.model_dump(by_alias=True, mode="json", exclude_none=True)
+            except Exception as exc:
+                message["error"] = _legacy_error(exc) if self._legacy else _modern_error(exc)
             finally:
                 await window.aclose()
         if len(message) > 2:  # not cancelled by the client's leaving
@@ -400,8 +474,13 @@ class _Reply:
     async def _finish(self, message: dict[str, Any]) -> None:
         if self._streaming:
             await self._send(
-                {"type": "http.response.body", "body": _event(message), "more_body": False}
+                {"type": "http.response.body", "body": self._event(message), "more_body": False}
             )
+            return
+        if self._legacy:  # the whole stream at once: its one event
+            start = {"type": "http.response.start", "status": 200, "headers": _LEGACY_SSE_HEADERS}
+            await self._send(start)
+            await self._send({"type": "http.response.body", "body": self._event(message)})
             return
         status = 200
         if "error" in message:
@@ -422,15 +501,28 @@ class _Reply:
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification on this answer's stream (committing it to one)."""
         async with self._lock:
-            await self._stream(_event({"jsonrpc": "2.0", "method": method, "params": params}))
+            await self._stream(self._event({"jsonrpc": "2.0", "method": method, "params": params}))
 
     async def _stream(self, chunk: bytes) -> None:
         if not self._streaming:
             self._streaming = True
-            await self._send(
-                {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS}
-            )
+            headers = _LEGACY_SSE_HEADERS if self._legacy else _SSE_HEADERS
+            await self._send({"type": "http.response.start", "status": 200, "headers": headers})
         await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    def _event(self, message: dict[str, Any]) -> bytes:
+        # The SDK writes a 2026-07-28 event with the standard library's JSON, a
+        # 2025-11-25 one with pydantic's (UTF-8 as it is, as msgspec writes it); compact.
+        if self._legacy:
+            data = _ENCODER.encode(message)
+            return b"event: message\r\ndata: " + data + b"\r\n\r\n"
+        text = json.dumps(message, separators=(",", ":"))
+        return f"event: message\r\ndata: {text}\r\n\r\n".encode()
+
+    def _ping(self) -> bytes:
+        if self._legacy:  # sse-starlette's comment, stamped with the time
+            return f": ping - {datetime.now(UTC)}\r\n\r\n".encode()
+        return _PING
 
     async def _watch(self, scope: anyio.CancelScope) -> None:
         """Once the answer has been silent for the window: commit it to a stream with a
@@ -438,7 +530,7 @@ class _Reply:
         leaves (as the SDK does)."""
         while True:
             async with self._lock:
-                await self._stream(_PING)
+                await self._stream(self._ping())
             with anyio.move_on_after(SSE_WINDOW):
                 while (await self._receive()).get("type") != "http.disconnect":
                     pass
@@ -446,7 +538,18 @@ class _Reply:
                 return
 
 
-def _event(message: dict[str, Any]) -> bytes:
-    # The SDK writes its events with the standard library's JSON, compact.
-    data = json.dumps(message, separators=(",", ":"))
-    return f"event: message\r\ndata: {data}\r\n\r\n".encode()
+def _modern_error(exc: Exception) -> dict[str, Any]:
+    # The SDK's modern mapping: MCPError and ValidationError as they are, anything
+    # else logged and answered as an internal error.
+    error = modern_error_data(exc)
+    return error.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _legacy_error(exc: Exception) -> dict[str, Any]:
+    # The SDK's dispatcher's mapping: the same two, anything else logged and answered
+    # with code 0 and its message; written with exclude_unset (an explicit null stays).
+    error = handler_exception_to_error_data(exc)
+    if error is None:
+        _logger.exception("handler raised")
+        error = ErrorData(code=0, message=str(exc))
+    return error.model_dump(by_alias=True, mode="json", exclude_unset=True)

@@ -6,11 +6,14 @@ with a ``method`` and any other ``id`` (an object, ``1e400``, ``1.5``, ``true``,
 client waits for ever. `RequestIds` reads such a POST's body first and answers it as
 JSON-RPC 2.0 says to answer an Invalid Request: ``-32600`` with ``id: null``, with the
 HTTP status the SDK gives the other messages it cannot read (400). Every other request
-reaches the transport unchanged, its body replayed as it arrived.
+reaches the transport unchanged, its body replayed as it arrived, and what was read
+of it left in the ASGI scope (`read_request`) so the layers below (the fast path) need
+not read and decode it again.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 import mcp_types as types
@@ -21,12 +24,39 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nativemcp.protocol import INVALID_REQUEST
 
-__all__ = ["RequestIds", "read_body", "replayed"]
+__all__ = [
+    "ReadRequest",
+    "RequestIds",
+    "decoded_request",
+    "read_body",
+    "read_request",
+    "replayed",
+]
 
 _REQUEST_ID: Final = TypeAdapter(types.RequestId)
 """The SDK's own rule for an id (a strict int, or a str)."""
 _SHOWN: Final = 60
 """How much of a refused id the error message quotes."""
+_SCOPE_KEY: Final = "nativemcp.read_request"
+_DECODER: Final = msgspec.json.Decoder()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRequest:
+    """A POST's body as `RequestIds` read it, and its JSON decoded (``not_json``: the
+    body is no JSON msgspec reads, a number out of range included)."""
+
+    body: bytes
+    message: Any
+    not_json: bool
+
+
+def read_request(scope: Scope) -> ReadRequest | None:
+    """What `RequestIds` read of this request's body (None: it read nothing, the body
+    being too large or cut short, or no `RequestIds` ran). The request's ``receive``
+    replays that body still."""
+    found = scope.get(_SCOPE_KEY)
+    return found if isinstance(found, ReadRequest) else None
 
 
 class _Envelope(msgspec.Struct):
@@ -34,6 +64,26 @@ class _Envelope(msgspec.Struct):
 
     method: Any = None
     id: msgspec.Raw = msgspec.Raw(b"")
+
+
+def decoded_request(body: bytes) -> ReadRequest:
+    """``body`` with its JSON decoded, as `RequestIds` leaves it."""
+    try:
+        return ReadRequest(body, _DECODER.decode(body), not_json=False)
+    except msgspec.DecodeError:
+        return ReadRequest(body, None, not_json=True)
+
+
+def _refused(read: ReadRequest) -> bytes | None:
+    """`_refused_id`, answered from the decoded message where it settles it: an id that
+    is an integer or a string, or no request at all."""
+    message = read.message
+    if not read.not_json:
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return None
+        if "id" not in message or type(message["id"]) in (int, str):
+            return None  # a notification, or the SDK's own rule (a strict int, or a str)
+    return _refused_id(read.body)
 
 
 def _refused_id(body: bytes) -> bytes | None:
@@ -72,10 +122,12 @@ class RequestIds:
             return
         read, body = await read_body(receive, self._max)
         if body is not None:
-            refused = _refused_id(body)
+            request = decoded_request(body)
+            refused = _refused(request)
             if refused is not None:
                 await _invalid_request(refused)(scope, receive, send)
                 return
+            scope[_SCOPE_KEY] = request
         await app(scope, replayed(read, receive), send)
 
 

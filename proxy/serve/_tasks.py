@@ -246,7 +246,11 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
 
     def offered(self, ctx: ServerRequestContext[Any]) -> bool:
         """Whether the client of ``ctx`` may run tool calls as tasks."""
-        return self.running and ctx.protocol_version == TASKS_PROTOCOL_VERSION
+        return self.offered_at(ctx.protocol_version)
+
+    def offered_at(self, version: str | None) -> bool:
+        """Whether a client of protocol ``version`` may run tool calls as tasks."""
+        return self.running and version == TASKS_PROTOCOL_VERSION
 
     async def create(
         self,

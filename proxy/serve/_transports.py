@@ -274,7 +274,13 @@ class _Routes:
         self._routed[manager] = bridge
         fast = None
         if session.fast_path:
-            fast = FastPath(bridge, server, session.security, session.max_body_size)
+            fast = FastPath(
+                bridge,
+                server,
+                session.security,
+                session.max_body_size,
+                stateless=session.stateless,
+            )
         return manager, fast
 
     @contextlib.asynccontextmanager
@@ -418,9 +424,10 @@ def http_app(
             through the meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`).
         fast_path: answer plain 2026-07-28 requests (``tools/call`` with
             ``stateless`` only: otherwise a call may suspend for its client's input;
-            lists, reads, prompts, discover) straight from the pool, without the SDK's
-            session machinery, with the same answers (see `FastPath`); False sends
-            every request through the SDK's.
+            lists, reads, prompts, discover), and with ``stateless`` plain 2025-11-25
+            ones too, straight from the pool, without the SDK's session machinery,
+            with the same answers (see `FastPath`); False sends every request through
+            the SDK's.
 
     Raises:
         ValueError: a task limit is not positive, or both ``token`` and ``auth`` are given.

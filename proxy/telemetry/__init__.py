@@ -12,20 +12,28 @@ only once the app has (see `refresh`).
 
 from ._client import current_call_span as current_call_span
 from ._client import local_server_span as local_server_span
+from ._client import log_ids as log_ids
+from ._client import record_restart as record_restart
 from ._client import traced as traced
 from ._client import traced_sync as traced_sync
 from ._client import wire_context as wire_context
 from ._reemit import emit_worker_spans as emit_worker_spans
+from ._state import ACTIVE_REQUESTS as ACTIVE_REQUESTS
+from ._state import RESTARTS as RESTARTS
 from ._state import TRACING as TRACING
 from ._state import Tracing as Tracing
 from ._state import refresh as refresh
 
 __all__ = [
+    "ACTIVE_REQUESTS",
+    "RESTARTS",
     "TRACING",
     "Tracing",
     "current_call_span",
     "emit_worker_spans",
     "local_server_span",
+    "log_ids",
+    "record_restart",
     "refresh",
     "traced",
     "traced_sync",

@@ -18,8 +18,10 @@ from nativemcp.protocol import NativeMCPResponse
 from nativemcp.workers.telemetry import (
     ERROR_TYPE,
     JSONRPC_REQUEST_ID,
+    MCP_METHOD_NAME,
     MCP_SESSION_ID,
     METRIC_ATTRIBUTES,
+    SERVER_NAME,
     error_type,
     mark_error,
     mark_response,
@@ -36,8 +38,10 @@ if TYPE_CHECKING:
 __all__ = [
     "current_call_span",
     "local_server_span",
+    "log_ids",
     "metric_attributes",
     "record_duration",
+    "record_restart",
     "traced",
     "traced_sync",
     "wire_context",
@@ -76,6 +80,10 @@ def _client_span(
     if session_id is not None:
         attributes[MCP_SESSION_ID] = session_id
     outcome = _Outcome()
+    active = TRACING.active_requests
+    in_flight = {MCP_METHOD_NAME: method, SERVER_NAME: server}
+    if active is not None:
+        active.add(1, in_flight)
     started = time.perf_counter()
     try:
         with tracer.start_as_current_span(
@@ -98,6 +106,15 @@ def _client_span(
         record_duration(
             TRACING.client_duration, time.perf_counter() - started, metric, outcome.error
         )
+        if active is not None:
+            active.add(-1, in_flight)
+
+
+def record_restart(server: str) -> None:
+    """Count a restart of ``server`` (nothing without metrics)."""
+    restarts = TRACING.restarts
+    if restarts is not None:
+        restarts.add(1, {SERVER_NAME: server})
 
 
 def metric_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -118,17 +135,31 @@ def record_duration(
 
 @contextlib.contextmanager
 def local_server_span(
-    tracer: Tracer, tool: str, server: str, *, request_id: int, session_id: str | None
+    tracer: Tracer,
+    tool: str | None,
+    server: str,
+    *,
+    request_id: int,
+    session_id: str | None,
+    method: str = "tools/call",
+    uri: str | None = None,
 ) -> Iterator[tuple[Span, _Outcome]]:
-    """The server span of a call to an in-process server (the current client span's
-    child), and its ``mcp.server.operation.duration``; the caller sets the outcome of
-    a response (`mark_response`) on the `_Outcome` it gets."""
-    metric = metric_attributes(operation("tools/call", tool, server)[1])
+    """The server span of an operation of an in-process server (the current client
+    span's child; a tool call by default, as in `server_span`), and its
+    ``mcp.server.operation.duration``; the caller sets the outcome of a response
+    (`mark_response`) on the `_Outcome` it gets."""
+    metric = metric_attributes(operation(method, tool, server)[1])
     outcome = _Outcome()
     started = time.perf_counter()
     try:
         with server_span(
-            tracer, tool, server, request_id=request_id, session_id=session_id
+            tracer,
+            tool,
+            server,
+            request_id=request_id,
+            session_id=session_id,
+            method=method,
+            uri=uri,
         ) as span:
             try:
                 yield span, outcome
@@ -192,6 +223,20 @@ def current_call_span() -> Span | None:
     """The client span of the operation running here (None: untraced), for a handle to
     add what only it knows (an external server's negotiated MCP version)."""
     return _CALL_SPAN.get()
+
+
+def log_ids(span: Span) -> dict[str, str]:
+    """The trace and span ids of ``span`` as a log record's extra attributes, named as
+    OpenTelemetry's logging instrumentation names them (``%(otelTraceID)s``,
+    ``%(otelSpanID)s`` in a format; see `mark_log_record`); none for a span that
+    records nothing (metrics alone)."""
+    context = span.get_span_context()
+    if not context.is_valid:
+        return {}
+    return {
+        "otelTraceID": format(context.trace_id, "032x"),
+        "otelSpanID": format(context.span_id, "016x"),
+    }
 
 
 def wire_context(request_id: int) -> dict[str, str] | None:

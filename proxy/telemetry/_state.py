@@ -18,23 +18,40 @@ from typing import TYPE_CHECKING, Any, Final
 from nativemcp.workers.telemetry import SCOPE
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import Histogram
+    from opentelemetry.metrics import Counter, Histogram, UpDownCounter
     from opentelemetry.trace import Tracer
 
-__all__ = ["DURATION_BUCKETS", "TRACING", "Tracing", "refresh"]
+__all__ = ["ACTIVE_REQUESTS", "DURATION_BUCKETS", "RESTARTS", "TRACING", "Tracing", "refresh"]
 
 
 DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 """The MCP conventions' advised bucket boundaries (seconds) for operation durations."""
+
+ACTIVE_REQUESTS: Final = "nativemcp.client.active_requests"
+"""nativemcp's own metric (an up-down counter): the requests the pool has sent and not
+yet seen answered, by ``mcp.method.name`` and ``nativemcp.server.name``."""
+
+RESTARTS: Final = "nativemcp.server.restarts"
+"""nativemcp's own metric (a counter): restarts of a pool's server after its worker
+process crashed or its external server stopped, by ``nativemcp.server.name``."""
 
 
 class Tracing:
     """The process's telemetry state: ``tracer`` (None: record nothing; a no-op tracer
     when only metrics are configured), ``sink``, the app's span processor and resource
     (an SDK provider's), which worker spans are re-emitted through (None: workers are
-    not asked to record), and the two duration histograms (None: no metrics)."""
+    not asked to record), the two duration histograms, the requests in flight and the
+    restarts (None: no metrics)."""
 
-    __slots__ = ("client_duration", "providers", "server_duration", "sink", "tracer")
+    __slots__ = (
+        "active_requests",
+        "client_duration",
+        "providers",
+        "restarts",
+        "server_duration",
+        "sink",
+        "tracer",
+    )
 
     def __init__(self) -> None:
         self.providers: tuple[object, object] | None = None
@@ -42,6 +59,8 @@ class Tracing:
         self.sink: tuple[Any, Any] | None = None
         self.client_duration: Histogram | None = None
         self.server_duration: Histogram | None = None
+        self.active_requests: UpDownCounter | None = None
+        self.restarts: Counter | None = None
 
 
 TRACING: Final = Tracing()
@@ -62,6 +81,7 @@ def refresh() -> None:
     TRACING.providers = providers
     TRACING.tracer = TRACING.sink = None
     TRACING.client_duration = TRACING.server_duration = None
+    TRACING.active_requests = TRACING.restarts = None
     if trace_api is not None:
         _adopt_tracer(trace_api, tracer_provider)
     if meter_provider is not None:
@@ -105,6 +125,16 @@ def _adopt_meter(provider: Any) -> None:
         unit="s",
         description="MCP request or notification duration as observed by the receiver",
         explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+    )
+    TRACING.active_requests = meter.create_up_down_counter(
+        ACTIVE_REQUESTS,
+        unit="{request}",
+        description="MCP requests the pool has sent and not yet seen answered",
+    )
+    TRACING.restarts = meter.create_counter(
+        RESTARTS,
+        unit="{restart}",
+        description="Restarts of a pool's server (a crashed worker, a stopped MCP server)",
     )
 
 

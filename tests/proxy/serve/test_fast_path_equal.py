@@ -1,7 +1,8 @@
 """The fast path answers as the SDK path does: the same requests go to two apps over one
 pool, one with the fast path and one without, and their answers are compared (status,
 the headers a client reads, the JSON). The fast path's own count shows which requests
-it answered: plain ones here, the rest through the SDK path."""
+it answered: plain ones here, the rest through the SDK path. Both eras: 2026-07-28, and
+2025-11-25 to a stateless app."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from nativemcp.proxy import WorkerPool, http_app
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 VERSION = "2026-07-28"
+LEGACY = "2025-11-25"
 META = {
     "io.modelcontextprotocol/protocolVersion": VERSION,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -32,6 +34,22 @@ META = {
 }
 COMPARED = ("content-type", "mcp-protocol-version", "mcp-session-id", "allow", "www-authenticate")
 """The headers a client reads (uvicorn's date and server are the same either way)."""
+
+
+def _legacy(
+    method: str, params: dict[str, Any] | None = None, *, id: Any = 1
+) -> tuple[dict[str, str], bytes]:
+    """A 2025-11-25 request as a client of a stateless server sends it (no session, the
+    version in its header, no envelope)."""
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": LEGACY,
+    }
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        body["params"] = params
+    return headers, json.dumps(body).encode()
 
 
 def _request(
@@ -48,6 +66,18 @@ def _request(
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
     body["params"] = {"_meta": META, **(params or {})}
     return headers, json.dumps(body).encode()
+
+
+def _refused_headers(headers: dict[str, str], body: bytes) -> list[tuple[dict[str, str], bytes]]:
+    """The request with each header the SDK refuses: an Accept without one of its two
+    types, another Content-Type, a foreign Origin."""
+    refused = [
+        {"accept": "application/json"},
+        {"accept": "text/event-stream"},
+        {"content-type": "text/plain"},
+        {"origin": "http://evil.example"},
+    ]
+    return [({**headers, **change}, body) for change in refused]
 
 
 @contextlib.asynccontextmanager
@@ -131,10 +161,7 @@ ELSEWHERE = [
         {**_request("tools/list")[0], "mcp-protocol-version": "2025-11-25"},
         _request("tools/list")[1],
     ),
-    ({**_request("tools/list")[0], "accept": "application/json"}, _request("tools/list")[1]),
-    ({**_request("tools/list")[0], "accept": "text/event-stream"}, _request("tools/list")[1]),
-    ({**_request("tools/list")[0], "content-type": "text/plain"}, _request("tools/list")[1]),
-    ({**_request("tools/list")[0], "origin": "http://evil.example"}, _request("tools/list")[1]),
+    *_refused_headers(*_request("tools/list")),
     (_request("ping")[0], b"{not json"),
     (_request("ping")[0], b"[]"),
     (_request("ping")[0], b'{"jsonrpc": "2.0", "method": "ping", "params": {}}'),
@@ -143,6 +170,52 @@ ELSEWHERE = [
 ]
 """Requests the SDK path answers: tasks, progress, refusals of every kind, other methods,
 versions and media types."""
+
+LEGACY_PLAIN = [
+    _legacy("tools/list"),
+    _legacy("tools/list", {}),
+    _legacy("tools/call", {"name": "move", "arguments": {"point": {"x": 1, "y": 2}}}),
+    _legacy("tools/call", {"name": "corners", "arguments": {"size": 2}}),
+    _legacy("tools/call", {"name": "refuse", "arguments": {"reason": "no"}}),
+    _legacy("tools/call", {"name": "move", "arguments": {"point": "x"}}),
+    _legacy("tools/call", {"name": "move"}),
+    _legacy("tools/call", {"name": "nope", "arguments": {}}),
+    _legacy("tools/call", {"name": "ask_model", "arguments": {"question": "?"}}),
+    _legacy("tools/call", {"name": "count", "arguments": {"steps": 2}}, id="s"),
+    _legacy("resources/list"),
+    _legacy("resources/read", {"uri": "shapes://unit"}),
+    _legacy("resources/read", {"uri": "shapes://square/3"}),
+    _legacy("resources/read", {"uri": "shapes://none"}),
+    _legacy("prompts/list", {}),
+    _legacy("prompts/get", {"name": "describe", "arguments": {"shape": "o"}}),
+    _legacy("prompts/get", {"name": "missing"}),
+    _legacy("ping"),
+    _legacy("ping", id=2**53),
+    _legacy("tools/list", id=""),
+]
+"""2025-11-25 requests to a stateless app that the fast path answers: every one an event
+stream, as the SDK's legacy transport sends it."""
+
+LEGACY_ELSEWHERE = [
+    _legacy("tools/call", {"name": "move", "arguments": {}, "task": {"ttl": 1}}),
+    _legacy("tools/call", {"name": "count", "arguments": {}, "_meta": {"progressToken": 1}}),
+    _legacy("tools/list", {"_meta": {}}),
+    _legacy("tools/call", {"arguments": {}}),
+    _legacy("tools/call", {"name": 5}),
+    _legacy("server/discover", {}),  # not in 2025-11-25: the SDK says so
+    _legacy("initialize", {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {}}),
+    _legacy("resources/templates/list"),
+    _legacy("logging/setLevel", {"level": "info"}),
+    _legacy("nothing/here"),
+    ({**_legacy("ping")[0], "mcp-protocol-version": "2025-06-18"}, _legacy("ping")[1]),
+    *_refused_headers(*_legacy("ping")),
+    (_legacy("ping")[0], b"{not json"),
+    (_legacy("ping")[0], b'{"jsonrpc": "2.0", "method": "notifications/initialized"}'),
+    (_legacy("ping")[0], b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": []}'),
+    (_legacy("ping")[0], b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "extra": 1}'),
+]
+"""2025-11-25 requests the SDK path answers: tasks, progress, other methods and
+versions, refusals of every kind."""
 
 
 async def test_plain_requests_answer_the_same_through_the_fast_path() -> None:
@@ -161,12 +234,43 @@ async def test_plain_requests_answer_the_same_through_the_fast_path() -> None:
             assert events[-1]["result"]["structuredContent"] == {"result": 2}
 
 
-async def test_unusual_requests_take_the_sdk_path_and_answer_the_same() -> None:
+@pytest.mark.parametrize("requests", [ELSEWHERE, LEGACY_ELSEWHERE], ids=[VERSION, LEGACY])
+async def test_unusual_requests_take_the_sdk_path_and_answer_the_same(
+    requests: list[tuple[dict[str, str], bytes]],
+) -> None:
     pool = WorkerPool(["_serve_servers:server"], timeout=20)
     async with pool, _pair(pool) as (fast, both):
         with anyio.fail_after(60):
-            for headers, body in ELSEWHERE:
+            for headers, body in requests:
                 _assert_same(await both(headers, body))
+            assert fast.state.fast_answers() == 0
+
+
+async def test_plain_legacy_requests_to_a_stateless_app_answer_the_same() -> None:
+    pool = WorkerPool(["_serve_servers:server"], timeout=20)
+    async with pool, _pair(pool) as (fast, both):
+        with anyio.fail_after(60):
+            for headers, body in LEGACY_PLAIN:
+                _, got, events = _assert_same(await both(headers, body))
+                assert got["content-type"] == "text/event-stream"
+                assert events[-1]["id"] == json.loads(body)["id"]
+            assert fast.state.fast_answers() == len(LEGACY_PLAIN)
+            # The logging tool's stream: its log lines, then the result.
+            _, _, events = _assert_same(await both(*LEGACY_PLAIN[9]))
+            assert [e.get("method") for e in events[:-1]] == ["notifications/message"] * 2
+            # No handshake-era result carries the 2026-07-28 stamp or resultType.
+            _, _, events = _assert_same(await both(*LEGACY_PLAIN[2]))
+            assert "resultType" not in events[-1]["result"]
+            assert "_meta" not in events[-1]["result"]
+
+
+async def test_legacy_requests_to_a_stateful_app_take_the_sdk_path() -> None:
+    pool = WorkerPool(["_serve_servers:server"], timeout=20)
+    async with pool, _pair(pool, stateless=False) as (fast, both):
+        with anyio.fail_after(60):
+            for headers, body in LEGACY_PLAIN[:3]:
+                status, _, _ = _assert_same(await both(headers, body))
+                assert status == 400  # no session: the SDK's refusal, on both
             assert fast.state.fast_answers() == 0
 
 
@@ -231,9 +335,9 @@ async def test_the_sdk_client_reads_the_same_from_either_path(mode: Any, version
             answered = fast.state.fast_answers()
     assert read[0] == read[1]
     assert read[0][1]["structured_content"] == {"x": 2, "y": 2}
-    # 2026-07-28 requests take the fast path; a 2025-11-25 session the SDK's.
-    # (the client sends a request of its own besides the six)
-    assert answered >= 6 if version == VERSION else answered == 0
+    # Both eras' requests take the fast path (a 2025-11-25 client's initialize the
+    # SDK's; the client may send a request of its own besides the six).
+    assert answered >= 6
 
 
 _JSON = st.recursive(
@@ -262,7 +366,10 @@ def _requests(draw: st.DrawFn) -> tuple[dict[str, str], bytes]:
     if draw(st.booleans()):
         params[draw(st.text(max_size=6))] = draw(_JSON)
     request_id = draw(st.integers(min_value=-(2**70), max_value=2**70) | st.text(max_size=4))
-    headers, body = _request(method, params, id=request_id, name=name)
+    if draw(st.booleans()):  # a 2025-11-25 request, its params left out or not
+        headers, body = _legacy(method, params or draw(st.sampled_from([None, {}])), id=request_id)
+    else:
+        headers, body = _request(method, params, id=request_id, name=name)
     if draw(st.booleans()):  # the params themselves malformed
         decoded = json.loads(body)
         decoded["params"] = draw(_JSON)
@@ -288,29 +395,40 @@ async def test_generated_requests_answer_the_same_either_way(stateless: bool) ->
         assert fast.state.fast_answers() > 0
 
 
+@pytest.mark.parametrize("era", [VERSION, LEGACY])
 async def test_a_call_silent_past_the_window_answers_as_a_pinged_stream_either_way(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, era: str
 ) -> None:
     from mcp.server import _streamable_http_modern as sdk_modern
+    from sse_starlette import EventSourceResponse
 
     from nativemcp.proxy.serve import _fast_path
 
-    # Both windows short (the SDK's is its module's constant, read at each request).
+    # Every window short: ours, the SDK's 2026-07-28 one (its module's constant, read at
+    # each request) and sse-starlette's pings on the SDK's 2025-11-25 stream.
     monkeypatch.setattr(_fast_path, "SSE_WINDOW", 0.2)
     monkeypatch.setattr(sdk_modern, "_SSE_PING_INTERVAL", 0.2)
+    monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.2)
+    slow = {"name": "slow", "arguments": {"seconds": 0.5}}
+    legacy = era == LEGACY
     pool = WorkerPool(["_serve_servers:server"], timeout=20)
     async with pool, _pair(pool) as (fast, both):
         with anyio.fail_after(60):
-            arguments = {"seconds": 0.5}
-            headers, body = _request("tools/call", {"name": "slow", "arguments": arguments})
-            one, two = await both({**headers, "mcp-name": "slow"}, body)
+            call = (
+                _legacy("tools/call", slow) if legacy else _request("tools/call", slow, name="slow")
+            )
+            one, two = await both(*call)
             assert one.headers["content-type"] == two.headers["content-type"] == "text/event-stream"
-            assert one.text.startswith(": ping") and two.text.startswith(": ping")
-            _assert_same((one, two))
-            # A quick call after it answers in JSON: the window closed with its answer.
-            headers, body = _request("tools/list")
-            _, got, _ = _assert_same(await both(headers, body))
-            assert got["content-type"] == "application/json"
+            # (2025-11-25's pings are sse-starlette's, stamped with the time)
+            ping = ": ping - " if legacy else ": ping"
+            assert one.text.startswith(ping) and two.text.startswith(ping)
+            _, _, events = _assert_same((one, two))
+            assert events[-1]["result"]["content"][0]["text"] == "finished"
+            # A quick call after it answers in JSON (2026-07-28): the window closed with
+            # its answer.
+            listing = _legacy("tools/list") if legacy else _request("tools/list")
+            _, got, _ = _assert_same(await both(*listing))
+            assert got["content-type"] == ("text/event-stream" if legacy else "application/json")
             assert fast.state.fast_answers() == 2
 
 

@@ -7,6 +7,10 @@ middle of a bounded concurrent write load, then started again:
   the restarted one back, which then serves writes again;
 - every writer has a write acknowledged within `RESUME_BOUND` seconds of the kill.
 
+The calls are the kind serve's fast path answers (on by default): half of the writers
+speak 2026-07-28 (the envelope in ``_meta``), half 2025-11-25 (the version in the header,
+no session), as do the health check's pings.
+
 Needs ``haproxy`` (``.ci/run`` installs it with apt): skipped without it, failed in CI.
 """
 
@@ -36,6 +40,7 @@ The health check alone takes the replica out within ``inter * fall`` = 0.4 s; un
 then a refused connection is retried on the other replica (``option redispatch``), and
 a call that was inside the killed replica fails at once (an empty response: 502)."""
 BACKEND: Final = "replicas"
+LEGACY: Final = "2025-11-25"
 
 pytestmark = [
     pytest.mark.load_balancer,
@@ -84,7 +89,7 @@ backend {BACKEND}
     option httpchk
     http-check send meth POST uri /mcp ver HTTP/1.1 hdr Host 127.0.0.1 \
 hdr Content-Type application/json hdr Accept "application/json, text/event-stream" \
-body '{{"jsonrpc":"2.0","id":0,"method":"ping"}}'
+hdr MCP-Protocol-Version 2025-11-25 body '{{"jsonrpc":"2.0","id":0,"method":"ping"}}'
     http-check expect status 200
     default-server inter 200ms fall 2 rise 2
 {servers}
@@ -122,17 +127,28 @@ class CallFailed(Exception):
     """A call through the balancer got no result (an HTTP error, or a JSON-RPC error)."""
 
 
-async def _call(client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]) -> Any:
-    """One stateless ``tools/call`` (no session: any replica may answer it)."""
+MODERN: Final = "2026-07-28"
+_ENVELOPE: Final = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "writer", "version": "1"},
+}
+
+
+async def _call(
+    client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any], version: str = MODERN
+) -> Any:
+    """One stateless ``tools/call`` (no session: any replica may answer it), as a
+    client of protocol ``version`` (2026-07-28 or 2025-11-25) sends it."""
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": version}
+    if version == MODERN:
+        params["_meta"] = _ENVELOPE
+        headers |= {"mcp-method": "tools/call", "mcp-name": tool}
     response = await client.post(
         "/mcp/content-store",
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
-        },
-        headers={"accept": "application/json, text/event-stream"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
+        headers=headers,
     )
     if response.status_code != 200:
         raise CallFailed(f"HTTP {response.status_code}")
@@ -202,12 +218,9 @@ async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_b
             while not stop.is_set():
                 filename = f"w{number}-{sent}.md"
                 sent += 1
+                added = {"store_id": store["storeId"], "content": filename, "filename": filename}
                 try:
-                    await _call(
-                        client,
-                        "add_content",
-                        {"store_id": store["storeId"], "content": filename, "filename": filename},
-                    )
+                    await _call(client, "add_content", added, (MODERN, LEGACY)[number % 2])
                 except (httpx2.HTTPError, CallFailed):
                     failed += 1  # not acknowledged: the writer goes on with the next one
                     await anyio.sleep(0.05)

@@ -140,18 +140,20 @@ async def test_the_pools_call_tool_and_replicas_are_traced_alike(recorded: Recor
     assert _attributes(client)["nativemcp.server.name"] == "traced"
 
 
-async def test_resources_and_prompts_get_client_spans_with_their_uri_and_prompt_name(
+async def test_resources_and_prompts_get_client_and_server_spans_with_their_uri_and_prompt(
     recorded: Recorded,
 ) -> None:
     async with WorkerPool([SERVER], timeout=20) as pool:
         traced = pool.server("traced")
         await traced.read_resource("note://a")
         await traced.get_prompt("greet", {"who": "you"})
-    read = recorded.named("resources/read", SpanKind.CLIENT)
-    assert _attributes(read)["mcp.resource.uri"] == "note://a"
-    prompt = recorded.named("prompts/get greet", SpanKind.CLIENT)
-    assert _attributes(prompt)["gen_ai.prompt.name"] == "greet"
-    assert "gen_ai.tool.name" not in _attributes(prompt)
+    for read in _pair(recorded, "resources/read"):
+        assert _attributes(read)["mcp.resource.uri"] == "note://a"
+        assert _attributes(read)["mcp.method.name"] == "resources/read"
+    for prompt in _pair(recorded, "prompts/get greet"):
+        assert _attributes(prompt)["gen_ai.prompt.name"] == "greet"
+        assert "gen_ai.tool.name" not in _attributes(prompt)
+        assert "error.type" not in _attributes(prompt)
 
 
 async def test_an_in_process_server_gives_the_same_pair_of_spans_and_durations(
