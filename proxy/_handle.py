@@ -13,12 +13,21 @@ import dataclasses
 import enum
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import anyio
 import msgspec
 
-from nativemcp.protocol import BackendType, CallTimeout, NativeMCPResponse, Tool, unwrap
+from nativemcp.protocol import (
+    BackendType,
+    CallTimeout,
+    NativeMCPResponse,
+    ServerClosed,
+    Tool,
+    UnknownServer,
+    quoted_name,
+    unwrap,
+)
 from nativemcp.protocol.wire import Caller, Reply, ValueReader
 from nativemcp.workers import (
     ClientRequest,
@@ -43,6 +52,7 @@ __all__ = [
     "call_deadline",
     "deliver",
     "deliver_log",
+    "find_server",
     "merge_options",
     "time_limit",
 ]
@@ -315,3 +325,22 @@ async def answer_client_request(
     except Exception as exc:
         code = getattr(getattr(exc, "error", None), "code", None)
         return None, f"{type(exc).__name__}: {exc}", code if isinstance(code, int) else None
+
+
+_S = TypeVar("_S")
+
+
+def find_server(servers: Mapping[str, _S], name: str, *, closed: bool) -> _S:
+    """The server ``name`` of a pool holding ``servers`` (both pools look them up so).
+
+    Raises:
+        ServerClosed: the pool is closed.
+        UnknownServer: no server by that name (the message lists the servers).
+    """
+    if closed:
+        raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
+    server = servers.get(name)
+    if server is None:
+        listing = ", ".join(servers) or "(none)"
+        raise UnknownServer(f"no server named {quoted_name(name)}; servers: {listing}")
+    return server

@@ -33,8 +33,6 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     Tool,
     ToolNameError,
-    UnknownServer,
-    quoted_name,
     tool_ui,
 )
 from nativemcp.workers import (
@@ -58,21 +56,23 @@ from ._handle import (
     ResourceListener,
     ServerHandle,
     _Default,
+    find_server,
     merge_options,
 )
 from ._local import LocalServer
+from ._pool_authorization import PoolAuthorization
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
 from .external import (
     DEFAULT_INPUT_ROUNDS,
-    GRANTS_FOLDER,
     ClientSide,
     ExternalServer,
     ExternalServerSpec,
     RedirectHook,
     ServerAuthorization,
+    grant_place,
     roots_answer,
 )
 from .telemetry import TRACING, traced
@@ -229,23 +229,7 @@ def server_and_interface(
     return declared, name_or_interface
 
 
-def find_server(servers: Mapping[str, T], name: str, *, closed: bool) -> T:
-    """The server ``name`` of a pool holding ``servers`` (both pools look them up so).
-
-    Raises:
-        ServerClosed: the pool is closed.
-        UnknownServer: no server by that name (the message lists the servers).
-    """
-    if closed:
-        raise ServerClosed(f"the pool is closed; cannot use server {name!r}", server=name)
-    server = servers.get(name)
-    if server is None:
-        listing = ", ".join(servers) or "(none)"
-        raise UnknownServer(f"no server named {quoted_name(name)}; servers: {listing}")
-    return server
-
-
-class WorkerPool(AgentLoop):
+class WorkerPool(AgentLoop, PoolAuthorization):
     """Runs tool servers and gives out typed proxies and one catalog over all of them.
 
     Each server runs where it fits: user servers and the ``content-store`` and
@@ -278,9 +262,9 @@ class WorkerPool(AgentLoop):
             authorization URL when a person must authorize nativemcp: show it (or follow
             it) and return the URL the browser was redirected to, or None for a browser
             that comes back to the loopback callback port. Without it, a server with no
-            usable kept grant is listed as needing authorization (`needs_authorization`)
-            and does not stop the pool. Grants are kept under ``data_dir/oauth``
-            (without a ``data_dir``, in memory).
+            usable kept grant is listed as needing authorization (`needs_authorization`),
+            does not stop the pool, and comes back at its next use once a grant is kept
+            (`authorize`). Grants: ``data_dir/oauth`` (without a data_dir, memory).
         apps: the app shows MCP Apps: declare ``io.modelcontextprotocol/ui`` to
             external servers (`offers_apps` says which servers offer apps), and
             `run_tool_call` tells the model when a tool's app shows its result.
@@ -409,7 +393,7 @@ class WorkerPool(AgentLoop):
             answer=self.answer_client_request,
             input_rounds=self._input_rounds,
         )
-        grants = config.data_dir / GRANTS_FOLDER if config.data_dir is not None else None
+        grants = grant_place(config.data_dir, config.database_url)
         specs.extend(
             _ExternalSpec(
                 spec,
@@ -540,18 +524,6 @@ class WorkerPool(AgentLoop):
         return dict(result)
 
     @property
-    def needs_authorization(self) -> dict[str, str]:
-        """The remote servers waiting for someone to authorize nativemcp, with the reason.
-
-        ``nativemcp auth login SERVER`` authorizes one; until then its one listed tool
-        says so."""
-        return {
-            name: handle.needs_authorization
-            for name, handle in self._handles.items()
-            if isinstance(handle, ExternalServer) and handle.needs_authorization is not None
-        }
-
-    @property
     def roots(self) -> list[str]:
         """The ``file://`` URIs of the pool's roots (empty when it has none)."""
         return list(self._roots or ())
@@ -650,6 +622,7 @@ class WorkerPool(AgentLoop):
             ServerClosed: the pool is closed.
         """
         self._check_open()
+        await self._reauthorized()  # a grant kept since (auth login) brings a server back
         return self._catalog.tools()
 
     async def call_tool(
@@ -675,7 +648,7 @@ class WorkerPool(AgentLoop):
             ArgumentsError: the arguments are not an object.
         """
         self._check_open()
-        entry = self._catalog.entry(full_name)
+        entry = await self._catalog_entry(full_name)
         handle = entry.handle
         call_options = merge_options(options, timeout, on_progress, on_log).resolve(
             handle.default_timeout or self._config.timeouts.call, self.answer_client_request

@@ -17,12 +17,16 @@ import dataclasses
 import hashlib
 import json
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import anyio
+import httpx2
 from _mcp_http import serving_made
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -279,3 +283,31 @@ async def protected_server(issuer: Issuer) -> AsyncIterator[str]:
 
     async with serving_made(make) as base:
         yield f"{base}/mcp"
+
+
+async def follow(url: str) -> str:
+    """A redirect hook that plays the browser: the issuer redirects at once."""
+    async with httpx2.AsyncClient() as http:
+        response = await http.get(url)
+    assert response.status_code == 302, response.text
+    return str(response.headers["location"])
+
+
+async def log_in_elsewhere(name: str, url: str, data_dir: Path, *options: str) -> None:
+    """``nativemcp auth login NAME --no-browser`` (with ``options``) in a process of its
+    own; the browser is played here, coming back to that process's loopback listener."""
+    config = data_dir / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {name: {"url": url, "oauth": {}}}}))
+    argv = ["auth", "login", name, "--no-browser", "--mcp-config", str(config), *options]
+    command = [sys.executable, "-m", "nativemcp.proxy.cli", *argv, "--data-dir", str(data_dir)]
+    with anyio.fail_after(60):
+        async with await anyio.open_process(command) as login:
+            assert login.stderr is not None
+            said = b""
+            while b"/callback ..." not in said:
+                said += await login.stderr.receive()
+            (address,) = [line.strip() for line in said.decode().splitlines() if "?" in line]
+            async with httpx2.AsyncClient(follow_redirects=True) as http:
+                page = await http.get(address)
+            assert "You can close this window" in page.text
+            assert await login.wait() == 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -24,6 +24,7 @@ import pytest
 from _browser_pages import PageServer, serving
 
 if TYPE_CHECKING:
+    from _oauth_server import Issuer
     from _telemetry import Recorded
 
 TEST_DATABASE_ENV = "NATIVEMCP_TEST_DATABASE_URL"
@@ -103,6 +104,17 @@ def database_url(request: pytest.FixtureRequest) -> str | None:
         return None
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture
+async def oauth_issuer() -> AsyncIterator[tuple[Issuer, str]]:
+    """A real OAuth-protected MCP server and its authorization server on loopback
+    (``_oauth_server``): the issuer, and the MCP URL."""
+    from _oauth_server import Issuer, protected_server  # the SDK's server: only here
+
+    issuer = Issuer()
+    async with protected_server(issuer) as url:
+        yield issuer, url
 
 
 @pytest.fixture(scope="module")

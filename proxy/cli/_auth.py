@@ -11,10 +11,12 @@ Authorized 'github' (issuer https://github.com/login/oauth, scopes repo).
 ``login`` runs the authorization-code flow of the server's ``oauth`` entry: it prints
 the address (and opens a browser where there is one), listens on the loopback callback
 port, and exits once the tokens are kept in the data folder (``DATA/oauth``), where
-every later pool finds them. ``logout`` revokes the tokens at the issuer where it
-offers that (RFC 7009) and deletes what is kept for the server. ``status``
-lists each OAuth server of ``--mcp-config``: its issuer, scopes and expiry, or what to
-run. No token is ever printed.
+every later pool finds them (a running one at its next use of the server); with
+``--database-url`` (or ``NATIVEMCP_DATABASE_URL``) in that PostgreSQL database, where
+every replica finds them. ``logout`` revokes the tokens at the issuer where it offers
+that (RFC 7009) and deletes what is kept for the server. ``status`` lists each OAuth
+server of ``--mcp-config``: its issuer, scopes and expiry, or what to run. No token is
+ever printed.
 """
 
 from __future__ import annotations
@@ -24,20 +26,22 @@ import os
 import sys
 import webbrowser
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 
 from nativemcp.proxy import RestartPolicy
 from nativemcp.proxy.external import (
-    GRANTS_FOLDER,
     ExternalServer,
     ExternalServerSpec,
+    GrantPlace,
     GrantStore,
     NeedsAuthorization,
     ServerAuthorization,
     configured_client,
     expiry_text,
+    grant_place,
     load_mcp_servers,
     login_hint,
     revoke,
@@ -45,7 +49,7 @@ from nativemcp.proxy.external import (
 
 from ._content import Runner
 from ._errors import UsageError
-from ._pool_options import PoolOptions, pool_options_parser
+from ._pool_options import PoolOptions, check_database, pool_options_parser
 
 __all__ = ["add_auth_parser", "log_in"]
 
@@ -103,9 +107,15 @@ def _server(options: PoolOptions, name: str) -> ExternalServerSpec:
     )
 
 
+def _place(options: PoolOptions) -> Path | GrantPlace | None:
+    """Where the pool of these options keeps its grants (its database, else the data
+    folder), so that what a verb does here, every pool of the same options sees."""
+    return grant_place(options.data_dir, options.database_url)
+
+
 def _store(options: PoolOptions, spec: ExternalServerSpec) -> GrantStore:
     assert spec.url is not None and spec.oauth is not None
-    store = GrantStore(options.data_dir / GRANTS_FOLDER, spec.url, client_id=spec.oauth.client_id)
+    store = GrantStore(_place(options), spec.url, client_id=spec.oauth.client_id)
     store.fixed_client = configured_client(spec.oauth)
     return store
 
@@ -118,10 +128,11 @@ def _can_open_browser() -> bool:
 
 
 async def log_in(
-    spec: ExternalServerSpec, folder: Any, open_url: OpenURL, out: TextIO
+    spec: ExternalServerSpec, folder: Path | GrantPlace | None, open_url: OpenURL, out: TextIO
 ) -> GrantStore:
-    """Run the authorization-code flow for ``spec`` and keep its tokens in ``folder``:
-    ``open_url`` is given the address, the browser comes back to the loopback port.
+    """Run the authorization-code flow for ``spec`` and keep its tokens in ``folder``
+    (the grant files' folder, or a database's `GrantPlace`): ``open_url`` is given the
+    address, the browser comes back to the loopback port.
 
     Raises:
         NeedsAuthorization: the authorization server refused, or nobody came back.
@@ -154,6 +165,7 @@ async def log_in(
 
 async def _run(args: argparse.Namespace, options: PoolOptions) -> int:
     action = args.auth_action
+    check_database(options.database_url)  # a missing driver or a database away, said first
     if action == "status":
         return _status(options)
     spec = _server(options, args.server)
@@ -171,7 +183,7 @@ async def _run(args: argparse.Namespace, options: PoolOptions) -> int:
         if not args.no_browser and _can_open_browser():
             webbrowser.open(url)
 
-    store = await log_in(spec, options.data_dir / GRANTS_FOLDER, open_url, sys.stderr)
+    store = await log_in(spec, _place(options), open_url, sys.stderr)
     shown = store.status() or {}
     print(
         f"Authorized {spec.name!r} (issuer {shown.get('issuer')}, "

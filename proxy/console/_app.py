@@ -7,7 +7,8 @@ Host (else 421) and, when it has an Origin, a local one (else 403): a DNS-rebind
 that learned the token still cannot use it. The page is static (``proxy/console/``,
 shipped in the package; no CDN, no build step) and talks JSON:
 
-- ``GET  api/tools``                      the servers and their tools (full names)
+- ``GET  api/tools``                      the servers and their tools (full names), and
+  why a server needs authorization (its "Authorize" button: ``_authorize.py``)
 - ``POST api/calls``                      ``{"tool", "arguments"}`` → the started call
 - ``GET  api/calls``                      the session's history, and the event cursor
 - ``GET  api/events?since=<n>``           the session's server-sent events: ``started``,
@@ -99,6 +100,7 @@ from ._apps import (
     app_view,
     keep_note,
 )
+from ._authorize import authorization_routes
 from ._catalog import ConsoleCatalog, UIActionTarget
 from ._frames import FrameCapabilities
 from ._sandbox import ByListener, SandboxGrant, SandboxSite, origins_of
@@ -115,6 +117,7 @@ _ASSET_TYPES: Final = {
     "apps.js": "text/javascript; charset=utf-8",
     "waterfall.js": "text/javascript; charset=utf-8",
     "waterfall.css": "text/css; charset=utf-8",
+    "authorize.js": "text/javascript; charset=utf-8",
 }
 _PAGE_CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -481,12 +484,15 @@ def create_console_app(
         return endpoint
 
     async def tools(request: Request) -> Response:
+        await catalog.reload()  # a server authorized since (auth login) lists its tools
+        needs = catalog.needs_authorization
         servers = [
             {
                 "name": server.name,
                 "backend": server.backend,
                 "description": server.description,
                 "tools": [msgspec.to_builtins(tool) for tool in server.tools],
+                "needsAuthorization": needs.get(server.name),
             }
             for server in catalog.servers
         ]
@@ -660,6 +666,8 @@ def create_console_app(
         Route("/apps.js", page_asset("apps.js")),
         Route("/waterfall.js", page_asset("waterfall.js")),
         Route("/waterfall.css", page_asset("waterfall.css")),
+        Route("/authorize.js", page_asset("authorize.js")),
+        *authorization_routes(catalog, task_group, _json_body),
         Route("/api/tools", tools),
         Route("/api/calls", start_call, methods=["POST"]),
         Route("/api/calls", history, methods=["GET"]),

@@ -26,6 +26,7 @@ from .._catalog import HOST_ACTIONS as HOST_ACTIONS
 from .._catalog import UIAction
 from .._handle import ProgressCallback
 from .._pool import WorkerPool
+from ..external import RedirectHook
 
 __all__ = [
     "HOST_ACTIONS",
@@ -66,6 +67,9 @@ class ConsoleCatalog:
 
     def __init__(self, pool: WorkerPool, tools: Sequence[Tool]) -> None:
         self._pool = pool
+        self._index(tools)
+
+    def _index(self, tools: Sequence[Tool]) -> None:
         self._services: dict[str, ServiceInfo] = {}
         self._tools: dict[str, Tool] = {}
         self._own: dict[tuple[str, str], str] = {}  # (server, its own tool name) -> full
@@ -80,7 +84,7 @@ class ConsoleCatalog:
             grouped.setdefault(info.server_name, []).append(tool)
         self._servers = []
         for name, listed in grouped.items():
-            proxy = pool.server(name)
+            proxy = self._pool.server(name)
             self._servers.append(ServerEntry(name, proxy.backend, proxy.description, listed))
 
     @classmethod
@@ -92,6 +96,33 @@ class ConsoleCatalog:
             WorkerClosed: the pool is closed.
         """
         return cls(pool, await pool.list_tools())
+
+    async def reload(self) -> None:
+        """List the pool's tools again (a server authorized since lists its own).
+
+        Raises:
+            ToolNameError: two sources give the same full name.
+            WorkerClosed: the pool is closed.
+        """
+        self._index(await self._pool.list_tools())
+
+    @property
+    def needs_authorization(self) -> dict[str, str]:
+        """The servers waiting for someone to authorize nativemcp, with the reason."""
+        return self._pool.needs_authorization
+
+    async def authorize(self, server: str, redirect: RedirectHook) -> None:
+        """Authorize ``server`` through ``redirect`` (`WorkerPool.authorize`), then list
+        the tools again.
+
+        Raises:
+            NeedsAuthorization: it is still not authorized (refused, nobody came back).
+            ValueError: not a server that signs in with OAuth; UnknownServer.
+        """
+        try:
+            await self._pool.authorize(server, redirect)
+        finally:
+            await self.reload()
 
     @property
     def servers(self) -> list[ServerEntry]:

@@ -64,6 +64,7 @@
     if (!response.ok) throw new Error((data && data.error) || response.statusText);
     return data;
   }
+  window.nativemcpConsole = {api}; // for the page's other scripts (authorize.js)
 
   // ---- collapsible JSON ------------------------------------------------------------
 

@@ -5,12 +5,15 @@ What lives here is one concern, a server nativemcp does not run itself: `_server
 stdio or Streamable HTTP), `_mcp_config` (the hosts' `mcpServers` files and `${VAR}`
 expansion, and the entry as written for every message), `_log_redaction` (the client
 stack's log lines without the values of variables), `_stdio` (the stdio transport
-with its frame and line limits and process-group cleanup), `_client_side` (the
+with its frame and line limits and process-group cleanup), `_stderr` (a stdio
+server's stderr, logged and its tail kept), `_client_side` (the
 server's requests back to the pool: sampling, elicitation, roots), `_tasks`
 (task-augmented calls), `_tool_listing` (tools a server lists that cannot be
 offered), and OAuth to remote servers: `_oauth_config` (the entry's ``oauth``
-settings), `_oauth` (`ServerAuthorization`, on the SDK's ``mcp.client.auth``) and
-`_token_store` (the grants kept in the data folder). It may import the pool core's
+settings), `_oauth` (`ServerAuthorization`, on the SDK's ``mcp.client.auth``),
+`_authorization_wait` (a server waiting for a grant, and its way back) and
+`_token_store` (the grants kept in the data folder, or in PostgreSQL:
+`_token_table`). It may import the pool core's
 handle seam (`_handle`, `_restart`, `_json_where`) and the public names of
 `nativemcp.protocol` and `nativemcp.workers`; the pool core imports only the names
 below.
@@ -33,7 +36,10 @@ from ._oauth_config import OAuthSettings as OAuthSettings
 from ._server import ExternalServer as ExternalServer
 from ._tasks import accepts_task as accepts_task
 from ._token_store import GRANTS_FOLDER as GRANTS_FOLDER
+from ._token_store import GrantPlace as GrantPlace
 from ._token_store import GrantStore as GrantStore
+from ._token_table import GrantTable as GrantTable
+from ._token_table import grant_place as grant_place
 
 __all__ = [
     "DEFAULT_INPUT_ROUNDS",
@@ -41,7 +47,9 @@ __all__ = [
     "ClientSide",
     "ExternalServer",
     "ExternalServerSpec",
+    "GrantPlace",
     "GrantStore",
+    "GrantTable",
     "NeedsAuthorization",
     "OAuthSettings",
     "RedirectHook",
@@ -50,6 +58,7 @@ __all__ = [
     "configured_client",
     "expand_variables",
     "expiry_text",
+    "grant_place",
     "load_mcp_servers",
     "login_hint",
     "revoke",

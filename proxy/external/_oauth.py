@@ -22,12 +22,13 @@ until someone runs ``nativemcp auth login``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import inspect
 import logging
 import socket
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, quote, urlsplit
@@ -38,7 +39,7 @@ import anyio.abc
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
 from ._oauth_config import OAuthSettings
-from ._token_store import GrantStore
+from ._token_store import GrantPlace, GrantStore
 
 if TYPE_CHECKING:
     import httpx2
@@ -125,7 +126,8 @@ class ServerAuthorization:
         server: the server's name (for messages).
         url: the MCP endpoint.
         settings: the entry's OAuth settings.
-        folder: the grant files' folder (None: kept in memory for this pool's life).
+        folder: the grant files' folder or another `GrantPlace` (None: kept in memory
+            for this pool's life).
         redirect: the pool's redirect hook (None: no person can be asked).
     """
 
@@ -134,7 +136,7 @@ class ServerAuthorization:
         server: str,
         url: str,
         settings: OAuthSettings,
-        folder: Path | None,
+        folder: Path | GrantPlace | None,
         redirect: RedirectHook | None = None,
     ) -> None:
         self.server = server
@@ -151,6 +153,28 @@ class ServerAuthorization:
         self.person_done: anyio.Event | None = None
         """Set when the person asked to sign in is done (None: nobody was asked): the
         server's start timeout does not count their time."""
+
+    def has_grant(self) -> bool:
+        """Whether tokens are kept for the server now, read anew (another process's
+        ``nativemcp auth login`` may have written them since the last look)."""
+        shown = self.store.status()
+        return bool(shown and shown["authorized"])
+
+    def start_over(self) -> None:
+        """Forget this process's provider and why it gave up: the next connection reads
+        the kept grant again."""
+        self._provider = None
+        self.needs_authorization = None
+
+    @contextlib.contextmanager
+    def asking(self, redirect: RedirectHook | None) -> Iterator[None]:
+        """Within the block, ask a person through ``redirect`` (None: the pool's hook)."""
+        kept = self._redirect
+        self._redirect = redirect or kept
+        try:
+            yield
+        finally:
+            self._redirect = kept
 
     def _issuer(self) -> str | None:
         provider = self._provider

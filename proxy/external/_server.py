@@ -16,12 +16,10 @@ broken tools are left out, not the server (``_tool_listing``).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import importlib.metadata
 import logging
-import os
 import traceback
 import warnings
 from collections.abc import Callable
@@ -36,6 +34,7 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     Tool,
     response_from_sdk,
+    text_response,
 )
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
@@ -51,13 +50,21 @@ from .._handle import (
 )
 from .._restart import RestartPolicy, Supervised
 from ..telemetry import current_call_span, log_ids
+from ._authorization_wait import AuthorizationWait, WaitsForAuthorization, first_of
 from ._client_side import ClientSide, ServerRequests
 from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
-from ._oauth import NeedsAuthorization, ServerAuthorization, unavailable_response, unavailable_tool
+from ._oauth import (
+    UNAVAILABLE_TOOL,
+    NeedsAuthorization,
+    ServerAuthorization,
+    login_hint,
+    unavailable_response,
+)
+from ._stderr import Stderr
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
-from ._tool_list import ToolListChanges, list_all_tools
+from ._tool_list import Freshness, ToolListChanges, read_tool_list
 from ._tool_listing import drop_repeated_tools, usable_tools_only
 
 if TYPE_CHECKING:
@@ -68,8 +75,6 @@ __all__ = ["ExternalServer"]
 
 _logger = logging.getLogger("nativemcp.external")
 
-STDERR_TAIL_LINES: Final = 20
-"""Lines of a stdio server's stderr kept for error messages."""
 CONNECTION_CLOSED: Final = -32000
 """The SDK's code for a connection that ended under a pending request."""
 MCP_LOG_LEVEL: Final = "info"
@@ -77,61 +82,9 @@ MCP_LOG_LEVEL: Final = "info"
 asked): info and up, so debug chatter does not travel with every call."""
 PING_REMOVED_IN: Final = "2026-07-28"
 """The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
-_STDERR_CHUNK: Final = 65536
 
 
-class _Stderr:
-    """A stdio server's stderr: a pipe read on the loop, lines to `logging`, a tail kept."""
-
-    def __init__(self, server: str, redact: Callable[[str], str]) -> None:
-        self.server = server
-        self._redact = redact
-        self.read_fd, write_fd = os.pipe()
-        os.set_blocking(self.read_fd, False)
-        self.writer = os.fdopen(write_fd, "w")
-        self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self._logger = logging.getLogger(f"nativemcp.external.{server}")
-        self._partial = b""
-
-    def close_writer(self) -> None:
-        """Close our copy of the write end once the child holds its own."""
-        with contextlib.suppress(OSError):
-            self.writer.close()
-
-    async def pump(self) -> None:
-        """Read until every writer is gone (the child and anything it spawned exited)."""
-        try:
-            while True:
-                try:
-                    chunk = os.read(self.read_fd, _STDERR_CHUNK)
-                except BlockingIOError:
-                    await anyio.wait_readable(self.read_fd)
-                    continue
-                if not chunk:
-                    break
-                *lines, self._partial = (self._partial + chunk).split(b"\n")
-                for line in lines:
-                    self._line(line)
-            if self._partial:
-                self._line(self._partial)
-        finally:
-            self.close_writer()
-            with contextlib.suppress(OSError):
-                os.close(self.read_fd)
-
-    def _line(self, raw: bytes) -> None:
-        # A server may echo its command line or environment: no secret of ours is kept.
-        text = self._redact(raw.decode("utf-8", "replace").rstrip())
-        if text:
-            self.tail.append(text)
-            self._logger.info("%s", text, extra={"mcp_server": self.server})
-
-    def text(self) -> str:
-        """The stderr tail, or a note that there was none."""
-        return "\n".join(self.tail) if self.tail else "(no stderr output)"
-
-
-class ExternalServer(UnwrappingHandle, Supervised):
+class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
     """An external MCP server behind the pool's handle, through the official client."""
 
     _logger = _logger
@@ -155,6 +108,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """The server's OAuth client (None: the entry asks for no OAuth)."""
         self.needs_authorization: str | None = None
         """Why the server is unavailable until someone authorizes it (None: it is not)."""
+        self._waiting: AuthorizationWait | None = None
         self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
@@ -163,6 +117,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self.default_timeout = spec.timeout
         self.on_resource_updated: ResourceListener | None = None
         self._tools: list[Tool] = []
+        self._freshness = Freshness()
         # A new one for each connection (`_lifetime`).
         self._tool_changes = ToolListChanges(spec.name, spec.redact)
         self.on_tools_changed: Callable[[], None] | None = None
@@ -175,7 +130,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         self._init_supervision()
         self._lost = anyio.Event()
         self._stop = anyio.Event()
-        self._stderr: _Stderr | None = None
+        self._stderr: Stderr | None = None
         self._link: StdioLink | None = None
         self._log_handlers: dict[int, LogHandler] = {}
         self._traced_calls: dict[int, Any] = {}  # key -> its client span (traced calls)
@@ -191,7 +146,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def _client_for(self, stderr: _Stderr | None, link: StdioLink | None) -> tuple[Client, Any]:
+    def _client_for(self, stderr: Stderr | None, link: StdioLink | None) -> tuple[Client, Any]:
         from mcp import Client
 
         spec = self.spec
@@ -256,9 +211,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         client.event_hooks["response"].append(note_refusal)
         return client
 
-    async def _lifetime(
-        self, stderr: _Stderr | None, state: dict[str, bool], on_ready: Any
-    ) -> None:
+    async def _lifetime(self, stderr: Stderr | None, state: dict[str, bool], on_ready: Any) -> None:
         """One connection: connect, list tools, serve until lost or stopped."""
         link = StdioLink(self.name) if stderr else None
         self._link = link
@@ -280,11 +233,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
             stack.callback(follower.cancel_scope.cancel)
             relist = functools.partial(self._relist, client)
             await follower.start(self._tool_changes.follow, client, relist)
-            tools = await list_all_tools(client, self.name)
+            tools, ttl = await read_tool_list(client, self.name)
+            self._freshness.listed(ttl)
             self.description = client.instructions or ""
             self.extensions = dict(client.server_capabilities.extensions or {})
             self._tools = self._usable(tools)
             self._client = client
+            self.needs_authorization = None
+            self._settle_waiters(authorized=True)
             state["ready"] = True
             self._connected.set()
             on_ready()
@@ -294,7 +250,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                 # process lives on (a closed stdout, a failed reader).
                 watch.append(link.ended)
             try:
-                await _first(*watch)
+                await first_of(*watch)
             finally:
                 self._client = None
                 self._reset_connected()
@@ -306,13 +262,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
         from mcp import MCPError
 
         try:
-            tools = await list_all_tools(client, self.name, cache_mode="bypass")
+            tools, ttl = await read_tool_list(client, self.name, cache_mode="bypass")
         except MCPError as exc:
             message = self.spec.redact(exc.message)
             _logger.warning(
                 "MCP server %r: listing its changed tools failed: %s", self.name, message
             )
             return
+        self._freshness.listed(ttl)
         self._tools = self._usable(tools)
         if self.on_tools_changed is not None:
             self.on_tools_changed()
@@ -329,7 +286,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
             ServerStartError: the server did not start (its stderr tail included).
         """
         spec = self.spec
-        stderr = _Stderr(self.name, spec.redact) if spec.transport == "stdio" else None
+        stderr = Stderr(self.name, spec.redact) if spec.transport == "stdio" else None
         self._stderr = stderr
         self._refused = None
         state = {"ready": False, "timed_out": False}
@@ -384,7 +341,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         old, self._connected = self._connected, anyio.Event()
         old.set()
 
-    def _start_error(self, what: str, stderr: _Stderr | None) -> ServerStartError:
+    def _start_error(self, what: str, stderr: Stderr | None) -> ServerStartError:
         tail = f"; stderr:\n{stderr.text()}" if stderr is not None else ""
         message = self.spec.redact(f"{what}{tail}")
         return ServerStartError(
@@ -416,12 +373,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     try:
                         await self._connect_once(on_ready)
                     except NeedsAuthorization as exc:
-                        # Not a failure of the pool: the server waits for `auth login`.
-                        await self._wait_for_authorization(exc, on_ready)
-                        return
+                        # Not a failure of the pool: the server waits for a grant.
+                        if not await self._wait_for_authorization(exc, on_ready):
+                            return
+                        continue  # a grant came: no backoff, someone is waiting
                     except ServerStartError as exc:
                         if not started:
                             raise
+                        self._settle_waiters()
                         if not self._retry(exc, recent, backoff):
                             return
                     else:
@@ -437,6 +396,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
                     backoff = min(backoff * 2, self._restart.max_backoff)
         finally:
             self._client = None
+            self._settle_waiters()
             self._finished.set()
 
     def _log_stopped(self) -> None:
@@ -452,13 +412,17 @@ class ExternalServer(UnwrappingHandle, Supervised):
             tail,
         )
 
-    async def _wait_for_authorization(self, exc: NeedsAuthorization, on_ready: Any) -> None:
-        """List the server as needing authorization and wait for the pool to close."""
-        _logger.warning("%s", exc)
-        self.needs_authorization = exc.reason
-        self._tools = [unavailable_tool(self.name, exc.reason)]
-        on_ready()
-        await self._stop.wait()
+    async def freshen(self) -> bool:
+        """Before the pool reads the tools: a server that needs authorization tries a
+        grant kept since (`reauthorize`), and a list past its ``ttlMs`` is read again.
+        Whether the tools may have changed."""
+        if self.needs_authorization is not None:
+            return await self.reauthorize()
+        client = self._client
+        if client is None or not self._freshness.take_stale():
+            return False
+        await self._relist(client)
+        return True
 
     def _what(self) -> str:
         return f"MCP server {self.name!r}"
@@ -477,6 +441,14 @@ class ExternalServer(UnwrappingHandle, Supervised):
     # -- calls -----------------------------------------------------------------------
 
     async def _session(self, tool: str) -> Client:
+        reason = self.needs_authorization
+        if reason is not None and not await self.reauthorize():
+            # No connection will come by waiting: say so now, not at the time limit.
+            raise ServerStartError(
+                f"MCP server {self.name!r} is not connected: it needs authorization "
+                f"({reason}); {login_hint(self.name)}",
+                server=self.name,
+            )
         client = await self._live(lambda: self._client, f"call {tool!r}")
         span = current_call_span()
         if span is not None:  # traced: the pool's client span names the MCP version spoken
@@ -511,8 +483,11 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """
         from mcp import InputRequiredRoundsExceededError, MCPError
 
-        if self.needs_authorization is not None:
+        if self.needs_authorization is not None and not await self.reauthorize():
             return unavailable_response(self.name, self.needs_authorization)
+        if tool == UNAVAILABLE_TOOL and not any(t.name == tool for t in self._tools):
+            # The placeholder called after a grant came: the server's tools are back.
+            return text_response(f"MCP server {self.name!r} is authorized; list its tools")
         timeout = options.limit
         report = options.on_progress
         on_progress = None
@@ -612,14 +587,17 @@ class ExternalServer(UnwrappingHandle, Supervised):
         """
         from mcp import MCPError
 
+        if self.needs_authorization is not None and not await self.reauthorize():
+            return self._tools
         with call_deadline(self.name, "tools/list", options.limit):
             client = await self._session("tools/list")
             try:
-                tools = await list_all_tools(client, self.name)
+                tools, ttl = await read_tool_list(client, self.name)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
                     raise self._connection_lost(client, "tools/list") from self._cause(exc)
                 raise
+        self._freshness.listed(ttl)
         self._tools = self._usable(tools)
         return self._tools
 
@@ -728,18 +706,6 @@ def _client_info() -> mcp_types.Implementation:
     except importlib.metadata.PackageNotFoundError:  # run from a source tree
         version = "0+unknown"
     return mcp_types.Implementation(name="nativemcp", version=version)
-
-
-async def _first(*events: anyio.Event) -> None:
-    """Return when the first of ``events`` is set."""
-    async with anyio.create_task_group() as tg:
-
-        async def one(event: anyio.Event) -> None:
-            await event.wait()
-            tg.cancel_scope.cancel()
-
-        for event in events:
-            tg.start_soon(one, event)
 
 
 def _refusal(status: int, spec: ExternalServerSpec) -> str:

@@ -9,11 +9,18 @@ stream, which a 2026-07-28 server sends only to a client that opened one (`follo
 opens it where the server declares ``tools.listChanged``). The handler runs in the
 SDK's reader, which must not wait on a request of its own, so it only notes the
 change, and `follow` (a task of the connection's lifetime) reads the list again.
+
+A 2026-07-28 server also says how long its list stays fresh (``ttlMs``): `Freshness`
+keeps when it goes stale, and the pool's next listing after that reads it again (the
+SDK's own cache honours the hint within one client). A ``ttlMs`` of 0, the SDK
+server's default, promises nothing and is not polled: the list stands until the
+server says it changed.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -25,7 +32,7 @@ from nativemcp.protocol import Tool, from_sdk
 if TYPE_CHECKING:
     from mcp import Client
 
-__all__ = ["MAX_TOOL_PAGES", "ToolListChanges", "list_all_tools"]
+__all__ = ["MAX_TOOL_PAGES", "Freshness", "ToolListChanges", "list_all_tools", "read_tool_list"]
 
 _logger = logging.getLogger("nativemcp.external")
 
@@ -33,18 +40,55 @@ MAX_TOOL_PAGES: Final = 1000
 """Pages of ``tools/list`` read at most (a warning names the server past it)."""
 
 
+def now() -> float:
+    """The clock tool lists go stale by (monotonic seconds)."""
+    return time.monotonic()
+
+
+class Freshness:
+    """When a server's last tool list goes stale (None: it does not, by time)."""
+
+    def __init__(self) -> None:
+        self._until: float | None = None
+
+    def listed(self, ttl_ms: int | None) -> None:
+        """A list was just read, fresh for ``ttl_ms`` (None or 0: no promise)."""
+        self._until = now() + ttl_ms / 1000 if ttl_ms else None
+
+    def take_stale(self) -> bool:
+        """Whether the list is stale; True once per listing, so that one reader reads
+        it again while the others use the list they have."""
+        until = self._until
+        if until is None or now() < until:
+            return False
+        self._until = None
+        return True
+
+
 async def list_all_tools(client: Client, server: str, cache_mode: Any = "use") -> list[Tool]:
+    """Every page of the server's tool list (see `read_tool_list`)."""
+    tools, _ = await read_tool_list(client, server, cache_mode)
+    return tools
+
+
+async def read_tool_list(
+    client: Client, server: str, cache_mode: Any = "use"
+) -> tuple[list[Tool], int | None]:
     """Every page of the server's tool list, up to `MAX_TOOL_PAGES` (then a warning
-    says the rest was left out). ``cache_mode="bypass"`` asks the server, not the SDK
-    client's response cache."""
+    says the rest was left out), and the ``ttlMs`` of the shortest-lived page (None:
+    no page said one). ``cache_mode="bypass"`` asks the server, not the SDK client's
+    response cache."""
     tools: list[Tool] = []
+    ttl: int | None = None
     cursor: str | None = None
     for _ in range(MAX_TOOL_PAGES):
         page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
         tools.extend(from_sdk(tool) for tool in page.tools)
+        if "ttl_ms" in page.model_fields_set:  # on the wire: a 2026-07-28 server's hint
+            ttl = page.ttl_ms if ttl is None else min(ttl, page.ttl_ms)
         cursor = page.next_cursor
         if cursor is None:
-            return tools
+            return tools, ttl
     _logger.warning(
         "MCP server %r: its tool list has more than %d pages; the %d tools of the first "
         "%d are offered, the rest left out",
@@ -53,7 +97,7 @@ async def list_all_tools(client: Client, server: str, cache_mode: Any = "use") -
         len(tools),
         MAX_TOOL_PAGES,
     )
-    return tools
+    return tools, ttl
 
 
 class ToolListChanges:

@@ -9,7 +9,6 @@ import json
 import logging
 import stat
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,32 +16,23 @@ import anyio
 import httpx2
 import pytest
 from _mcp_http import serving
-from _oauth_server import CLIENT_ID, CLIENT_SECRET, Issuer, protected_server
+from _oauth_server import (
+    CLIENT_ID,
+    CLIENT_SECRET,
+    Issuer,
+    follow,
+    log_in_elsewhere,
+)
 from _process import free_port
 from mcp import Client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from nativemcp.proxy import ServerStartError, WorkerPool, http_app
-from nativemcp.proxy.external import GrantStore, revoke
+from nativemcp.proxy import ServerStartError, UnknownServer, WorkerPool, http_app
+from nativemcp.proxy.external import GrantStore, NeedsAuthorization, revoke
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 NAME = "remote"
-
-
-@pytest.fixture
-async def issuer() -> AsyncIterator[tuple[Issuer, str]]:
-    issuer = Issuer()
-    async with protected_server(issuer) as url:
-        yield issuer, url
-
-
-async def follow(url: str) -> str:
-    """A redirect hook that plays the browser: the issuer redirects at once."""
-    async with httpx2.AsyncClient() as http:
-        response = await http.get(url)
-    assert response.status_code == 302, response.text
-    return str(response.headers["location"])
 
 
 class Following:
@@ -99,9 +89,9 @@ async def whoami(pool: WorkerPool) -> str:
 
 
 async def test_the_authorization_code_flow_with_pkce_reaches_the_server_and_keeps_the_grant(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     hook = Following()
     with anyio.fail_after(20):
         async with pool(url, tmp_path, oauth_redirect=hook) as first:
@@ -125,9 +115,9 @@ async def test_the_authorization_code_flow_with_pkce_reaches_the_server_and_keep
 
 
 async def test_a_pre_registered_client_is_used_as_configured_and_its_grant_is_its_own(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     port = free_port()
     server.clients["pre"] = {
         "client_id": "pre",
@@ -149,9 +139,9 @@ async def test_a_pre_registered_client_is_used_as_configured_and_its_grant_is_it
 
 
 async def test_a_browser_that_comes_back_to_the_loopback_callback_completes_the_flow(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     async with anyio.create_task_group() as browsers:
 
         def hook(authorization_url: str) -> None:
@@ -170,9 +160,9 @@ async def test_a_browser_that_comes_back_to_the_loopback_callback_completes_the_
 
 
 async def test_the_start_timeout_does_not_count_the_time_a_person_takes_to_sign_in(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     start_timeout = 2.0
 
     async def slow_person(authorization_url: str) -> str:
@@ -188,9 +178,9 @@ async def test_the_start_timeout_does_not_count_the_time_a_person_takes_to_sign_
 
 
 async def test_an_expired_token_is_refreshed_before_it_is_sent(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     with anyio.fail_after(20):
         async with pool(url, tmp_path, oauth_redirect=follow) as first:
             assert await whoami(first) == "authorized"
@@ -207,9 +197,9 @@ async def test_an_expired_token_is_refreshed_before_it_is_sent(
 
 
 async def test_a_token_the_server_stopped_taking_is_refreshed_on_the_401(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     await authorize(url, tmp_path)
     server.access.clear()  # revoked early: the kept token has not expired for the client
     server.grants.clear()
@@ -221,9 +211,9 @@ async def test_a_token_the_server_stopped_taking_is_refreshed_on_the_401(
 
 
 async def test_invalid_grant_on_refresh_drops_the_grant_once_and_the_pool_still_starts(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     await authorize(url, tmp_path)
     expire(tmp_path, url)
     server.refuse_refresh = True
@@ -251,9 +241,9 @@ async def test_invalid_grant_on_refresh_drops_the_grant_once_and_the_pool_still_
 
 
 async def test_a_server_never_authorized_waits_without_stopping_the_other_servers(
-    issuer: tuple[Issuer, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     with anyio.fail_after(20):
         async with pool(url, tmp_path) as nobody:
             assert nobody.needs_authorization == {NAME: "no authorization is kept for it"}
@@ -263,9 +253,9 @@ async def test_a_server_never_authorized_waits_without_stopping_the_other_server
 
 
 async def test_client_credentials_get_a_token_without_a_person_and_keep_it_not_the_secret(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     oauth = {"clientId": CLIENT_ID, "clientSecret": CLIENT_SECRET}
     oauth["grantType"] = "client_credentials"
     with anyio.fail_after(20):
@@ -280,9 +270,9 @@ async def test_client_credentials_get_a_token_without_a_person_and_keep_it_not_t
 
 
 async def test_client_credentials_with_a_wrong_secret_fail_to_start_naming_the_server(
-    issuer: tuple[Issuer, str],
+    oauth_issuer: tuple[Issuer, str],
 ) -> None:
-    _, url = issuer
+    _, url = oauth_issuer
     oauth = {"clientId": CLIENT_ID, "clientSecret": "wrong", "grantType": "client_credentials"}
     with anyio.fail_after(20), pytest.raises(ServerStartError, match="'remote'") as caught:
         async with pool(url, None, oauth=oauth):
@@ -291,9 +281,9 @@ async def test_client_credentials_with_a_wrong_secret_fail_to_start_naming_the_s
 
 
 async def test_without_a_data_folder_the_grant_lives_in_memory_only(
-    issuer: tuple[Issuer, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, url = issuer
+    _, url = oauth_issuer
     monkeypatch.chdir(tmp_path)
     hook = Following()
     with anyio.fail_after(20):
@@ -305,9 +295,9 @@ async def test_without_a_data_folder_the_grant_lives_in_memory_only(
 
 
 async def test_a_served_hub_answers_its_clients_itself_while_upstream_needs_authorization(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    _, url = issuer
+    _, url = oauth_issuer
     served = pool(url, tmp_path)
     with anyio.fail_after(30):
         async with serving(http_app(served)) as base, Client(f"{base}/mcp") as client:
@@ -323,9 +313,9 @@ async def test_a_served_hub_answers_its_clients_itself_while_upstream_needs_auth
 
 @pytest.mark.parametrize(("secret", "outcome"), [(CLIENT_SECRET, "revoked"), ("wrong", "refused")])
 async def test_revoking_a_confidential_clients_token_authenticates_the_client(
-    issuer: tuple[Issuer, str], tmp_path: Path, secret: str, outcome: str
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, secret: str, outcome: str
 ) -> None:
-    server, url = issuer
+    server, url = oauth_issuer
     server.access["kept-token"] = CLIENT_ID
     store = GrantStore(tmp_path, url)
     await store.set_client_info(
@@ -345,9 +335,9 @@ async def test_revoking_a_confidential_clients_token_authenticates_the_client(
 
 
 async def test_a_step_up_asks_for_the_wider_scope_through_the_redirect_hook(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    _, url = issuer
+    _, url = oauth_issuer
     await authorize(url, tmp_path)  # the first grant: scope mcp
     hook = Following()
     with anyio.fail_after(30):
@@ -359,9 +349,9 @@ async def test_a_step_up_asks_for_the_wider_scope_through_the_redirect_hook(
 
 
 async def test_a_step_up_without_a_person_keeps_the_grant_for_the_other_tools(
-    issuer: tuple[Issuer, str], tmp_path: Path
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
-    _, url = issuer
+    _, url = oauth_issuer
     await authorize(url, tmp_path)
     kept = stored(tmp_path)["resources"][url]["access_token"]
     with anyio.fail_after(30):
@@ -373,3 +363,101 @@ async def test_a_step_up_without_a_person_keeps_the_grant_for_the_other_tools(
     assert "asks for scope 'mcp admin' to call 'admin'" in text
     assert "run: nativemcp auth login remote" in text
     assert stored(tmp_path)["resources"][url]["access_token"] == kept
+
+
+# -- back without a restart: a grant kept since, or `pool.authorize` ---------------------
+
+
+async def test_a_grant_kept_by_auth_login_in_another_process_is_used_at_the_next_call(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = oauth_issuer
+    with anyio.fail_after(60):
+        async with pool(url, tmp_path) as running:
+            assert NAME in running.needs_authorization
+            await log_in_elsewhere(NAME, url, tmp_path)
+            # A tool that was not listed is found once the server is back.
+            assert await whoami(running) == "authorized"
+            assert running.needs_authorization == {}
+    assert server.authorizations == 1 and server.grants == ["authorization_code"]
+
+
+async def granted_meanwhile(running: WorkerPool, url: str, data_dir: Path) -> str:
+    """Authorize ``running``'s waiting server from another pool, as ``auth login`` would
+    (the grant file is written); the name of the placeholder tool listed before."""
+    (placeholder,) = await running.list_tools()
+    await authorize(url, data_dir)
+    return placeholder.name
+
+
+async def test_a_listing_notices_a_grant_kept_since_and_lists_the_servers_tools(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    _, url = oauth_issuer
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            placeholder = await granted_meanwhile(running, url, tmp_path)
+            names = {tool.name for tool in await running.list_tools()}
+    assert names == {f"{NAME}__whoami", f"{NAME}__admin"}
+    assert placeholder == f"{NAME}__needs_authorization"
+
+
+async def test_the_placeholder_called_after_a_grant_came_says_the_server_is_back(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    _, url = oauth_issuer
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            back = await running.call_tool(await granted_meanwhile(running, url, tmp_path), {})
+            assert await whoami(running) == "authorized"
+    assert back.result is not None and not back.result.is_error
+    assert "is authorized" in back.result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_uses_without_a_new_grant_ask_nobody_and_try_nothing_again(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, url = oauth_issuer
+    caplog.set_level(logging.WARNING, "nativemcp.external")
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            for _ in range(3):
+                (tool,) = await running.list_tools()
+                answer = await running.call_tool(tool.name, {})
+                assert answer.result is not None and answer.result.is_error
+    gave_up = [r for r in caplog.records if "needs authorization" in r.getMessage()]
+    assert len(gave_up) == 1  # one attempt, at start: no reconnect per use
+    assert server.authorizations == 0 and server.grants == []
+
+
+async def test_pool_authorize_asks_through_the_hook_and_brings_the_tools_back(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = oauth_issuer
+    hook = Following()
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            await running.authorize(NAME, hook)
+            assert running.needs_authorization == {}
+            assert await whoami(running) == "authorized"
+            await running.authorize(NAME, hook)  # authorized already: nothing asked
+    assert len(hook.seen) == 1 and server.authorizations == 1
+    assert stored(tmp_path)["resources"][url]["access_token"] in server.access
+
+
+async def test_pool_authorize_without_a_hook_or_a_grant_raises_and_the_server_still_waits(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = oauth_issuer
+    with anyio.fail_after(30):
+        async with pool(url, tmp_path) as running:
+            with pytest.raises(NeedsAuthorization, match="no oauth_redirect") as caught:
+                await running.authorize(NAME)
+            assert "run: nativemcp auth login remote" in str(caught.value)
+            with pytest.raises(UnknownServer, match="'elsewhere'"):
+                await running.authorize("elsewhere")
+            assert NAME in running.needs_authorization
+            # A request that needs the connection says why at once (no time limit hit).
+            with pytest.raises(ServerStartError, match="run: nativemcp auth login remote"):
+                await running.server(NAME).ping()
+    assert server.authorizations == 0

@@ -642,3 +642,36 @@ def test_an_external_mcp_server_from_the_config_is_listed_and_called(page: Any) 
     assert '"ExternalMCP"' in page.text_content(".service-json")
     _call_in_page(page, "ext__chatty", {"steps": "3"})
     page.wait_for_selector(".model-text:has-text('done')")
+
+
+def test_the_authorize_button_signs_in_through_a_new_tab_and_lists_the_servers_tools(
+    browser: Any, tmp_path: Path
+) -> None:
+    import anyio.from_thread
+    from _oauth_server import Issuer, protected_server
+
+    issuer = Issuer()
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(protected_server(issuer)) as url,
+    ):
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"remote": {"url": url, "oauth": {}}}}))
+        with _running_console(tmp_path, "--mcp-config", str(config)) as running:
+            context = browser.new_context()
+            page = context.new_page()
+            page.set_default_timeout(WAIT_MS)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(running.url)
+            button = page.locator('button[data-authorize="remote"]')
+            assert "Needs authorization (no authorization" in page.text_content(".authorize-note")
+            with context.expect_page() as opened:
+                button.click()
+            tab = opened.value  # the issuer sends it on to the pool's loopback callback
+            tab.wait_for_selector("text=You can close this window")
+            # The page reloads once the flow is over, listing the server's own tools.
+            page.wait_for_selector('button[data-tool="remote__whoami"]')
+            assert page.locator("button.authorize").count() == 0
+            context.close()
+    assert issuer.authorizations == 1 and errors == []
