@@ -36,6 +36,13 @@ The health check alone takes the replica out within ``inter * fall`` = 0.4 s; un
 then a refused connection is retried on the other replica (``option redispatch``), and
 a call that was inside the killed replica fails at once (an empty response: 502)."""
 BACKEND: Final = "replicas"
+VERSION: Final = "2026-07-28"
+GUIDE_SERVERS: Final = {
+    "replica1": "10.0.0.11:8000",
+    "replica2": "10.0.0.12:8000",
+    "ingest1": "10.0.0.21:8000",
+}
+"""The deployment guide's haproxy servers and their addresses there."""
 
 pytestmark = [
     pytest.mark.load_balancer,
@@ -91,8 +98,8 @@ body '{{"jsonrpc":"2.0","id":0,"method":"ping"}}'
 """
 
 
-def _stats(socket_path: Path) -> dict[str, dict[str, str]]:
-    """haproxy's ``show stat`` for the replicas: server name -> column -> value."""
+def _stats(socket_path: Path, backends: tuple[str, ...] = (BACKEND,)) -> dict[str, dict[str, str]]:
+    """haproxy's ``show stat`` for the servers of ``backends``: name -> column -> value."""
     with socket.socket(socket.AF_UNIX) as sock:
         sock.connect(str(socket_path))
         sock.sendall(b"show stat\n")
@@ -105,7 +112,7 @@ def _stats(socket_path: Path) -> dict[str, dict[str, str]]:
     return {
         row["svname"]: row
         for row in table
-        if row["pxname"] == BACKEND and row["svname"] not in ("BACKEND", "FRONTEND")
+        if row["pxname"] in backends and row["svname"] not in ("BACKEND", "FRONTEND")
     }
 
 
@@ -122,20 +129,29 @@ class CallFailed(Exception):
     """A call through the balancer got no result (an HTTP error, or a JSON-RPC error)."""
 
 
-async def _call(client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]) -> Any:
-    """One stateless ``tools/call`` (no session: any replica may answer it)."""
+async def _call(
+    client: httpx2.AsyncClient,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    path: str = "/mcp/content-store",
+    headers: dict[str, str] | None = None,
+    params: dict[str, Any] | None = None,
+) -> Any:
+    """One stateless ``tools/call`` (no session: any replica may answer it); ``headers``
+    and ``params`` are added to the request's and to its ``params``."""
     response = await client.post(
-        "/mcp/content-store",
+        path,
         json={
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
+            "params": {"name": tool, "arguments": arguments, **(params or {})},
         },
-        headers={"accept": "application/json, text/event-stream"},
+        headers={"accept": "application/json, text/event-stream", **(headers or {})},
     )
     if response.status_code != 200:
-        raise CallFailed(f"HTTP {response.status_code}")
+        raise CallFailed(f"HTTP {response.status_code}: {response.text[:300]}")
     data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
     message = json.loads(data[-1] if data else response.text)
     result = message.get("result")
@@ -144,10 +160,14 @@ async def _call(client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]
     return result["structuredContent"]
 
 
-def _start_replica(port: int, database_url: str, data_dir: Path) -> subprocess.Popen[bytes]:
+def _start_replica(
+    port: int, database_url: str, data_dir: Path, *servers: str
+) -> subprocess.Popen[bytes]:
+    """``nativemcp serve content-store`` (and ``servers``) on ``port``, stateless."""
     return subprocess.Popen(
         [
-            *(venv_script("nativemcp"), "serve", "content-store", "--transport", "http"),
+            *(venv_script("nativemcp"), "serve", "content-store", *servers),
+            *("--transport", "http"),
             *("--stateless", "--port", str(port), "--data-dir", str(data_dir)),
             *("--database-url", database_url),
         ],
@@ -259,12 +279,114 @@ async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_b
     )
 
 
-def test_the_deployment_guides_haproxy_config_is_valid(tmp_path: Path) -> None:
+def _guide_config() -> str:
+    """The deployment guide's haproxy configuration, as it is written there."""
     guide = Path(__file__).parents[3] / "docs" / "guides" / "deployment.md"
-    block = guide.read_text().split("```haproxy\n", 1)[1].split("```", 1)[0]
+    return guide.read_text().split("```haproxy\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_deployment_guides_haproxy_config_is_valid(tmp_path: Path) -> None:
     config = tmp_path / "haproxy.cfg"
-    config.write_text(block)
+    config.write_text(_guide_config())
     checked = subprocess.run(
         [_haproxy(), "-c", "-f", str(config)], capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+async def _call_2026(
+    client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any], **headers: str
+) -> Any:
+    """A 2026-07-28 ``tools/call`` at ``/mcp``: full tool name, its method and name in
+    the routing headers (``headers`` override them)."""
+    name = f"builtin_content-store__{tool}"
+    routing = {"mcp-protocol-version": VERSION, "mcp-method": "tools/call", "mcp-name": name}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "router-test", "version": "1"},
+    }
+    return await _call(
+        client,
+        name,
+        arguments,
+        path="/mcp",
+        headers={**routing, **{k.replace("_", "-"): v for k, v in headers.items()}},
+        params={"_meta": meta},
+    )
+
+
+@pytest.mark.anyio
+async def test_the_guides_haproxy_config_sends_one_tools_calls_to_its_own_replicas(
+    tmp_path: Path, postgres_url: str, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    haproxy = _haproxy()
+    ports = [free_port() for _ in GUIDE_SERVERS]
+    lb_port = free_port()
+    stats = tmp_path / "haproxy.sock"
+    text = _guide_config().replace("bind :80", f"bind 127.0.0.1:{lb_port}")
+    text = text.replace("global\n", f"global\n    stats socket {stats} mode 600 level admin\n", 1)
+    for address, port in zip(GUIDE_SERVERS.values(), ports, strict=True):
+        assert address in text
+        text = text.replace(address, f"127.0.0.1:{port}")
+    # The guide's command: with two servers, tools have full names at /mcp.
+    replicas = [
+        _start_replica(port, postgres_url, tmp_path / f"r{port}", "planning") for port in ports
+    ]
+    processes.extend(replicas)
+    for port, replica in zip(ports, replicas, strict=True):
+        wait_listening(port, replica)
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(text)
+    balancer = subprocess.Popen([haproxy, "-db", "-f", str(config)], stdout=subprocess.DEVNULL)  # noqa: ASYNC220
+    processes.append(balancer)
+    wait_listening(lb_port, balancer)
+    backends = (BACKEND, "ingest")
+
+    def served() -> dict[str, int]:
+        return {name: int(row["stot"]) for name, row in _stats(stats, backends).items()}
+
+    def since(before: dict[str, int]) -> dict[str, int]:
+        """Requests each backend's servers took since ``before``."""
+        now = served()
+        general = sum(now[n] - before[n] for n in ("replica1", "replica2"))
+        return {"replicas": general, "ingest": now["ingest1"] - before["ingest1"]}
+
+    await _until(
+        lambda: (
+            sorted(_stats(stats, backends)) == sorted(GUIDE_SERVERS)
+            and all(s["status"] == "UP" for s in _stats(stats, backends).values())
+        ),
+        30,
+    )
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{lb_port}", timeout=30) as client:
+        with anyio.fail_after(60):
+            before = served()
+            store = await _call_2026(client, "create_store", {"name": "routed"})
+            for n in range(3):
+                added = {"store_id": store["storeId"], "content": f"doc {n}", "filename": f"{n}.md"}
+                await _call_2026(client, "add_content", added)
+            assert since(before) == {"replicas": 1, "ingest": 3}
+
+            # Without the headers (a 2025-11-25 client) the same call takes the default.
+            before = served()
+            added = {"store_id": store["storeId"], "content": "old", "filename": "old.md"}
+            await _call(client, "add_content", added)
+            assert since(before) == {"replicas": 1, "ingest": 0}
+
+            # Headers that name the routed tool for another call: routed, then refused.
+            before = served()
+            listing = {"store_id": store["storeId"]}
+            with pytest.raises(CallFailed, match="HTTP 400"):
+                await _call_2026(
+                    client, "list_content", listing, mcp_name="builtin_content-store__add_content"
+                )
+            assert since(before) == {"replicas": 0, "ingest": 1}
+
+            page = await _call_2026(client, "list_content", listing)
+    assert sorted(item["filename"] for item in page["contents"]) == [
+        "0.md",
+        "1.md",
+        "2.md",
+        "old.md",
+    ]
