@@ -12,19 +12,21 @@ Needs ``haproxy`` (``.ci/run`` installs it with apt): skipped without it, failed
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import httpx2
 import pytest
+from _issuer import running_issuer
 from _process import free_port, stop_all, wait_listening
 from _scripts import venv_script
 
@@ -61,8 +63,21 @@ def _haproxy() -> str:
     pytest.skip(message)
 
 
-def haproxy_config(port: int, replicas: list[int], stats: Path) -> str:
-    """The balancer: round robin over the replicas, an MCP ping as the health check
+PING_CHECK: Final = (
+    "http-check send meth POST uri /mcp ver HTTP/1.1 hdr Host 127.0.0.1 "
+    'hdr Content-Type application/json hdr Accept "application/json, text/event-stream" '
+    'body \'{"jsonrpc":"2.0","id":0,"method":"ping"}\''
+)
+"""The health check: an MCP ping (needs no session on a stateless replica)."""
+METADATA_CHECK: Final = (
+    "http-check send meth GET uri /.well-known/oauth-protected-resource ver HTTP/1.1 "
+    "hdr Host 127.0.0.1"
+)
+"""The health check under OAuth, where a ping needs a token: the resource metadata."""
+
+
+def haproxy_config(port: int, replicas: list[int], stats: Path, check: str = PING_CHECK) -> str:
+    """The balancer: round robin over the replicas, ``check`` as the health check
     every 200 ms (two failures: out; two successes: back), and a request whose
     connection was refused is sent to the other replica."""
     servers = "\n".join(
@@ -89,9 +104,7 @@ frontend mcp
 backend {BACKEND}
     balance roundrobin
     option httpchk
-    http-check send meth POST uri /mcp ver HTTP/1.1 hdr Host 127.0.0.1 \
-hdr Content-Type application/json hdr Accept "application/json, text/event-stream" \
-body '{{"jsonrpc":"2.0","id":0,"method":"ping"}}'
+    {check}
     http-check expect status 200
     default-server inter 200ms fall 2 rise 2
 {servers}
@@ -161,15 +174,17 @@ async def _call(
 
 
 def _start_replica(
-    port: int, database_url: str, data_dir: Path, *servers: str
+    port: int, database_url: str, data_dir: Path, *servers: str, flags: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
-    """``nativemcp serve content-store`` (and ``servers``) on ``port``, stateless."""
+    """``nativemcp serve content-store`` (and ``servers``) on ``port``, stateless, with
+    ``flags`` added."""
     return subprocess.Popen(
         [
             *(venv_script("nativemcp"), "serve", "content-store", *servers),
             *("--transport", "http"),
             *("--stateless", "--port", str(port), "--data-dir", str(data_dir)),
             *("--database-url", database_url),
+            *flags,
         ],
         stdout=subprocess.DEVNULL,
     )
@@ -184,21 +199,47 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("auth", ["open", "oauth"])
 async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_back(
-    tmp_path: Path, postgres_url: str, processes: list[subprocess.Popen[bytes]]
+    auth: str, tmp_path: Path, postgres_url: str, processes: list[subprocess.Popen[bytes]]
 ) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        flags: list[str] = []
+        headers: dict[str, str] = {}
+        check = PING_CHECK
+        if auth == "oauth":
+            # Every replica checks the issuer's tokens itself (its own key cache).
+            issuer = await stack.enter_async_context(running_issuer())
+            flags = ["--auth-issuer", issuer.url, "--auth-audience", "nativemcp-test"]
+            headers = {"authorization": f"Bearer {issuer.token('alice')}"}
+            check = METADATA_CHECK
+        await _kill_one_mid_load(tmp_path, postgres_url, processes, flags, headers, check)
+
+
+async def _kill_one_mid_load(
+    tmp_path: Path,
+    postgres_url: str,
+    processes: list[subprocess.Popen[bytes]],
+    flags: list[str],
+    headers: dict[str, str],
+    check: str,
+) -> None:
+    """The kill test's body: ``flags`` for each replica, ``headers`` on each call, and
+    ``check`` as the balancer's health check."""
     haproxy = _haproxy()
     ports = [free_port(), free_port()]
     lb_port = free_port()
     stats = tmp_path / "haproxy.sock"
     replicas = [
-        _start_replica(port, postgres_url, tmp_path / f"replica{n}") for n, port in enumerate(ports)
+        _start_replica(port, postgres_url, tmp_path / f"replica{n}", flags=flags)
+        for n, port in enumerate(ports)
     ]
     processes.extend(replicas)
     for port, replica in zip(ports, replicas, strict=True):
-        wait_listening(port, replica)
+        # In a thread: a replica under OAuth asks this loop's issuer before it listens.
+        await anyio.to_thread.run_sync(wait_listening, port, replica)
     config = tmp_path / "haproxy.cfg"
-    config.write_text(haproxy_config(lb_port, ports, stats))
+    config.write_text(haproxy_config(lb_port, ports, stats, check))
     balancer = subprocess.Popen(  # noqa: ASYNC220 - started once, before the load
         [haproxy, "-db", "-f", str(config)], stdout=subprocess.DEVNULL
     )
@@ -212,8 +253,11 @@ async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_b
     stop = anyio.Event()
     limits = httpx2.Limits(max_connections=WRITERS)
     async with httpx2.AsyncClient(
-        base_url=f"http://127.0.0.1:{lb_port}", timeout=30, limits=limits
+        base_url=f"http://127.0.0.1:{lb_port}", timeout=30, limits=limits, headers=headers
     ) as client:
+        if headers:  # the replicas check tokens: a call without one is refused
+            with pytest.raises(CallFailed, match="HTTP 401"):
+                await _call(client, "list_stores", {}, headers={"authorization": ""})
         store = await _call(client, "create_store", {"name": "through the balancer"})
 
         async def writer(number: int) -> None:
@@ -251,7 +295,8 @@ async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_b
             )
             assert resumed_after <= RESUME_BOUND
 
-            processes.append(_start_replica(ports[1], postgres_url, tmp_path / "replica1"))
+            restarted = _start_replica(ports[1], postgres_url, tmp_path / "replica1", flags=flags)
+            processes.append(restarted)
             back_after = await _until(lambda: _stats(stats)["r2"]["status"] == "UP", 60)
             served = int(_stats(stats)["r2"]["stot"])
             await _until(lambda: int(_stats(stats)["r2"]["stot"]) > served + WRITERS, 30)
