@@ -7,6 +7,7 @@ dispatcher, as `nativemcp.proxy`'s own task client does; the rest are typed requ
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -67,3 +68,19 @@ async def poll_task(client: Client, task_id: str, until: set[str]) -> set[str]:
         seen.add(status)
         await anyio.sleep(0.05)
     return seen
+
+
+def forever(cancelled: list[anyio.Event]) -> Callable[[Any], Awaitable[types.CallToolResult]]:
+    """A task's work that runs until cancelled; each run's end sets the next event of
+    ``cancelled`` (for the receiver-side tests of either era's tasks)."""
+
+    async def work(task: Any) -> types.CallToolResult:
+        ended = anyio.Event()
+        cancelled.append(ended)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.set()
+        raise AssertionError("unreachable")
+
+    return work
