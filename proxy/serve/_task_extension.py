@@ -40,6 +40,7 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -300,6 +301,15 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
         task_id = params.get("taskId")
         if not isinstance(task_id, str):
             raise MCPError(INVALID_PARAMS, f"{ctx.method} needs params.taskId, a string")
+        # The client names the task in Mcp-Name, for routers at the edge: one that
+        # disagrees with the body could send the request past their rules.
+        headers = getattr(ctx.request, "headers", None)
+        named = headers.get(MCP_NAME_HEADER) if headers is not None else None
+        if named is not None and decode_header_value(named) != task_id:
+            raise MCPError(
+                types.HEADER_MISMATCH,
+                f"{MCP_NAME_HEADER} header does not match the request body's 'taskId'",
+            )
         self._expire()
         task = self._tasks.get(task_id)
         if task is None or task.owner != _owner(ctx):

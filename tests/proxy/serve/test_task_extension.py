@@ -86,7 +86,13 @@ class Rpc:
         self.url = url
 
     async def __call__(
-        self, method: str, params: dict[str, Any], *, declare: bool = True, user: str = ""
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        declare: bool = True,
+        user: str = "",
+        name: str | None = None,
     ) -> dict[str, Any]:
         """The JSON-RPC answer (its ``result`` or ``error`` object, as a dict)."""
         extensions: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}} if declare else {}
@@ -101,7 +107,7 @@ class Rpc:
             "mcp-protocol-version": VERSION,
             "mcp-method": method,
         }
-        name = params.get("name", params.get("taskId"))
+        name = name or params.get("name", params.get("taskId"))
         if name is not None:
             headers["mcp-name"] = name  # the extension routes tasks/* by the task id
         if user:
@@ -279,11 +285,15 @@ async def test_a_task_is_its_oauth_subjects_alone() -> None:
             cancel = await rpc("tasks/cancel", task, user="bob")
             update = await rpc("tasks/update", {**task, "inputResponses": {}}, user="bob")
             mine = await rpc.result("tasks/get", task, user="alice")
+            # Mcp-Name names the task for routers: one naming another task is refused.
+            steered = await rpc("tasks/cancel", task, user="alice", name=created["taskId"] + "x")
             assert not cancelled[0].is_set()  # bob's cancel did not reach it
     for refused in [*seen, cancel, update]:
         assert refused["error"]["code"] == -32602, refused
         assert "unknown, or expired" in refused["error"]["message"]
     assert mine["status"] == "working"
+    assert steered["error"]["code"] == types.HEADER_MISMATCH
+    assert "Mcp-Name" in steered["error"]["message"] or "mcp-name" in steered["error"]["message"]
 
 
 async def test_one_caller_holds_at_most_max_tasks_and_a_task_past_its_ttl_is_swept() -> None:
