@@ -70,6 +70,7 @@ from ._search_mode import SearchMode
 from ._selection import select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._task_extension import ExtensionTasks
+from ._task_rows import TaskRows
 from ._tasks import ServedTasks, session_key
 
 if TYPE_CHECKING:
@@ -175,9 +176,15 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             max_tasks=max_tasks,
             max_ttl=max_task_ttl,
         )
-        # 2026-07-28's Tasks extension, kept apart: its own ids, owners and rules.
+        # 2026-07-28's Tasks extension, kept apart: its own ids, owners and rules; with a
+        # database, in it, so that stateless replicas share them.
+        url = pool.config.database_url
         self.task_extension = ExtensionTasks(
-            input_timeout, enabled=suspend, max_tasks=max_tasks, max_ttl=max_task_ttl
+            input_timeout,
+            enabled=suspend,
+            max_tasks=max_tasks,
+            max_ttl=max_task_ttl,
+            rows=TaskRows(url) if url else None,
         )
         self.profile = profile or ToolProfile()
         self._single = len(self.servers) == 1

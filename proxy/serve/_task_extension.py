@@ -26,13 +26,14 @@ methods, and a server middleware, beside the 2025-11-25 tasks of `ServedTasks`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import anyio
 import anyio.abc
@@ -49,6 +50,7 @@ from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestErro
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._resource_server import request_caller
 from ._suspended import client_request
+from ._task_rows import SYNC_INTERVAL, TaskRows
 from ._task_table import TaskTable
 from ._tasks import DEFAULT_TASK_TTL_MS
 
@@ -214,6 +216,24 @@ def declares_tasks(ctx: ServerRequestContext[Any]) -> bool:
     return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
 
+def _checked(request: Mapping[str, Any], raw: Any) -> dict[str, Any]:
+    """``raw`` as the result of ``request`` (a listed input request), or refused.
+
+    Raises:
+        MCPError: INVALID_PARAMS when it is not that request's result.
+    """
+    method = str(request.get("method"))
+    try:
+        _, result_type = client_request(method, dict(request.get("params") or {}))
+        parsed = result_type.model_validate(raw)
+    except (ValidationError, ClientRequestError) as exc:
+        raise MCPError(
+            INVALID_PARAMS, f"an inputResponses entry is not a {method} result: {exc}"
+        ) from exc
+    dumped: dict[str, Any] = parsed.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
 def _owner(ctx: ServerRequestContext[Any]) -> str | None:
     caller = request_caller(ctx)
     return caller.subject if caller is not None else None
@@ -231,6 +251,9 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
             process that does not know the task.
         max_tasks: tasks one caller may hold at once (``--max-tasks``).
         max_ttl: how long a task is kept, at most, in seconds (``--max-task-ttl``).
+        rows: the tasks' rows in PostgreSQL (`TaskRows`), shared by replicas: the
+            extension is then offered also where ``enabled`` is False (stateless), and
+            ``tasks/*`` are answered from the rows, whichever replica runs the task.
 
     Raises:
         ValueError: ``max_tasks`` is not at least 1, or ``max_ttl`` not positive.
@@ -243,11 +266,22 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
         enabled: bool = True,
         max_tasks: int = DEFAULT_MAX_TASKS,
         max_ttl: float = DEFAULT_MAX_TASK_TTL,
+        rows: TaskRows | None = None,
     ) -> None:
-        super().__init__(enabled=enabled, max_tasks=max_tasks, max_ttl=max_ttl)
+        shared = rows is not None
+        super().__init__(enabled=enabled or shared, max_tasks=max_tasks, max_ttl=max_ttl)
+        self._rows = rows
         self._input_timeout = input_timeout
         # No client asks a ttl here: each task is kept the default, or the longest granted.
         self.ttl_ms = min(DEFAULT_TASK_TTL_MS, self.max_ttl_ms)
+
+    @contextlib.asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
+        async with contextlib.AsyncExitStack() as stack:
+            if self._rows is not None:
+                await stack.enter_async_context(self._rows)
+            await stack.enter_async_context(super().__asynccontextmanager__())
+            yield self
 
     async def create(self, ctx: ServerRequestContext[Any], work: Work) -> dict[str, Any]:
         """Start ``work`` as a task of the caller of ``ctx``; its ``CreateTaskResult``.
@@ -264,8 +298,34 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
             ttl_ms=self.ttl_ms,
             input_timeout=self._input_timeout,
         )
-        self._begin(task.task_id, task, functools.partial(self._drive, task, work))
+        drive = functools.partial(self._drive, task, work)
+        if self._rows is not None:
+            await self._rows.sweep()
+            # Durably created before it is answered: any replica's tasks/get finds it.
+            await self._rows.insert(task.task_id, owner, task.wire(), task.ttl_ms / 1000)
+            drive = functools.partial(self._drive_shared, task, work, self._rows)
+        self._begin(task.task_id, task, drive)
         return {"resultType": "task", **task.wire()}
+
+    async def _drive_shared(self, task: ExtensionTask, work: Work, rows: TaskRows) -> None:
+        """`_drive`, writing the task to its row as it goes (its heartbeat) and taking
+        what other replicas' requests left there: a cancel, input responses."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._drive, task, work)
+            while True:
+                ended = task.status in _TERMINAL
+                asked = await rows.save(task.task_id, task.wire())
+                if asked is None or ended:
+                    group.cancel_scope.cancel()  # the row expired: nobody can ask
+                    return
+                cancel, responses = asked
+                if cancel:
+                    task.scope.cancel()
+                    task.set_status("cancelled", "cancelled by the client")
+                elif responses:
+                    with contextlib.suppress(MCPError):  # checked when they were given
+                        task.answer(responses)
+                await anyio.sleep(SYNC_INTERVAL)
 
     async def _drive(self, task: ExtensionTask, work: Work) -> None:
         with task.scope:
@@ -283,8 +343,8 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
                 task.set_status("completed")
         task.set_status("cancelled")  # cancelled by tasks/cancel, expiry or shutdown
 
-    def _find(self, ctx: ServerRequestContext[Any]) -> tuple[ExtensionTask, Mapping[str, Any]]:
-        """The task a ``tasks/*`` request names (the caller's own), and its params.
+    def _named(self, ctx: ServerRequestContext[Any]) -> tuple[str, Mapping[str, Any]]:
+        """The task id a ``tasks/*`` request names, and its params.
 
         Raises:
             MCPError: -32021 for a client that did not declare the extension,
@@ -310,28 +370,61 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
                 types.HEADER_MISMATCH,
                 f"{MCP_NAME_HEADER} header does not match the request body's 'taskId'",
             )
+        return task_id, params
+
+    def _find(self, ctx: ServerRequestContext[Any]) -> tuple[ExtensionTask, Mapping[str, Any]]:
+        """The task a ``tasks/*`` request names (the caller's own), and its params.
+
+        Raises:
+            MCPError: as `_named`, and INVALID_PARAMS for an unknown, expired or
+                another's task.
+        """
+        task_id, params = self._named(ctx)
         self._expire()
         task = self._tasks.get(task_id)
         if task is None or task.owner != _owner(ctx):
             raise MCPError(INVALID_PARAMS, f"no task {task_id!r} (unknown, or expired)")
         return task, params
 
+    async def _row(self, ctx: ServerRequestContext[Any], rows: TaskRows) -> dict[str, Any]:
+        task_id, _ = self._named(ctx)
+        wire = await rows.load(task_id, _owner(ctx))
+        if wire is None:
+            raise MCPError(INVALID_PARAMS, f"no task {task_id!r} (unknown, or expired)")
+        return wire
+
     async def get_task(self, ctx: ServerRequestContext[Any]) -> dict[str, Any]:
         """``tasks/get``: the task, with its result, error or input requests."""
+        if self._rows is not None:
+            return {"resultType": "complete", **await self._row(ctx, self._rows)}
         task, _ = self._find(ctx)
         return {"resultType": "complete", **task.wire()}
 
     async def update_task(self, ctx: ServerRequestContext[Any]) -> dict[str, Any]:
         """``tasks/update``: deliver ``inputResponses`` to the task's waiting requests."""
-        task, params = self._find(ctx)
+        _, params = self._named(ctx)
         responses = params.get("inputResponses")
         if not isinstance(responses, Mapping):
             raise MCPError(INVALID_PARAMS, "tasks/update needs params.inputResponses, an object")
-        task.answer(responses)
+        if self._rows is None:
+            task, _ = self._find(ctx)
+            task.answer(responses)
+            return {"resultType": "complete"}
+        wire = await self._row(ctx, self._rows)
+        # Checked here, against the requests the row lists, so a bad one is refused now.
+        waiting = wire.get("inputRequests", {})
+        checked = {
+            key: _checked(waiting[key], raw) for key, raw in responses.items() if key in waiting
+        }
+        await self._rows.request(wire["taskId"], _owner(ctx), cancel=False, responses=checked)
         return {"resultType": "complete"}
 
     async def cancel_task(self, ctx: ServerRequestContext[Any]) -> dict[str, Any]:
         """``tasks/cancel``: stop the task's tool call (a task that ended stays so)."""
+        if self._rows is not None:
+            wire = await self._row(ctx, self._rows)
+            await self._rows.request(wire["taskId"], _owner(ctx), cancel=True, responses={})
+            return {"resultType": "complete"}
         task, _ = self._find(ctx)
         if task.status not in _TERMINAL:
             task.scope.cancel()

@@ -5,12 +5,12 @@ becomes a task ``tasks/get`` follows to its end; a task that asks waits
 ``input_required`` until ``tasks/update`` answers; ``tasks/cancel`` stops the call; a
 client that did not declare the extension is served as before and refused the
 ``tasks/*`` methods with -32021; tasks belong to their OAuth subject; one caller holds
-at most ``max_tasks``; a task past its ttl is swept on a timer. The path through
-``nativemcp serve`` is at the end."""
+at most ``max_tasks``; a task past its ttl is swept on a timer; with PostgreSQL, two
+replicas share the tasks and a lost runner is a clear failure. The path through
+``nativemcp serve`` is at the end; across real replicas, test_task_replicas.py."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,7 +21,7 @@ import mcp_types as types
 import pytest
 from _mcp_http import serving
 from _node import everything_server
-from _task_client import forever
+from _task_client import Rpc, forever
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
@@ -35,10 +35,10 @@ from nativemcp.proxy.serve._task_extension import (
     ExtensionTask,
     ExtensionTasks,
 )
+from nativemcp.proxy.serve._task_rows import TaskRows
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
-VERSION = "2026-07-28"
 RESEARCH = "simulate-research-query"  # one server served: its own names
 Work = Callable[[ExtensionTask], Awaitable[types.CallToolResult]]
 
@@ -76,61 +76,6 @@ def _as_users(app: Any) -> Any:
         await app(scope, receive, send)
 
     return users
-
-
-class Rpc:
-    """Raw 2026-07-28 requests to one server, as one user, declaring the extension or not."""
-
-    def __init__(self, http: httpx2.AsyncClient, url: str) -> None:
-        self.http = http
-        self.url = url
-
-    async def __call__(
-        self,
-        method: str,
-        params: dict[str, Any],
-        *,
-        declare: bool = True,
-        user: str = "",
-        name: str | None = None,
-    ) -> dict[str, Any]:
-        """The JSON-RPC answer (its ``result`` or ``error`` object, as a dict)."""
-        extensions: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}} if declare else {}
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, **extensions},
-            "io.modelcontextprotocol/clientInfo": {"name": "tasks-test", "version": "1"},
-        }
-        headers = {
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-            "mcp-protocol-version": VERSION,
-            "mcp-method": method,
-        }
-        name = name or params.get("name", params.get("taskId"))
-        if name is not None:
-            headers["mcp-name"] = name  # the extension routes tasks/* by the task id
-        if user:
-            headers["x-user"] = user
-        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
-        response = await self.http.post(self.url, json=body, headers=headers)
-        data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
-        message: dict[str, Any] = json.loads(data[-1] if data else response.text)
-        return message
-
-    async def result(self, method: str, params: dict[str, Any], **options: Any) -> Any:
-        message = await self(method, params, **options)
-        assert "result" in message, message
-        return message["result"]
-
-    async def until(self, task_id: str, status: str, **options: Any) -> dict[str, Any]:
-        """``tasks/get`` until the task is ``status`` (polled, as clients do)."""
-        while True:
-            task: dict[str, Any] = await self.result("tasks/get", {"taskId": task_id}, **options)
-            if task["status"] == status:
-                return task
-            assert task["status"] in ("working", "input_required"), task  # ended otherwise
-            await anyio.sleep(0.02)
 
 
 @asynccontextmanager
@@ -366,3 +311,50 @@ async def test_through_serve_a_sources_task_tool_asks_and_answers_over_the_exten
     assert "Research Report: tea (historical)" in done["result"]["content"][0]["text"]
     assert "Research Report: tea" in plain["content"][0]["text"] and "taskId" not in plain
     assert stopped["status"] == "cancelled"
+
+
+async def test_in_postgresql_a_task_started_on_one_replica_is_answered_on_another(
+    postgres_url: str,
+) -> None:
+    async def greets(task: ExtensionTask) -> types.CallToolResult:
+        answer = await task.ask("elicitation/create", {"message": "Name?", "requestedSchema": {}})
+        return _said(f"hello {answer['content']['name']}")
+
+    cancelled: list[anyio.Event] = []
+    works = {"greets": greets, "forever": forever(cancelled)}
+    # Two replicas, stateless (no in-memory tasks), on one database; the second one
+    # calls a task lost when its runner has not written for half a second.
+    one = ExtensionTasks(input_timeout=10, enabled=False, rows=TaskRows(postgres_url))
+    two = ExtensionTasks(
+        input_timeout=10, enabled=False, rows=TaskRows(postgres_url, stale_after=0.5)
+    )
+    with anyio.fail_after(30):
+        async with _served(two, {}) as other:
+            async with _served(one, works) as first:
+                created = await first.result("tools/call", {"name": "greets"}, user="ada")
+                task = {"taskId": created["taskId"]}
+                waiting = await other.until(created["taskId"], "input_required", user="ada")
+                (key,) = waiting["inputRequests"]
+                bad = await other(
+                    "tasks/update", {**task, "inputResponses": {key: {"x": 1}}}, user="ada"
+                )
+                answer = {key: {"action": "accept", "content": {"name": "Ada"}}}
+                await other.result("tasks/update", {**task, "inputResponses": answer}, user="ada")
+                done = await other.until(created["taskId"], "completed", user="ada")
+                theirs = await other("tasks/get", task, user="bob")
+
+                stopped = await first.result("tools/call", {"name": "forever"}, user="ada")
+                await other.result("tasks/cancel", {"taskId": stopped["taskId"]}, user="ada")
+                await cancelled[0].wait()  # the call on the first replica stopped
+                ended = await other.until(stopped["taskId"], "cancelled", user="ada")
+
+                orphan = await first.result("tools/call", {"name": "forever"}, user="ada")
+                await other.until(orphan["taskId"], "working", user="ada")
+            # The first replica is gone: its running task is a clear failure elsewhere.
+            lost = await other.until(orphan["taskId"], "failed", user="ada")
+    assert bad["error"]["code"] == -32602
+    assert done["result"]["content"][0]["text"] == "hello Ada"
+    assert theirs["error"]["code"] == -32602
+    assert ended["status"] == "cancelled"
+    assert "the replica running this task stopped" in lost["error"]["message"]
+    assert lost["statusMessage"] == lost["error"]["message"] and "inputRequests" not in lost
