@@ -50,7 +50,7 @@ from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestErro
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._resource_server import request_caller
 from ._suspended import client_request
-from ._task_rows import SYNC_INTERVAL, TaskRows
+from ._task_rows import ROW_SWEEP_INTERVAL, SYNC_INTERVAL, TaskRows
 from ._task_table import TaskTable
 from ._tasks import DEFAULT_TASK_TTL_MS
 
@@ -280,8 +280,20 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
         async with contextlib.AsyncExitStack() as stack:
             if self._rows is not None:
                 await stack.enter_async_context(self._rows)
+                await self._rows.sweep()  # before the first request, then on a timer
+                group = await stack.enter_async_context(anyio.create_task_group())
+                stack.callback(group.cancel_scope.cancel)  # unwound first: the sweeper ends
+                group.start_soon(self._sweep_rows, self._rows)
             await stack.enter_async_context(super().__asynccontextmanager__())
             yield self
+
+    @staticmethod
+    async def _sweep_rows(rows: TaskRows) -> None:
+        """Delete the rows past their ttl every `ROW_SWEEP_INTERVAL` seconds (whichever
+        replica does it first)."""
+        while True:
+            await anyio.sleep(ROW_SWEEP_INTERVAL)
+            await rows.sweep()
 
     async def create(self, ctx: ServerRequestContext[Any], work: Work) -> dict[str, Any]:
         """Start ``work`` as a task of the caller of ``ctx``; its ``CreateTaskResult``.
@@ -301,6 +313,8 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
         drive = functools.partial(self._drive, task, work)
         if self._rows is not None:
             await self._rows.sweep()
+            # The limit is the caller's across replicas: their rows count.
+            self._limit(await self._rows.held(owner), "this caller", hint)
             # Durably created before it is answered: any replica's tasks/get finds it.
             await self._rows.insert(task.task_id, owner, task.wire(), task.ttl_ms / 1000)
             drive = functools.partial(self._drive_shared, task, work, self._rows)

@@ -25,10 +25,12 @@ from nativemcp.protocol import INTERNAL_ERROR
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["SYNC_INTERVAL", "TaskRows"]
+__all__ = ["ROW_SWEEP_INTERVAL", "SYNC_INTERVAL", "TaskRows"]
 
 SYNC_INTERVAL: Final = 0.25
 """Seconds between a running task's writes of its row (its heartbeat)."""
+ROW_SWEEP_INTERVAL: Final = 60.0
+"""Seconds between two deletions of the rows past their ttl, on each replica."""
 STALE_AFTER: Final = 10.0
 """Seconds without a heartbeat after which a task that did not end has lost its replica."""
 _TERMINAL: Final = ("completed", "failed", "cancelled")
@@ -92,6 +94,15 @@ class TaskRows(anyio.AsyncContextManagerMixin):
             "VALUES (%s, %s, %s::jsonb, %s, %s)",
             (task_id, owner, _json(wire), now + ttl, now),
         )
+
+    async def held(self, owner: str | None) -> int:
+        """How many tasks ``owner`` holds, on every replica (until their ttl passes)."""
+        rows = await self._run(
+            "SELECT count(*) FROM nativemcp_tasks "
+            "WHERE owner IS NOT DISTINCT FROM %s AND expires_at > %s",
+            (owner, time.time()),
+        )
+        return int(rows[0][0])
 
     async def save(self, task_id: str, wire: dict[str, Any]) -> tuple[bool, dict[str, Any]] | None:
         """The running replica writes the task's state (and its heartbeat); what others

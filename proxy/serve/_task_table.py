@@ -93,7 +93,14 @@ class TaskTable(anyio.AsyncContextManagerMixin, Generic[T]):
         if self._group is None:
             raise MCPError(INTERNAL_ERROR, "tasks are not running on this server")
         self._expire()
-        held = sum(1 for task in self._tasks.values() if task.owner == owner)
+        self._limit(sum(1 for task in self._tasks.values() if task.owner == owner), holder, hint)
+
+    def _limit(self, held: int, holder: str, hint: str) -> None:
+        """Refuse one more task to a ``holder`` who holds ``held``, past ``max_tasks``.
+
+        Raises:
+            MCPError: INVALID_REQUEST, as `_admit` says.
+        """
         if held >= self.max_tasks:
             raise MCPError(
                 INVALID_REQUEST,

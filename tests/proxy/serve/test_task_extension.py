@@ -348,6 +348,14 @@ async def test_in_postgresql_a_task_started_on_one_replica_is_answered_on_anothe
                 await cancelled[0].wait()  # the call on the first replica stopped
                 ended = await other.until(stopped["taskId"], "cancelled", user="ada")
 
+                # One caller's limit counts their tasks on every replica.
+                capped = ExtensionTasks(input_timeout=10, max_tasks=2, rows=TaskRows(postgres_url))
+                async with _served(capped, works) as third:
+                    await third.result("tools/call", {"name": "forever"}, user="cy")
+                    await first.result("tools/call", {"name": "forever"}, user="cy")
+                    refused = await third("tools/call", {"name": "forever"}, user="cy")
+                    await third.result("tools/call", {"name": "forever"}, user="dee")
+
                 orphan = await first.result("tools/call", {"name": "forever"}, user="ada")
                 await other.until(orphan["taskId"], "working", user="ada")
             # The first replica is gone: its running task is a clear failure elsewhere.
@@ -356,5 +364,24 @@ async def test_in_postgresql_a_task_started_on_one_replica_is_answered_on_anothe
     assert done["result"]["content"][0]["text"] == "hello Ada"
     assert theirs["error"]["code"] == -32602
     assert ended["status"] == "cancelled"
+    assert refused["error"]["data"] == {"reason": "too_many_tasks", "maxTasks": 2}
     assert "the replica running this task stopped" in lost["error"]["message"]
     assert lost["statusMessage"] == lost["error"]["message"] and "inputRequests" not in lost
+
+
+async def test_in_postgresql_rows_past_their_ttl_are_deleted_when_a_replica_starts(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    rows = TaskRows(postgres_url)
+    with anyio.fail_after(20):
+        async with rows:
+            await rows.insert("old", "ada", {"taskId": "old", "status": "working"}, ttl=0)
+            await rows.insert("new", "ada", {"taskId": "new", "status": "working"}, ttl=60)
+        # A replica starting sweeps at once (and every minute after).
+        replica = ExtensionTasks(input_timeout=5, enabled=False, rows=TaskRows(postgres_url))
+        async with replica, await psycopg.AsyncConnection.connect(postgres_url) as conn:
+            cursor = await conn.execute("SELECT task_id FROM nativemcp_tasks")
+            left = [row[0] for row in await cursor.fetchall()]
+    assert left == ["new"]
