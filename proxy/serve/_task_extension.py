@@ -328,7 +328,12 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
             group.start_soon(self._drive, task, work)
             while True:
                 ended = task.status in _TERMINAL
-                asked = await rows.save(task.task_id, task.wire())
+                try:
+                    asked = await rows.save(task.task_id, task.wire())
+                except MCPError as exc:  # the database is away: the next beat tries again
+                    _logger.warning("task %s: %s", task.task_id, exc.error.message)
+                    await anyio.sleep(SYNC_INTERVAL)
+                    continue
                 if asked is None or ended:
                     group.cancel_scope.cancel()  # the row expired: nobody can ask
                     return

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import msgspec
+from mcp.shared.exceptions import MCPError
 
 from nativemcp.protocol import INTERNAL_ERROR
 
@@ -63,25 +64,51 @@ class TaskRows(anyio.AsyncContextManagerMixin):
         self.url = url
         self.stale_after = stale_after
         self._connection: psycopg.AsyncConnection[Any] | None = None
+        self._entered = False
         self._lock = anyio.Lock()
 
     @contextlib.asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
-        import psycopg
-
-        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
-            await conn.execute(_SCHEMA)
-            self._connection = conn
-            try:
-                yield self
-            finally:
+        self._entered = True
+        try:
+            async with self._session() as conn:
+                await conn.execute(_SCHEMA)
+            yield self
+        finally:
+            self._entered = False
+            if self._connection is not None:
+                await self._connection.close()
                 self._connection = None
 
-    async def _run(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        if self._connection is None:
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The connection, one user at a time; opened again after it broke.
+
+        Raises:
+            MCPError: INTERNAL_ERROR when the database cannot be used (data
+                ``{"reason": "task_database"}``); the request may be tried again.
+        """
+        import psycopg
+
+        if not self._entered:
             raise RuntimeError("the task rows are used outside 'async with'")
         async with self._lock:
-            cursor = await self._connection.execute(sql, params)
+            try:
+                if self._connection is None or self._connection.closed:
+                    self._connection = await psycopg.AsyncConnection.connect(
+                        self.url, autocommit=True
+                    )
+                yield self._connection
+            except psycopg.Error as exc:
+                raise MCPError(
+                    INTERNAL_ERROR,
+                    f"the tasks' database cannot be used now ({type(exc).__name__}); try again",
+                    {"reason": "task_database"},
+                ) from exc
+
+    async def _run(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        async with self._session() as conn:
+            cursor = await conn.execute(sql, params)
             return await cursor.fetchall() if cursor.description is not None else []
 
     async def insert(
@@ -108,10 +135,8 @@ class TaskRows(anyio.AsyncContextManagerMixin):
         """The running replica writes the task's state (and its heartbeat); what others
         asked meanwhile: whether to cancel, and the input responses (taken from the row).
         None when the row is gone (expired)."""
-        if self._connection is None:
-            raise RuntimeError("the task rows are used outside 'async with'")
-        async with self._lock, self._connection.transaction():
-            cursor = await self._connection.execute(
+        async with self._session() as conn, conn.transaction():
+            cursor = await conn.execute(
                 "SELECT cancel_requested, input_responses, wire->>'status' "
                 "FROM nativemcp_tasks WHERE task_id = %s FOR UPDATE",
                 (task_id,),
@@ -122,7 +147,7 @@ class TaskRows(anyio.AsyncContextManagerMixin):
             cancel, responses, status = found
             # A task another replica ended (its runner seen as lost) stays as it ended.
             written = None if status in _TERMINAL else _json(wire)
-            await self._connection.execute(
+            await conn.execute(
                 "UPDATE nativemcp_tasks SET wire = COALESCE(%s::jsonb, wire), "
                 "heartbeat_at = %s, input_responses = '{}'::jsonb WHERE task_id = %s",
                 (written, time.time(), task_id),

@@ -385,3 +385,29 @@ async def test_in_postgresql_rows_past_their_ttl_are_deleted_when_a_replica_star
             cursor = await conn.execute("SELECT task_id FROM nativemcp_tasks")
             left = [row[0] for row in await cursor.fetchall()]
     assert left == ["new"]
+
+
+async def test_in_postgresql_a_lost_connection_is_a_clear_error_and_then_opened_again(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    rows = TaskRows(postgres_url)
+    with anyio.fail_after(20):
+        async with rows:
+            await rows.insert("t", "ada", {"taskId": "t", "status": "working"}, ttl=60)
+            async with await psycopg.AsyncConnection.connect(
+                postgres_url, autocommit=True
+            ) as admin:
+                # The rows' session ends (its last statement named their table).
+                await admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                    "AND query LIKE '%%nativemcp_tasks%%'"
+                )
+            with pytest.raises(MCPError) as lost:
+                await rows.load("t", "ada")
+            again = await rows.load("t", "ada")
+    assert lost.value.error.data == {"reason": "task_database"}
+    assert "cannot be used now" in lost.value.error.message
+    assert again is not None and again["status"] == "working"
