@@ -369,16 +369,24 @@ async def test_in_postgresql_a_task_started_on_one_replica_is_answered_on_anothe
     assert lost["statusMessage"] == lost["error"]["message"] and "inputRequests" not in lost
 
 
+@asynccontextmanager
+async def _rows_holding(url: str, **ttls: float) -> AsyncIterator[TaskRows]:
+    """`TaskRows` on ``url``, entered, holding a working task of ada's per ``ttls`` entry
+    (its id, and its ttl in seconds)."""
+    async with TaskRows(url) as rows:
+        for task_id, ttl in ttls.items():
+            await rows.insert(task_id, "ada", {"taskId": task_id, "status": "working"}, ttl)
+        yield rows
+
+
 async def test_in_postgresql_rows_past_their_ttl_are_deleted_when_a_replica_starts(
     postgres_url: str,
 ) -> None:
     import psycopg
 
-    rows = TaskRows(postgres_url)
     with anyio.fail_after(20):
-        async with rows:
-            await rows.insert("old", "ada", {"taskId": "old", "status": "working"}, ttl=0)
-            await rows.insert("new", "ada", {"taskId": "new", "status": "working"}, ttl=60)
+        async with _rows_holding(postgres_url, old=0, new=60):
+            pass
         # A replica starting sweeps at once (and every minute after).
         replica = ExtensionTasks(input_timeout=5, enabled=False, rows=TaskRows(postgres_url))
         async with replica, await psycopg.AsyncConnection.connect(postgres_url) as conn:
@@ -392,13 +400,10 @@ async def test_in_postgresql_a_lost_connection_is_a_clear_error_and_then_opened_
 ) -> None:
     import psycopg
 
-    rows = TaskRows(postgres_url)
     with anyio.fail_after(20):
-        async with rows:
-            await rows.insert("t", "ada", {"taskId": "t", "status": "working"}, ttl=60)
-            async with await psycopg.AsyncConnection.connect(
-                postgres_url, autocommit=True
-            ) as admin:
+        async with _rows_holding(postgres_url, t=60) as rows:
+            admin = await psycopg.AsyncConnection.connect(postgres_url, autocommit=True)
+            async with admin:
                 # The rows' session ends (its last statement named their table).
                 await admin.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
