@@ -127,7 +127,10 @@ async def test_a_task_that_asks_waits_input_required_until_tasks_update_answers(
             "elicitation/create", {"message": "Name?", "requestedSchema": schema}
         )
         second = await task.ask("elicitation/create", {"message": "Sure?", "requestedSchema": {}})
+        await release.wait()
         return _said(f"hello {first['content']['name']} ({second['action']})")
+
+    release = anyio.Event()
 
     tasks = ExtensionTasks(input_timeout=10)
     with anyio.fail_after(20):
@@ -158,7 +161,11 @@ async def test_a_task_that_asks_waits_input_required_until_tasks_update_answers(
             )
             answer = {next_key: {"action": "decline"}}
             await rpc.result("tasks/update", {"taskId": task_id, "inputResponses": answer})
+            # Answered, the task works again and lists no request.
+            working = await rpc.until(task_id, "working")
+            release.set()
             done = await rpc.until(task_id, "completed")
+    assert "inputRequests" not in working
     assert done["result"]["content"][0]["text"] == "hello Ada (decline)"
 
 
