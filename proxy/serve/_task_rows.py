@@ -35,6 +35,7 @@ ROW_SWEEP_INTERVAL: Final = 60.0
 STALE_AFTER: Final = 10.0
 """Seconds without a heartbeat after which a task that did not end has lost its replica."""
 _TERMINAL: Final = ("completed", "failed", "cancelled")
+_SCHEMA_LOCK: Final = 0x6E6D6370_7461736B  # "nmcptask": the advisory lock of the schema
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS nativemcp_tasks (
     task_id TEXT PRIMARY KEY,
@@ -71,7 +72,10 @@ class TaskRows(anyio.AsyncContextManagerMixin):
     async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
         self._entered = True
         try:
-            async with self._session() as conn:
+            async with self._session() as conn, conn.transaction():
+                # Replicas start together: CREATE ... IF NOT EXISTS alone races (one of
+                # them fails on the table's type), so they take turns.
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                 await conn.execute(_SCHEMA)
             yield self
         finally:
