@@ -1,4 +1,5 @@
-"""The requestor side of MCP 2025-11-25 tasks, on the official SDK's client.
+"""The requestor side of MCP 2025-11-25 tasks, on the official SDK's client, and of the
+2026-07-28 Tasks extension in raw requests (`Rpc`: the SDK does not speak it yet).
 
 The SDK's client has no public call for a task-augmented ``tools/call`` (it checks the
 answer as a ``CallToolResult``): `create_task` sends that one request through its
@@ -7,11 +8,19 @@ dispatcher, as `nativemcp.proxy`'s own task client does; the rest are typed requ
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client
+
+from nativemcp.proxy.serve._task_extension import TASKS_EXTENSION
+
+VERSION = "2026-07-28"
+"""The protocol version of `Rpc`'s requests."""
 
 
 async def create_task(
@@ -67,3 +76,74 @@ async def poll_task(client: Client, task_id: str, until: set[str]) -> set[str]:
         seen.add(status)
         await anyio.sleep(0.05)
     return seen
+
+
+def forever(cancelled: list[anyio.Event]) -> Callable[[Any], Awaitable[types.CallToolResult]]:
+    """A task's work that runs until cancelled; each run's end sets the next event of
+    ``cancelled`` (for the receiver-side tests of either era's tasks)."""
+
+    async def work(task: Any) -> types.CallToolResult:
+        ended = anyio.Event()
+        cancelled.append(ended)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.set()
+        raise AssertionError("unreachable")
+
+    return work
+
+
+class Rpc:
+    """Raw 2026-07-28 requests to one server, as one user, declaring the extension or not."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str) -> None:
+        self.http = http
+        self.url = url
+
+    async def __call__(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        declare: bool = True,
+        user: str = "",
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """The JSON-RPC answer (its ``result`` or ``error`` object, as a dict)."""
+        extensions: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}} if declare else {}
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, **extensions},
+            "io.modelcontextprotocol/clientInfo": {"name": "tasks-test", "version": "1"},
+        }
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": VERSION,
+            "mcp-method": method,
+        }
+        name = name or params.get("name", params.get("taskId"))
+        if name is not None:
+            headers["mcp-name"] = name  # the extension routes tasks/* by the task id
+        if user:
+            headers["x-user"] = user
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+        response = await self.http.post(self.url, json=body, headers=headers)
+        data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+        message: dict[str, Any] = json.loads(data[-1] if data else response.text)
+        return message
+
+    async def result(self, method: str, params: dict[str, Any], **options: Any) -> Any:
+        message = await self(method, params, **options)
+        assert "result" in message, message
+        return message["result"]
+
+    async def until(self, task_id: str, status: str, **options: Any) -> dict[str, Any]:
+        """``tasks/get`` until the task is ``status`` (polled, as clients do)."""
+        while True:
+            task: dict[str, Any] = await self.result("tasks/get", {"taskId": task_id}, **options)
+            if task["status"] == status:
+                return task
+            assert task["status"] in ("working", "input_required"), task  # ended otherwise
+            await anyio.sleep(0.02)

@@ -8,11 +8,13 @@ machinery), `_transports` (stdio and the
 Streamable HTTP app with its Host, Origin, token and size checks), `_request_ids`
 (requests whose id no client can match), `_deadlines` (read deadlines on HTTP
 connections), `_client_sessions` (sessions per client), `_tasks` (2025-11-25 tasks and
-their limits), `_suspended` (calls waiting on a 2026-07-28 client's input), `_graceful`
-(draining on SIGTERM), `_resource_server` (serve as an OAuth 2.1 protected resource:
-metadata, access tokens, the caller's identity), `_access_tokens` (JWTs checked against
-an issuer's JWKS), `_introspection` (opaque tokens, RFC 7662), `_scopes` and
-`_scope_gate` (the scope map, and its 403 before a call) and `_defaults`. It may import
+their limits), `_task_extension` (the 2026-07-28 Tasks extension) and `_task_rows` (its
+tasks in PostgreSQL), `_task_table` (what both eras' tasks share), `_suspended` (calls
+waiting on a 2026-07-28 client's input), `_graceful` (draining on SIGTERM),
+`_resource_server` (serve as an OAuth 2.1 protected resource: metadata, access tokens,
+the caller's identity), `_access_tokens` (JWTs checked against an issuer's JWKS),
+`_introspection` (opaque tokens, RFC 7662), `_scopes` and `_scope_gate` (the scope map,
+and its 403 before a call) and `_defaults`. It may import
 the pool core of `nativemcp.proxy`, `nativemcp.proxy.llm` and the public names of
 `nativemcp.protocol` and `nativemcp.workers`; the pool core never imports it (the SDK's
 server side stays out of worker processes until used).

@@ -24,9 +24,9 @@ import difflib
 import importlib.metadata
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Protocol, Self
 
 import anyio
 import mcp_types as types
@@ -71,7 +71,9 @@ from ._scopes import ScopeMap
 from ._search_mode import SearchMode
 from ._selection import select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
-from ._tasks import ServedTask, ServedTasks, session_key
+from ._task_extension import ExtensionTasks
+from ._task_rows import TaskRows
+from ._tasks import ServedTasks, session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
@@ -83,6 +85,14 @@ _logger = logging.getLogger("nativemcp.serve")
 INPUT_ERRORS_AS_TOOL_ERRORS: Final = "2025-11-25"
 """The protocol version from which arguments that fail a tool's input schema are a tool
 error the model can read and correct (SEP-1303), not a JSON-RPC -32602."""
+
+
+class TaskSide(Protocol):
+    """What a task's tool call needs of its task, in either era's tasks."""
+
+    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
+    def driver(self) -> ServerRequestContext[Any] | None: ...
+    def report(self, message: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +178,16 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             max_tasks=max_tasks,
             max_ttl=max_task_ttl,
         )
+        # 2026-07-28's Tasks extension, kept apart: its own ids, owners and rules; with a
+        # database, in it, so that stateless replicas share them.
+        url = pool.config.database_url
+        self.task_extension = ExtensionTasks(
+            input_timeout,
+            enabled=suspend,
+            max_tasks=max_tasks,
+            max_ttl=max_task_ttl,
+            rows=TaskRows(url) if url else None,
+        )
         self.profile = profile or ToolProfile()
         self._single = len(self.servers) == 1
         # Under search, tools are called by the full names the search gives.
@@ -189,7 +209,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
     async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
         await self._catalog()  # read once, so a first call's headers are checked too
         # Together: if the tasks fail to start, the suspended calls' group is unwound.
-        async with self.suspended, self.tasks:
+        async with self.suspended, self.tasks, self.task_extension:
             yield self
 
     # -- naming ----------------------------------------------------------------------
@@ -424,12 +444,33 @@ class McpBridge(anyio.AsyncContextManagerMixin):
                 "(its execution.taskSupport is 'forbidden'): call it without 'task'",
             )
 
-        async def work(task: ServedTask) -> types.CallToolResult:
+        assert params.task is not None  # the middleware routes only calls that carry it
+        return await self.tasks.create(ctx, params.task, self._task_work(ctx, tool, arguments))
+
+    async def call_tool_in_task(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any] | None:
+        """Run a call of a tool that declares task support as a task (2026-07-28 Tasks).
+
+        Returns its ``CreateTaskResult``, or None for any other call, which runs as usual."""
+        routed = await self._routed(params, ctx)
+        if isinstance(routed, types.CallToolResult) or not accepts_task(routed[0].execution):
+            return None
+        tool, arguments = routed
+        self._check_scopes(ctx, tool)
+        return await self.task_extension.create(ctx, self._task_work(ctx, tool, arguments))
+
+    def _task_work(
+        self, ctx: ServerRequestContext[Any], tool: Tool, arguments: dict[str, Any]
+    ) -> Callable[[TaskSide], Awaitable[types.CallToolResult]]:
+        """A task's tool call: its requests to the client go through the task, its
+        progress messages become the task's status."""
+
+        async def work(task: TaskSide) -> types.CallToolResult:
             ask = self._declared(ctx, task.ask)
             return await self._run(tool, arguments, ctx, ask, task.driver, task.report)
 
-        assert params.task is not None  # the middleware routes only calls that carry it
-        return await self.tasks.create(ctx, params.task, work)
+        return work
 
     async def _routed(
         self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any]
@@ -798,6 +839,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
         self.apps.install(server)
         self.tasks.install(server, self.call_tool_as_task)
+        self.task_extension.install(server, self.call_tool_in_task)
         # The echoed requestState is attacker-controlled: the SDK's boundary seals it
         # (bound to the method, tool, arguments and an expiry) and refuses any other.
         security = RequestStateSecurity.ephemeral(ttl=self.suspended.timeout)

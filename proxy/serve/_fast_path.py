@@ -70,6 +70,7 @@ from ._bridge import McpBridge
 from ._listing_checks import ListingChecks
 from ._request_ids import decoded_request, read_body, read_request, replayed
 from ._resource_server import caller_from_scope
+from ._task_extension import TaskExtensionCalls
 from ._tasks import TASKS_PROTOCOL_VERSION, TaskCalls
 from ._window import Window
 
@@ -128,13 +129,15 @@ _PASSIVE: Final = frozenset(
         *(type(m) for m in LowLevelServer("nativemcp-probe").middleware),
         RequestStateBoundary,
         TaskCalls,
+        TaskExtensionCalls,
         AppsHandshake,
     }
 )
 """The server middleware the fast path may skip: what every SDK server starts with (its
 OpenTelemetry spans, taken only while no tracer provider is set), and the bridge's
-``requestState`` seal and task routing (a request with ``requestState`` or ``task``
-takes the SDK path) and MCP Apps' ``initialize`` handshake. A server
+``requestState`` seal and task routing (a request with ``requestState`` or ``task``,
+or from a client that declares an extension such as Tasks, takes the SDK path) and MCP
+Apps' ``initialize`` handshake. A server
 with any other middleware is served by the SDK path only."""
 _ENCODER: Final = msgspec.json.Encoder()
 

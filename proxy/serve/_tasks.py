@@ -30,14 +30,13 @@ arrives to carry it, as the specification describes.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
-import math
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Self, TypeVar
+from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.abc
@@ -47,9 +46,10 @@ from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, ClientRequestError
+from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestError
 
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from ._task_table import TaskTable
 
 __all__ = [
     "DEFAULT_TASK_TTL_MS",
@@ -57,7 +57,6 @@ __all__ = [
     "ServedTask",
     "ServedTasks",
     "TaskCalls",
-    "check_task_limits",
     "session_key",
 ]
 
@@ -184,7 +183,7 @@ class ServedTask:
         self._arrived.set()
 
 
-class ServedTasks(anyio.AsyncContextManagerMixin):
+class ServedTasks(TaskTable[ServedTask]):
     """The tasks of one served MCP server, run in its own task group.
 
     Use as an async context manager around serving; outside it no task is offered
@@ -212,37 +211,9 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
         max_tasks: int = DEFAULT_MAX_TASKS,
         max_ttl: float = DEFAULT_MAX_TASK_TTL,
     ) -> None:
-        check_task_limits(max_tasks, max_ttl)
+        super().__init__(enabled=enabled, max_tasks=max_tasks, max_ttl=max_ttl)
         self._send = send
         self._input_timeout = input_timeout
-        self._enabled = enabled
-        self.max_tasks = max_tasks
-        self.max_ttl_ms = max(1, int(max_ttl * 1000))
-        self._tasks: dict[str, ServedTask] = {}
-        self._group: anyio.abc.TaskGroup | None = None
-        # Set when a task is added: the sweeper's next expiry may now be sooner.
-        self._added = anyio.Event()
-
-    @contextlib.asynccontextmanager
-    async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
-        if not self._enabled:
-            yield self
-            return
-        async with anyio.create_task_group() as group:
-            self._group = group
-            group.start_soon(self._sweep)
-            try:
-                yield self
-            finally:
-                # Serving ends: the tasks still running end with it.
-                self._group = None
-                self._tasks.clear()
-                group.cancel_scope.cancel()
-
-    @property
-    def running(self) -> bool:
-        """Whether tasks are offered at all (inside ``async with``, not stateless)."""
-        return self._group is not None
 
     def offered(self, ctx: ServerRequestContext[Any]) -> bool:
         """Whether the client of ``ctx`` may run tool calls as tasks."""
@@ -259,19 +230,8 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
         work: Callable[[ServedTask], Awaitable[types.CallToolResult]],
     ) -> dict[str, Any]:
         """Start ``work`` as a task of the client of ``ctx``; the ``CreateTaskResult``."""
-        if self._group is None:
-            raise MCPError(INTERNAL_ERROR, "tasks are not running on this server")
-        self._expire()
         owner = session_key(ctx)
-        held = sum(1 for task in self._tasks.values() if task.owner == owner)
-        if held >= self.max_tasks:
-            raise MCPError(
-                INVALID_REQUEST,
-                f"this session holds {held} tasks, the most it may (max_tasks "
-                f"{self.max_tasks}, nativemcp serve --max-tasks): a task counts until "
-                "its ttl passes; wait for one to expire, or ask shorter ttls",
-                {"reason": "too_many_tasks", "maxTasks": self.max_tasks},
-            )
+        self._admit(owner, "this session", "wait for one to expire, or ask shorter ttls")
         asked = metadata.ttl if metadata.ttl is not None and metadata.ttl > 0 else None
         task = ServedTask(
             task_id=secrets.token_urlsafe(16),
@@ -281,9 +241,7 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
             input_timeout=self._input_timeout,
         )
         self._end_with_session(ctx, owner)
-        self._tasks[task.task_id] = task
-        self._added.set()
-        self._group.start_soon(self._drive, task, work)
+        self._begin(task.task_id, task, functools.partial(self._drive, task, work))
         created = types.CreateTaskResult(task=task.wire(types.Task))
         return created.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -306,23 +264,6 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
                 task.set_status("failed" if result.is_error else "completed")
         task.set_status("cancelled")  # cancelled by tasks/cancel, expiry or shutdown
 
-    def _expire(self) -> None:
-        now = anyio.current_time()
-        for task_id, task in list(self._tasks.items()):
-            if task.expires <= now:
-                task.scope.cancel()
-                del self._tasks[task_id]
-
-    async def _sweep(self) -> None:
-        """End each task when its ttl passes, asked about or not (its result and its
-        session's share of ``max_tasks`` go with it)."""
-        while True:
-            self._expire()
-            self._added = anyio.Event()
-            soonest = min((task.expires for task in self._tasks.values()), default=math.inf)
-            with anyio.move_on_at(soonest):
-                await self._added.wait()
-
     def _end_with_session(self, ctx: ServerRequestContext[Any], owner: str | None) -> None:
         """Have the session of ``ctx`` end its tasks when it ends (once per session)."""
         connection = _connection(ctx)
@@ -340,9 +281,6 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
         for task_id in ended:
             self._tasks.pop(task_id).scope.cancel()
         return len(ended)
-
-    def __len__(self) -> int:
-        return len(self._tasks)
 
     def _find(self, ctx: ServerRequestContext[Any], task_id: str) -> ServedTask:
         self._expire()
@@ -421,19 +359,6 @@ class ServedTasks(anyio.AsyncContextManagerMixin):
         add("tasks/list", types.PaginatedRequestParams, self.list_tasks)
         add("tasks/cancel", types.CancelTaskRequestParams, self.cancel_task)
         server.middleware.append(TaskCalls(self, start))
-
-
-def check_task_limits(max_tasks: int, max_ttl: float) -> None:
-    """Refuse task limits that would serve no task.
-
-    Raises:
-        ValueError: ``max_tasks`` is not at least 1, or ``max_ttl`` is not a positive,
-            finite number of seconds.
-    """
-    if isinstance(max_tasks, bool) or not isinstance(max_tasks, int) or max_tasks < 1:
-        raise ValueError(f"max_tasks must be at least 1 task per session, not {max_tasks!r}")
-    if not (math.isfinite(max_ttl) and max_ttl > 0):
-        raise ValueError(f"max_task_ttl must be a positive number of seconds, not {max_ttl!r}")
 
 
 class TaskCalls:

@@ -51,7 +51,7 @@ from ._scope_gate import ScopeGate
 from ._search_mode import warn_unmatched
 from ._selection import gather_instructions, select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT
-from ._tasks import check_task_limits
+from ._task_table import check_task_limits
 
 __all__ = [
     "DEFAULT_MAX_BODY",

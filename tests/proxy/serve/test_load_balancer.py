@@ -16,19 +16,21 @@ Needs ``haproxy`` (``.ci/run`` installs it with apt): skipped without it, failed
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import httpx2
 import pytest
+from _issuer import running_issuer
 from _process import free_port, stop_all, wait_listening
 from _scripts import venv_script
 
@@ -41,6 +43,13 @@ then a refused connection is retried on the other replica (``option redispatch``
 a call that was inside the killed replica fails at once (an empty response: 502)."""
 BACKEND: Final = "replicas"
 LEGACY: Final = "2025-11-25"
+MODERN: Final = "2026-07-28"
+GUIDE_SERVERS: Final = {
+    "replica1": "10.0.0.11:8000",
+    "replica2": "10.0.0.12:8000",
+    "ingest1": "10.0.0.21:8000",
+}
+"""The deployment guide's haproxy servers and their addresses there."""
 
 pytestmark = [
     pytest.mark.load_balancer,
@@ -59,8 +68,23 @@ def _haproxy() -> str:
     pytest.skip(message)
 
 
-def haproxy_config(port: int, replicas: list[int], stats: Path) -> str:
-    """The balancer: round robin over the replicas, an MCP ping as the health check
+PING_CHECK: Final = (
+    "http-check send meth POST uri /mcp ver HTTP/1.1 hdr Host 127.0.0.1 "
+    'hdr Content-Type application/json hdr Accept "application/json, text/event-stream" '
+    f"hdr MCP-Protocol-Version {LEGACY} "
+    'body \'{"jsonrpc":"2.0","id":0,"method":"ping"}\''
+)
+"""The health check: an MCP ping (needs no session on a stateless replica), with the
+version header a 2025-11-25 client sends (so the fast path answers it)."""
+METADATA_CHECK: Final = (
+    "http-check send meth GET uri /.well-known/oauth-protected-resource ver HTTP/1.1 "
+    "hdr Host 127.0.0.1"
+)
+"""The health check under OAuth, where a ping needs a token: the resource metadata."""
+
+
+def haproxy_config(port: int, replicas: list[int], stats: Path, check: str = PING_CHECK) -> str:
+    """The balancer: round robin over the replicas, ``check`` as the health check
     every 200 ms (two failures: out; two successes: back), and a request whose
     connection was refused is sent to the other replica."""
     servers = "\n".join(
@@ -87,17 +111,15 @@ frontend mcp
 backend {BACKEND}
     balance roundrobin
     option httpchk
-    http-check send meth POST uri /mcp ver HTTP/1.1 hdr Host 127.0.0.1 \
-hdr Content-Type application/json hdr Accept "application/json, text/event-stream" \
-hdr MCP-Protocol-Version 2025-11-25 body '{{"jsonrpc":"2.0","id":0,"method":"ping"}}'
+    {check}
     http-check expect status 200
     default-server inter 200ms fall 2 rise 2
 {servers}
 """
 
 
-def _stats(socket_path: Path) -> dict[str, dict[str, str]]:
-    """haproxy's ``show stat`` for the replicas: server name -> column -> value."""
+def _stats(socket_path: Path, backends: tuple[str, ...] = (BACKEND,)) -> dict[str, dict[str, str]]:
+    """haproxy's ``show stat`` for the servers of ``backends``: name -> column -> value."""
     with socket.socket(socket.AF_UNIX) as sock:
         sock.connect(str(socket_path))
         sock.sendall(b"show stat\n")
@@ -110,7 +132,7 @@ def _stats(socket_path: Path) -> dict[str, dict[str, str]]:
     return {
         row["svname"]: row
         for row in table
-        if row["pxname"] == BACKEND and row["svname"] not in ("BACKEND", "FRONTEND")
+        if row["pxname"] in backends and row["svname"] not in ("BACKEND", "FRONTEND")
     }
 
 
@@ -127,7 +149,6 @@ class CallFailed(Exception):
     """A call through the balancer got no result (an HTTP error, or a JSON-RPC error)."""
 
 
-MODERN: Final = "2026-07-28"
 _ENVELOPE: Final = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -136,22 +157,30 @@ _ENVELOPE: Final = {
 
 
 async def _call(
-    client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any], version: str = MODERN
+    client: httpx2.AsyncClient,
+    tool: str,
+    arguments: dict[str, Any],
+    version: str = MODERN,
+    *,
+    path: str = "/mcp/content-store",
+    headers: dict[str, str] | None = None,
 ) -> Any:
-    """One stateless ``tools/call`` (no session: any replica may answer it), as a
-    client of protocol ``version`` (2026-07-28 or 2025-11-25) sends it."""
+    """One stateless ``tools/call`` (no session: any replica may answer it) at ``path``,
+    as a client of protocol ``version`` sends it (2026-07-28: the envelope in ``_meta``
+    and the routing headers; 2025-11-25: the version header alone); ``headers`` are
+    added to the request's (and override them)."""
     params: dict[str, Any] = {"name": tool, "arguments": arguments}
-    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": version}
+    sent = {"accept": "application/json, text/event-stream", "mcp-protocol-version": version}
     if version == MODERN:
         params["_meta"] = _ENVELOPE
-        headers |= {"mcp-method": "tools/call", "mcp-name": tool}
+        sent |= {"mcp-method": "tools/call", "mcp-name": tool}
     response = await client.post(
-        "/mcp/content-store",
+        path,
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
-        headers=headers,
+        headers=sent | (headers or {}),
     )
     if response.status_code != 200:
-        raise CallFailed(f"HTTP {response.status_code}")
+        raise CallFailed(f"HTTP {response.status_code}: {response.text[:300]}")
     data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
     message = json.loads(data[-1] if data else response.text)
     result = message.get("result")
@@ -160,12 +189,18 @@ async def _call(
     return result["structuredContent"]
 
 
-def _start_replica(port: int, database_url: str, data_dir: Path) -> subprocess.Popen[bytes]:
+def _start_replica(
+    port: int, database_url: str, data_dir: Path, *servers: str, flags: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """``nativemcp serve content-store`` (and ``servers``) on ``port``, stateless, with
+    ``flags`` added."""
     return subprocess.Popen(
         [
-            *(venv_script("nativemcp"), "serve", "content-store", "--transport", "http"),
+            *(venv_script("nativemcp"), "serve", "content-store", *servers),
+            *("--transport", "http"),
             *("--stateless", "--port", str(port), "--data-dir", str(data_dir)),
             *("--database-url", database_url),
+            *flags,
         ],
         stdout=subprocess.DEVNULL,
     )
@@ -180,21 +215,47 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("auth", ["open", "oauth"])
 async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_back(
-    tmp_path: Path, postgres_url: str, processes: list[subprocess.Popen[bytes]]
+    auth: str, tmp_path: Path, postgres_url: str, processes: list[subprocess.Popen[bytes]]
 ) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        flags: list[str] = []
+        headers: dict[str, str] = {}
+        check = PING_CHECK
+        if auth == "oauth":
+            # Every replica checks the issuer's tokens itself (its own key cache).
+            issuer = await stack.enter_async_context(running_issuer())
+            flags = ["--auth-issuer", issuer.url, "--auth-audience", "nativemcp-test"]
+            headers = {"authorization": f"Bearer {issuer.token('alice')}"}
+            check = METADATA_CHECK
+        await _kill_one_mid_load(tmp_path, postgres_url, processes, flags, headers, check)
+
+
+async def _kill_one_mid_load(
+    tmp_path: Path,
+    postgres_url: str,
+    processes: list[subprocess.Popen[bytes]],
+    flags: list[str],
+    headers: dict[str, str],
+    check: str,
+) -> None:
+    """The kill test's body: ``flags`` for each replica, ``headers`` on each call, and
+    ``check`` as the balancer's health check."""
     haproxy = _haproxy()
     ports = [free_port(), free_port()]
     lb_port = free_port()
     stats = tmp_path / "haproxy.sock"
     replicas = [
-        _start_replica(port, postgres_url, tmp_path / f"replica{n}") for n, port in enumerate(ports)
+        _start_replica(port, postgres_url, tmp_path / f"replica{n}", flags=flags)
+        for n, port in enumerate(ports)
     ]
     processes.extend(replicas)
     for port, replica in zip(ports, replicas, strict=True):
-        wait_listening(port, replica)
+        # In a thread: a replica under OAuth asks this loop's issuer before it listens.
+        await anyio.to_thread.run_sync(wait_listening, port, replica)
     config = tmp_path / "haproxy.cfg"
-    config.write_text(haproxy_config(lb_port, ports, stats))
+    config.write_text(haproxy_config(lb_port, ports, stats, check))
     balancer = subprocess.Popen(  # noqa: ASYNC220 - started once, before the load
         [haproxy, "-db", "-f", str(config)], stdout=subprocess.DEVNULL
     )
@@ -208,8 +269,11 @@ async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_b
     stop = anyio.Event()
     limits = httpx2.Limits(max_connections=WRITERS)
     async with httpx2.AsyncClient(
-        base_url=f"http://127.0.0.1:{lb_port}", timeout=30, limits=limits
+        base_url=f"http://127.0.0.1:{lb_port}", timeout=30, limits=limits, headers=headers
     ) as client:
+        if headers:  # the replicas check tokens: a call without one is refused
+            with pytest.raises(CallFailed, match="HTTP 401"):
+                await _call(client, "list_stores", {}, headers={"authorization": ""})
         store = await _call(client, "create_store", {"name": "through the balancer"})
 
         async def writer(number: int) -> None:
@@ -244,7 +308,8 @@ async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_b
             )
             assert resumed_after <= RESUME_BOUND
 
-            processes.append(_start_replica(ports[1], postgres_url, tmp_path / "replica1"))
+            restarted = _start_replica(ports[1], postgres_url, tmp_path / "replica1", flags=flags)
+            processes.append(restarted)
             back_after = await _until(lambda: _stats(stats)["r2"]["status"] == "UP", 60)
             served = int(_stats(stats)["r2"]["stot"])
             await _until(lambda: int(_stats(stats)["r2"]["stot"]) > served + WRITERS, 30)
@@ -272,12 +337,102 @@ async def test_a_replica_killed_mid_load_loses_no_acknowledged_write_and_comes_b
     )
 
 
-def test_the_deployment_guides_haproxy_config_is_valid(tmp_path: Path) -> None:
+def _guide_config() -> str:
+    """The deployment guide's haproxy configuration, as it is written there."""
     guide = Path(__file__).parents[3] / "docs" / "guides" / "deployment.md"
-    block = guide.read_text().split("```haproxy\n", 1)[1].split("```", 1)[0]
+    return guide.read_text().split("```haproxy\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_deployment_guides_haproxy_config_is_valid(tmp_path: Path) -> None:
     config = tmp_path / "haproxy.cfg"
-    config.write_text(block)
+    config.write_text(_guide_config())
     checked = subprocess.run(
         [_haproxy(), "-c", "-f", str(config)], capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+async def _call_2026(
+    client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any], **headers: str
+) -> Any:
+    """A 2026-07-28 ``tools/call`` at ``/mcp``: full tool name, its method and name in
+    the routing headers (``headers`` override them)."""
+    name = f"builtin_content-store__{tool}"
+    overrides = {key.replace("_", "-"): value for key, value in headers.items()}
+    return await _call(client, name, arguments, path="/mcp", headers=overrides)
+
+
+@pytest.mark.anyio
+async def test_the_guides_haproxy_config_sends_one_tools_calls_to_its_own_replicas(
+    tmp_path: Path, postgres_url: str, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    haproxy = _haproxy()
+    ports = [free_port() for _ in GUIDE_SERVERS]
+    lb_port = free_port()
+    stats = tmp_path / "haproxy.sock"
+    text = _guide_config().replace("bind :80", f"bind 127.0.0.1:{lb_port}")
+    text = text.replace("global\n", f"global\n    stats socket {stats} mode 600 level admin\n", 1)
+    for address, port in zip(GUIDE_SERVERS.values(), ports, strict=True):
+        assert address in text
+        text = text.replace(address, f"127.0.0.1:{port}")
+    # The guide's command: with two servers, tools have full names at /mcp.
+    replicas = [
+        _start_replica(port, postgres_url, tmp_path / f"r{port}", "planning") for port in ports
+    ]
+    processes.extend(replicas)
+    for port, replica in zip(ports, replicas, strict=True):
+        wait_listening(port, replica)
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(text)
+    balancer = subprocess.Popen([haproxy, "-db", "-f", str(config)], stdout=subprocess.DEVNULL)  # noqa: ASYNC220
+    processes.append(balancer)
+    wait_listening(lb_port, balancer)
+    backends = (BACKEND, "ingest")
+
+    def served() -> dict[str, int]:
+        return {name: int(row["stot"]) for name, row in _stats(stats, backends).items()}
+
+    def since(before: dict[str, int]) -> dict[str, int]:
+        """Requests each backend's servers took since ``before``."""
+        now = served()
+        general = sum(now[n] - before[n] for n in ("replica1", "replica2"))
+        return {"replicas": general, "ingest": now["ingest1"] - before["ingest1"]}
+
+    await _until(
+        lambda: (
+            sorted(_stats(stats, backends)) == sorted(GUIDE_SERVERS)
+            and all(s["status"] == "UP" for s in _stats(stats, backends).values())
+        ),
+        30,
+    )
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{lb_port}", timeout=30) as client:
+        with anyio.fail_after(60):
+            before = served()
+            store = await _call_2026(client, "create_store", {"name": "routed"})
+            for n in range(3):
+                added = {"store_id": store["storeId"], "content": f"doc {n}", "filename": f"{n}.md"}
+                await _call_2026(client, "add_content", added)
+            assert since(before) == {"replicas": 1, "ingest": 3}
+
+            # Without the headers (a 2025-11-25 client) the same call takes the default.
+            before = served()
+            added = {"store_id": store["storeId"], "content": "old", "filename": "old.md"}
+            await _call(client, "add_content", added, LEGACY)
+            assert since(before) == {"replicas": 1, "ingest": 0}
+
+            # Headers that name the routed tool for another call: routed, then refused.
+            before = served()
+            listing = {"store_id": store["storeId"]}
+            with pytest.raises(CallFailed, match="HTTP 400"):
+                await _call_2026(
+                    client, "list_content", listing, mcp_name="builtin_content-store__add_content"
+                )
+            assert since(before) == {"replicas": 0, "ingest": 1}
+
+            page = await _call_2026(client, "list_content", listing)
+    assert sorted(item["filename"] for item in page["contents"]) == [
+        "0.md",
+        "1.md",
+        "2.md",
+        "old.md",
+    ]

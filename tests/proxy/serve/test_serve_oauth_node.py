@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import anyio
 import httpx2
@@ -30,6 +30,7 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl
 
+from nativemcp.protocol import TextContent
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.serve import Authorization
 
@@ -183,3 +184,51 @@ async def test_the_sdk_clients_oauth_provider_logs_in_through_the_resource_metad
         block = who.content[0]
         assert isinstance(block, types.TextContent)
         assert block.text == "johndoe/None"  # the mock server's user
+
+
+async def test_nativemcps_own_oauth_client_logs_in_to_serve_and_calls_as_its_user(
+    tmp_path: Path,
+) -> None:
+    # One hub's pool is another's client: an mcpServers entry with "oauth" finds serve's
+    # resource metadata, signs in at oauth2-mock-server and calls a tool as that user.
+    async with _mock_server(tmp_path) as issuer:
+        seen: list[str] = []
+
+        async def follow(url: str) -> str:
+            # The browser's part: the mock server authorizes at once and redirects.
+            seen.append(url)
+            async with httpx2.AsyncClient() as browser:
+                reply = await browser.get(url)
+            assert reply.status_code == 302, reply.text
+            return str(reply.headers["location"])
+
+        served = WorkerPool(["_serve_servers:server"], timeout=20)
+
+        def app(base: str) -> Any:
+            return http_app(served, auth=Authorization(issuer=issuer, audience=f"{base}/mcp"))
+
+        async with serving_made(app) as base:
+            # oauth2-mock-server has no dynamic registration: a pre-registered client.
+            oauth = {"clientId": "nativemcp-tests", "clientSecret": "secret"}
+            entry = {"type": "http", "url": f"{base}/mcp", "oauth": oauth}
+            with anyio.fail_after(60):
+                async with WorkerPool(
+                    builtins=[],
+                    data_dir=tmp_path,
+                    mcp_servers={"team": entry},
+                    oauth_redirect=follow,
+                ) as hub:
+                    assert hub.needs_authorization == {}
+                    response = await hub.call_tool("team__whoami", {})
+                # The grant is kept: a second hub, with nobody to ask, calls as well.
+                async with WorkerPool(
+                    builtins=[], data_dir=tmp_path, mcp_servers={"team": entry}
+                ) as again:
+                    assert again.needs_authorization == {}
+                    repeated = await again.call_tool("team__whoami", {})
+    assert len(seen) == 1 and f"resource={quote(base + '/mcp', safe='')}" in seen[0]
+    assert response.result is not None and not response.result.is_error, response
+    block = response.result.content[0]
+    assert isinstance(block, TextContent)
+    assert block.text == "johndoe/None"  # the mock server's user, seen by serve's tool
+    assert repeated.result == response.result

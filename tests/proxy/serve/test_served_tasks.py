@@ -15,7 +15,15 @@ import httpx2
 import mcp_types as types
 import pytest
 from _mcp_http import HEADERS, INIT, serving
-from _task_client import cancel_task, create_task, get_task, list_tasks, poll_task, task_result
+from _task_client import (
+    cancel_task,
+    create_task,
+    forever,
+    get_task,
+    list_tasks,
+    poll_task,
+    task_result,
+)
 from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -151,25 +159,10 @@ async def test_tasks_list_has_one_page_and_outside_serving_no_task_is_offered() 
     assert plain.value.code == -32601  # tools/call itself: no handler
 
 
-def _forever(cancelled: list[anyio.Event]) -> Work:
-    """A tool that runs until cancelled; each run's end sets the next event of ``cancelled``."""
-
-    async def forever(task: ServedTask) -> types.CallToolResult:
-        ended = anyio.Event()
-        cancelled.append(ended)
-        try:
-            await anyio.sleep_forever()
-        finally:
-            ended.set()
-        raise AssertionError("unreachable")
-
-    return forever
-
-
 async def test_a_session_holds_at_most_max_tasks_and_no_ttl_past_the_longest() -> None:
     cancelled: list[anyio.Event] = []
     tasks = ServedTasks(_never_sent, input_timeout=5, max_tasks=2, max_ttl=600)
-    server = _server(tasks, {"forever": _forever(cancelled)})
+    server = _server(tasks, {"forever": forever(cancelled)})
     with anyio.fail_after(10):
         async with tasks, Client(server, mode="legacy") as client:
             day = (await create_task(client, "forever", {}, ttl=86_400_000))["task"]
@@ -196,7 +189,7 @@ def test_task_limits_that_would_serve_no_task_are_refused() -> None:
 async def test_a_task_past_its_ttl_ends_on_a_timer_with_nobody_asking() -> None:
     cancelled: list[anyio.Event] = []
     tasks = ServedTasks(_never_sent, input_timeout=5)
-    server = _server(tasks, {"forever": _forever(cancelled)})
+    server = _server(tasks, {"forever": forever(cancelled)})
     with anyio.fail_after(10):
         async with tasks, Client(server, mode="legacy") as client:
             await create_task(client, "forever", {}, ttl=60_000)
@@ -209,7 +202,7 @@ async def test_a_task_past_its_ttl_ends_on_a_timer_with_nobody_asking() -> None:
 async def test_a_closed_sessions_tasks_end_with_it() -> None:
     cancelled: list[anyio.Event] = []
     tasks = ServedTasks(_never_sent, input_timeout=5)
-    server = _server(tasks, {"forever": _forever(cancelled)})
+    server = _server(tasks, {"forever": forever(cancelled)})
     with anyio.fail_after(10):
         async with tasks:
             async with Client(server, mode="legacy") as client:
@@ -226,7 +219,7 @@ async def test_a_task_is_its_sessions_alone_over_http() -> None:
     cancel A's task; A's tasks end when A's session is deleted."""
     cancelled: list[anyio.Event] = []
     tasks = ServedTasks(_never_sent, input_timeout=5)
-    app = _server(tasks, {"forever": _forever(cancelled)}).streamable_http_app()
+    app = _server(tasks, {"forever": forever(cancelled)}).streamable_http_app()
     with anyio.fail_after(30):
         async with tasks, serving(app) as base:
             async with (
@@ -263,7 +256,7 @@ async def test_an_abandoned_sessions_tasks_end_when_it_idles_out() -> None:
     timeout ends it, and its tasks with it (they lived on until their ttl before)."""
     cancelled: list[anyio.Event] = []
     tasks = ServedTasks(_never_sent, input_timeout=5)
-    server = _server(tasks, {"forever": _forever(cancelled)})
+    server = _server(tasks, {"forever": forever(cancelled)})
     app = server.streamable_http_app(session_idle_timeout=0.5)
     call = {
         "jsonrpc": "2.0",
