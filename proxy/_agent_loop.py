@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from nativemcp.protocol import (
     ArgumentsError,
     NativeMCPResponse,
@@ -36,6 +38,8 @@ from .tool_search import (
     ToolMatch,
     ToolProfile,
     deferred_for_anthropic,
+    embedding_loaded,
+    load_embedding,
     read_call,
     read_search,
     search_response,
@@ -98,6 +102,10 @@ class AgentLoop:
             ServerClosed: the pool is closed.
         """
         where = profile.allows if profile is not None and profile.filters else None
+        if self._config.search_embed and not embedding_loaded():
+            # The first load reads the model's 16 MB (about 0.7 s here): in a worker
+            # thread, so the pool's other calls go on meanwhile.
+            await anyio.to_thread.run_sync(load_embedding)
         return self.tool_index().search(query, limit, where=where)
 
     # -- the agent loop --------------------------------------------------------------

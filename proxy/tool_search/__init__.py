@@ -22,8 +22,10 @@ from ._embedding import RRF_K as RRF_K
 from ._embedding import ToolEmbeddings as ToolEmbeddings
 from ._embedding import check_embedding as check_embedding
 from ._embedding import embedding_available as embedding_available
+from ._embedding import embedding_loaded as embedding_loaded
 from ._embedding import embedding_text as embedding_text
 from ._embedding import fuse as fuse
+from ._embedding import load_embedding as load_embedding
 from ._index import MAX_LIMIT as MAX_LIMIT
 from ._index import IndexedTool as IndexedTool
 from ._index import ToolIndex as ToolIndex
@@ -59,8 +61,10 @@ __all__ = [
     "check_limit",
     "deferred_for_anthropic",
     "embedding_available",
+    "embedding_loaded",
     "embedding_text",
     "fuse",
+    "load_embedding",
     "parameters_line",
     "read_call",
     "read_search",

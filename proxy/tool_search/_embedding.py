@@ -36,8 +36,10 @@ __all__ = [
     "ToolEmbeddings",
     "check_embedding",
     "embedding_available",
+    "embedding_loaded",
     "embedding_text",
     "fuse",
+    "load_embedding",
 ]
 
 EMBED_EXTRA: Final = "search-embed"
@@ -67,6 +69,22 @@ def check_embedding() -> None:
             "search_embed needs the embedding model of the search-embed extra: "
             f"pip install 'nativemcp[{EMBED_EXTRA}]' (wordllama, 16 MB, nothing downloaded)"
         )
+
+
+def load_embedding() -> None:
+    """Load the model now if it is not yet (once per process: about 0.7 s here), so that
+    an async caller can do it in a worker thread rather than on its event loop.
+
+    Raises:
+        ImportError: the ``search-embed`` extra is not installed.
+    """
+    check_embedding()
+    _loaded()
+
+
+def embedding_loaded() -> bool:
+    """Whether this process has loaded the model (`load_embedding`)."""
+    return _model is not None
 
 
 def _loaded() -> Any:

@@ -146,6 +146,45 @@ def test_the_model_is_read_from_its_wheel_with_the_network_refused() -> None:
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120, env={"HOME": "/"})
 
 
+@needs_model
+def test_a_pools_first_fused_search_loads_the_model_off_its_event_loop() -> None:
+    # In a fresh process (the model not loaded yet): the load runs in a worker thread,
+    # so the pool's other calls go on while the 16 MB are read.
+    script = textwrap.dedent(
+        """
+        import threading
+        import anyio, wordllama
+        from nativemcp.proxy import WorkerPool
+        from nativemcp.workers import Server
+
+        loaded_on = []
+        load = wordllama.WordLlama.load
+        def recording(*args, **kwargs):
+            loaded_on.append(threading.current_thread())
+            return load(*args, **kwargs)
+        wordllama.WordLlama.load = recording
+
+        links = Server("links")
+
+        @links.tool
+        def open_url(url: str) -> str:
+            \"\"\"Load a URL in the browser tab.\"\"\"
+            return url
+
+        async def main():
+            async with WorkerPool([links], in_process=["links"], search_embed=True) as pool:
+                loop = threading.current_thread()
+                first = await pool.search_tools("visit a website", 1)
+                again = await pool.search_tools("go to a page", 1)
+            assert [m.name for m in first + again] == ["links__open_url"] * 2
+            assert len(loaded_on) == 1 and loaded_on[0] is not loop, loaded_on
+
+        anyio.run(main)
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+
+
 def _links() -> Server:
     links = Server("links", description="Web pages")
 
