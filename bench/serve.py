@@ -10,7 +10,12 @@ CPU per call (its process tree's, from /proc: steadier than calls/s on a shared 
 ``--era 2025-11-25``: the same load as a 2025-11-25 client of a stateless server sends
 it (the version in the header, no ``_meta``; each answer an event stream).
 
-    python -m bench.serve [--quick] [--json] [--era 2025-11-25]
+``--workers N`` (N > 1): one more row, the ``nativemcp serve --transport http --workers N``
+command (N server processes on one port, fast path on), and its calls/s and CPU per call
+against the one-process fast path's. Scaling needs a core per process and one for wrk;
+on a machine with fewer it reports what the processes cost, not what they gain.
+
+    python -m bench.serve [--quick] [--json] [--era 2025-11-25] [--workers N]
 """
 
 from __future__ import annotations
@@ -40,7 +45,11 @@ LABELS = {
     "fastmcp": "FastMCP (stateless)",
     "floor": "bare ASGI + msgspec (floor)",
 }
+WORKERS = "workers"
+"""The kind of the ``--workers N`` row: the serve command itself, N processes."""
 CONNECTIONS = 16
+QUICK_WARM_UP = 50
+"""Sequential requests that warm a server up under ``--quick`` (a second of wrk else)."""
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 META = {
@@ -142,29 +151,57 @@ def _check(port: int, method: str, era: str) -> None:
         raise SystemExit(f"bench.serve: port {port} answers {method} with an error: {text[:300]}")
 
 
-def run(quick: bool, era: str = MODERN) -> dict[str, Any]:
-    """Load each server for each method; the measurements by method, then kind."""
-    seconds = 2 if quick else 8
+def _argv(kind: str, port: int, workers: int) -> list[str]:
+    """The command that serves ``kind`` on ``port``."""
+    if kind == WORKERS:
+        return [
+            *(sys.executable, "-m", "nativemcp.proxy.cli", "serve", "bench._serve_apps:echo"),
+            *("--transport", "http", "--port", str(port), "--workers", str(workers)),
+        ]
+    return [sys.executable, "-m", "bench._serve_apps", kind, str(port)]
+
+
+def label(kind: str, workers: int) -> str:
+    """The row's name in the tables."""
+    if kind == WORKERS:
+        return f"nativemcp serve --workers {workers} (fast path)"
+    return LABELS[kind]
+
+
+def run(quick: bool, era: str = MODERN, workers: int = 1) -> dict[str, Any]:
+    """Load each server for each method; the measurements by method, then kind (with
+    ``workers`` > 1, the ``--workers`` command after the one-process fast path; under
+    ``quick``, for ``tools/call`` only). ``quick`` loads each for one second, after a
+    warm-up of sequential requests rather than a second of wrk, to stay under 30 s."""
+    seconds = 1 if quick else 8
+    kinds = list(KINDS)
+    if workers > 1:
+        kinds.insert(kinds.index("fast") + 1, WORKERS)
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for kind in KINDS:
+        for kind in kinds:
             missing = _unavailable(kind)
             if missing is not None:
                 print(f"{LABELS[kind]}: skipped, {missing}", file=sys.stderr)
                 continue
             port = _free_port()
-            argv = [sys.executable, "-m", "bench._serve_apps", kind, str(port)]
-            with _http_server(argv, port) as server:
+            with _http_server(_argv(kind, port, workers), port) as server:
                 pid = server.pid
                 for method in ("tools/call", "tools/list"):
                     if kind == "floor" and method == "tools/list":
+                        continue
+                    if kind == WORKERS and quick and method == "tools/list":
                         continue
                     script = os.path.join(folder, f"{method.replace('/', '_')}.lua")
                     with open(script, "w") as file:
                         file.write(_script(method, era))
                     _check(port, method, era)
-                    if method == "tools/call" or not quick:
-                        _wrk(port, script, 1)  # warm up: imports, first listing, caches
+                    # Warm up: imports, first listing, caches.
+                    if not quick:
+                        _wrk(port, script, 1)
+                    elif method == "tools/call":
+                        for _ in range(QUICK_WARM_UP):
+                            _check(port, method, era)
                     before = tree_cpu_s(pid)
                     measured = _wrk(port, script, seconds)
                     used = tree_cpu_s(pid) - before
@@ -173,14 +210,14 @@ def run(quick: bool, era: str = MODERN) -> dict[str, Any]:
     return results
 
 
-def _table(results: dict[str, Any], era: str) -> None:
+def _table(results: dict[str, Any], era: str, workers: int) -> None:
     for method, by_kind in results.items():
         sdk = by_kind.get("sdk", {}).get("calls_per_s", 0.0)
         floor = by_kind.get("floor") or results["tools/call"].get("floor", {})
         floor_cpu = floor.get("cpu_us_per_call", 0.0)
         rows = [
             [
-                LABELS[kind],
+                label(kind, workers),
                 m["calls_per_s"],
                 ratio(m["calls_per_s"], sdk),
                 m["p50_ms"],
@@ -191,31 +228,68 @@ def _table(results: dict[str, Any], era: str) -> None:
             ]
             for kind, m in by_kind.items()
         ]
+        processes = "one server process"
+        if WORKERS in by_kind:
+            processes += f" ({workers} on the --workers row)"
         print_table(
-            f"{method} ({era}): {CONNECTIONS} connections, one server process",
+            f"{method} ({era}): {CONNECTIONS} connections, {processes}",
             ["server", "calls/s", "x SDK", "p50 ms", "p99 ms", "CPU us/call", "x floor", "errors"],
             rows,
         )
+        scaling = _scaling(by_kind, workers)
+        if scaling:
+            print(scaling)
         print()
+
+
+def _scaling(by_kind: dict[str, Any], workers: int) -> str | None:
+    """The ``--workers`` row against the one-process fast path's, in words (None: not
+    both measured)."""
+    one, many = by_kind.get("fast"), by_kind.get(WORKERS)
+    if one is None or many is None:
+        return None
+    cores = os.cpu_count() or 1
+    return (
+        f"--workers {workers}: {ratio(many['calls_per_s'], one['calls_per_s']):.2f}x the one "
+        f"process's calls/s, {ratio(many['cpu_us_per_call'], one['cpu_us_per_call']):.2f}x "
+        f"its CPU per call ({cores} cores here, shared with wrk)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the bench; print the tables (and JSON with ``--json``)."""
-    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.serve", argv, _era)
+    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.serve", argv, _options)
     if shutil.which("wrk") is None:
         raise SystemExit("bench.serve needs wrk on PATH (apt-get install wrk)")
-    results = run(args.quick, args.era)
-    _table(results, args.era)
+    if args.workers < 1:
+        raise SystemExit(f"bench.serve: --workers must be at least 1, not {args.workers}")
+    results = run(args.quick, args.era, args.workers)
+    _table(results, args.era, args.workers)
     if args.json:
-        emit_json({"bench": "serve", "era": args.era, "cores": os.cpu_count(), "results": results})
+        emit_json(
+            {
+                "bench": "serve",
+                "era": args.era,
+                "cores": os.cpu_count(),
+                "workers": args.workers,
+                "results": results,
+            }
+        )
 
 
-def _era(parser: argparse.ArgumentParser) -> None:
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--era",
         choices=[MODERN, LEGACY],
         default=MODERN,
         help="the protocol version the load speaks (2025-11-25: to stateless servers)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="also load `nativemcp serve --workers N` (N > 1) beside the one-process rows",
     )
 
 

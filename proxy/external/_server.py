@@ -38,7 +38,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers import ServerClosed, ServerCrashed, ServerStartError
-from nativemcp.workers.telemetry import MCP_PROTOCOL_VERSION
+from nativemcp.workers.telemetry import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 
 from .._handle import (
     CallOptions,
@@ -61,6 +61,7 @@ from ._oauth import (
     login_hint,
     unavailable_response,
 )
+from ._session_id import SessionId
 from ._stderr import Stderr
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
@@ -135,6 +136,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         self._log_handlers: dict[int, LogHandler] = {}
         self._traced_calls: dict[int, Any] = {}  # key -> its client span (traced calls)
         self._refused: int | None = None  # an HTTP server's 401/403 at the last connect
+        self._session_id = SessionId()  # the one the last HTTP connection was issued
         self._next_call = 0
         self.pid: int | None = None
         """The live stdio server's process id (Linux; None for HTTP or when unknown)."""
@@ -209,6 +211,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                 self._refused = int(response.status_code)
 
         client.event_hooks["response"].append(note_refusal)
+        self._session_id = SessionId.of(client)
         return client
 
     async def _lifetime(self, stderr: Stderr | None, state: dict[str, bool], on_ready: Any) -> None:
@@ -453,6 +456,8 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         span = current_call_span()
         if span is not None:  # traced: the pool's client span names the MCP version spoken
             span.set_attribute(MCP_PROTOCOL_VERSION, client.protocol_version)
+            if self._session_id.value is not None:
+                span.set_attribute(MCP_SESSION_ID, self._session_id.value)
         return client
 
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
