@@ -35,7 +35,7 @@ from nativemcp.workers import (
 from ._handle import CallOptions
 from ._pins import ToolPins, as_pins
 from ._restart import RestartPolicy
-from ._worker import WorkerSettings
+from ._worker_start import WorkerSettings
 from .external import ExternalServerSpec, load_mcp_servers
 from .tool_search import check_embedding
 

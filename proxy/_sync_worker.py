@@ -71,9 +71,9 @@ from ._worker import (
     SHUTDOWN_GRACE,
     TERMINATE_GRACE,
     WorkerBase,
-    WorkerSettings,
     _emit_log,
 )
+from ._worker_start import WorkerSettings
 from .telemetry import TRACING, emit_worker_spans, record_restart, wire_context
 
 __all__ = ["SyncWorker"]

@@ -47,8 +47,6 @@ it can only post a message, which the page sends here to be resolved.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import hmac
 import importlib.resources
@@ -56,9 +54,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
 
 import anyio
 import anyio.abc
@@ -76,31 +72,20 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from nativemcp.protocol import (
-    AudioContent,
-    ContentBlock,
-    EmbeddedResource,
-    ImageContent,
-    NativeMCPResponse,
-    ResourceLink,
-    TextContent,
-    UnknownTool,
-    result_text,
-    service_meta,
-)
+from nativemcp.protocol import UnknownTool, service_meta
 
 from .._rebinding import RebindingGuard, local_only
-from ..llm._tokens import count_tokens, token_note
+from ..llm._tokens import token_note
 from ._apps import (
     APP_BLOCK,
     NOTE_METHODS,
     AppRequestError,
     AppRequests,
     app_note,
-    app_view,
     keep_note,
 )
 from ._authorize import authorization_routes
+from ._call_views import _Call, _result_view
 from ._catalog import ConsoleCatalog, UIActionTarget
 from ._frames import FrameCapabilities
 from ._sandbox import ByListener, SandboxGrant, SandboxSite, origins_of
@@ -133,155 +118,12 @@ _UI_CSP: Final = (
 """A UIResource runs its inline script in an opaque origin, and may fetch nothing."""
 _PRIVATE: Final = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 """Headers of every stored answer: taken as the type it is said to be, never cached."""
-_UI_MIME_TYPES: Final = ("text/html",)
-_SAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9._ -]+")
 FRAME_TTL: Final = 30.0
 """Seconds a UI frame's capability URL stays valid (it is spent by its first load)."""
 FEED_LIMIT: Final = 20_000
 """Events the session stream keeps for late or reconnecting pages."""
 HISTORY_LIMIT: Final = 500
 """Calls the console remembers; older ones are forgotten (their blobs with them)."""
-
-
-@dataclass
-class _Call:
-    """One call of the session: its progress as it runs, then its result."""
-
-    id: int
-    tool: str
-    arguments: dict[str, Any]
-    origin: str
-    """``form``, or ``ui:<call id>`` for a call a UIResource asked for."""
-    started: float = field(default_factory=time.time)
-    progress: list[dict[str, Any]] = field(default_factory=list)
-    view: dict[str, Any] | None = None
-    content: list[ContentBlock] = field(default_factory=list)
-    blobs: dict[int, tuple[bytes, str]] = field(default_factory=dict)
-    documents: dict[int, str] = field(default_factory=dict)
-    host_actions: list[dict[str, Any]] = field(default_factory=list)
-    app_grant: SandboxGrant | None = None
-    """The call's MCP App frame: its policy and host origin, for the sandbox proxy."""
-    trace_id: int | None = None
-    """The trace of the call's spans (None: none recorded)."""
-    changed: anyio.Event = field(default_factory=anyio.Event)
-
-    def touch(self) -> None:
-        """Wake every stream following this call."""
-        self.changed.set()
-        self.changed = anyio.Event()
-
-    def summary(self) -> dict[str, Any]:
-        view = self.view or {}
-        return {
-            "id": self.id,
-            "tool": self.tool,
-            "origin": self.origin,
-            "started": self.started,
-            "status": view.get("status", "running"),
-            "elapsedMs": view.get("elapsedMs"),
-        }
-
-
-def _json_size(value: Any) -> tuple[str, int, int]:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text, len(text.encode()), count_tokens(text)
-
-
-def _filename(uri: str, mime_type: str) -> str:
-    """A plain file name for a downloaded resource: its URI's last segment, made safe."""
-    last = unquote(urlsplit(uri).path).rsplit("/", 1)[-1]
-    safe = _SAFE_FILENAME.sub("_", last).strip(" .")
-    return safe or ("download" + (".bin" if mime_type == "application/octet-stream" else ""))
-
-
-def _block_view(call: _Call, index: int, block: ContentBlock) -> dict[str, Any]:
-    """One content block as the page renders it (bytes stay here, behind a URL)."""
-    meta = getattr(block, "meta", None)
-    base: dict[str, Any] = {"index": index, "meta": meta}
-    if isinstance(block, TextContent):
-        return {**base, "type": "text", "text": block.text}
-    if isinstance(block, ImageContent | AudioContent):
-        kind = "image" if isinstance(block, ImageContent) else "audio"
-        if not block.mime_type.startswith(f"{kind}/"):
-            return {**base, "type": "unsupported", "note": f"{kind} of type {block.mime_type}"}
-        return {**base, "type": kind, "mimeType": block.mime_type, "data": block.data}
-    if isinstance(block, EmbeddedResource):
-        resource = block.resource
-        mime = resource.mime_type or ""
-        is_ui = resource.uri.startswith("ui://") and mime.split(";")[0].strip() in _UI_MIME_TYPES
-        if is_ui and resource.text is not None:
-            call.documents[index] = resource.text
-            frame = f"api/calls/{call.id}/frames/{index}"
-            return {**base, "type": "ui", "uri": resource.uri, "frame": frame}
-        if resource.blob is not None:
-            try:
-                data = base64.b64decode(resource.blob, validate=True)
-            except (binascii.Error, ValueError):
-                return {**base, "type": "unsupported", "note": f"bad base64 in {resource.uri}"}
-            mime = mime or "application/octet-stream"
-            call.blobs[index] = (data, _filename(resource.uri, mime))
-            return {
-                **base,
-                "type": "blob",
-                "uri": resource.uri,
-                "mimeType": mime,
-                "size": len(data),
-                "filename": call.blobs[index][1],
-                "href": f"api/calls/{call.id}/blobs/{index}",
-            }
-        text = resource.text or ""
-        return {**base, "type": "resource", "uri": resource.uri, "mimeType": mime, "text": text}
-    if isinstance(block, ResourceLink):
-        return {**base, "type": "link", "uri": block.uri, "name": block.name}
-    return {**base, "type": "unsupported", "note": "an unknown kind of content block"}
-
-
-def _result_view(
-    call: _Call, catalog: ConsoleCatalog, response: NativeMCPResponse[Any], elapsed_ms: float
-) -> dict[str, Any]:
-    """The two readers side by side: the model's text and the app's typed value."""
-    result = response.result
-    if response.error is not None:
-        text, value, status = response.error.message, msgspec.to_builtins(response.error), "error"
-        blocks: list[dict[str, Any]] = []
-    else:
-        assert result is not None
-        call.content = list(result.content)
-        text = result_text(result)
-        value = (
-            msgspec.to_builtins(response.structured_result)
-            if response.structured_result is not None
-            else result.structured_content
-        )
-        status = "error" if result.is_error else "ok"
-        blocks = [_block_view(call, i, block) for i, block in enumerate(result.content)]
-    _, value_bytes, value_tokens = _json_size(value)
-    return {
-        **call.summary(),
-        "status": status,
-        "elapsedMs": round(elapsed_ms, 2),
-        "arguments": call.arguments,
-        "service": service_meta(catalog.service(call.tool)),
-        "text": text,
-        "textBytes": len(text.encode()),
-        "textTokens": count_tokens(text),
-        "value": value,
-        "valueBytes": value_bytes,
-        "valueTokens": value_tokens,
-        "blocks": blocks,
-        "hostActions": call.host_actions,
-        "tokenNote": token_note(),
-        # An MCP App shows a successful result (a tool error shows none).
-        "app": app_view(
-            call.id,
-            catalog.tool(call.tool),
-            catalog.service(call.tool).tool_name,
-            call.arguments,
-            result,
-        )
-        if status == "ok"
-        else None,
-    }
 
 
 class _Feed:

@@ -1,7 +1,9 @@
 """The MCP boundary: a pool's catalog served to MCP clients (stdio, Streamable HTTP).
 
 What lives here is the official `mcp` package's server side around the pool: `_bridge`
-(the low-level server whose requests go to the pool), `_selection` (which servers, and
+(the low-level server whose requests go to the pool), `_served_tools` (which tools it
+serves, under which names, listed how), `_pass_through` (its resources, prompts and
+completions, passed to the server that owns them), `_selection` (which servers, and
 their instructions), `_fast_path`, `_window` and `_listing_checks` (plain stateless
 requests, 2026-07-28 and 2025-11-25, answered from the bridge without the SDK's session
 machinery), `_transports` (stdio and the

@@ -20,12 +20,9 @@ may run a tool that declares task support as a task (`ServedTasks`).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib.metadata
-import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self
 
 import anyio
@@ -43,33 +40,27 @@ from nativemcp.protocol import (
     INVALID_REQUEST,
     LOG_LEVELS,
     METHOD_NOT_FOUND,
-    SEPARATOR,
     ArgumentsError,
-    BackendType,
     ClientRequestError,
-    FeatureError,
     ProtocolError,
     ServerError,
     Tool,
-    full_tool_name,
     response_to_sdk,
-    safe_server_name,
-    service_info,
 )
 from nativemcp.protocol.wire import Caller
-from nativemcp.workers.telemetry import feature_target
 
-from .._handle import CallOptions, LogHandler, ProgressCallback, ServerHandle
+from .._handle import CallOptions, LogHandler, ProgressCallback
 from ..external import accepts_task
-from ..telemetry import traced
-from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
+from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from ._pass_through import PassThroughFeatures
 from ._resource_server import request_caller
 from ._scopes import ScopeMap
 from ._search_mode import SearchMode
 from ._selection import select_servers
+from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._task_extension import ExtensionTasks
 from ._task_rows import TaskRows
@@ -79,8 +70,6 @@ if TYPE_CHECKING:
     from .._pool import WorkerPool
 
 __all__ = ["McpBridge"]
-
-_logger = logging.getLogger("nativemcp.serve")
 
 INPUT_ERRORS_AS_TOOL_ERRORS: Final = "2025-11-25"
 """The protocol version from which arguments that fail a tool's input schema are a tool
@@ -95,13 +84,7 @@ class TaskSide(Protocol):
     def report(self, message: str) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _Route:
-    handle: ServerHandle
-    name: str  # the tool's or prompt's own name on its server
-
-
-class McpBridge(anyio.AsyncContextManagerMixin):
+class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin):
     """One MCP server over some of a running pool's servers.
 
     Its tools are the pool's catalog entries of those servers: under their full names
@@ -212,101 +195,6 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         async with self.suspended, self.tasks, self.task_extension:
             yield self
 
-    # -- naming ----------------------------------------------------------------------
-
-    async def _catalog(self) -> dict[str, Tool]:
-        """The served tools by the name a client sees, each as the catalog lists it."""
-        tools = await self.pool.list_tools()
-        self._sources = self._source_lists()
-        # The catalog hands out the same Tool objects until a source's tools change.
-        seen, served = self._served
-        if len(tools) == len(seen) and all(a is b for a, b in zip(tools, seen, strict=True)):
-            return served
-        served = {}
-        for tool in tools:
-            service = service_info(tool)
-            if (
-                service is not None
-                and service.server_name in self.handles
-                and self.profile.allows(tool.name)
-            ):
-                served[service.tool_name if self._own_names else tool.name] = tool
-        self._served = (tools, served)
-        return served
-
-    def _source_lists(self) -> list[list[Tool]]:
-        # A source replaces its list when its tools change: identity is the test.
-        return [handle.tools for handle in self.handles.values()]
-
-    def tool_input_schema(self, name: str) -> Mapping[str, Any] | None:
-        """The input schema of served tool ``name``, or None.
-
-        The SDK checks a ``tools/call``'s ``Mcp-Param-*`` headers against it before the
-        call runs.
-
-        Without it the SDK lists every tool through `list_tools` for each call with
-        arguments: a sixth of a small call's CPU in ``serve --transport http`` with one
-        tool served (measured), and more the more tools are served. It comes from the
-        catalog as every listing and call reads it; None for a name not served, or where
-        a source's tools changed since the last read (the SDK then skips the check for
-        that call, as it does when a listing fails; the call reads the catalog anew).
-        """
-        if self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL):
-            return None  # the meta-tools' arguments name no routing header
-        current = self._source_lists()
-        if len(current) != len(self._sources) or any(
-            a is not b for a, b in zip(current, self._sources, strict=True)
-        ):
-            return None
-        tool = self._served[1].get(name)
-        return None if tool is None else tool.input_schema
-
-    def _public(self, handle: ServerHandle, name: str) -> str:
-        if self._single:
-            return name
-        backend = BackendType(handle.backend)
-        return full_tool_name(safe_server_name(handle.name, backend), name, backend)
-
-    def _route(self, public: str, what: str) -> _Route:
-        """The server and own name of a prompt (tools go through the catalog)."""
-        if self._single:
-            (handle,) = self.handles.values()
-            return _Route(handle, public)
-        body = public.removeprefix("builtin_")
-        server, sep, own = body.partition(SEPARATOR)
-        found = next(
-            (
-                handle
-                for handle in self.handles.values()
-                if safe_server_name(handle.name, BackendType(handle.backend)) == server
-            ),
-            None,
-        )
-        if not sep or found is None:
-            raise MCPError(INVALID_PARAMS, f"unknown {what} {public!r}")
-        return _Route(found, own)
-
-    def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
-        data: dict[str, Any] = {
-            "name": public,
-            "inputSchema": tool.input_schema,
-            "description": tool.description or tool.title or public,
-        }
-        if tool.title is not None:
-            data["title"] = tool.title
-        if tool.output_schema is not None:
-            data["outputSchema"] = tool.output_schema
-        if tool.annotations is not None:
-            data["annotations"] = _builtins(tool.annotations)
-        if tool.meta is not None:  # the catalog's service tag is in it
-            data["_meta"] = dict(tool.meta)
-        if tasks and accepts_task(tool.execution):
-            # "optional" even where the source says "required": the bridge runs the
-            # call as a task toward the source either way, so a plain call works too.
-            data["execution"] = {"taskSupport": "optional"}
-        shown = self.apps.tool(data, tool, apps)  # None: not for this client
-        return None if shown is None else types.Tool.model_validate(shown)
-
     # -- handlers --------------------------------------------------------------------
 
     async def list_tools(
@@ -317,61 +205,12 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             self.tasks.offered(ctx), self.apps.offered(ctx), request_caller(ctx)
         )
 
-    async def tool_listing(
-        self, tasks: bool, apps: bool, caller: Caller | None = None
-    ) -> types.ListToolsResult:
-        """Every served tool of the catalog, in its order (under search, the meta-tools).
-
-        ``tasks``: the client may run tool calls as tasks (offered where a tool supports
-        it); ``apps``: the client shows MCP Apps (UI metadata, tools only an app calls);
-        ``caller``: the authenticated caller under OAuth, shown only what its scopes
-        cover.
-        """
-        if self.profile.search:
-            return types.ListToolsResult(
-                tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
-            )
-        served = self._visible(caller, await self._catalog())
-        listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
-        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
-
-    async def catalog_name(self, name: str) -> str | None:
-        """The full catalog name of served tool ``name`` (None: not served here).
-
-        For checks made before a call reaches the SDK (the scope map's 403)."""
-        tool = (await self._catalog()).get(name)
-        return None if tool is None else tool.name
-
-    def _visible(self, caller: Caller | None, served: dict[str, Tool]) -> dict[str, Tool]:
-        """What ``caller`` may see: listed, and found by ``search_tools``."""
-        if caller is None or not self.scopes:
-            return served
-        return {n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)}
-
     def _check_scopes(self, ctx: ServerRequestContext[Any], tool: Tool) -> None:
         # The HTTP layer answers 403 first; this covers what reaches the bridge otherwise.
         caller = request_caller(ctx)
         refused = self.scopes.refusal(tool.name, caller.scopes) if caller else None
         if refused is not None:
             raise MCPError(INVALID_REQUEST, refused)
-
-    async def served_tool(self, name: str, apps: bool) -> Tool:
-        """The catalog entry of served tool ``name``.
-
-        ``apps``: the client shows MCP Apps (else a tool only an app calls is unknown).
-
-        Raises:
-            MCPError: INVALID_PARAMS for a name not served (with the nearest names).
-        """
-        served = await self._catalog()
-        tool = served.get(name)
-        if tool is not None and not self.apps.callable(tool, apps):
-            tool = None  # only its app may call it, and this client shows no apps
-        if tool is None:
-            near = difflib.get_close_matches(name, list(served), n=3)
-            hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
-            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}{hint}")
-        return tool
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -667,146 +506,6 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         except ProtocolError as exc:
             raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
 
-    def _forward(self, handle: ServerHandle, method: str, params: dict[str, Any]) -> Any:
-        """The awaitable of ``handle``'s answer, under the pool's client span."""
-        target, uri = feature_target(method, params)
-        options = CallOptions(timeout=self._limit)
-        return traced(
-            handle.name, method, target, lambda: handle.feature(method, params, options), uri=uri
-        )
-
-    async def _feature(self, handle: ServerHandle, method: str, params: dict[str, Any]) -> Any:
-        try:
-            return await self._forward(handle, method, params)
-        except FeatureError as exc:
-            raise MCPError(exc.code, exc.message) from exc
-        except ServerError as exc:
-            raise MCPError(INTERNAL_ERROR, str(exc)) from exc
-
-    async def list_resources(
-        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        """Every served server's resources."""
-        resources: list[Any] = []
-        for server, handle in self.handles.items():
-            found = (await self._feature(handle, "resources/list", {}))["resources"]
-            resources += self.apps.listed(server, found, "uri")
-        return types.ListResourcesResult.model_validate({"resources": resources})
-
-    async def list_resource_templates(
-        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
-    ) -> types.ListResourceTemplatesResult:
-        """Every served server's resource templates."""
-        templates: list[Any] = []
-        for server, handle in self.handles.items():
-            found = await self._feature(handle, "resources/templates/list", {})
-            templates += self.apps.listed(server, found["resourceTemplates"], "uriTemplate")
-        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates})
-
-    async def read_resource(
-        self, ctx: ServerRequestContext[Any] | None, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        """The resource's contents, from the first server that has it."""
-        uri = str(params.uri)
-        routed = await self.apps.read(uri, self._feature)  # a namespaced ui:// URI
-        if routed is not None:
-            return types.ReadResourceResult.model_validate(routed)
-        problems: list[str] = []
-        for handle in self.handles.values():
-            try:
-                result = await self._forward(handle, "resources/read", {"uri": uri})
-            except FeatureError as exc:
-                problems.append(exc.message)
-                continue
-            except ServerError as exc:
-                raise MCPError(INTERNAL_ERROR, str(exc)) from exc
-            return types.ReadResourceResult.model_validate(result)
-        raise MCPError(
-            INVALID_PARAMS,
-            "; ".join(problems) or f"unknown resource {uri!r}",
-            {"uri": uri},
-        )
-
-    async def list_prompts(
-        self, ctx: ServerRequestContext[Any] | None, params: types.PaginatedRequestParams | None
-    ) -> types.ListPromptsResult:
-        """Every served server's prompts (full names when several servers are served)."""
-        prompts: list[Any] = []
-        for handle in self.handles.values():
-            for prompt in (await self._feature(handle, "prompts/list", {}))["prompts"]:
-                prompts.append({**prompt, "name": self._public(handle, prompt["name"])})
-        return types.ListPromptsResult.model_validate({"prompts": prompts})
-
-    async def get_prompt(
-        self, ctx: ServerRequestContext[Any] | None, params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        """The prompt, filled in by its server."""
-        route = self._route(params.name, "prompt")
-        result = await self._feature(
-            route.handle,
-            "prompts/get",
-            {"name": route.name, "arguments": dict(params.arguments or {})},
-        )
-        return types.GetPromptResult.model_validate(result)
-
-    async def complete(
-        self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
-    ) -> types.CompleteResult:
-        """Suggestions from the server that owns the prompt or resource template."""
-        ref = params.ref
-        argument = {"name": params.argument.name, "value": params.argument.value}
-        context = {"arguments": dict(params.context.arguments or {})} if params.context else {}
-        if isinstance(ref, types.PromptReference):
-            route = self._route(ref.name, "prompt")
-            handles = [route.handle]
-            wire_ref = {"type": "ref/prompt", "name": route.name}
-        else:
-            routed = self.apps.route(ref.uri)  # a namespaced ui:// template: its server's
-            handles = [self.handles[routed[0]]] if routed else list(self.handles.values())
-            wire_ref = {"type": "ref/resource", "uri": routed[1] if routed else ref.uri}
-        values: list[str] = []
-        for handle in handles:
-            result = await self._feature(
-                handle,
-                "completion/complete",
-                {"ref": wire_ref, "argument": argument, "context": context},
-            )
-            values += result["completion"]["values"]
-        return types.CompleteResult(
-            completion=types.Completion(values=values[:100], total=len(values), has_more=False)
-        )
-
-    async def subscribe(
-        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
-    ) -> types.EmptyResult:
-        """Note the connection's interest in a resource.
-
-        A namespaced ``ui://`` URI must name a served server, as for a read."""
-        self.apps.route(str(params.uri))
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is not None:
-            self._subscriptions.setdefault(connection, set()).add(str(params.uri))
-        return types.EmptyResult()
-
-    async def unsubscribe(
-        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
-    ) -> types.EmptyResult:
-        """Forget the connection's interest in a resource."""
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is not None:
-            self._subscriptions.get(connection, set()).discard(str(params.uri))
-        return types.EmptyResult()
-
-    async def resource_updated(self, uri: str) -> None:
-        """Notify the connections subscribed to ``uri`` (a tool reported it changed)."""
-        for connection, uris in list(self._subscriptions.items()):
-            # Under the name the client subscribed by (a namespaced ui:// URI is its own).
-            for subscribed in [name for name in uris if self.apps.updated_by(name, uri)]:
-                try:
-                    await connection.send_resource_updated(subscribed)
-                except Exception:  # a client gone mid-send must not fail the tool's call
-                    _logger.debug("could not notify a subscriber of %s", uri, exc_info=True)
-
     async def set_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
@@ -879,9 +578,3 @@ async def _ask_client(
         ) from exc
     dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dumped
-
-
-def _builtins(value: Any) -> Any:
-    import msgspec
-
-    return msgspec.to_builtins(value)

@@ -1,0 +1,169 @@
+"""Which of the pool's tools a bridge serves, under which names, and how they are listed.
+
+The served tools are the pool's catalog entries of the served servers that the tool
+profile allows: under their full names when several servers are served, under the
+tools' own names when one is (and not under search). A listing shows each as a spec
+``Tool``, to a caller only what its scopes cover; a call finds its tool here first.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from nativemcp.protocol import INVALID_PARAMS, Tool, service_info
+from nativemcp.protocol.wire import Caller
+
+from .._handle import ServerHandle
+from ..external import accepts_task
+from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
+from ._apps import ServedApps
+from ._scopes import ScopeMap
+from ._search_mode import SearchMode
+
+if TYPE_CHECKING:
+    from .._pool import WorkerPool
+
+__all__ = ["ServedTools"]
+
+
+class ServedTools:
+    """`McpBridge`'s served catalog (a mixin: it reads the bridge's pool, handles, tool
+    profile, scopes and apps)."""
+
+    pool: WorkerPool
+    handles: dict[str, ServerHandle]
+    profile: ToolProfile
+    scopes: ScopeMap
+    apps: ServedApps
+    _own_names: bool
+    _search: SearchMode
+    _served: tuple[list[Tool], dict[str, Tool]]
+    _sources: list[list[Tool]]
+
+    async def _catalog(self) -> dict[str, Tool]:
+        """The served tools by the name a client sees, each as the catalog lists it."""
+        tools = await self.pool.list_tools()
+        self._sources = self._source_lists()
+        # The catalog hands out the same Tool objects until a source's tools change.
+        seen, served = self._served
+        if len(tools) == len(seen) and all(a is b for a, b in zip(tools, seen, strict=True)):
+            return served
+        served = {}
+        for tool in tools:
+            service = service_info(tool)
+            if (
+                service is not None
+                and service.server_name in self.handles
+                and self.profile.allows(tool.name)
+            ):
+                served[service.tool_name if self._own_names else tool.name] = tool
+        self._served = (tools, served)
+        return served
+
+    def _source_lists(self) -> list[list[Tool]]:
+        # A source replaces its list when its tools change: identity is the test.
+        return [handle.tools for handle in self.handles.values()]
+
+    def tool_input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema of served tool ``name``, or None.
+
+        The SDK checks a ``tools/call``'s ``Mcp-Param-*`` headers against it before the
+        call runs.
+
+        Without it the SDK lists every tool through `list_tools` for each call with
+        arguments: a sixth of a small call's CPU in ``serve --transport http`` with one
+        tool served (measured), and more the more tools are served. It comes from the
+        catalog as every listing and call reads it; None for a name not served, or where
+        a source's tools changed since the last read (the SDK then skips the check for
+        that call, as it does when a listing fails; the call reads the catalog anew).
+        """
+        if self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL):
+            return None  # the meta-tools' arguments name no routing header
+        current = self._source_lists()
+        if len(current) != len(self._sources) or any(
+            a is not b for a, b in zip(current, self._sources, strict=True)
+        ):
+            return None
+        tool = self._served[1].get(name)
+        return None if tool is None else tool.input_schema
+
+    def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
+        data: dict[str, Any] = {
+            "name": public,
+            "inputSchema": tool.input_schema,
+            "description": tool.description or tool.title or public,
+        }
+        if tool.title is not None:
+            data["title"] = tool.title
+        if tool.output_schema is not None:
+            data["outputSchema"] = tool.output_schema
+        if tool.annotations is not None:
+            data["annotations"] = _builtins(tool.annotations)
+        if tool.meta is not None:  # the catalog's service tag is in it
+            data["_meta"] = dict(tool.meta)
+        if tasks and accepts_task(tool.execution):
+            # "optional" even where the source says "required": the bridge runs the
+            # call as a task toward the source either way, so a plain call works too.
+            data["execution"] = {"taskSupport": "optional"}
+        shown = self.apps.tool(data, tool, apps)  # None: not for this client
+        return None if shown is None else types.Tool.model_validate(shown)
+
+    async def tool_listing(
+        self, tasks: bool, apps: bool, caller: Caller | None = None
+    ) -> types.ListToolsResult:
+        """Every served tool of the catalog, in its order (under search, the meta-tools).
+
+        ``tasks``: the client may run tool calls as tasks (offered where a tool supports
+        it); ``apps``: the client shows MCP Apps (UI metadata, tools only an app calls);
+        ``caller``: the authenticated caller under OAuth, shown only what its scopes
+        cover.
+        """
+        if self.profile.search:
+            return types.ListToolsResult(
+                tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
+            )
+        served = self._visible(caller, await self._catalog())
+        listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
+        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
+
+    async def catalog_name(self, name: str) -> str | None:
+        """The full catalog name of served tool ``name`` (None: not served here).
+
+        For checks made before a call reaches the SDK (the scope map's 403)."""
+        tool = (await self._catalog()).get(name)
+        return None if tool is None else tool.name
+
+    def _visible(self, caller: Caller | None, served: dict[str, Tool]) -> dict[str, Tool]:
+        """What ``caller`` may see: listed, and found by ``search_tools``."""
+        if caller is None or not self.scopes:
+            return served
+        return {n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)}
+
+    async def served_tool(self, name: str, apps: bool) -> Tool:
+        """The catalog entry of served tool ``name``.
+
+        ``apps``: the client shows MCP Apps (else a tool only an app calls is unknown).
+
+        Raises:
+            MCPError: INVALID_PARAMS for a name not served (with the nearest names).
+        """
+        served = await self._catalog()
+        tool = served.get(name)
+        if tool is not None and not self.apps.callable(tool, apps):
+            tool = None  # only its app may call it, and this client shows no apps
+        if tool is None:
+            near = difflib.get_close_matches(name, list(served), n=3)
+            hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}{hint}")
+        return tool
+
+
+def _builtins(value: Any) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(value)
