@@ -148,7 +148,7 @@ class ServerRequests:
         from ._task_extension_client import TasksClaim
 
         # The Tasks extension always (the SDK advertises it at 2026-07-28 only).
-        found["extensions"] = [TasksClaim(self)]
+        found["extensions"] = [TasksClaim(self, self.side.input_rounds)]
         if self.side.apps:
             from mcp.client.extension import advertise
             from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID

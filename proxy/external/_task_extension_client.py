@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import anyio
 import mcp_types
@@ -37,9 +37,9 @@ from nativemcp.protocol import INTERNAL_ERROR
 from ._tasks import TASK_CANCEL_TIMEOUT
 
 if TYPE_CHECKING:
-    from ._client_side import ServerRequests
+    from .._handle import CallOptions
 
-__all__ = ["TASKS_EXTENSION", "TasksClaim"]
+__all__ = ["TASKS_EXTENSION", "TaskInputs", "TasksClaim"]
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 """The extension's identifier, in ``capabilities.extensions`` of both sides."""
@@ -92,14 +92,28 @@ class _CancelTask(mcp_types.Request[_TaskParams, Literal["tasks/cancel"]]):
     name_param = "taskId"
 
 
+class TaskInputs(Protocol):
+    """Who answers a task's input requests (`ServerRequests`), and whose call it is."""
+
+    server: str
+
+    def current_call(self) -> CallOptions | None: ...
+
+    async def answer_request(
+        self, method: str, params: dict[str, Any]
+    ) -> tuple[Any, mcp_types.ErrorData | None]: ...
+
+
 class TasksClaim(ClientExtension):
     """The Tasks extension on the pool's client of one external server: advertised, and
-    its tasks followed to their end (module docstring)."""
+    its tasks followed to their end (module docstring). ``input_rounds``: the most input
+    requests one task may make."""
 
     identifier = TASKS_EXTENSION
 
-    def __init__(self, requests: ServerRequests) -> None:
+    def __init__(self, requests: TaskInputs, input_rounds: int) -> None:
         self._requests = requests
+        self._input_rounds = input_rounds
 
     def claims(self) -> Sequence[ResultClaim[Any]]:
         """``resultType: "task"`` on ``tools/call``, resolved by `follow`."""
@@ -127,7 +141,7 @@ class TasksClaim(ClientExtension):
         seen: str | None = None
         steps = 0
         answered: set[str] = set()  # a key answered stays listed until the server takes it
-        limit = self._requests.side.input_rounds
+        limit = self._input_rounds
         while True:
             message = task.status_message
             if message and message != seen:

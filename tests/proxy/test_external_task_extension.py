@@ -116,7 +116,8 @@ async def test_a_task_of_the_server_is_followed_to_its_result(tmp_path: Path) ->
 async def test_a_tasks_input_request_is_answered_by_the_pools_handler(tmp_path: Path) -> None:
     seen: list[str] = []
     with anyio.fail_after(60):
-        async with _through_serve(tmp_path, seen) as pool:
+        # One round of input allows the task's one request.
+        async with _through_serve(tmp_path, seen, input_rounds=1) as pool:
             done = await pool.call_tool("hub__tasks__ask", {"key": "k1"})
     assert _text(done) == "k1: answered a reply for k1"
     assert "tasks/update" in seen and "tasks/get" in seen
