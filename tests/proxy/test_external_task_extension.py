@@ -2,11 +2,12 @@
 ``mcpServers`` entry is nativemcp's own ``serve`` over Streamable HTTP, which offers the
 extension and runs a call of a tool that declares task support as a task. The sources
 behind serve are `tests/_raw_mcp_server.py` processes listing their tools with
-``execution.taskSupport``. The pool's call follows the task (``tasks/get``), answers its
-input requests with the pool's own elicitation handler (``tasks/update``), returns its
-result as a plain call's, and cancels it (``tasks/cancel``) when the call's time limit
-passes, which reaches the source as ``notifications/cancelled``. A recorder in front of
-serve notes each request's ``Mcp-Method``, so these tests see the task methods travel."""
+``execution.taskSupport``. The pool's call follows the task (``tasks/get``, its status
+message reported as progress), answers its input requests with the pool's own
+elicitation handler (``tasks/update``), returns its result as a plain call's, and
+cancels it (``tasks/cancel``) when the call's time limit passes, which reaches the
+source as ``notifications/cancelled``. A recorder in front of serve notes each
+request's ``Mcp-Method``, so these tests see the task methods travel."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def _sources(methods: Path) -> dict[str, Any]:
     """``tasks``: echo (and ask, answered at once); ``held``: ask, held until a second
     call that never comes, its methods written to ``methods``."""
     return {
-        "tasks": _raw({"tools": [ECHO, ASK, PLAIN]}),
+        "tasks": _raw({"tools": [ECHO, ASK, PLAIN], "progress_on": "echo"}),
         "held": _raw({"tools": [ASK], "ask_together": 2, "methods_file": str(methods)}),
     }
 
@@ -103,11 +104,17 @@ async def test_a_task_of_the_server_is_followed_to_its_result(tmp_path: Path) ->
     seen: list[str] = []
     with anyio.fail_after(60):
         async with _through_serve(tmp_path, seen) as pool:
-            done = await pool.call_tool("hub__tasks__echo", {"text": "hello"})
+            progress: list[str | None] = []
+            done = await pool.call_tool(
+                "hub__tasks__echo",
+                {"text": "hello"},
+                on_progress=lambda p, t, m: progress.append(m),
+            )
             tasks_after_echo = [m for m in seen if m.startswith("tasks/")]
             # A tool without task support stays a plain call.
             plain = await pool.call_tool("hub__tasks__pid", {})
     assert _text(done) == "hello" and done.error is None
+    assert progress == ["halfway"]  # the task's statusMessage
     assert tasks_after_echo and set(tasks_after_echo) == {"tasks/get"}
     assert _text(plain).isdigit()
     assert [m for m in seen if m.startswith("tasks/")] == tasks_after_echo
