@@ -67,16 +67,20 @@ async def _elicit(params: dict[str, Any]) -> dict[str, Any]:
 
 @asynccontextmanager
 async def _through_serve(
-    tmp_path: Path, seen: list[str], **options: Any
+    tmp_path: Path, seen: list[str], *, database_url: str | None = None, **options: Any
 ) -> AsyncIterator[WorkerPool]:
-    """A pool whose one entry, ``hub``, is serve (in this process, over real HTTP);
-    ``options``: the pool's, past its elicitation handler."""
+    """A pool whose one entry, ``hub``, is serve (in this process, over real HTTP;
+    stateless on ``database_url`` if given); ``options``: the pool's, past its
+    elicitation handler."""
     hub = WorkerPool(
         builtins=[],
         mcp_servers=_sources(tmp_path / "methods"),
         relay_client_requests=True,  # as serve runs it: the sources may ask our client
+        database_url=database_url,
+        data_dir=tmp_path / "hub",
     )
-    async with serving(_recording(http_app(hub), seen)) as base:
+    app = http_app(hub, stateless=database_url is not None)
+    async with serving(_recording(app, seen)) as base:
         entry = {"type": "http", "url": f"{base}/mcp"}
         options = {"elicitation_handler": _elicit, **options}
         async with WorkerPool(
@@ -130,6 +134,19 @@ async def test_a_tasks_input_request_is_answered_by_the_pools_handler(tmp_path: 
     assert "tasks/update" in seen and "tasks/get" in seen
 
 
+async def test_a_stateless_serve_on_postgresql_runs_the_task_from_its_row(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    # There an answered request stays listed until the runner's next heartbeat: it is
+    # answered once, and the task goes on.
+    seen: list[str] = []
+    with anyio.fail_after(60):
+        async with _through_serve(tmp_path, seen, database_url=postgres_url) as pool:
+            done = await pool.call_tool("hub__tasks__ask", {"key": "k3"})
+    assert _text(done) == "k3: answered a reply for k3"
+    assert seen.count("tasks/update") == 1 and "tasks/get" in seen
+
+
 async def test_a_call_past_its_time_limit_cancels_the_task_on_the_server(tmp_path: Path) -> None:
     seen: list[str] = []
     methods = tmp_path / "methods"
@@ -147,7 +164,7 @@ async def test_an_input_request_nobody_answers_fails_the_call_and_cancels_the_ta
 ) -> None:
     seen: list[str] = []
     # Relayed, yet called directly: elicitation is declared and nobody answers it.
-    relayed = {"elicitation_handler": None, "relay_client_requests": True}
+    relayed: dict[str, Any] = {"elicitation_handler": None, "relay_client_requests": True}
     with anyio.fail_after(60):
         async with _through_serve(tmp_path, seen, **relayed) as pool:
             failed = await pool.call_tool("hub__tasks__ask", {"key": "k1"})
