@@ -20,6 +20,8 @@ HTTP (JSON answers, no session): mount ``http_app(config)``. The config holds an
 - ``close_stdout_on``: a tool name whose call closes stdout and sleeps (the process lives);
 - ``exit_on``: a tool name whose call ends the process (exit status 3) unanswered;
 - ``endless_line_on``: a tool name whose call writes stdout without a newline, forever;
+- ``progress_on``: a tool name whose call sends a progress notification with the
+  message ``halfway`` (when the call carries a progress token) before its answer;
 - ``change_tools_on``: a tool name whose call makes ``changed_tools`` the tool list and
   sends ``notifications/tools/list_changed`` before its answer;
 - ``grandchild``: ``"fork"`` or ``"setsid"``; a ``sleep`` started that way, its pid
@@ -146,6 +148,16 @@ def main(config: dict[str, Any]) -> None:
             elif tool == config.get("endless_line_on"):
                 while True:  # a line that never ends
                     _write(b"x" * 65536)
+            elif tool == config.get("progress_on"):
+                token = (message["params"].get("_meta") or {}).get("progressToken")
+                if token is not None:
+                    progress = {"progressToken": token, "progress": 1, "message": "halfway"}
+                    note = {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": progress,
+                    }
+                    _write(json.dumps(note).encode() + b"\n")
             elif tool == config.get("change_tools_on"):
                 config["tools"] = config["changed_tools"]
                 changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}

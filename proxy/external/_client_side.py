@@ -83,6 +83,23 @@ class ServerRequests:
             _CALL.reset(token)
             del self._calls[key]
 
+    def current_call(self) -> CallOptions | None:
+        """The call whose task this runs in (None outside any call)."""
+        return _CALL.get()
+
+    async def answer_request(
+        self, method: str, params: dict[str, Any]
+    ) -> tuple[Any, mcp_types.ErrorData | None]:
+        """Answer the server's request ``method`` as an input round's request is answered
+        (a Tasks extension task's ``inputRequests``): its result, or the error saying why
+        nobody could."""
+        import mcp_types
+
+        result, error, code = await answer_client_request(self._answerer(method), method, params)
+        if error is not None:
+            return None, mcp_types.ErrorData(code=code or INVALID_REQUEST, message=error)
+        return result, None
+
     def _answerer(self, method: str) -> ClientRequest | None:
         options = _CALL.get()
         if options is not None:  # asked inside its call (an input round)
@@ -99,7 +116,7 @@ class ServerRequests:
 
     def callbacks(self) -> dict[str, Any]:
         """The SDK client's keyword arguments for what the pool declares (a callback
-        given is a capability declared; MCP Apps an extension advertised)."""
+        given is a capability declared; MCP Apps and Tasks extensions advertised)."""
         import mcp_types
 
         found: dict[str, Any] = {}
@@ -128,11 +145,15 @@ class ServerRequests:
                 )
 
             found["list_roots_callback"] = list_roots
+        from ._task_extension_client import TasksClaim
+
+        # The Tasks extension always (the SDK advertises it at 2026-07-28 only).
+        found["extensions"] = [TasksClaim(self, self.side.input_rounds)]
         if self.side.apps:
             from mcp.client.extension import advertise
             from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
-            found["extensions"] = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
+            found["extensions"].append(advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]}))
         return found
 
     async def _answer(self, method: str, params: Any, build: Any) -> Any:
@@ -143,9 +164,9 @@ class ServerRequests:
             if params is not None
             else {}
         )
-        result, error, code = await answer_client_request(self._answerer(method), method, payload)
+        result, error = await self.answer_request(method, payload)
         if error is not None:
-            return mcp_types.ErrorData(code=code or INVALID_REQUEST, message=error)
+            return error
         try:
             return build(result)
         except ValueError as exc:  # pydantic's ValidationError is a ValueError

@@ -516,7 +516,8 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             with call_deadline(self.name, tool, timeout):
                 client = await self._session(tool)
                 with self._requests.during(options):
-                    if self._runs_as_task(tool):
+                    # From 2026-07-28 a task is the Tasks extension's (`TasksClaim`).
+                    if self._runs_as_task(tool) and client.protocol_version < PING_REMOVED_IN:
                         result = await call_as_task(client, tool, arguments, on_progress)
                     else:
                         result = await client.call_tool(
