@@ -14,7 +14,7 @@ import anyio
 import pytest
 from _oauth_server import CLIENT_ID, CLIENT_SECRET, JWT_BEARER, Issuer, whoami
 
-from nativemcp.proxy import WorkerPool
+from nativemcp.proxy import ServerStartError, WorkerPool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -78,3 +78,18 @@ async def test_without_an_assertion_hook_the_server_waits_for_authorization(
     assert "oauth_assertion" in reason and "ID-JAG" in reason
     assert response.result is not None and response.result.is_error
     assert server.grants == []
+
+
+async def test_an_id_jag_the_issuer_refuses_fails_the_start_naming_the_server(
+    oauth_issuer: tuple[Issuer, str],
+) -> None:
+    server, url = oauth_issuer
+
+    def forged(audience: str, resource: str) -> str:
+        return "not-from-the-identity-provider"  # a plain function is a hook too
+
+    with anyio.fail_after(20), pytest.raises(ServerStartError, match="'remote'") as caught:
+        async with pool(url, server, None, oauth_assertion=forged):
+            pass
+    assert "invalid_grant" in str(caught.value) and CLIENT_SECRET not in str(caught.value)
+    assert server.grants == [JWT_BEARER]
