@@ -67,6 +67,7 @@ from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
 from .external import (
     DEFAULT_INPUT_ROUNDS,
+    AssertionHook,
     ClientSide,
     ExternalServer,
     ExternalServerSpec,
@@ -265,6 +266,9 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             usable kept grant is listed as needing authorization (`needs_authorization`),
             does not stop the pool, and comes back at its next use once a grant is kept
             (`authorize`). Grants: ``data_dir/oauth`` (without a data_dir, memory).
+        oauth_assertion: for an entry with ``"grantType": "identity_assertion"``
+            (SEP-990), called with the authorization server's issuer and the server's
+            resource URL: return an ID-JAG from the enterprise identity provider.
         apps: the app shows MCP Apps: declare ``io.modelcontextprotocol/ui`` to
             external servers (`offers_apps` says which servers offer apps), and
             `run_tool_call` tells the model when a tool's app shows its result.
@@ -333,6 +337,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
         relay_client_requests: bool = False,
         input_rounds: int = DEFAULT_INPUT_ROUNDS,
         oauth_redirect: RedirectHook | None = None,
+        oauth_assertion: AssertionHook | None = None,
         apps: bool = False,
         **options: Unpack[PoolOptions],
     ) -> None:
@@ -345,6 +350,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             raise ValueError(f"input_rounds must be at least 1, not {input_rounds!r}")
         self._input_rounds = input_rounds
         self._oauth_redirect = oauth_redirect
+        self._oauth_assertion = oauth_assertion
         self._apps = apps
         self._handles: dict[str, ServerHandle] = {}
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
@@ -401,7 +407,14 @@ class WorkerPool(AgentLoop, PoolAuthorization):
                 config.restart,
                 side,
                 config.max_frame,
-                ServerAuthorization(spec.name, spec.url, spec.oauth, grants, self._oauth_redirect)
+                ServerAuthorization(
+                    spec.name,
+                    spec.url,
+                    spec.oauth,
+                    grants,
+                    self._oauth_redirect,
+                    self._oauth_assertion,
+                )
                 if spec.oauth is not None and spec.url is not None
                 else None,
             )

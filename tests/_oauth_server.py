@@ -4,10 +4,10 @@ One uvicorn server holds both roles: the MCP endpoint at ``/mcp`` is the SDK's r
 server (``AuthSettings`` with a token verifier: it answers 401 with
 ``WWW-Authenticate`` and serves RFC 9728 metadata), and `Issuer` is a small
 authorization server of our own beside it (RFC 8414 metadata, dynamic registration,
-``/authorize`` with PKCE S256, ``/token`` for the authorization-code, refresh-token and
-client-credentials grants). The issuer records what it was asked, so the tests can
-count authorizations and refreshes, and has a knob: refusing refreshes with
-``invalid_grant``.
+``/authorize`` with PKCE S256, ``/token`` for the authorization-code, refresh-token,
+client-credentials and SEP-990 jwt-bearer (an ID-JAG from ``id_jags``) grants). The
+issuer records what it was asked, so the tests can count authorizations and refreshes,
+and has a knob: refusing refreshes with ``invalid_grant``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import anyio
@@ -34,9 +34,13 @@ from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
+if TYPE_CHECKING:
+    from nativemcp.proxy import WorkerPool
+
 CLIENT_ID = "machine"
 CLIENT_SECRET = "machine-secret"
 """The pre-registered confidential client of the client-credentials tests."""
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
 def _basic() -> str:
@@ -71,6 +75,8 @@ class Issuer:
         """The grant type of every token request, in order."""
         self.authorizations = 0
         self.revoked: list[str] = []
+        self.id_jags: set[str] = set()
+        """The ID-JAGs the (pretend) enterprise identity provider gave out."""
 
     def metadata(self, request: Request) -> Response:
         return JSONResponse(
@@ -85,6 +91,7 @@ class Issuer:
                     "authorization_code",
                     "refresh_token",
                     "client_credentials",
+                    JWT_BEARER,
                 ],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
@@ -154,6 +161,12 @@ class Issuer:
         if grant == "client_credentials":
             if request.headers.get("authorization") != _basic():
                 return JSONResponse({"error": "invalid_client"}, status_code=401)
+            return self._tokens(CLIENT_ID, refreshable=False)
+        if grant == JWT_BEARER:
+            if request.headers.get("authorization") != _basic():
+                return JSONResponse({"error": "invalid_client"}, status_code=401)
+            if str(form.get("assertion")) not in self.id_jags:
+                return JSONResponse({"error": "invalid_grant"}, status_code=400)
             return self._tokens(CLIENT_ID, refreshable=False)
         return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
 
@@ -283,6 +296,14 @@ async def protected_server(issuer: Issuer) -> AsyncIterator[str]:
 
     async with serving_made(make) as base:
         yield f"{base}/mcp"
+
+
+async def whoami(pool: WorkerPool, server: str = "remote") -> str:
+    """Call ``server``'s ``whoami`` through ``pool``: ``authorized`` once signed in."""
+    response = await pool.call_tool(f"{server}__whoami", {})
+    assert response.result is not None and not response.result.is_error, response
+    text: str = response.result.content[0].text  # type: ignore[union-attr]
+    return text
 
 
 async def follow(url: str) -> str:

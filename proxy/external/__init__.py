@@ -10,7 +10,8 @@ server's stderr, logged and its tail kept), `_client_side` (the
 server's requests back to the pool: sampling, elicitation, roots), `_tasks`
 (task-augmented calls), `_tool_listing` (tools a server lists that cannot be
 offered), and OAuth to remote servers: `_oauth_config` (the entry's ``oauth``
-settings), `_oauth` (`ServerAuthorization`, on the SDK's ``mcp.client.auth``),
+settings), `_oauth` (`ServerAuthorization`, on the SDK's ``mcp.client.auth``;
+`_identity_assertion` for SEP-990's ID-JAG grant),
 `_authorization_wait` (a server waiting for a grant, and its way back) and
 `_token_store` (the grants kept in the data folder, or in PostgreSQL:
 `_token_table`). It may import the pool core's
@@ -22,6 +23,7 @@ below.
 from ._client_side import DEFAULT_INPUT_ROUNDS as DEFAULT_INPUT_ROUNDS
 from ._client_side import ClientSide as ClientSide
 from ._client_side import roots_answer as roots_answer
+from ._identity_assertion import AssertionHook as AssertionHook
 from ._mcp_config import ExternalServerSpec as ExternalServerSpec
 from ._mcp_config import expand_variables as expand_variables
 from ._mcp_config import load_mcp_servers as load_mcp_servers
@@ -44,6 +46,7 @@ from ._token_table import grant_place as grant_place
 __all__ = [
     "DEFAULT_INPUT_ROUNDS",
     "GRANTS_FOLDER",
+    "AssertionHook",
     "ClientSide",
     "ExternalServer",
     "ExternalServerSpec",

@@ -38,6 +38,7 @@ import anyio.abc
 
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
+from ._identity_assertion import AssertionHook, identity_assertion_provider
 from ._oauth_config import OAuthSettings
 from ._token_store import GrantPlace, GrantStore
 
@@ -129,6 +130,8 @@ class ServerAuthorization:
         folder: the grant files' folder or another `GrantPlace` (None: kept in memory
             for this pool's life).
         redirect: the pool's redirect hook (None: no person can be asked).
+        assertion: the pool's hook for an identity assertion (an ID-JAG), for the
+            ``identity_assertion`` grant (None: such a server needs authorization).
     """
 
     def __init__(
@@ -138,15 +141,17 @@ class ServerAuthorization:
         settings: OAuthSettings,
         folder: Path | GrantPlace | None,
         redirect: RedirectHook | None = None,
+        assertion: AssertionHook | None = None,
     ) -> None:
         self.server = server
         self.url = url
         self.settings = settings
         logging.getLogger("mcp.client.auth.oauth2").addFilter(_QUIET)  # added once
         self._redirect = redirect
+        self._assertion = assertion
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""
-        self._provider: OAuthClientProvider | None = None
+        self._provider: OAuthClientProvider | httpx2.Auth | None = None
         self.store = GrantStore(folder, url, client_id=settings.client_id, issuer=self._issuer)
         self._listener: anyio.abc.SocketListener | None = None
         self._redirected_to: str | None = None
@@ -177,8 +182,12 @@ class ServerAuthorization:
             self._redirect = kept
 
     def _issuer(self) -> str | None:
+        from mcp.client.auth import OAuthClientProvider
+
         provider = self._provider
-        if provider is None:
+        if self.settings.grant == "identity_assertion":
+            return self.settings.issuer  # configuration, never discovered
+        if not isinstance(provider, OAuthClientProvider):
             return None
         metadata = provider.context.oauth_metadata
         if metadata is not None:
@@ -195,12 +204,20 @@ class ServerAuthorization:
             ValueError: the settings cannot make a provider (a bad private key).
         """
         if self._provider is None:
-            self._provider = self._make_provider()
+            if self.settings.grant == "identity_assertion":
+                # A kept token that expired is refused (401): the SDK's provider then
+                # gets a new ID-JAG and exchanges it.
+                self.store.fixed_client = configured_client(self.settings)
+                self._provider = identity_assertion_provider(
+                    self.url, self.settings, self.store, self._assertion, self._give_up
+                )
+                return self._provider
+            provider = self._provider = self._make_provider()
             # The SDK reads tokens from storage without their expiry: restore it, so a
             # token that expired while nothing ran is refreshed before it is sent.
             expires_at = self.store.expires_at()
             if expires_at is not None:
-                self._provider.context.token_expiry_time = expires_at
+                provider.context.token_expiry_time = expires_at
         return self._provider
 
     def _make_provider(self) -> OAuthClientProvider:
@@ -324,8 +341,14 @@ class ServerAuthorization:
 
     def auth_redirect_uri(self) -> str:
         """The redirect URI the provider sends (the loopback callback)."""
+        from mcp.client.auth import OAuthClientProvider
+
         provider = self._provider
-        uris = provider.context.client_metadata.redirect_uris if provider is not None else None
+        uris = (
+            provider.context.client_metadata.redirect_uris
+            if isinstance(provider, OAuthClientProvider)
+            else None
+        )
         return str(uris[0]) if uris else ""
 
     def _give_up(self, reason: str) -> NeedsAuthorization:
@@ -375,7 +398,10 @@ def configured_client(
 
     if settings.client_id is None:
         return None
+    from mcp.shared.auth import JWT_BEARER_GRANT_TYPE
+
     code = settings.grant == "authorization_code"
+    grant = JWT_BEARER_GRANT_TYPE if settings.grant == "identity_assertion" else settings.grant
     method: str = settings.token_endpoint_auth_method or (
         "client_secret_basic" if settings.client_secret else "none"
     )
@@ -387,7 +413,7 @@ def configured_client(
             "client_secret": settings.client_secret,
             "redirect_uris": [redirect_uri] if redirect_uri else None,
             "token_endpoint_auth_method": method,
-            "grant_types": ["authorization_code", "refresh_token"] if code else [settings.grant],
+            "grant_types": ["authorization_code", "refresh_token"] if code else [grant],
             "response_types": ["code"] if code else [],
         }
     )

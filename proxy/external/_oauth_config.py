@@ -6,7 +6,11 @@ Two spellings are read, the first one present wins:
   "clientMetadataUrl"}``, with nativemcp's additions for machine-to-machine clients:
   ``"grantType": "client_credentials"``, ``"privateKey"`` (a PEM, for
   ``private_key_jwt``), ``"signingAlgorithm"``, ``"tokenEndpointAuthMethod"`` and
-  ``"issuer"`` (the only authorization server its credentials go to);
+  ``"issuer"`` (the only authorization server its credentials go to); and
+  ``"grantType": "identity_assertion"`` for SEP-990 enterprise-managed authorization
+  (an ID-JAG from the enterprise identity provider, got by the pool's
+  ``oauth_assertion`` hook, exchanged at ``"issuer"`` with ``"clientId"`` and
+  ``"clientSecret"``);
 - Cursor's ``"auth": {"CLIENT_ID", "CLIENT_SECRET", "scopes"}``.
 
 Every string takes ``${VAR}`` expansion, so a secret lives in the environment and never
@@ -23,10 +27,14 @@ import msgspec
 
 __all__ = ["GrantType", "OAuthSettings", "TokenEndpointAuthMethod", "read_oauth_settings"]
 
-GrantType = Literal["authorization_code", "client_credentials"]
+GrantType = Literal["authorization_code", "client_credentials", "identity_assertion"]
 TokenEndpointAuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
 
-_GRANTS: Final[tuple[GrantType, ...]] = ("authorization_code", "client_credentials")
+_GRANTS: Final[tuple[GrantType, ...]] = (
+    "authorization_code",
+    "client_credentials",
+    "identity_assertion",
+)
 _METHODS: Final[tuple[TokenEndpointAuthMethod, ...]] = (
     "client_secret_basic",
     "client_secret_post",
@@ -69,7 +77,8 @@ class OAuthSettings(msgspec.Struct, frozen=True, kw_only=True):
     client_metadata_url: str | None = None
     """An https URL of this client's metadata document, used as its client id (CIMD)."""
     grant: GrantType = "authorization_code"
-    """``client_credentials`` for a machine-to-machine client: no person, no browser."""
+    """``client_credentials`` for a machine-to-machine client: no person, no browser;
+    ``identity_assertion`` for SEP-990 (an ID-JAG exchanged by RFC 7523 jwt-bearer)."""
     private_key: str | None = None
     """A PEM private key: the client authenticates with ``private_key_jwt`` (never printed)."""
     signing_algorithm: str = "ES256"
@@ -78,7 +87,8 @@ class OAuthSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How a client with a secret authenticates (default ``client_secret_basic``)."""
     issuer: str | None = None
     """The authorization server a client-credentials client's secret or key is sent to
-    (None: whichever the server names)."""
+    (None: whichever the server names); required for ``identity_assertion``, whose
+    authorization server is configuration, never discovery."""
 
     def __repr__(self) -> str:
         secret = "set" if self.client_secret else None
@@ -170,7 +180,28 @@ def _settings(
             )
     elif fields.get("private_key"):
         raise fail(f"'{key}.privateKey' is for 'grantType': 'client_credentials'")
+    if grant == "identity_assertion":
+        _check_identity_assertion(key, fields, fail)
     return OAuthSettings(**fields)
+
+
+def _check_identity_assertion(
+    key: str, fields: Mapping[str, Any], fail: Callable[[str], Exception]
+) -> None:
+    """SEP-990's jwt-bearer client is a confidential one, provisioned at one issuer."""
+    for name, field in (("clientId", "client_id"), ("clientSecret", "client_secret")):
+        if not fields.get(field):
+            raise fail(f"'{key}.grantType' identity_assertion needs '{key}.{name}'")
+    if not fields.get("issuer"):
+        raise fail(
+            f"'{key}.grantType' identity_assertion needs '{key}.issuer': the MCP "
+            "authorization server's issuer URL (it is configuration, never discovered)"
+        )
+    if fields.get("token_endpoint_auth_method") == "none":
+        raise fail(
+            f"'{key}.tokenEndpointAuthMethod' must be client_secret_basic or "
+            "client_secret_post for identity_assertion"
+        )
 
 
 def _scopes(

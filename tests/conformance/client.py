@@ -7,7 +7,10 @@ secret, or a private key) in the environment. This uses only nativemcp's public 
 the scenario's server is one ``mcpServers`` entry of a pool, its OAuth settings taken
 from the context, and the pool's ``oauth_redirect`` hook follows the authorization URL
 headlessly (one GET, the code read from the redirect), as the suite expects of a
-client. Then it does what the scenario asks: connect and list tools (the pool does
+client. For SEP-990 (``auth/cross-app-access-complete-flow``) the pool's
+``oauth_assertion`` hook is this app's leg 1: an RFC 8693 token exchange of the
+context's ID token at the context's identity provider, for an ID-JAG.
+Then it does what the scenario asks: connect and list tools (the pool does
 both when it starts), and call a tool.
 
 ``.ci/conformance`` runs every client scenario through it.
@@ -20,6 +23,7 @@ import logging
 import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -46,6 +50,41 @@ async def follow_authorization(url: str) -> str:
     return str(location)
 
 
+def id_jag_exchange(context: dict[str, Any]) -> Any:
+    """The ``oauth_assertion`` hook: trade the user's ID token at the enterprise
+    identity provider for an ID-JAG naming ``audience`` and ``resource`` (RFC 8693)."""
+
+    async def exchange(audience: str, resource: str) -> str:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            response = await http.post(
+                context["idp_token_endpoint"],
+                data={
+                    "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "subject_token": context["idp_id_token"],
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "audience": audience,
+                    "resource": resource,
+                    "client_id": context["idp_client_id"],
+                },
+            )
+        response.raise_for_status()
+        return str(response.json()["access_token"])
+
+    return exchange
+
+
+async def authorization_server(url: str) -> str:
+    """The issuer the server's protected-resource metadata names (RFC 9728). The suite
+    does not put it in the context; a deployment writes it in the entry's settings."""
+    parts = urlsplit(url)
+    metadata = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.get(metadata)
+    response.raise_for_status()
+    return str(response.json()["authorization_servers"][0])
+
+
 def oauth_settings(scenario: str, context: dict[str, Any]) -> dict[str, Any] | None:
     """The entry's ``oauth`` settings for ``scenario`` (None: not an auth scenario)."""
     if not scenario.startswith("auth/"):
@@ -55,7 +94,9 @@ def oauth_settings(scenario: str, context: dict[str, Any]) -> dict[str, Any] | N
         settings["clientId"] = context["client_id"]
     if context.get("client_secret"):
         settings["clientSecret"] = context["client_secret"]
-    if scenario.startswith("auth/client-credentials"):
+    if "idp_token_endpoint" in context:
+        settings["grantType"] = "identity_assertion"
+    elif scenario.startswith("auth/client-credentials"):
         settings["grantType"] = "client_credentials"
         if context.get("private_key_pem"):
             settings["privateKey"] = context["private_key_pem"]
@@ -77,9 +118,12 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
     oauth = oauth_settings(scenario, context)
     if oauth is not None:
         entry["oauth"] = oauth
+    if oauth is not None and oauth.get("grantType") == "identity_assertion":
+        oauth["issuer"] = await authorization_server(url)
     async with WorkerPool(
         mcp_servers={SERVER: entry},
         oauth_redirect=follow_authorization,
+        oauth_assertion=id_jag_exchange(context) if "idp_token_endpoint" in context else None,
         elicitation_handler=elicit_defaults,
         timeout=30,
         start_timeout=30,

@@ -22,6 +22,7 @@ from _oauth_server import (
     Issuer,
     follow,
     log_in_elsewhere,
+    whoami,
 )
 from _process import free_port
 from mcp import Client
@@ -79,13 +80,6 @@ async def authorize(url: str, data_dir: Path) -> None:
     with anyio.fail_after(20):
         async with pool(url, data_dir, oauth_redirect=follow):
             pass
-
-
-async def whoami(pool: WorkerPool) -> str:
-    response = await pool.call_tool(f"{NAME}__whoami", {})
-    assert response.result is not None and not response.result.is_error, response
-    text: str = response.result.content[0].text  # type: ignore[union-attr]
-    return text
 
 
 async def test_the_authorization_code_flow_with_pkce_reaches_the_server_and_keeps_the_grant(

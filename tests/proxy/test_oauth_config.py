@@ -65,6 +65,21 @@ def test_client_credentials_with_a_private_key_are_read() -> None:
     assert read.private_key == "-----BEGIN PRIVATE KEY-----"
 
 
+XAA = {
+    "grantType": "identity_assertion",
+    "clientId": "xaa",
+    "clientSecret": "xaa-secret",
+    "issuer": "https://auth.example.com",
+}
+"""A complete SEP-990 (enterprise-managed authorization) entry."""
+
+
+def test_an_identity_assertion_grant_is_read_with_its_issuer() -> None:
+    read = settings(XAA)
+    assert read is not None and read.grant == "identity_assertion"
+    assert (read.client_id, read.issuer) == ("xaa", "https://auth.example.com")
+
+
 def test_a_secret_is_never_in_the_settings_repr() -> None:
     read = settings({"clientId": "app", "clientSecret": "hunter2-secret"})
     assert "hunter2-secret" not in repr(read) and "hunter2-secret" not in str(read)
@@ -88,6 +103,10 @@ def test_a_secret_is_never_in_the_settings_repr() -> None:
         ({"privateKey": "k"}, "'oauth.privateKey' is for 'grantType'"),
         ({"tokenEndpointAuthMethod": "magic"}, "'oauth.tokenEndpointAuthMethod' must be"),
         ({"issuer": "auth.example.com"}, "'oauth.issuer' must be"),
+        ({**XAA, "clientId": ""}, "identity_assertion needs 'oauth.clientId'"),
+        ({**XAA, "clientSecret": ""}, "identity_assertion needs 'oauth.clientSecret'"),
+        ({k: v for k, v in XAA.items() if k != "issuer"}, "needs 'oauth.issuer'"),
+        ({**XAA, "tokenEndpointAuthMethod": "none"}, "client_secret_basic or client_secret_post"),
     ],
 )
 def test_a_bad_oauth_value_is_an_error_naming_the_key(oauth: Any, named: str) -> None:
