@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -110,7 +111,10 @@ def _answer(response: httpx2.Response) -> tuple[int, dict[str, str], Any]:
         headers["mcp-session-id"] = "(a session)"
     text = response.text
     if headers.get("content-type", "").startswith("text/event-stream"):
-        events = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+        # An event stream's lines end at CR, LF or CRLF only: str.splitlines would also
+        # split at a U+2028 or U+0085 that JSON leaves unescaped inside a string.
+        lines = re.split(r"\r\n|\r|\n", text)
+        events = [line[6:] for line in lines if line.startswith("data: ")]
         return response.status_code, headers, [json.loads(e) for e in events]
     try:
         return response.status_code, headers, json.loads(text)
@@ -192,6 +196,8 @@ LEGACY_PLAIN = [
     _legacy("ping"),
     _legacy("ping", id=2**53),
     _legacy("tools/list", id=""),
+    # JSON leaves U+2028 and U+0085 unescaped: an event's data line holds them whole.
+    _legacy("tools/call", {"name": "refuse", "arguments": {"reason": "a\u2028b\x85c"}}),
 ]
 """2025-11-25 requests to a stateless app that the fast path answers: every one an event
 stream, as the SDK's legacy transport sends it."""
