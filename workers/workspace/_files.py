@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import re
 import stat
 import time
 from collections.abc import Sequence
@@ -65,13 +66,30 @@ def _range_error(path: str, reason: str) -> ToolError:
 # -- read_file ---------------------------------------------------------------------------
 
 
+_LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+"""A line as editors and grep count them: ended by LF, CRLF or CR, nothing else.
+``str.splitlines`` also ends a line at a form feed, U+0085, U+2028 and others, so a
+source file with a form feed was numbered unlike in any editor, and a line edit changed
+the line after the one the model named."""
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines (`_LINE`), each with its ending."""
+    return _LINE.findall(text)
+
+
+def _bare_lines(text: str) -> list[str]:
+    """``text``'s lines (`_LINE`) without their endings."""
+    return [line.rstrip("\r\n") for line in _LINE.findall(text)]
+
+
 def read_file(
     sandbox: Sandbox, path: str, start_line: int | None, end_line: int | None
 ) -> ReadFileResult:
     """The UTF-8 text of ``path``, or lines ``start_line..end_line`` (1-based, inclusive)."""
     target = sandbox.resolve(path)
     text, size = sandbox.read_text(target)
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     total = len(lines)
     first = start_line or 1
     last = min(end_line if end_line is not None else total, total)
@@ -102,7 +120,7 @@ def render_read_file(result: ReadFileResult) -> str:
     )
     numbered = [
         f"{number:>6}\t{line}"
-        for number, line in enumerate(result.content.splitlines(), result.start_line)
+        for number, line in enumerate(_bare_lines(result.content), result.start_line)
     ]
     return "\n".join([f"{result.path} ({span}, {result.size} bytes):", *numbered])
 
@@ -281,7 +299,7 @@ class _Grep:
             return
         self.searched += 1
         hit = False
-        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        for number, line in enumerate(_bare_lines(data.decode("utf-8", "replace")), 1):
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise self._too_slow(display, number)
@@ -376,7 +394,7 @@ def replace_lines_in_file(
         raise _range_error(path, "no replacements given")
     target = sandbox.resolve(path)
     text, _ = sandbox.read_text(target)
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
     spans = sorted(
         ((r.start_line, r.end_line or r.start_line, r.new_content) for r in replacements),
@@ -396,7 +414,7 @@ def replace_lines_in_file(
     removed = added = 0
     # Bottom-up, so earlier line numbers stay valid while we splice.
     for start, end, content in reversed(spans):
-        new_lines = content.splitlines(keepends=True)
+        new_lines = _lines(content)
         if (
             new_lines
             and not new_lines[-1].endswith(("\n", "\r"))

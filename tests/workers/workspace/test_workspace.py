@@ -214,6 +214,29 @@ async def test_replace_lines_replaces_and_deletes_ranges_bottom_up(
     assert (root / "crlf.txt").read_bytes() == b"a\r\nB\r\n"
 
 
+async def test_lines_end_at_newlines_only_as_editors_and_grep_count_them(
+    server: Server, root: Path
+) -> None:
+    # A form feed (a page break in C and Python sources), U+0085 and U+2028 end no line:
+    # line 2 is `second` in read_file, grep and replace_lines as in any editor.
+    original = "page\x0cone\u2028same\x85line\nsecond\nthird\rfourth\r\n"
+    (root / "paged.py").write_bytes(original.encode())
+    text, value = await ok(server, "read_file", path="paged.py", start_line=2, end_line=2)
+    assert (value.content, value.total_lines) == ("second\n", 4)
+    assert text.splitlines()[-1] == "     2\tsecond"
+    _, found = await ok(server, "grep", pattern="second|fourth", path="paged.py")
+    assert [(m.line, m.text) for m in found.matches] == [(2, "second"), (4, "fourth")]
+    await ok(
+        server,
+        "replace_lines_in_file",
+        path="paged.py",
+        replacements=[{"start_line": 2, "new_content": "SECOND\x0cpage"}],
+    )
+    assert (root / "paged.py").read_bytes().decode() == original.replace(
+        "second\n", "SECOND\x0cpage\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("replacements", "reason"),
     [
