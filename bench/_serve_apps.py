@@ -2,7 +2,9 @@
 
 Run as ``python -m bench._serve_apps KIND PORT``; each serves ``http://127.0.0.1:PORT/mcp``
 in this one process (its worker processes aside) until killed. Kinds: ``fast`` and
-``plain`` (nativemcp serve's app, stateless, with the fast path on and off), ``sdk`` (the
+``plain`` (nativemcp serve's app, stateless, with the fast path on and off), ``local``
+(the fast path with the echo server in process, as the SDK's and the floor's tools
+run: no worker process and no pipe), ``sdk`` (the
 official SDK's ``MCPServer``, stateless), ``fastmcp`` (FastMCP's, needs the bench extra)
 and ``floor`` (a bare ASGI app that decodes the JSON-RPC request and encodes an answer
 with msgspec: what HTTP and JSON cost).
@@ -55,6 +57,11 @@ def _app(kind: str) -> Any:
 
         pool = WorkerPool(["bench._serve_apps:echo"])
         return http_app(pool, stateless=True, fast_path=kind == "fast")
+    if kind == "local":
+        from nativemcp.proxy import WorkerPool, http_app
+
+        pool = WorkerPool([echo], in_process=["echo"])
+        return http_app(pool, stateless=True)
     if kind == "floor":
         return floor
     if kind == "sdk":
@@ -69,7 +76,7 @@ def _app(kind: str) -> Any:
         app = FastMCP("bench")
         app.tool(_say, name="say")
         return app.http_app(stateless_http=True)
-    raise SystemExit(f"unknown kind {kind!r}: fast, plain, sdk, fastmcp or floor")
+    raise SystemExit(f"unknown kind {kind!r}: fast, local, plain, sdk, fastmcp or floor")
 
 
 def _say(text: str) -> str:

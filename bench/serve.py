@@ -37,9 +37,10 @@ from bench._report import emit_json, parse_args, print_table, ratio
 from bench._roundtrip_bridge import _http_server
 from bench._roundtrip_cpu import tree_cpu_s
 
-KINDS = ("fast", "plain", "sdk", "fastmcp", "floor")
+KINDS = ("fast", "local", "plain", "sdk", "fastmcp", "floor")
 LABELS = {
     "fast": "nativemcp serve (fast path)",
+    "local": "fast path, in-process tool",
     "plain": "nativemcp serve --no-fast-path",
     "sdk": "SDK MCPServer (stateless)",
     "fastmcp": "FastMCP (stateless)",
