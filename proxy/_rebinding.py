@@ -100,10 +100,11 @@ class CanonicalHost:
             headers = scope["headers"]
             for index, (key, value) in enumerate(headers):
                 if key == b"host":
-                    if PLAIN_HOST.fullmatch(value.decode("latin-1")) is None:
+                    host = value.decode("latin-1")
+                    if PLAIN_HOST.fullmatch(host) is None:
                         await _MISDIRECTED(scope, receive, send)
                         return
-                    canonical = canonical_host(value.decode("latin-1")).encode("latin-1")
+                    canonical = canonical_host(host).encode("latin-1")
                     if canonical != value:
                         headers = [*headers]
                         headers[index] = (key, canonical)
