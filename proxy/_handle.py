@@ -8,11 +8,11 @@ server — is a `ServerHandle`: its tools, ``call(tool, arguments, options)`` an
 from __future__ import annotations
 
 import abc
-import contextlib
 import dataclasses
 import enum
 import inspect
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
 from typing import Any, Final, Protocol, TypeVar
 
 import anyio
@@ -161,16 +161,43 @@ def merge_options(
     return base
 
 
-@contextlib.contextmanager
-def call_deadline(server: str, what: str, timeout: float | None) -> Iterator[None]:
+class call_deadline:
     """The time limit of one request to ``server`` (``None``: none): what runs inside
     raises `CallTimeout` naming the server and ``what`` (a tool or a request) once the
-    limit passes. The one timeout mapping of every handle."""
-    try:
-        with anyio.fail_after(timeout):
-            yield
-    except TimeoutError as exc:
-        raise CallTimeout(server=server, tool=what, timeout=timeout or 0.0) from exc
+    limit passes, as does a `TimeoutError` raised inside. The one timeout mapping of
+    every handle.
+
+    It is ``anyio.fail_after`` with one cancel scope and no generators (three nested
+    context managers there), on every call of every handle."""
+
+    __slots__ = ("_scope", "_server", "_timeout", "_what")
+
+    def __init__(self, server: str, what: str, timeout: float | None) -> None:
+        self._server = server
+        self._what = what
+        self._timeout = timeout
+        self._scope: anyio.CancelScope | None = None
+
+    def __enter__(self) -> None:
+        if self._timeout is not None:
+            self._scope = anyio.CancelScope(deadline=anyio.current_time() + self._timeout)
+            self._scope.__enter__()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        scope = self._scope
+        # The scope catches only its own cancellation, and nothing but its deadline
+        # cancels it (no one else holds it): caught, the time is up.
+        if scope is not None and scope.__exit__(exc_type, exc, traceback):
+            exc = TimeoutError()  # as fail_after raises it
+        if isinstance(exc, TimeoutError):
+            raise CallTimeout(
+                server=self._server, tool=self._what, timeout=self._timeout or 0.0
+            ) from exc
 
 
 NO_OPTIONS: Final = CallOptions(timeout=None)
