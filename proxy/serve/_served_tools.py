@@ -84,13 +84,18 @@ class ServedTools:
         """
         if self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL):
             return None  # the meta-tools' arguments name no routing header
+        tool = self._held(name)
+        return None if tool is None else tool.input_schema
+
+    def _held(self, name: str) -> Tool | None:
+        """Served tool ``name`` as last read from the catalog, while no served source's
+        tools changed since (None: not served then, or a source changed)."""
         current = self._source_lists()
         if len(current) != len(self._sources) or any(
             a is not b for a, b in zip(current, self._sources, strict=True)
         ):
             return None
-        tool = self._served[1].get(name)
-        return None if tool is None else tool.input_schema
+        return self._served[1].get(name)
 
     def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
         data: dict[str, Any] = {
@@ -152,8 +157,14 @@ class ServedTools:
         Raises:
             MCPError: INVALID_PARAMS for a name not served (with the nearest names).
         """
-        served = await self._catalog()
-        tool = served.get(name)
+        # The catalog as last read while it is current: reading it again (the pool
+        # freshens every external server then) is for a name not found, as the pool's
+        # own `call_tool` does, so a call does not cost a listing.
+        tool = self._held(name)
+        served = self._served[1]
+        if tool is None:
+            served = await self._catalog()
+            tool = served.get(name)
         if tool is not None and not self.apps.callable(tool, apps):
             tool = None  # only its app may call it, and this client shows no apps
         if tool is None:

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_bac
 
 
 def _counting(pool: WorkerPool) -> list[int]:
-    """Count the pool's catalog reads (the bridge reads it once per call it runs)."""
+    """Count the pool's catalog reads (a listing's, and a call's of a tool not held)."""
     reads = [0]
     list_tools = pool.list_tools
 
@@ -41,7 +41,7 @@ def _counting(pool: WorkerPool) -> list[int]:
     return reads
 
 
-async def test_a_call_with_its_header_runs_and_reads_the_catalog_once() -> None:
+async def test_calls_with_their_headers_run_from_the_catalog_as_listed() -> None:
     pool = WorkerPool(["_serve_servers:routed"], timeout=20)
     async with serving(http_app(pool, stateless=True)) as base:
         with anyio.fail_after(60):
@@ -56,9 +56,9 @@ async def test_a_call_with_its_header_runs_and_reads_the_catalog_once() -> None:
                     result = await client.call_tool("fetch", {"region": "eu", "key": key})
                     assert not result.is_error
                     assert result.content[0].text == f"eu/{key}"  # type: ignore[union-attr]
-                # One read per call (the call's own); the SDK's header check reads the
-                # schema from the bridge instead of listing every tool again.
-                assert reads[0] - before == 3
+                # No read per call: the call and the SDK's header check both find the
+                # tool in the catalog as the listing read it (no source changed since).
+                assert reads[0] == before
 
 
 async def test_a_header_that_disagrees_with_its_argument_is_refused() -> None:
@@ -99,6 +99,29 @@ async def test_a_schema_is_not_given_from_before_its_source_relisted() -> None:
         # The restarted worker listed its tools anew: until a listing or a call reads
         # the catalog again, no schema is given (the SDK skips that call's check).
         assert bridge.tool_input_schema("fetch") is None
+
+
+async def test_a_call_reads_the_catalog_again_only_for_a_name_not_held_or_a_relisted_source() -> (
+    None
+):
+    async with WorkerPool(["_serve_servers:routed"], timeout=20) as pool, McpBridge(pool) as bridge:
+        reads = _counting(pool)  # the bridge read it once as it started
+        held = await bridge.served_tool("fetch", apps=False)
+        assert held.name == "routed__fetch" and reads[0] == 0
+        with pytest.raises(MCPError, match="unknown tool 'fetc'; did you mean 'fetch'"):
+            await bridge.served_tool("fetc", apps=False)
+        assert reads[0] == 1  # a name not held: read again, in case a server came back
+        handle = pool.handles["routed"]
+        listed = handle.tools
+        os.kill(handle.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        with anyio.fail_after(20):
+            while handle.tools is listed:  # restarted on the next call, listing anew
+                with contextlib.suppress(Exception):  # the call that met the crash
+                    await pool.call_tool("routed__fetch", {"region": "eu", "key": "a"})
+        relisted = await bridge.served_tool("fetch", apps=False)
+        assert reads[0] == 2 and relisted is not held  # the source relisted: read again
+        assert await bridge.served_tool("fetch", apps=False) is relisted
+        assert reads[0] == 2
 
 
 async def test_routing_headers_that_disagree_with_the_body_are_refused() -> None:
