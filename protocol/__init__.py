@@ -83,6 +83,7 @@ from ._schemas import portable_tool as portable_tool
 from ._sdk import from_sdk as from_sdk
 from ._sdk import response_from_sdk as response_from_sdk
 from ._sdk import response_to_sdk as response_to_sdk
+from ._sdk import spec_call_result as spec_call_result
 from ._sdk import to_sdk as to_sdk
 from ._types import Annotations as Annotations
 from ._types import AudioContent as AudioContent
@@ -203,6 +204,7 @@ __all__ = [
     "safe_server_name",
     "service_info",
     "service_meta",
+    "spec_call_result",
     "split_ui_uri",
     "structured_response",
     "tag_service",

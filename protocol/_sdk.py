@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import mcp_types
     from pydantic import BaseModel
 
-__all__ = ["from_sdk", "response_from_sdk", "response_to_sdk", "to_sdk"]
+__all__ = ["from_sdk", "response_from_sdk", "response_to_sdk", "spec_call_result", "to_sdk"]
 
 _SAME_NAME: Final[frozenset[type[msgspec.Struct]]] = frozenset(
     {
@@ -167,6 +167,22 @@ def response_to_sdk(response: NativeMCPResponse[Any]) -> mcp_types.CallToolResul
     """
     import mcp_types
 
+    model = to_sdk(spec_call_result(response))
+    assert isinstance(model, mcp_types.CallToolResult)
+    return model
+
+
+def spec_call_result(response: NativeMCPResponse[Any]) -> CallToolResult:
+    """The ``CallToolResult`` a spec client reads, as our own type.
+
+    A ``structuredResult`` that differs from ``structuredContent`` moves into
+    ``_meta["io.github.nativemcp/structuredResult"]`` (`response_to_sdk` is the same
+    result as the SDK's model).
+
+    Raises:
+        ProtocolError: ``response`` is a JSON-RPC error response, or its
+            ``structuredResult`` has no JSON form.
+    """
     if response.result is None:
         raise ProtocolError("a JSON-RPC error response has no CallToolResult form")
     result = response.result
@@ -180,9 +196,7 @@ def response_to_sdk(response: NativeMCPResponse[Any]) -> mcp_types.CallToolResul
             meta = dict(result.meta or {})
             meta[STRUCTURED_RESULT_META_KEY] = builtins
             result = msgspec.structs.replace(result, meta=meta)
-    model = to_sdk(result)
-    assert isinstance(model, mcp_types.CallToolResult)
-    return model
+    return result
 
 
 def response_from_sdk(

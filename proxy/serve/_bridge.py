@@ -42,6 +42,7 @@ from nativemcp.protocol import (
     METHOD_NOT_FOUND,
     ArgumentsError,
     ClientRequestError,
+    NativeMCPResponse,
     ProtocolError,
     ServerError,
     Tool,
@@ -480,6 +481,22 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
                 before 2025-11-25, a result that cannot be sent, or a call stopped by
                 `stop_calls`).
         """
+        answer = await self.tool_answer(tool, arguments, version, options)
+        if isinstance(answer, types.CallToolResult):
+            return answer
+        return self.shaped(tool, answer, apps)
+
+    async def tool_answer(
+        self, tool: Tool, arguments: dict[str, Any], version: str | None, options: CallOptions
+    ) -> types.CallToolResult | NativeMCPResponse[Any]:
+        """Run `run_tool`'s call, leaving a result response as the pool gave it.
+
+        The answer is the response (`shaped` makes it the client's result), or the
+        tool error the call answers with.
+
+        Raises:
+            MCPError: as `run_tool`, but for a result that cannot be sent (`shaped`).
+        """
         response = None
         with anyio.CancelScope() as stoppable:
             self._running.add(stoppable)
@@ -501,6 +518,16 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):
                 return _tool_error(error.message)
             raise MCPError(error.code, error.message, error.data)
+        return response
+
+    def shaped(
+        self, tool: Tool, response: NativeMCPResponse[Any], apps: bool
+    ) -> types.CallToolResult:
+        """A tool's result response as the ``CallToolResult`` its client reads.
+
+        Raises:
+            MCPError: INTERNAL_ERROR, the result cannot be sent (no SDK form).
+        """
         try:
             return self.apps.result(tool, response_to_sdk(response), apps)
         except ProtocolError as exc:

@@ -65,8 +65,11 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from nativemcp.protocol import NativeMCPResponse, ProtocolError, spec_call_result
+
 from ._apps import AppsHandshake
 from ._bridge import McpBridge
+from ._call_results import plain_dump
 from ._listing_checks import ListingChecks
 from ._request_ids import decoded_request, read_body, read_request, replayed
 from ._resource_server import caller_from_scope
@@ -181,6 +184,7 @@ class FastPath:
         self._modern = frozenset(MODERN_PROTOCOL_VERSIONS)
         self._legacy = LEGACY_VERSION if stateless else None
         self._checks = ListingChecks()
+        self._passing: set[tuple[bytes | None, ...]] = set()
         # The SDK copies its stamp for each answer so a handler cannot change it for the
         # next; here the answer is encoded at once and nothing writes to it.
         self._stamp = server.server_info_stamp
@@ -233,9 +237,7 @@ class FastPath:
         """The checks both eras make first (Host and Origin, Accept, a JSON-RPC request
         of a method answered here): the request, its id, method and params."""
         request = Request(scope)
-        if await self._security.validate_request(request, is_post=True) is not None:
-            raise _Fallback
-        if not _accepts_both(request):
+        if not await self._headers_pass(request):
             raise _Fallback
         if not isinstance(decoded, dict) or not decoded.keys() <= _ENVELOPE_KEYS:
             raise _Fallback
@@ -251,6 +253,25 @@ class FastPath:
             raise _Fallback
         assert isinstance(request_id, int | str) and isinstance(method, str)  # checked above
         return request, request_id, method, params
+
+    async def _headers_pass(self, request: Request) -> bool:
+        """Whether the SDK's header checks pass: Content-Type, Host and Origin
+        (`TransportSecurityMiddleware`), and an Accept of both JSON and an event stream.
+
+        They read those four headers' first values and nothing else, and clients send
+        few, so a passing set is remembered (a refusal is not: the SDK path words it)."""
+        key = _first_values(request.scope["headers"])
+        if key in self._passing:
+            return True
+        if await self._security.validate_request(request, is_post=True) is not None:
+            return False
+        has_json, has_sse = check_accept_headers(request)
+        if not (has_json and has_sse):
+            return False
+        if len(self._passing) >= _KEPT_HEADERS:  # many clients, or made-up values
+            self._passing.clear()
+        self._passing.add(key)
+        return True
 
     async def _accept_legacy(self, scope: Scope, decoded: Any) -> tuple[int | str, str, str, _Run]:
         """`_accept` for a 2025-11-25 request to a stateless app: the SDK's legacy
@@ -308,12 +329,19 @@ class FastPath:
                 raise _Fallback  # under tool search, `_routed` answers the meta-tools
             name, arguments = params["name"], params.get("arguments") or {}
 
-            async def call(reply: _Reply) -> types.CallToolResult:
+            async def call(reply: _Reply) -> types.CallToolResult | dict[str, Any]:
                 tool = await bridge.served_tool(name, apps=False)
                 options = bridge.call_options(
                     None, request.scope, on_request=bridge.cannot_ask, on_log=reply.log
                 )
-                return await bridge.run_tool(tool, dict(arguments), version, options, apps=False)
+                answer = await bridge.tool_answer(tool, dict(arguments), version, options)
+                if isinstance(answer, types.CallToolResult):
+                    return answer  # a tool error of the bridge's own
+                # A plain result is dumped here as the SDK's model would dump it; if the
+                # version's check refuses that, the model words the refusal as the SDK
+                # path does (`bridge.shaped`, then the check in `_answer`).
+                dumped = self._plain(version, answer)
+                return bridge.shaped(tool, answer, apps=False) if dumped is None else dumped
 
             return call
         if method == "tools/list":
@@ -343,17 +371,34 @@ class FastPath:
 
         return discover
 
+    def _plain(self, version: str, response: NativeMCPResponse[Any]) -> dict[str, Any] | None:
+        """A plain tool result checked for ``version`` (None: not plain, not sendable,
+        or refused by the check: the SDK's model then shapes it)."""
+        try:
+            dumped = plain_dump(spec_call_result(response))
+        except ProtocolError:
+            return None
+        if dumped is None:
+            return None
+        try:
+            return self._checks.result("tools/call", version, dumped)
+        except ValidationError:
+            return None
+
     async def _answer(self, method: str, version: str, run: _Run, reply: _Reply) -> dict[str, Any]:
         """The result as the SDK's runner shapes it for a client of ``version``."""
         result = await run(reply)
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        try:
-            dumped = self._checks.result(method, version, dumped)
-        except ValidationError:
-            _logger.exception("handler for %r returned an invalid result", method)
-            raise MCPError(
-                code=types.INTERNAL_ERROR, message="Handler returned an invalid result"
-            ) from None
+        if isinstance(result, dict):
+            dumped = result  # a plain tool result, checked in `_plain`
+        else:
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            try:
+                dumped = self._checks.result(method, version, dumped)
+            except ValidationError:
+                _logger.exception("handler for %r returned an invalid result", method)
+                raise MCPError(
+                    code=types.INTERNAL_ERROR, message="Handler returned an invalid result"
+                ) from None
         if version not in self._modern:
             return dumped  # a handshake-era result: no resultType, no stamp
         if dumped.get("resultType") is None:
@@ -366,20 +411,21 @@ class FastPath:
         return dumped
 
 
-_ACCEPTS: dict[bytes, bool] = {}
-"""Whether an Accept header's value takes both JSON and an event stream, by value: the
-SDK's `check_accept_headers` is a function of that value alone, and clients send few."""
+_CHECKED_HEADERS: Final = (b"content-type", b"host", b"origin", b"accept")
+_KEPT_HEADERS: Final = 256
+"""Passing header sets remembered per route; past that, start over."""
 
 
-def _accepts_both(request: Request) -> bool:
-    raw = next((v for k, v in request.scope["headers"] if k == b"accept"), b"")
-    known = _ACCEPTS.get(raw)
-    if known is None:
-        if len(_ACCEPTS) > 256:  # many clients, or made-up values: start over
-            _ACCEPTS.clear()
-        has_json, has_sse = check_accept_headers(request)
-        known = _ACCEPTS[raw] = has_json and has_sse
-    return known
+def _first_values(headers: Any) -> tuple[bytes | None, ...]:
+    """The first value of each of `_CHECKED_HEADERS` (None: absent), as the SDK's
+    checks read them (Starlette's ``Headers.get`` takes the first)."""
+    found: list[bytes | None] = [None, None, None, None]
+    for key, value in headers:
+        if key in _CHECKED_HEADERS:
+            index = _CHECKED_HEADERS.index(key)
+            if found[index] is None:
+                found[index] = value
+    return tuple(found)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -444,9 +490,16 @@ class _Reply:
         self._id = request_id
         self._legacy = legacy
         self._streaming = False
-        # Taken without a checkpoint when free (nearly always): a yield per answer costs
-        # an event loop pass.
-        self._lock = anyio.Lock(fast_acquire=True)
+        # Made by the first writer besides the answer (a notification, the window's
+        # ping), so the answer alone (nearly always) neither makes nor takes one.
+        self._writers: anyio.Lock | None = None
+
+    @property
+    def _lock(self) -> anyio.Lock:
+        if self._writers is None:
+            # Taken without a checkpoint when free: a yield costs an event loop pass.
+            self._writers = anyio.Lock(fast_acquire=True)
+        return self._writers
 
     async def log(self, level: str, data: Any, logger: str | None) -> None:
         """A tool's log message, sent on this answer as the bridge sends it on the SDK
@@ -471,7 +524,10 @@ class _Reply:
             finally:
                 await window.aclose()
         if len(message) > 2:  # not cancelled by the client's leaving
-            async with self._lock:
+            if self._writers is None:  # nothing else wrote, nor is writing
+                await self._finish(message)
+                return
+            async with self._writers:
                 await self._finish(message)
 
     async def _finish(self, message: dict[str, Any]) -> None:

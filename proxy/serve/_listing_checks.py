@@ -7,8 +7,10 @@ envelope) and its answer (the catalog, until it changes) repeat from request to
 request, and checking a listing of many tools costs more than the rest of its answer.
 So for listings only the outcome is kept, under the exact value it was computed from
 (its msgpack: types, key order, NaN all kept apart), and the same value gets the same
-outcome without the work. A call's arguments and
-result differ call by call: those are always checked afresh.
+outcome without the work. A call's request is kept by its envelope, its arguments
+object left out: every version types arguments ``dict[str, Any]``, so whatever an
+object holds, the outcome is the same. A call's result differs call by call: it is
+always checked afresh.
 """
 
 from __future__ import annotations
@@ -33,6 +35,22 @@ _ENCODER: Final = msgspec.msgpack.Encoder()
 def _key(method: str, version: str, value: Any) -> tuple[str, str, bytes] | None:
     if method not in LISTINGS:
         return None
+    return _packed(method, version, value)
+
+
+def _request_key(
+    method: str, version: str, params: Mapping[str, Any] | None
+) -> tuple[str, str, bytes] | None:
+    if method == "tools/call" and params is not None and isinstance(params.get("arguments"), dict):
+        # Every version types a call's arguments `dict[str, Any] | None`: an object's
+        # values cannot change the outcome, so the call is remembered by its envelope.
+        params = {**params, "arguments": {}}
+    elif method not in LISTINGS:
+        return None
+    return _packed(method, version, params)
+
+
+def _packed(method: str, version: str, value: Any) -> tuple[str, str, bytes] | None:
     try:
         return method, version, _ENCODER.encode(value)
     except (OverflowError, TypeError):  # an integer msgpack cannot hold: not remembered
@@ -40,7 +58,8 @@ def _key(method: str, version: str, value: Any) -> tuple[str, str, bytes] | None
 
 
 class ListingChecks:
-    """The SDK's surface checks, remembered for `LISTINGS` by their value."""
+    """The SDK's surface checks, remembered for `LISTINGS` by their value (and a
+    ``tools/call`` request by its envelope: its name and ``_meta``)."""
 
     def __init__(self) -> None:
         self._requests: dict[tuple[str, str, bytes], bool] = {}
@@ -49,7 +68,7 @@ class ListingChecks:
     def request_valid(self, method: str, version: str, params: Mapping[str, Any] | None) -> bool:
         """Whether the SDK's `validate_client_request` accepts the request (False: it
         refuses it, or the version does not know the method)."""
-        key = _key(method, version, params)
+        key = _request_key(method, version, params)
         known = self._requests.get(key) if key is not None else None
         if known is not None:
             return known

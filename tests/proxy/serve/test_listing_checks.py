@@ -45,6 +45,13 @@ CASES = [
     ("server/discover", LEGACY, {}),
     ("tools/call", LEGACY, {"name": "t"}),
     ("tools/call", LEGACY, {"name": 5}),
+    ("tools/call", MODERN, {"_meta": ENVELOPE, "name": "t", "arguments": {"a": [1, None]}}),
+    ("tools/call", MODERN, {"_meta": ENVELOPE, "name": "t", "arguments": {"a": {"b": 2}}}),
+    ("tools/call", MODERN, {"_meta": ENVELOPE, "name": "t", "arguments": ["a"]}),
+    ("tools/call", MODERN, {"_meta": ENVELOPE, "name": "t", "arguments": "a"}),
+    ("tools/call", MODERN, {"_meta": ENVELOPE, "name": "t", "arguments": None}),
+    ("tools/call", MODERN, {"_meta": ENVELOPE, "name": 5, "arguments": {"a": 1}}),
+    ("tools/call", MODERN, {"_meta": {}, "name": "t", "arguments": {"a": 1}}),
 ]
 
 
@@ -90,3 +97,21 @@ def test_an_invalid_result_raises_every_time() -> None:
     for _ in range(2):
         with pytest.raises(ValidationError):
             checks.result("tools/list", LEGACY, {"tools": [{"name": "t"}]})  # no schema
+
+
+def test_a_call_is_remembered_by_its_envelope_whatever_its_arguments_hold() -> None:
+    checks = ListingChecks()
+    call = {"_meta": ENVELOPE, "name": "t", "arguments": {"a": 1}}
+    assert checks.request_valid("tools/call", MODERN, call)
+    # Any object is accepted (its values are Any in every version): the first outcome
+    # stands for another object, and the remembered outcomes stay one.
+    other = {**call, "arguments": {"b": [{"c": None}], "d": "e"}}
+    assert checks.request_valid("tools/call", MODERN, other)
+    assert len(checks._requests) == 1
+    # Arguments that are not an object are checked, and refused, each time.
+    for refused in (["a"], "a", 5):
+        assert not checks.request_valid("tools/call", MODERN, {**call, "arguments": refused})
+    assert len(checks._requests) == 1
+    # Another name or envelope is another outcome, checked first.
+    assert not checks.request_valid("tools/call", MODERN, {**call, "name": 5})
+    assert len(checks._requests) == 2
