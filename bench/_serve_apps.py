@@ -8,6 +8,11 @@ run: no worker process and no pipe), ``sdk`` (the
 official SDK's ``MCPServer``, stateless), ``fastmcp`` (FastMCP's, needs the bench extra)
 and ``floor`` (a bare ASGI app that decodes the JSON-RPC request and encodes an answer
 with msgspec: what HTTP and JSON cost).
+
+The echo tool is ``async def`` everywhere: what is measured is the stack around a tool.
+``sync`` and ``sdk-sync`` serve it as a plain function, which nativemcp's worker and the
+SDK alike run in a thread so that it cannot stall their event loop: a thread hop on each
+call, whose cost is the tool's way of running, not the stack's.
 """
 
 from __future__ import annotations
@@ -20,11 +25,18 @@ import msgspec
 from nativemcp.workers import Server
 
 echo = Server("echo", description="One echo tool for bench.serve")
+echo_sync = Server("echo", description="The echo tool as a plain function, for bench.serve")
 
 
 @echo.tool
-def say(text: str) -> str:
+async def say(text: str) -> str:
     """Answer ``text``."""
+    return text
+
+
+@echo_sync.tool(name="say")
+def say_sync(text: str) -> str:
+    """Answer ``text`` (a plain function: every stack runs it in a thread)."""
     return text
 
 
@@ -52,11 +64,11 @@ async def floor(scope: Any, receive: Any, send: Any) -> None:
 
 
 def _app(kind: str) -> Any:
-    if kind in ("fast", "plain"):
+    if kind in ("fast", "plain", "sync"):
         from nativemcp.proxy import WorkerPool, http_app
 
-        pool = WorkerPool(["bench._serve_apps:echo"])
-        return http_app(pool, stateless=True, fast_path=kind == "fast")
+        spec = "bench._serve_apps:echo_sync" if kind == "sync" else "bench._serve_apps:echo"
+        return http_app(WorkerPool([spec]), stateless=True, fast_path=kind != "plain")
     if kind == "local":
         from nativemcp.proxy import WorkerPool, http_app
 
@@ -64,11 +76,11 @@ def _app(kind: str) -> Any:
         return http_app(pool, stateless=True)
     if kind == "floor":
         return floor
-    if kind == "sdk":
+    if kind in ("sdk", "sdk-sync"):
         from mcp.server.mcpserver import MCPServer
 
         sdk = MCPServer("bench")
-        sdk.tool(name="say")(_say)
+        sdk.tool(name="say")(_say_sync if kind == "sdk-sync" else _say)
         return sdk.streamable_http_app(stateless_http=True)
     if kind == "fastmcp":
         from fastmcp import FastMCP
@@ -76,11 +88,18 @@ def _app(kind: str) -> Any:
         app = FastMCP("bench")
         app.tool(_say, name="say")
         return app.http_app(stateless_http=True)
-    raise SystemExit(f"unknown kind {kind!r}: fast, local, plain, sdk, fastmcp or floor")
+    raise SystemExit(
+        f"unknown kind {kind!r}: fast, local, plain, sync, sdk, sdk-sync, fastmcp or floor"
+    )
 
 
-def _say(text: str) -> str:
+async def _say(text: str) -> str:
     """Answer ``text``."""
+    return text
+
+
+def _say_sync(text: str) -> str:
+    """Answer ``text`` (run in a thread)."""
     return text
 
 

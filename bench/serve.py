@@ -7,6 +7,11 @@ connections, one thread, a fixed 2026-07-28 POST body) for ``tools/call`` of a o
 echo tool and for ``tools/list``. Reported: calls/s, p50 and p99 latency, and the server's
 CPU per call (its process tree's, from /proc: steadier than calls/s on a shared machine).
 
+The echo tool is ``async def``, so the rows measure the stacks around it. Two more rows,
+``tools/call`` only, serve it as a plain function: nativemcp's worker and the SDK both
+run one in a thread, so that it cannot stall the event loop, and that hop costs each
+call as much as a stack's own work on this kind of machine.
+
 ``--era 2025-11-25``: the same load as a 2025-11-25 client of a stateless server sends
 it (the version in the header, no ``_meta``; each answer an event stream).
 
@@ -37,7 +42,7 @@ from bench._report import emit_json, parse_args, print_table, ratio
 from bench._roundtrip_bridge import _http_server
 from bench._roundtrip_cpu import tree_cpu_s
 
-KINDS = ("fast", "local", "plain", "sdk", "fastmcp", "floor")
+KINDS = ("fast", "local", "plain", "sdk", "fastmcp", "floor", "sync", "sdk-sync")
 LABELS = {
     "fast": "nativemcp serve (fast path)",
     "local": "fast path, in-process tool",
@@ -45,7 +50,12 @@ LABELS = {
     "sdk": "SDK MCPServer (stateless)",
     "fastmcp": "FastMCP (stateless)",
     "floor": "bare ASGI + msgspec (floor)",
+    "sync": "fast path, sync tool (thread)",
+    "sdk-sync": "SDK MCPServer, sync tool",
 }
+THREAD_KINDS = frozenset({"sync", "sdk-sync"})
+"""Rows whose tool is a plain function (run in a thread): measured for ``tools/call``
+only, where the tool runs."""
 WORKERS = "workers"
 """The kind of the ``--workers N`` row: the serve command itself, N processes."""
 CONNECTIONS = 16
@@ -189,7 +199,7 @@ def run(quick: bool, era: str = MODERN, workers: int = 1) -> dict[str, Any]:
             with _http_server(_argv(kind, port, workers), port) as server:
                 pid = server.pid
                 for method in ("tools/call", "tools/list"):
-                    if kind == "floor" and method == "tools/list":
+                    if kind in THREAD_KINDS | {"floor"} and method == "tools/list":
                         continue
                     if kind == WORKERS and quick and method == "tools/list":
                         continue

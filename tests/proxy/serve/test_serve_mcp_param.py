@@ -41,6 +41,17 @@ def _counting(pool: WorkerPool) -> list[int]:
     return reads
 
 
+async def _relisted(pool: WorkerPool) -> None:
+    """Kill the routed server's worker and call until it has restarted, listing anew."""
+    handle = pool.handles["routed"]
+    listed = handle.tools
+    os.kill(handle.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+    with anyio.fail_after(20):
+        while handle.tools is listed:  # restarted on the next call, listing anew
+            with contextlib.suppress(Exception):  # the call that met the crash
+                await pool.call_tool("routed__fetch", {"region": "eu", "key": "a"})
+
+
 async def test_calls_with_their_headers_run_from_the_catalog_as_listed() -> None:
     pool = WorkerPool(["_serve_servers:routed"], timeout=20)
     async with serving(http_app(pool, stateless=True)) as base:
@@ -89,13 +100,7 @@ async def test_a_schema_is_not_given_from_before_its_source_relisted() -> None:
         assert schema is not None
         assert schema["properties"]["region"]["x-mcp-header"] == "Region"
         assert bridge.tool_input_schema("missing") is None
-        handle = pool.handles["routed"]
-        listed = handle.tools
-        os.kill(handle.pid, signal.SIGKILL)  # type: ignore[attr-defined]
-        with anyio.fail_after(20):
-            while handle.tools is listed:  # restarted on the next call, listing anew
-                with contextlib.suppress(Exception):  # the call that met the crash
-                    await pool.call_tool("routed__fetch", {"region": "eu", "key": "a"})
+        await _relisted(pool)
         # The restarted worker listed its tools anew: until a listing or a call reads
         # the catalog again, no schema is given (the SDK skips that call's check).
         assert bridge.tool_input_schema("fetch") is None
@@ -111,13 +116,7 @@ async def test_a_call_reads_the_catalog_again_only_for_a_name_not_held_or_a_reli
         with pytest.raises(MCPError, match="unknown tool 'fetc'; did you mean 'fetch'"):
             await bridge.served_tool("fetc", apps=False)
         assert reads[0] == 1  # a name not held: read again, in case a server came back
-        handle = pool.handles["routed"]
-        listed = handle.tools
-        os.kill(handle.pid, signal.SIGKILL)  # type: ignore[attr-defined]
-        with anyio.fail_after(20):
-            while handle.tools is listed:  # restarted on the next call, listing anew
-                with contextlib.suppress(Exception):  # the call that met the crash
-                    await pool.call_tool("routed__fetch", {"region": "eu", "key": "a"})
+        await _relisted(pool)
         relisted = await bridge.served_tool("fetch", apps=False)
         assert reads[0] == 2 and relisted is not held  # the source relisted: read again
         assert await bridge.served_tool("fetch", apps=False) is relisted
