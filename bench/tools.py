@@ -19,7 +19,8 @@ Japanese.
   (`query_half`: by the wanted tool, so one tool's phrasings stay in one half): the
   ranking was tuned on the first, the second is held out. Where the ``search-embed``
   extra is installed, the pool is made with ``search_embed=True``: ``fused`` is
-  ``await pool.search_tools(query)`` (BM25 fused with the embedding), ``wordllama``
+  ``await pool.search_tools(query)`` (BM25 with the query's words widened to the
+  catalog's nearest, fused with the embedding), ``wordllama``
   the embedding's ranking alone (`ToolEmbeddings`).
 - ``latency``: p50 / p95 of ``await pool.search_tools(query)`` over every query (fused
   where the extra is installed), of BM25 alone (``ToolIndex.search``, in process), and

@@ -7,7 +7,9 @@ through search), and the meta-tools ``search_tools`` / ``call_tool`` that stand 
 every definition (`META_TOOLS`, `read_search`, `read_call`, `search_response`).
 `tool_text` is the text a tool is indexed by (a bench ranks the same texts with bm25s).
 With the ``search-embed`` extra, an index made with ``embed=True`` fuses BM25 with a
-small embedding model's ranking (`ToolEmbeddings`, `fuse`, `embedding_available`).
+small embedding model's ranking (`ToolEmbeddings`, `fuse`, `embedding_available`), and
+its BM25 also scores the catalog's words nearest to the query's
+(`ToolIndex.widened_terms`: ``website`` finds ``url``).
 
 This room imports `nativemcp.protocol` and the content store's public text search
 (`nativemcp.workers.content_store`, on first index only: a pool that never searches

@@ -13,7 +13,8 @@ SQLite's), so the same words rank the same tools in any process.
 The index is built once per catalog version (a server started, restarted with other
 tools, or re-listed them) and is read-only after: a search is a few dictionary reads
 per query term. With ``embed=True`` (the ``search-embed`` extra) it also embeds each
-tool and fuses the two rankings (``_embedding``).
+tool and fuses the two rankings (``_embedding``), and a query's words also search for
+the catalog's words nearest in meaning (``_expansion``: ``website`` finds ``url``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from nativemcp.protocol import Tool
 
 from ._documents import one_line, split_name, tool_text
 from ._embedding import ToolEmbeddings, embedding_text, fuse
+from ._expansion import QueryExpansion, widened
 from ._stem import stem
 
 __all__ = ["MAX_LIMIT", "IndexedTool", "ToolIndex", "ToolMatch"]
@@ -75,7 +77,8 @@ class ToolIndex:
     Args:
         tools: the tools to index, in catalog order (ties keep it).
         embed: also rank by the ``search-embed`` extra's embedding model and fuse
-            the two rankings (see ``_embedding``); the model is loaded on the first
+            the two rankings (see ``_embedding``), and widen the query's words to the
+            catalog's nearest ones (``_expansion``); the model is loaded on the first
             such index of the process.
 
     Raises:
@@ -86,24 +89,39 @@ class ToolIndex:
         # Imported on first index: the content store's package is the worker side's,
         # and a pool that never searches should not load it (workers re-import the
         # script that opened the pool, and with it this package).
+        from nativemcp.workers.content_store import chunk_tokens
+
         self._tools = list(tools)
         self._lengths: dict[int, int] = {}
         # token -> {document: how often it occurs there}
         self._postings: dict[str, dict[int, int]] = {}
+        # stem -> the words it stands for as written (for the query expansion)
+        written: dict[str, set[str]] = {}
         for number, item in enumerate(self._tools):
-            tokens = self.index_tokens(tool_text(item.full_name, item.server, item.tool))
+            words = chunk_tokens(tool_text(item.full_name, item.server, item.tool))
+            tokens = [stem(word) for word in words]
             self._lengths[number] = len(tokens)
             for token, count in Counter(tokens).items():
                 self._postings.setdefault(token, {})[number] = count
+            if embed:
+                for word, token in zip(words, tokens, strict=True):
+                    if widened(word):
+                        written.setdefault(token, set()).add(word)
         total = sum(self._lengths.values())
         self._average = total / len(self._tools) if self._tools else 0.0
-        self._embeddings = (
-            ToolEmbeddings(
+        self._embeddings: ToolEmbeddings | None = None
+        self._expansion: QueryExpansion | None = None
+        if embed:
+            self._embeddings = ToolEmbeddings(
                 [embedding_text(t.tool.name, t.tool.title, t.tool.description) for t in tools]
             )
-            if embed
-            else None
-        )
+            # Only a word fewer than half the tools hold can make a tool a match.
+            telling = {
+                token: forms
+                for token, forms in written.items()
+                if 2 * len(self._postings[token]) < len(self._tools)
+            }
+            self._expansion = QueryExpansion(telling)
 
     @property
     def fused(self) -> bool:
@@ -151,6 +169,22 @@ class ToolIndex:
                 merged.update(per_tool)
         return dict(merged)
 
+    def widened_terms(self, query: str) -> dict[str, float]:
+        """The catalog's words (index tokens, stemmed) that ``query`` also searches
+        for, each with its similarity to the nearest word of the query (``_expansion``);
+        none that is a term of the query itself. Empty unless the index is `fused`."""
+        from nativemcp.workers.content_store import phrases
+
+        if self._expansion is None:
+            return {}
+        own = {term.token for term in self._terms(query)}
+        tokens = [token for phrase in phrases(split_name(query)) for token in phrase.tokens]
+        return {
+            token: similarity
+            for token, similarity in self._expansion.similar(tokens).items()
+            if token not in own
+        }
+
     def _weighted(self, query: str) -> list[tuple[float, dict[int, int]]]:
         from nativemcp.workers.content_store import bm25_idf
 
@@ -160,12 +194,18 @@ class ToolIndex:
             found = self._frequencies(term)
             if found:
                 weighted.append((bm25_idf(count, len(found)), found))
+        # A widened term counts as much as its similarity: a word 0.5 near the
+        # query's counts half as much as the query's own would.
+        for token, similarity in self.widened_terms(query).items():
+            found = self._postings[token]
+            weighted.append((similarity * bm25_idf(count, len(found)), found))
         return weighted
 
     def scores(self, query: str) -> dict[int, float]:
         """BM25 per indexed tool (by position) that holds a term of ``query``: FTS5's
         ``bm25()`` for the OR of the query's terms, with the sign turned (higher is
-        better)."""
+        better). On a `fused` index the `widened_terms` are terms too, each weighed
+        by its similarity (its idf times it), as FTS5 has no such weight."""
         from nativemcp.workers.content_store import bm25
 
         weighted = self._weighted(query)
@@ -178,13 +218,13 @@ class ToolIndex:
 
         A tool is returned only when it holds a term of the query that fewer than half
         the tools hold (or that it alone holds): one that matched only ``the`` or ``a``
-        (which FTS5 weighs at almost nothing) is no match. A `fused` index ranks those
+        (which FTS5 weighs at almost nothing) is no match. A `fused` index also scores
+        the catalog's words nearest to the query's (``_expansion``), ranks those
         matches and every tool by its embedding, and returns the best of both
         (reciprocal-rank fusion): a tool that shares no word with the query can be
         found, and a search finds ``limit`` tools whenever the index holds as many.
-        ``where`` keeps only the full
-        names it accepts (a profile, the servers one MCP route serves); the scores stay
-        those of the whole index.
+        ``where`` keeps only the full names it accepts (a profile, the servers one MCP
+        route serves); the scores stay those of the whole index.
 
         Raises:
             ValueError: ``limit`` is not between 1 and `MAX_LIMIT`.

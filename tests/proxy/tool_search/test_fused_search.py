@@ -84,6 +84,8 @@ def test_fused_ranking_is_the_reciprocal_rank_fusion_of_bm25_and_the_embedding()
     )
     position = {item.full_name: number for number, item in enumerate(TOOLS)}
     for query in ("read a file", "take a screenshot of the page", "메모를 저장", "the"):
+        # No word of these widens (test_query_expansion): BM25 is the plain index's.
+        assert fused.widened_terms(query) == {}
         bm25 = [position[match.name] for match in plain.search(query, 50)]
         expected = fuse(bm25, embeddings.ranking(query))
         found = fused.search(query, 50)
