@@ -190,10 +190,13 @@ class call_deadline:
         traceback: TracebackType | None,
     ) -> None:
         scope = self._scope
-        # The scope catches only its own cancellation, and nothing but its deadline
-        # cancels it (no one else holds it): caught, the time is up.
-        if scope is not None and scope.__exit__(exc_type, exc, traceback):
-            exc = TimeoutError()  # as fail_after raises it
+        if scope is not None:
+            # It catches only its own cancellation, and nothing but its deadline cancels
+            # it (no one else holds it): caught, the time is up. (Its return value is
+            # not read: trio's says True with nothing to swallow.)
+            scope.__exit__(exc_type, exc, traceback)
+            if scope.cancelled_caught:
+                exc = TimeoutError()  # as fail_after raises it
         if isinstance(exc, TimeoutError):
             raise CallTimeout(
                 server=self._server, tool=self._what, timeout=self._timeout or 0.0
