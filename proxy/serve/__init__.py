@@ -4,9 +4,9 @@ What lives here is the official `mcp` package's server side around the pool: `_b
 (the low-level server whose requests go to the pool), `_served_tools` (which tools it
 serves, under which names, listed how), `_pass_through` (its resources, prompts and
 completions, passed to the server that owns them), `_selection` (which servers, and
-their instructions), `_fast_path`, `_window` and `_listing_checks` (plain stateless
-requests, 2026-07-28 and 2025-11-25, answered from the bridge without the SDK's session
-machinery), `_transports` (stdio and the
+their instructions), `_fast_path`, `_window`, `_listing_checks` and `_call_results`
+(plain stateless requests, 2026-07-28 and 2025-11-25, answered from the bridge without
+the SDK's session machinery), `_transports` (stdio and the
 Streamable HTTP app with its Host, Origin, token and size checks), `_request_ids`
 (requests whose id no client can match), `_deadlines` (read deadlines on HTTP
 connections), `_client_sessions` (sessions per client), `_tasks` (2025-11-25 tasks and
