@@ -143,22 +143,36 @@ async def test_a_tool_that_runs_only_as_a_task_is_called_like_any_other() -> Non
     async with WorkerPool(mcp_servers={"everything": _everything()}, timeout=60) as pool:
         assert name in {tool.name for tool in await pool.list_tools()}
         progress: list[str | None] = []
-        with anyio.fail_after(60):
-            response = await pool.call_tool(
+        found: dict[str, Any] = {}
+        call = {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": name, "arguments": '{"topic": "birds"}'},
+        }
+        research = pool.server("everything").tool("simulate-research-query")
+
+        async def direct() -> None:
+            found["direct"] = await pool.call_tool(
                 name, {"topic": "cats"}, on_progress=lambda p, t, m: progress.append(m)
             )
+
+        async def typed() -> None:
+            found["typed"] = await research(topic="dogs")
+
+        async def loop() -> None:
+            found["loop"] = await pool.run_tool_call(call, provider="openai")
+
+        with anyio.fail_after(60):
+            # The three ways at once (each task takes the server seconds of its own).
+            async with anyio.create_task_group() as group:
+                for way in (direct, typed, loop):
+                    group.start_soon(way)
+            response = found["direct"]
             assert response.result is not None and not response.result.is_error
             assert "Research Report: cats" in _text(response)
             assert progress and all(progress), progress  # the task's status messages
-            typed = await pool.server("everything").tool("simulate-research-query")(topic="dogs")
-            assert "Research Report: dogs" in str(typed)
-            call = {
-                "id": "c1",
-                "type": "function",
-                "function": {"name": name, "arguments": '{"topic": "birds"}'},
-            }
-            message = await pool.run_tool_call(call, provider="openai")
-            assert "Research Report: birds" in message["content"]
+            assert "Research Report: dogs" in str(found["typed"])
+            assert "Research Report: birds" in found["loop"]["content"]
             # A time limit abandons the task (tasks/cancel), and the server goes on.
             with pytest.raises(CallTimeout):
                 await pool.call_tool(name, {"topic": "slow"}, timeout=0.5)
