@@ -71,12 +71,17 @@ def _request(
 
 def _refused_headers(headers: dict[str, str], body: bytes) -> list[tuple[dict[str, str], bytes]]:
     """The request with each header the SDK refuses: an Accept without one of its two
-    types, another Content-Type, a foreign Origin."""
+    types (near misses too: a longer type that starts with one, or ends with it), another
+    Content-Type, a foreign Origin (one that starts with a local name too)."""
     refused = [
         {"accept": "application/json"},
         {"accept": "text/event-stream"},
+        {"accept": "application/json-seq, text/event-stream"},
+        {"accept": "application/json, text/event-streams"},
+        {"accept": "application/json, x-text/event-stream"},
         {"content-type": "text/plain"},
         {"origin": "http://evil.example"},
+        {"origin": "http://localhost.evil.example"},
     ]
     return [({**headers, **change}, body) for change in refused]
 
