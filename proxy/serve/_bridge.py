@@ -57,15 +57,12 @@ from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._pass_through import PassThroughFeatures
-from ._resource_server import request_caller
-from ._scopes import ScopeMap
 from ._search_mode import SearchMode
 from ._selection import select_servers
 from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
-from ._task_extension import ExtensionTasks
-from ._task_rows import TaskRows
-from ._tasks import ServedTasks, session_key
+from .auth import ScopeMap, request_caller
+from .tasks import ExtensionTasks, ServedTasks, TaskRows, session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool

@@ -67,14 +67,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nativemcp.protocol import NativeMCPResponse, ProtocolError, spec_call_result
 
-from ._apps import AppsHandshake
-from ._bridge import McpBridge
+from .._apps import AppsHandshake
+from .._bridge import McpBridge
+from .._request_ids import decoded_request, read_body, read_request, replayed
+from ..auth import caller_from_scope
+from ..tasks import TASKS_PROTOCOL_VERSION, TaskCalls, TaskExtensionCalls
 from ._call_results import plain_dump
 from ._listing_checks import ListingChecks
-from ._request_ids import decoded_request, read_body, read_request, replayed
-from ._resource_server import caller_from_scope
-from ._task_extension import TaskExtensionCalls
-from ._tasks import TASKS_PROTOCOL_VERSION, TaskCalls
 from ._window import Window
 
 __all__ = ["FAST_METHODS", "FastPath"]

@@ -47,9 +47,9 @@ from pydantic import ValidationError
 
 from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestError
 
-from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
-from ._resource_server import request_caller
-from ._suspended import client_request
+from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from .._suspended import client_request
+from ..auth import request_caller
 from ._task_rows import ROW_SWEEP_INTERVAL, SYNC_INTERVAL, TaskRows
 from ._task_table import TaskTable
 from ._tasks import DEFAULT_TASK_TTL_MS

@@ -48,7 +48,7 @@ from pydantic import ValidationError
 
 from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestError
 
-from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._task_table import TaskTable
 
 __all__ = [
