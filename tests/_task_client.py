@@ -17,7 +17,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 
-from nativemcp.proxy.serve.tasks import TASKS_EXTENSION
+from nativemcp.protocol import TASKS_EXTENSION
 
 VERSION = "2026-07-28"
 """The protocol version of `Rpc`'s requests."""
