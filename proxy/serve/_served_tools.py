@@ -149,6 +149,15 @@ class ServedTools:
             return served
         return {n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)}
 
+    def callable_by(self, served: dict[str, Tool], apps: bool) -> dict[str, Tool]:
+        """What a client may call, ``apps`` if it shows MCP Apps: without, a tool only an
+        app may call (``visibility: ["app"]``) is not there (found, named, suggested).
+
+        The one rule of every path: a direct call, ``call_tool``, ``search_tools``, tasks."""
+        if apps:
+            return served
+        return {n: t for n, t in served.items() if self.apps.callable(t, apps)}
+
     async def served_tool(self, name: str, apps: bool) -> Tool:
         """The catalog entry of served tool ``name``.
 
@@ -168,7 +177,7 @@ class ServedTools:
         if tool is not None and not self.apps.callable(tool, apps):
             tool = None  # only its app may call it, and this client shows no apps
         if tool is None:
-            near = difflib.get_close_matches(name, list(served), n=3)
+            near = difflib.get_close_matches(name, list(self.callable_by(served, apps)), n=3)
             hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}{hint}")
         return tool

@@ -13,12 +13,14 @@ import httpx2
 import mcp_types as types
 import pytest
 from _mcp_http import HEADERS, INIT, serving
+from _task_client import create_task, task_result
 from mcp import Client
 from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import WorkerPool, http_app
+from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
@@ -268,3 +270,56 @@ async def test_an_export_shows_its_app_to_an_apps_host_and_the_card_to_other_cli
     card = plain.content[1]
     assert isinstance(card, types.EmbeddedResource)
     assert str(card.resource.uri).startswith("ui://nativemcp/export/file/")
+
+
+async def _app_only_call(client: Client, path: str) -> str:
+    """What calling the app-only ``alpha__refresh`` on ``path`` answers: its text, or
+    ``refused: …`` (a JSON-RPC error's message, or ``call_tool``'s tool error)."""
+    name, arguments = "alpha__refresh", {}
+    if path != "direct":
+        name, arguments = "call_tool", {"name": "alpha__refresh", "arguments": {}}
+    try:
+        if path == "call_tool task":
+            created = types.CreateTaskResult.model_validate(
+                await create_task(client, name, arguments)
+            )
+            result = await task_result(client, created.task.task_id)
+        else:
+            result = await client.call_tool(name, arguments)
+    except MCPError as exc:
+        return f"refused: {exc.error.message}"
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    return f"refused: {block.text}" if result.is_error else block.text
+
+
+@pytest.mark.parametrize(
+    ("mode", "path"),
+    [
+        ("legacy", "direct"),
+        ("legacy", "call_tool"),
+        ("legacy", "call_tool task"),
+        ("auto", "direct"),
+        ("auto", "call_tool"),
+    ],
+)
+async def test_a_tool_only_an_app_calls_is_unknown_on_every_path_to_a_client_without_apps(
+    mode: Literal["legacy", "auto"], path: str
+) -> None:
+    pool = WorkerPool(APP_SERVERS, timeout=20)
+    search = path != "direct"
+    async with serving(http_app(pool, profile=ToolProfile(search=search))) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", mode=mode) as bare:
+                answer = await _app_only_call(bare, path)
+                if search:
+                    found = await bare.call_tool("search_tools", {"query": "refresh plain"})
+                    names = [m["name"] for m in (found.structured_content or {})["matches"]]
+                    assert "alpha__refresh" not in names and "alpha__plain" in names
+            # A host that shows apps (it declares them in each 2026-07-28 request) calls it.
+            async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
+                hosted = await _app_only_call(host, "direct" if path == "direct" else "call_tool")
+    assert answer.startswith("refused: ") and "'alpha__refresh'" in answer, answer
+    # Nor is the refused name offered as the one meant.
+    assert answer.count("alpha__refresh") == 1, answer
+    assert hosted == "alpha refreshed"
