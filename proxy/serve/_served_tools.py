@@ -90,12 +90,14 @@ class ServedTools:
     def _held(self, name: str) -> Tool | None:
         """Served tool ``name`` as last read from the catalog, while no served source's
         tools changed since (None: not served then, or a source changed)."""
+        return self._served[1].get(name) if self._current() else None
+
+    def _current(self) -> bool:
+        """Whether no served source's tools changed since the catalog was last read."""
         current = self._source_lists()
-        if len(current) != len(self._sources) or any(
-            a is not b for a, b in zip(current, self._sources, strict=True)
-        ):
-            return None
-        return self._served[1].get(name)
+        return len(current) == len(self._sources) and all(
+            a is b for a, b in zip(current, self._sources, strict=True)
+        )
 
     def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
         data: dict[str, Any] = {
@@ -139,8 +141,13 @@ class ServedTools:
     async def catalog_name(self, name: str) -> str | None:
         """The full catalog name of served tool ``name`` (None: not served here).
 
-        For checks made before a call reaches the SDK (the scope map's 403)."""
-        tool = (await self._catalog()).get(name)
+        For checks made before a call reaches the SDK (the scope map's 403): the catalog
+        as last read while it is current, as `served_tool` reads it, so a gated request
+        does not cost a listing (the pool freshens every external server then).
+        A name not served while the catalog is current (a meta-tool's, a typo) is not
+        looked up again: the bridge checks what reaches it anyway."""
+        served = self._served[1] if self._current() else await self._catalog()
+        tool = served.get(name)
         return None if tool is None else tool.name
 
     def _visible(self, caller: Caller | None, served: dict[str, Tool]) -> dict[str, Tool]:

@@ -18,6 +18,7 @@ import mcp_types as types
 import pytest
 from _issuer import Issuer, new_key, running_issuer
 from _mcp_http import HEADERS, INIT, serving
+from _task_client import Rpc
 from cryptography.hazmat.primitives import serialization
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -372,3 +373,40 @@ async def test_under_tool_search_a_caller_finds_and_calls_only_what_its_scopes_c
                     assert "shapes__move" in names
                     moved = await client.call_tool("call_tool", call)
                     assert not moved.is_error
+
+
+async def test_the_scope_gate_reads_the_served_catalog_as_last_read_not_a_listing_a_request() -> (
+    None
+):
+    async with running_issuer() as issuer:
+        pool = WorkerPool(["_serve_servers:server"], timeout=20)
+        listings: list[None] = []
+        list_tools = pool.list_tools
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            listings.append(None)  # each a freshening of every external server waiting
+            return await list_tools(*args, **kwargs)
+
+        pool.list_tools = counted  # type: ignore[method-assign]
+        auth = _auth(issuer, "shapes__move=shapes:write")
+        async with serving(http_app(pool, auth=auth)) as base, httpx2.AsyncClient() as http:
+            with anyio.fail_after(60):
+                http.headers["authorization"] = f"Bearer {issuer.token('rita', scope='x')}"
+                rpc = Rpc(http, f"{base}/mcp")
+                point = {"point": {"x": 1, "y": 2}}
+                await rpc(
+                    "tools/call", {"name": "whoami", "arguments": {}}
+                )  # one server: own names
+                read = len(listings)
+                refused = [
+                    await rpc("tools/call", {"name": "move", "arguments": point}) for _ in range(3)
+                ]
+                allowed = await rpc("tools/call", {"name": "whoami", "arguments": {}})
+                assert len(listings) == read
+                # A name not served is looked up anew by the call (as the pool's own call
+                # does), not by the gate as well.
+                unknown = await rpc("tools/call", {"name": "mvoe", "arguments": point})
+                assert len(listings) == read + 1
+    assert all(answer["error"] == "insufficient_scope" for answer in refused)
+    assert allowed["result"]["content"][0]["text"] == "rita/None"
+    assert "did you mean 'move'" in unknown["error"]["message"]
