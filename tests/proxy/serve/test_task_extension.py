@@ -21,7 +21,8 @@ import mcp_types as types
 import pytest
 from _mcp_http import serving
 from _node import everything_server
-from _task_client import Rpc, forever
+from _task_client import Rpc, forever, list_tasks, task_result
+from mcp import Client
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
@@ -285,6 +286,33 @@ async def test_outside_serving_the_extension_is_not_offered() -> None:
 
 
 @pytest.mark.real_process
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_on_2026_there_is_no_tasks_result_or_tasks_list_and_2025_keeps_them(
+    stateless: bool,
+) -> None:
+    # The conformance suite's tasks-dispatch-and-envelope: -32601, declared or not.
+    pool = WorkerPool(["_serve_servers:server"], timeout=20)
+    app = http_app(pool, stateless=stateless)
+    async with serving(app) as base, httpx2.AsyncClient(timeout=30) as http:
+        rpc = Rpc(http, f"{base}/mcp")
+        with anyio.fail_after(60):
+            answers = [
+                await rpc(method, params, declare=declare)
+                for method, params in (("tasks/result", {"taskId": "t"}), ("tasks/list", {}))
+                for declare in (True, False)
+            ]
+            if not stateless:  # 2025-11-25's tasks live in its sessions
+                async with Client(f"{base}/mcp", mode="legacy") as client:
+                    listed = await list_tasks(client)
+                    with pytest.raises(MCPError) as unknown:
+                        await task_result(client, "t")
+    assert [answer["error"]["code"] for answer in answers] == [-32601] * 4, answers
+    assert "tasks/get" in answers[0]["error"]["message"]
+    if not stateless:
+        assert listed == []
+        assert unknown.value.error.code == -32602  # a method there: the task is unknown
+
+
 async def test_through_serve_a_sources_task_tool_asks_and_answers_over_the_extension() -> None:
     # npm's server-everything behind serve: its simulate-research-query declares task
     # support, and an ambiguous topic makes it ask the client (an elicitation).
