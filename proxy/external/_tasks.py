@@ -11,6 +11,7 @@ for its result, turns its status messages into progress, and cancels the task
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from .._handle import ProgressCallback
 
 __all__ = ["TASK_CANCEL_TIMEOUT", "accepts_task", "call_as_task", "runs_as_task"]
+
+_logger = logging.getLogger("nativemcp.external")
 
 TASK_CANCEL_TIMEOUT: Final = 5.0
 """Seconds a ``tasks/cancel`` for an abandoned task may take (it is sent shielded)."""
@@ -108,7 +111,13 @@ async def _report_status(client: Client, task: Any, on_progress: ProgressCallbac
         if task.status in _TERMINAL:
             return
         await anyio.sleep((task.poll_interval or _DEFAULT_POLL_MS) / 1000)
-        task = await client.session.send_request(
-            mcp_types.GetTaskRequest(params=mcp_types.GetTaskRequestParams(task_id=task.task_id)),
-            mcp_types.GetTaskResult,
-        )
+        try:
+            task = await client.session.send_request(
+                mcp_types.GetTaskRequest(
+                    params=mcp_types.GetTaskRequestParams(task_id=task.task_id)
+                ),
+                mcp_types.GetTaskResult,
+            )
+        except Exception:  # progress is a courtesy: tasks/result still brings the result
+            _logger.debug("task %s: a status poll failed; no more progress", task.task_id)
+            return
