@@ -313,6 +313,10 @@ async def test_the_sessions_per_client_limit_counts_per_user_not_per_address() -
                 assert other.status_code == 200
                 again = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(alice))
                 assert again.status_code == 429
+                # A 2026-07-28 request holds no session: alice at her limit still calls.
+                http.headers["authorization"] = f"Bearer {alice}"
+                listed = await Rpc(http, f"{base}/mcp")("tools/list", {}, declare=False)
+                assert "result" in listed, listed
 
 
 async def test_opaque_tokens_are_checked_by_the_issuers_introspection_endpoint() -> None:
