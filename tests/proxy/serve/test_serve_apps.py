@@ -5,6 +5,7 @@ request's envelope), and two servers' ``ui://app.html`` stay apart."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_bac
 
 APP_SERVERS = ["_app_servers:alpha", "_app_servers:beta"]
 EXPORT_APP = "ui://nativemcp/export-card.html"
+RAW = Path(__file__).parents[2] / "_raw_mcp_server.py"
 
 
 def _apps() -> Any:
@@ -323,3 +325,25 @@ async def test_a_tool_only_an_app_calls_is_unknown_on_every_path_to_a_client_wit
     # Nor is the refused name offered as the one meant.
     assert answer.count("alpha__refresh") == 1, answer
     assert hosted == "alpha refreshed"
+
+
+async def test_the_older_flat_ui_key_is_namespaced_for_hosts_and_removed_for_other_clients() -> (
+    None
+):
+    # A server that names its app in the extension's older flat key, `ui/resourceUri`.
+    clock = {
+        "name": "clock",
+        "inputSchema": {"type": "object"},
+        "_meta": {"ui/resourceUri": "ui://clock.html", "keep": 1},
+    }
+    raw = {"command": sys.executable, "args": [str(RAW), json.dumps({"tools": [clock]})]}
+    pool = WorkerPool(["_app_servers:alpha"], mcp_servers={"old": raw}, timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
+                shown = _named((await host.list_tools()).tools, "clock")
+            async with Client(f"{base}/mcp", mode="legacy") as bare:
+                plain = _named((await bare.list_tools()).tools, "clock")
+    assert (shown.meta or {})["ui/resourceUri"] == "ui://old/clock.html"
+    assert "ui/resourceUri" not in (plain.meta or {})
+    assert (plain.meta or {})["keep"] == 1
