@@ -325,8 +325,8 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         if params.name == SEARCH_TOOLS:
             # A tool the caller may not call is not found; named by `call_tool`, the
             # scope check says which scope it needs.
-            return self._search.answer(arguments, self._visible(request_caller(ctx), served))
-        return self._search.target(arguments, served)
+            return await self._search.answer(arguments, self._visible(request_caller(ctx), served))
+        return await self._search.target(arguments, served)
 
     def stop_calls(self, reason: str) -> int:
         """Stop every tool call running through this bridge; returns how many stopped.
