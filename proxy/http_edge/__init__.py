@@ -1,10 +1,12 @@
 """The HTTP edge both of nativemcp's HTTP apps share: serve's and the console's.
 
 `_rebinding` checks Host and Origin against DNS rebinding with the official SDK's
-transport-security checks (a local-only default, the canonical form of a Host header).
-It imports nothing of nativemcp; `serve/` and `console/` import it by the names below.
+transport-security checks (a local-only default, the canonical form of a Host header);
+`_headers` reads one header of a request. It imports nothing of nativemcp; `serve/` and
+`console/` import it by the names below.
 """
 
+from ._headers import header_value as header_value
 from ._rebinding import LOCAL_HOSTS as LOCAL_HOSTS
 from ._rebinding import PLAIN_HOST as PLAIN_HOST
 from ._rebinding import CanonicalHost as CanonicalHost
@@ -18,5 +20,6 @@ __all__ = [
     "CanonicalHost",
     "RebindingGuard",
     "canonical_host",
+    "header_value",
     "local_only",
 ]

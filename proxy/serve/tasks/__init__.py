@@ -10,7 +10,6 @@ official SDK, `serve/_defaults`, `serve/_suspended` and `serve/auth`; the rest o
 imports it by the names below.
 """
 
-from ._task_extension import TASKS_EXTENSION as TASKS_EXTENSION
 from ._task_extension import ExtensionTasks as ExtensionTasks
 from ._task_extension import TaskExtensionCalls as TaskExtensionCalls
 from ._task_rows import TaskRows as TaskRows
@@ -21,7 +20,6 @@ from ._tasks import TaskCalls as TaskCalls
 from ._tasks import session_key as session_key
 
 __all__ = [
-    "TASKS_EXTENSION",
     "TASKS_PROTOCOL_VERSION",
     "ExtensionTasks",
     "ServedTasks",

@@ -45,7 +45,13 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestError
+from nativemcp.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    TASKS_EXTENSION,
+    TERMINAL_TASK_STATUSES,
+    ClientRequestError,
+)
 
 from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from .._suspended import client_request
@@ -56,7 +62,6 @@ from ._tasks import DEFAULT_TASK_TTL_MS
 
 __all__ = [
     "MISSING_CLIENT_CAPABILITY",
-    "TASKS_EXTENSION",
     "ExtensionTask",
     "ExtensionTasks",
     "TaskExtensionCalls",
@@ -65,13 +70,10 @@ __all__ = [
 
 _logger = logging.getLogger("nativemcp.serve")
 
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
-"""The extension's identifier, in ``capabilities.extensions`` of both sides."""
 MISSING_CLIENT_CAPABILITY: Final = -32021
 """The JSON-RPC error of a request that needs a capability its client did not declare."""
 POLL_INTERVAL_MS: Final = 1000
 """The ``pollIntervalMs`` suggested to clients."""
-_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 
 Work = Callable[["ExtensionTask"], Awaitable[types.CallToolResult]]
 """A task's tool call, given its task (to ask the client through, and report to)."""
@@ -136,7 +138,7 @@ class ExtensionTask:
 
     def set_status(self, status: str, message: str | None = None) -> None:
         """Move the task to ``status`` (a task that ended stays as it ended)."""
-        if self.status in _TERMINAL:
+        if self.status in TERMINAL_TASK_STATUSES:
             return
         self.status = status
         if message is not None:
@@ -488,7 +490,7 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
             await self._rows.request(wire["taskId"], _owner(ctx), cancel=True, responses={})
             return {"resultType": "complete"}
         task, _ = self._find(ctx)
-        if task.status not in _TERMINAL:
+        if task.status not in TERMINAL_TASK_STATUSES:
             task.scope.cancel()
             task.set_status("cancelled", "cancelled by the client")
         return {"resultType": "complete"}

@@ -23,7 +23,7 @@ import anyio
 import msgspec
 from mcp.shared.exceptions import MCPError
 
-from nativemcp.protocol import INTERNAL_ERROR
+from nativemcp.protocol import INTERNAL_ERROR, TERMINAL_TASK_STATUSES
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,7 +36,6 @@ ROW_SWEEP_INTERVAL: Final = 60.0
 """Seconds between two deletions of the rows past their ttl, on each replica."""
 STALE_AFTER: Final = 10.0
 """Seconds without a heartbeat after which a task that did not end has lost its replica."""
-_TERMINAL: Final = ("completed", "failed", "cancelled")
 _SCHEMA_LOCK: Final = 0x6E6D6370_7461736B  # "nmcptask": the advisory lock of the schema
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS nativemcp_tasks (
@@ -61,7 +60,7 @@ UPDATE nativemcp_tasks AS t SET
     heartbeat_at = %s,
     input_responses = '{}'::jsonb,
     wire = CASE
-        WHEN given.wire IS NULL OR t.wire->>'status' IN ('completed', 'failed', 'cancelled')
+        WHEN given.wire IS NULL OR t.wire->>'status' = ANY(%s::text[])
         THEN t.wire ELSE given.wire::jsonb END
 FROM asked JOIN given USING (task_id)
 WHERE t.task_id = asked.task_id
@@ -171,7 +170,8 @@ class TaskRows(anyio.AsyncContextManagerMixin):
             return {}
         ids = list(wires)
         written = [None if wires[i] is None else _json(wires[i]) for i in ids]
-        rows = await self._run(_BEAT, (ids, ids, written, time.time()))
+        ended = list(TERMINAL_TASK_STATUSES)
+        rows = await self._run(_BEAT, (ids, ids, written, time.time(), ended))
         return {task_id: (bool(cancel), dict(asked or {})) for task_id, cancel, asked in rows}
 
     async def load(self, task_id: str, owner: str | None) -> dict[str, Any] | None:
@@ -186,7 +186,10 @@ class TaskRows(anyio.AsyncContextManagerMixin):
             return None
         wire, heartbeat = rows[0]
         wire = dict(wire)
-        if wire["status"] not in _TERMINAL and time.time() - heartbeat > self.stale_after:
+        if (
+            wire["status"] not in TERMINAL_TASK_STATUSES
+            and time.time() - heartbeat > self.stale_after
+        ):
             message = (
                 f"the replica running this task stopped (no heartbeat for "
                 f"{self.stale_after:g} s): its tool call is lost; call the tool again"

@@ -29,10 +29,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from nativemcp.protocol import TASKS_EXTENSION
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.serve.tasks._task_extension import (
     MISSING_CLIENT_CAPABILITY,
-    TASKS_EXTENSION,
     ExtensionTask,
     ExtensionTasks,
 )
