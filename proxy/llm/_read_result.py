@@ -1,0 +1,129 @@
+"""The ``read_result`` tool: the rest of a result that was cut to its budget.
+
+A cut result's last line names its id and the calls that read on. ``read_result(id,
+from_line?, to_line?)`` answers a range of its lines (for a JSON list, items: one to a
+line); ``read_result(id, query)`` the passages that hold the query's words, best first
+(BM25). Each answer fits the same budget, cut again with the line that says how to read
+on. The agent loop offers this tool whenever it has a result budget, and ``serve
+--result-budget`` lists it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple
+
+from nativemcp.protocol import ArgumentsError, Tool
+
+from ._budget import RESULTS_URI
+from ._kept import KeptResults, read_kept
+
+__all__ = ["READ_RESULT", "READ_RESULT_TOOL", "ReadRequest", "read_request", "read_result"]
+
+READ_RESULT: Final = "read_result"
+"""The name of the tool that reads a kept result."""
+
+READ_RESULT_TOOL: Final = Tool(
+    name=READ_RESULT,
+    title="Read a kept result",
+    description=(
+        "Read more of a tool result that was cut to fit (its last line gives the id): "
+        "lines from_line..to_line (for a JSON list, items), or with a query the passages "
+        "that hold its words, best first."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "the result's id, from its last line"},
+            "from_line": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "the first line (or item) to read, 1-based",
+            },
+            "to_line": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "the last line to read (default: as many as fit)",
+            },
+            "query": {
+                "type": "string",
+                "description": "words to find: answers the passages that hold them",
+            },
+            "top_n": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 50,
+                "default": 5,
+                "description": "how many passages a query answers (default 5)",
+            },
+        },
+        "required": ["id"],
+    },
+)
+"""The tool's definition, as ``tools/list`` gives it."""
+
+
+class ReadRequest(NamedTuple):
+    """A ``read_result`` call's arguments, checked."""
+
+    result_id: str
+    from_line: int = 1
+    to_line: int | None = None
+    query: str | None = None
+    top_n: int = 5
+
+
+def read_request(arguments: Mapping[str, Any] | None) -> ReadRequest:
+    """The arguments of a ``read_result`` call; the id may be given as its URI too.
+
+    Raises:
+        ArgumentsError: no id string, a line or top_n that is not a whole number, or a
+            query that is not a string.
+    """
+    arguments = arguments or {}
+    result_id = arguments.get("id")
+    if not isinstance(result_id, str) or not result_id.strip():
+        raise ArgumentsError(f"{READ_RESULT} needs 'id', the id a cut result's last line gives")
+    result_id = result_id.strip().removeprefix(RESULTS_URI)
+    numbers: dict[str, int | None] = {}
+    for name, default in (("from_line", 1), ("to_line", None), ("top_n", 5)):
+        value = arguments.get(name, default)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ArgumentsError(f"{READ_RESULT}: {name} must be a whole number, not {value!r}")
+        numbers[name] = value
+    query = arguments.get("query")
+    if query is not None and not isinstance(query, str):
+        raise ArgumentsError(f"{READ_RESULT}: query must be a string, not {query!r}")
+    return ReadRequest(
+        result_id,
+        numbers["from_line"] or 1,
+        numbers["to_line"],
+        query,
+        numbers["top_n"] or 5,
+    )
+
+
+def read_result(
+    arguments: Mapping[str, Any] | None, *, budget: int, kept: KeptResults | None = None,
+    owner: str = "",
+) -> str:  # fmt: skip
+    """What a ``read_result`` call answers, as text that fits ``budget``.
+
+    ``kept`` and ``owner`` as given to `tool_result_message` (None: the shared store).
+
+    Raises:
+        ArgumentsError: the arguments are not as `READ_RESULT_TOOL` says.
+        ToolError: no such result for ``owner`` (unknown, expired or another's), or a
+            line range outside it.
+    """
+    request = read_request(arguments)
+    store = kept if kept is not None else KeptResults.shared()
+    result = store.get(request.result_id, owner=owner)
+    return read_kept(
+        result,
+        budget,
+        from_line=request.from_line,
+        to_line=request.to_line,
+        query=request.query,
+        top_n=request.top_n,
+    )
