@@ -24,6 +24,7 @@ and `WorkerPool.run_tool_call`).
 
 from nativemcp.protocol import UnknownProviderError as UnknownProviderError
 
+from ._budget import DEFAULT_RESULT_BUDGET as DEFAULT_RESULT_BUDGET
 from ._budget import MIN_BUDGET as MIN_BUDGET
 from ._budget import RESULTS_URI as RESULTS_URI
 from ._history import ResponseStats as ResponseStats
@@ -52,6 +53,7 @@ from ._tokens import token_note as token_note
 __all__ = [
     "DEFAULT_KEEP_BYTES",
     "DEFAULT_KEEP_SECONDS",
+    "DEFAULT_RESULT_BUDGET",
     "EMPTY_RESULT_TEXT",
     "ENCODING",
     "MIN_BUDGET",

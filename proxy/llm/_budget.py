@@ -21,6 +21,7 @@ from typing import Final, NamedTuple
 from ._tokens import count_tokens
 
 __all__ = [
+    "DEFAULT_RESULT_BUDGET",
     "MIN_BUDGET",
     "RESULTS_URI",
     "Omitted",
@@ -32,6 +33,11 @@ __all__ = [
     "notice",
 ]
 
+DEFAULT_RESULT_BUDGET: Final = 8_000
+"""The agent loop's token budget per tool result unless the pool says otherwise.
+
+About 32 KB of text: room for a page of any result, a small share of any current
+model's context, and far below Claude Code's 25,000-token limit on MCP output."""
 MIN_BUDGET: Final = 200
 """The smallest budget a result may be given: the notice alone takes up to about 90."""
 RESULTS_URI: Final = "nativemcp://results/"
@@ -138,14 +144,15 @@ def fit_lines(
 
     ``lines`` are units ``first``.. of a whole of ``total`` units (default: these),
     and ``rest_bytes`` the size of the units after them.
-    The answer is never over ``budget``; when every line fits, no notice is added.
+    The answer is never over ``budget``; when every line fits, no notice is added (a
+    part's ``header`` says which it is).
     When not even the first line fits, that line is cut after the last whole word that
     fits (`_fit_words`).
     """
     total = len(lines) + first - 1 if total is None else total
     head = f"{header}\n" if header else ""
     whole = head + "\n".join(lines)
-    if count_tokens(whole) <= budget and first + len(lines) - 1 >= total:
+    if count_tokens(whole) <= budget:  # the header, if any, says which lines these are
         return whole
     sizes = [len(line.encode()) + 1 for line in lines]
 

@@ -21,22 +21,27 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from nativemcp.protocol import INVALID_PARAMS, ImageContent, ToolError
 
-from ._budget import fit_lines
-from ._passages import PassageIndex
+from ._budget import fit_lines, largest_fitting
+from ._passages import Passage, PassageIndex
 from ._tokens import count_tokens
 
 __all__ = [
     "DEFAULT_KEEP_BYTES",
     "DEFAULT_KEEP_SECONDS",
+    "About",
     "KeptResult",
     "KeptResults",
+    "ReadRequest",
     "Unit",
+    "check_top_n",
+    "lines_answer",
     "new_result_id",
     "no_such_result",
+    "passages_answer",
     "read_kept",
 ]
 
@@ -186,15 +191,17 @@ class KeptResults:
             self._bytes -= oldest.size
 
 
-def read_kept(
-    kept: KeptResult,
-    budget: int,
-    *,
-    from_line: int = 1,
-    to_line: int | None = None,
-    query: str | None = None,
-    top_n: int = _TOP_N,
-) -> str:
+class ReadRequest(NamedTuple):
+    """A ``read_result`` call's arguments, checked (`read_request`)."""
+
+    result_id: str
+    from_line: int = 1
+    to_line: int | None = None
+    query: str | None = None
+    top_n: int = _TOP_N
+
+
+def read_kept(kept: KeptResult, request: ReadRequest, budget: int) -> str:
     """What ``read_result`` answers: lines ``from_line``..``to_line`` of ``kept``, or its
     ``top_n`` passages that match ``query``, cut to ``budget`` with the line that says
     how to read on.
@@ -202,63 +209,107 @@ def read_kept(
     Raises:
         ToolError: a line number out of range, or ``top_n`` not between 1 and 50.
     """
-    total = len(kept.lines)
-    unit = kept.unit
+    about = About(kept.id, kept.tool, kept.unit, len(kept.lines))
+    query = request.query
     if query is not None and query.strip():
-        return _passages(kept, query, top_n, budget)
-    last = total if to_line is None else to_line
-    if not 1 <= from_line <= max(total, 1) or last < from_line:
-        raise ToolError(
-            f"lines {from_line}..{last} are not in result {kept.id!r}, which has "
-            f"{total:,} {unit}s (1..{total})",
-            code=INVALID_PARAMS,
+        check_top_n(request.top_n)
+        found = kept.passages().search(query, request.top_n)
+        return passages_answer(
+            about, query, [(p, kept.lines[p.first - 1 : p.last]) for p in found], budget
         )
-    last = min(last, total)
-    lines = kept.lines[from_line - 1 : last]
+    from_line = request.from_line
+    last = about.check_range(from_line, request.to_line)
     rest = sum(len(line.encode()) + 1 for line in kept.lines[last:])
-    header = f"[result {kept.id} ({kept.tool}): {unit}s {from_line:,}-{last:,} of {total:,}]"
+    return lines_answer(about, from_line, kept.lines[from_line - 1 : last], rest, budget)
+
+
+class About(NamedTuple):
+    """What an answer of ``read_result`` says about the result it reads."""
+
+    result_id: str
+    tool: str
+    unit: Unit
+    total: int
+
+    def check_range(self, from_line: int, to_line: int | None) -> int:
+        """The last line to read of ``from_line``..``to_line`` (None: the end).
+
+        Raises:
+            ToolError: the range is empty or starts outside the result.
+        """
+        last = self.total if to_line is None else to_line
+        if not 1 <= from_line <= max(self.total, 1) or last < from_line:
+            raise ToolError(
+                f"lines {from_line}..{last} are not in result {self.result_id!r}, which has "
+                f"{self.total:,} {self.unit}s (1..{self.total})",
+                code=INVALID_PARAMS,
+            )
+        return min(last, self.total)
+
+
+def check_top_n(top_n: int) -> None:
+    """Raises: ToolError: ``top_n`` is not between 1 and 50."""
+    if not 1 <= top_n <= 50:
+        raise ToolError(f"top_n must be between 1 and 50, not {top_n}", code=INVALID_PARAMS)
+
+
+def lines_answer(
+    about: About, from_line: int, lines: Sequence[str], rest_bytes: int, budget: int
+) -> str:
+    """The answer for ``lines`` (from ``from_line``; ``rest_bytes`` after them), in
+    ``budget``."""
+    last = from_line + len(lines) - 1
+    header = (
+        f"[result {about.result_id} ({about.tool}): {about.unit}s {from_line:,}-{last:,} "
+        f"of {about.total:,}]"
+    )
     return fit_lines(
         lines,
         budget,
-        result_id=kept.id,
+        result_id=about.result_id,
         first=from_line,
-        total=total,
+        total=about.total,
         header=header,
-        unit=unit,
-        rest_bytes=rest,
+        unit=about.unit,
+        rest_bytes=rest_bytes,
     )
 
 
-def _passages(kept: KeptResult, query: str, top_n: int, budget: int) -> str:
-    if not 1 <= top_n <= 50:
-        raise ToolError(f"top_n must be between 1 and 50, not {top_n}", code=INVALID_PARAMS)
-    found = kept.passages().search(query, top_n)
-    unit, total = kept.unit, len(kept.lines)
+def passages_answer(
+    about: About, query: str, found: Sequence[tuple[Passage, Sequence[str]]], budget: int
+) -> str:
+    """The answer for the passages ``found`` for ``query`` (each with its lines), best
+    first: as many whole passages as fit ``budget``, or the best one's first lines."""
+    rid, unit = about.result_id, about.unit
     if not found:
         return (
-            f"[result {kept.id} ({kept.tool}): no {unit} of {total:,} holds a word of "
-            f"{query!r}; read_result(id={kept.id!r}, from_line=1) reads it in order]"
+            f"[result {rid} ({about.tool}): no {unit} of {about.total:,} holds a word of "
+            f"{query!r}; read_result(id={rid!r}, from_line=1) reads it in order]"
         )
-    header = (
-        f"[result {kept.id} ({kept.tool}): the {len(found)} passage(s) of {total:,} {unit}s "
-        f"that best match {query!r}, best first]"
+    blocks = [
+        "\n".join(
+            [f"[{unit}s {passage.first:,}-{passage.last:,}, score {passage.score:.2f}]", *lines]
+        )
+        for passage, lines in found
+    ]
+
+    def shown(n: int) -> str:
+        header = (
+            f"[result {rid} ({about.tool}): the {n} passage{'s' if n != 1 else ''} of "
+            f"{about.total:,} {unit}s that best match {query!r}, best first]"
+        )
+        return "\n".join([header, *blocks[:n]])
+
+    n = largest_fitting(lambda n: count_tokens(shown(n)) <= budget, len(blocks))
+    if n:
+        return shown(n)
+    best, lines = found[0]  # not even the best passage fits whole: its first lines
+    return fit_lines(
+        lines,
+        budget,
+        result_id=rid,
+        first=best.first,
+        total=about.total,
+        header=shown(1).partition("\n")[0],
+        unit=unit,
     )
-    parts = [header]
-    for passage in found:
-        block = "\n".join(
-            [
-                f"[{unit}s {passage.first:,}-{passage.last:,}, score {passage.score:.2f}]",
-                *kept.lines[passage.first - 1 : passage.last],
-            ]
-        )
-        if count_tokens("\n".join([*parts, block])) > budget:
-            if len(parts) == 1:  # not even the best passage fits whole: its lines cut
-                lines = kept.lines[passage.first - 1 : passage.last]
-                return fit_lines(
-                    lines, budget, result_id=kept.id, first=passage.first, total=total,
-                    header=header, unit=unit,
-                    rest_bytes=sum(len(x.encode()) + 1 for x in kept.lines[passage.last :]),
-                )  # fmt: skip
-            break
-        parts.append(block)
-    return "\n".join(parts)

@@ -11,14 +11,14 @@ on. The agent loop offers this tool whenever it has a result budget, and ``serve
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from nativemcp.protocol import ArgumentsError, Tool
 
 from ._budget import RESULTS_URI
-from ._kept import KeptResults, read_kept
+from ._kept import KeptResults, ReadRequest, read_kept
 
-__all__ = ["READ_RESULT", "READ_RESULT_TOOL", "ReadRequest", "read_request", "read_result"]
+__all__ = ["READ_RESULT", "READ_RESULT_TOOL", "read_request", "read_result"]
 
 READ_RESULT: Final = "read_result"
 """The name of the tool that reads a kept result."""
@@ -61,16 +61,6 @@ READ_RESULT_TOOL: Final = Tool(
     },
 )
 """The tool's definition, as ``tools/list`` gives it."""
-
-
-class ReadRequest(NamedTuple):
-    """A ``read_result`` call's arguments, checked."""
-
-    result_id: str
-    from_line: int = 1
-    to_line: int | None = None
-    query: str | None = None
-    top_n: int = 5
 
 
 def read_request(arguments: Mapping[str, Any] | None) -> ReadRequest:
@@ -119,11 +109,4 @@ def read_result(
     request = read_request(arguments)
     store = kept if kept is not None else KeptResults.shared()
     result = store.get(request.result_id, owner=owner)
-    return read_kept(
-        result,
-        budget,
-        from_line=request.from_line,
-        to_line=request.to_line,
-        query=request.query,
-        top_n=request.top_n,
-    )
+    return read_kept(result, request, budget)
