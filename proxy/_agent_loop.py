@@ -25,7 +25,6 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     UnknownTool,
     quoted_name,
-    text_response,
     ui_visibility,
 )
 
@@ -238,6 +237,7 @@ class AgentLoop:
         full_name = self._names_for(provider).get(parsed.name, parsed.name)
         outcome: NativeMCPResponse[Any] | Exception
         arguments = parsed.arguments
+        reading = False  # a read_result answer fits already: never cut or kept again
         if parsed.error is not None:
             outcome = ArgumentsError(f"tool call {quoted_name(parsed.name)}: {parsed.error}")
         else:
@@ -248,8 +248,8 @@ class AgentLoop:
                     found = await self.search_tools(query, limit, profile=profile)
                     outcome = search_response(query, found, self._offered(profile))
                 elif full_name == READ_RESULT and self._results.budget is not None:
-                    answer = await self._results.read(arguments, owner=result_owner)
-                    outcome = text_response(answer)  # fits the budget already
+                    reading = True
+                    outcome = await self._results.read(arguments, owner=result_owner)
                 else:
                     if full_name == CALL_TOOL:
                         full_name, arguments = read_call(arguments)
@@ -269,7 +269,9 @@ class AgentLoop:
                         outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
-        output = await self._results.fit(render(outcome), owner=result_owner, tool=full_name)
+        output = render(outcome)
+        if not reading:
+            output = await self._results.fit(output, owner=result_owner, tool=full_name)
         return message_for(output, provider, parsed.call_id, parsed.name)
 
     def _offered(self, profile: ToolProfile | None) -> int:

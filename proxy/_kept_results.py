@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from nativemcp.protocol import NativeMCPError
+from nativemcp.protocol import NativeMCPError, NativeMCPResponse, text_response
 
 from .llm._fit import Whole, cut_output, to_keep
 from .llm._kept import (
@@ -29,6 +29,7 @@ from .llm._kept import (
     KeptResults,
     Unit,
     check_top_n,
+    image_answer,
     lines_answer,
     new_result_id,
     no_such_result,
@@ -94,12 +95,16 @@ class ResultKeeping:
 
     async def _keep(self, whole: Whole, owner: str, tool: str) -> str:
         store = self._content_store()
-        if store is not None:
+        # The content store keeps text: a result with images stays in memory whole.
+        if store is not None and not whole.images:
             try:
                 return await self._keep_in_store(store, whole, owner, tool)
             except NativeMCPError:
                 pass  # the store failed (closed, full disk): memory keeps it instead
-        return self.memory.keep(whole.lines, owner=owner, tool=tool, unit=whole.unit).id
+        kept = self.memory.keep(
+            whole.lines, owner=owner, tool=tool, unit=whole.unit, images=whole.images
+        )
+        return kept.id
 
     async def _keep_in_store(
         self, store: ContentStoreAPI, whole: Whole, owner: str, tool: str
@@ -124,7 +129,9 @@ class ResultKeeping:
         self._stored[result_id] = _Stored(owner, tool, whole.unit, store_id, added.content_id, ends)
         return result_id
 
-    async def read(self, arguments: Mapping[str, Any] | None, *, owner: str) -> str:
+    async def read(
+        self, arguments: Mapping[str, Any] | None, *, owner: str
+    ) -> NativeMCPResponse[Any]:
         """What a ``read_result`` call answers for ``owner``.
 
         Raises:
@@ -143,9 +150,12 @@ class ResultKeeping:
         if store is None:  # pragma: no cover - the pool closed meanwhile
             raise no_such_result(request.result_id)
         about = About(request.result_id, stored.tool, stored.unit, len(stored.ends))
+        if request.image is not None:
+            return image_answer(about, (), request.image)  # images are kept in memory
         if request.query is not None and request.query.strip():
             check_top_n(request.top_n)
-            return await self._passages(store, stored, about, request.query, request.top_n)
+            answer = await self._passages(store, stored, about, request.query, request.top_n)
+            return text_response(answer)
         last = about.check_range(request.from_line, request.to_line)
         read = await store.read_content(
             store_id=stored.store_id,
@@ -155,7 +165,7 @@ class ResultKeeping:
         )
         lines = read.content.split("\n")[: last - request.from_line + 1]
         rest = stored.ends[-1] - stored.ends[last - 1]
-        return lines_answer(about, request.from_line, lines, rest, budget)
+        return text_response(lines_answer(about, request.from_line, lines, rest, budget))
 
     async def _passages(
         self, store: ContentStoreAPI, stored: _Stored, about: About, query: str, top_n: int

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from nativemcp.protocol import ImageContent
+
 from ._budget import fit_items, fit_lines
+from ._images import oversize, scale_down
 from ._kept import Unit
-from ._render import ToolOutput
+from ._render import Extra, ToolOutput
 from ._shape import json_lines, summarise
 from ._tokens import count_tokens
 
@@ -26,6 +29,10 @@ class Whole(NamedTuple):
 
     lines: list[str]
     unit: Unit
+    text_over: bool = True
+    """Whether the text is over the budget (else only an image is over its cap)."""
+    images: tuple[ImageContent, ...] = ()
+    """Every image of the result, in order, when one is to be scaled down."""
 
 
 def _structured(output: ToolOutput) -> bool:
@@ -34,19 +41,30 @@ def _structured(output: ToolOutput) -> bool:
 
 
 def to_keep(output: ToolOutput, budget: int) -> Whole | None:
-    """What to keep of ``output`` when it is over ``budget``; None when it fits."""
-    if count_tokens(output.text) <= budget:
+    """What to keep of ``output`` when its text is over ``budget`` or an image over
+    its cap (`oversize`); None when it fits."""
+    text = output.text
+    # A token is one character at least: a text no longer than the budget fits.
+    text_over = len(text) > budget and count_tokens(text) > budget
+    images = tuple(extra.image for extra in output.extras if extra.image is not None)
+    if not text_over and not any(oversize(image) for image in images):
         return None
     if _structured(output):
         lines, _ = json_lines(output.value)
-        return Whole(lines, "item" if isinstance(output.value, list) else "line")
+        unit: Unit = "item" if isinstance(output.value, list) else "line"
+        return Whole(lines, unit, text_over, images)
     parts = [output.body, *(extra.note for extra in output.extras if extra.image is None)]
-    return Whole("\n".join(part for part in parts if part).split("\n"), "line")
+    lines = "\n".join(part for part in parts if part).split("\n")
+    return Whole(lines, "line", text_over, images)
 
 
 def cut_output(output: ToolOutput, whole: Whole, budget: int, result_id: str) -> ToolOutput:
     """What the model reads of ``output`` (kept whole as ``whole`` under ``result_id``):
-    never over ``budget``; images stay beside it, each with its one-line note."""
+    never over ``budget``; images stay beside it, each with its one-line note, those
+    over their cap scaled down."""
+    output = _scaled(output, result_id)
+    if not whole.text_over and count_tokens(output.text) <= budget:
+        return output
     images = tuple(extra for extra in output.extras if extra.image is not None)
     notes = "\n".join(extra.note for extra in images)
     room = budget - (count_tokens(notes) + 1 if notes else 0)
@@ -65,3 +83,19 @@ def cut_output(output: ToolOutput, whole: Whole, budget: int, result_id: str) ->
 
 def _size(whole: Whole) -> int:
     return sum(len(line.encode()) + 1 for line in whole.lines) + 1
+
+
+def _scaled(output: ToolOutput, result_id: str) -> ToolOutput:
+    """``output`` with each image over its cap scaled down (numbered from 1 among the
+    result's images, as ``read_result(id, image=N)`` reads the originals)."""
+    extras = []
+    number = 0
+    for extra in output.extras:
+        if extra.image is not None:
+            number += 1
+            if oversize(extra.image):
+                scaled = scale_down(extra.image, number, result_id)
+                if scaled is not None:
+                    extra = Extra(scaled.note, scaled.image, with_image=True)
+        extras.append(extra)
+    return output._replace(extras=tuple(extras))

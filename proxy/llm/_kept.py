@@ -9,8 +9,8 @@ own tools and outlive the process.
 
 `read_kept` answers a ``read_result`` call: a range of lines (items, for a JSON list),
 or the passages that match a query (`PassageIndex`: the content store's BM25), cut to
-the budget again with the line that says how to read on. An id that is unknown,
-expired or another owner's gets the same answer: no such result.
+the budget again with the line that says how to read on, or an original image. An id
+that is unknown, expired or another owner's gets the same answer: no such result.
 """
 
 from __future__ import annotations
@@ -21,9 +21,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
-from nativemcp.protocol import INVALID_PARAMS, ImageContent, ToolError
+from nativemcp.protocol import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ImageContent,
+    NativeMCPResponse,
+    TextContent,
+    ToolError,
+    text_response,
+)
 
 from ._budget import fit_lines, largest_fitting
 from ._passages import Passage, PassageIndex
@@ -38,6 +46,7 @@ __all__ = [
     "ReadRequest",
     "Unit",
     "check_top_n",
+    "image_answer",
     "lines_answer",
     "new_result_id",
     "no_such_result",
@@ -82,7 +91,7 @@ class KeptResult:
 
     A JSON list is one item to a line; an object one key or list item to a line."""
     images: tuple[ImageContent, ...] = ()
-    """The originals of images that reached the model scaled down."""
+    """The result's images as the tool gave them (kept when one was scaled down)."""
     created: float = field(default_factory=time.monotonic)
     size: int = 0
     """The UTF-8 size of the lines, newlines included."""
@@ -199,28 +208,54 @@ class ReadRequest(NamedTuple):
     to_line: int | None = None
     query: str | None = None
     top_n: int = _TOP_N
+    image: int | None = None
 
 
-def read_kept(kept: KeptResult, request: ReadRequest, budget: int) -> str:
+def read_kept(kept: KeptResult, request: ReadRequest, budget: int) -> NativeMCPResponse[Any]:
     """What ``read_result`` answers: lines ``from_line``..``to_line`` of ``kept``, or its
     ``top_n`` passages that match ``query``, cut to ``budget`` with the line that says
-    how to read on.
+    how to read on; or its original image number ``image``.
 
     Raises:
-        ToolError: a line number out of range, or ``top_n`` not between 1 and 50.
+        ToolError: a line number or image number out of range, or ``top_n`` not
+            between 1 and 50.
     """
     about = About(kept.id, kept.tool, kept.unit, len(kept.lines))
     query = request.query
+    if request.image is not None:
+        return image_answer(about, kept.images, request.image)
     if query is not None and query.strip():
         check_top_n(request.top_n)
         found = kept.passages().search(query, request.top_n)
-        return passages_answer(
-            about, query, [(p, kept.lines[p.first - 1 : p.last]) for p in found], budget
+        return text_response(
+            passages_answer(
+                about, query, [(p, kept.lines[p.first - 1 : p.last]) for p in found], budget
+            )
         )
     from_line = request.from_line
     last = about.check_range(from_line, request.to_line)
     rest = sum(len(line.encode()) + 1 for line in kept.lines[last:])
-    return lines_answer(about, from_line, kept.lines[from_line - 1 : last], rest, budget)
+    return text_response(
+        lines_answer(about, from_line, kept.lines[from_line - 1 : last], rest, budget)
+    )
+
+
+def image_answer(
+    about: About, images: Sequence[ImageContent], number: int
+) -> NativeMCPResponse[Any]:
+    """The original of image ``number`` (1-based) of a kept result, after one line.
+
+    Raises:
+        ToolError: the result has no such image.
+    """
+    if not 1 <= number <= len(images):
+        raise ToolError(
+            f"result {about.result_id!r} has {len(images)} image(s) kept, not image {number}",
+            code=INVALID_PARAMS,
+        )
+    image = images[number - 1]
+    header = f"[result {about.result_id} ({about.tool}): image {number}, the original]"
+    return NativeMCPResponse(result=CallToolResult(content=[TextContent(text=header), image]))
 
 
 class About(NamedTuple):

@@ -60,7 +60,9 @@ def tool_result_message(
             lines, whole JSON items, a JSON object summarised by shape) with one line
             saying what was left out and how to read it: the whole result is kept in
             ``kept`` under an id, for ``read_result`` (`READ_RESULT`, answered by
-            `read_result`). A result within it is sent as it is, byte for byte.
+            `read_result`). An image over 1 MB or 1,568 pixels is scaled down (with
+            Pillow, the ``images`` extra), the original kept the same way. A result
+            within it is sent as it is, byte for byte.
         kept: where a result over ``budget`` is kept (None: `KeptResults.shared`).
         owner: whose result it is: only the same owner reads it back.
 
@@ -81,7 +83,9 @@ def tool_result_message(
         whole = to_keep(output, budget)
         if whole is not None:
             store = kept if kept is not None else KeptResults.shared()
-            result = store.keep(whole.lines, owner=owner, tool=tool_name, unit=whole.unit)
+            result = store.keep(
+                whole.lines, owner=owner, tool=tool_name, unit=whole.unit, images=whole.images
+            )
             output = cut_output(output, whole, budget, result.id)
     return message_for(output, provider, call_id, tool_name)
 
@@ -140,7 +144,10 @@ def _anthropic(output: ToolOutput, call_id: str, tool_name: str) -> dict[str, An
         content.append({"type": "text", "text": output.body})
     for extra in output.extras:
         image = _anthropic_image(extra.image) if extra.image is not None else None
-        content.append(image or {"type": "text", "text": extra.note})
+        if image is None or extra.with_image:
+            content.append({"type": "text", "text": extra.note})
+        if image is not None:
+            content.append(image)
     return {
         "type": "tool_result",
         "tool_use_id": call_id,

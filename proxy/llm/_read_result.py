@@ -3,7 +3,8 @@
 A cut result's last line names its id and the calls that read on. ``read_result(id,
 from_line?, to_line?)`` answers a range of its lines (for a JSON list, items: one to a
 line); ``read_result(id, query)`` the passages that hold the query's words, best first
-(BM25). Each answer fits the same budget, cut again with the line that says how to read
+(BM25); ``read_result(id, image=N)`` the original of a scaled-down image. Each text
+answer fits the same budget, cut again with the line that says how to read
 on. The agent loop offers this tool whenever it has a result budget, and ``serve
 --result-budget`` lists it.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from nativemcp.protocol import ArgumentsError, Tool
+from nativemcp.protocol import ArgumentsError, NativeMCPResponse, Tool
 
 from ._budget import RESULTS_URI
 from ._kept import KeptResults, ReadRequest, read_kept
@@ -29,7 +30,7 @@ READ_RESULT_TOOL: Final = Tool(
     description=(
         "Read more of a tool result that was cut to fit (its last line gives the id): "
         "lines from_line..to_line (for a JSON list, items), or with a query the passages "
-        "that hold its words, best first."
+        "that hold its words, best first, or the original of a scaled-down image."
     ),
     input_schema={
         "type": "object",
@@ -56,6 +57,11 @@ READ_RESULT_TOOL: Final = Tool(
                 "default": 5,
                 "description": "how many passages a query answers (default 5)",
             },
+            "image": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "the number of a scaled-down image: answers its original",
+            },
         },
         "required": ["id"],
     },
@@ -76,7 +82,7 @@ def read_request(arguments: Mapping[str, Any] | None) -> ReadRequest:
         raise ArgumentsError(f"{READ_RESULT} needs 'id', the id a cut result's last line gives")
     result_id = result_id.strip().removeprefix(RESULTS_URI)
     numbers: dict[str, int | None] = {}
-    for name, default in (("from_line", 1), ("to_line", None), ("top_n", 5)):
+    for name, default in (("from_line", 1), ("to_line", None), ("top_n", 5), ("image", None)):
         value = arguments.get(name, default)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise ArgumentsError(f"{READ_RESULT}: {name} must be a whole number, not {value!r}")
@@ -90,14 +96,17 @@ def read_request(arguments: Mapping[str, Any] | None) -> ReadRequest:
         numbers["to_line"],
         query,
         numbers["top_n"] or 5,
+        numbers["image"],
     )
 
 
 def read_result(
     arguments: Mapping[str, Any] | None, *, budget: int, kept: KeptResults | None = None,
     owner: str = "",
-) -> str:  # fmt: skip
-    """What a ``read_result`` call answers, as text that fits ``budget``.
+) -> NativeMCPResponse[Any]:  # fmt: skip
+    """What a ``read_result`` call answers, as a response for `tool_result_message`.
+
+    The answer is text that fits ``budget``, or an original image.
 
     ``kept`` and ``owner`` as given to `tool_result_message` (None: the shared store).
 

@@ -58,6 +58,8 @@ class Extra(NamedTuple):
 
     note: str
     image: ImageContent | None = None
+    with_image: bool = False
+    """The note goes with the image too (it says the image was scaled down)."""
 
 
 class ToolOutput(NamedTuple):

@@ -9,6 +9,8 @@ call still gets the whole value.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
 from pathlib import Path
@@ -16,8 +18,16 @@ from typing import Any
 
 import anyio
 import pytest
+from PIL import Image
 
-from nativemcp.protocol import NativeMCPResponse, structured_response, unwrap
+from nativemcp.protocol import (
+    CallToolResult,
+    ImageContent,
+    NativeMCPResponse,
+    TextContent,
+    structured_response,
+    unwrap,
+)
 from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.llm import DEFAULT_RESULT_BUDGET, RESULTS_URI, count_tokens
 from nativemcp.workers import Server
@@ -47,6 +57,21 @@ def _big() -> Server:
         table[9_876]["city"] = "Quagmire Falls"
         value = {"total": _ROWS, "rows": table}
         return structured_response(json.dumps(value), value)
+
+    @server.tool
+    def screenshot() -> NativeMCPResponse[Any]:
+        """A 2,400 x 1,800 screenshot."""
+        out = io.BytesIO()
+        Image.new("RGB", (2400, 1800), (250, 250, 250)).save(out, format="PNG")
+        data = base64.b64encode(out.getvalue()).decode()
+        return NativeMCPResponse(
+            result=CallToolResult(
+                content=[
+                    TextContent(text="the page"),
+                    ImageContent(data=data, mime_type="image/png"),
+                ]
+            )
+        )
 
     return server
 
@@ -156,6 +181,32 @@ async def test_a_structured_result_is_summarised_for_the_model_and_whole_for_the
             whole = unwrap(await pool.call_tool("big__rows"), dict)
             assert len(whole["rows"]) == _ROWS
             assert whole["rows"][9_876]["city"] == "Quagmire Falls"
+
+
+async def test_a_large_image_reaches_the_model_scaled_and_read_result_gives_the_original(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(60):
+        async with WorkerPool(
+            [_big()], in_process=["big"], data_dir=tmp_path, builtins=["content-store"]
+        ) as pool:
+            original = (await pool.call_tool("big__screenshot")).result
+            message = await pool.run_tool_call(
+                _call("big__screenshot", {}), provider="anthropic", result_owner="alice"
+            )
+            note = _text(message)
+            (image,) = [block for block in message["content"] if block["type"] == "image"]
+            assert "scaled down" in note and "2400x1800" in note
+            scaled = Image.open(io.BytesIO(base64.b64decode(image["source"]["data"])))
+            assert scaled.size == (1568, 1176)
+            back = await pool.run_tool_call(
+                _call("read_result", {"id": _result_id(note), "image": 1}),
+                provider="anthropic",
+                result_owner="alice",
+            )
+            (whole,) = [block for block in back["content"] if block["type"] == "image"]
+            assert original is not None and whole["source"]["data"] == original.content[1].data  # type: ignore[union-attr]
+            await _refused_to_another_owner(pool, _result_id(note))
 
 
 async def test_the_default_budget_applies_and_none_turns_it_off() -> None:

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nativemcp.protocol import ToolError, structured_response, text_response
+from nativemcp.protocol import ToolError, result_text, structured_response, text_response
 from nativemcp.proxy.llm import (
     MIN_BUDGET,
     PROVIDERS,
@@ -60,6 +60,13 @@ def estimated_counts() -> Iterator[None]:
     else:
         sys.modules["quicktok"] = saved
     _encoding.cache_clear()
+
+
+def _read(arguments: dict[str, Any], **options: Any) -> str:
+    """What ``read_result`` answers, as the text the model reads."""
+    response = read_result(arguments, **options)
+    assert response.result is not None
+    return result_text(response.result)
 
 
 def _message(text: str, budget: int, kept: KeptResults, owner: str = "me") -> str:
@@ -107,7 +114,7 @@ def _check_cut(text: str, budget: int) -> None:
     assert size == human_size(len("\n".join(lines[_number(last) :]).encode()) + 1)
     assert int(next_line) == _number(last) + 1
     # Nothing lost: reading on gives back every line that was left out, in order.
-    rest = read_result(
+    rest = _read(
         {"id": result_id, "from_line": int(next_line)}, budget=10**9, kept=kept, owner="me"
     )
     assert rest.split("\n")[1:] == lines[_number(last) :]
@@ -186,16 +193,14 @@ def test_a_fact_past_the_cut_is_found_by_a_query_of_the_kept_result() -> None:
     shown = _message("\n".join(lines), 2000, kept)
     assert "zeta-7" not in shown
     result_id = shown.rpartition(RESULTS_URI)[2].partition(":")[0]
-    answer = read_result(
-        {"id": result_id, "query": "quota zeta-7"}, budget=500, kept=kept, owner="me"
-    )
+    answer = _read({"id": result_id, "query": "quota zeta-7"}, budget=500, kept=kept, owner="me")
     assert count_tokens(answer) <= 500
     assert "ERROR disk quota exceeded on volume zeta-7" in answer
     # The passage says where it lies: its lines hold line 19,501.
     first, last = re.search(r"\[lines ([\d,]+)-([\d,]+), score", answer).groups()  # type: ignore[union-attr]
     assert _number(first) <= 19_501 <= _number(last)
     # The id may be given as its URI too.
-    again = read_result(
+    again = _read(
         {"id": f"{RESULTS_URI}{result_id}", "from_line": 19_501, "to_line": 19_501},
         budget=500,
         kept=kept,
@@ -208,11 +213,11 @@ def test_another_owner_cannot_read_a_kept_result_and_learns_nothing_of_it() -> N
     kept = KeptResults()
     shown = _message("\n".join(_log(5000)), 500, kept, owner="alice")
     result_id = shown.rpartition(RESULTS_URI)[2].partition(":")[0]
-    assert read_result({"id": result_id}, budget=500, kept=kept, owner="alice")
+    assert _read({"id": result_id}, budget=500, kept=kept, owner="alice")
     with pytest.raises(ToolError) as theirs:
-        read_result({"id": result_id}, budget=500, kept=kept, owner="bob")
+        _read({"id": result_id}, budget=500, kept=kept, owner="bob")
     with pytest.raises(ToolError) as unknown:
-        read_result({"id": "r0000000000000000"}, budget=500, kept=kept, owner="bob")
+        _read({"id": "r0000000000000000"}, budget=500, kept=kept, owner="bob")
     # The same message either way: an id says nothing about whose it is.
     assert theirs.value.message.replace(result_id, "?") == unknown.value.message.replace(
         "r0000000000000000", "?"
@@ -241,9 +246,9 @@ def test_a_line_range_outside_the_result_is_a_clear_error() -> None:
     kept = KeptResults()
     result = kept.keep(["one", "two", "three"], owner="", tool="t")
     with pytest.raises(ToolError, match=r"lines 7\.\.7 are not in result .* which has 3 lines"):
-        read_result({"id": result.id, "from_line": 7, "to_line": 7}, budget=500, kept=kept)
+        _read({"id": result.id, "from_line": 7, "to_line": 7}, budget=500, kept=kept)
     with pytest.raises(ToolError, match="top_n must be between 1 and 50"):
-        read_result({"id": result.id, "query": "two", "top_n": 99}, budget=500, kept=kept)
+        _read({"id": result.id, "query": "two", "top_n": 99}, budget=500, kept=kept)
 
 
 def _json_message(value: Any, budget: int, kept: KeptResults) -> str:
@@ -278,7 +283,7 @@ def test_a_json_list_over_budget_shows_whole_items_as_valid_json(
     assert items == rows[: len(items)]
     assert f"items 1-{len(items):,} of {len(rows):,} shown" in notice
     result_id = notice.rpartition(RESULTS_URI)[2].partition(":")[0]
-    rest = read_result(
+    rest = _read(
         {"id": result_id, "from_line": len(items) + 1}, budget=10**9, kept=kept, owner="me"
     )
     assert [json.loads(line) for line in rest.split("\n")[1:]] == rows[len(items) :]
@@ -311,5 +316,5 @@ def test_a_json_object_over_budget_is_summarised_by_shape_and_unwrap_still_gets_
     # ... and the model reads any of it: the line the summary names holds that row.
     result_id = notice.rpartition(RESULTS_URI)[2].partition(" ")[0]
     line = int(re.search(r"lines ([\d,]+)-", more).group(1).replace(",", ""))  # type: ignore[union-attr]
-    read = read_result({"id": result_id, "from_line": line, "to_line": line}, budget=300, kept=kept)
+    read = _read({"id": result_id, "from_line": line, "to_line": line}, budget=300, kept=kept)
     assert json.loads(read.split("\n")[1].rstrip(",")) == rows[len(shown)]
