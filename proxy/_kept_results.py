@@ -85,13 +85,18 @@ class ResultKeeping:
     async def fit(self, output: ToolOutput, *, owner: str, tool: str) -> ToolOutput:
         """``output`` as the model reads it: as it is within the budget, else cut, with
         the whole kept for ``owner``."""
-        if self.budget is None:
+        budget = self.budget
+        if budget is None:
             return output
-        whole = to_keep(output, self.budget)
+        if len(output.body) <= budget and not output.extras:
+            return output  # a token is a character at least: it fits, nothing to count
+        # Counting a large text's tokens, cutting it and scaling an image take tens of
+        # milliseconds: in a worker thread, so the pool's other calls go on meanwhile.
+        whole = await anyio.to_thread.run_sync(to_keep, output, budget)
         if whole is None:
             return output
         result_id = await self._keep(whole, owner, tool)
-        return cut_output(output, whole, self.budget, result_id)
+        return await anyio.to_thread.run_sync(cut_output, output, whole, budget, result_id)
 
     async def _keep(self, whole: Whole, owner: str, tool: str) -> str:
         store = self._content_store()
