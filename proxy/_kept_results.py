@@ -17,11 +17,11 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import anyio
 
-from nativemcp.protocol import NativeMCPError, NativeMCPResponse, text_response
+from nativemcp.protocol import ImageContent, NativeMCPError, NativeMCPResponse, text_response
 
 from .llm._fit import Whole, cut_output, to_keep
 from .llm._kept import (
@@ -43,11 +43,18 @@ from .llm._render import ToolOutput
 if TYPE_CHECKING:
     from nativemcp.workers.content_store import ContentStoreAPI
 
-__all__ = ["ResultKeeping"]
+__all__ = ["Cut", "ResultKeeping"]
 
 _SEARCH_WIDTH: Final = 4
 """A query asks the owner's store for this many times ``top_n`` hits: some may be
 another kept result's, and only this one's are answered."""
+
+
+class Cut(NamedTuple):
+    """A result that was cut: its id and the UTF-8 size of what was kept."""
+
+    result_id: str
+    size: int
 
 
 @dataclass(frozen=True)
@@ -85,18 +92,45 @@ class ResultKeeping:
     async def fit(self, output: ToolOutput, *, owner: str, tool: str) -> ToolOutput:
         """``output`` as the model reads it: as it is within the budget, else cut, with
         the whole kept for ``owner``."""
+        return (await self.cut(output, owner=owner, tool=tool))[0]
+
+    async def cut(
+        self, output: ToolOutput, *, owner: str, tool: str
+    ) -> tuple[ToolOutput, Cut | None]:
+        """`fit`'s output, and what was kept (None: ``output`` is within the budget and
+        returned as it is)."""
         budget = self.budget
         if budget is None:
-            return output
+            return output, None
         if len(output.body) <= budget and not output.extras:
-            return output  # a token is a character at least: it fits, nothing to count
+            return output, None  # a token is a character at least: it fits, nothing to count
         # Counting a large text's tokens, cutting it and scaling an image take tens of
         # milliseconds: in a worker thread, so the pool's other calls go on meanwhile.
         whole = await anyio.to_thread.run_sync(to_keep, output, budget)
         if whole is None:
-            return output
+            return output, None
         result_id = await self._keep(whole, owner, tool)
-        return await anyio.to_thread.run_sync(cut_output, output, whole, budget, result_id)
+        fitted = await anyio.to_thread.run_sync(cut_output, output, whole, budget, result_id)
+        size = sum(len(line.encode()) + 1 for line in whole.lines)
+        return fitted, Cut(result_id, size)
+
+    async def whole(self, result_id: str, *, owner: str) -> tuple[str, tuple[ImageContent, ...]]:
+        """The whole text of a kept result and its images (``nativemcp://results/<id>``).
+
+        Raises:
+            ToolError: no such result for ``owner``.
+        """
+        stored = self._stored.get(result_id)
+        if stored is None:
+            kept = self.memory.get(result_id, owner=owner)
+            return kept.text, kept.images
+        store = self._content_store()
+        if store is None or not secrets.compare_digest(stored.owner, owner):
+            raise no_such_result(result_id)
+        read = await store.read_content(
+            store_id=stored.store_id, content_id=stored.content_id, from_line=1
+        )
+        return read.content, ()
 
     async def _keep(self, whole: Whole, owner: str, tool: str) -> str:
         store = self._content_store()
