@@ -28,40 +28,19 @@ READ_RESULT_TOOL: Final = Tool(
     name=READ_RESULT,
     title="Read a kept result",
     description=(
-        "Read more of a tool result that was cut to fit (its last line gives the id): "
-        "lines from_line..to_line (for a JSON list, items), or with a query the passages "
-        "that hold its words, best first, or the original of a scaled-down image."
+        "Read more of a result cut to fit (its last line gives the id): lines "
+        "from_line..to_line, or the passages that hold a query's words, or an image "
+        "whole."
     ),
     input_schema={
         "type": "object",
         "properties": {
-            "id": {"type": "string", "description": "the result's id, from its last line"},
-            "from_line": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "the first line (or item) to read, 1-based",
-            },
-            "to_line": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "the last line to read (default: as many as fit)",
-            },
-            "query": {
-                "type": "string",
-                "description": "words to find: answers the passages that hold them",
-            },
-            "top_n": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 50,
-                "default": 5,
-                "description": "how many passages a query answers (default 5)",
-            },
-            "image": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "the number of a scaled-down image: answers its original",
-            },
+            "id": {"type": "string"},
+            "from_line": {"type": "integer", "minimum": 1},
+            "to_line": {"type": "integer", "minimum": 1},
+            "query": {"type": "string"},
+            "top_n": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
+            "image": {"type": "integer", "minimum": 1},
         },
         "required": ["id"],
     },
