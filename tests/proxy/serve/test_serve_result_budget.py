@@ -2,8 +2,9 @@
 
 A result over the budget reaches the client cut, with a ``resource_link`` to
 ``nativemcp://results/<id>``; ``resources/read`` of it answers the whole result and
-the listed ``read_result`` tool reads passages of it, for the session that made the
-call only; the same on the fast path (stateless); nothing changes without a budget.
+the listed ``read_result`` tool reads passages of it, for the session (or, under OAuth,
+the user) that made the call only; the same on the fast path (stateless); nothing
+changes without a budget.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from _issuer import running_issuer
 from _mcp_http import serving
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.cli import main
 from nativemcp.proxy.llm import RESULTS_URI, count_tokens
+from nativemcp.proxy.serve import Authorization
 from nativemcp.workers import Server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
@@ -166,3 +170,36 @@ def test_a_budget_below_the_minimum_is_a_usage_error(capsys: pytest.CaptureFixtu
     assert "--result-budget must be a whole number of tokens" in capsys.readouterr().err
     with pytest.raises(ValueError, match="result_budget must be"):
         http_app(WorkerPool([]), result_budget=10)
+
+
+async def test_under_oauth_a_kept_result_is_its_users_in_any_of_their_clients() -> None:
+    async with running_issuer() as issuer:
+        pool = WorkerPool([_big()], in_process=["big"], timeout=20)
+        auth = Authorization(issuer=issuer.url, audience="nativemcp-test", scopes=())
+        app = http_app(pool, auth=auth, result_budget=1000)
+        async with (
+            serving(app) as base,
+            httpx2.AsyncClient() as alice_http,
+            httpx2.AsyncClient() as again_http,
+            httpx2.AsyncClient() as bob_http,
+        ):
+            with anyio.fail_after(60):
+                # 2026-07-28 clients: no MCP sessions, the verified subject is the owner.
+                async with (
+                    _client(base, issuer.token("alice"), alice_http) as alice,
+                    _client(base, issuer.token("alice"), again_http) as alice_again,
+                    _client(base, issuer.token("bob"), bob_http) as bob,
+                ):
+                    uri = str(_link(await alice.call_tool("read_log", {})).uri)
+                    whole = await alice_again.read_resource(uri)
+                    assert whole.contents[0].text == _LOG  # type: ignore[union-attr]
+                    with pytest.raises(MCPError, match="no kept result"):
+                        await bob.read_resource(uri)
+                    result_id = uri.removeprefix(RESULTS_URI)
+                    theirs = await bob.call_tool("read_result", {"id": result_id})
+                    assert theirs.is_error and "no kept result" in _text(theirs)
+
+
+def _client(base: str, token: str, http: httpx2.AsyncClient) -> Client:
+    http.headers["authorization"] = f"Bearer {token}"
+    return Client(streamable_http_client(f"{base}/mcp", http_client=http))
