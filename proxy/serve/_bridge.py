@@ -524,20 +524,6 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             raise MCPError(error.code, error.message, error.data)
         return await self.results.fitted(tool, response, owner)
 
-    async def read_resource(
-        self, ctx: ServerRequestContext[Any] | None, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        """A kept result, or the resource of the first served server that has it.
-
-        ``nativemcp://results/<id>`` is read only by the caller it was kept for."""
-        if self.results.offered:
-            caller = request_caller(ctx) if ctx is not None else None
-            owner = caller.subject if caller is not None else session_key(ctx) if ctx else None
-            kept = await self.results.read_resource(str(params.uri), owner or "")
-            if kept is not None:
-                return kept
-        return await super().read_resource(ctx, params)
-
     def shaped(
         self, tool: Tool, response: NativeMCPResponse[Any], apps: bool
     ) -> types.CallToolResult:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
+from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.protocol import (
@@ -34,6 +35,8 @@ from .._kept_results import ResultKeeping
 from ..llm._budget import RESULTS_URI, check_budget
 from ..llm._read_result import READ_RESULT, READ_RESULT_TOOL
 from ..llm._render import render
+from .auth import request_caller
+from .tasks import session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
@@ -126,17 +129,25 @@ class ServedResults:
             )
         )
 
-    async def read_resource(self, uri: str, owner: str) -> types.ReadResourceResult | None:
-        """``resources/read`` of ``nativemcp://results/<id>`` for ``owner``: the whole
-        result (its images after it); None for any other URI.
+    async def read_resource(
+        self, uri: str, ctx: ServerRequestContext[Any] | None
+    ) -> types.ReadResourceResult | None:
+        """``resources/read`` of ``nativemcp://results/<id>`` by the caller of ``ctx``:
+        the whole result (its images after it); None for any other URI, or without a
+        budget.
 
         Raises:
-            MCPError: INVALID_PARAMS, no such result for ``owner``.
+            MCPError: INVALID_PARAMS, no such result for this caller.
         """
-        if not uri.startswith(RESULTS_URI):
+        if not self.offered or not uri.startswith(RESULTS_URI):
             return None
+        # The key serve scopes a call with: the OAuth subject, else the MCP session.
+        caller = request_caller(ctx) if ctx is not None else None
+        owner = caller.subject if caller is not None else session_key(ctx) if ctx else None
         try:
-            text, images = await self._keeping.whole(uri.removeprefix(RESULTS_URI), owner=owner)
+            text, images = await self._keeping.whole(
+                uri.removeprefix(RESULTS_URI), owner=owner or ""
+            )
         except ToolError as exc:
             raise MCPError(INVALID_PARAMS, exc.message, {"uri": uri}) from exc
         contents: list[Any] = [{"uri": uri, "mimeType": "text/plain", "text": text}]
