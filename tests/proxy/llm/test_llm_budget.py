@@ -318,3 +318,28 @@ def test_a_json_object_over_budget_is_summarised_by_shape_and_unwrap_still_gets_
     line = int(re.search(r"lines ([\d,]+)-", more).group(1).replace(",", ""))  # type: ignore[union-attr]
     read = _read({"id": result_id, "from_line": line, "to_line": line}, budget=300, kept=kept)
     assert json.loads(read.split("\n")[1].rstrip(",")) == rows[len(shown)]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _LINE,
+    lambda inner: st.lists(inner, max_size=60) | st.dictionaries(_WORD, inner, max_size=25),
+    max_leaves=400,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.dictionaries(_WORD, _JSON, min_size=1, max_size=40), budget=st.integers(200, 800))
+def test_any_json_object_over_budget_is_summarised_within_it_as_valid_json(
+    value: dict[str, Any], budget: int
+) -> None:
+    content = _json_message(value, budget, KeptResults())
+    if count_tokens(json.dumps(value)) <= budget:
+        return
+    shown, cut, notice = content.rpartition("\n[cut to fit")
+    if not cut:  # compact JSON within the budget: sent as it is, every key
+        assert json.loads(content) == value
+        return
+    if "summarised by shape" in notice:
+        assert list(json.loads(shown)) == list(value)  # every key, in order
+    else:  # its keys alone are over: whole lines of its kept form
+        assert "lines 1-" in notice
