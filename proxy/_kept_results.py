@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Cut", "ResultKeeping"]
 
+_STORED_IDS: Final = 10_000
+"""The content-store results whose ids `read_result` answers (the oldest are forgotten;
+their text stays in the store, found by its own search)."""
 _SEARCH_WIDTH: Final = 4
 """A query asks the owner's store for this many times ``top_n`` hits: some may be
 another kept result's, and only this one's are answered."""
@@ -85,7 +89,7 @@ class ResultKeeping:
         self.budget = budget
         self.memory = KeptResults()
         self._content_store = content_store
-        self._stored: dict[str, _Stored] = {}
+        self._stored: OrderedDict[str, _Stored] = OrderedDict()
         self._stores: dict[str, str] = {}  # owner -> the id of its store
         self._lock = anyio.Lock()
 
@@ -166,6 +170,8 @@ class ResultKeeping:
         )
         ends = tuple(accumulate(len(line.encode()) + 1 for line in whole.lines))
         self._stored[result_id] = _Stored(owner, tool, whole.unit, store_id, added.content_id, ends)
+        if len(self._stored) > _STORED_IDS:
+            self._stored.popitem(last=False)
         return result_id
 
     async def read(

@@ -41,12 +41,13 @@ def _decoded_size(image: ImageContent) -> int:
 
 
 def oversize(image: ImageContent) -> bool:
-    """Whether ``image`` is over `IMAGE_BYTES` or (when Pillow reads its header) has a
-    long edge over `IMAGE_EDGE`."""
-    if _decoded_size(image) > IMAGE_BYTES:
-        return True
+    """Whether ``image`` is to be scaled down: over `IMAGE_BYTES` or with a long edge
+    over `IMAGE_EDGE`, and readable by Pillow (without it nothing is scaled, so nothing
+    is over: the image is sent as it is)."""
     opened = _open(image)
-    return opened is not None and max(opened.size) > IMAGE_EDGE
+    if opened is None:
+        return False
+    return _decoded_size(image) > IMAGE_BYTES or max(opened.size) > IMAGE_EDGE
 
 
 def _open(image: ImageContent) -> Image | None:

@@ -103,10 +103,12 @@ def without_pillow() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("without_pillow")
-def test_without_pillow_a_large_image_is_sent_as_it_is() -> None:
+def test_without_pillow_a_large_image_is_sent_as_it_is_and_nothing_is_kept() -> None:
     big = ImageContent(data="A" * (IMAGE_BYTES * 2), mime_type="image/png")
-    message = _message(_response(TextContent(text="shot"), big), KeptResults())
+    kept = KeptResults()
+    message = _message(_response(TextContent(text="shot"), big), kept)
     assert message["content"][1]["source"]["data"] == big.data
+    assert len(kept) == 0
 
 
 def test_audio_and_binary_resources_are_named_with_type_and_size_never_inlined() -> None:
