@@ -5,12 +5,18 @@
 `run_tool_calls`, the meta-tools ``search_tools`` / ``call_tool`` and `ToolProfile`
 among them). They read the pool's catalog and call through `WorkerPool.call_tool`, and
 live here so the pool core stays about running servers.
+
+Each result is held to the pool's ``result_budget`` (`DEFAULT_RESULT_BUDGET` tokens
+unless ``WorkerPool(result_budget=…)`` says otherwise; None turns it off): one over it
+is cut at a readable boundary and kept whole by the pool's `ResultKeeping`, and the
+model reads the rest with the ``read_result`` tool, which `tool_definitions` then
+declares and `run_tool_call` answers.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,9 +32,12 @@ from nativemcp.protocol import (
 from ._catalog import Catalog
 from ._config import PoolConfig
 from ._handle import DEFAULT, LogHandler, ProgressCallback, _Default
+from ._kept_results import ResultKeeping
 from .llm._apps import with_app_note
-from .llm._messages import tool_result_message, tool_results_turn
+from .llm._messages import message_for, tool_results_turn
 from .llm._provider import Provider, check_provider
+from .llm._read_result import READ_RESULT, READ_RESULT_TOOL
+from .llm._render import render
 from .llm._tools import declaration, provider_name, read_tool_call
 from .tool_search import (
     CALL_TOOL,
@@ -57,10 +66,14 @@ class AgentLoop:
     _apps: bool
     _llm_names: dict[str, dict[str, str]]
     _tool_index: tuple[int, ToolIndex] | None
+    _results: ResultKeeping
+    _handles: Mapping[str, Any]
 
     if TYPE_CHECKING:  # WorkerPool's own
 
         def _check_open(self) -> None: ...
+
+        def server(self, interface: Any, /) -> Any: ...
 
         call_tool: Callable[..., Awaitable[NativeMCPResponse[Any]]]
 
@@ -134,6 +147,20 @@ class AgentLoop:
 
     # -- the agent loop --------------------------------------------------------------
 
+    @property
+    def result_budget(self) -> int | None:
+        """The tokens one tool result may take in `run_tool_call`'s messages (None: no
+        limit); set with ``WorkerPool(result_budget=…)``."""
+        return self._results.budget
+
+    def _kept_store(self) -> Any:
+        """The content store's typed proxy, where cut results are kept; None without it."""
+        if "content-store" not in self._handles:
+            return None
+        from nativemcp.workers.content_store import ContentStoreAPI
+
+        return self.server(ContentStoreAPI)
+
     def _names_for(self, provider: Provider) -> dict[str, str]:
         """Provider name → full name for every catalog tool (stable across calls)."""
         names = self._llm_names.setdefault(provider, {})
@@ -180,8 +207,10 @@ class AgentLoop:
                 "defer_loading is Anthropic's tool search (provider='anthropic'), and "
                 "replaces search=True; for another provider use search=True"
             )
+        # With a result budget the model reads what a cut left out with read_result.
+        reader = [READ_RESULT_TOOL] if self._results.budget is not None else []
         if search:
-            return [declaration(tool, tool.name, provider) for tool in META_TOOLS]
+            return [declaration(tool, tool.name, provider) for tool in (*META_TOOLS, *reader)]
         names = self._names_for(provider)
         by_full = {full: short for short, full in names.items()}
         # A tool only its app may call (MCP Apps visibility ["app"]) is not the model's.
@@ -191,7 +220,8 @@ class AgentLoop:
             if "model" in ui_visibility(entry.tool.meta)
             and (profile is None or profile.allows(entry.full_name))
         ]
-        return deferred_for_anthropic(definitions) if defer_loading else definitions
+        definitions = deferred_for_anthropic(definitions) if defer_loading else definitions
+        return [*definitions, *(declaration(tool, tool.name, provider) for tool in reader)]
 
     async def run_tool_call(
         self,
@@ -202,6 +232,7 @@ class AgentLoop:
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
         profile: ToolProfile | None = None,
+        result_owner: str = "",
     ) -> dict[str, Any]:
         """Run a model's tool call and return the provider's tool-result message.
 
@@ -215,6 +246,12 @@ class AgentLoop:
         one given to `tool_definitions`): the search finds only the tools it offers,
         and a call of another is an unknown tool to the model.
 
+        A result over the pool's `result_budget` is cut at a readable boundary (see
+        `tool_result_message`'s ``budget``) and kept whole for ``result_owner`` (one
+        per conversation or user: a ``read_result`` call reads only the results kept
+        for the same owner), in the content store when the pool runs it, else in
+        memory; ``read_result`` calls are answered here.
+
         Raises:
             UnknownProviderError: not one of the four providers.
             ValueError: ``call`` is not a tool call at all (no tool name).
@@ -224,6 +261,7 @@ class AgentLoop:
         full_name = self._names_for(provider).get(parsed.name, parsed.name)
         outcome: NativeMCPResponse[Any] | Exception
         arguments = parsed.arguments
+        reading = False  # a read_result answer fits already: never cut or kept again
         if parsed.error is not None:
             outcome = ArgumentsError(f"tool call {quoted_name(parsed.name)}: {parsed.error}")
         else:
@@ -233,6 +271,9 @@ class AgentLoop:
                     query, limit = read_search(arguments)
                     found = await self.search_tools(query, limit, profile=profile)
                     outcome = search_response(query, found, self._offered(profile))
+                elif full_name == READ_RESULT and self._results.budget is not None:
+                    reading = True
+                    outcome = await self._results.read(arguments, owner=result_owner)
                 else:
                     if full_name == CALL_TOOL:
                         full_name, arguments = read_call(arguments)
@@ -252,9 +293,10 @@ class AgentLoop:
                         outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
-        return tool_result_message(
-            outcome, provider=provider, call_id=parsed.call_id, tool_name=parsed.name
-        )
+        output = render(outcome)
+        if not reading:
+            output = await self._results.fit(output, owner=result_owner, tool=full_name)
+        return message_for(output, provider, parsed.call_id, parsed.name)
 
     def _offered(self, profile: ToolProfile | None) -> int:
         """How many tools of the catalog ``profile`` offers (all without one)."""
@@ -275,12 +317,14 @@ class AgentLoop:
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
         profile: ToolProfile | None = None,
+        result_owner: str = "",
     ) -> list[dict[str, Any]]:
         """Run one model turn's tool calls, in order; the history entries that answer them.
 
         Append the entries to the conversation as they are.
 
-        Each call runs as `run_tool_call` runs it (``profile`` too). OpenAI and
+        Each call runs as `run_tool_call` runs it (``profile`` and ``result_owner``
+        too). OpenAI and
         Responses get one entry per call; Anthropic one user message holding every
         ``tool_result`` block, and Gemini one user content holding every
         ``functionResponse`` Part, as their APIs require (see `tool_results_turn`).
@@ -298,6 +342,7 @@ class AgentLoop:
                 on_progress=on_progress,
                 on_log=on_log,
                 profile=profile,
+                result_owner=result_owner,
             )
             for call in calls
         ]

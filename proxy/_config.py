@@ -37,6 +37,7 @@ from ._pins import ToolPins, as_pins
 from ._restart import RestartPolicy
 from ._worker_start import WorkerSettings
 from .external import ExternalServerSpec, load_mcp_servers
+from .llm._budget import DEFAULT_RESULT_BUDGET, check_budget
 from .tool_search import check_embedding
 
 __all__ = [
@@ -86,6 +87,7 @@ class PoolOptions(SyncPoolOptions, total=False):
     replicas: Mapping[str, int] | None
     roots: Iterable[str | os.PathLike[str]] | None
     pinned: ToolPins | str | os.PathLike[str] | None
+    result_budget: int | None
 
 
 def check_options(given: Mapping[str, Any], accepted: frozenset[str], owner: str) -> None:
@@ -124,6 +126,10 @@ def _search_embed(given: object) -> bool:
     if given:
         check_embedding()
     return given
+
+
+def _result_budget(given: object) -> int | None:
+    return None if given is None else check_budget(given, "result_budget")
 
 
 def root_uris(roots: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -189,6 +195,8 @@ class PoolConfig:
     None: every tool is offered."""
     search_embed: bool = False
     """Tool search fuses BM25 with the ``search-embed`` extra's embedding model."""
+    result_budget: int | None = DEFAULT_RESULT_BUDGET
+    """The agent loop's tokens per tool result (None: no budget)."""
 
     @classmethod
     def build(
@@ -199,7 +207,8 @@ class PoolConfig:
         Raises:
             ValueError: an unknown built-in, built-ins without a ``data_dir``, a
                 ``database_url`` that is not ``postgresql://``, or replicas for an
-                unknown or in-process server or not a count ≥ 1.
+                unknown or in-process server or not a count ≥ 1, or a ``result_budget``
+                below `MIN_BUDGET` tokens.
             NotADirectoryError: ``data_dir`` is a file, or a root is not a folder.
             TypeError: a `Server` to run in a worker is not importable by name.
             FileNotFoundError: ``pinned`` names no file.
@@ -275,6 +284,7 @@ class PoolConfig:
             roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
             pinned=as_pins(given.get("pinned")),
             search_embed=_search_embed(given.get("search_embed", False)),
+            result_budget=_result_budget(given.get("result_budget", DEFAULT_RESULT_BUDGET)),
         )
         config._check_replicas()
         return config

@@ -59,6 +59,7 @@ from ._handle import (
     find_server,
     merge_options,
 )
+from ._kept_results import ResultKeeping
 from ._local import LocalServer
 from ._pool_authorization import PoolAuthorization
 from ._proxy import ServerProxy, coerce_arguments
@@ -309,6 +310,10 @@ class WorkerPool(AgentLoop, PoolAuthorization):
         search_embed: `search_tools` (and the meta-tool) fuses BM25 with a small
             embedding model's ranking, which finds paraphrases BM25 misses (the
             ``search-embed`` extra, wordllama; loaded once, on the first search).
+        result_budget: the tokens one tool result may take in `run_tool_call`'s
+            messages (default `DEFAULT_RESULT_BUDGET`, 8,000; None: no limit). One over
+            it is cut at a readable boundary and kept whole, and the model reads the
+            rest with the ``read_result`` tool (see docs/guides/agent-loop.md).
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
@@ -366,6 +371,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
         }
         self._llm_names: dict[str, dict[str, str]] = {}
         self._tool_index: tuple[int, ToolIndex] | None = None
+        self._results = ResultKeeping(self._config.result_budget, self._kept_store)
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False

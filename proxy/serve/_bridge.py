@@ -60,6 +60,7 @@ from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._pass_through import PassThroughFeatures
 from ._search_mode import SearchMode
 from ._selection import select_servers
+from ._served_results import ServedResults
 from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from .auth import ScopeMap, request_caller
@@ -113,13 +114,17 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             ``tools/list`` and may call only the tools its token's scopes cover. Under
             OAuth (`ResourceServer` in front), the caller's subject is each call's
             session scope, so per-caller state (browser pages, plans) is per user.
+        result_budget: tokens per tool result (None, the default: no limit). One over
+            it is cut, kept for its caller and linked as ``nativemcp://results/<id>``;
+            ``read_result`` is listed to read the rest (see `ServedResults`).
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
-            not a positive number, or a task limit is not.
+            not a positive number, or a task limit is not, or ``result_budget`` is
+            below `MIN_BUDGET` tokens.
     """
 
     def __init__(
@@ -137,8 +142,10 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
         profile: ToolProfile | None = None,
         scopes: ScopeMap | None = None,
+        result_budget: int | None = None,
     ) -> None:
         self.pool = pool
+        self.results = ServedResults(pool, result_budget)
         self.scopes = scopes or ScopeMap()
         self.servers = select_servers(pool, servers)
         # Resources, prompts and completions pass through as JSON: a typed proxy would
@@ -492,6 +499,9 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             MCPError: as `run_tool`, but for a result that cannot be sent (`shaped`).
         """
         response = None
+        owner = options.scope[0] or "" if options.scope else ""
+        if self.results.tool(tool.name) is tool:
+            return await self.results.read(arguments, owner)
         with anyio.CancelScope() as stoppable:
             self._running.add(stoppable)
             try:
@@ -512,7 +522,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):
                 return _tool_error(error.message)
             raise MCPError(error.code, error.message, error.data)
-        return response
+        return await self.results.fitted(tool, response, owner)
 
     def shaped(
         self, tool: Tool, response: NativeMCPResponse[Any], apps: bool

@@ -27,6 +27,7 @@ from .auth import ScopeMap
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
+    from ._served_results import ServedResults
 
 __all__ = ["ServedTools"]
 
@@ -40,6 +41,7 @@ class ServedTools:
     profile: ToolProfile
     scopes: ScopeMap
     apps: ServedApps
+    results: ServedResults
     _own_names: bool
     _search: SearchMode
     _served: tuple[list[Tool], dict[str, Tool]]
@@ -130,13 +132,15 @@ class ServedTools:
         ``caller``: the authenticated caller under OAuth, shown only what its scopes
         cover.
         """
+        # With a result budget, read_result reads what a cut result left out.
+        reader = self.results.listed()
         if self.profile.search:
             return types.ListToolsResult(
-                tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
+                tools=[*(self._search.listed(tool, tasks) for tool in META_TOOLS), *reader]
             )
         served = self._visible(caller, await self._catalog())
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
-        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
+        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None] + reader)
 
     async def catalog_name(self, name: str) -> str | None:
         """The full catalog name of served tool ``name`` (None: not served here).
@@ -173,6 +177,9 @@ class ServedTools:
         Raises:
             MCPError: INVALID_PARAMS for a name not served (with the nearest names).
         """
+        reader = self.results.tool(name)
+        if reader is not None:  # every path that calls a served tool finds it here
+            return reader
         # The catalog as last read while it is current: reading it again (the pool
         # freshens every external server then) is for a name not found, as the pool's
         # own `call_tool` does, so a call does not cost a listing.

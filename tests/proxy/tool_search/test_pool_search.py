@@ -150,9 +150,10 @@ async def test_the_agent_loop_gets_two_meta_tools_and_run_tool_call_runs_them() 
     async with WorkerPool([_notes()], in_process=["notes"]) as pool:
         full = await pool.tool_definitions("anthropic")
         meta = await pool.tool_definitions("anthropic", search=True)
-        assert [d["name"] for d in meta] == ["search_tools", "call_tool"]
+        # read_result reads what a cut result left out (the pool's default budget).
+        assert [d["name"] for d in meta] == ["search_tools", "call_tool", "read_result"]
         assert meta[0]["input_schema"]["required"] == ["query"]
-        assert len(full) == 2 and full[0]["name"] == "notes__add_note"
+        assert len(full) == 3 and full[0]["name"] == "notes__add_note"
 
         searched = await pool.run_tool_call(
             _openai_call("search_tools", {"query": "save a note", "limit": 1}), provider="openai"
@@ -193,10 +194,11 @@ async def test_a_profile_limits_the_definitions_the_search_and_the_calls_of_the_
     async with WorkerPool([_notes()], in_process=["notes"]) as pool:
         only_add = ToolProfile(tools=("notes__add_*",))
         listed = await pool.tool_definitions("openai", profile=only_add)
-        assert [d["function"]["name"] for d in listed] == ["notes__add_note"]
+        assert [d["function"]["name"] for d in listed] == ["notes__add_note", "read_result"]
         through_search = ToolProfile(tools=("notes__add_*",), search=True)
         meta = await pool.tool_definitions("openai", profile=through_search)
-        assert [d["function"]["name"] for d in meta] == ["search_tools", "call_tool"]
+        names = [d["function"]["name"] for d in meta]
+        assert names == ["search_tools", "call_tool", "read_result"]
 
         query = {"query": "save a note, or every title"}
         everything = await pool.run_tool_call(
@@ -242,7 +244,8 @@ async def test_names_over_64_characters_are_shortened_the_same_way_by_every_pool
         async with WorkerPool(
             [_long_names()], in_process=["a-server-with-a-rather-long-name"]
         ) as pool:
-            (declared,) = await pool.tool_definitions("anthropic")
+            declared, reader = await pool.tool_definitions("anthropic")
+            assert reader["name"] == "read_result"
             assert len(declared["name"]) <= 64 and declared["name"] != full
             seen.append(declared["name"])
             # The search gives the full name; call_tool takes it; the short name maps back.
@@ -269,7 +272,9 @@ async def test_anthropic_gets_every_definition_deferred_behind_its_own_tool_sear
             "type": "tool_search_tool_bm25_20251119",
             "name": "tool_search_tool_bm25",
         }
-        assert deferred[1:] == [{**d, "defer_loading": True} for d in plain]
+        # read_result is never deferred: a cut result's last line asks for it by name.
+        assert deferred[1:-1] == [{**d, "defer_loading": True} for d in plain[:-1]]
+        assert deferred[-1] == plain[-1] and plain[-1]["name"] == "read_result"
         for definition in deferred:
             TypeAdapter(ToolUnionParam).validate_python(definition)
         for wrong in ({"provider": "openai"}, {"provider": "anthropic", "search": True}):
