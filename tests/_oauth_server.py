@@ -13,6 +13,7 @@ and has a knob: refusing refreshes with ``invalid_grant``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -31,8 +32,10 @@ from _mcp_http import serving_made
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
 
 if TYPE_CHECKING:
     from nativemcp.proxy import WorkerPool
@@ -63,6 +66,8 @@ class Issuer:
         self.base = ""
         self.refuse_refresh = False
         """Answer every refresh with ``invalid_grant``."""
+        self.hide_metadata = False
+        """Answer the metadata request 404 (an issuer that moved, or a broken proxy)."""
         self.clients: dict[str, dict[str, Any]] = {
             CLIENT_ID: {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
         }
@@ -79,6 +84,8 @@ class Issuer:
         """The ID-JAGs the (pretend) enterprise identity provider gave out."""
 
     def metadata(self, request: Request) -> Response:
+        if self.hide_metadata:
+            return JSONResponse({"error": "not_found"}, status_code=404)
         return JSONResponse(
             {
                 "issuer": self.base,
@@ -193,24 +200,33 @@ class Issuer:
             expires_at=int(time.time()) + 3600,
         )
 
+    def routes(self) -> list[Route]:
+        """The issuer's endpoints."""
+        return [
+            Route(path, endpoint, methods=methods)
+            for path, endpoint, methods in (
+                ("/.well-known/oauth-authorization-server", self.metadata, ["GET"]),
+                ("/register", self.register, ["POST"]),
+                ("/authorize", self.authorize, ["GET"]),
+                ("/token", self.token, ["POST"]),
+                ("/revoke", self.revoke, ["POST"]),
+            )
+        ]
+
     def add_routes(self, server: MCPServer) -> None:
         """Serve the issuer's endpoints beside ``server``'s MCP endpoint."""
-        for path, endpoint, methods in (
-            ("/.well-known/oauth-authorization-server", self.metadata, ["GET"]),
-            ("/register", self.register, ["POST"]),
-            ("/authorize", self.authorize, ["GET"]),
-            ("/token", self.token, ["POST"]),
-            ("/revoke", self.revoke, ["POST"]),
-        ):
-            server.custom_route(path, methods)(endpoint)
+        for route in self.routes():
+            server.custom_route(route.path, sorted(route.methods or ()))(route.endpoint)
 
 
-def _mcp_server(base: str, issuer: Issuer) -> MCPServer:
+def _mcp_server(base: str, issuer: Issuer, *, issuer_url: str | None = None) -> MCPServer:
+    """The protected MCP server at ``base``; its issuer beside it (``issuer_url`` None)
+    or at ``issuer_url``, an origin of its own."""
     server = MCPServer(
         "protected",
         auth=AuthSettings.model_validate(
             {
-                "issuer_url": base,
+                "issuer_url": issuer_url or base,
                 "resource_server_url": f"{base}/mcp",
                 "validate_token_resource": False,
             }
@@ -228,8 +244,33 @@ def _mcp_server(base: str, issuer: Issuer) -> MCPServer:
         """A tool that needs the 'admin' scope (`StepUp` asks for it)."""
         return "admin ok"
 
-    issuer.add_routes(server)
+    if issuer_url is None:
+        issuer.add_routes(server)
     return server
+
+
+async def _read_body(receive: Any) -> bytes:
+    """An ASGI request's whole body."""
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    return body
+
+
+def _replaying(body: bytes, receive: Any) -> Any:
+    """An ASGI ``receive`` that gives ``body`` (read already) first, then ``receive``'s."""
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class StepUp:
@@ -244,11 +285,7 @@ class StepUp:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
             await self.app(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await _read_body(receive)
         try:
             request = json.loads(body)
         except ValueError:
@@ -274,16 +311,7 @@ class StepUp:
             )
             await send({"type": "http.response.body", "body": b""})
             return
-        sent = False
-
-        async def replay() -> Any:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, _replaying(body, receive), send)
 
 
 @asynccontextmanager
@@ -296,6 +324,64 @@ async def protected_server(issuer: Issuer) -> AsyncIterator[str]:
 
     async with serving_made(make) as base:
         yield f"{base}/mcp"
+
+
+@dataclasses.dataclass
+class Received:
+    """One request an HTTP server received: what it was sent, headers and body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def carries(self, secret: str) -> bool:
+        """Whether ``secret`` is anywhere in the request (query, headers, body), also
+        inside HTTP Basic credentials."""
+        texts = [self.path, self.body.decode("latin-1"), *self.headers.values()]
+        for value in self.headers.values():
+            if value.lower().startswith("basic "):
+                with contextlib.suppress(ValueError):
+                    texts.append(base64.b64decode(value[6:]).decode("latin-1"))
+        return any(secret in text for text in texts)
+
+
+class Recording:
+    """ASGI middleware keeping every HTTP request it passes on (`Received`)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.received: list[Received] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        query = scope.get("query_string", b"").decode("latin-1")
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        path = scope["path"] + (f"?{query}" if query else "")
+        self.received.append(Received(scope["method"], path, headers, body))
+        await self.app(scope, _replaying(body, receive), send)
+
+
+@asynccontextmanager
+async def issuer_apart(issuer: Issuer) -> AsyncIterator[tuple[str, Recording]]:
+    """``issuer`` on an origin of its own, and the protected MCP server on another, which
+    records every request it receives; yields the MCP URL and the recording."""
+    async with serving_made(lambda base: Starlette(routes=issuer.routes())) as issuer_base:
+        issuer.base = issuer_base
+        recording: Recording | None = None
+
+        def make(base: str) -> Any:
+            nonlocal recording
+            app = _mcp_server(base, issuer, issuer_url=issuer_base).streamable_http_app()
+            recording = Recording(app)
+            return recording
+
+        async with serving_made(make) as base:
+            assert recording is not None
+            yield f"{base}/mcp", recording
 
 
 async def whoami(pool: WorkerPool, server: str = "remote") -> str:

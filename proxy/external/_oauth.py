@@ -45,7 +45,13 @@ from ._token_store import GrantPlace, GrantStore
 if TYPE_CHECKING:
     import httpx2
     from mcp.client.auth import OAuthClientProvider
-    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
+    from mcp.shared.auth import (
+        AuthorizationCodeResult,
+        OAuthClientInformationFull,
+        OAuthClientMetadata,
+    )
+
+    from ._refresh_on_401 import IssuerBound
 
 __all__ = [
     "CALLBACK_PATH",
@@ -220,73 +226,82 @@ class ServerAuthorization:
                 provider.context.token_expiry_time = expires_at
         return self._provider
 
-    def _make_provider(self) -> OAuthClientProvider:
-        from mcp import MCPDeprecationWarning
-        from mcp.client.auth.extensions.client_credentials import (
-            ClientCredentialsOAuthProvider,
-            PrivateKeyJWTOAuthProvider,
-            SignedJWTParameters,
-        )
-        from mcp.shared.auth import OAuthClientMetadata
-
+    def _make_provider(self) -> IssuerBound:
         from ._refresh_on_401 import RefreshingProvider
 
-        settings = self.settings
-        if settings.grant == "client_credentials":
-            assert settings.client_id is not None  # checked when the entry was read
-            self.store.fixed_client = configured_client(settings)
-            with warnings.catch_warnings():
-                # Without a configured issuer the SDK warns that the server names the
-                # authorization server; the entry's 'issuer' is how to pin it.
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                if settings.private_key:
-                    assertion = SignedJWTParameters(
-                        issuer=settings.client_id,
-                        subject=settings.client_id,
-                        signing_algorithm=settings.signing_algorithm,
-                        signing_key=settings.private_key,
-                    ).create_assertion_provider()
-                    return PrivateKeyJWTOAuthProvider(
-                        server_url=self.url,
-                        storage=self.store,
-                        client_id=settings.client_id,
-                        assertion_provider=assertion,
-                        scope=settings.scope,
-                        issuer=settings.issuer,
-                    )
-                post = settings.token_endpoint_auth_method == "client_secret_post"
-                return ClientCredentialsOAuthProvider(
-                    server_url=self.url,
-                    storage=self.store,
-                    client_id=settings.client_id,
-                    client_secret=settings.client_secret or "",
-                    token_endpoint_auth_method=(
-                        "client_secret_post" if post else "client_secret_basic"
-                    ),
-                    scope=settings.scope,
-                    issuer=settings.issuer,
-                )
-        redirect_uri = self._redirect_uri()
-        self.store.fixed_client = configured_client(settings, redirect_uri)
-        provider = RefreshingProvider(
+        provider = self._client_credentials_provider() or RefreshingProvider(
             server_url=self.url,
-            client_metadata=OAuthClientMetadata.model_validate(
-                {
-                    "client_name": CLIENT_NAME,
-                    "redirect_uris": [redirect_uri],
-                    "grant_types": ["authorization_code", "refresh_token"],
-                    "response_types": ["code"],
-                    "scope": settings.scope,
-                    "token_endpoint_auth_method": settings.token_endpoint_auth_method,
-                }
-            ),
+            client_metadata=self._client_metadata(),
             storage=self.store,
             redirect_handler=self._on_redirect,
             callback_handler=self._on_callback,
-            client_metadata_url=settings.client_metadata_url,
+            client_metadata_url=self.settings.client_metadata_url,
         )
-        provider.can_ask = lambda: self._redirect is not None
+        if isinstance(provider, RefreshingProvider):
+            provider.can_ask = lambda: self._redirect is not None
+        # A refresh goes to the kept grant's issuer only, never to the MCP server.
+        provider.kept_issuer = self.store.refresh_issuer
         return provider
+
+    def _client_credentials_provider(self) -> IssuerBound | None:
+        """The provider of a ``client_credentials`` entry (None: another grant)."""
+        from mcp import MCPDeprecationWarning
+        from mcp.client.auth.extensions.client_credentials import SignedJWTParameters
+
+        from ._refresh_on_401 import BoundClientCredentials, BoundPrivateKeyJWT
+
+        settings = self.settings
+        if settings.grant != "client_credentials":
+            return None
+        assert settings.client_id is not None  # checked when the entry was read
+        self.store.fixed_client = configured_client(settings)
+        with warnings.catch_warnings():
+            # Without a configured issuer the SDK warns that the server names the
+            # authorization server; the entry's 'issuer' is how to pin it.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            if settings.private_key:
+                assertion = SignedJWTParameters(
+                    issuer=settings.client_id,
+                    subject=settings.client_id,
+                    signing_algorithm=settings.signing_algorithm,
+                    signing_key=settings.private_key,
+                ).create_assertion_provider()
+                return BoundPrivateKeyJWT(
+                    server_url=self.url,
+                    storage=self.store,
+                    client_id=settings.client_id,
+                    assertion_provider=assertion,
+                    scope=settings.scope,
+                    issuer=settings.issuer,
+                )
+            post = settings.token_endpoint_auth_method == "client_secret_post"
+            return BoundClientCredentials(
+                server_url=self.url,
+                storage=self.store,
+                client_id=settings.client_id,
+                client_secret=settings.client_secret or "",
+                token_endpoint_auth_method="client_secret_post" if post else "client_secret_basic",
+                scope=settings.scope,
+                issuer=settings.issuer,
+            )
+
+    def _client_metadata(self) -> OAuthClientMetadata:
+        """The authorization-code client's metadata (its redirect URI, its scopes)."""
+        from mcp.shared.auth import OAuthClientMetadata
+
+        settings = self.settings
+        redirect_uri = self._redirect_uri()
+        self.store.fixed_client = configured_client(settings, redirect_uri)
+        return OAuthClientMetadata.model_validate(
+            {
+                "client_name": CLIENT_NAME,
+                "redirect_uris": [redirect_uri],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "scope": settings.scope,
+                "token_endpoint_auth_method": settings.token_endpoint_auth_method,
+            }
+        )
 
     def _redirect_uri(self) -> str:
         port = self.settings.callback_port

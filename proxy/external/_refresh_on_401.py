@@ -1,28 +1,127 @@
-"""The SDK's authorization-code provider, refreshing once on a 401 before it asks a person.
+"""The SDK's OAuth providers, with a refresh bound to its issuer and a second chance on a 401.
+
+A refresh goes only to the token endpoint of the issuer the grant came from (RFC 9207,
+SEP-2352: credentials are bound to their issuer). The SDK refreshes a kept token that
+expired before it has discovered anything, and then builds the token URL from the MCP
+server's origin (the 2025-03-26 default), so a pool started after its token expired
+would send the refresh token and the client secret to the MCP server. `IssuerBound`
+first discovers the kept grant's issuer's metadata (RFC 8414, at that issuer, never at
+the MCP server), and refuses to send a refresh anywhere but the token endpoint it names.
 
 The SDK refreshes a token it knows has expired, but answers a 401 with a whole new
 authorization, which needs a person. A token the server stopped taking early (rotated
-keys, a revoked session) usually has a refresh token that still works: this resends the
-request once after a refresh, and only then lets the SDK start over. It drives the
-SDK's flow through ``httpx2.Auth.async_auth_flow``, the public face of every httpx auth,
-as the SDK's own `RedirectAwareAuth` does. Imported only when a pool uses OAuth.
+keys, a revoked session) usually has a refresh token that still works: `RefreshingProvider`
+resends the request once after a refresh, and only then lets the SDK start over. Both
+drive the SDK's flow through ``httpx2.Auth.async_auth_flow``, the public face of every
+httpx auth, as the SDK's own `RedirectAwareAuth` does. Imported only when a pool uses OAuth.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
+from urllib.parse import parse_qs
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider
-from mcp.client.auth.utils import extract_field_from_www_auth
+from mcp.client.auth import OAuthClientProvider, OAuthTokenError
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+)
+from mcp.client.auth.utils import (
+    build_oauth_authorization_server_metadata_discovery_urls,
+    create_oauth_metadata_request,
+    extract_field_from_www_auth,
+    handle_auth_metadata_response,
+    issuers_match,
+)
 
-__all__ = ["RefreshingProvider"]
+__all__ = [
+    "BoundClientCredentials",
+    "BoundPrivateKeyJWT",
+    "IssuerBound",
+    "RefreshingProvider",
+    "refresh_target",
+]
 
 _EXPIRED = 1.0
 """A token expiry long past (0 would read as "no expiry")."""
 
 
-class RefreshingProvider(OAuthClientProvider):
+def refresh_target(request: httpx2.Request) -> str | None:
+    """The URL a request sends a refresh token to (None: it is no refresh request)."""
+    if request.method != "POST":
+        return None
+    try:
+        form = parse_qs(request.content.decode("latin-1"))
+    except httpx2.RequestNotRead:
+        return None  # a streamed body: the SDK builds its token requests as forms
+    return str(request.url) if form.get("grant_type") == ["refresh_token"] else None
+
+
+class IssuerBound(OAuthClientProvider):
+    """An SDK provider that refreshes only at the token endpoint of the kept grant's
+    issuer: before the first request it discovers that issuer's metadata (when a
+    refresh token is kept and nothing is discovered yet), and it never sends a
+    refresh request to any other URL (`OAuthTokenError`, the grant kept)."""
+
+    kept_issuer: Callable[[], str | None] = staticmethod(lambda: None)
+    """The issuer of the kept grant when it holds a refresh token (None: none kept)."""
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        issuer = self.kept_issuer() if self.context.oauth_metadata is None else None
+        if issuer is not None:
+            async with self.context.lock:
+                if self.context.oauth_metadata is None:
+                    for url in build_oauth_authorization_server_metadata_discovery_urls(
+                        issuer, self.context.server_url
+                    ):
+                        found = yield create_oauth_metadata_request(url)
+                        ok, metadata = await handle_auth_metadata_response(found)
+                        if not ok:
+                            break
+                        if metadata is not None and issuers_match(str(metadata.issuer), issuer):
+                            self.context.oauth_metadata = metadata
+                            break
+        flow = self._flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                if outgoing is not request:
+                    self._check_refresh(outgoing, issuer)
+                outgoing = await flow.asend((yield outgoing))
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
+    def _flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow for ``request`` (a subclass may wrap it)."""
+        return super().async_auth_flow(request)
+
+    def _check_refresh(self, outgoing: httpx2.Request, issuer: str | None) -> None:
+        target = refresh_target(outgoing)
+        if target is None:
+            return
+        metadata = self.context.oauth_metadata
+        if metadata is None or str(metadata.token_endpoint) != target:
+            granted = issuer or self.kept_issuer() or "the issuer that granted it"
+            raise OAuthTokenError(
+                f"not sending the refresh token to {target}: it is not the token endpoint "
+                f"of {granted} (whose metadata could not be read); the grant is kept"
+            )
+
+
+class BoundClientCredentials(IssuerBound, ClientCredentialsOAuthProvider):
+    """The SDK's client-credentials provider, its refresh bound to its issuer."""
+
+
+class BoundPrivateKeyJWT(IssuerBound, PrivateKeyJWTOAuthProvider):
+    """The SDK's ``private_key_jwt`` provider, its refresh bound to its issuer."""
+
+
+class RefreshingProvider(IssuerBound):
     """`OAuthClientProvider` that, on a 401 to a request that carried a token it can
     refresh, refreshes and resends once before a new authorization; and that leaves a
     403 ``insufficient_scope`` as the answer when no person can be asked (``can_ask``
@@ -33,10 +132,10 @@ class RefreshingProvider(OAuthClientProvider):
     scope_refused: str | None = None
     """The scope the server asked for in the last 403 left standing (None: none)."""
 
-    async def async_auth_flow(
+    async def _flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        flow = super().async_auth_flow(request)
+        flow = super()._flow(request)
         refreshed = False
         try:
             outgoing = await flow.__anext__()
@@ -61,7 +160,7 @@ class RefreshingProvider(OAuthClientProvider):
                     await flow.aclose()
                     del request.headers["authorization"]
                     self.context.token_expiry_time = _EXPIRED
-                    flow = super().async_auth_flow(request)
+                    flow = super()._flow(request)
                     outgoing = await flow.__anext__()
                     continue
                 outgoing = await flow.asend(response)
