@@ -66,6 +66,8 @@ class Issuer:
         self.base = ""
         self.refuse_refresh = False
         """Answer every refresh with ``invalid_grant``."""
+        self.challenge_scope: str | None = None
+        """A scope the MCP server's 401 challenge names (None: the SDK's, naming none)."""
         self.hide_metadata = False
         """Answer the metadata request 404 (an issuer that moved, or a broken proxy)."""
         self.clients: dict[str, dict[str, Any]] = {
@@ -273,15 +275,36 @@ def _replaying(body: bytes, receive: Any) -> Any:
     return replay
 
 
+def _challenging(send: Any, wanted: str) -> Any:
+    """An ASGI ``send`` whose 401 challenge names the scope ``wanted``."""
+
+    async def challenge(message: Any) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 401:
+            message = {
+                **message,
+                "headers": [
+                    (k, v + f', scope="{wanted}"'.encode() if k == b"www-authenticate" else v)
+                    for k, v in message["headers"]
+                ],
+            }
+        await send(message)
+
+    return challenge
+
+
 class StepUp:
     """ASGI middleware: a ``tools/call`` of ``admin`` with a token lacking the ``admin``
-    scope gets 403 ``insufficient_scope`` naming the scopes to ask for (a step-up)."""
+    scope gets 403 ``insufficient_scope`` naming the scopes to ask for (a step-up); a
+    401 challenge names `Issuer.challenge_scope` when it is set."""
 
     def __init__(self, app: Any, issuer: Issuer) -> None:
         self.app = app
         self.issuer = issuer
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        wanted = self.issuer.challenge_scope
+        if wanted is not None:
+            send = _challenging(send, wanted)
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
             await self.app(scope, receive, send)
             return

@@ -48,10 +48,9 @@ if TYPE_CHECKING:
     from mcp.shared.auth import (
         AuthorizationCodeResult,
         OAuthClientInformationFull,
-        OAuthClientMetadata,
     )
 
-    from ._refresh_on_401 import IssuerBound
+    from ._refresh_on_401 import EntryScopes, IssuerBound
 
 __all__ = [
     "CALLBACK_PATH",
@@ -227,7 +226,7 @@ class ServerAuthorization:
         return self._provider
 
     def _make_provider(self) -> IssuerBound:
-        from ._refresh_on_401 import RefreshingProvider
+        from ._refresh_on_401 import EntryScopes, RefreshingProvider
 
         provider = self._client_credentials_provider() or RefreshingProvider(
             server_url=self.url,
@@ -239,6 +238,9 @@ class ServerAuthorization:
         )
         if isinstance(provider, RefreshingProvider):
             provider.can_ask = lambda: self._redirect is not None
+            metadata = provider.context.client_metadata
+            if isinstance(metadata, EntryScopes):
+                metadata.pin(self.settings.scope, lambda: provider.stepping_up)
         # A refresh goes to the kept grant's issuer only, never to the MCP server.
         provider.kept_issuer = self.store.refresh_issuer
         return provider
@@ -285,14 +287,14 @@ class ServerAuthorization:
                 issuer=settings.issuer,
             )
 
-    def _client_metadata(self) -> OAuthClientMetadata:
+    def _client_metadata(self) -> EntryScopes:
         """The authorization-code client's metadata (its redirect URI, its scopes)."""
-        from mcp.shared.auth import OAuthClientMetadata
+        from ._refresh_on_401 import EntryScopes
 
         settings = self.settings
         redirect_uri = self._redirect_uri()
         self.store.fixed_client = configured_client(settings, redirect_uri)
-        return OAuthClientMetadata.model_validate(
+        return EntryScopes.model_validate(
             {
                 "client_name": CLIENT_NAME,
                 "redirect_uris": [redirect_uri],

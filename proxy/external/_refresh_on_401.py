@@ -19,6 +19,7 @@ httpx auth, as the SDK's own `RedirectAwareAuth` does. Imported only when a pool
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
+from typing import Any
 from urllib.parse import parse_qs
 
 import httpx2
@@ -34,10 +35,13 @@ from mcp.client.auth.utils import (
     handle_auth_metadata_response,
     issuers_match,
 )
+from mcp.shared.auth import OAuthClientMetadata
+from pydantic import PrivateAttr
 
 __all__ = [
     "BoundClientCredentials",
     "BoundPrivateKeyJWT",
+    "EntryScopes",
     "IssuerBound",
     "RefreshingProvider",
     "refresh_target",
@@ -121,6 +125,27 @@ class BoundPrivateKeyJWT(IssuerBound, PrivateKeyJWTOAuthProvider):
     """The SDK's ``private_key_jwt`` provider, its refresh bound to its issuer."""
 
 
+class EntryScopes(OAuthClientMetadata):
+    """Client metadata whose scope stays the entry's: the SDK replaces the scope with the
+    one the server's 401 challenge (or its metadata) names, but an entry's configured
+    ``scopes`` win (they are asked at registration and authorization). A step-up (a 403
+    ``insufficient_scope``) still widens them: that call needs more."""
+
+    _pinned: str | None = PrivateAttr(default=None)
+    _stepping_up: Callable[[], bool] | None = PrivateAttr(default=None)
+
+    def pin(self, scope: str | None, stepping_up: Callable[[], bool]) -> None:
+        """Keep ``scope`` (None: the SDK's choice) unless ``stepping_up()``."""
+        self._pinned = scope
+        self._stepping_up = stepping_up
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        stepping_up = self._stepping_up
+        if name == "scope" and self._pinned is not None and not (stepping_up and stepping_up()):
+            value = self._pinned
+        super().__setattr__(name, value)
+
+
 class RefreshingProvider(IssuerBound):
     """`OAuthClientProvider` that, on a 401 to a request that carried a token it can
     refresh, refreshes and resends once before a new authorization; and that leaves a
@@ -131,6 +156,8 @@ class RefreshingProvider(IssuerBound):
     can_ask: Callable[[], bool] = staticmethod(lambda: True)
     scope_refused: str | None = None
     """The scope the server asked for in the last 403 left standing (None: none)."""
+    stepping_up = False
+    """Whether the authorization under way is a step-up (a 403), not a first one (a 401)."""
 
     async def _flow(
         self, request: httpx2.Request
@@ -141,12 +168,14 @@ class RefreshingProvider(IssuerBound):
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
-                if (
+                step_up = (
                     outgoing is request
                     and response.status_code == 403
                     and extract_field_from_www_auth(response, "error") == "insufficient_scope"
-                    and not self.can_ask()
-                ):
+                )
+                if outgoing is request:
+                    self.stepping_up = step_up
+                if step_up and not self.can_ask():
                     self.scope_refused = extract_field_from_www_auth(response, "scope") or "?"
                     return  # the 403 stands: that one request needs a wider grant
                 if (

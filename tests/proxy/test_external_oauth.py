@@ -11,6 +11,7 @@ import stat
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
@@ -357,6 +358,23 @@ async def test_a_step_up_without_a_person_keeps_the_grant_for_the_other_tools(
     assert "asks for scope 'mcp admin' to call 'admin'" in text
     assert "run: nativemcp auth login remote" in text
     assert stored(tmp_path)["resources"][url]["access_token"] == kept
+
+
+@pytest.mark.parametrize(("scopes", "asked"), [(["mcp"], "mcp"), ([], "admin")])
+async def test_the_entrys_scopes_win_over_the_scope_the_servers_challenge_names(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, scopes: list[str], asked: str
+) -> None:
+    server, url = oauth_issuer
+    server.challenge_scope = "admin"
+    hook = Following()
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path, oauth={"scopes": scopes}, oauth_redirect=hook) as p:
+            assert await whoami(p) == "authorized"
+    (address,) = hook.seen
+    assert parse_qs(urlsplit(address).query)["scope"] == [asked]
+    (registered,) = [c for c in server.clients.values() if c["client_id"].startswith("client-")]
+    assert registered["scope"] == asked  # registered for what it asks, too
+    assert stored(tmp_path)["resources"][url]["scope"] == asked
 
 
 # -- back without a restart: a grant kept since, or `pool.authorize` ---------------------
