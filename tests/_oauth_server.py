@@ -20,7 +20,7 @@ import json
 import secrets
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,6 +69,8 @@ class Issuer:
         self.challenge_scope: str | None = None
         """A scope the MCP server's 401 challenge names (None: the SDK's, naming none)."""
         self.hide_metadata = False
+        self.on_register: Callable[[dict[str, Any]], None] | None = None
+        """Called with each registration request's body, as it arrives."""
         """Answer the metadata request 404 (an issuer that moved, or a broken proxy)."""
         self.clients: dict[str, dict[str, Any]] = {
             CLIENT_ID: {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
@@ -109,6 +111,8 @@ class Issuer:
 
     async def register(self, request: Request) -> Response:
         body = await request.json()
+        if self.on_register is not None:
+            self.on_register(body)
         client_id = f"client-{secrets.token_hex(4)}"
         client = {**body, "client_id": client_id, "token_endpoint_auth_method": "none"}
         self.clients[client_id] = client

@@ -25,7 +25,6 @@ import base64
 import contextlib
 import inspect
 import logging
-import socket
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -39,6 +38,7 @@ import anyio.abc
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
 from ._identity_assertion import AssertionHook, identity_assertion_provider
+from ._loopback_callback import CALLBACK_PATH, LoopbackCallback
 from ._oauth_config import OAuthSettings
 from ._token_store import GrantPlace, GrantStore
 
@@ -72,13 +72,10 @@ RedirectHook = Callable[[str], "Awaitable[str | None] | str | None"]
 the authorization server redirected to (with ``code`` and ``state``), or None for a
 browser that comes back to the loopback callback port."""
 
-CALLBACK_PATH: Final = "/callback"
-"""The path of the loopback redirect URI (``http://localhost:PORT/callback``)."""
 CLIENT_NAME: Final = "nativemcp"
 """The client name sent in dynamic registration."""
 CALLBACK_WAIT: Final = 600.0
 """Seconds the loopback listener waits for the browser to come back."""
-_REQUEST_LIMIT: Final = 65536
 
 
 def login_hint(server: str) -> str:
@@ -107,13 +104,6 @@ class _QuietNeedsAuthorization(logging.Filter):
 
 
 _QUIET: Final = _QuietNeedsAuthorization()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _stored_port(client: OAuthClientInformationFull | None) -> int | None:
@@ -158,7 +148,8 @@ class ServerAuthorization:
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | httpx2.Auth | None = None
         self.store = GrantStore(folder, url, client_id=settings.client_id, issuer=self._issuer)
-        self._listener: anyio.abc.SocketListener | None = None
+        self._callback: LoopbackCallback | None = None
+        self._state: str | None = None  # of the authorization request under way
         self._redirected_to: str | None = None
         self.person_done: anyio.Event | None = None
         """Set when the person asked to sign in is done (None: nobody was asked): the
@@ -175,6 +166,12 @@ class ServerAuthorization:
         the kept grant again."""
         self._provider = None
         self.needs_authorization = None
+        self.close()
+
+    def close(self) -> None:
+        """Give back the loopback port held for a person's sign-in, if any (idempotent)."""
+        if self._callback is not None:
+            self._callback.close()
 
     @contextlib.contextmanager
     def asking(self, redirect: RedirectHook | None) -> Iterator[None]:
@@ -306,10 +303,14 @@ class ServerAuthorization:
         )
 
     def _redirect_uri(self) -> str:
-        port = self.settings.callback_port
-        if port is None:
-            port = _stored_port(self.store.stored_client()) or _free_port()
-        return f"http://localhost:{port}{CALLBACK_PATH}"
+        self.close()
+        port = self.settings.callback_port or _stored_port(self.store.stored_client())
+        callback = self._callback = LoopbackCallback(port)  # None: a free port, bound now
+        if self._redirect is None:
+            # Nobody to send to a browser: the port is only named (a registration keeps
+            # it), and bound by whoever asks a person later.
+            callback.close()
+        return callback.uri
 
     # -- a person in the loop -----------------------------------------------------------
 
@@ -322,26 +323,27 @@ class ServerAuthorization:
                 if had_grant
                 else "no authorization is kept for it"
             )
-        port = urlsplit(self.auth_redirect_uri()).port
         self._redirected_to = None
-        self.person_done = anyio.Event()
+        states = parse_qs(urlsplit(authorization_url).query).get("state")
+        self._state = states[0] if states else None
+        callback = self._callback
+        assert callback is not None  # made with the redirect URI
         try:
-            self._listener = await _listen(port) if port else None
-        except OSError:
-            self._listener = None  # a hook that follows the URL itself needs none
+            callback.listen()  # before the person goes: a quick browser finds it
+        except OSError as exc:
+            raise self._give_up(f"cannot listen on {callback.uri}: {exc.strerror or exc}") from None
+        self.person_done = anyio.Event()
         try:
             outcome = self._redirect(authorization_url)
             if inspect.isawaitable(outcome):
                 outcome = await outcome
         except BaseException:
-            await self._done_asking(self._listener)
-            self._listener = None
+            self._done_asking()
             raise
         self._redirected_to = outcome
 
-    async def _done_asking(self, listener: anyio.abc.SocketListener | None) -> None:
-        if listener is not None:
-            await listener.aclose()
+    def _done_asking(self) -> None:
+        self.close()
         if self.person_done is not None:
             self.person_done.set()
 
@@ -380,18 +382,17 @@ class ServerAuthorization:
         """
         from mcp.shared.auth import AuthorizationCodeResult
 
-        listener, self._listener = self._listener, None
+        callback = self._callback
+        assert callback is not None  # made with the redirect URI
         try:
             target = self._redirected_to
             if target is None:
-                if listener is None:
-                    raise self._give_up(f"cannot listen on {self.auth_redirect_uri()}")
                 with anyio.move_on_after(CALLBACK_WAIT):
-                    target = await _wait_for_callback(listener)
+                    target = await callback.wait(self._state)
                 if target is None:
                     raise self._give_up("nobody came back from the browser")
         finally:
-            await self._done_asking(listener)
+            self._done_asking()
         query = parse_qs(urlsplit(target).query)
 
         def first(name: str) -> str | None:
@@ -434,38 +435,6 @@ def configured_client(
             "response_types": ["code"] if code else [],
         }
     )
-
-
-async def _listen(port: int) -> anyio.abc.SocketListener:
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
-    return listener.listeners[0]  # type: ignore[return-value]
-
-
-_PAGE: Final = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
-    b"<!doctype html><title>nativemcp</title><p>Authorized. You can close this window.</p>"
-)
-_NOT_FOUND: Final = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-
-
-async def _wait_for_callback(listener: anyio.abc.SocketListener) -> str:
-    """The request target of the first request to the callback path (others get 404)."""
-    while True:
-        stream = await listener.accept()
-        async with stream:
-            head = b""
-            with anyio.move_on_after(10):
-                while b"\r\n\r\n" not in head and len(head) < _REQUEST_LIMIT:
-                    try:
-                        head += await stream.receive()
-                    except (anyio.EndOfStream, anyio.BrokenResourceError):
-                        break
-            parts = head.split(b"\r\n", 1)[0].split(b" ")
-            target = parts[1].decode("ascii", "replace") if len(parts) == 3 else ""
-            if parts[0] == b"GET" and urlsplit(target).path == CALLBACK_PATH:
-                await stream.send(_PAGE)
-                return target
-            await stream.send(_NOT_FOUND)
 
 
 def expiry_text(expires_at: float | None) -> str:

@@ -440,6 +440,8 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             self._connected.set()
             with anyio.move_on_after(10):
                 await self._finished.wait()
+            if self.authorization is not None:
+                self.authorization.close()  # a loopback port held for a sign-in
 
     # -- calls -----------------------------------------------------------------------
 

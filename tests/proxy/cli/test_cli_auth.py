@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -101,3 +102,23 @@ async def test_login_to_a_server_without_oauth_names_the_oauth_servers(
     assert "no OAuth server named 'plain'" in error and "OAuth servers: remote" in error
     assert await cli("auth", "status", "--data-dir", str(tmp_path)) == 2
     assert "--mcp-config FILE" in capsys.readouterr().err
+
+
+async def test_a_second_login_on_a_callback_port_in_use_is_refused_without_a_traceback(
+    remote: tuple[Issuer, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    issuer, config = remote
+    servers = json.loads(config.read_text())["mcpServers"]
+    with socket.socket() as first_login:
+        first_login.bind(("127.0.0.1", 0))
+        first_login.listen()
+        port = first_login.getsockname()[1]
+        servers["remote"]["oauth"] = {"callbackPort": port}
+        config.write_text(json.dumps({"mcpServers": servers}))
+        argv = ["--mcp-config", str(config), "--data-dir", str(tmp_path / "data")]
+        with anyio.fail_after(20):
+            assert await cli("auth", "login", "remote", "--no-browser", *argv) != 0
+    said = capsys.readouterr()
+    assert f"port {port} on localhost is taken" in said.err
+    assert "Traceback" not in said.err + said.out and "/authorize?" not in said.err
+    assert issuer.authorizations == 0
