@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import anyio
+import anyio.lowlevel
 import httpx2
 from _mcp_http import serving_made
 from mcp.server.auth.provider import AccessToken
@@ -34,7 +35,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 if TYPE_CHECKING:
@@ -49,6 +50,19 @@ JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 def _basic() -> str:
     """The confidential client's HTTP Basic credentials."""
     return "Basic " + base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+
+
+async def _endless(kind: str) -> AsyncIterator[bytes]:
+    """A token answer of 400 MB, 64 KiB at a time (huge), or one that never ends, a byte
+    every half second (a trickle, the pace of a server that means to hold the client)."""
+    yield b'{"access_token": "'
+    for _ in range(6400):
+        if kind == "trickle":
+            await anyio.sleep(0.5)
+            yield b"x"
+        else:
+            await anyio.lowlevel.checkpoint()  # the client leaving ends the answer
+            yield b"x" * 65536
 
 
 @dataclasses.dataclass
@@ -69,6 +83,9 @@ class Issuer:
         self.challenge_scope: str | None = None
         """A scope the MCP server's 401 challenge names (None: the SDK's, naming none)."""
         self.hide_metadata = False
+        self.token_answer: str | None = None
+        """``"huge"``: ``/token`` answers JSON that never ends; ``"trickle"``: a byte
+        every half second (None: it answers as it should)."""
         self.on_register: Callable[[dict[str, Any]], None] | None = None
         """Called with each registration request's body, as it arrives."""
         """Answer the metadata request 404 (an issuer that moved, or a broken proxy)."""
@@ -151,6 +168,8 @@ class Issuer:
         return JSONResponse(body)
 
     async def token(self, request: Request) -> Response:
+        if self.token_answer is not None:
+            return StreamingResponse(_endless(self.token_answer), media_type="application/json")
         form = await request.form()
         grant = str(form.get("grant_type"))
         self.grants.append(grant)

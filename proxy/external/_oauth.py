@@ -477,7 +477,10 @@ async def revoke(store: GrantStore, server_url: str) -> str:
     caller deletes the kept grant either way.
     """
     import httpx2
+    from mcp.client.auth import OAuthFlowError
     from mcp.client.auth.utils import build_oauth_authorization_server_metadata_discovery_urls
+
+    from ._refresh_on_401 import send_bounded
 
     shown = store.status()
     client = store.fixed_client or store.stored_client()
@@ -496,17 +499,18 @@ async def revoke(store: GrantStore, server_url: str) -> str:
         headers["Authorization"] = f"Basic {base64.b64encode(pair.encode()).decode()}"
     urls = build_oauth_authorization_server_metadata_discovery_urls(shown["issuer"], server_url)
     try:
-        async with httpx2.AsyncClient(timeout=30) as http:
-            endpoint = None
-            for url in urls:
-                found = await http.get(url)
-                if found.status_code == 200:
-                    endpoint = found.json().get("revocation_endpoint")
-                    break
-            if not endpoint:
-                return "the issuer offers no revocation; the tokens expire on their own"
-            answer = await http.post(str(endpoint), data=data, headers=headers)
-    except (httpx2.HTTPError, ValueError) as exc:
+        endpoint = None
+        for url in urls:
+            found = await send_bounded(httpx2.Request("GET", url))
+            if found.status_code == 200:
+                endpoint = found.json().get("revocation_endpoint")
+                break
+        if not endpoint:
+            return "the issuer offers no revocation; the tokens expire on their own"
+        answer = await send_bounded(
+            httpx2.Request("POST", str(endpoint), data=data, headers=headers)
+        )
+    except (httpx2.HTTPError, OAuthFlowError, ValueError) as exc:
         return f"could not reach the issuer to revoke ({type(exc).__name__})"
     if answer.status_code != 200:
         return f"the issuer refused to revoke (HTTP {answer.status_code})"

@@ -19,11 +19,12 @@ httpx auth, as the SDK's own `RedirectAwareAuth` does. Imported only when a pool
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qs
 
+import anyio
 import httpx2
-from mcp.client.auth import OAuthClientProvider, OAuthTokenError
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
     PrivateKeyJWTOAuthProvider,
@@ -45,10 +46,57 @@ __all__ = [
     "IssuerBound",
     "RefreshingProvider",
     "refresh_target",
+    "send_bounded",
 ]
 
 _EXPIRED = 1.0
 """A token expiry long past (0 would read as "no expiry")."""
+ANSWER_LIMIT: Final = 1024 * 1024
+"""The most bytes of one authorization-server answer read (metadata, registration,
+token: a few KiB each), after decompression."""
+ANSWER_SECONDS: Final = 30.0
+"""The most seconds one authorization-server request may take in all, from connecting
+to the answer's last byte (not per read: a trickle is cut off too)."""
+_RESENT_HEADERS: Final = ("content-encoding", "content-length", "transfer-encoding")
+
+
+async def send_bounded(request: httpx2.Request) -> httpx2.Response:
+    """Send an OAuth request (discovery, registration, token, revocation) and read its
+    answer whole within `ANSWER_SECONDS` and `ANSWER_LIMIT`, on a client of its own: no
+    header of the MCP server's entry goes to an authorization server, and a huge or
+    trickling answer fails fast. Redirects are not followed (``next_request`` is set,
+    as httpx leaves it, for the SDK to follow within the origin).
+
+    Raises:
+        OAuthFlowError: the answer took too long or is too large (naming the URL).
+        httpx2.HTTPError: the request failed.
+    """
+    where = f"{request.method} {request.url.copy_with(query=None)}"
+    body = bytearray()
+    try:
+        with anyio.fail_after(ANSWER_SECONDS):
+            async with httpx2.AsyncClient(timeout=ANSWER_SECONDS) as http:
+                answer = await http.send(request, stream=True, follow_redirects=False)
+                try:
+                    async for chunk in answer.aiter_bytes():
+                        body += chunk
+                        if len(body) > ANSWER_LIMIT:
+                            raise OAuthFlowError(
+                                f"the answer to {where} is larger than {ANSWER_LIMIT} bytes; "
+                                "not read further"
+                            )
+                finally:
+                    await answer.aclose()
+    except TimeoutError:
+        raise OAuthFlowError(
+            f"the answer to {where} took more than {ANSWER_SECONDS:g} s; cut off"
+        ) from None
+    headers = [(k, v) for k, v in answer.headers.multi_items() if k not in _RESENT_HEADERS]
+    read = httpx2.Response(
+        answer.status_code, headers=headers, content=bytes(body), request=request
+    )
+    read.next_request = answer.next_request
+    return read
 
 
 def refresh_target(request: httpx2.Request) -> str | None:
@@ -81,7 +129,7 @@ class IssuerBound(OAuthClientProvider):
                     for url in build_oauth_authorization_server_metadata_discovery_urls(
                         issuer, self.context.server_url
                     ):
-                        found = yield create_oauth_metadata_request(url)
+                        found = await send_bounded(create_oauth_metadata_request(url))
                         ok, metadata = await handle_auth_metadata_response(found)
                         if not ok:
                             break
@@ -92,9 +140,12 @@ class IssuerBound(OAuthClientProvider):
         try:
             outgoing = await flow.__anext__()
             while True:
-                if outgoing is not request:
-                    self._check_refresh(outgoing, issuer)
-                outgoing = await flow.asend((yield outgoing))
+                if outgoing is request:
+                    outgoing = await flow.asend((yield outgoing))
+                    continue
+                # The flow's own requests: sent here, bounded (never by the MCP client).
+                self._check_refresh(outgoing, issuer)
+                outgoing = await flow.asend(await send_bounded(outgoing))
         except StopAsyncIteration:
             return
         finally:
