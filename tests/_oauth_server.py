@@ -83,6 +83,13 @@ class Issuer:
         self.challenge_scope: str | None = None
         """A scope the MCP server's 401 challenge names (None: the SDK's, naming none)."""
         self.hide_metadata = False
+        self.grantable: set[str] | None = None
+        """The only scopes granted, whatever is asked (None: what is asked)."""
+        self.offer_registration = True
+        """Name ``/register`` in the metadata (False: no dynamic registration)."""
+        self.refuse_tokens: str | None = None
+        """The MCP server refuses every token, with this ``error_description`` (an
+        audience it does not take, say)."""
         self.token_answer: str | None = None
         """``"huge"``: ``/token`` answers JSON that never ends; ``"trickle"``: a byte
         every half second (None: it answers as it should)."""
@@ -107,12 +114,13 @@ class Issuer:
     def metadata(self, request: Request) -> Response:
         if self.hide_metadata:
             return JSONResponse({"error": "not_found"}, status_code=404)
+        registration = f"{self.base}/register" if self.offer_registration else None
         return JSONResponse(
             {
                 "issuer": self.base,
                 "authorization_endpoint": f"{self.base}/authorize",
                 "token_endpoint": f"{self.base}/token",
-                "registration_endpoint": f"{self.base}/register",
+                "registration_endpoint": registration,
                 "revocation_endpoint": f"{self.base}/revoke",
                 "response_types_supported": ["code"],
                 "grant_types_supported": [
@@ -146,6 +154,8 @@ class Issuer:
         self.authorizations += 1
         code = secrets.token_urlsafe(16)
         scope = query.get("scope") or "mcp"
+        if self.grantable is not None:
+            scope = " ".join(s for s in scope.split() if s in self.grantable)
         self.codes[code] = _Code(client["client_id"], query["code_challenge"], redirect_uri, scope)
         answer = {"code": code, "state": query.get("state", ""), "iss": self.base}
         return RedirectResponse(f"{redirect_uri}?{urlencode(answer)}", status_code=302)
@@ -315,6 +325,13 @@ def _challenging(send: Any, wanted: str) -> Any:
     return challenge
 
 
+async def _refuse(send: Any, status: int, challenge: str) -> None:
+    """Answer ``status`` with the ``WWW-Authenticate`` ``challenge`` and no body."""
+    headers = [(b"www-authenticate", challenge.encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
 class StepUp:
     """ASGI middleware: a ``tools/call`` of ``admin`` with a token lacking the ``admin``
     scope gets 403 ``insufficient_scope`` naming the scopes to ask for (a step-up); a
@@ -343,19 +360,20 @@ class StepUp:
             and request.get("method") == "tools/call"
             and request.get("params", {}).get("name") == "admin"
         )
+        if token and self.issuer.refuse_tokens is not None:
+            challenge = (
+                'Bearer error="invalid_token", error_description='
+                f'"{self.issuer.refuse_tokens}", resource_metadata='
+                f'"{self.issuer.base}/.well-known/oauth-protected-resource/mcp"'
+            )
+            await _refuse(send, 401, challenge)
+            return
         if wants_admin and "admin" not in self.issuer.scopes.get(token, "").split():
             challenge = (
                 'Bearer error="insufficient_scope", scope="mcp admin", resource_metadata='
                 f'"{self.issuer.base}/.well-known/oauth-protected-resource/mcp"'
             )
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 403,
-                    "headers": [(b"www-authenticate", challenge.encode())],
-                }
-            )
-            await send({"type": "http.response.body", "body": b""})
+            await _refuse(send, 403, challenge)
             return
         await self.app(scope, _replaying(body, receive), send)
 
@@ -430,6 +448,20 @@ async def issuer_apart(issuer: Issuer) -> AsyncIterator[tuple[str, Recording]]:
             yield f"{base}/mcp", recording
 
 
+def oauth_pool(
+    url: str, data_dir: Path | None, oauth: dict[str, Any] | None = None, **extra: Any
+) -> WorkerPool:
+    """A pool of one OAuth server, ``remote`` at ``url``, with ``oauth`` settings."""
+    from nativemcp.proxy import WorkerPool
+
+    return WorkerPool(
+        data_dir=data_dir,
+        builtins=[],
+        mcp_servers={"remote": {"type": "http", "url": url, "oauth": oauth or {}}},
+        **extra,
+    )
+
+
 async def whoami(pool: WorkerPool, server: str = "remote") -> str:
     """Call ``server``'s ``whoami`` through ``pool``: ``authorized`` once signed in."""
     response = await pool.call_tool(f"{server}__whoami", {})
@@ -444,6 +476,17 @@ async def follow(url: str) -> str:
         response = await http.get(url)
     assert response.status_code == 302, response.text
     return str(response.headers["location"])
+
+
+class Following:
+    """`follow`, noting each authorization URL it was given."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def __call__(self, url: str) -> str:
+        self.seen.append(url)
+        return await follow(url)
 
 
 async def log_in_elsewhere(name: str, url: str, data_dir: Path, *options: str) -> None:

@@ -235,11 +235,13 @@ class ServerAuthorization:
         )
         if isinstance(provider, RefreshingProvider):
             provider.can_ask = lambda: self._redirect is not None
+            provider.refused = self._refused
             metadata = provider.context.client_metadata
             if isinstance(metadata, EntryScopes):
                 metadata.pin(self.settings.scope, lambda: provider.stepping_up)
         # A refresh goes to the kept grant's issuer only, never to the MCP server.
         provider.kept_issuer = self.store.refresh_issuer
+        provider.give_up = self._give_up
         return provider
 
     def _client_credentials_provider(self) -> IssuerBound | None:
@@ -347,16 +349,29 @@ class ServerAuthorization:
         if self.person_done is not None:
             self.person_done.set()
 
-    def take_scope_refusal(self) -> str | None:
-        """The scope the server asked for in a 403 left standing since the last look
-        (None: none): why a call failed, when no person could be asked to widen the grant."""
+    def take_scope_refusal(self, tool: str) -> str | None:
+        """Why a call of ``tool`` was refused for want of scope (a 403 left standing
+        since the last look, when no person could be asked to widen the grant): the
+        scopes asked, granted and missing, and what to do (None: no such refusal)."""
         from ._refresh_on_401 import RefreshingProvider
 
         provider = self._provider
         if not isinstance(provider, RefreshingProvider) or provider.scope_refused is None:
             return None
         wanted, provider.scope_refused = provider.scope_refused, None
-        return wanted
+        granted = str((self.store.status() or {}).get("scope") or "")
+        missing = [s for s in wanted.split() if s not in granted.split()]
+        said = (
+            f"it asks for scope {wanted!r} to call {tool!r}; the grant has "
+            f"{granted or '(no scope named)'!r}, without {' '.join(missing)!r}"
+        )
+        configured = self.settings.scopes
+        if configured and all(scope in configured for scope in missing):
+            return (
+                f"{said}; the entry asks for {' '.join(configured)!r} and the authorization "
+                "server did not grant it all: ask its administrator for it"
+            )
+        return f'{said}; add {" ".join(missing)!r} to the entry\'s "oauth" "scopes"'
 
     def auth_redirect_uri(self) -> str:
         """The redirect URI the provider sends (the loopback callback)."""
@@ -369,6 +384,12 @@ class ServerAuthorization:
             else None
         )
         return str(uris[0]) if uris else ""
+
+    def _refused(self, reason: str) -> NeedsAuthorization:
+        """Stop: the server refused the tokens just granted (asking again would get the
+        same ones). They are dropped; ``reason`` says what the server said."""
+        self.store.forget_tokens()
+        return self._give_up(reason)
 
     def _give_up(self, reason: str) -> NeedsAuthorization:
         self.needs_authorization = reason

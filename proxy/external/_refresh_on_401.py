@@ -24,7 +24,12 @@ from urllib.parse import parse_qs
 
 import anyio
 import httpx2
-from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError
+from mcp.client.auth import (
+    OAuthClientProvider,
+    OAuthFlowError,
+    OAuthRegistrationError,
+    OAuthTokenError,
+)
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
     PrivateKeyJWTOAuthProvider,
@@ -118,6 +123,9 @@ class IssuerBound(OAuthClientProvider):
 
     kept_issuer: Callable[[], str | None] = staticmethod(lambda: None)
     """The issuer of the kept grant when it holds a refresh token (None: none kept)."""
+    give_up: Callable[[str], Exception] = staticmethod(OAuthRegistrationError)
+    """The error to raise, given why, when the flow cannot go on without a change to
+    the entry (an issuer that offers no dynamic registration)."""
 
     async def async_auth_flow(
         self, request: httpx2.Request
@@ -145,6 +153,7 @@ class IssuerBound(OAuthClientProvider):
                     continue
                 # The flow's own requests: sent here, bounded (never by the MCP client).
                 self._check_refresh(outgoing, issuer)
+                self._check_registration(outgoing)
                 outgoing = await flow.asend(await send_bounded(outgoing))
         except StopAsyncIteration:
             return
@@ -154,6 +163,23 @@ class IssuerBound(OAuthClientProvider):
     def _flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The SDK's flow for ``request`` (a subclass may wrap it)."""
         return super().async_auth_flow(request)
+
+    def _check_registration(self, outgoing: httpx2.Request) -> None:
+        """The SDK registers at the MCP server's origin (``/register``, the 2025-03-26
+        default) when the issuer's metadata names no registration endpoint: an issuer
+        without one offers no dynamic registration (RFC 8414 §2), and the MCP server is
+        not where to register."""
+        metadata = self.context.oauth_metadata
+        if metadata is None or metadata.registration_endpoint is not None:
+            return
+        fallback = httpx2.URL(self.context.server_url).join("/register")
+        if outgoing.method == "POST" and outgoing.url.copy_with(query=None) == fallback:
+            raise self.give_up(
+                f"the authorization server {metadata.issuer} offers no dynamic "
+                "registration (its metadata names no registration_endpoint): register a "
+                'client there and set "clientId" (and "clientSecret") in the entry\'s '
+                '"oauth"'
+            )
 
     def _check_refresh(self, outgoing: httpx2.Request, issuer: str | None) -> None:
         target = refresh_target(outgoing)
@@ -197,6 +223,15 @@ class EntryScopes(OAuthClientMetadata):
         super().__setattr__(name, value)
 
 
+def _refusal(response: httpx2.Response) -> str:
+    """Why the MCP server refused a token the issuer had just granted, in its words
+    (``error`` and ``error_description`` of its challenge, RFC 6750 §3)."""
+    error = extract_field_from_www_auth(response, "error") or f"HTTP {response.status_code}"
+    description = extract_field_from_www_auth(response, "error_description")
+    said = f"{error}: {description}" if description else error
+    return f"the server refused the token the authorization server had just granted ({said})"
+
+
 class RefreshingProvider(IssuerBound):
     """`OAuthClientProvider` that, on a 401 to a request that carried a token it can
     refresh, refreshes and resends once before a new authorization; and that leaves a
@@ -209,16 +244,22 @@ class RefreshingProvider(IssuerBound):
     """The scope the server asked for in the last 403 left standing (None: none)."""
     stepping_up = False
     """Whether the authorization under way is a step-up (a 403), not a first one (a 401)."""
+    refused: Callable[[str], Exception] = staticmethod(OAuthFlowError)
+    """The error to raise, given why, when the server refuses the token just granted."""
 
     async def _flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super()._flow(request)
         refreshed = False
+        sent = 0  # times this SDK flow sent the request: twice once it authorized anew
         try:
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
+                sent += outgoing is request
+                if sent == 2 and response.status_code == 401:
+                    raise self.refused(_refusal(response))
                 step_up = (
                     outgoing is request
                     and response.status_code == 403
@@ -236,7 +277,7 @@ class RefreshingProvider(IssuerBound):
                     and "authorization" in request.headers
                     and self.context.can_refresh_token()
                 ):
-                    refreshed = True
+                    refreshed, sent = True, 0
                     await flow.aclose()
                     del request.headers["authorization"]
                     self.context.token_expiry_time = _EXPIRED

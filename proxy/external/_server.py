@@ -532,13 +532,9 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                 raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
                 ) from self._cause(exc)
-            wanted = self.authorization.take_scope_refusal() if self.authorization else None
-            if wanted is not None:
-                return unavailable_response(
-                    self.name,
-                    f"it asks for scope {wanted!r} to call {tool!r}; add the scopes to the "
-                    'entry\'s "oauth" "scopes"',
-                )
+            refused = self.authorization.take_scope_refusal(tool) if self.authorization else None
+            if refused is not None:
+                return unavailable_response(self.name, refused)
             # The SDK makes some errors from httpx's, which may hold the expanded URL.
             error = exc.error.model_copy(update={"message": self.spec.redact(exc.message)})
             return response_from_sdk(error)

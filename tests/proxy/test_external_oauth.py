@@ -20,6 +20,7 @@ from _mcp_http import serving
 from _oauth_server import (
     CLIENT_ID,
     CLIENT_SECRET,
+    Following,
     Issuer,
     follow,
     log_in_elsewhere,
@@ -35,17 +36,6 @@ from nativemcp.proxy.external import GrantStore, NeedsAuthorization, revoke
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 NAME = "remote"
-
-
-class Following:
-    """`follow`, noting each authorization URL it was given."""
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    async def __call__(self, url: str) -> str:
-        self.seen.append(url)
-        return await follow(url)
 
 
 def pool(url: str, data_dir: Path | None, **extra: Any) -> WorkerPool:
@@ -355,7 +345,9 @@ async def test_a_step_up_without_a_person_keeps_the_grant_for_the_other_tools(
             assert await whoami(p) == "authorized"  # the connection and the grant stand
     assert answer.result is not None and answer.result.is_error, answer
     text = answer.result.content[0].text  # type: ignore[union-attr]
-    assert "asks for scope 'mcp admin' to call 'admin'" in text
+    asked = "asks for scope 'mcp admin' to call 'admin'; the grant has 'mcp', without 'admin'"
+    assert asked in text
+    assert 'add \'admin\' to the entry\'s "oauth" "scopes"' in text
     assert "run: nativemcp auth login remote" in text
     assert stored(tmp_path)["resources"][url]["access_token"] == kept
 

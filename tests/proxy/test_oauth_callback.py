@@ -17,23 +17,14 @@ import anyio
 import httpx2
 import pytest
 from _oauth_server import Issuer, follow, whoami
+from _oauth_server import oauth_pool as pool
 from _process import free_port
 
-from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.external import NeedsAuthorization
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 NAME = "remote"
-
-
-def pool(url: str, data_dir: Path, oauth: dict[str, Any] | None = None, **extra: Any) -> WorkerPool:
-    return WorkerPool(
-        data_dir=data_dir,
-        builtins=[],
-        mcp_servers={NAME: {"type": "http", "url": url, "oauth": oauth or {}}},
-        **extra,
-    )
 
 
 def query(url: str) -> dict[str, str]:

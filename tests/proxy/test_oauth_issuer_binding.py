@@ -14,9 +14,10 @@ from typing import Any
 import anyio
 import pytest
 from _oauth_server import Issuer, Recording, follow, issuer_apart, whoami
+from _oauth_server import oauth_pool as pool
 from _process import free_port
 
-from nativemcp.proxy import ServerStartError, WorkerPool
+from nativemcp.proxy import ServerStartError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -29,15 +30,6 @@ async def apart() -> AsyncIterator[tuple[Issuer, str, Recording]]:
     issuer = Issuer()
     async with issuer_apart(issuer) as (url, recording):
         yield issuer, url, recording
-
-
-def pool(url: str, data_dir: Path, oauth: dict[str, Any], **extra: Any) -> WorkerPool:
-    return WorkerPool(
-        data_dir=data_dir,
-        builtins=[],
-        mcp_servers={NAME: {"type": "http", "url": url, "oauth": oauth}},
-        **extra,
-    )
 
 
 def kept(data_dir: Path, url: str) -> dict[str, Any]:
