@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import stat
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ from _process import free_port
 from mcp import Client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from nativemcp.protocol import ToolError, UnknownTool
 from nativemcp.proxy import ServerStartError, UnknownServer, WorkerPool, http_app
 from nativemcp.proxy.external import GrantStore, NeedsAuthorization, revoke
 
@@ -235,6 +237,26 @@ async def test_a_server_never_authorized_waits_without_stopping_the_other_server
     assert server.authorizations == 0 and server.grants == []
     # Waiting for a person is no error: the SDK's flow does not log it as one.
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
+
+
+async def test_a_server_waiting_for_authorization_says_so_on_every_call_path(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = oauth_issuer
+    hint = "needs authorization (no authorization is kept for it); run: nativemcp auth login"
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path) as running:
+            # Its tools are not listed, yet a call by name says why, as the placeholder does.
+            answer = await running.call_tool(f"{NAME}__whoami", {})
+            assert answer.result is not None and answer.result.is_error
+            assert hint in answer.result.content[0].text  # type: ignore[union-attr]
+            with pytest.raises(ToolError, match=re.escape(hint)):
+                await running.server(NAME).whoami()
+            with pytest.raises(ToolError, match=re.escape(hint)):
+                await running.server(NAME).tool("whoami")()
+            with pytest.raises(UnknownTool, match="'elsewhere__whoami'"):
+                await running.call_tool("elsewhere__whoami", {})
+    assert server.authorizations == 0 and server.grants == []
 
 
 async def test_client_credentials_get_a_token_without_a_person_and_keep_it_not_the_secret(
