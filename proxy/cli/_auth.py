@@ -204,7 +204,7 @@ def _status(options: PoolOptions) -> int:
     for spec in servers:
         shown = _store(options, spec).status()
         if shown is None or not shown["authorized"]:
-            print(f"{spec.name}: not authorized; {login_hint(spec.name)}")
+            print(f"{spec.name}: not authorized; {options.pasteable(login_hint(spec.name))}")
             continue
         refresh = ", refreshable" if shown["refreshable"] else ""
         print(

@@ -25,6 +25,7 @@ import base64
 import contextlib
 import inspect
 import logging
+import shlex
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -79,8 +80,8 @@ CALLBACK_WAIT: Final = 600.0
 
 
 def login_hint(server: str) -> str:
-    """What to run to authorize ``server``."""
-    return f"run: nativemcp auth login {server}"
+    """What to run to authorize ``server`` (its name quoted for the shell)."""
+    return f"run: nativemcp auth login {shlex.quote(server)}"
 
 
 class NeedsAuthorization(Exception):
