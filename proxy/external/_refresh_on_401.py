@@ -18,7 +18,7 @@ httpx auth, as the SDK's own `RedirectAwareAuth` does. Imported only when a pool
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final
 from urllib.parse import parse_qs
 
@@ -50,6 +50,7 @@ __all__ = [
     "EntryScopes",
     "IssuerBound",
     "RefreshingProvider",
+    "bounded_flow",
     "refresh_target",
     "send_bounded",
 ]
@@ -115,6 +116,35 @@ def refresh_target(request: httpx2.Request) -> str | None:
     return str(request.url) if form.get("grant_type") == ["refresh_token"] else None
 
 
+async def bounded_flow(
+    request: httpx2.Request,
+    make_flow: Callable[[httpx2.Request], AsyncGenerator[httpx2.Request, httpx2.Response]],
+    *,
+    before: Callable[[], Awaitable[None]] | None = None,
+    check: Callable[[httpx2.Request], None] | None = None,
+) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+    """An SDK auth flow (``make_flow(request)``) as httpx drives it, but with every
+    request of its own (discovery, registration, token) sent here by `send_bounded`,
+    after ``check`` (which raises to stop it); only ``request`` goes through the MCP
+    client. ``before`` runs first."""
+    if before is not None:
+        await before()
+    flow = make_flow(request)
+    try:
+        outgoing = await flow.__anext__()
+        while True:
+            if outgoing is request:
+                outgoing = await flow.asend((yield outgoing))
+                continue
+            if check is not None:
+                check(outgoing)
+            outgoing = await flow.asend(await send_bounded(outgoing))
+    except StopAsyncIteration:
+        return
+    finally:
+        await flow.aclose()
+
+
 class IssuerBound(OAuthClientProvider):
     """An SDK provider that refreshes only at the token endpoint of the kept grant's
     issuer: before the first request it discovers that issuer's metadata (when a
@@ -127,38 +157,33 @@ class IssuerBound(OAuthClientProvider):
     """The error to raise, given why, when the flow cannot go on without a change to
     the entry (an issuer that offers no dynamic registration)."""
 
-    async def async_auth_flow(
+    def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        return bounded_flow(request, self._flow, before=self._discover, check=self._check)
+
+    async def _discover(self) -> None:
+        """Read the kept grant's issuer's metadata, if a refresh token is kept and
+        nothing is discovered yet: a refresh then goes to its token endpoint."""
         issuer = self.kept_issuer() if self.context.oauth_metadata is None else None
-        if issuer is not None:
-            async with self.context.lock:
-                if self.context.oauth_metadata is None:
-                    for url in build_oauth_authorization_server_metadata_discovery_urls(
-                        issuer, self.context.server_url
-                    ):
-                        found = await send_bounded(create_oauth_metadata_request(url))
-                        ok, metadata = await handle_auth_metadata_response(found)
-                        if not ok:
-                            break
-                        if metadata is not None and issuers_match(str(metadata.issuer), issuer):
-                            self.context.oauth_metadata = metadata
-                            break
-        flow = self._flow(request)
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                if outgoing is request:
-                    outgoing = await flow.asend((yield outgoing))
-                    continue
-                # The flow's own requests: sent here, bounded (never by the MCP client).
-                self._check_refresh(outgoing, issuer)
-                self._check_registration(outgoing)
-                outgoing = await flow.asend(await send_bounded(outgoing))
-        except StopAsyncIteration:
+        if issuer is None:
             return
-        finally:
-            await flow.aclose()
+        async with self.context.lock:
+            urls = build_oauth_authorization_server_metadata_discovery_urls(
+                issuer, self.context.server_url
+            )
+            for url in urls if self.context.oauth_metadata is None else []:
+                found = await send_bounded(create_oauth_metadata_request(url))
+                ok, metadata = await handle_auth_metadata_response(found)
+                if not ok:
+                    break
+                if metadata is not None and issuers_match(str(metadata.issuer), issuer):
+                    self.context.oauth_metadata = metadata
+                    break
+
+    def _check(self, outgoing: httpx2.Request) -> None:
+        self._check_refresh(outgoing)
+        self._check_registration(outgoing)
 
     def _flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The SDK's flow for ``request`` (a subclass may wrap it)."""
@@ -181,13 +206,13 @@ class IssuerBound(OAuthClientProvider):
                 '"oauth"'
             )
 
-    def _check_refresh(self, outgoing: httpx2.Request, issuer: str | None) -> None:
+    def _check_refresh(self, outgoing: httpx2.Request) -> None:
         target = refresh_target(outgoing)
         if target is None:
             return
         metadata = self.context.oauth_metadata
         if metadata is None or str(metadata.token_endpoint) != target:
-            granted = issuer or self.kept_issuer() or "the issuer that granted it"
+            granted = self.kept_issuer() or "the issuer that granted it"
             raise OAuthTokenError(
                 f"not sending the refresh token to {target}: it is not the token endpoint "
                 f"of {granted} (whose metadata could not be read); the grant is kept"
