@@ -157,7 +157,9 @@ class Issuer:
         if self.grantable is not None:
             scope = " ".join(s for s in scope.split() if s in self.grantable)
         self.codes[code] = _Code(client["client_id"], query["code_challenge"], redirect_uri, scope)
-        answer = {"code": code, "state": query.get("state", ""), "iss": self.base}
+        answer = {"code": code, "state": query.get("state", "")}
+        if not self.hide_metadata:  # RFC 9207's iss goes with the metadata that names it
+            answer["iss"] = self.base
         return RedirectResponse(f"{redirect_uri}?{urlencode(answer)}", status_code=302)
 
     def _tokens(self, client_id: str, scope: str = "mcp", *, refreshable: bool = True) -> Response:

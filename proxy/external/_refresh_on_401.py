@@ -211,12 +211,22 @@ class IssuerBound(OAuthClientProvider):
         if target is None:
             return
         metadata = self.context.oauth_metadata
-        if metadata is None or str(metadata.token_endpoint) != target:
-            granted = self.kept_issuer() or "the issuer that granted it"
-            raise OAuthTokenError(
-                f"not sending the refresh token to {target}: it is not the token endpoint "
-                f"of {granted} (whose metadata could not be read); the grant is kept"
-            )
+        if metadata is not None and str(metadata.token_endpoint) == target:
+            return
+        granted = self.kept_issuer()
+        origin = httpx2.URL(self.context.server_url).join("/")
+        if (
+            metadata is None
+            and granted is not None
+            and granted.rstrip("/") == str(origin).rstrip("/")
+            and httpx2.URL(target) == origin.join("/token")
+        ):
+            return  # 2025-03-26 without metadata: the origin granted it; /token is its own
+        raise OAuthTokenError(
+            f"not sending the refresh token to {target}: it is not the token endpoint of "
+            f"{granted or 'the issuer that granted it'} (whose metadata could not be read); "
+            "the grant is kept"
+        )
 
 
 class BoundClientCredentials(IssuerBound, ClientCredentialsOAuthProvider):

@@ -105,3 +105,21 @@ async def test_a_refresh_whose_issuer_cannot_be_read_is_not_sent_and_the_grant_i
     for request in recording.received:
         assert not request.carries(refresh_token) and not request.carries(SECRET), request
     assert kept(tmp_path, url)["refresh_token"] == refresh_token  # kept for a later try
+
+
+async def test_a_legacy_server_that_is_its_own_issuer_is_refreshed_at_its_token_path(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    # 2025-03-26: no authorization-server metadata; the MCP server's origin is the
+    # issuer, and /token there is its token endpoint by that revision's defaults.
+    server, url = oauth_issuer
+    server.hide_metadata = True
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path, {}, oauth_redirect=follow) as first:
+            assert await whoami(first) == "authorized"
+    expire(tmp_path, url)
+    server.grants.clear()
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path, {}) as second:
+            assert await whoami(second) == "authorized"
+    assert server.grants == ["refresh_token"] and server.authorizations == 1
