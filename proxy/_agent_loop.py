@@ -3,16 +3,19 @@
 `AgentLoop` is a base of `WorkerPool` holding its tool search (`tool_index`,
 `search_tools`) and its agent-loop methods (`tool_definitions`, `run_tool_call`,
 `run_tool_calls`, the meta-tools ``search_tools`` / ``call_tool`` and `ToolProfile`
-among them). They read the pool's catalog and call through `WorkerPool.call_tool`, and
-live here so the pool core stays about running servers.
+among them) and code mode's entry points (`run_code`, `describe_tools`, the room
+``codemode/``). They read the pool's catalog and call through `WorkerPool.call_tool`,
+and live here so the pool core stays about running servers. Which tools the model may
+see is decided once, in `_model_entries`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import msgspec
 
 from nativemcp.protocol import (
     ArgumentsError,
@@ -22,9 +25,10 @@ from nativemcp.protocol import (
     ui_visibility,
 )
 
-from ._catalog import Catalog
+from ._catalog import Catalog, CatalogEntry
 from ._config import PoolConfig
-from ._handle import DEFAULT, LogHandler, ProgressCallback, _Default
+from ._handle import DEFAULT, CallOptions, LogHandler, ProgressCallback, _Default
+from .codemode import CodeLimits, CodeResult, CodeSandbox, python_names, tool_stubs
 from .llm._apps import with_app_note
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
@@ -56,6 +60,8 @@ class AgentLoop:
     _apps: bool
     _llm_names: dict[str, dict[str, str]]
     _tool_index: tuple[int, ToolIndex] | None
+    _code_sandbox: CodeSandbox | None  # made by the first run
+    _code_names: tuple[int, dict[str, str]] | None
 
     if TYPE_CHECKING:  # WorkerPool's own
 
@@ -75,8 +81,7 @@ class AgentLoop:
         self._check_open()
         version = self._catalog.version
         if self._tool_index is None or self._tool_index[0] != version:
-            # A tool only its app may call (MCP Apps) is not found for the model either.
-            entries = [e for e in self._catalog.entries() if "model" in ui_visibility(e.tool.meta)]
+            entries = self._model_entries(None)
             tools = [IndexedTool(e.full_name, e.service.server_name, e.tool) for e in entries]
             self._tool_index = (version, ToolIndex(tools, embed=self._config.search_embed))
         return self._tool_index[1]
@@ -107,6 +112,19 @@ class AgentLoop:
             # thread, so the pool's other calls go on meanwhile.
             await anyio.to_thread.run_sync(load_embedding)
         return self.tool_index().search(query, limit, where=where)
+
+    def _model_entries(
+        self, profile: ToolProfile | None, allowed: Callable[[str], bool] | None = None
+    ) -> list[CatalogEntry]:
+        """The catalog's tools the model may see: not only an app's (MCP Apps visibility
+        ``["app"]``), offered by ``profile``, and ``allowed`` (serve's caller check)."""
+        return [
+            entry
+            for entry in self._catalog.entries()
+            if "model" in ui_visibility(entry.tool.meta)
+            and (profile is None or profile.allows(entry.full_name))
+            and (allowed is None or allowed(entry.full_name))
+        ]
 
     # -- the agent loop --------------------------------------------------------------
 
@@ -160,12 +178,9 @@ class AgentLoop:
             return [declaration(tool, tool.name, provider) for tool in META_TOOLS]
         names = self._names_for(provider)
         by_full = {full: short for short, full in names.items()}
-        # A tool only its app may call (MCP Apps visibility ["app"]) is not the model's.
         definitions = [
             declaration(entry.tool, by_full[entry.full_name], provider)
-            for entry in self._catalog.entries()
-            if "model" in ui_visibility(entry.tool.meta)
-            and (profile is None or profile.allows(entry.full_name))
+            for entry in self._model_entries(profile)
         ]
         return deferred_for_anthropic(definitions) if defer_loading else definitions
 
@@ -236,11 +251,7 @@ class AgentLoop:
         """How many tools of the catalog ``profile`` offers (all without one)."""
         if profile is None or not profile.filters:
             return len(self.tool_index())
-        return sum(
-            1
-            for entry in self._catalog.entries()
-            if "model" in ui_visibility(entry.tool.meta) and profile.allows(entry.full_name)
-        )
+        return len(self._model_entries(profile))
 
     async def run_tool_calls(
         self,
@@ -278,3 +289,101 @@ class AgentLoop:
             for call in calls
         ]
         return tool_results_turn(results, provider=provider)
+
+    # -- code mode -------------------------------------------------------------------
+
+    def _code_tools(
+        self, profile: ToolProfile | None, allowed: Callable[[str], bool] | None = None
+    ) -> dict[str, Any]:
+        """Identifier → tool (under its full name) for each tool the model may see.
+
+        Identifiers are given over the whole catalog, so a tool keeps its name whatever
+        the profile; they change only when the catalog does.
+        """
+        version = self._catalog.version
+        if self._code_names is None or self._code_names[0] != version:
+            full = python_names(e.full_name for e in self._model_entries(None))
+            self._code_names = (version, {f: name for name, f in full.items()})
+        names = self._code_names[1]
+        return {
+            names[entry.full_name]: msgspec.structs.replace(entry.tool, name=entry.full_name)
+            for entry in self._model_entries(profile, allowed)
+        }
+
+    async def describe_tools(
+        self,
+        names: Iterable[str],
+        *,
+        profile: ToolProfile | None = None,
+        allowed: Callable[[str], bool] | None = None,
+    ) -> str:
+        """The named tools as the Python stubs a program calls them by.
+
+        ``names`` are full names or the identifiers `run_code` gives the tools (as
+        `search_tools` finds them). Each stub is one ``async def`` with typed keyword
+        parameters, its return type (or what comes back when the tool has no output
+        schema) and its description's first line.
+
+        Raises:
+            UnknownTool: a name the caller may not see (the message names it).
+            ServerClosed: the pool is closed.
+        """
+        self._check_open()
+        tools = self._code_tools(profile, allowed)
+        by_full = {tool.name: name for name, tool in tools.items()}
+        chosen: dict[str, Any] = {}
+        for name in names:
+            key = name if name in tools else by_full.get(name)
+            if key is None:
+                raise UnknownTool(
+                    f"no tool named {quoted_name(name)} is offered here; call "
+                    f"{SEARCH_TOOLS} to find one"
+                )
+            chosen[key] = tools[key]
+        return tool_stubs(chosen)
+
+    async def run_code(
+        self,
+        code: str,
+        *,
+        inputs: Mapping[str, Any] | None = None,
+        limits: CodeLimits | None = None,
+        profile: ToolProfile | None = None,
+        allowed: Callable[[str], bool] | None = None,
+        options: CallOptions | None = None,
+    ) -> CodeResult:
+        """Run a model's Python program with the catalog's tools callable; what it printed.
+
+        The program runs in a pydantic-monty sandbox (no files, network, environment
+        or subprocesses) and calls every tool the model may see (``profile`` and
+        ``allowed`` narrow them) by its identifier, ``await tool(key=value)``, as
+        `describe_tools` shows it. A call goes through `call_tool` (``options``: time
+        limit, the caller, its handlers) and gives the unwrapped value as plain data; a
+        tool error raises ``RuntimeError`` with the tool's text, which the program may
+        catch. ``inputs`` are globals the program starts with.
+
+        Returns:
+            What it printed, its last expression's value, and each inner call.
+
+        Raises:
+            CodeError: the program raised; `CodeSyntaxError` (line, column),
+                `CodeLimitExceeded` (``limit`` names which of ``limits``) and
+                `SandboxCrashed` are its kinds; ``error.result`` holds what ran.
+            ImportError: the ``code`` extra (pydantic-monty) is not installed.
+            RuntimeError: not running on asyncio.
+            ServerClosed: the pool is closed.
+        """
+        self._check_open()
+        tools = self._code_tools(profile, allowed)
+        clash = sorted(set(inputs or ()) & set(tools))
+        if clash:
+            raise ValueError(f"inputs named like tools: {', '.join(clash)}")
+        if self._code_sandbox is None:
+            self._code_sandbox = CodeSandbox()
+
+        async def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
+            return await self.call_tool(full_name, arguments, options=options)
+
+        return await self._code_sandbox.run(
+            code, tools=tools, call=call, inputs=inputs, limits=limits
+        )

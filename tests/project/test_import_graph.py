@@ -121,13 +121,36 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     assert not circles, "\n".join(" -> ".join(circle) for circle in circles)
 
 
-def test_only_the_external_room_imports_its_private_modules() -> None:
-    room = "nativemcp.proxy.external"
-    reaching_in = [
+def _reaching_in(room: str) -> list[str]:
+    """Where a module outside ``room`` imports one of its private modules."""
+    return [
         f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}"
         for name, targets in GRAPH.items()
         for target, line in targets
         if target.startswith(f"{room}._") and not name.startswith(room)
     ]
+
+
+def test_only_the_external_room_imports_its_private_modules() -> None:
+    room = "nativemcp.proxy.external"
+    reaching_in = _reaching_in(room)
     assert GRAPH[room], "the room's __init__ re-exports nothing: the walk did not see it"
     assert not reaching_in, "\n".join(reaching_in)
+
+
+def test_the_codemode_room_is_reached_by_its_public_names_and_reaches_no_pool_core() -> None:
+    room = "nativemcp.proxy.codemode"
+    reaching_in = _reaching_in(room)
+    # The room gets the pool's call path as a callable: it imports protocol's public
+    # names and the telemetry room, never the pool core (that would be a circle).
+    reaching_out = [
+        f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.startswith(room)
+        for target, line in targets
+        if not target.startswith((room, "nativemcp.protocol", "nativemcp.proxy.telemetry"))
+    ]
+    assert GRAPH[room], "the room's __init__ re-exports nothing: the walk did not see it"
+    assert "nativemcp.proxy.codemode" in {t for t, _ in GRAPH["nativemcp.proxy._agent_loop"]}
+    assert not reaching_in, "\n".join(reaching_in)
+    assert not reaching_out, "\n".join(reaching_out)
