@@ -15,11 +15,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import msgspec
 
 from nativemcp.protocol import (
     ArgumentsError,
     NativeMCPResponse,
+    Tool,
     UnknownTool,
     quoted_name,
     ui_visibility,
@@ -28,7 +28,14 @@ from nativemcp.protocol import (
 from ._catalog import Catalog, CatalogEntry
 from ._config import PoolConfig
 from ._handle import DEFAULT, CallOptions, LogHandler, ProgressCallback, _Default
-from .codemode import CodeLimits, CodeResult, CodeSandbox, python_names, tool_stubs
+from .codemode import (
+    CodeLimits,
+    CodeResult,
+    CodeSandbox,
+    chosen_tools,
+    code_tools,
+    tool_stubs,
+)
 from .llm._apps import with_app_note
 from .llm._messages import tool_result_message, tool_results_turn
 from .llm._provider import Provider, check_provider
@@ -60,8 +67,8 @@ class AgentLoop:
     _apps: bool
     _llm_names: dict[str, dict[str, str]]
     _tool_index: tuple[int, ToolIndex] | None
-    _code_sandbox: CodeSandbox | None  # made by the first run
-    _code_names: tuple[int, dict[str, str]] | None
+    _code_sandbox: CodeSandbox
+    _code_names: tuple[int, dict[str, Tool]] | None
 
     if TYPE_CHECKING:  # WorkerPool's own
 
@@ -294,21 +301,16 @@ class AgentLoop:
 
     def _code_tools(
         self, profile: ToolProfile | None, allowed: Callable[[str], bool] | None = None
-    ) -> dict[str, Any]:
-        """Identifier → tool (under its full name) for each tool the model may see.
-
-        Identifiers are given over the whole catalog, so a tool keeps its name whatever
-        the profile; they change only when the catalog does.
-        """
+    ) -> dict[str, Tool]:
+        """Identifier → tool (under its full name) for each tool the model may see."""
         version = self._catalog.version
         if self._code_names is None or self._code_names[0] != version:
-            full = python_names(e.full_name for e in self._model_entries(None))
-            self._code_names = (version, {f: name for name, f in full.items()})
-        names = self._code_names[1]
-        return {
-            names[entry.full_name]: msgspec.structs.replace(entry.tool, name=entry.full_name)
-            for entry in self._model_entries(profile, allowed)
-        }
+            visible = [(e.full_name, e.tool) for e in self._model_entries(None)]
+            self._code_names = (version, code_tools(visible))
+        if profile is None and allowed is None:
+            return self._code_names[1]
+        offered = {e.full_name for e in self._model_entries(profile, allowed)}
+        return {n: t for n, t in self._code_names[1].items() if t.name in offered}
 
     async def describe_tools(
         self,
@@ -329,18 +331,7 @@ class AgentLoop:
             ServerClosed: the pool is closed.
         """
         self._check_open()
-        tools = self._code_tools(profile, allowed)
-        by_full = {tool.name: name for name, tool in tools.items()}
-        chosen: dict[str, Any] = {}
-        for name in names:
-            key = name if name in tools else by_full.get(name)
-            if key is None:
-                raise UnknownTool(
-                    f"no tool named {quoted_name(name)} is offered here; call "
-                    f"{SEARCH_TOOLS} to find one"
-                )
-            chosen[key] = tools[key]
-        return tool_stubs(chosen)
+        return tool_stubs(chosen_tools(self._code_tools(profile, allowed), names))
 
     async def run_code(
         self,
@@ -370,7 +361,6 @@ class AgentLoop:
                 `CodeLimitExceeded` (``limit`` names which of ``limits``) and
                 `SandboxCrashed` are its kinds; ``error.result`` holds what ran.
             ImportError: the ``code`` extra (pydantic-monty) is not installed.
-            RuntimeError: not running on asyncio.
             ServerClosed: the pool is closed.
         """
         self._check_open()
@@ -378,8 +368,6 @@ class AgentLoop:
         clash = sorted(set(inputs or ()) & set(tools))
         if clash:
             raise ValueError(f"inputs named like tools: {', '.join(clash)}")
-        if self._code_sandbox is None:
-            self._code_sandbox = CodeSandbox()
 
         async def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
             return await self.call_tool(full_name, arguments, options=options)

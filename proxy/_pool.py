@@ -65,6 +65,7 @@ from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
+from .codemode import CodeSandbox
 from .external import (
     DEFAULT_INPUT_ROUNDS,
     AssertionHook,
@@ -365,7 +366,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             if handler is not None
         }
         self._llm_names: dict[str, dict[str, str]] = {}
-        self._code_sandbox = None
+        self._code_sandbox = CodeSandbox()  # its processes start with the first run
         self._code_names = None
         self._tool_index: tuple[int, ToolIndex] | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -510,8 +511,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             async with anyio.create_task_group() as tg:
                 for handle in self._handles.values():
                     tg.start_soon(handle.aclose)
-                if self._code_sandbox is not None:
-                    tg.start_soon(self._code_sandbox.aclose)
+                tg.start_soon(self._code_sandbox.aclose)
 
     async def answer_client_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Answer a tool's request to its client with the pool's handler for ``method``.

@@ -13,6 +13,8 @@ pool core imports it (`CodeSandbox` only on the first run), serve and the agent 
 go through the pool.
 """
 
+from ._calls import chosen_tools as chosen_tools
+from ._calls import code_tools as code_tools
 from ._calls import plain as plain
 from ._calls import python_names as python_names
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
@@ -24,6 +26,8 @@ from ._sandbox import ToolCaller as ToolCaller
 from ._stubs import STUB_HEADER as STUB_HEADER
 from ._stubs import schema_type as schema_type
 from ._stubs import tool_stubs as tool_stubs
+from ._sync_sandbox import SyncCodeSandbox as SyncCodeSandbox
+from ._sync_sandbox import SyncToolCaller as SyncToolCaller
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -32,7 +36,11 @@ __all__ = [
     "CodeResult",
     "CodeSandbox",
     "InnerCall",
+    "SyncCodeSandbox",
+    "SyncToolCaller",
     "ToolCaller",
+    "chosen_tools",
+    "code_tools",
     "plain",
     "python_names",
     "schema_type",

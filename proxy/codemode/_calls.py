@@ -9,10 +9,11 @@ text → the text) or into an exception it can catch, and records each `InnerCal
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -22,14 +23,17 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     Tool,
     ToolError,
+    UnknownTool,
+    quoted_name,
     result_text,
     unwrap,
 )
 
+from ..telemetry import TRACING
 from ._limits import CodeLimits
 from ._result import CodeResult, InnerCall
 
-__all__ = ["RunState", "plain", "python_names"]
+__all__ = ["RunState", "chosen_tools", "code_tools", "plain", "python_names", "run_span"]
 
 _NOT_IDENTIFIER: Final = re.compile(r"\W")
 
@@ -50,6 +54,52 @@ def python_names(full_names: Iterable[str]) -> dict[str, str]:
             name = f"{base}_{n}"
         names[name] = full
     return names
+
+
+def run_span(tools: Mapping[str, Tool]) -> contextlib.AbstractContextManager[Any]:
+    """The ``run_code`` span, current while a run goes on (its inner calls' client spans
+    are its children); nothing when the app records no spans."""
+    tracer = TRACING.tracer
+    if tracer is None:
+        return contextlib.nullcontext()
+    return tracer.start_as_current_span("run_code", attributes={"code.tools": len(tools)})
+
+
+def code_tools(
+    visible: Iterable[tuple[str, Tool]], offered: Callable[[str], bool] | None = None
+) -> dict[str, Tool]:
+    """Identifier → tool (named by its full name) for each ``(full name, tool)`` the
+    model may see that ``offered`` allows.
+
+    The identifiers are given over every visible tool, so a tool keeps its name
+    whatever a profile or a caller leaves out.
+    """
+    tools = dict(visible)
+    names = python_names(tools)
+    return {
+        name: msgspec.structs.replace(tools[full], name=full)
+        for name, full in names.items()
+        if offered is None or offered(full)
+    }
+
+
+def chosen_tools(tools: Mapping[str, Tool], names: Iterable[str]) -> dict[str, Tool]:
+    """The tools of ``tools`` (identifier → tool) that ``names`` name, by identifier or
+    by full name, in the order named.
+
+    Raises:
+        UnknownTool: a name that is not among them.
+    """
+    by_full = {tool.name: name for name, tool in tools.items()}
+    chosen: dict[str, Tool] = {}
+    for name in names:
+        key = name if name in tools else by_full.get(name)
+        if key is None:
+            raise UnknownTool(
+                f"no tool named {quoted_name(name)} is offered here; search_tools finds one"
+            )
+        chosen[key] = tools[key]
+    return chosen
 
 
 def plain(value: Any) -> Any:
@@ -89,11 +139,11 @@ class RunState:
 
     # -- printed output ----------------------------------------------------------------
 
-    def on_print(self, stream: str, text: str) -> bool:
-        """Keep what the program printed; False once the output limit is passed (the
-        rest is dropped and the run is stopped)."""
+    def on_print(self, stream: str, text: str) -> None:
+        """Keep what the program printed; past the output limit, the part that fits
+        (`exceeded` is set, the rest dropped: the run is to stop)."""
         if self.exceeded is not None:
-            return False
+            return
         data = text.encode("utf-8", "replace")
         room = self.limits.output - self._output_bytes
         if len(data) > room:
@@ -103,10 +153,9 @@ class RunState:
             self.exceeded = CodeLimitExceeded(
                 "output", self.limits.output, "the program printed more than that many bytes"
             )
-            return False
+            return
         self._output_bytes += len(data)
         self._output.append(text)
-        return True
 
     @property
     def output(self) -> str:

@@ -5,7 +5,9 @@ run, about 20 ms, then about 0.1 ms a run) and calls back into this process for 
 name the program leaves undefined: each tool it may call is such a name, a coroutine
 function that goes through the pool's one call path. Monty awaits several at once when
 the program gathers them. `AsyncMonty` drives its workers with asyncio, so this module
-needs asyncio; a run under trio is refused with a clear error.
+is the asyncio one; under trio a run goes to the blocking sandbox (`SyncCodeSandbox`)
+in a worker thread, each inner call brought back to the event loop (there, cancelling
+a run waits for the step it is in, and the calls it started end under their own limits).
 
 A run stops at the first limit it passes: Monty stops the sandbox for duration, memory
 and recursion; the run's own cancel scope stops it for its wall-clock duration (tool
@@ -27,11 +29,11 @@ import sniffio
 
 from nativemcp.protocol import NativeMCPResponse, Tool
 
-from ..telemetry import TRACING
-from ._calls import RunState, plain
+from ._calls import RunState, plain, run_span
 from ._limits import DEFAULT_LIMITS, CodeLimits
 from ._outcome import code_error, over_duration
 from ._result import CodeResult
+from ._sync_sandbox import SyncCodeSandbox
 
 if TYPE_CHECKING:  # the code extra, imported by the first run (not with the pool)
     import pydantic_monty
@@ -53,6 +55,7 @@ class CodeSandbox:
         self._stack: contextlib.AsyncExitStack | None = None
         self._lock = anyio.Lock()
         self._closed = False
+        self._blocking = SyncCodeSandbox()  # for trio; its processes start when used
 
     async def _processes(self) -> pydantic_monty.AsyncMonty:
         try:
@@ -80,9 +83,10 @@ class CodeSandbox:
         """Stop the sandbox processes (idempotent)."""
         self._closed = True
         stack, self._stack, self._monty = self._stack, None, None
-        if stack is not None:
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            if stack is not None:
                 await stack.aclose()
+            await anyio.to_thread.run_sync(self._blocking.close)
 
     async def run(
         self,
@@ -93,26 +97,46 @@ class CodeSandbox:
         inputs: Mapping[str, Any] | None = None,
         limits: CodeLimits | None = None,
     ) -> CodeResult:
-        """Run ``code`` with ``tools`` (identifier → tool under its full name) callable.
+        """Run ``code`` on asyncio with ``tools`` (identifier → tool under its full
+        name) callable, each through ``call``; elsewhere, on the blocking sandbox.
 
         Raises:
             CodeError: the program raised (or does not parse, or passed a limit, or its
                 sandbox died); the error's ``result`` holds what it printed and called.
             ImportError: the ``code`` extra (pydantic-monty) is not installed.
-            RuntimeError: not running on asyncio.
         """
         if sniffio.current_async_library() != "asyncio":
-            raise RuntimeError("code mode runs on asyncio (pydantic-monty's AsyncMonty)")
+            return await self._run_blocking(code, tools, call, inputs, limits)
         state = RunState(tools, limits or DEFAULT_LIMITS)
         monty = await self._processes()
-        tracer = TRACING.tracer
-        span = (
-            tracer.start_as_current_span("run_code", attributes={"code.tools": len(tools)})
-            if tracer is not None
-            else contextlib.nullcontext()
-        )
-        with span:
+        with run_span(tools):
             return await self._run(monty, code, state, call, inputs)
+
+    async def _run_blocking(
+        self,
+        code: str,
+        tools: Mapping[str, Tool],
+        call: ToolCaller,
+        inputs: Mapping[str, Any] | None,
+        limits: CodeLimits | None,
+    ) -> CodeResult:
+        # The calls come from the sandbox's own threads, not anyio's: a portal brings
+        # each back to this event loop.
+        async with anyio.from_thread.BlockingPortal() as portal:
+
+            def blocking_call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
+                return portal.call(call, full_name, arguments)
+
+            def run() -> CodeResult:
+                return self._blocking.run(
+                    code, tools=tools, call=blocking_call, inputs=inputs, limits=limits
+                )
+
+            try:
+                return await anyio.to_thread.run_sync(run)
+            except Exception as exc:  # raised below, not grouped by the portal's tasks
+                error = exc
+        raise error
 
     async def _run(
         self,
@@ -128,7 +152,8 @@ class CodeSandbox:
         inner: set[asyncio.Task[Any]] = set()
 
         def on_print(stream: str, text: str) -> None:
-            if not state.on_print(stream, text):
+            state.on_print(stream, text)
+            if state.exceeded is not None:
                 scope.cancel()
 
         def host(name: str) -> Callable[..., Awaitable[Any]]:

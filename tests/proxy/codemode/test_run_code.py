@@ -2,7 +2,7 @@
 called by name with keywords, unwrapped values, tool errors the program catches,
 gathered calls at once, the caller's profile, cancellation and telemetry.
 
-Code mode runs on asyncio (pydantic-monty's `AsyncMonty`); a run under trio is refused.
+These run on asyncio (pydantic-monty's `AsyncMonty`); test_blocking_run_code.py runs trio.
 """
 
 from __future__ import annotations
