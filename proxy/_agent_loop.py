@@ -18,10 +18,12 @@ import anyio
 
 from nativemcp.protocol import (
     ArgumentsError,
+    CodeError,
     NativeMCPResponse,
     Tool,
     UnknownTool,
     quoted_name,
+    text_response,
     ui_visibility,
 )
 
@@ -29,11 +31,18 @@ from ._catalog import Catalog, CatalogEntry
 from ._config import PoolConfig
 from ._handle import DEFAULT, CallOptions, LogHandler, ProgressCallback, _Default
 from .codemode import (
+    CODE_META_TOOLS,
+    DESCRIBE_TOOLS,
+    RUN_CODE,
     CodeLimits,
     CodeResult,
     CodeSandbox,
     chosen_tools,
+    code_response,
+    code_search_response,
     code_tools,
+    read_code,
+    read_describe,
     tool_stubs,
 )
 from .llm._apps import with_app_note
@@ -153,6 +162,7 @@ class AgentLoop:
         search: bool = False,
         defer_loading: bool = False,
         profile: ToolProfile | None = None,
+        code_mode: bool = False,
     ) -> list[dict[str, Any]]:
         """Every tool of the catalog as ``provider``'s tool declarations.
 
@@ -166,15 +176,23 @@ class AgentLoop:
         ``defer_loading=True`` (Anthropic only): every definition marked
         ``defer_loading``, after Anthropic's own tool search tool
         (``tool_search_tool_bm25``), which finds them on Anthropic's side.
+        ``code_mode=True``: the three meta-tools of code mode, ``search_tools(query,
+        limit?)``, ``describe_tools(names)`` and ``run_code(code)`` (pass
+        ``code_mode=True`` to `run_tool_call` too): the model finds tools, reads them as
+        Python stubs and writes a program over them (`run_code`).
 
         Raises:
             UnknownProviderError: not one of the four providers.
             ValueError: ``defer_loading`` for another provider than Anthropic, or with
-                ``search``.
+                ``search`` or ``code_mode``.
             ServerClosed: the pool is closed.
         """
         provider = check_provider(provider)
         self._check_open()
+        if code_mode:
+            if defer_loading:
+                raise ValueError("defer_loading and code_mode are two ways; pick one")
+            return [declaration(tool, tool.name, provider) for tool in CODE_META_TOOLS]
         search = search or (profile is not None and profile.search)
         if defer_loading and (provider != "anthropic" or search):
             raise ValueError(
@@ -200,6 +218,7 @@ class AgentLoop:
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
         profile: ToolProfile | None = None,
+        code_mode: bool = False,
     ) -> dict[str, Any]:
         """Run a model's tool call and return the provider's tool-result message.
 
@@ -211,7 +230,9 @@ class AgentLoop:
         ``tool_definitions(provider, search=True)`` run here too: ``search_tools``
         answers the matches, ``call_tool`` calls the tool it names. ``profile`` (the
         one given to `tool_definitions`): the search finds only the tools it offers,
-        and a call of another is an unknown tool to the model.
+        and a call of another is an unknown tool to the model. ``code_mode=True``: the
+        meta-tools of ``tool_definitions(provider, code_mode=True)`` run here, a
+        program's output (or the error that stopped it) is the result.
 
         Raises:
             UnknownProviderError: not one of the four providers.
@@ -227,7 +248,10 @@ class AgentLoop:
         else:
             try:
                 # No full name is a meta-tool's: a full name always holds "__".
-                if full_name == SEARCH_TOOLS:
+                if code_mode and full_name in (SEARCH_TOOLS, DESCRIBE_TOOLS, RUN_CODE):
+                    options = CallOptions(timeout=timeout, on_progress=on_progress, on_log=on_log)
+                    outcome = await self._code_meta_tool(full_name, arguments, profile, options)
+                elif full_name == SEARCH_TOOLS:
                     query, limit = read_search(arguments)
                     found = await self.search_tools(query, limit, profile=profile)
                     outcome = search_response(query, found, self._offered(profile))
@@ -254,6 +278,30 @@ class AgentLoop:
             outcome, provider=provider, call_id=parsed.call_id, tool_name=parsed.name
         )
 
+    async def _code_meta_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        profile: ToolProfile | None,
+        options: CallOptions,
+    ) -> NativeMCPResponse[Any]:
+        """A code-mode meta-tool's answer: the search by identifiers, the stubs, or the
+        program's output (its error, as an ``isError`` result the model reads)."""
+        if name == SEARCH_TOOLS:
+            query, limit = read_search(arguments)
+            found = await self.search_tools(query, limit, profile=profile)
+            names = {tool.name: key for key, tool in self._code_tools(None).items()}
+            return code_search_response(query, found, self._offered(profile), names)
+        if name == DESCRIBE_TOOLS:
+            return text_response(
+                await self.describe_tools(read_describe(arguments), profile=profile)
+            )
+        try:
+            result = await self.run_code(read_code(arguments), profile=profile, options=options)
+        except CodeError as exc:
+            return code_response(exc)
+        return code_response(result)
+
     def _offered(self, profile: ToolProfile | None) -> int:
         """How many tools of the catalog ``profile`` offers (all without one)."""
         if profile is None or not profile.filters:
@@ -269,12 +317,13 @@ class AgentLoop:
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
         profile: ToolProfile | None = None,
+        code_mode: bool = False,
     ) -> list[dict[str, Any]]:
         """Run one model turn's tool calls, in order; the history entries that answer them.
 
         Append the entries to the conversation as they are.
 
-        Each call runs as `run_tool_call` runs it (``profile`` too). OpenAI and
+        Each call runs as `run_tool_call` runs it (``profile`` and ``code_mode`` too). OpenAI and
         Responses get one entry per call; Anthropic one user message holding every
         ``tool_result`` block, and Gemini one user content holding every
         ``functionResponse`` Part, as their APIs require (see `tool_results_turn`).
@@ -292,6 +341,7 @@ class AgentLoop:
                 on_progress=on_progress,
                 on_log=on_log,
                 profile=profile,
+                code_mode=code_mode,
             )
             for call in calls
         ]
