@@ -35,6 +35,7 @@ from ._result import InnerCall as InnerCall
 from ._sandbox import CodeSandbox as CodeSandbox
 from ._sandbox import ToolCaller as ToolCaller
 from ._stubs import STUB_HEADER as STUB_HEADER
+from ._stubs import UNTYPED_NOTE as UNTYPED_NOTE
 from ._stubs import schema_type as schema_type
 from ._stubs import tool_stubs as tool_stubs
 from ._sync_sandbox import SyncCodeSandbox as SyncCodeSandbox
@@ -46,6 +47,7 @@ __all__ = [
     "DESCRIBE_TOOLS",
     "RUN_CODE",
     "STUB_HEADER",
+    "UNTYPED_NOTE",
     "CodeLimits",
     "CodeResult",
     "CodeSandbox",

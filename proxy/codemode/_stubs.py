@@ -3,9 +3,9 @@
 Each tool is one ``async def`` line with typed keyword parameters (from its
 ``inputSchema``), a return type (from its ``outputSchema``) and a one-line docstring.
 An object type is written ``{key: type}``, the shortest form a model reads as a dict
-with those keys; a tool with no output schema says what comes back instead (the JSON
-in its text, else the text). Several times fewer tokens than the JSON definitions
-(bench.codemode measures it).
+with those keys; a tool with no output schema returns ``Any``, and a line above the
+stubs says what that is (the JSON in its text, else the text). Several times fewer
+tokens than the JSON definitions (bench.codemode measures it).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from nativemcp.protocol import Tool
 
-__all__ = ["STUB_HEADER", "schema_type", "tool_stubs"]
+__all__ = ["STUB_HEADER", "UNTYPED_NOTE", "schema_type", "tool_stub", "tool_stubs"]
 
 STUB_HEADER: Final = (
     "# Tools: await each with keyword arguments (asyncio.gather runs several at once); "
@@ -25,6 +25,12 @@ STUB_HEADER: Final = (
     "{k: T} is a dict with keys k.\n"
 )
 """The lines above the stubs: how a program calls a tool and what an error looks like."""
+
+UNTYPED_NOTE: Final = (
+    "# -> Any: the tool declares no output schema; it gives the JSON in its text, "
+    "else the text (str).\n"
+)
+"""The line above the stubs when a tool has no output schema: what comes back."""
 
 _SCALARS: Final = {
     "string": "str",
@@ -106,10 +112,15 @@ def _literal(value: Any) -> str:
 
 
 def _doc(tool: Tool) -> str:
-    text = (tool.description or tool.title or "").strip().splitlines()
-    line = text[0].strip() if text else ""
+    """The description's first sentence (across its first paragraph's lines)."""
+    text = (tool.description or tool.title or "").strip()
+    paragraph = " ".join(text.split("\n\n", 1)[0].split())
+    end = paragraph.find(". ")
+    line = paragraph[: end + 1] if end >= 0 else paragraph
     if len(line) > _DOC_CHARS:
         line = line[: _DOC_CHARS - 1].rstrip() + "…"
+    if line and not line.endswith((".", "!", "?", "…")):
+        line += "."
     return line.replace('"""', "'''")
 
 
@@ -127,18 +138,17 @@ def _unwrapped_schema(schema: Mapping[str, Any]) -> Any:
 
 
 def tool_stub(name: str, tool: Tool) -> str:
-    """One tool as an ``async def`` stub named ``name``."""
-    if tool.output_schema:
-        returns = schema_type(_unwrapped_schema(tool.output_schema))
-        note = ""
-    else:
-        returns = "Any"
-        note = " Returns the JSON in its text, else the text."
-    doc = _doc(tool) + note
+    """One tool as an ``async def`` stub named ``name``; a tool with no output schema
+    returns ``Any`` (`UNTYPED_NOTE` says what that is)."""
+    schema = tool.output_schema
+    returns = schema_type(_unwrapped_schema(schema)) if schema else "Any"
     params = _parameters(tool.input_schema)
-    return f'async def {name}({params}) -> {returns}:\n    """{doc.strip()}"""\n'
+    return f'async def {name}({params}) -> {returns}:\n    """{_doc(tool)}"""\n'
 
 
 def tool_stubs(tools: Mapping[str, Tool]) -> str:
-    """The stubs of ``tools`` (identifier → tool), after `STUB_HEADER`."""
-    return STUB_HEADER + "".join(tool_stub(name, tool) for name, tool in tools.items())
+    """The stubs of ``tools`` (identifier → tool), after `STUB_HEADER` (and
+    `UNTYPED_NOTE` when one of them has no output schema)."""
+    untyped = any(not tool.output_schema for tool in tools.values())
+    header = STUB_HEADER + (UNTYPED_NOTE if untyped else "")
+    return header + "".join(tool_stub(name, tool) for name, tool in tools.items())
