@@ -290,12 +290,11 @@ class AgentLoop:
         if name == SEARCH_TOOLS:
             query, limit = read_search(arguments)
             found = await self.search_tools(query, limit, profile=profile)
-            names = {tool.name: key for key, tool in self._code_tools(None).items()}
-            return code_search_response(query, found, self._offered(profile), names)
+            identifiers = {tool.name: key for key, tool in self._code_tools(None).items()}
+            return code_search_response(query, found, self._offered(profile), identifiers)
         if name == DESCRIBE_TOOLS:
-            return text_response(
-                await self.describe_tools(read_describe(arguments), profile=profile)
-            )
+            chosen = read_describe(arguments)
+            return text_response(await self.describe_tools(chosen, profile=profile, header=False))
         try:
             result = await self.run_code(read_code(arguments), profile=profile, options=options)
         except CodeError as exc:
@@ -368,20 +367,24 @@ class AgentLoop:
         *,
         profile: ToolProfile | None = None,
         allowed: Callable[[str], bool] | None = None,
+        header: bool = True,
     ) -> str:
         """The named tools as the Python stubs a program calls them by.
 
         ``names`` are full names or the identifiers `run_code` gives the tools (as
         `search_tools` finds them). Each stub is one ``async def`` with typed keyword
         parameters, its return type (or what comes back when the tool has no output
-        schema) and its description's first line.
+        schema) and its description's first sentence; a return type several share is
+        written once. ``header``: a first line on how to call them (the ``run_code``
+        meta-tool's description carries it, so the meta-tool leaves it out).
 
         Raises:
             UnknownTool: a name the caller may not see (the message names it).
             ServerClosed: the pool is closed.
         """
         self._check_open()
-        return tool_stubs(chosen_tools(self._code_tools(profile, allowed), names))
+        chosen = chosen_tools(self._code_tools(profile, allowed), names)
+        return tool_stubs(chosen, header=header)
 
     async def run_code(
         self,

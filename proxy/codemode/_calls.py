@@ -181,7 +181,11 @@ class RunState:
         if args:
             raise TypeError(f"{name}() takes keyword arguments only, as its stub shows")
         self._started_calls += 1
-        return dict(kwargs)
+        # A parameter named like a keyword is written `from_` in the stub and the program.
+        return {
+            key[:-1] if key.endswith("_") and keyword.iskeyword(key[:-1]) else key: value
+            for key, value in kwargs.items()
+        }
 
     def finish(self, name: str, started: float, response: NativeMCPResponse[Any]) -> Any:
         """The value a finished call gives the program, recorded.

@@ -26,6 +26,7 @@ from nativemcp.protocol import (
 
 from ..tool_search import META_TOOLS, SEARCH_TOOLS, SearchAnswer, ToolMatch
 from ._result import CodeResult
+from ._stubs import STUB_HEADER
 
 __all__ = [
     "CODE_META_TOOLS",
@@ -81,7 +82,7 @@ CODE_META_TOOLS: Final = (
             "Run a Python program (a sandboxed subset: no files, network or imports "
             "beyond asyncio, json, re, math, datetime and the like) that awaits the tools "
             f"{DESCRIBE_TOOLS} showed. Only what it prints, and its last expression's "
-            "value, come back: print just what you need."
+            "value, come back: print just what you need.\n" + STUB_HEADER.lstrip("# ")
         ),
         input_schema={
             "type": "object",

@@ -20,16 +20,13 @@ from nativemcp.protocol import Tool
 __all__ = ["STUB_HEADER", "UNTYPED_NOTE", "schema_type", "tool_stub", "tool_stubs"]
 
 STUB_HEADER: Final = (
-    "# Tools: await each with keyword arguments (asyncio.gather runs several at once); "
-    "print what you need.\n# A tool error raises RuntimeError('<tool>: <its text>'). "
-    "{k: T} is a dict with keys k.\n"
+    "# await tool(k=v); asyncio.gather runs calls at once; a tool error raises "
+    "RuntimeError(its text); {k: T} is a dict\n"
 )
-"""The lines above the stubs: how a program calls a tool and what an error looks like."""
+"""The line above the stubs: how a program calls a tool and what an error looks like
+(kept short: a model reads it with every ``describe_tools``)."""
 
-UNTYPED_NOTE: Final = (
-    "# -> Any: the tool declares no output schema; it gives the JSON in its text, "
-    "else the text (str).\n"
-)
+UNTYPED_NOTE: Final = "# Any: no output schema: the JSON in its text, else the text\n"
 """The line above the stubs when a tool has no output schema: what comes back."""
 
 _SCALARS: Final = {
@@ -137,18 +134,56 @@ def _unwrapped_schema(schema: Mapping[str, Any]) -> Any:
     return schema
 
 
-def tool_stub(name: str, tool: Tool) -> str:
-    """One tool as an ``async def`` stub named ``name``; a tool with no output schema
-    returns ``Any`` (`UNTYPED_NOTE` says what that is)."""
+def _returns(tool: Tool) -> str:
     schema = tool.output_schema
-    returns = schema_type(_unwrapped_schema(schema)) if schema else "Any"
+    return schema_type(_unwrapped_schema(schema)) if schema else "Any"
+
+
+def tool_stub(name: str, tool: Tool, returns: str | None = None) -> str:
+    """One tool as an ``async def`` stub named ``name``; a tool with no output schema
+    returns ``Any`` (`UNTYPED_NOTE` says what that is). ``returns``: the return type
+    as written (a shared type's name)."""
     params = _parameters(tool.input_schema)
+    returns = returns or _returns(tool)
     return f'async def {name}({params}) -> {returns}:\n    """{_doc(tool)}"""\n'
 
 
-def tool_stubs(tools: Mapping[str, Tool]) -> str:
-    """The stubs of ``tools`` (identifier → tool), after `STUB_HEADER` (and
-    `UNTYPED_NOTE` when one of them has no output schema)."""
+def _type_name(tool: Tool, taken: set[str]) -> str:
+    """A name for a return type several stubs share: its schema's title, else
+    ``Result``, numbered when taken."""
+    title = (tool.output_schema or {}).get("title")
+    base = title if isinstance(title, str) and title.isidentifier() else "Result"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}{n}"
+    taken.add(name)
+    return name
+
+
+def tool_stubs(tools: Mapping[str, Tool], *, header: bool = True) -> str:
+    """The stubs of ``tools`` (identifier → tool), after `STUB_HEADER` (``header``; the
+    meta-tools carry it in ``run_code``'s description instead) and `UNTYPED_NOTE` when
+    one of them has no output schema.
+
+    A return type two or more of the stubs share (every planning tool answers the whole
+    plan) is written once, ``Name = {...}``, and named in each stub.
+    """
     untyped = any(not tool.output_schema for tool in tools.values())
-    header = STUB_HEADER + (UNTYPED_NOTE if untyped else "")
-    return header + "".join(tool_stub(name, tool) for name, tool in tools.items())
+    returns = {name: _returns(tool) for name, tool in tools.items()}
+    counts: dict[str, int] = {}
+    for written in returns.values():
+        counts[written] = counts.get(written, 0) + 1
+    shared: dict[str, str] = {}
+    taken = set(tools)
+    for name, tool in tools.items():
+        written = returns[name]
+        if counts[written] > 1 and written.startswith("{") and written not in shared:
+            shared[written] = _type_name(tool, taken)
+    lines = [STUB_HEADER if header else "", UNTYPED_NOTE if untyped else ""]
+    lines += [f"{alias} = {written}\n" for written, alias in shared.items()]
+    lines += [
+        tool_stub(name, tool, shared.get(returns[name], returns[name]))
+        for name, tool in tools.items()
+    ]
+    return "".join(lines)

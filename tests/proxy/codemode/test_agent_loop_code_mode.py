@@ -11,6 +11,7 @@ import pytest
 from _tool_calls import openai_tool_call
 
 from nativemcp.proxy import WorkerPool
+from nativemcp.proxy.codemode import STUB_HEADER
 from nativemcp.proxy.tool_search import ToolProfile
 from nativemcp.workers import Server
 
@@ -57,6 +58,9 @@ async def test_the_agent_loop_offers_three_meta_tools_and_runs_a_program_through
         stubs = await run("describe_tools", {"names": ["notes__add_note", "notes__list_notes"]})
         assert "async def notes__add_note(*, title: str, body: str) -> Any:" in stubs
         assert "async def notes__list_notes() -> list[str]:" in stubs
+        # How to call them is in run_code's description, read once, not in every answer.
+        assert STUB_HEADER not in stubs
+        assert STUB_HEADER.lstrip("# ") in meta[2]["function"]["description"]
         program = (
             "import asyncio\n"
             "await asyncio.gather(*[notes__add_note(title=t, body='.') for t in 'ba'])\n"

@@ -158,8 +158,8 @@ async def test_describe_tools_gives_typed_stubs_by_full_name_or_identifier(
     ) in stubs
     # No output schema: the stub returns Any, and the header says what that is.
     assert 'async def testing__echo(*, text: str) -> Any:\n    """Echo text back."""\n' in stubs
-    assert "# -> Any: the tool declares no output schema; it gives the JSON in its text" in stubs
+    assert "# Any: no output schema: the JSON in its text, else the text\n" in stubs
     assert "-> Any" not in await pool.describe_tools(["testing__listing"])
     # A list the SDK wraps as {"result": [...]} arrives bare, and its stub says so.
     assert "async def testing__items(*, count: int = 20) -> list[{fileName: str" in stubs
-    assert stubs.startswith("# Tools: await each with keyword arguments")
+    assert stubs.startswith("# await tool(k=v); asyncio.gather runs calls at once")
