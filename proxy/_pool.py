@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -33,6 +32,7 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     Tool,
     ToolNameError,
+    resolved,
     tool_ui,
 )
 from nativemcp.workers import (
@@ -535,10 +535,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
                 f"a tool sent {method!r}, but the pool has no {kind}: pass "
                 f"WorkerPool({kind}=...), or serve the server to an MCP client"
             )
-        result = handler(params)
-        if inspect.isawaitable(result):
-            result = await result
-        return dict(result)
+        return dict(await resolved(handler(params)))
 
     @property
     def roots(self) -> list[str]:

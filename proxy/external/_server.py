@@ -33,6 +33,7 @@ from nativemcp.protocol import (
     BackendType,
     NativeMCPResponse,
     Tool,
+    resolved,
     response_from_sdk,
     text_response,
 )
@@ -501,9 +502,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             async def on_progress(
                 progress: float, total: float | None, message: str | None
             ) -> None:
-                outcome = report(progress, total, message)
-                if hasattr(outcome, "__await__"):
-                    await outcome
+                await resolved(report(progress, total, message))
 
         self._next_call += 1
         key = self._next_call

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self
 
 import anyio
@@ -51,21 +51,19 @@ from nativemcp.protocol import (
 from nativemcp.protocol.wire import Caller
 
 from .._handle import CallOptions, LogHandler, ProgressCallback
+from .._sdk_seam import client_connection
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._pass_through import PassThroughFeatures
-from ._resource_server import request_caller
-from ._scopes import ScopeMap
 from ._search_mode import SearchMode
 from ._selection import select_servers
 from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
-from ._task_extension import ExtensionTasks
-from ._task_rows import TaskRows
-from ._tasks import ServedTasks, session_key
+from .auth import ScopeMap, request_caller
+from .tasks import ExtensionTasks, ServedTasks, TaskRows, session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
@@ -401,7 +399,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             now = driver()
             if now is None:  # suspended: nobody to tell
                 return
-            connection = getattr(now.session, "_connection", None)
+            connection = client_connection(now.session)
             floor = self._levels.get(connection, 0) if connection is not None else 0
             rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
             if rank < floor:
@@ -419,14 +417,12 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
 
         token = (ctx.meta or {}).get("progress_token")
         reports = token is not None or on_status is not None
-        request = ctx.request
         # Who is calling scopes per-caller state: the authenticated subject under OAuth
         # (one user, one browser page and plan, in both protocol eras, with or without
         # MCP sessions), else the client's MCP session.
         caller = request_caller(ctx)
         options = self.call_options(
             caller.subject if caller is not None else session_key(ctx),
-            getattr(request, "scope", None),
             caller=caller,
             on_request=on_request,
             on_progress=on_progress if reports else None,
@@ -439,7 +435,6 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
     def call_options(
         self,
         session_id: str | None,
-        http_scope: Mapping[str, Any] | None,
         *,
         on_request: ClientAsk,
         on_progress: ProgressCallback | None = None,
@@ -450,8 +445,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
 
         This bridge's time limit and the call's scope (the client's session, where it
         has one, or the authenticated ``caller``'s subject), with the call's callbacks.
-        ``http_scope`` is the ASGI scope of the HTTP request that made the call (None
-        over stdio). Every path that runs a served call builds them here."""
+        Every path that runs a served call builds them here."""
         return CallOptions(
             timeout=self._limit,
             on_progress=on_progress,
@@ -537,7 +531,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         """Send this connection only log messages at ``level`` or above."""
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None:
             self._levels[connection] = LOG_LEVELS.index(params.level)
         return types.EmptyResult()

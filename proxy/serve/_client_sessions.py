@@ -24,7 +24,7 @@ from typing import Final
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._resource_server import caller_from_scope
+from .auth import caller_from_scope
 
 __all__ = ["ClientSessions"]
 

@@ -22,8 +22,8 @@ from .._handle import ServerHandle
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
-from ._scopes import ScopeMap
 from ._search_mode import SearchMode
+from .auth import ScopeMap
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool

@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
-from .._rebinding import CanonicalHost, local_only
+from ..http_edge import CanonicalHost, local_only
 from ..tool_search import ToolProfile
 from ._bridge import McpBridge
 from ._client_sessions import ClientSessions
@@ -44,14 +44,13 @@ from ._defaults import DEFAULT_MAX_TASKS as DEFAULT_MAX_TASKS
 from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
 from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
-from ._fast_path import FastPath
 from ._request_ids import RequestIds
-from ._resource_server import Authorization, ResourceServer
-from ._scope_gate import ScopeGate
 from ._search_mode import warn_unmatched
 from ._selection import gather_instructions, select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT
-from ._task_table import check_task_limits
+from .auth import Authorization, ResourceServer, ScopeGate
+from .fast import FastPath
+from .tasks import check_task_limits
 
 __all__ = [
     "DEFAULT_MAX_BODY",

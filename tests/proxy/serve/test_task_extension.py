@@ -28,14 +28,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from nativemcp.protocol import TASKS_EXTENSION
 from nativemcp.proxy import WorkerPool, http_app
-from nativemcp.proxy.serve._task_extension import (
+from nativemcp.proxy.serve.tasks._task_extension import (
     MISSING_CLIENT_CAPABILITY,
-    TASKS_EXTENSION,
     ExtensionTask,
     ExtensionTasks,
 )
-from nativemcp.proxy.serve._task_rows import TaskRows
+from nativemcp.proxy.serve.tasks._task_rows import TaskRows
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 

@@ -45,18 +45,23 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestError
+from nativemcp.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    TASKS_EXTENSION,
+    TERMINAL_TASK_STATUSES,
+    ClientRequestError,
+)
 
-from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
-from ._resource_server import request_caller
-from ._suspended import client_request
+from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from .._suspended import client_request
+from ..auth import request_caller
 from ._task_rows import ROW_SWEEP_INTERVAL, SYNC_INTERVAL, TaskRows
 from ._task_table import TaskTable
 from ._tasks import DEFAULT_TASK_TTL_MS
 
 __all__ = [
     "MISSING_CLIENT_CAPABILITY",
-    "TASKS_EXTENSION",
     "ExtensionTask",
     "ExtensionTasks",
     "TaskExtensionCalls",
@@ -65,13 +70,10 @@ __all__ = [
 
 _logger = logging.getLogger("nativemcp.serve")
 
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
-"""The extension's identifier, in ``capabilities.extensions`` of both sides."""
 MISSING_CLIENT_CAPABILITY: Final = -32021
 """The JSON-RPC error of a request that needs a capability its client did not declare."""
 POLL_INTERVAL_MS: Final = 1000
 """The ``pollIntervalMs`` suggested to clients."""
-_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 
 Work = Callable[["ExtensionTask"], Awaitable[types.CallToolResult]]
 """A task's tool call, given its task (to ask the client through, and report to)."""
@@ -136,7 +138,7 @@ class ExtensionTask:
 
     def set_status(self, status: str, message: str | None = None) -> None:
         """Move the task to ``status`` (a task that ended stays as it ended)."""
-        if self.status in _TERMINAL:
+        if self.status in TERMINAL_TASK_STATUSES:
             return
         self.status = status
         if message is not None:
@@ -327,7 +329,7 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
         async with anyio.create_task_group() as group:
             group.start_soon(self._drive, task, work)
             while True:
-                ended = task.status in _TERMINAL
+                ended = task.status in TERMINAL_TASK_STATUSES
                 try:
                     asked = await rows.save(task.task_id, task.wire())
                 except MCPError as exc:  # the database is away: the next beat tries again
@@ -445,7 +447,7 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
             await self._rows.request(wire["taskId"], _owner(ctx), cancel=True, responses={})
             return {"resultType": "complete"}
         task, _ = self._find(ctx)
-        if task.status not in _TERMINAL:
+        if task.status not in TERMINAL_TASK_STATUSES:
             task.scope.cancel()
             task.set_status("cancelled", "cancelled by the client")
         return {"resultType": "complete"}

@@ -21,7 +21,7 @@ import anyio
 import msgspec
 from mcp.shared.exceptions import MCPError
 
-from nativemcp.protocol import INTERNAL_ERROR
+from nativemcp.protocol import INTERNAL_ERROR, TERMINAL_TASK_STATUSES
 
 if TYPE_CHECKING:
     import psycopg
@@ -34,7 +34,6 @@ ROW_SWEEP_INTERVAL: Final = 60.0
 """Seconds between two deletions of the rows past their ttl, on each replica."""
 STALE_AFTER: Final = 10.0
 """Seconds without a heartbeat after which a task that did not end has lost its replica."""
-_TERMINAL: Final = ("completed", "failed", "cancelled")
 _SCHEMA_LOCK: Final = 0x6E6D6370_7461736B  # "nmcptask": the advisory lock of the schema
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS nativemcp_tasks (
@@ -150,7 +149,7 @@ class TaskRows(anyio.AsyncContextManagerMixin):
                 return None
             cancel, responses, status = found
             # A task another replica ended (its runner seen as lost) stays as it ended.
-            written = None if status in _TERMINAL else _json(wire)
+            written = None if status in TERMINAL_TASK_STATUSES else _json(wire)
             await conn.execute(
                 "UPDATE nativemcp_tasks SET wire = COALESCE(%s::jsonb, wire), "
                 "heartbeat_at = %s, input_responses = '{}'::jsonb WHERE task_id = %s",
@@ -170,7 +169,10 @@ class TaskRows(anyio.AsyncContextManagerMixin):
             return None
         wire, heartbeat = rows[0]
         wire = dict(wire)
-        if wire["status"] not in _TERMINAL and time.time() - heartbeat > self.stale_after:
+        if (
+            wire["status"] not in TERMINAL_TASK_STATUSES
+            and time.time() - heartbeat > self.stale_after
+        ):
             message = (
                 f"the replica running this task stopped (no heartbeat for "
                 f"{self.stale_after:g} s): its tool call is lost; call the tool again"
