@@ -103,7 +103,12 @@ class AgentLoop:
         return self._tool_index[1]
 
     async def search_tools(
-        self, query: str, limit: int = 5, *, profile: ToolProfile | None = None
+        self,
+        query: str,
+        limit: int = 5,
+        *,
+        profile: ToolProfile | None = None,
+        allowed: Callable[[str], bool] | None = None,
     ) -> list[ToolMatch]:
         """The ``limit`` tools of the catalog that best fit ``query``, best first.
 
@@ -116,13 +121,16 @@ class AgentLoop:
         ``search_embed=True``: then BM25's ranking is fused with a small embedding
         model's (reciprocal rank), which finds tools by meaning too, and a search finds
         ``limit`` tools whenever the catalog holds as many. ``profile`` keeps only the
-        tools it offers.
+        tools it offers, ``allowed`` (serve's caller check) only those it allows.
 
         Raises:
             ValueError: ``limit`` is not between 1 and 50.
             ServerClosed: the pool is closed.
         """
-        where = profile.allows if profile is not None and profile.filters else None
+        offered = profile.allows if profile is not None and profile.filters else None
+        where: Callable[[str], bool] | None = offered
+        if allowed is not None:
+            where = allowed if offered is None else lambda name: offered(name) and allowed(name)
         if self._config.search_embed and not embedding_loaded():
             # The first load reads the model's 16 MB (about 0.7 s here): in a worker
             # thread, so the pool's other calls go on meanwhile.
@@ -189,6 +197,7 @@ class AgentLoop:
         """
         provider = check_provider(provider)
         self._check_open()
+        code_mode = code_mode or (profile is not None and profile.code_mode)
         if code_mode:
             if defer_loading:
                 raise ValueError("defer_loading and code_mode are two ways; pick one")
@@ -248,9 +257,12 @@ class AgentLoop:
         else:
             try:
                 # No full name is a meta-tool's: a full name always holds "__".
+                code_mode = code_mode or (profile is not None and profile.code_mode)
                 if code_mode and full_name in (SEARCH_TOOLS, DESCRIBE_TOOLS, RUN_CODE):
                     options = CallOptions(timeout=timeout, on_progress=on_progress, on_log=on_log)
-                    outcome = await self._code_meta_tool(full_name, arguments, profile, options)
+                    outcome = await self.answer_code_tool(
+                        full_name, arguments, profile=profile, options=options
+                    )
                 elif full_name == SEARCH_TOOLS:
                     query, limit = read_search(arguments)
                     found = await self.search_tools(query, limit, profile=profile)
@@ -278,25 +290,43 @@ class AgentLoop:
             outcome, provider=provider, call_id=parsed.call_id, tool_name=parsed.name
         )
 
-    async def _code_meta_tool(
+    async def answer_code_tool(
         self,
         name: str,
-        arguments: dict[str, Any] | None,
-        profile: ToolProfile | None,
-        options: CallOptions,
+        arguments: Mapping[str, Any] | None,
+        *,
+        profile: ToolProfile | None = None,
+        allowed: Callable[[str], bool] | None = None,
+        options: CallOptions | None = None,
     ) -> NativeMCPResponse[Any]:
-        """A code-mode meta-tool's answer: the search by identifiers, the stubs, or the
-        program's output (its error, as an ``isError`` result the model reads)."""
+        """The answer of code mode's meta-tool ``name`` (``search_tools``,
+        ``describe_tools`` or ``run_code``) over the tools ``profile`` and ``allowed``
+        leave the model: the search by identifiers, the stubs, or what the program
+        printed (its error, as an ``isError`` result the model reads). ``options``: each
+        inner call's (``serve --code-mode`` passes the caller's).
+
+        Raises:
+            ArgumentsError: arguments the meta-tool cannot read.
+            UnknownTool: ``describe_tools`` names a tool the caller may not see.
+            ValueError: ``name`` is none of the three.
+        """
         if name == SEARCH_TOOLS:
             query, limit = read_search(arguments)
-            found = await self.search_tools(query, limit, profile=profile)
+            found = await self.search_tools(query, limit, profile=profile, allowed=allowed)
             identifiers = {tool.name: key for key, tool in self._code_tools(None).items()}
-            return code_search_response(query, found, self._offered(profile), identifiers)
+            offered = len(self._model_entries(profile, allowed))
+            return code_search_response(query, found, offered, identifiers)
         if name == DESCRIBE_TOOLS:
             chosen = read_describe(arguments)
-            return text_response(await self.describe_tools(chosen, profile=profile, header=False))
+            stubs = await self.describe_tools(
+                chosen, profile=profile, allowed=allowed, header=False
+            )
+            return text_response(stubs)
+        if name != RUN_CODE:
+            raise ValueError(f"{quoted_name(name)} is not a code-mode meta-tool")
+        code = read_code(arguments)
         try:
-            result = await self.run_code(read_code(arguments), profile=profile, options=options)
+            result = await self.run_code(code, profile=profile, allowed=allowed, options=options)
         except CodeError as exc:
             return code_response(exc)
         return code_response(result)

@@ -3,7 +3,8 @@
 ``--tools GLOB`` and ``--exclude-tools GLOB`` (each repeatable) are globs on full names
 (``builtin_workspace__*``), matched whole as `fnmatch.fnmatchcase` matches;
 ``--tool-search`` offers the two meta-tools ``search_tools`` and ``call_tool`` in place
-of every definition. Together they make a `ToolProfile`. ``--search-embed`` has that
+of every definition, ``--code-mode`` the three of code mode (``search_tools``,
+``describe_tools``, ``run_code``). Together they make a `ToolProfile`. ``--search-embed`` has that
 search fuse BM25 with the ``search-embed`` extra's embedding model (a pool option:
 `search_embed`).
 """
@@ -42,6 +43,13 @@ def add_profile_options(parser: Any) -> None:
         "(the model searches the catalog and calls by full name)",
     )
     parser.add_argument(
+        "--code-mode",
+        action="store_true",
+        help="offer three tools, search_tools, describe_tools and run_code, in place of "
+        "every definition (the model writes a Python program over the tools; pip install "
+        "'nativemcp[code]')",
+    )
+    parser.add_argument(
         "--search-embed",
         action="store_true",
         help="with --tool-search: rank by meaning too, fusing BM25 with a small local "
@@ -73,6 +81,11 @@ def tool_profile(args: argparse.Namespace) -> ToolProfile:
         UsageError: an empty glob.
     """
     try:
-        return ToolProfile.of(args.tools, args.exclude_tools, search=args.tool_search)
+        return ToolProfile.of(
+            args.tools,
+            args.exclude_tools,
+            search=args.tool_search,
+            code_mode=args.code_mode,
+        )
     except ValueError as exc:
         raise UsageError(f"serve: {exc}") from exc

@@ -56,6 +56,7 @@ from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
+from ._code_mode import CODE_MODE_TOOLS, CodeMode
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._pass_through import PassThroughFeatures
 from ._search_mode import SearchMode
@@ -173,8 +174,9 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         self.profile = profile or ToolProfile()
         self._single = len(self.servers) == 1
         # Under search, tools are called by the full names the search gives.
-        self._own_names = self._single and not self.profile.search
+        self._own_names = self._single and not (self.profile.search or self.profile.code_mode)
         self._search = SearchMode(pool)
+        self._code = CodeMode(pool)
         self.apps = ServedApps(self.handles, namespaced=not self._single)
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
@@ -320,6 +322,17 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             MCPError: INVALID_PARAMS for an unknown tool (the nearest names suggested).
         """
         arguments = dict(params.arguments or {})
+        if self.profile.code_mode and params.name in CODE_MODE_TOOLS:
+            # The program may call what its caller may: the served tools in its scopes,
+            # each inner call under this caller's options (scope, identity, limit).
+            caller = request_caller(ctx)
+            options = self.call_options(
+                caller.subject if caller is not None else session_key(ctx),
+                caller=caller,
+                on_request=self.cannot_ask,
+            )
+            callable_tools = self._visible(caller, await self._catalog())
+            return await self._code.answer(params.name, arguments, callable_tools, options)
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
             return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
         served = await self._catalog()
