@@ -97,17 +97,21 @@ async def _recorded_run(
     return result_text(answer), calls
 
 
+Timer = Callable[[], Awaitable[None]]
+
+
 async def _task(
-    pool: WorkerPool, fastmcp: Any, task: Mapping[str, Any], ctx: Mapping[str, Any], rounds: int
-) -> dict[str, Any]:
+    pool: WorkerPool, fastmcp: Any, task: Mapping[str, Any], ctx: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Timer]]:
+    """The task's tokens three ways (one run each), and the runs to time later (after
+    every task's tokens, so no task reads state another's repeated runs left)."""
     names: Mapping[str, str] = ctx["names"]
     code: str = task["code"]
     inputs = {"REPO": ctx["repo"]}
     used = tools_used(code, names)
     stubs = await pool.describe_tools(used, header=False)  # as the meta-tool answers
-    definitions = [
-        d for d in ctx["definitions"] if d["function"]["name"] in set(names[u] for u in used)
-    ]
+    full_names = {names[u] for u in used}
+    definitions = [d for d in ctx["definitions"] if d["function"]["name"] in full_names]
     answer, calls = await _recorded_run(pool, ctx, code, inputs)
     calls_only = sum(
         count_tokens(name) + count_tokens(json.dumps(a)) + count_tokens(text)
@@ -133,7 +137,7 @@ async def _task(
     async def theirs_run() -> None:
         await fastmcp.call_tool("execute", {"code": fm_run}, raise_on_error=False)
 
-    return {
+    row = {
         "task": task["name"],
         "steps": len(calls),
         "direct_tokens": json_definitions + calls_only,
@@ -145,10 +149,8 @@ async def _task(
         "fastmcp_schema_tokens": count_tokens(schema),
         "same_answer": answer.strip() == fm_answer.strip(),
         "answer": answer,
-        "direct_ms": await _median_s(replay, rounds) * 1e3,
-        "nativemcp_ms": await _median_s(ours_run, rounds) * 1e3,
-        "fastmcp_ms": await _median_s(theirs_run, rounds) * 1e3,
     }
+    return row, {"direct_ms": replay, "nativemcp_ms": ours_run, "fastmcp_ms": theirs_run}
 
 
 async def _inner_call(pool: WorkerPool, calls: int, rounds: int) -> dict[str, float]:
@@ -239,7 +241,11 @@ async def run(quick: bool) -> dict[str, Any]:
             }
             ready = [t for t in tasks if all(s in pool.names for s in t["servers"])]
             async with fastmcp_code_mode(data, workspace, servers) as fastmcp:
-                rows = [await _task(pool, fastmcp, t, ctx, rounds) for t in ready]
+                measured = [await _task(pool, fastmcp, t, ctx) for t in ready]
+                for row, timers in measured:
+                    for key, timer in timers.items():
+                        row[key] = await _median_s(timer, rounds) * 1e3
+                rows = [row for row, _ in measured]
                 inner = await _inner_call(pool, 50 if quick else 200, 3 if quick else 7)
                 warm = await _warm_start(pool, fastmcp, 10 if quick else 50)
                 definitions = await _definitions(pool, fastmcp)

@@ -68,7 +68,6 @@ async def test_code_mode_lists_three_meta_tools_that_search_describe_and_run_a_p
                 assert refused.is_error and "shapes__refuse: no way" in _text(refused)
                 unknown = await client.call_tool("describe_tools", {"names": ["shapes__nope"]})
                 assert unknown.is_error and "no tool named 'shapes__nope'" in _text(unknown)
-                # A direct call of a served tool is not offered: only the meta-tools are.
                 bad = await client.call_tool("run_code", {})
                 assert bad.is_error and "needs 'code'" in _text(bad)
 
