@@ -276,8 +276,11 @@ class CodeSyntaxError(CodeError):
 
 
 class CodeLimitExceeded(CodeError):
-    """The program passed one of its limits: ``limit`` names it (``"duration"``,
-    ``"memory"``, ``"recursion"``, ``"output"``, ``"calls"``), ``value`` is the limit."""
+    """The program passed one of its limits: ``limit`` names it, ``value`` is the limit.
+
+    ``limit`` is ``"duration"``, ``"memory"``, ``"recursion"``, ``"output"`` or
+    ``"calls"`` (the fields of `CodeLimits`).
+    """
 
     def __init__(self, limit: str, value: float, message: str, *, result: Any = None) -> None:
         self.limit = limit
