@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -151,7 +152,9 @@ class _Steps:
             arguments = self.state.begin(name, step.args, step.kwargs)
         except (RuntimeError, TypeError) as exc:
             return {"exception": exc}
-        self.pending[step.call_id] = self.threads.submit(self._one, name, arguments)
+        # In the run's context: the call's span is a child of the run_code span.
+        context = contextvars.copy_context()
+        self.pending[step.call_id] = self.threads.submit(context.run, self._one, name, arguments)
         return {"future": ...}
 
     def _one(self, name: str, arguments: dict[str, Any]) -> Any:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from _telemetry import Recorded
+from opentelemetry.trace import SpanKind
 
 from nativemcp.protocol import CodeError, CodeLimitExceeded, UnknownTool
 from nativemcp.proxy import SyncWorkerPool, WorkerPool
@@ -87,3 +89,17 @@ async def test_on_trio_a_program_runs_on_the_blocking_sandbox(trio_pool: WorkerP
     with pytest.raises(CodeLimitExceeded) as caught:
         await trio_pool.run_code("while True:\n    pass", limits=CodeLimits(duration=1.0))
     assert caught.value.limit == "duration"
+
+
+def test_a_blocking_pools_inner_calls_are_child_spans_of_its_run_code_span(
+    recorded: Recorded,
+) -> None:
+    with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
+        pool.run_code(
+            "import asyncio\nawait asyncio.gather(testing__echo(text='a'), testing__pid())"
+        )
+    (run,) = [s for s in recorded.spans if s.name == "run_code"]
+    calls = [s for s in recorded.spans if s.kind == SpanKind.CLIENT]
+    assert sorted(s.name for s in calls) == ["tools/call echo", "tools/call pid"]
+    assert run.context is not None
+    assert all(s.parent is not None and s.parent.span_id == run.context.span_id for s in calls)
