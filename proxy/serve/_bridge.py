@@ -270,6 +270,11 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
+        if self._code_meta_tool(params.name):
+            raise MCPError(
+                METHOD_NOT_FOUND,
+                f"{params.name!r} does not support task-augmented calls: call it without 'task'",
+            )
         routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             raise MCPError(INVALID_PARAMS, _text_of(routed))
@@ -293,6 +298,8 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         """Run a call of a tool that declares task support as a task (2026-07-28 Tasks).
 
         Returns its ``CreateTaskResult``, or None for any other call, which runs as usual."""
+        if self._code_meta_tool(params.name):
+            return None  # answered by `_routed` once, as a plain call (not run twice)
         routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult) or not accepts_task(routed[0].execution):
             return None
@@ -312,6 +319,10 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
 
         return work
 
+    def _code_meta_tool(self, name: str) -> bool:
+        """Whether ``name`` is a code-mode meta-tool here (never run as a task)."""
+        return self.profile.code_mode and name in CODE_MODE_TOOLS
+
     async def _routed(
         self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any]
     ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
@@ -322,7 +333,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             MCPError: INVALID_PARAMS for an unknown tool (the nearest names suggested).
         """
         arguments = dict(params.arguments or {})
-        if self.profile.code_mode and params.name in CODE_MODE_TOOLS:
+        if self._code_meta_tool(params.name):
             # The program may call what its caller may: the served tools in its scopes,
             # each inner call under this caller's options (scope, identity, limit).
             caller = request_caller(ctx)

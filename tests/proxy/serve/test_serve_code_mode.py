@@ -11,7 +11,9 @@ import anyio
 import mcp_types as types
 import pytest
 from _mcp_http import serving
+from _task_client import create_task
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.tool_search import ToolProfile
@@ -103,3 +105,16 @@ async def test_the_command_line_serves_code_mode_over_stdio() -> None:
             program = "p = await shapes__move(point={'x': 1, 'y': 1}, dx=2)\nprint(p)"
             ran = await client.call_tool("run_code", {"code": program})
             assert _text(ran) == "{'x': 3, 'y': 1}\n"
+
+
+async def test_the_meta_tools_are_not_run_as_tasks() -> None:
+    pool = WorkerPool(SERVERS, timeout=20)
+    async with serving(http_app(pool, profile=ToolProfile(code_mode=True))) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", mode="legacy") as client:
+                listed = (await client.list_tools()).tools
+                assert all(tool.execution is None for tool in listed)
+                with pytest.raises(MCPError, match="does not support task-augmented calls"):
+                    await create_task(client, "run_code", {"code": "print(1)"})
+                ran = await client.call_tool("run_code", {"code": "print(1)"})
+                assert _text(ran) == "1\n"
