@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self
 
 import anyio
@@ -343,7 +343,12 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
                 on_request=self.cannot_ask,
             )
             callable_tools = self._visible(caller, await self._catalog())
-            return await self._code.answer(params.name, arguments, callable_tools, options)
+            answer = None
+            with self._stoppable():  # a program stops with the calls at shutdown
+                answer = await self._code.answer(params.name, arguments, callable_tools, options)
+            if answer is None:
+                raise self._stopped()
+            return answer
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
             return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
         served = await self._catalog()
@@ -352,6 +357,20 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             # scope check says which scope it needs.
             return self._search.answer(arguments, self._visible(request_caller(ctx), served))
         return self._search.target(arguments, served)
+
+    @contextlib.contextmanager
+    def _stoppable(self) -> Iterator[anyio.CancelScope]:
+        """A scope `stop_calls` cancels, around one call (or one program)."""
+        with anyio.CancelScope() as scope:
+            self._running.add(scope)
+            try:
+                yield scope
+            finally:
+                self._running.discard(scope)
+
+    def _stopped(self) -> MCPError:
+        """What the client of a call `stop_calls` stopped hears."""
+        return MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
 
     def stop_calls(self, reason: str) -> int:
         """Stop every tool call running through this bridge; returns how many stopped.
@@ -516,8 +535,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             MCPError: as `run_tool`, but for a result that cannot be sent (`shaped`).
         """
         response = None
-        with anyio.CancelScope() as stoppable:
-            self._running.add(stoppable)
+        with self._stoppable():
             try:
                 response = await self.pool.call_tool(tool.name, arguments, options=options)
             except ServerError as exc:
@@ -527,10 +545,8 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
                 if _input_errors_are_tool_errors(version):
                     return _tool_error(str(exc))
                 raise MCPError(INVALID_PARAMS, str(exc)) from exc
-            finally:
-                self._running.discard(stoppable)
         if response is None:  # stopped by `stop_calls`: the client hears why
-            raise MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
+            raise self._stopped()
         error = response.error
         if error is not None:
             if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):

@@ -4,13 +4,18 @@ them as Python stubs and run a program over them, within the profile."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from _mcp_http import serving
+from _process import free_port, wait_listening
+from _scripts import venv_script
 from _task_client import create_task
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
@@ -118,3 +123,44 @@ async def test_the_meta_tools_are_not_run_as_tasks() -> None:
                     await create_task(client, "run_code", {"code": "print(1)"})
                 ran = await client.call_tool("run_code", {"code": "print(1)"})
                 assert _text(ran) == "1\n"
+
+
+async def test_a_program_cut_at_shutdown_answers_a_json_rpc_error(tmp_path: Path) -> None:
+    port = free_port()
+    marker = tmp_path / "started"
+    argv = ["serve", "--transport", "http", "--port", str(port), "--grace", "0.5"]
+    process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any await
+        [venv_script("nativemcp"), *argv, "--code-mode", "_servers:server"], cwd=TESTS
+    )
+    program = f"await testing__block_inline(seconds=60, marker={str(marker)!r})"
+    outcome: list[BaseException] = []
+    try:
+        wait_listening(port, process)
+        with anyio.fail_after(60):
+            try:
+                async with (
+                    Client(f"http://127.0.0.1:{port}/mcp") as client,
+                    anyio.create_task_group() as tg,
+                ):
+
+                    async def run() -> None:
+                        try:
+                            await client.call_tool("run_code", {"code": program})
+                        except MCPError as exc:
+                            outcome.append(exc)
+
+                    await client.list_tools()
+                    tg.start_soon(run)
+                    while not marker.exists():  # noqa: ASYNC110 - a file from another process
+                        await anyio.sleep(0.02)
+                    process.send_signal(signal.SIGTERM)
+            except* httpx2.ConnectError:
+                pass  # the client's goodbye, sent after the server has gone
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    (cut,) = outcome
+    assert isinstance(cut, MCPError)
+    assert cut.error.data == {"reason": "shutting_down"}
