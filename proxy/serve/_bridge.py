@@ -340,7 +340,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             options = self.call_options(
                 caller.subject if caller is not None else session_key(ctx),
                 caller=caller,
-                on_request=self.cannot_ask,
+                on_request=self._program_asks(ctx),
             )
             callable_tools = self._visible(caller, await self._catalog())
             answer = None
@@ -395,6 +395,18 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             return await ask(method, params)
 
         return declared
+
+    def _program_asks(self, ctx: ServerRequestContext[Any]) -> ClientAsk:
+        """Who answers a tool's request to the client from inside a program: a
+        2025-11-25 client on the request's stream, for what it declared; on 2026-07-28 a
+        request would suspend the call, which a program cannot, so nobody."""
+        if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return self.cannot_ask
+
+        async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return await _ask_client(ctx, method, params)
+
+        return self._declared(ctx, ask)
 
     async def cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Refuse a tool's request to the client where none can reach it.

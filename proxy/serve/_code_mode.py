@@ -6,8 +6,9 @@ profile's subset, the caller's scopes) by the identifier a program calls each by
 those tools callable. The pool answers all three (`WorkerPool.answer_code_tool`, with
 ``allowed``); each inner call runs under the served call's options: the bridge's time
 limit, the caller's scope and identity, so a program reaches no tool its caller could
-not call directly. A tool's request to the client (sampling, elicitation) is refused
-inside a program.
+not call directly. A tool's request to the client (sampling, elicitation) reaches a
+2025-11-25 client on the ``run_code`` request's stream; on 2026-07-28 it would suspend
+the call, which a program cannot, so it is refused there.
 """
 
 from __future__ import annotations

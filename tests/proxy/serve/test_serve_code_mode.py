@@ -13,6 +13,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from _client_answers import model_says_42
 from _mcp_http import serving
 from _process import free_port, wait_listening
 from _scripts import venv_script
@@ -164,3 +165,19 @@ async def test_a_program_cut_at_shutdown_answers_a_json_rpc_error(tmp_path: Path
     (cut,) = outcome
     assert isinstance(cut, MCPError)
     assert cut.error.data == {"reason": "shutting_down"}
+
+
+async def test_a_tools_request_from_inside_a_program_reaches_a_2025_11_25_client() -> None:
+    pool = WorkerPool(SERVERS, timeout=20)
+    program = "print(await shapes__ask_model(question='?'))"
+    async with serving(http_app(pool, profile=ToolProfile(code_mode=True))) as base:
+        with anyio.fail_after(60):
+            async with Client(
+                f"{base}/mcp", sampling_callback=model_says_42, mode="legacy"
+            ) as client:
+                asked = await client.call_tool("run_code", {"code": program})
+                assert _text(asked) == "model says 42\n"
+            # 2026-07-28 would suspend the call for the answer: a program cannot wait so.
+            async with Client(f"{base}/mcp", sampling_callback=model_says_42) as client:
+                refused = await client.call_tool("run_code", {"code": program})
+                assert refused.is_error and "shapes__ask_model" in _text(refused)
