@@ -459,7 +459,8 @@ class AgentLoop:
         `describe_tools` shows it. A call goes through `call_tool` (``options``: time
         limit, the caller, its handlers) and gives the unwrapped value as plain data; a
         tool error raises ``RuntimeError`` with the tool's text, which the program may
-        catch. ``inputs`` are globals the program starts with.
+        catch. ``inputs`` are globals the program starts with; ``limits``: the run's
+        (default: the pool's ``code_limits``).
 
         Returns:
             What it printed, its last expression's value, and each inner call.
@@ -480,6 +481,7 @@ class AgentLoop:
         async def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
             return await self.call_tool(full_name, arguments, options=options)
 
+        limits = limits or self._config.code_limits
         return await self._code_sandbox.run(
             code, tools=tools, call=call, inputs=inputs, limits=limits
         )

@@ -36,6 +36,7 @@ from ._handle import CallOptions
 from ._pins import ToolPins, as_pins
 from ._restart import RestartPolicy
 from ._worker_start import WorkerSettings
+from .codemode import DEFAULT_LIMITS, CodeLimits
 from .external import ExternalServerSpec, load_mcp_servers
 from .tool_search import check_embedding
 
@@ -73,6 +74,7 @@ class SyncPoolOptions(TypedDict, total=False):
     restart: RestartPolicy | None
     browser_allowed_origins: Iterable[str] | None
     search_embed: bool
+    code_limits: CodeLimits | None
 
 
 class PoolOptions(SyncPoolOptions, total=False):
@@ -108,6 +110,14 @@ class Timeouts:
     """What one call may take unless the call or its server says otherwise."""
     start: float | None = DEFAULT_START_TIMEOUT
     """What a worker or an external server has to become ready."""
+
+
+def _code_limits(given: object) -> CodeLimits:
+    if given is None:
+        return DEFAULT_LIMITS
+    if not isinstance(given, CodeLimits):
+        raise TypeError(f"code_limits must be a CodeLimits, not {given!r}")
+    return given
 
 
 def _builtin_available(name: str) -> bool:
@@ -189,6 +199,8 @@ class PoolConfig:
     None: every tool is offered."""
     search_embed: bool = False
     """Tool search fuses BM25 with the ``search-embed`` extra's embedding model."""
+    code_limits: CodeLimits = DEFAULT_LIMITS
+    """A code-mode run's limits unless the run names its own."""
 
     @classmethod
     def build(
@@ -275,6 +287,7 @@ class PoolConfig:
             roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
             pinned=as_pins(given.get("pinned")),
             search_embed=_search_embed(given.get("search_embed", False)),
+            code_limits=_code_limits(given.get("code_limits")),
         )
         config._check_replicas()
         return config

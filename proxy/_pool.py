@@ -310,6 +310,8 @@ class WorkerPool(AgentLoop, PoolAuthorization):
         search_embed: `search_tools` (and the meta-tool) fuses BM25 with a small
             embedding model's ranking, which finds paraphrases BM25 misses (the
             ``search-embed`` extra, wordllama; loaded once, on the first search).
+        code_limits: the `CodeLimits` of a `run_code` run that names none (default:
+            `DEFAULT_LIMITS`; the ``code`` extra).
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the

@@ -331,6 +331,7 @@ class SyncWorkerPool:
         def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
             return self.call_tool(full_name, arguments, timeout=timeout)
 
+        limits = limits or self._config.code_limits
         return self._code_sandbox.run(code, tools=tools, call=call, inputs=inputs, limits=limits)
 
 

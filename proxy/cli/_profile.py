@@ -14,10 +14,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import msgspec
+
+from ..codemode import DEFAULT_LIMITS, CodeLimits
 from ..tool_search import EMBED_EXTRA, ToolProfile, check_embedding
 from ._errors import UsageError
 
-__all__ = ["add_profile_options", "search_embed", "tool_profile"]
+__all__ = ["add_profile_options", "code_limits", "search_embed", "tool_profile"]
 
 
 def add_profile_options(parser: Any) -> None:
@@ -50,6 +53,14 @@ def add_profile_options(parser: Any) -> None:
         "'nativemcp[code]')",
     )
     parser.add_argument(
+        "--code-limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --code-mode: a program's limit (repeatable): duration=SECONDS, "
+        "memory=BYTES, recursion=DEPTH, output=BYTES, calls=COUNT",
+    )
+    parser.add_argument(
         "--search-embed",
         action="store_true",
         help="with --tool-search: rank by meaning too, fusing BM25 with a small local "
@@ -72,6 +83,33 @@ def search_embed(args: argparse.Namespace) -> bool:
     except ImportError as exc:
         raise UsageError(f"serve: --search-embed: {exc}") from None
     return True
+
+
+def code_limits(args: argparse.Namespace) -> CodeLimits | None:
+    """The `CodeLimits` ``--code-limit`` asks for (None: none given).
+
+    Raises:
+        UsageError: not NAME=VALUE, an unknown name, a value that is not a positive
+            number, or given without ``--code-mode``.
+    """
+    if not args.code_limit:
+        return None
+    if not args.code_mode:
+        raise UsageError("serve: --code-limit limits --code-mode's programs; add --code-mode")
+    fields = CodeLimits.__struct_fields__
+    given: dict[str, float] = {}
+    for item in args.code_limit:
+        name, _, value = item.partition("=")
+        if name not in fields:
+            raise UsageError(f"serve: --code-limit {item!r}: the names are {', '.join(fields)}")
+        try:
+            given[name] = float(value) if name == "duration" else int(value)
+        except ValueError:
+            raise UsageError(f"serve: --code-limit {item!r}: {value!r} is not a number") from None
+    try:
+        return msgspec.structs.replace(DEFAULT_LIMITS, **given)
+    except ValueError as exc:
+        raise UsageError(f"serve: --code-limit: {exc}") from None
 
 
 def tool_profile(args: argparse.Namespace) -> ToolProfile:

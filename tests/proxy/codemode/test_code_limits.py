@@ -7,6 +7,7 @@ exceeded``, ...): these tests fail when a Monty release changes them.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -20,6 +21,8 @@ import pytest
 
 from nativemcp.protocol import CodeError, CodeLimitExceeded, CodeSyntaxError, SandboxCrashed
 from nativemcp.proxy import CallOptions, WorkerPool
+from nativemcp.proxy.cli._errors import UsageError
+from nativemcp.proxy.cli._profile import code_limits
 from nativemcp.proxy.codemode import CodeLimits
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
@@ -170,7 +173,7 @@ def test_the_interpreter_exits_cleanly_after_a_pool_ran_programs(tmp_path: Path)
         textwrap.dedent(
             """
             import anyio
-            from nativemcp.proxy import CallOptions, WorkerPool
+            from nativemcp.proxy import WorkerPool
 
             async def main() -> None:
                 async with WorkerPool(["_servers:server"]) as pool:
@@ -190,3 +193,32 @@ def test_the_interpreter_exits_cleanly_after_a_pool_ran_programs(tmp_path: Path)
     assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
     assert "abort" not in done.stderr.lower()
     assert "panic" not in done.stderr.lower()
+
+
+async def test_a_pools_code_limits_apply_to_a_run_that_names_none() -> None:
+    async with WorkerPool(["_servers:server"], code_limits=CodeLimits(calls=1)) as limited:
+        code = "await testing__echo(text='a')\nawait testing__echo(text='b')"
+        with pytest.raises(CodeLimitExceeded) as caught:
+            await limited.run_code(code)
+        assert (caught.value.limit, caught.value.value) == ("calls", 1)
+        # A run's own limits win.
+        assert (await limited.run_code(code, limits=CodeLimits(calls=2))).value == "b"
+    with pytest.raises(TypeError, match="CodeLimits"):
+        WorkerPool(code_limits={"calls": 1})  # type: ignore[arg-type]
+
+
+def test_the_command_lines_code_limits_are_checked() -> None:
+    def given(*items: str, code_mode: bool = True) -> CodeLimits | None:
+        return code_limits(argparse.Namespace(code_limit=list(items), code_mode=code_mode))
+
+    assert given() is None
+    assert given("calls=3", "duration=2.5") == CodeLimits(calls=3, duration=2.5)
+    for bad, words in [
+        (("size=3",), "the names are duration, memory"),
+        (("calls=many",), "'many' is not a number"),
+        (("calls=0",), "must be a positive number"),
+    ]:
+        with pytest.raises(UsageError, match=words):
+            given(*bad)
+    with pytest.raises(UsageError, match="add --code-mode"):
+        given("calls=3", code_mode=False)

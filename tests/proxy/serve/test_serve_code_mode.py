@@ -102,7 +102,9 @@ async def test_the_command_line_serves_code_mode_over_stdio() -> None:
     nativemcp = str(Path(sys.executable).with_name("nativemcp"))
     server = str(TESTS / "_serve_servers.py:server")
     params = StdioServerParameters(
-        command=nativemcp, args=["serve", server, "--code-mode"], cwd=str(TESTS)
+        command=nativemcp,
+        args=["serve", server, "--code-mode", "--code-limit", "calls=1"],
+        cwd=str(TESTS),
     )
     with anyio.fail_after(60):
         async with Client(params) as client:
@@ -111,6 +113,8 @@ async def test_the_command_line_serves_code_mode_over_stdio() -> None:
             program = "p = await shapes__move(point={'x': 1, 'y': 1}, dx=2)\nprint(p)"
             ran = await client.call_tool("run_code", {"code": program})
             assert _text(ran) == "{'x': 3, 'y': 1}\n"
+            twice = await client.call_tool("run_code", {"code": program + "\n" + program})
+            assert twice.is_error and "calls limit (1)" in _text(twice)
 
 
 async def test_the_meta_tools_are_not_run_as_tasks() -> None:
