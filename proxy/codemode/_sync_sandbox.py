@@ -112,6 +112,11 @@ class SyncCodeSandbox:
         return state.result(plain(value))
 
 
+def _never_called(*args: Any, **kwargs: Any) -> Any:
+    """What a tool's name is bound to in the sandbox: its calls stop at `_Steps`."""
+    raise AssertionError("a tool call is answered by the step loop")
+
+
 class _Steps:
     """One program driven snapshot by snapshot; its calls run on ``threads``."""
 
@@ -129,24 +134,33 @@ class _Steps:
 
         state = self.state
         with monty.checkout(limits=state.limits.monty()) as session:
+            # The tools' names resolve to host functions (read, not only called: `f =
+            # tool` works); each call still stops here, and `_start` answers it.
+            lookup = {name: _never_called for name in state.tools}
             step = session.feed_start(
-                code, inputs=dict(inputs) if inputs else None, print_callback=state.on_print
+                code,
+                inputs=dict(inputs) if inputs else None,
+                external_lookup=lookup,
+                print_callback=state.on_print,
             )
             while not isinstance(step, pydantic_monty.MontyComplete):
                 if state.exceeded is not None or time.monotonic() > self.deadline:
                     raise _Stop
                 if isinstance(step, pydantic_monty.FunctionSnapshot):
-                    step = step.resume(self._start(step))
+                    if step.is_os_function:  # a file, the clock: Monty's own answer
+                        step = step.resume_not_handled()
+                    else:
+                        step = step.resume(self._start(step))
                 elif isinstance(step, pydantic_monty.FutureSnapshot):
                     step = step.resume(self._settled(step.pending_call_ids))
-                else:  # a name read, not called: Monty's own NameError
+                else:  # a name read, not called: a tool's, or Monty's own NameError
                     step = step.resume_auto()
             return step.output
 
     def _start(self, step: pydantic_monty.FunctionSnapshot) -> Any:
         """Start the call ``step`` asks for; its answer to give the program."""
         name = str(step.function_name)
-        if step.is_os_function or name not in self.state.tools:
+        if name not in self.state.tools:
             return {"exc_type": "NameError", "message": f"name {name!r} is not defined"}
         try:
             arguments = self.state.begin(name, step.args, step.kwargs)

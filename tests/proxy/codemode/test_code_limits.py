@@ -13,14 +13,14 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
 from nativemcp.protocol import CodeError, CodeLimitExceeded, CodeSyntaxError, SandboxCrashed
-from nativemcp.proxy import CallOptions, WorkerPool
+from nativemcp.proxy import CallOptions, SyncWorkerPool, WorkerPool
 from nativemcp.proxy.cli._errors import UsageError
 from nativemcp.proxy.cli._profile import code_limits
 from nativemcp.proxy.codemode import CodeLimits
@@ -37,14 +37,16 @@ async def pool() -> AsyncIterator[WorkerPool]:
 
 
 async def _still_serves(pool: WorkerPool) -> None:
-    result = await pool.run_code("await testing__echo(text='still here')")
+    # A tool's name read, not only called, is the tool too.
+    result = await pool.run_code("echo = testing__echo\nawait echo(text='still here')")
     assert result.value == "still here"
 
 
-@pytest.mark.parametrize(
+REFUSED = pytest.mark.parametrize(
     ("code", "words"),
     [
         ("open('/etc/passwd').read()", "PermissionError"),
+        ("import os\nos.listdir('/')", "PermissionError"),
         ("import socket", "No module named 'socket'"),
         ("import os\nos.system('true')", "os.system"),
         ("import subprocess", "No module named 'subprocess'"),
@@ -52,14 +54,34 @@ async def _still_serves(pool: WorkerPool) -> None:
         ("import os\nos.environ['HOME']", "'os.environ' is not supported"),
         ("import os\nos.getenv('HOME')", "'os.getenv' is not supported"),
     ],
-    ids=["file", "socket", "os-system", "subprocess", "ctypes", "environ", "getenv"],
+    ids=["file", "folder", "socket", "os-system", "subprocess", "ctypes", "environ", "getenv"],
 )
+
+
+@REFUSED
 async def test_a_program_cannot_reach_files_network_processes_or_the_environment(
     pool: WorkerPool, code: str, words: str
 ) -> None:
     with pytest.raises(CodeError, match=words):
         await pool.run_code(code, limits=TIGHT)
     await _still_serves(pool)
+
+
+@pytest.fixture(scope="module")
+def blocking_pool() -> Iterator[SyncWorkerPool]:
+    with SyncWorkerPool(["_servers:server"], timeout=10) as pool:
+        yield pool
+
+
+@REFUSED
+def test_a_blocking_pools_program_is_refused_the_same(
+    blocking_pool: SyncWorkerPool, code: str, words: str
+) -> None:
+    # The blocking sandbox answers each call itself: an OS call gets Monty's refusal.
+    with pytest.raises(CodeError, match=words):
+        blocking_pool.run_code(code, limits=TIGHT)
+    aliased = "echo = testing__echo\nawait echo(text='still here')"
+    assert blocking_pool.run_code(aliased).value == "still here"
 
 
 @pytest.mark.parametrize(
