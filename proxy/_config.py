@@ -36,6 +36,7 @@ from ._handle import CallOptions
 from ._pins import ToolPins, as_pins
 from ._restart import RestartPolicy
 from ._worker_start import WorkerSettings
+from .codemode import DEFAULT_LIMITS, CodeLimits
 from .external import ExternalServerSpec, load_mcp_servers
 from .llm._budget import DEFAULT_RESULT_BUDGET, check_budget
 from .tool_search import check_embedding
@@ -74,6 +75,7 @@ class SyncPoolOptions(TypedDict, total=False):
     restart: RestartPolicy | None
     browser_allowed_origins: Iterable[str] | None
     search_embed: bool
+    code_limits: CodeLimits | None
 
 
 class PoolOptions(SyncPoolOptions, total=False):
@@ -110,6 +112,14 @@ class Timeouts:
     """What one call may take unless the call or its server says otherwise."""
     start: float | None = DEFAULT_START_TIMEOUT
     """What a worker or an external server has to become ready."""
+
+
+def _code_limits(given: object) -> CodeLimits:
+    if given is None:
+        return DEFAULT_LIMITS
+    if not isinstance(given, CodeLimits):
+        raise TypeError(f"code_limits must be a CodeLimits, not {given!r}")
+    return given
 
 
 def _builtin_available(name: str) -> bool:
@@ -197,6 +207,8 @@ class PoolConfig:
     """Tool search fuses BM25 with the ``search-embed`` extra's embedding model."""
     result_budget: int | None = DEFAULT_RESULT_BUDGET
     """The agent loop's tokens per tool result (None: no budget)."""
+    code_limits: CodeLimits = DEFAULT_LIMITS
+    """A code-mode run's limits unless the run names its own."""
 
     @classmethod
     def build(
@@ -285,6 +297,7 @@ class PoolConfig:
             pinned=as_pins(given.get("pinned")),
             search_embed=_search_embed(given.get("search_embed", False)),
             result_budget=_result_budget(given.get("result_budget", DEFAULT_RESULT_BUDGET)),
+            code_limits=_code_limits(given.get("code_limits")),
         )
         config._check_replicas()
         return config

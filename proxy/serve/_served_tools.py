@@ -22,6 +22,7 @@ from .._handle import ServerHandle
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
+from ._code_mode import CODE_MODE_TOOLS, CodeMode
 from ._search_mode import SearchMode
 from .auth import ScopeMap
 
@@ -84,7 +85,9 @@ class ServedTools:
         a source's tools changed since the last read (the SDK then skips the check for
         that call, as it does when a listing fails; the call reads the catalog anew).
         """
-        if self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL):
+        if (self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL)) or (
+            self.profile.code_mode and name in CODE_MODE_TOOLS
+        ):
             return None  # the meta-tools' arguments name no routing header
         tool = self._held(name)
         return None if tool is None else tool.input_schema
@@ -138,6 +141,8 @@ class ServedTools:
             return types.ListToolsResult(
                 tools=[*(self._search.listed(tool, tasks) for tool in META_TOOLS), *reader]
             )
+        if self.profile.code_mode:
+            return types.ListToolsResult(tools=CodeMode.listing())
         served = self._visible(caller, await self._catalog())
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
         return types.ListToolsResult(tools=[tool for tool in listed if tool is not None] + reader)
