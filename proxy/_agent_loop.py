@@ -249,19 +249,20 @@ class AgentLoop:
         """
         provider = check_provider(provider)
         self._check_open()
+        # With a result budget the model reads what a cut left out with read_result (a
+        # program's printed output is a result like any other).
+        reader = [READ_RESULT_TOOL] if self._results.budget is not None else []
         code_mode = code_mode or (profile is not None and profile.code_mode)
         if code_mode:
             if defer_loading:
                 raise ValueError("defer_loading and code_mode are two ways; pick one")
-            return [declaration(tool, tool.name, provider) for tool in CODE_META_TOOLS]
+            return [declaration(tool, tool.name, provider) for tool in (*CODE_META_TOOLS, *reader)]
         search = search or (profile is not None and profile.search)
         if defer_loading and (provider != "anthropic" or search):
             raise ValueError(
                 "defer_loading is Anthropic's tool search (provider='anthropic'), and "
                 "replaces search=True; for another provider use search=True"
             )
-        # With a result budget the model reads what a cut left out with read_result.
-        reader = [READ_RESULT_TOOL] if self._results.budget is not None else []
         if search:
             return [declaration(tool, tool.name, provider) for tool in (*META_TOOLS, *reader)]
         names = self._names_for(provider)

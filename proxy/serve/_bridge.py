@@ -350,9 +350,16 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
                 on_request=self._program_asks(ctx),
             )
             callable_tools = self._visible(caller, await self._catalog())
+            owner = options.scope[0] or "" if options.scope else ""
+
+            async def fit(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
+                return await self.results.fitted(params.name, response, owner)
+
             answer = None
             with self._stoppable():  # a program stops with the calls at shutdown
-                answer = await self._code.answer(params.name, arguments, callable_tools, options)
+                answer = await self._code.answer(
+                    params.name, arguments, callable_tools, options, fit
+                )
             if answer is None:
                 raise self._stopped()
             return answer

@@ -13,12 +13,18 @@ the call, which a program cannot, so it is refused there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from nativemcp.protocol import ArgumentsError, Tool, UnknownTool, response_to_sdk
+from nativemcp.protocol import (
+    ArgumentsError,
+    NativeMCPResponse,
+    Tool,
+    UnknownTool,
+    response_to_sdk,
+)
 
 from .._handle import CallOptions
 from ..codemode import CODE_META_TOOLS
@@ -59,9 +65,11 @@ class CodeMode:
         arguments: Mapping[str, Any],
         callable_tools: Mapping[str, Tool],
         options: CallOptions,
+        fit: Callable[[NativeMCPResponse[Any]], Awaitable[NativeMCPResponse[Any]]],
     ) -> types.CallToolResult:
         """The answer of meta-tool ``name``; ``callable_tools``: what the caller may
-        call (served, in its scopes), by full name; ``options``: each inner call's."""
+        call (served, in its scopes), by full name; ``options``: each inner call's;
+        ``fit``: the answer held to serve's result budget."""
         full_names = {tool.name for tool in callable_tools.values()}
         try:
             response = await self._pool.answer_code_tool(
@@ -71,4 +79,4 @@ class CodeMode:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"Error: {exc}")], is_error=True
             )
-        return response_to_sdk(response)
+        return response_to_sdk(await fit(response))

@@ -97,13 +97,16 @@ class ServedResults:
             )
 
     async def fitted(
-        self, tool: Tool, response: NativeMCPResponse[Any], owner: str
+        self, tool: Tool | str, response: NativeMCPResponse[Any], owner: str
     ) -> NativeMCPResponse[Any]:
         """``response`` as the client reads it: as it is within the budget, else cut,
-        with a ``resource_link`` to the whole, kept for ``owner``."""
+        with a ``resource_link`` to the whole, kept for ``owner``. ``tool``: the served
+        tool that answered, or the name of a meta-tool of nativemcp's own (``run_code``:
+        a program's output is a result like any other)."""
         if not self.offered or response.result is None:
             return response
-        output, cut = await self._keeping.cut(render(response), owner=owner, tool=tool.name)
+        name = tool if isinstance(tool, str) else tool.name
+        output, cut = await self._keeping.cut(render(response), owner=owner, tool=name)
         if cut is None:
             return response
         uri = f"{RESULTS_URI}{cut.result_id}"
@@ -115,14 +118,15 @@ class ServedResults:
             ResourceLink(
                 uri=uri,
                 name=f"result {cut.result_id}",
-                title=f"The whole result of {tool.name}",
+                title=f"The whole result of {name}",
                 mime_type="text/plain",
                 size=cut.size,
             )
         )
         result = response.result
         # A tool with an output schema must answer structured content that fits it.
-        structured = result.structured_content if tool.output_schema else None
+        schema = None if isinstance(tool, str) else tool.output_schema
+        structured = result.structured_content if schema else None
         return NativeMCPResponse(
             result=CallToolResult(
                 content=content, structured_content=structured, is_error=result.is_error

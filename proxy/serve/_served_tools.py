@@ -142,7 +142,7 @@ class ServedTools:
                 tools=[*(self._search.listed(tool, tasks) for tool in META_TOOLS), *reader]
             )
         if self.profile.code_mode:
-            return types.ListToolsResult(tools=CodeMode.listing())
+            return types.ListToolsResult(tools=[*CodeMode.listing(), *reader])
         served = self._visible(caller, await self._catalog())
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
         return types.ListToolsResult(tools=[tool for tool in listed if tool is not None] + reader)

@@ -39,10 +39,12 @@ def _notes() -> Server:
 async def test_the_agent_loop_offers_three_meta_tools_and_runs_a_program_through_them() -> None:
     async with WorkerPool([_notes()], in_process=["notes"]) as pool:
         meta = await pool.tool_definitions("openai", code_mode=True)
+        # The three meta-tools, and read_result for what a result budget cuts.
         assert [d["function"]["name"] for d in meta] == [
             "search_tools",
             "describe_tools",
             "run_code",
+            "read_result",
         ]
 
         async def run(name: str, arguments: dict[str, Any]) -> str:
@@ -99,3 +101,29 @@ async def test_a_profile_narrows_what_the_code_mode_meta_tools_reach() -> None:
         refused = await run("run_code", {"code": "await notes__add_note(title='x', body='y')"})
         assert "NameError" in refused
         assert await run("run_code", {"code": "await notes__list_notes()"}) == "[]"
+
+
+async def test_a_programs_output_over_the_result_budget_is_cut_and_read_on_with_read_result() -> (
+    None
+):
+    async with WorkerPool([_notes()], in_process=["notes"], result_budget=300) as pool:
+        program = "for n in range(400):\n    print(f'line {n}: the note of the day')"
+        message = await pool.run_tool_call(
+            openai_tool_call("run_code", {"code": program}), provider="openai", code_mode=True
+        )
+        cut: str = message["content"]
+        assert "line 0: the note of the day" in cut
+        assert "line 399:" not in cut
+        kept = cut.split("nativemcp://results/")[1].split(":")[0].split()[0]
+        read = await pool.run_tool_call(
+            openai_tool_call("read_result", {"id": kept, "query": "line 399"}),
+            provider="openai",
+            code_mode=True,
+        )
+        assert "line 399: the note of the day" in read["content"]
+
+
+async def test_code_mode_without_a_result_budget_offers_the_three_meta_tools_alone() -> None:
+    async with WorkerPool([_notes()], in_process=["notes"], result_budget=None) as pool:
+        meta = await pool.tool_definitions("openai", code_mode=True)
+    assert [d["function"]["name"] for d in meta] == ["search_tools", "describe_tools", "run_code"]

@@ -26,6 +26,7 @@ from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.cli import main
 from nativemcp.proxy.llm import RESULTS_URI, count_tokens
 from nativemcp.proxy.serve import Authorization
+from nativemcp.proxy.tool_search import ToolProfile
 from nativemcp.workers import Server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
@@ -203,3 +204,26 @@ async def test_under_oauth_a_kept_result_is_its_users_in_any_of_their_clients() 
 def _client(base: str, token: str, http: httpx2.AsyncClient) -> Client:
     http.headers["authorization"] = f"Bearer {token}"
     return Client(streamable_http_client(f"{base}/mcp", http_client=http))
+
+
+async def test_under_code_mode_a_programs_long_output_is_cut_and_read_on() -> None:
+    # serve --code-mode --result-budget: read_result is listed beside the three
+    # meta-tools, and a program's printed output is a result like any other.
+    pool = WorkerPool([_big()], in_process=["big"], timeout=20)
+    profile = ToolProfile(code_mode=True)
+    async with serving(http_app(pool, result_budget=1000, profile=profile)) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", mode="legacy") as client:
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                assert names == ["search_tools", "describe_tools", "run_code", "read_result"]
+                # Within the output limit (64 KiB): 1,000 of its lines.
+                program = 'print("\\n".join((await big__read_log()).splitlines()[8500:9500]))'
+                cut = await client.call_tool("run_code", {"code": program})
+                assert not cut.is_error, _text(cut)
+                assert _FACT not in _text(cut)
+                assert count_tokens(_text(cut)) <= 1000
+                result_id = str(_link(cut).uri).removeprefix(RESULTS_URI)
+                found = await client.call_tool(
+                    "read_result", {"id": result_id, "query": "disk quota"}
+                )
+    assert not found.is_error and _FACT in _text(found)
