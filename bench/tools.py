@@ -60,10 +60,14 @@ from nativemcp.proxy.tool_search import (
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 QUERIES: Final = Path(__file__).with_name("data") / "tool_queries.json"
+# The second set: from bench.codemode's tasks, written before round 5's changes, never
+# tuned on (its how_written says how).
+TASK_QUERIES: Final = Path(__file__).with_name("data") / "tool_queries_tasks.json"
+LATENCY_TOOLS: Final = 100
 _NODE_BIN: Final = ROOT / ".ci" / ".node" / "node_modules" / ".bin"
 
 
-def _external() -> dict[str, Any]:
+def _external(folder: str) -> dict[str, Any]:
     servers: dict[str, Any] = {
         "time": {
             "command": sys.executable,
@@ -79,12 +83,23 @@ def _external() -> dict[str, Any]:
             "env": {"PATH": f"{_NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
             "required": False,
         }
+    memory = _NODE_BIN / "mcp-server-memory"
+    if memory.exists():  # the second query set's memory_team task needs it
+        servers["memory"] = {
+            "command": str(memory),
+            "env": {
+                "MEMORY_FILE_PATH": str(Path(folder) / "memory.jsonl"),
+                "PATH": os.environ.get("PATH", ""),
+            },
+            "required": False,
+        }
     return servers
 
 
-def load_queries() -> list[dict[str, str]]:
-    """The task descriptions and the full name of the tool each one needs."""
-    data = json.loads(QUERIES.read_text(encoding="utf-8"))
+def load_queries(path: Path = QUERIES) -> list[dict[str, str]]:
+    """The task descriptions of a query set (the tuning set unless ``path``) and the
+    full name of the tool each one needs."""
+    data = json.loads(path.read_text(encoding="utf-8"))
     return list(data["queries"])
 
 
@@ -156,9 +171,16 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def _twice(tools: list[IndexedTool]) -> list[IndexedTool]:
-    """The catalog and a copy of it under other full names (twice the tools)."""
-    return tools + [tool._replace(full_name=f"copy_{tool.full_name}") for tool in tools]
+def _padded(tools: list[IndexedTool], size: int) -> list[IndexedTool]:
+    """The catalog, grown to ``size`` tools by copies of its tools under other full
+    names (or its first ``size``)."""
+    grown = list(tools)
+    for n in range(size):
+        if len(grown) >= size:
+            break
+        tool = tools[n % len(tools)]
+        grown.append(tool._replace(full_name=f"copy{n // len(tools)}_{tool.full_name}"))
+    return grown[:size]
 
 
 def _recall(ranked: list[list[str]], expected: list[str], k: int) -> float:
@@ -166,120 +188,143 @@ def _recall(ranked: list[list[str]], expected: list[str], k: int) -> float:
     return hits / len(expected) if expected else 0.0
 
 
-async def main(quick: bool) -> dict[str, Any]:
-    """Start the catalog, count its definitions, run every query; the report."""
-    queries = load_queries()
-    embed = embedding_available()
-    with tempfile.TemporaryDirectory(prefix="nativemcp-tools-") as folder:
-        async with WorkerPool(
-            ["bench._tool_servers:server"],
-            data_dir=folder,
-            builtins=["content-store", "planning", "workspace", "browser"],
-            mcp_servers=_external(),
-            search_embed=embed,
-            # The catalog's definitions and the two meta-tools' alone: read_result,
-            # declared beside either under a result budget, would add the same to both.
-            result_budget=None,
-        ) as pool:
-            tools = await pool.list_tools()
-            names = {tool.name for tool in tools}
-            unknown = sorted({q["tool"] for q in queries} - names)
-            # A query whose server did not start (everything without Node) is left out.
-            queries = [q for q in queries if q["tool"] in names]
-            tokens = {}
-            for provider in PROVIDERS:
-                full = await pool.tool_definitions(provider)
-                meta = await pool.tool_definitions(provider, search=True)
-                tokens[provider] = (
-                    count_tokens(json.dumps(full, ensure_ascii=False)),
-                    count_tokens(json.dumps(meta, ensure_ascii=False)),
-                )
-            first = time.perf_counter()
-            await pool.search_tools("warm up the index")
-            build_ms = (time.perf_counter() - first) * 1e3
-            pooled: list[list[str]] = []
-            samples: list[float] = []
-            rounds = 1 if quick else 5
-            for _ in range(rounds):
-                pooled = []
-                for query in queries:
-                    start = time.perf_counter()
-                    found = await pool.search_tools(query["query"], 5)
-                    samples.append(time.perf_counter() - start)
-                    pooled.append([match.name for match in found])
-            indexed = [_indexed(tool) for tool in tools]
-            servers = pool.names
-    samples.sort()
-    # BM25 alone: the index the pool searches without the extra, in process.
-    plain = ToolIndex(indexed)
-    ours = [[m.name for m in plain.search(q["query"], 5)] for q in queries]
-    latency = {
-        "pool_fused" if embed else "pool_bm25": _percentiles(samples),
-        "bm25": _percentiles(_timed(plain.search, queries, rounds)),
-    }
-    fused = pooled if embed else None
-    if embed:
-        twice = ToolIndex(_twice(indexed), embed=True)
-        latency["fused_twice"] = _percentiles(_timed(twice.search, queries, rounds))
-    rank = _bm25s_ranker(indexed)
-    theirs = [rank(q["query"], 5) for q in queries] if rank is not None else None
-    embedding = _embedding_ranker(indexed)
-    embedded = [embedding(q["query"], 5) for q in queries] if embedding else None
-    expected = [q["tool"] for q in queries]
-    cjk = [i for i, q in enumerate(queries) if q.get("language") in ("ko", "ja")]
-    halves = [[i for i, q in enumerate(queries) if query_half(q) == h] for h in (0, 1)]
+async def _run_pool(
+    folder: str, queries: list[dict[str, str]], embed: bool, rounds: int
+) -> dict[str, Any]:
+    """Start the catalog, count its definitions, search every query through the pool."""
+    async with WorkerPool(
+        ["bench._tool_servers:server"],
+        data_dir=folder,
+        builtins=["content-store", "planning", "workspace", "browser"],
+        mcp_servers=_external(folder),
+        search_embed=embed,
+        # The catalog's definitions and the two meta-tools' alone: read_result,
+        # declared beside either under a result budget, would add the same to both.
+        result_budget=None,
+    ) as pool:
+        tools = await pool.list_tools()
+        names = {tool.name for tool in tools}
+        # A query whose server did not start (everything or memory without Node) is left out.
+        queries = [q for q in queries if q["tool"] in names]
+        tokens = {}
+        for provider in PROVIDERS:
+            full = await pool.tool_definitions(provider)
+            meta = await pool.tool_definitions(provider, search=True)
+            tokens[provider] = (
+                count_tokens(json.dumps(full, ensure_ascii=False)),
+                count_tokens(json.dumps(meta, ensure_ascii=False)),
+            )
+        first = time.perf_counter()
+        await pool.search_tools("warm up the index")
+        build_ms = (time.perf_counter() - first) * 1e3
+        pooled: list[list[str]] = []
+        samples: list[float] = []
+        for _ in range(rounds):
+            pooled = []
+            for query in queries:
+                start = time.perf_counter()
+                found = await pool.search_tools(query["query"], 5)
+                samples.append(time.perf_counter() - start)
+                pooled.append([match.name for match in found])
+        return {
+            "tools": tools,
+            "names": names,
+            "queries": queries,
+            "tokens": tokens,
+            "build_ms": build_ms,
+            "pooled": pooled,
+            "samples": sorted(samples),
+            "servers": pool.names,
+        }
 
-    def recalls(ranked: list[list[str]] | None, subset: Sequence[int] | None = None) -> Any:
+
+def _recall_table(
+    rankings: dict[str, list[list[str]] | None],
+    expected: list[str],
+    subsets: dict[str, list[int]],
+) -> dict[str, dict[str, Any]]:
+    """Recall@1 / @5 of each ranking over each subset of the queries (by index)."""
+
+    def recalls(ranked: list[list[str]] | None, pick: list[int]) -> Any:
         if ranked is None:
             return None
-        pick = list(range(len(expected))) if subset is None else list(subset)
         got = [ranked[i] for i in pick]
         want = [expected[i] for i in pick]
         return {"at1": _recall(got, want, 1), "at5": _recall(got, want, 5), "queries": len(pick)}
 
     return {
-        "servers": servers,
-        "tools": len(tools),
+        subset: {name: recalls(ranked, pick) for name, ranked in rankings.items()}
+        for subset, pick in subsets.items()
+    }
+
+
+async def main(quick: bool) -> dict[str, Any]:
+    """Start the catalog, count its definitions, run both query sets; the report."""
+    tuning, tasks = load_queries(), load_queries(TASK_QUERIES)
+    embed = embedding_available()
+    rounds = 1 if quick else 5
+    with tempfile.TemporaryDirectory(prefix="nativemcp-tools-") as folder:
+        run = await _run_pool(folder, tuning + tasks, embed, rounds)
+    queries: list[dict[str, str]] = run["queries"]
+    unknown = sorted({q["tool"] for q in tuning + tasks} - run["names"])
+    indexed = [_indexed(tool) for tool in run["tools"]]
+    # BM25 alone: the index the pool searches without the extra, in process.
+    plain = ToolIndex(indexed)
+    rank = _bm25s_ranker(indexed)
+    embedding = _embedding_ranker(indexed)
+    rankings: dict[str, list[list[str]] | None] = {
+        "nativemcp": [[m.name for m in plain.search(q["query"], 5)] for q in queries],
+        "wordllama": [embedding(q["query"], 5) for q in queries] if embedding else None,
+        "fused": run["pooled"] if embed else None,
+        "bm25s": [rank(q["query"], 5) for q in queries] if rank is not None else None,
+    }
+    # Latency at 100 tools: the catalog grown (or cut) to that many, in process.
+    hundred = _padded(indexed, LATENCY_TOOLS)
+    latency = {
+        "pool_fused" if embed else "pool_bm25": _percentiles(run["samples"]),
+        "bm25_100": _percentiles(_timed(ToolIndex(hundred).search, queries, rounds)),
+    }
+    if embed:
+        fused_index = ToolIndex(hundred, embed=True)
+        latency["fused_100"] = _percentiles(_timed(fused_index.search, queries, rounds))
+    first_set = {id(q) for q in tuning}
+    own = [i for i, q in enumerate(queries) if id(q) in first_set]
+    second = [i for i, q in enumerate(queries) if id(q) not in first_set]
+    subsets = {
+        "tuning set": own,
+        "tuning half": [i for i in own if query_half(queries[i]) == 0],
+        "held-out half": [i for i in own if query_half(queries[i]) == 1],
+        "Korean + Japanese": [i for i in own if queries[i].get("language") in ("ko", "ja")],
+        "task set": second,
+        "task requests": [i for i in second if queries[i].get("kind") == "request"],
+        "task steps": [i for i in second if queries[i].get("kind") == "step"],
+    }
+    expected = [q["tool"] for q in queries]
+    return {
+        "servers": run["servers"],
+        "tools": len(run["tools"]),
         "exact_tokens": exact_counts(),
         "tokens": {
             provider: {"full": full, "search": meta, "share": ratio(meta, full)}
-            for provider, (full, meta) in tokens.items()
+            for provider, (full, meta) in run["tokens"].items()
         },
-        "recall": {
-            "nativemcp": recalls(ours),
-            "wordllama": recalls(embedded),
-            "fused": recalls(fused),
-            "bm25s": recalls(theirs),
-        },
-        "recall_tuning": {
-            "nativemcp": recalls(ours, halves[0]),
-            "wordllama": recalls(embedded, halves[0]),
-            "fused": recalls(fused, halves[0]),
-            "bm25s": recalls(theirs, halves[0]),
-        },
-        "recall_held_out": {
-            "nativemcp": recalls(ours, halves[1]),
-            "wordllama": recalls(embedded, halves[1]),
-            "fused": recalls(fused, halves[1]),
-            "bm25s": recalls(theirs, halves[1]),
-        },
-        "recall_cjk": {
-            "nativemcp": recalls(ours, cjk),
-            "wordllama": recalls(embedded, cjk),
-            "fused": recalls(fused, cjk),
-            "bm25s": recalls(theirs, cjk),
-        },
+        "recall": _recall_table(rankings, expected, subsets),
         "latency_ms": {
             **latency,
-            "first_search_ms": build_ms,
-            "searches": len(samples),
-            "tools_twice": 2 * len(indexed),
+            "first_search_ms": run["build_ms"],
+            "searches": len(run["samples"]),
+            "latency_tools": len(hundred),
         },
         # The misses of what search_tools answers here (fused where the extra is).
         "misses_of": "fused" if embed else "BM25",
         "misses": [
-            {"query": q["query"], "want": q["tool"], "got": got[:3]}
-            for q, got in zip(queries, pooled, strict=True)
+            {"query": q["query"], "want": q["tool"], "got": got[:3], "set": s}
+            for q, got, s in zip(
+                queries,
+                run["pooled"],
+                ["tuning" if id(q) in first_set else "task" for q in queries],
+                strict=True,
+            )
             if q["tool"] not in got[:5]
         ],
         "queries_for_missing_servers": unknown,
@@ -300,21 +345,16 @@ def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ],
     )
     rows = []
-    for label, key in (
-        ("all queries", "recall"),
-        ("tuning half", "recall_tuning"),
-        ("held-out half", "recall_held_out"),
-        ("Korean + Japanese", "recall_cjk"),
-    ):
-        ours = report[key]["nativemcp"]
+    for label, found in report["recall"].items():
+        ours = found["nativemcp"]
         row = [f"{label} ({ours['queries']})", f"{ours['at1']:.2f}", f"{ours['at5']:.2f}"]
         for other in ("fused", "wordllama", "bm25s"):
-            found = report[key][other]
-            row += [f"{found['at1']:.2f}", f"{found['at5']:.2f}"] if found else ["-", "-"]
+            theirs = found[other]
+            row += [f"{theirs['at1']:.2f}", f"{theirs['at5']:.2f}"] if theirs else ["-", "-"]
         rows.append(row)
     columns = ["BM25", "fused", "wordllama", "bm25s"]
     print_table(
-        "Recall of the right tool",
+        "Recall of the right tool (the tuning set, then the task set)",
         ["queries", *(f"{name} @{k}" for name in columns for k in (1, 5))],
         rows,
     )
@@ -322,8 +362,8 @@ def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for key, label in (
         ("pool_fused", "await pool.search_tools, fused"),
         ("pool_bm25", "await pool.search_tools, BM25"),
-        ("bm25", "BM25 alone, in process"),
-        ("fused_twice", f"fused over {latency['tools_twice']} tools, in process"),
+        ("bm25_100", f"BM25 over {latency['latency_tools']} tools, in process"),
+        ("fused_100", f"fused over {latency['latency_tools']} tools, in process"),
     ):
         if key in latency:
             row = latency[key]
@@ -335,7 +375,8 @@ def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if report["misses"]:
         print(f"not in the first five ({report['misses_of']}, {len(report['misses'])}):")
         for miss in report["misses"]:
-            print(f"  {miss['query']!r}: want {miss['want']}, got {', '.join(miss['got'])}")
+            got = ", ".join(miss["got"])
+            print(f"  [{miss['set']}] {miss['query']!r}: want {miss['want']}, got {got}")
     if args.json:
         emit_json(report)
     return report
