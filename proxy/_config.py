@@ -39,7 +39,7 @@ from ._worker_start import WorkerSettings
 from .codemode import DEFAULT_LIMITS, CodeLimits
 from .external import ExternalServerSpec, load_mcp_servers
 from .llm._budget import DEFAULT_RESULT_BUDGET, check_budget
-from .tool_search import check_embedding
+from .tool_search import check_embedding, embedding_available
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
@@ -74,7 +74,7 @@ class SyncPoolOptions(TypedDict, total=False):
     start_method: StartMethod
     restart: RestartPolicy | None
     browser_allowed_origins: Iterable[str] | None
-    search_embed: bool
+    search_embed: bool | None
     code_limits: CodeLimits | None
 
 
@@ -131,8 +131,12 @@ def _builtin_available(name: str) -> bool:
 
 
 def _search_embed(given: object) -> bool:
+    # None (the default): the fused ranking wherever wordllama is installed, as the
+    # default install has it (the best ranking by default); False: BM25 alone.
+    if given is None:
+        return embedding_available()
     if not isinstance(given, bool):
-        raise TypeError(f"search_embed must be True or False, not {given!r}")
+        raise TypeError(f"search_embed must be True, False or None, not {given!r}")
     if given:
         check_embedding()
     return given
@@ -204,7 +208,7 @@ class PoolConfig:
 
     None: every tool is offered."""
     search_embed: bool = False
-    """Tool search fuses BM25 with the ``search-embed`` extra's embedding model."""
+    """Tool search fuses BM25 with wordllama's embedding model (False: BM25 alone)."""
     result_budget: int | None = DEFAULT_RESULT_BUDGET
     """The agent loop's tokens per tool result (None: no budget)."""
     code_limits: CodeLimits = DEFAULT_LIMITS
@@ -224,7 +228,7 @@ class PoolConfig:
             NotADirectoryError: ``data_dir`` is a file, or a root is not a folder.
             TypeError: a `Server` to run in a worker is not importable by name.
             FileNotFoundError: ``pinned`` names no file.
-            ImportError: ``search_embed`` without the ``search-embed`` extra.
+            ImportError: ``search_embed=True`` where wordllama is not installed.
         """
         check_options(given, PoolOptions.__optional_keys__, "PoolConfig.build")
         sources = tuple(servers)
@@ -295,7 +299,7 @@ class PoolConfig:
             replicas=dict(given.get("replicas") or {}),
             roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
             pinned=as_pins(given.get("pinned")),
-            search_embed=_search_embed(given.get("search_embed", False)),
+            search_embed=_search_embed(given.get("search_embed")),
             result_budget=_result_budget(given.get("result_budget", DEFAULT_RESULT_BUDGET)),
             code_limits=_code_limits(given.get("code_limits")),
         )

@@ -308,9 +308,10 @@ class WorkerPool(AgentLoop, PoolAuthorization):
         pinned: a pin file (``nativemcp tools --pin FILE``) or `ToolPins`: a tool
             whose definition is not pinned, or changed since, is left out of the
             catalog with a warning naming what changed.
-        search_embed: `search_tools` (and the meta-tool) fuses BM25 with a small
-            embedding model's ranking, which finds paraphrases BM25 misses (the
-            ``search-embed`` extra, wordllama; loaded once, on the first search).
+        search_embed: whether `search_tools` (and the meta-tool) fuses BM25 with a
+            small embedding model's ranking, which finds paraphrases BM25 misses
+            (wordllama, a dependency; loaded once, on the first search). None (the
+            default): fused wherever wordllama is installed; False: BM25 alone.
         result_budget: the tokens one tool result may take in `run_tool_call`'s
             messages (default `DEFAULT_RESULT_BUDGET`, 8,000; None: no limit). One over
             it is cut at a readable boundary and kept whole, and the model reads the
@@ -327,7 +328,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             ``database_url`` that is not ``postgresql://``, or replicas for an unknown or
             in-process server or not a count ≥ 1, or ``input_rounds`` below 1.
         NotADirectoryError: ``data_dir`` is a file.
-        ImportError: ``search_embed`` without the ``search-embed`` extra installed.
+        ImportError: ``search_embed=True`` where wordllama is not installed.
         TypeError: a `Server` to run in a worker is not importable by name (defined
             inside a function); raised here, before any process starts.
 

@@ -4,9 +4,10 @@
 (``builtin_workspace__*``), matched whole as `fnmatch.fnmatchcase` matches;
 ``--tool-search`` offers the two meta-tools ``search_tools`` and ``call_tool`` in place
 of every definition, ``--code-mode`` the three of code mode (``search_tools``,
-``describe_tools``, ``run_code``). Together they make a `ToolProfile`. ``--search-embed`` has that
-search fuse BM25 with the ``search-embed`` extra's embedding model (a pool option:
-`search_embed`).
+``describe_tools``, ``run_code``). Together they make a `ToolProfile`. That search fuses
+BM25 with wordllama's embedding model wherever wordllama is installed (as the default
+install has it); ``--search-bm25`` keeps it to BM25 alone and ``--search-embed``
+insists on the fused ranking (a pool option: `search_embed`).
 """
 
 from __future__ import annotations
@@ -64,18 +65,35 @@ def add_profile_options(parser: Any) -> None:
         "--search-embed",
         action="store_true",
         help="with --tool-search: rank by meaning too, fusing BM25 with a small local "
-        f"embedding model (pip install 'nativemcp[{EMBED_EXTRA}]')",
+        "embedding model (the default where wordllama is installed; this refuses to "
+        f"start without it: pip install 'nativemcp[{EMBED_EXTRA}]')",
+    )
+    parser.add_argument(
+        "--search-bm25",
+        action="store_true",
+        help="with --tool-search or --code-mode: rank by BM25 alone, without the embedding model",
     )
 
 
-def search_embed(args: argparse.Namespace) -> bool:
-    """Whether ``--search-embed`` was given (and can be honoured).
+def search_embed(args: argparse.Namespace) -> bool | None:
+    """The pool's ``search_embed``: False for ``--search-bm25``, True for
+    ``--search-embed`` (where it can be honoured), None (fused where installed) for
+    neither.
 
     Raises:
-        UsageError: given without ``--tool-search``, or without the extra installed.
+        UsageError: either without a search to rank, both, or ``--search-embed``
+            without wordllama installed.
     """
-    if not args.search_embed:
+    if args.search_bm25:
+        if args.search_embed:
+            raise UsageError("serve: --search-bm25 and --search-embed contradict; give one")
+        if not (args.tool_search or args.code_mode):
+            raise UsageError(
+                "serve: --search-bm25 ranks the search of --tool-search or --code-mode; add one"
+            )
         return False
+    if not args.search_embed:
+        return None
     if not args.tool_search:
         raise UsageError("serve: --search-embed ranks --tool-search's matches; add --tool-search")
     try:

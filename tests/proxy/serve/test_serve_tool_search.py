@@ -30,7 +30,8 @@ def _text(result: types.CallToolResult) -> str:
 
 
 async def test_tool_search_lists_two_meta_tools_that_find_and_call_any_served_tool() -> None:
-    pool = WorkerPool(SERVERS, timeout=20)
+    # BM25 alone, so that a query no tool's words match finds none (fused finds five).
+    pool = WorkerPool(SERVERS, timeout=20, search_embed=False)
     app = http_app(pool, profile=ToolProfile(search=True))
     async with serving(app) as base:
         with anyio.fail_after(60):
@@ -210,14 +211,17 @@ async def test_the_command_line_takes_tools_globs_exactly_and_tool_search() -> N
 
 @pytest.mark.skipif(
     importlib.util.find_spec("wordllama") is None,
-    reason="the search-embed extra (wordllama) is not installed; the test extra installs it",
+    reason="wordllama is not installed (a dependency: the default install has it)",
 )
-async def test_serve_search_embed_ranks_the_meta_tools_search_by_meaning_too() -> None:
+async def test_serve_ranks_the_meta_tools_search_by_meaning_too_unless_search_bm25() -> None:
     with anyio.fail_after(60):
-        async with Client(_stdio("--tool-search", "--search-embed")) as client:
+        async with Client(_stdio("--tool-search")) as client:
             found = await client.call_tool("search_tools", {"query": "what is my identity"})
             names = [m["name"] for m in (found.structured_content or {})["matches"]]
             assert names[0] == "shapes__caller"
             # Every tool is ranked by its embedding too: words no tool holds still find 3.
             found = await client.call_tool("search_tools", {"query": "zzzz qqqq", "limit": 3})
             assert len((found.structured_content or {})["matches"]) == 3
+        async with Client(_stdio("--tool-search", "--search-bm25")) as client:
+            found = await client.call_tool("search_tools", {"query": "zzzz qqqq", "limit": 3})
+            assert (found.structured_content or {})["matches"] == []

@@ -205,36 +205,41 @@ def _links() -> Server:
 
 @needs_model
 @pytest.mark.anyio
-async def test_a_pool_made_with_search_embed_fuses_and_one_without_does_not() -> None:
+async def test_a_pool_fuses_by_default_where_wordllama_is_installed_and_not_with_false() -> None:
     with anyio.fail_after(30):
-        async with WorkerPool([_links()], in_process=["links"], search_embed=True) as pool:
+        async with WorkerPool([_links()], in_process=["links"]) as pool:
             assert pool.config.search_embed
             found = await pool.search_tools("visit a website", 1)
             assert [match.name for match in found] == ["links__open_url"]
-        async with WorkerPool([_links()], in_process=["links"]) as pool:
+        async with WorkerPool([_links()], in_process=["links"], search_embed=True) as pool:
+            assert pool.config.search_embed
+        async with WorkerPool([_links()], in_process=["links"], search_embed=False) as pool:
+            assert not pool.config.search_embed
             assert await pool.search_tools("visit a website") == []
 
 
 @needs_model
 @pytest.mark.real_process
-def test_the_sync_pool_takes_search_embed_too() -> None:
-    with SyncWorkerPool(["_serve_servers:server"], search_embed=True) as pool:
+def test_the_sync_pool_fuses_by_default_too_and_takes_search_embed_false() -> None:
+    with SyncWorkerPool(["_serve_servers:server"]) as pool:
         assert pool.search_tools("what is my identity", 1)[0].name == "shapes__caller"
         assert len(pool.search_tools("zzzz", 3)) == 3
-    with SyncWorkerPool(["_serve_servers:server"]) as pool:
+    with SyncWorkerPool(["_serve_servers:server"], search_embed=False) as pool:
         assert pool.search_tools("zzzz") == []
 
 
-def test_search_embed_is_refused_when_it_is_not_a_bool_or_the_extra_is_missing(
+def test_search_embed_is_refused_when_it_is_not_a_bool_or_the_model_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with pytest.raises(TypeError, match="search_embed must be True or False, not 'yes'"):
+    with pytest.raises(TypeError, match="search_embed must be True, False or None, not 'yes'"):
         WorkerPool(search_embed="yes")  # type: ignore[arg-type]
     # A module set to None in sys.modules is one that is not installed.
     monkeypatch.setitem(sys.modules, "wordllama", None)
     with pytest.raises(ImportError, match=r"pip install 'nativemcp\[search-embed\]'"):
         WorkerPool(search_embed=True)
     WorkerPool(search_embed=False)  # BM25 alone needs nothing
+    # By default, an install without wordllama searches by BM25 alone.
+    assert not WorkerPool().config.search_embed
 
 
 def test_serve_refuses_search_embed_without_tool_search_or_without_the_extra(
@@ -244,6 +249,12 @@ def test_serve_refuses_search_embed_without_tool_search_or_without_the_extra(
     assert "--search-embed ranks --tool-search's matches; add --tool-search" in (
         capsys.readouterr().err
     )
+    assert cli_main(["serve", "workspace", "--search-bm25"]) == 2
+    assert "--search-bm25 ranks the search of --tool-search or --code-mode" in (
+        capsys.readouterr().err
+    )
+    assert cli_main(["serve", "workspace", "--tool-search", "--search-bm25", "--search-embed"]) == 2
+    assert "--search-bm25 and --search-embed contradict" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "wordllama", None)
     assert cli_main(["serve", "workspace", "--tool-search", "--search-embed"]) == 2
     assert "pip install 'nativemcp[search-embed]'" in capsys.readouterr().err

@@ -46,6 +46,7 @@ async def test_search_ranks_every_source_worker_replicas_in_process_and_external
             in_process=["notes"],
             replicas={"_serve_servers:other": 2},
             mcp_servers={"time": time_server},
+            search_embed=False,  # BM25: a tool no query word matches is not returned
         ) as pool:
             found = await pool.search_tools("save a note", 1)
             assert [m.name for m in found] == ["notes__add_note"]
@@ -64,7 +65,7 @@ async def test_search_ranks_every_source_worker_replicas_in_process_and_external
 
 async def test_the_index_follows_the_catalog_when_a_server_lists_other_tools() -> None:
     notes = _notes()
-    async with WorkerPool([notes], in_process=["notes"]) as pool:
+    async with WorkerPool([notes], in_process=["notes"], search_embed=False) as pool:
         assert await pool.search_tools("archive old notes") == []
         before = pool.tool_index()
 
@@ -104,7 +105,7 @@ async def test_an_external_server_that_says_its_tools_changed_is_listed_and_sear
         "disabledTools": ["hidden"],
     }
     with anyio.fail_after(30):
-        async with WorkerPool(mcp_servers={"raw": entry}, builtins=[]) as pool:
+        async with WorkerPool(mcp_servers={"raw": entry}, builtins=[], search_embed=False) as pool:
             assert await pool.search_tools("weather in a city") == []
             relisted = anyio.Event()
             pool._handles["raw"].on_tools_changed = relisted.set  # type: ignore[attr-defined]
@@ -127,7 +128,7 @@ async def test_an_sdk_server_on_a_subscription_is_listed_and_searched_anew(
         "args": [str(RAW_SERVER.with_name("_external_server.py")), str(tmp_path)],
     }
     with anyio.fail_after(30):
-        async with WorkerPool(mcp_servers={"ext": entry}, builtins=[]) as pool:
+        async with WorkerPool(mcp_servers={"ext": entry}, builtins=[], search_embed=False) as pool:
             before = await pool.search_tools("weather forecast")
             assert "ext__forecast" not in [match.name for match in before]
             relisted = anyio.Event()
