@@ -10,8 +10,10 @@ planning: 6 tools
 
 Each tool is listed under its server with its arguments (``name?`` is optional) and the
 first line of its description; ``--json`` prints the definitions an MCP client gets
-(full names, input schemas, the service in ``_meta``). No SERVER: every built-in and
-every server of ``--mcp-config``.
+(full names, input schemas, the service in ``_meta``); ``--lint`` names the tools whose
+descriptions are too short to be found or too alike to be told apart by tool search
+(exit status 1 when it names any). No SERVER: every built-in and every server of
+``--mcp-config``.
 """
 
 from __future__ import annotations
@@ -65,7 +67,34 @@ def add_tools_parser(commands: Any) -> Runner:
         help="write a hash of each listed tool's definition to FILE, for --pinned FILE "
         "(review the tools first)",
     )
+    tools.add_argument(
+        "--lint",
+        action="store_true",
+        help="name the tools whose descriptions are too short to be found or too alike "
+        "to be told apart by tool search (exit status 1 when any)",
+    )
     return _tools
+
+
+def _lint(chosen: list[Tool]) -> int:
+    """Print what `lint_tools` finds in ``chosen`` (listed tools); 1 if anything."""
+    from ..tool_search import IndexedTool, lint_tools
+
+    indexed = []
+    for tool in chosen:
+        service = service_info(tool)
+        server = service.server_name if service is not None else ""
+        own = msgspec.structs.replace(tool, name=service.tool_name) if service else tool
+        indexed.append(IndexedTool(tool.name, server, own))
+    findings = lint_tools(indexed)
+    for finding in findings:
+        print(f"{finding.kind}: {' and '.join(finding.tools)}: {finding.detail}")
+    print(
+        f"{len(findings)} finding{'' if len(findings) == 1 else 's'} in {len(chosen)} tools"
+        if findings
+        else f"{len(chosen)} tools: every description can be found and told apart"
+    )
+    return 1 if findings else 0
 
 
 def _type_of(schema: Mapping[str, Any]) -> str:
@@ -131,6 +160,8 @@ async def _tools(args: argparse.Namespace, options: PoolOptions) -> int:
         ToolPins.of((tool.name, tool) for tool in chosen).save(args.pin)
         print(f"pinned {len(chosen)} tool definitions in {args.pin}")
         return 0
+    if args.lint:
+        return _lint([tool for tools in by_server.values() for _, tool in tools])
     if args.json:
         chosen = [tool for tools in by_server.values() for _, tool in tools]
         print(msgspec.json.encode(chosen).decode())

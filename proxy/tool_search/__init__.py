@@ -9,7 +9,8 @@ every definition (`META_TOOLS`, `read_search`, `read_call`, `search_response`).
 With the ``search-embed`` extra, an index made with ``embed=True`` fuses BM25 with a
 small embedding model's ranking (`ToolEmbeddings`, `fuse`, `embedding_available`), and
 its BM25 also scores the catalog's words nearest to the query's
-(`ToolIndex.widened_terms`: ``website`` finds ``url``).
+(`ToolIndex.widened_terms`: ``website`` finds ``url``). `lint_tools` names the
+descriptions too short to be found or too alike to be told apart (``tools --lint``).
 
 This room imports `nativemcp.protocol` and the content store's public text search
 (`nativemcp.workers.content_store`, on first index only: a pool that never searches
@@ -33,6 +34,10 @@ from ._index import IndexedTool as IndexedTool
 from ._index import ToolIndex as ToolIndex
 from ._index import ToolMatch as ToolMatch
 from ._index import check_limit as check_limit
+from ._lint import MAX_SIMILARITY as MAX_SIMILARITY
+from ._lint import MIN_TERMS as MIN_TERMS
+from ._lint import LintFinding as LintFinding
+from ._lint import lint_tools as lint_tools
 from ._meta_tools import ANTHROPIC_TOOL_SEARCH as ANTHROPIC_TOOL_SEARCH
 from ._meta_tools import CALL_TOOL as CALL_TOOL
 from ._meta_tools import META_TOOLS as META_TOOLS
@@ -50,10 +55,13 @@ __all__ = [
     "CALL_TOOL",
     "EMBED_EXTRA",
     "MAX_LIMIT",
+    "MAX_SIMILARITY",
     "META_TOOLS",
+    "MIN_TERMS",
     "RRF_K",
     "SEARCH_TOOLS",
     "IndexedTool",
+    "LintFinding",
     "SearchAnswer",
     "ToolEmbeddings",
     "ToolIndex",
@@ -66,6 +74,7 @@ __all__ = [
     "embedding_loaded",
     "embedding_text",
     "fuse",
+    "lint_tools",
     "load_embedding",
     "parameters_line",
     "read_call",
