@@ -73,6 +73,8 @@ class _Tools:
     ) -> StoreInfo:
         """Create an empty content store (a named collection of files searched together).
 
+        A new knowledge base or library, to put documents in and search them later.
+
         session_id groups the store with a chat session (defaults to the current one).
         """
         with self.state.writing() as db:
@@ -90,6 +92,8 @@ class _Tools:
         mime_type: str | None = None,
     ) -> AddContentResult:
         """Add a file (path) or text (content) to a store: parsed, chunked by lines, indexed.
+
+        Upload, import or save a document, notes or a PDF so it can be searched.
 
         Supports text, Markdown, code, JSON, CSV, HTML, and PDF/DOCX/XLSX files (by
         default at most 50 MB per file and 10 MB of text). path is read only inside the
@@ -142,6 +146,8 @@ class _Tools:
     ) -> ListContentResult:
         """List a store's files (oldest first) with size, lines, type, id, date and preview.
 
+        Which documents and uploads a collection holds.
+
         Pages with offset/limit (limit at most 100); has_more tells if more follow.
         """
         self.state.store(store_id)
@@ -164,7 +170,10 @@ class _Tools:
         from_line: Annotated[int, msgspec.Meta(ge=1)] = 1,
         to_line: Annotated[int, msgspec.Meta(ge=1)] | None = None,
     ) -> ReadContentResult:
-        """Read lines from_line..to_line (1-based, inclusive; to_line defaults to the end)."""
+        """Read lines from_line..to_line (1-based, inclusive; to_line defaults to the end).
+
+        Open or view a stored document, whole or a part of it, by its content id.
+        """
         self.state.store(store_id)
         with self.state.reading() as db:
             summary = db.get_content(store_id, content_id)
@@ -213,6 +222,8 @@ class _Tools:
     ) -> SearchResult:
         """Full-text search (BM25) over a store's chunks; plain terms, any language.
 
+        Look up where uploaded documents mention a word or topic: the passages that fit.
+
         Each result has the file, exact line range, relevance 0..1 (the share of the
         query's terms it holds, weighted by BM25) and raw BM25 score, match type and a
         context snippet. threshold drops hits with a lower relevance.
@@ -225,7 +236,10 @@ class _Tools:
         return SearchResult(store_id=store_id, query=query, results=hits, threshold=threshold)
 
     def delete_content(self, store_id: str, content_id: str) -> DeleteContentResult:
-        """Remove a file and its search index entries from a store."""
+        """Remove a file and its search index entries from a store.
+
+        Delete one document or upload; the store and its other files stay.
+        """
         self.state.store(store_id)
         with self.state.reading() as db:
             summary = db.get_content(store_id, content_id)
@@ -248,13 +262,19 @@ class _Tools:
         )
 
     def list_stores(self) -> ListStoresResult:
-        """List every store with its id, name, item count and creation date."""
+        """List every store with its id, name, item count and creation date.
+
+        Which collections or knowledge bases exist, and how many documents each has.
+        """
         with self.state.reading() as db:
             stores = db.list_stores()
         return ListStoresResult(stores=stores, total=len(stores))
 
     def delete_store(self, store_id: str) -> DeleteStoreResult:
-        """Remove a store and everything in it."""
+        """Remove a store and everything in it.
+
+        Drop a whole collection at once, every document inside included.
+        """
         store = self.state.store(store_id)
         with self.state.writing() as db:
             deleted = db.delete_store(store_id)

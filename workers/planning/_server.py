@@ -114,7 +114,7 @@ class _Planning:
         goal: Annotated[str, msgspec.Meta(description="What the plan should achieve.")],
     ) -> Response:
         """Set the plan's goal (replacing any current goal, which is remembered as the
-        previous goal). Returns the whole plan and the next step."""
+        previous goal): the objective or aim the work is for. Answers with the next step."""
         text = _checked_text(goal, "goal", self.limit)
         state, previous = self.store.set_goal(_call_scope(ctx), text)
         # Headlines say what changed without repeating what the plan below states.
@@ -128,7 +128,7 @@ class _Planning:
 
     def clear_goal(self, ctx: Context) -> Response:
         """Clear the current goal (it is remembered as the previous goal); todos and
-        observations stay. Returns the whole plan."""
+        observations stay. Drop or abandon the objective without starting over."""
         state, cleared = self.store.clear_goal(_call_scope(ctx))
         if cleared is None:
             headline = "No active goal to clear; nothing changed."
@@ -143,8 +143,8 @@ class _Planning:
         ctx: Context,
         name: Annotated[str, msgspec.Meta(description="The step to do, as one short sentence.")],
     ) -> Response:
-        """Add a pending todo (a step towards the goal). Returns the plan with the new
-        todo's id."""
+        """Add a pending todo (a step towards the goal): a task or item on the to-do
+        list or checklist. Answers with the new todo's id."""
         text = _checked_text(name, "name", self.limit)
         state, todo = self.store.add_todo(_call_scope(ctx), text)
         return structured_response(render_state(state, f"Todo ID:{todo.id} added."), state)
@@ -157,8 +157,8 @@ class _Planning:
             bool, msgspec.Meta(description="true: done (the default); false: pending again.")
         ] = True,
     ) -> Response:
-        """Mark a todo as completed (or, with completed=false, as pending again).
-        Returns the whole plan and the next step."""
+        """Mark a todo as completed (or, with completed=false, as pending again): tick a
+        task off as done, or reopen it. Answers with the next step."""
         try:
             state, _, changed = self.store.mark_todo(_call_scope(ctx), id, completed)
         except UnknownTodoIds as exc:
@@ -177,7 +177,7 @@ class _Planning:
         ] = None,
     ) -> Response:
         """Remove the given todos, or every todo when no ids are given. Unknown ids are
-        an error and nothing is removed. Returns the whole plan."""
+        an error and nothing is removed. Delete items from the to-do list."""
         if ids is not None and not ids:
             raise ToolError(
                 "Error: ids is an empty list. Omit ids to remove every todo, "
@@ -204,8 +204,8 @@ class _Planning:
             str, msgspec.Meta(description="What was learned or done, in a sentence or two.")
         ],
     ) -> Response:
-        """Record an observation (a finding, a result, a decision). Only the newest
-        10 are kept. Returns the whole plan."""
+        """Record an observation (a finding, a result, a decision): write down a note of
+        what was learned or done, to remember it. Only the newest 10 are kept."""
         text = _checked_text(observation, "observation", self.limit)
         state, dropped = self.store.add_observation(_call_scope(ctx), text)
         headline = "Observation added."
@@ -218,7 +218,7 @@ class _Planning:
 
     def clear_session(self, ctx: Context) -> Response:
         """Reset this session's plan: goal, previous goal, todos and observations.
-        Returns the (empty) plan."""
+        Start over from nothing, wiping everything planned so far."""
         before, state = self.store.clear_session(_call_scope(ctx))
         removed = []
         if before.goal is not None:
@@ -236,7 +236,10 @@ class _Planning:
         return structured_response(render_state(state, headline), state)
 
     def get_current_state(self, ctx: Context) -> Response:
-        """The whole plan: goal, todos with ids and marks, observations, next step."""
+        """The whole plan: goal, todos with ids and marks, observations, next step.
+
+        Where things stand: the progress so far and what is left to do.
+        """
         state = self.store.state(_call_scope(ctx))
         return structured_response(render_state(state, "The current plan:"), state)
 

@@ -116,21 +116,33 @@ class _Tools:
     def read_file(
         self, path: str, start_line: _Line | None = None, end_line: _Line | None = None
     ) -> ReadFileResult:
-        """Read a UTF-8 text file, or lines start_line..end_line of it (1-based, inclusive)."""
+        """Read a UTF-8 text file, or lines start_line..end_line of it (1-based, inclusive).
+
+        Open, view or print a file of the project folder, or a few of its lines.
+        """
         return _files.read_file(self.workspace.sandbox, path, start_line, end_line)
 
     def write_file(self, path: str, content: str, mode: Literal["w", "a"] = "w") -> WriteFileResult:
-        """Write a text file (mode "w" replaces it, "a" appends); parent folders are created."""
+        """Write a text file (mode "w" replaces it, "a" appends); parent folders are created.
+
+        Save, create or overwrite a file in the project folder, or append text to it.
+        """
         return _files.write_file(self.workspace.sandbox, path, content, mode)
 
     def list_directory(self, path: str = ".") -> ListDirectoryResult:
-        """List a directory's entries with their types and sizes (symlinks are not followed)."""
+        """List a directory's entries with their types and sizes (symlinks are not followed).
+
+        What a folder contains: its files and subfolders, each with its size in bytes.
+        """
         return _files.list_directory(self.workspace.sandbox, path, self.options.max_entries)
 
     def search_files(
         self, pattern: str, path: str = ".", max_depth: _Limit | None = None
     ) -> SearchFilesResult:
-        """Find paths by glob: "*.py" matches names at any depth, "src/*.py" relative paths."""
+        """Find paths by glob: "*.py" matches names at any depth, "src/*.py" relative paths.
+
+        Locate files by name or extension anywhere in the project folder.
+        """
         return _files.search_files(
             self.workspace.sandbox, pattern, path, max_depth, self.options.max_results
         )
@@ -143,7 +155,10 @@ class _Tools:
         line_numbers: bool = True,
         max_results: _Limit | None = None,
     ) -> NativeMCPResponse[GrepResult]:
-        """Search file contents with a regular expression; matches come with file and line."""
+        """Search file contents with a regular expression; matches come with file and line.
+
+        Look inside the project's files for a word, text or pattern: the lines holding it.
+        """
         result = _files.grep(
             self.workspace.sandbox,
             pattern,
@@ -157,7 +172,10 @@ class _Tools:
     def replace_lines_in_file(
         self, path: str, replacements: list[LineReplacement]
     ) -> ReplaceLinesResult:
-        """Replace line ranges (start_line..end_line, inclusive); empty new_content deletes."""
+        """Replace line ranges (start_line..end_line, inclusive); empty new_content deletes.
+
+        Edit a file in place: change, fix, insert or remove some of its lines.
+        """
         return _files.replace_lines_in_file(self.workspace.sandbox, path, replacements)
 
     # -- the shell -------------------------------------------------------------------
@@ -169,7 +187,10 @@ class _Tools:
         # kill deadline of the child, enforced inside run_shell, not a cancel scope here.
         timeout: Annotated[float, msgspec.Meta(gt=0)] | None = None,
     ) -> ShellResult:
-        """Run a shell command in the workspace root; its process group is killed at timeout."""
+        """Run a shell command in the workspace root; its process group is killed at timeout.
+
+        Execute a program or script in a terminal, as bash would: build, test, install.
+        """
         options = self.options
         if not options.shell_enabled:
             raise ToolError(
@@ -194,7 +215,10 @@ class _Tools:
     def export_file(
         self, path: str, display_name: str | None = None, description: str | None = None
     ) -> NativeMCPResponse[ExportResult]:
-        """Copy a file to exports/files/ and show a download card; says what was exported."""
+        """Copy a file to exports/files/ and show a download card; says what was exported.
+
+        Hand one finished file to the user to keep or share.
+        """
         return _exports.export_file(
             self.workspace.sandbox, self.options, path, display_name, description
         )
@@ -202,7 +226,10 @@ class _Tools:
     def export_zip(
         self, files: Annotated[list[str], msgspec.Meta(min_length=1)], package_name: str
     ) -> NativeMCPResponse[ExportResult]:
-        """Pack files into exports/packages/<name>_<time>.zip and show a download card."""
+        """Pack files into exports/packages/<name>_<time>.zip and show a download card.
+
+        Bundle several files into one archive, for the user to keep or share.
+        """
         return _exports.export_zip(self.workspace.sandbox, self.options, files, package_name)
 
     def download_file(self, path: str) -> NativeMCPResponse[DownloadResult]:
