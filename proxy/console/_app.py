@@ -157,6 +157,7 @@ def create_console_app(
     if not re.fullmatch(r"[A-Za-z0-9_-]{16,}", token):
         raise ValueError("the console token must be 16 or more URL-safe characters")
     console = ConsoleSession(catalog, task_group, spans)
+    calls = CallRoutes(console, catalog, spans)
     ui = UIRoutes(console, FrameCapabilities(FRAME_TTL), sandbox_port)
 
     def page_asset(name: str) -> Callable[[Request], Awaitable[Response]]:
@@ -175,8 +176,18 @@ def create_console_app(
             for name in _ASSET_TYPES
         ),
         *authorization_routes(catalog, task_group, json_body),
-        *CallRoutes(console, catalog, spans).routes(),
-        *ui.routes(),
+        Route("/api/tools", calls.tools),
+        Route("/api/calls", calls.start_call, methods=["POST"]),
+        Route("/api/calls", calls.history, methods=["GET"]),
+        Route("/api/events", calls.session_events),
+        Route("/api/calls/{call:int}", calls.one_call),
+        Route("/api/calls/{call:int}/events", calls.events),
+        Route("/api/calls/{call:int}/spans", calls.call_spans),
+        Route("/api/calls/{call:int}/blobs/{block:int}", ui.blob),
+        Route("/api/calls/{call:int}/ui-actions", ui.ui_action, methods=["POST"]),
+        Route("/api/calls/{call:int}/frames/{block:int}", ui.grant_frame, methods=["POST"]),
+        Route("/api/calls/{call:int}/app-frame", ui.grant_app_frame, methods=["POST"]),
+        Route("/api/calls/{call:int}/app-requests", ui.app_request, methods=["POST"]),
     ]
     frames = Starlette(routes=[Route("/{capability}", ui.ui_document)])
     gate = _TokenGate(Starlette(routes=routes), token, frames)

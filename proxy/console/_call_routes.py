@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from ..llm._tokens import token_note
 from ._call_views import _Call
@@ -32,7 +31,8 @@ def requested_call(console: ConsoleSession, request: Request) -> _Call | Respons
 
 
 class CallRoutes:
-    """The catalog and the session's calls, one endpoint a method (`routes` lists them)."""
+    """The catalog and the session's calls, one endpoint a method (`create_console_app`
+    routes them)."""
 
     def __init__(
         self, console: ConsoleSession, catalog: ConsoleCatalog, spans: ConsoleSpans | None
@@ -40,18 +40,6 @@ class CallRoutes:
         self.console = console
         self.catalog = catalog
         self.spans = spans
-
-    def routes(self) -> list[Route]:
-        """The endpoints, at their paths under the token."""
-        return [
-            Route("/api/tools", self.tools),
-            Route("/api/calls", self.start_call, methods=["POST"]),
-            Route("/api/calls", self.history, methods=["GET"]),
-            Route("/api/events", self.session_events),
-            Route("/api/calls/{call:int}", self.one_call),
-            Route("/api/calls/{call:int}/events", self.events),
-            Route("/api/calls/{call:int}/spans", self.call_spans),
-        ]
 
     async def tools(self, request: Request) -> Response:
         catalog = self.catalog

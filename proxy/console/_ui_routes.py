@@ -10,7 +10,6 @@ from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
 
 from nativemcp.protocol import UnknownTool
 
@@ -33,8 +32,8 @@ _UI_CSP: Final = (
 
 
 class UIRoutes:
-    """What the session's calls rendered, one endpoint a method (`routes` lists those
-    under the token; `ui_document` and `redeem_app_frame` serve the frames)."""
+    """What the session's calls rendered, one endpoint a method (`create_console_app`
+    routes them; `ui_document` and `redeem_app_frame` serve the frames)."""
 
     def __init__(
         self,
@@ -47,16 +46,6 @@ class UIRoutes:
         self.capabilities = capabilities
         self.apps = AppRequests(console.catalog)
         self.sandbox_port = sandbox_port
-
-    def routes(self) -> list[Route]:
-        """The endpoints under the token, at their paths."""
-        return [
-            Route("/api/calls/{call:int}/blobs/{block:int}", self.blob),
-            Route("/api/calls/{call:int}/ui-actions", self.ui_action, methods=["POST"]),
-            Route("/api/calls/{call:int}/frames/{block:int}", self.grant_frame, methods=["POST"]),
-            Route("/api/calls/{call:int}/app-frame", self.grant_app_frame, methods=["POST"]),
-            Route("/api/calls/{call:int}/app-requests", self.app_request, methods=["POST"]),
-        ]
 
     def origins(self, request: Request) -> tuple[str, str] | None:
         """The page's origin and its sandbox's (``_sandbox.py``), or None."""

@@ -68,6 +68,13 @@ _SessionId = Annotated[
     str | None,
     msgspec.Meta(description="A named browser session (own cookies and tabs); omit for yours."),
 ]
+_Gone = Annotated[bool, msgspec.Meta(description="Wait for the text to disappear instead.")]
+_Key = Annotated[
+    str, msgspec.Meta(description="A key or chord: Enter, Escape, ArrowDown, Control+A.")
+]
+_Script = Annotated[
+    str, msgspec.Meta(description="A JavaScript expression or function, run in the page.")
+]
 _READS: Final = ToolAnnotations(read_only_hint=True, open_world_hint=True)
 _ACTS: Final = ToolAnnotations(destructive_hint=False, open_world_hint=True)
 _RUNS_SCRIPT: Final = ToolAnnotations(destructive_hint=True, open_world_hint=True)
@@ -200,9 +207,7 @@ class _BrowserTools:
         self,
         ctx: Context,
         text: str,
-        gone: Annotated[
-            bool, msgspec.Meta(description="Wait for the text to disappear instead.")
-        ] = False,
+        gone: _Gone = False,
         timeout: Annotated[float, msgspec.Meta(gt=0, description="Seconds.")] | None = None,
         session_id: _SessionId = None,
     ) -> NativeMCPResponse[ActionResult]:
@@ -287,12 +292,7 @@ class _BrowserTools:
         return await self.calls.run(ctx, session_id, body)
 
     async def press_key(
-        self,
-        ctx: Context,
-        key: Annotated[
-            str, msgspec.Meta(description="A key or chord: Enter, Escape, ArrowDown, Control+A.")
-        ],
-        session_id: _SessionId = None,
+        self, ctx: Context, key: _Key, session_id: _SessionId = None
     ) -> NativeMCPResponse[ActionResult]:
         """Press a key in the active tab (on the focused element); answers with what changed."""
 
@@ -304,13 +304,7 @@ class _BrowserTools:
         return await self.calls.run(ctx, session_id, body)
 
     async def execute_script(
-        self,
-        ctx: Context,
-        script: Annotated[
-            str,
-            msgspec.Meta(description="A JavaScript expression or function, run in the page."),
-        ],
-        session_id: _SessionId = None,
+        self, ctx: Context, script: _Script, session_id: _SessionId = None
     ) -> ScriptResult:
         """Run JavaScript in the active tab and return its (JSON) value. Off unless the
         server's execute_script option enables it."""
