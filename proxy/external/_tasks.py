@@ -16,6 +16,7 @@ import anyio
 
 from nativemcp.protocol import TERMINAL_TASK_STATUSES
 
+from .._sdk_seam import send_raw_request
 from ._task_polling import StatusMessages, cancel_task, poll_pause
 
 if TYPE_CHECKING:
@@ -55,10 +56,10 @@ async def call_as_task(
     import mcp_types
 
     # The SDK checks a tools/call answer against CallToolResult, which a task's
-    # CreateTaskResult is not: this one request goes through its dispatcher, the rest
-    # of the exchange through the SDK's typed task requests.
-    raw = await client.session._dispatcher.send_raw_request(
-        "tools/call", {"name": tool, "arguments": arguments, "task": {}}, {}
+    # CreateTaskResult is not: this one request is sent raw, the rest of the exchange
+    # through the SDK's typed task requests.
+    raw = await send_raw_request(
+        client, "tools/call", {"name": tool, "arguments": arguments, "task": {}}
     )
     task = mcp_types.CreateTaskResult.model_validate(raw).task
     try:

@@ -47,6 +47,8 @@ from nativemcp.protocol import (
     ui_visibility,
 )
 
+from .._sdk_seam import client_connection
+
 if TYPE_CHECKING:
     from .._handle import ServerHandle
 
@@ -95,7 +97,7 @@ class ServedApps:
         extensions = capabilities.setdefault("extensions", {})
         extensions.setdefault(EXTENSION_ID, dict(APPS_SETTINGS))
         params = ctx.params if isinstance(ctx.params, Mapping) else {}
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None and _declares_apps(params.get("capabilities")):
             self._declared.add(connection)
         return result
@@ -115,7 +117,7 @@ class ServedApps:
         envelope = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
         if _declares_apps(envelope):
             return True
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         return connection is not None and connection in self._declared
 
     def uri(self, server: str, uri: str) -> str:

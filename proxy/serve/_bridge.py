@@ -51,6 +51,7 @@ from nativemcp.protocol import (
 from nativemcp.protocol.wire import Caller
 
 from .._handle import CallOptions, LogHandler, ProgressCallback
+from .._sdk_seam import client_connection
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
@@ -398,7 +399,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             now = driver()
             if now is None:  # suspended: nobody to tell
                 return
-            connection = getattr(now.session, "_connection", None)
+            connection = client_connection(now.session)
             floor = self._levels.get(connection, 0) if connection is not None else 0
             rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
             if rank < floor:
@@ -530,7 +531,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         """Send this connection only log messages at ``level`` or above."""
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None:
             self._levels[connection] = LOG_LEVELS.index(params.level)
         return types.EmptyResult()

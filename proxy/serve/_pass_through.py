@@ -30,6 +30,7 @@ from nativemcp.protocol import (
 from nativemcp.workers.telemetry import feature_target
 
 from .._handle import CallOptions, ServerHandle
+from .._sdk_seam import client_connection
 from ..telemetry import traced
 from ._apps import ServedApps
 
@@ -195,7 +196,7 @@ class PassThroughFeatures:
 
         A namespaced ``ui://`` URI must name a served server, as for a read."""
         self.apps.route(str(params.uri))
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None:
             self._subscriptions.setdefault(connection, set()).add(str(params.uri))
         return types.EmptyResult()
@@ -204,7 +205,7 @@ class PassThroughFeatures:
         self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         """Forget the connection's interest in a resource."""
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None:
             self._subscriptions.get(connection, set()).discard(str(params.uri))
         return types.EmptyResult()

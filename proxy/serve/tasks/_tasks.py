@@ -53,6 +53,7 @@ from nativemcp.protocol import (
     ClientRequestError,
 )
 
+from ..._sdk_seam import client_connection
 from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._task_table import TaskTable
 
@@ -88,7 +89,7 @@ Send = Callable[[ServerRequestContext[Any], str, dict[str, Any]], Awaitable[dict
 def _connection(ctx: ServerRequestContext[Any]) -> Any:
     """The SDK's `Connection` of ``ctx``'s client (its session id, state and exit stack);
     the request context names only the session around it."""
-    return getattr(ctx.session, "_connection", None)
+    return client_connection(ctx.session)
 
 
 def session_key(ctx: ServerRequestContext[Any]) -> str | None:
