@@ -22,6 +22,7 @@ FUNCTION_LINES = 80
 MODULES_OVER = {
     "proxy/_pool.py",  # 704 lines
     "proxy/external/_server.py",  # 735 lines
+    "proxy/serve/_bridge.py",  # 601 lines (the SDK seam's merge)
     "proxy/serve/fast/_fast_path.py",  # 605 lines
 }
 FUNCTIONS_OVER = {
