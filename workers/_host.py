@@ -2,8 +2,10 @@
 
 Started by the proxy with `multiprocess` (spawn or forkserver). Stdout and stderr are
 not the channel: ``print`` output and log records are forwarded as `Log` frames to the
-parent's ``logging``. The worker exits when told to shut down or when the channel
-closes (the parent is gone), so it never outlives its pool.
+parent's ``logging`` (`_log_forwarding`). The worker exits when told to shut down or
+when the channel closes (the parent is gone), so it never outlives its pool; with the
+parent's pid it also exits as soon as that process dies, whatever it runs
+(`_parent_watch`).
 
 Threads, not the event loop, read the channel (`ReaderThreads`): sync tools that take no
 `Context` run where their call was read, and everything else (async tools, pings,

@@ -13,7 +13,8 @@ TypedDicts, plain types). A tool returns a plain typed value, and the server bui
 response: rich text (the tool's renderer, or a readable default) plus structured
 content; or it returns a full `NativeMCPResponse` built with the protocol constructors.
 `Server.call_tool` never raises for a failing tool or bad arguments: it answers with an
-error response, so the worker keeps serving.
+error response, so the worker keeps serving (what arguments and results become:
+`_tool_results`; a tool's schemas and spec: `_tool_spec`).
 """
 
 from __future__ import annotations
