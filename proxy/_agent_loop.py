@@ -9,6 +9,7 @@ live here so the pool core stays about running servers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -75,11 +76,38 @@ class AgentLoop:
         self._check_open()
         version = self._catalog.version
         if self._tool_index is None or self._tool_index[0] != version:
-            # A tool only its app may call (MCP Apps) is not found for the model either.
-            entries = [e for e in self._catalog.entries() if "model" in ui_visibility(e.tool.meta)]
-            tools = [IndexedTool(e.full_name, e.service.server_name, e.tool) for e in entries]
-            self._tool_index = (version, ToolIndex(tools, embed=self._config.search_embed))
+            index = ToolIndex(self._indexed(), embed=self._config.search_embed)
+            self._tool_index = (version, index)
         return self._tool_index[1]
+
+    async def fresh_tool_index(self) -> ToolIndex:
+        """`tool_index`, rebuilt (where the catalog changed) in a worker thread.
+
+        As the embedding model is loaded: the event loop serves other requests
+        meanwhile (`search_tools` and serve's meta-tools read it so).
+
+        Raises:
+            ToolNameError: two sources now give the same full name (both named).
+            ServerClosed: the pool is closed.
+        """
+        self._check_open()
+        version = self._catalog.version
+        if self._tool_index is not None and self._tool_index[0] == version:
+            return self._tool_index[1]
+        embed = self._config.search_embed
+        if embed and not embedding_loaded():
+            # The first load reads the model's 16 MB (about 0.7 s here).
+            await anyio.to_thread.run_sync(load_embedding)
+        tools = self._indexed()  # read here: the catalog belongs to the event loop
+        index = await anyio.to_thread.run_sync(functools.partial(ToolIndex, tools, embed=embed))
+        if self._catalog.version == version:  # else a newer one is built on the next read
+            self._tool_index = (version, index)
+        return index
+
+    def _indexed(self) -> list[IndexedTool]:
+        # A tool only its app may call (MCP Apps) is not found for the model either.
+        entries = [e for e in self._catalog.entries() if "model" in ui_visibility(e.tool.meta)]
+        return [IndexedTool(e.full_name, e.service.server_name, e.tool) for e in entries]
 
     async def search_tools(
         self, query: str, limit: int = 5, *, profile: ToolProfile | None = None
@@ -102,11 +130,7 @@ class AgentLoop:
             ServerClosed: the pool is closed.
         """
         where = profile.allows if profile is not None and profile.filters else None
-        if self._config.search_embed and not embedding_loaded():
-            # The first load reads the model's 16 MB (about 0.7 s here): in a worker
-            # thread, so the pool's other calls go on meanwhile.
-            await anyio.to_thread.run_sync(load_embedding)
-        return self.tool_index().search(query, limit, where=where)
+        return (await self.fresh_tool_index()).search(query, limit, where=where)
 
     # -- the agent loop --------------------------------------------------------------
 

@@ -188,10 +188,17 @@ def _ended(task: DetailedTask, server: str, tool: str) -> mcp_types.CallToolResu
     """The call's result for a task that ended (None while it runs).
 
     Raises:
-        MCPError: the task failed, or the server cancelled it.
+        MCPError: the task failed, the server cancelled it, or it completed without a
+            result.
     """
     if task.status == "completed":
-        return mcp_types.CallToolResult.model_validate(task.result or {"content": []})
+        if task.result is None:  # not an empty success: the server lost or withheld it
+            raise MCPError(
+                INTERNAL_ERROR,
+                f"MCP server {server!r} reported the task of {tool!r} ({task.task_id}) "
+                "completed but sent no result",
+            )
+        return mcp_types.CallToolResult.model_validate(task.result)
     if task.status == "failed":
         error = task.error or {}
         raise MCPError(

@@ -10,6 +10,7 @@ for its result, turns its status messages into progress, and cancels the task
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from .._handle import ProgressCallback
 
 __all__ = ["accepts_task", "call_as_task", "runs_as_task"]
+
+_logger = logging.getLogger("nativemcp.external")
 
 
 def runs_as_task(execution: Any) -> bool:
@@ -93,7 +96,13 @@ async def _report_status(client: Client, task: Any, on_progress: ProgressCallbac
         if task.status in TERMINAL_TASK_STATUSES:
             return
         await poll_pause(task.poll_interval)
-        task = await client.session.send_request(
-            mcp_types.GetTaskRequest(params=mcp_types.GetTaskRequestParams(task_id=task.task_id)),
-            mcp_types.GetTaskResult,
-        )
+        try:
+            task = await client.session.send_request(
+                mcp_types.GetTaskRequest(
+                    params=mcp_types.GetTaskRequestParams(task_id=task.task_id)
+                ),
+                mcp_types.GetTaskResult,
+            )
+        except Exception:  # progress is a courtesy: tasks/result still brings the result
+            _logger.debug("task %s: a status poll failed; no more progress", task.task_id)
+            return

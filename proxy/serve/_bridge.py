@@ -322,12 +322,12 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         arguments = dict(params.arguments or {})
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
             return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
-        served = await self._catalog()
+        served = self.callable_by(await self._catalog(), self.apps.offered(ctx))
         if params.name == SEARCH_TOOLS:
             # A tool the caller may not call is not found; named by `call_tool`, the
             # scope check says which scope it needs.
-            return self._search.answer(arguments, self._visible(request_caller(ctx), served))
-        return self._search.target(arguments, served)
+            return await self._search.answer(arguments, self._visible(request_caller(ctx), served))
+        return await self._search.target(arguments, served)
 
     def stop_calls(self, reason: str) -> int:
         """Stop every tool call running through this bridge; returns how many stopped.

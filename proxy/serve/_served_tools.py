@@ -90,12 +90,14 @@ class ServedTools:
     def _held(self, name: str) -> Tool | None:
         """Served tool ``name`` as last read from the catalog, while no served source's
         tools changed since (None: not served then, or a source changed)."""
+        return self._served[1].get(name) if self._current() else None
+
+    def _current(self) -> bool:
+        """Whether no served source's tools changed since the catalog was last read."""
         current = self._source_lists()
-        if len(current) != len(self._sources) or any(
-            a is not b for a, b in zip(current, self._sources, strict=True)
-        ):
-            return None
-        return self._served[1].get(name)
+        return len(current) == len(self._sources) and all(
+            a is b for a, b in zip(current, self._sources, strict=True)
+        )
 
     def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
         data: dict[str, Any] = {
@@ -139,8 +141,13 @@ class ServedTools:
     async def catalog_name(self, name: str) -> str | None:
         """The full catalog name of served tool ``name`` (None: not served here).
 
-        For checks made before a call reaches the SDK (the scope map's 403)."""
-        tool = (await self._catalog()).get(name)
+        For checks made before a call reaches the SDK (the scope map's 403): the catalog
+        as last read while it is current, as `served_tool` reads it, so a gated request
+        does not cost a listing (the pool freshens every external server then).
+        A name not served while the catalog is current (a meta-tool's, a typo) is not
+        looked up again: the bridge checks what reaches it anyway."""
+        served = self._served[1] if self._current() else await self._catalog()
+        tool = served.get(name)
         return None if tool is None else tool.name
 
     def _visible(self, caller: Caller | None, served: dict[str, Tool]) -> dict[str, Tool]:
@@ -148,6 +155,15 @@ class ServedTools:
         if caller is None or not self.scopes:
             return served
         return {n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)}
+
+    def callable_by(self, served: dict[str, Tool], apps: bool) -> dict[str, Tool]:
+        """What a client may call, ``apps`` if it shows MCP Apps: without, a tool only an
+        app may call (``visibility: ["app"]``) is not there (found, named, suggested).
+
+        The one rule of every path: a direct call, ``call_tool``, ``search_tools``, tasks."""
+        if apps:
+            return served
+        return {n: t for n, t in served.items() if self.apps.callable(t, apps)}
 
     async def served_tool(self, name: str, apps: bool) -> Tool:
         """The catalog entry of served tool ``name``.
@@ -168,7 +184,7 @@ class ServedTools:
         if tool is not None and not self.apps.callable(tool, apps):
             tool = None  # only its app may call it, and this client shows no apps
         if tool is None:
-            near = difflib.get_close_matches(name, list(served), n=3)
+            near = difflib.get_close_matches(name, list(self.callable_by(served, apps)), n=3)
             hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}{hint}")
         return tool

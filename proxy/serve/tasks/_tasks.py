@@ -44,11 +44,13 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from nativemcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     TERMINAL_TASK_STATUSES,
     ClientRequestError,
 )
@@ -366,6 +368,11 @@ class ServedTasks(TaskTable[ServedTask]):
         server.middleware.append(TaskCalls(self, start))
 
 
+_HANDSHAKE_ONLY: Final = frozenset({"tasks/result", "tasks/list"})
+"""2025-11-25's task methods that 2026-07-28 does not have (its Tasks extension's
+``tasks/get`` carries the result, and there is no listing)."""
+
+
 class TaskCalls:
     """The middleware: a task-augmented ``tools/call`` goes to ``start`` (the SDK's
     handler would check its ``CreateTaskResult`` as a ``CallToolResult``), and
@@ -380,6 +387,15 @@ class TaskCalls:
         self._start = start
 
     async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        version = ctx.protocol_version
+        if ctx.method in _HANDSHAKE_ONLY and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            # 2026-07-28 has no such method (its Tasks extension follows a task with
+            # tasks/get alone): the SDK serves this handler for every version.
+            raise MCPError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {ctx.method} is a 2025-11-25 method; on "
+                f"{version} the Tasks extension follows a task with tasks/get",
+            )
         if ctx.method == "initialize":
             result = await call_next(ctx)
             if (

@@ -275,3 +275,38 @@ async def test_anthropic_gets_every_definition_deferred_behind_its_own_tool_sear
         for wrong in ({"provider": "openai"}, {"provider": "anthropic", "search": True}):
             with pytest.raises(ValueError, match="defer_loading is Anthropic's"):
                 await pool.tool_definitions(defer_loading=True, **wrong)
+
+
+@pytest.mark.anyio_backends("asyncio")  # serve runs on asyncio
+async def test_the_index_is_built_in_a_worker_thread_for_the_pool_and_for_serve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from _mcp_http import serving
+    from mcp import Client
+
+    import nativemcp.proxy._agent_loop as agent_loop
+    from nativemcp.proxy import http_app
+    from nativemcp.proxy.tool_search import ToolIndex
+
+    built: list[int] = []
+
+    class Noted(ToolIndex):  # the real index, noting the thread that builds it
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            built.append(threading.get_ident())
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(agent_loop, "ToolIndex", Noted)
+    loop = threading.get_ident()
+    with anyio.fail_after(60):
+        async with WorkerPool([_notes(), "_serve_servers:server"], in_process=["notes"]) as pool:
+            found = await pool.search_tools("save a note")
+            assert [match.name for match in found][:1] == ["notes__add_note"]
+        # serve's search_tools (under --tool-search) reads the same index.
+        pool = WorkerPool([_notes(), "_serve_servers:server"], in_process=["notes"])
+        app = http_app(pool, profile=ToolProfile(search=True))
+        async with serving(app) as base, Client(f"{base}/mcp") as client:
+            answer = await client.call_tool("search_tools", {"query": "save a note"})
+            assert not answer.is_error and "notes__add_note" in str(answer.content)
+    assert len(built) == 2 and loop not in built
