@@ -83,7 +83,7 @@ class TaskSide(Protocol):
     def report(self, message: str) -> None: ...
 
 
-class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin):
+class McpBridge(PassThroughFeatures, anyio.AsyncContextManagerMixin):
     """One MCP server over some of a running pool's servers.
 
     Its tools are the pool's catalog entries of those servers: under their full names
@@ -172,13 +172,17 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         )
         self.profile = profile or ToolProfile()
         self._single = len(self.servers) == 1
-        # Under search, tools are called by the full names the search gives.
-        self._own_names = self._single and not self.profile.search
         self._search = SearchMode(pool)
         self.apps = ServedApps(self.handles, namespaced=not self._single)
-        self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
-        # The served sources' tool lists when `_served` was last checked against them.
-        self._sources: list[list[Tool]] = []
+        # Under search, tools are called by the full names the search gives.
+        self.tools = ServedTools(
+            pool,
+            self.handles,
+            self.profile,
+            self.scopes,
+            self.apps,
+            own_names=self._single and not self.profile.search,
+        )
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
@@ -189,7 +193,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
 
     @contextlib.asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
-        await self._catalog()  # read once, so a first call's headers are checked too
+        await self.tools.catalog()  # read once, so a first call's headers are checked too
         # Together: if the tasks fail to start, the suspended calls' group is unwound.
         async with self.suspended, self.tasks, self.task_extension:
             yield self
@@ -200,7 +204,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """Every served tool of the catalog, in its order."""
-        return await self.tool_listing(
+        return await self.tools.tool_listing(
             self.tasks.offered(ctx), self.apps.offered(ctx), request_caller(ctx)
         )
 
@@ -321,12 +325,13 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         """
         arguments = dict(params.arguments or {})
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
-            return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
-        served = self.callable_by(await self._catalog(), self.apps.offered(ctx))
+            return await self.tools.served_tool(params.name, self.apps.offered(ctx)), arguments
+        served = self.tools.callable_by(await self.tools.catalog(), self.apps.offered(ctx))
         if params.name == SEARCH_TOOLS:
             # A tool the caller may not call is not found; named by `call_tool`, the
             # scope check says which scope it needs.
-            return await self._search.answer(arguments, self._visible(request_caller(ctx), served))
+            visible = self.tools.visible(request_caller(ctx), served)
+            return await self._search.answer(arguments, visible)
         return await self._search.target(arguments, served)
 
     def stop_calls(self, reason: str) -> int:
@@ -542,7 +547,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             self.name,
             version=self.version,
             instructions=self.instructions,
-            get_tool_input_schema=self.tool_input_schema,
+            get_tool_input_schema=self.tools.tool_input_schema,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
             on_list_resources=self.list_resources,

@@ -354,10 +354,10 @@ class _Routes:
                 await per_client(inner_per_client, scope, receive, send)
 
         if self._gate is not None:
-            gate, bridge, gated = self._gate, self._routed[manager], handle
+            gate, tools, gated = self._gate, self._routed[manager].tools, handle
 
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-                await gate(gated, bridge, scope, receive, send)
+                await gate(gated, tools, scope, receive, send)
 
         await self._ids(handle, scope, receive, send)
 

@@ -330,7 +330,7 @@ class FastPath:
             name, arguments = params["name"], params.get("arguments") or {}
 
             async def call(reply: _Reply) -> types.CallToolResult | dict[str, Any]:
-                tool = await bridge.served_tool(name, apps=False)
+                tool = await bridge.tools.served_tool(name, apps=False)
                 options = bridge.call_options(None, on_request=bridge.cannot_ask, on_log=reply.log)
                 answer = await bridge.tool_answer(tool, dict(arguments), version, options)
                 if isinstance(answer, types.CallToolResult):
@@ -344,7 +344,7 @@ class FastPath:
             return call
         if method == "tools/list":
             tasks = bridge.tasks.offered_at(version)
-            return lambda _: bridge.tool_listing(tasks=tasks, apps=False)
+            return lambda _: bridge.tools.tool_listing(tasks=tasks, apps=False)
         if method == "resources/list":
             return lambda _: bridge.list_resources(None, None)
         if method == "prompts/list":
@@ -444,7 +444,7 @@ def _param_headers_refused(bridge: McpBridge, name: Any, arguments: Any, request
         return True  # the SDK's own validation words it
     if not arguments and not any(k.startswith(b"mcp-param-") for k, _ in request.scope["headers"]):
         return False
-    schema = bridge.tool_input_schema(name)
+    schema = bridge.tools.tool_input_schema(name)
     if schema is None:  # not served, or relisted since: the SDK skips the check too
         return False
     if not _annotated(schema):  # no header is compared (a stray one is ignored)

@@ -96,14 +96,14 @@ async def test_a_header_that_disagrees_with_its_argument_is_refused() -> None:
 
 async def test_a_schema_is_not_given_from_before_its_source_relisted() -> None:
     async with WorkerPool(["_serve_servers:routed"], timeout=20) as pool, McpBridge(pool) as bridge:
-        schema = bridge.tool_input_schema("fetch")
+        schema = bridge.tools.tool_input_schema("fetch")
         assert schema is not None
         assert schema["properties"]["region"]["x-mcp-header"] == "Region"
-        assert bridge.tool_input_schema("missing") is None
+        assert bridge.tools.tool_input_schema("missing") is None
         await _relisted(pool)
         # The restarted worker listed its tools anew: until a listing or a call reads
         # the catalog again, no schema is given (the SDK skips that call's check).
-        assert bridge.tool_input_schema("fetch") is None
+        assert bridge.tools.tool_input_schema("fetch") is None
 
 
 async def test_a_call_reads_the_catalog_again_only_for_a_name_not_held_or_a_relisted_source() -> (
@@ -111,15 +111,15 @@ async def test_a_call_reads_the_catalog_again_only_for_a_name_not_held_or_a_reli
 ):
     async with WorkerPool(["_serve_servers:routed"], timeout=20) as pool, McpBridge(pool) as bridge:
         reads = _counting(pool)  # the bridge read it once as it started
-        held = await bridge.served_tool("fetch", apps=False)
+        held = await bridge.tools.served_tool("fetch", apps=False)
         assert held.name == "routed__fetch" and reads[0] == 0
         with pytest.raises(MCPError, match="unknown tool 'fetc'; did you mean 'fetch'"):
-            await bridge.served_tool("fetc", apps=False)
+            await bridge.tools.served_tool("fetc", apps=False)
         assert reads[0] == 1  # a name not held: read again, in case a server came back
         await _relisted(pool)
-        relisted = await bridge.served_tool("fetch", apps=False)
+        relisted = await bridge.tools.served_tool("fetch", apps=False)
         assert reads[0] == 2 and relisted is not held  # the source relisted: read again
-        assert await bridge.served_tool("fetch", apps=False) is relisted
+        assert await bridge.tools.served_tool("fetch", apps=False) is relisted
         assert reads[0] == 2
 
 
