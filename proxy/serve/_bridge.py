@@ -83,7 +83,7 @@ class TaskSide(Protocol):
     def report(self, message: str) -> None: ...
 
 
-class McpBridge(PassThroughFeatures, anyio.AsyncContextManagerMixin):
+class McpBridge(anyio.AsyncContextManagerMixin):
     """One MCP server over some of a running pool's servers.
 
     Its tools are the pool's catalog entries of those servers: under their full names
@@ -183,9 +183,11 @@ class McpBridge(PassThroughFeatures, anyio.AsyncContextManagerMixin):
             self.apps,
             own_names=self._single and not self.profile.search,
         )
+        self.features = PassThroughFeatures(
+            self.handles, self.apps, self._limit, single=self._single
+        )
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
         # The pool calls running now, each in its own scope, so a shutdown can stop them
         # and still answer their clients (`stop_calls`).
         self._running: set[anyio.CancelScope] = set()
@@ -550,14 +552,14 @@ class McpBridge(PassThroughFeatures, anyio.AsyncContextManagerMixin):
             get_tool_input_schema=self.tools.tool_input_schema,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
-            on_list_resources=self.list_resources,
-            on_list_resource_templates=self.list_resource_templates,
-            on_read_resource=self.read_resource,
-            on_subscribe_resource=self.subscribe,
-            on_unsubscribe_resource=self.unsubscribe,
-            on_list_prompts=self.list_prompts,
-            on_get_prompt=self.get_prompt,
-            on_completion=self.complete,
+            on_list_resources=self.features.list_resources,
+            on_list_resource_templates=self.features.list_resource_templates,
+            on_read_resource=self.features.read_resource,
+            on_subscribe_resource=self.features.subscribe,
+            on_unsubscribe_resource=self.features.unsubscribe,
+            on_list_prompts=self.features.list_prompts,
+            on_get_prompt=self.features.get_prompt,
+            on_completion=self.features.complete,
         )
         # Registered here, not as a constructor argument: the constructor warns that
         # logging is deprecated in a future protocol version, which clients still use.

@@ -105,7 +105,7 @@ async def serve_stdio(
         max_task_ttl=max_task_ttl,
         profile=profile,
     )
-    pool.add_resource_listener(bridge.resource_updated)
+    pool.add_resource_listener(bridge.features.resource_updated)
     server = bridge.server()
     async with bridge, stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -261,7 +261,7 @@ class _Routes:
             profile=session.profile,
         )
         self._bridges.append(bridge)
-        self._pool.add_resource_listener(bridge.resource_updated)
+        self._pool.add_resource_listener(bridge.features.resource_updated)
         server = bridge.server()
         manager = StreamableHTTPSessionManager(
             app=server,

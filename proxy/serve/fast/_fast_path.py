@@ -346,15 +346,15 @@ class FastPath:
             tasks = bridge.tasks.offered_at(version)
             return lambda _: bridge.tools.tool_listing(tasks=tasks, apps=False)
         if method == "resources/list":
-            return lambda _: bridge.list_resources(None, None)
+            return lambda _: bridge.features.list_resources(None, None)
         if method == "prompts/list":
-            return lambda _: bridge.list_prompts(None, None)
+            return lambda _: bridge.features.list_prompts(None, None)
         if method == "resources/read":
             typed_read = _typed(types.ReadResourceRequestParams, params)
-            return lambda _: bridge.read_resource(None, typed_read)
+            return lambda _: bridge.features.read_resource(None, typed_read)
         if method == "prompts/get":
             typed_get = _typed(types.GetPromptRequestParams, params)
-            return lambda _: bridge.get_prompt(None, typed_get)
+            return lambda _: bridge.features.get_prompt(None, typed_get)
         if method == "ping":
             return _empty
         server = self._server
