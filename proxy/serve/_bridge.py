@@ -23,7 +23,7 @@ import contextlib
 import importlib.metadata
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import anyio
 import mcp_types as types
@@ -35,22 +35,14 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from nativemcp.protocol import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     LOG_LEVELS,
     METHOD_NOT_FOUND,
-    ArgumentsError,
     ClientRequestError,
-    NativeMCPResponse,
-    ProtocolError,
-    ServerError,
     Tool,
-    response_to_sdk,
 )
-from nativemcp.protocol.wire import Caller
 
-from .._handle import CallOptions, LogHandler, ProgressCallback
 from .._sdk_seam import client_connection
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
@@ -62,6 +54,7 @@ from ._search_mode import SearchMode
 from ._selection import select_servers
 from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
+from ._tool_calls import ToolCalls
 from .auth import ScopeMap, request_caller
 from .tasks import ExtensionTasks, ServedTasks, TaskRows, session_key
 
@@ -69,10 +62,6 @@ if TYPE_CHECKING:
     from .._pool import WorkerPool
 
 __all__ = ["McpBridge"]
-
-INPUT_ERRORS_AS_TOOL_ERRORS: Final = "2025-11-25"
-"""The protocol version from which arguments that fail a tool's input schema are a tool
-error the model can read and correct (SEP-1303), not a JSON-RPC -32602."""
 
 
 class TaskSide(Protocol):
@@ -183,15 +172,12 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             self.apps,
             own_names=self._single and not self.profile.search,
         )
+        self.calls = ToolCalls(pool, self.apps, self._limit)
         self.features = PassThroughFeatures(
             self.handles, self.apps, self._limit, single=self._single
         )
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        # The pool calls running now, each in its own scope, so a shutdown can stop them
-        # and still answer their clients (`stop_calls`).
-        self._running: set[anyio.CancelScope] = set()
-        self._stopped_because = ""
 
     @contextlib.asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
@@ -336,16 +322,6 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             return await self._search.answer(arguments, visible)
         return await self._search.target(arguments, served)
 
-    def stop_calls(self, reason: str) -> int:
-        """Stop every tool call running through this bridge; returns how many stopped.
-
-        Each answers its client with a JSON-RPC error (INTERNAL_ERROR, ``reason``, data
-        ``{"reason": "shutting_down"}``) rather than a dropped connection."""
-        self._stopped_because = reason
-        for scope in self._running:
-            scope.cancel()
-        return len(self._running)
-
     def _declared(self, ctx: ServerRequestContext[Any], ask: ClientAsk) -> ClientAsk:
         """``ask`` for what the client of ``ctx`` declared it can answer: a tool's or an
         external server's sampling, elicitation (form, URL) and roots requests, passed on
@@ -428,111 +404,16 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         # (one user, one browser page and plan, in both protocol eras, with or without
         # MCP sessions), else the client's MCP session.
         caller = request_caller(ctx)
-        options = self.call_options(
+        options = self.calls.call_options(
             caller.subject if caller is not None else session_key(ctx),
             caller=caller,
             on_request=on_request,
             on_progress=on_progress if reports else None,
             on_log=on_log,
         )
-        return await self.run_tool(
+        return await self.calls.run_tool(
             tool, arguments, ctx.protocol_version, options, apps=self.apps.offered(ctx)
         )
-
-    def call_options(
-        self,
-        session_id: str | None,
-        *,
-        on_request: ClientAsk,
-        on_progress: ProgressCallback | None = None,
-        on_log: LogHandler | None = None,
-        caller: Caller | None = None,
-    ) -> CallOptions:
-        """The pool options of one served tool call.
-
-        This bridge's time limit and the call's scope (the client's session, where it
-        has one, or the authenticated ``caller``'s subject), with the call's callbacks.
-        Every path that runs a served call builds them here."""
-        return CallOptions(
-            timeout=self._limit,
-            on_progress=on_progress,
-            on_log=on_log,
-            on_request=on_request,
-            scope=(session_id, None) if session_id is not None else None,
-            caller=caller,
-        )
-
-    async def run_tool(
-        self,
-        tool: Tool,
-        arguments: dict[str, Any],
-        version: str | None,
-        options: CallOptions,
-        *,
-        apps: bool,
-    ) -> types.CallToolResult:
-        """Call ``tool`` through the pool under ``options``; its ``CallToolResult``.
-
-        The result is shaped for a client of protocol ``version`` that shows MCP Apps
-        where ``apps``: a tool that did not run to an answer, and (from 2025-11-25)
-        arguments its schema refuses, answer as a tool error.
-
-        Raises:
-            MCPError: a JSON-RPC error for the client (the tool's own, arguments refused
-                before 2025-11-25, a result that cannot be sent, or a call stopped by
-                `stop_calls`).
-        """
-        answer = await self.tool_answer(tool, arguments, version, options)
-        if isinstance(answer, types.CallToolResult):
-            return answer
-        return self.shaped(tool, answer, apps)
-
-    async def tool_answer(
-        self, tool: Tool, arguments: dict[str, Any], version: str | None, options: CallOptions
-    ) -> types.CallToolResult | NativeMCPResponse[Any]:
-        """Run `run_tool`'s call, leaving a result response as the pool gave it.
-
-        The answer is the response (`shaped` makes it the client's result), or the
-        tool error the call answers with.
-
-        Raises:
-            MCPError: as `run_tool`, but for a result that cannot be sent (`shaped`).
-        """
-        response = None
-        with anyio.CancelScope() as stoppable:
-            self._running.add(stoppable)
-            try:
-                response = await self.pool.call_tool(tool.name, arguments, options=options)
-            except ServerError as exc:
-                # The tool did not run to an answer: the model reads why, as a tool error.
-                return _tool_error(str(exc))
-            except ArgumentsError as exc:
-                if _input_errors_are_tool_errors(version):
-                    return _tool_error(str(exc))
-                raise MCPError(INVALID_PARAMS, str(exc)) from exc
-            finally:
-                self._running.discard(stoppable)
-        if response is None:  # stopped by `stop_calls`: the client hears why
-            raise MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
-        error = response.error
-        if error is not None:
-            if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):
-                return _tool_error(error.message)
-            raise MCPError(error.code, error.message, error.data)
-        return response
-
-    def shaped(
-        self, tool: Tool, response: NativeMCPResponse[Any], apps: bool
-    ) -> types.CallToolResult:
-        """A tool's result response as the ``CallToolResult`` its client reads.
-
-        Raises:
-            MCPError: INTERNAL_ERROR, the result cannot be sent (no SDK form).
-        """
-        try:
-            return self.apps.result(tool, response_to_sdk(response), apps)
-        except ProtocolError as exc:
-            raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
 
     async def set_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
@@ -574,19 +455,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         return server
 
 
-def _input_errors_are_tool_errors(version: str | None) -> bool:
-    # Versions are dates: they compare as strings. No version known: the older rule.
-    return isinstance(version, str) and version >= INPUT_ERRORS_AS_TOOL_ERRORS
-
-
 def _text_of(result: types.CallToolResult) -> str:
     return " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
-
-
-def _tool_error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"Error: {message}")], is_error=True
-    )
 
 
 async def _ask_client(

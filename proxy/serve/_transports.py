@@ -318,7 +318,7 @@ class _Routes:
 
     def stop_calls(self, reason: str) -> int:
         """Stop the tool calls running on every route, each answered with ``reason``."""
-        return sum(bridge.stop_calls(reason) for bridge in self._bridges)
+        return sum(bridge.calls.stop_calls(reason) for bridge in self._bridges)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")

@@ -331,15 +331,17 @@ class FastPath:
 
             async def call(reply: _Reply) -> types.CallToolResult | dict[str, Any]:
                 tool = await bridge.tools.served_tool(name, apps=False)
-                options = bridge.call_options(None, on_request=bridge.cannot_ask, on_log=reply.log)
-                answer = await bridge.tool_answer(tool, dict(arguments), version, options)
+                options = bridge.calls.call_options(
+                    None, on_request=bridge.cannot_ask, on_log=reply.log
+                )
+                answer = await bridge.calls.tool_answer(tool, dict(arguments), version, options)
                 if isinstance(answer, types.CallToolResult):
                     return answer  # a tool error of the bridge's own
                 # A plain result is dumped here as the SDK's model would dump it; if the
                 # version's check refuses that, the model words the refusal as the SDK
-                # path does (`bridge.shaped`, then the check in `_answer`).
+                # path does (`ToolCalls.shaped`, then the check in `_answer`).
                 dumped = self._plain(version, answer)
-                return bridge.shaped(tool, answer, apps=False) if dumped is None else dumped
+                return bridge.calls.shaped(tool, answer, apps=False) if dumped is None else dumped
 
             return call
         if method == "tools/list":
