@@ -314,7 +314,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         arguments = dict(params.arguments or {})
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
             return await self.tools.served_tool(params.name, self.apps.offered(ctx)), arguments
-        served = self.tools.callable_by(await self.tools.catalog(), self.apps.offered(ctx))
+        # The catalog as last read, as a direct call reads it (`ServedTools.served_tool`).
+        served = self.tools.callable_by(await self.tools.last_read(), self.apps.offered(ctx))
         if params.name == SEARCH_TOOLS:
             # A tool the caller may not call is not found; named by `call_tool`, the
             # scope check says which scope it needs.

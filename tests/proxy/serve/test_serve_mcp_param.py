@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import McpBridge, WorkerPool, http_app
+from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
@@ -157,3 +158,22 @@ async def test_routing_headers_that_disagree_with_the_body_are_refused() -> None
                 told.clear()
                 result = await client.call_tool("fetch", {"region": "eu", "key": "a"})
                 assert result.content[0].text == "eu/a"  # type: ignore[union-attr]
+
+
+async def test_search_tools_and_call_tool_read_the_catalog_as_last_read() -> None:
+    async with (
+        WorkerPool(["_serve_servers:routed"], timeout=20) as pool,
+        McpBridge(pool, profile=ToolProfile(search=True)) as bridge,
+        Client(bridge.server()) as client,
+    ):
+        reads = _counting(pool)  # the bridge read it once as it started
+        found = await client.call_tool("search_tools", {"query": "fetch"})
+        assert found.structured_content is not None
+        assert [m["name"] for m in found.structured_content["matches"]] == ["routed__fetch"]
+        arguments = {"name": "routed__fetch", "arguments": {"region": "eu", "key": "a"}}
+        assert not (await client.call_tool("call_tool", arguments)).is_error
+        assert reads[0] == 0
+        await _relisted(pool)
+        before = reads[0]
+        assert not (await client.call_tool("call_tool", arguments)).is_error
+        assert reads[0] == before + 1  # the source relisted: read again, once
