@@ -15,6 +15,12 @@ to the client that made the call (on 2025-11-25) or suspend the call behind an
 ``InputRequiredResult`` until the client's retry brings the answers (on 2026-07-28, see
 `SuspendedCalls`), and the client's session id is the call's scope. A 2025-11-25 client
 may run a tool that declares task support as a task (`ServedTasks`).
+
+The bridge holds its parts, each given what it reads: ``tools`` (`ServedTools`, the
+served catalog), ``calls`` (`ToolCalls`, the pool call and its shaped result),
+``features`` (`PassThroughFeatures`, resources, prompts, completions), ``apps``,
+``suspended``, ``tasks`` and ``task_extension``; what is per request (the MCP context,
+the client's declared capabilities and log level, the scope check) stays here.
 """
 
 from __future__ import annotations
@@ -105,6 +111,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
+
+    Its parts: ``tools`` (`ServedTools`: what is served, listed, found by name),
+    ``calls`` (`ToolCalls`: the pool call and its result; ``calls.stop_calls`` at
+    shutdown), ``features`` (`PassThroughFeatures`: resources, prompts, completions).
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
