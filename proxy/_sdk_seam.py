@@ -14,31 +14,30 @@ is checked against what the installed SDK sends.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-from mcp.server import _streamable_http_modern as _modern_http
-from mcp.server._otel import OpenTelemetryMiddleware
-from mcp_types import ErrorData
 
 if TYPE_CHECKING:
     from mcp import Client
+    from mcp_types import ErrorData
 
 __all__ = [
-    "DEFAULT_SERVER_MIDDLEWARE",
     "LEGACY_SSE_HEADERS",
-    "SSE_HEADERS",
     "SSE_PING",
-    "SSE_WINDOW",
     "client_connection",
+    "default_server_middleware",
     "legacy_catch_all",
     "legacy_event",
     "legacy_ping",
     "modern_event",
     "send_raw_request",
+    "sse_headers",
+    "sse_window",
 ]
 
 
@@ -65,14 +64,25 @@ async def send_raw_request(
 
 
 # -- Streamable HTTP as the SDK writes it (serve's fast path answers the same) ----------
+# The SDK's server side is imported on first use: `nativemcp.proxy` loads without it.
 
-SSE_WINDOW: Final[float] = _modern_http._SSE_PING_INTERVAL
-"""Seconds a silent 2026-07-28 answer stays JSON before it becomes an event stream, and
-between its pings after (the SDK's private ``_SSE_PING_INTERVAL``)."""
 
-SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = list(_modern_http._SSE_HEADERS)
-"""The headers of the SDK's 2026-07-28 event stream, in order (its private
-``_SSE_HEADERS``)."""
+def sse_window() -> float:
+    """Seconds a silent 2026-07-28 answer stays JSON before it becomes an event stream,
+    and between its pings after (the SDK's private ``_SSE_PING_INTERVAL``)."""
+    from mcp.server import _streamable_http_modern
+
+    window: float = _streamable_http_modern._SSE_PING_INTERVAL
+    return window
+
+
+def sse_headers() -> list[tuple[bytes, bytes]]:
+    """The headers of the SDK's 2026-07-28 event stream, in order (its private
+    ``_SSE_HEADERS``)."""
+    from mcp.server import _streamable_http_modern
+
+    return list(_streamable_http_modern._SSE_HEADERS)
+
 
 SSE_PING: Final = b": ping\r\n\r\n"
 """The SDK's keepalive on a 2026-07-28 event stream (written inline: copied)."""
@@ -86,9 +96,15 @@ LEGACY_SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [
 """The headers of the SDK's 2025-11-25 event stream, in order: its transport's, then
 sse-starlette's (both written inline: copied)."""
 
-DEFAULT_SERVER_MIDDLEWARE: Final = frozenset({OpenTelemetryMiddleware})
-"""The classes of the middleware every SDK low-level server starts with (its
-OpenTelemetry spans; the class lives in the private ``mcp.server._otel``)."""
+
+@functools.cache
+def default_server_middleware() -> frozenset[type]:
+    """The classes of the middleware every SDK low-level server starts with (its
+    OpenTelemetry spans; the class lives in the private ``mcp.server._otel``)."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    return frozenset({OpenTelemetryMiddleware})
+
 
 _ENCODER: Final = msgspec.json.Encoder()
 
@@ -116,4 +132,6 @@ def legacy_catch_all(exc: Exception) -> ErrorData:
     """The error the SDK's 2025-11-25 dispatcher answers for a handler's exception that
     is neither an ``MCPError`` nor a ``ValidationError``: code 0 and the exception's
     text (written inline in ``JSONRPCDispatcher``: copied)."""
+    from mcp_types import ErrorData
+
     return ErrorData(code=0, message=str(exc))

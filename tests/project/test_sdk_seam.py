@@ -23,17 +23,17 @@ from mcp.shared.exceptions import MCPError
 from sse_starlette import EventSourceResponse
 
 from nativemcp.proxy._sdk_seam import (
-    DEFAULT_SERVER_MIDDLEWARE,
     LEGACY_SSE_HEADERS,
-    SSE_HEADERS,
     SSE_PING,
-    SSE_WINDOW,
     client_connection,
+    default_server_middleware,
     legacy_catch_all,
     legacy_event,
     legacy_ping,
     modern_event,
     send_raw_request,
+    sse_headers,
+    sse_window,
 )
 
 pytestmark = pytest.mark.anyio
@@ -152,7 +152,7 @@ async def test_a_silent_modern_answer_streams_with_the_sdks_headers_ping_and_fra
     headers = {**_HEADERS, "mcp-protocol-version": version, "mcp-method": "tools/call"}
     headers["mcp-name"] = "wait"
     sent = await _exchange(app, headers, body, lambda _: released.set())
-    assert sent[0]["headers"] == SSE_HEADERS
+    assert sent[0]["headers"] == sse_headers()
     assert sent[1]["body"] == SSE_PING
     last = sent[-1]["body"]
     data = last.decode().split("data: ", 1)[1].rstrip("\r\n")
@@ -160,7 +160,7 @@ async def test_a_silent_modern_answer_streams_with_the_sdks_headers_ping_and_fra
 
 
 def test_the_window_is_the_sdks() -> None:
-    assert SSE_WINDOW == _modern_http._SSE_PING_INTERVAL > 0
+    assert sse_window() == _modern_http._SSE_PING_INTERVAL > 0
 
 
 async def test_a_legacy_answer_streams_with_the_sdks_headers_and_frame() -> None:
@@ -225,4 +225,4 @@ async def test_a_legacy_handlers_other_exception_answers_code_zero_and_its_text(
 
 
 def test_every_sdk_server_starts_with_the_middleware_the_seam_names() -> None:
-    assert {type(m) for m in LowLevelServer("seam").middleware} == DEFAULT_SERVER_MIDDLEWARE
+    assert {type(m) for m in LowLevelServer("seam").middleware} == default_server_middleware()

@@ -61,9 +61,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nativemcp.protocol import NativeMCPResponse, ProtocolError, spec_call_result
 
-from ..._sdk_seam import (
-    DEFAULT_SERVER_MIDDLEWARE,
-)
+from ..._sdk_seam import default_server_middleware
 from ...http_edge import header_value
 from .._apps import AppsHandshake
 from .._bridge import McpBridge
@@ -106,7 +104,7 @@ LEGACY_VERSION: Final = TASKS_PROTOCOL_VERSION
 """The handshake-era version the fast path answers on a stateless app (2025-11-25)."""
 _PASSIVE: Final = frozenset(
     {
-        *DEFAULT_SERVER_MIDDLEWARE,
+        *default_server_middleware(),
         RequestStateBoundary,
         TaskCalls,
         TaskExtensionCalls,

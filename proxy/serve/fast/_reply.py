@@ -23,13 +23,13 @@ from starlette.types import Receive, Send
 
 from ..._sdk_seam import (
     LEGACY_SSE_HEADERS,
-    SSE_HEADERS,
     SSE_PING,
-    SSE_WINDOW,
     legacy_catch_all,
     legacy_event,
     legacy_ping,
     modern_event,
+    sse_headers,
+    sse_window,
 )
 from ._window import Window
 
@@ -38,6 +38,12 @@ __all__ = ["Reply"]
 _logger = logging.getLogger("nativemcp.serve")
 
 _ENCODER: Final = msgspec.json.Encoder()
+
+SSE_WINDOW: Final = sse_window()
+"""Seconds a silent call answers in JSON before the answer becomes an event stream (the
+SDK's window, and its ping interval after)."""
+SSE_HEADERS: Final = sse_headers()
+"""The SDK's event-stream headers for a 2026-07-28 answer."""
 
 
 class Reply:
