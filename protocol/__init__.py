@@ -37,11 +37,15 @@ from ._errortext import extract_error_info as extract_error_info
 from ._exceptions import ArgumentsError as ArgumentsError
 from ._exceptions import CallTimeout as CallTimeout
 from ._exceptions import ClientRequestError as ClientRequestError
+from ._exceptions import CodeError as CodeError
+from ._exceptions import CodeLimitExceeded as CodeLimitExceeded
+from ._exceptions import CodeSyntaxError as CodeSyntaxError
 from ._exceptions import DatabaseUnavailable as DatabaseUnavailable
 from ._exceptions import FeatureError as FeatureError
 from ._exceptions import FrameTooLarge as FrameTooLarge
 from ._exceptions import NativeMCPError as NativeMCPError
 from ._exceptions import ProtocolError as ProtocolError
+from ._exceptions import SandboxCrashed as SandboxCrashed
 from ._exceptions import ServerClosed as ServerClosed
 from ._exceptions import ServerCrashed as ServerCrashed
 from ._exceptions import ServerError as ServerError
@@ -145,6 +149,9 @@ __all__ = [
     "CallTimeout",
     "CallToolResult",
     "ClientRequestError",
+    "CodeError",
+    "CodeLimitExceeded",
+    "CodeSyntaxError",
     "ContentBlock",
     "DatabaseUnavailable",
     "EmbeddedResource",
@@ -166,6 +173,7 @@ __all__ = [
     "RequestId",
     "ResourceContents",
     "ResourceLink",
+    "SandboxCrashed",
     "ServerClosed",
     "ServerCrashed",
     "ServerError",

@@ -7,8 +7,10 @@ by concern:
   to the pool; per request: the context, the client's capabilities and log level, the
   scope check), `_served_tools` (`bridge.tools`: which tools it serves, under which
   names, listed how), `_tool_calls` (`bridge.calls`: the pool call under the time limit,
-  its result shaped for the client, stopped at shutdown), `_search_mode` (the meta-tools
-  of ``--tool-search``), `_pass_through` (`bridge.features`: resources, prompts and
+  its result shaped for the client, stopped at shutdown), `_served_results`
+  (`bridge.results`: results cut to ``--result-budget``, kept, read by ``read_result``),
+  `_search_mode` (the meta-tools of ``--tool-search``), `_code_mode` (those of
+  ``--code-mode``), `_pass_through` (`bridge.features`: resources, prompts and
   completions, passed to the server that owns them, and subscriptions), `_apps` (MCP
   Apps), `_capabilities` (what the client declared), `_suspended` (calls waiting on a
   2026-07-28 client's input), `_selection` (which servers, and their instructions).

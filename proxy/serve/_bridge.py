@@ -18,7 +18,8 @@ may run a tool that declares task support as a task (`ServedTasks`).
 
 The bridge holds its parts, each given what it reads: ``tools`` (`ServedTools`, the
 served catalog), ``calls`` (`ToolCalls`, the pool call and its shaped result),
-``features`` (`PassThroughFeatures`, resources, prompts, completions), ``apps``,
+``features`` (`PassThroughFeatures`, resources, prompts, completions), ``results``
+(`ServedResults`, results cut to a budget and kept), ``apps``,
 ``suspended``, ``tasks`` and ``task_extension``; what is per request (the MCP context,
 the client's declared capabilities and log level, the scope check) stays here.
 """
@@ -46,6 +47,7 @@ from nativemcp.protocol import (
     LOG_LEVELS,
     METHOD_NOT_FOUND,
     ClientRequestError,
+    NativeMCPResponse,
     Tool,
 )
 
@@ -54,10 +56,12 @@ from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
+from ._code_mode import CODE_MODE_TOOLS, CodeMode
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._pass_through import PassThroughFeatures
 from ._search_mode import SearchMode
 from ._selection import select_servers
+from ._served_results import ServedResults
 from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tool_calls import ToolCalls
@@ -108,6 +112,9 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             ``tools/list`` and may call only the tools its token's scopes cover. Under
             OAuth (`ResourceServer` in front), the caller's subject is each call's
             session scope, so per-caller state (browser pages, plans) is per user.
+        result_budget: tokens per tool result (None, the default: no limit). One over
+            it is cut, kept for its caller and linked as ``nativemcp://results/<id>``;
+            ``read_result`` is listed to read the rest (see `ServedResults`).
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
@@ -118,7 +125,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
-            not a positive number, or a task limit is not.
+            not a positive number, or a task limit is not, or ``result_budget`` is
+            below `MIN_BUDGET` tokens.
     """
 
     def __init__(
@@ -136,8 +144,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
         profile: ToolProfile | None = None,
         scopes: ScopeMap | None = None,
+        result_budget: int | None = None,
     ) -> None:
         self.pool = pool
+        self.results = ServedResults(pool, result_budget)
         self.scopes = scopes or ScopeMap()
         self.servers = select_servers(pool, servers)
         # Resources, prompts and completions pass through as JSON: a typed proxy would
@@ -172,19 +182,21 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         self.profile = profile or ToolProfile()
         self._single = len(self.servers) == 1
         self._search = SearchMode(pool)
+        self._code = CodeMode(pool)
         self.apps = ServedApps(self.handles, namespaced=not self._single)
-        # Under search, tools are called by the full names the search gives.
+        # Under the meta-tools, tools are called by the full names a search gives.
         self.tools = ServedTools(
             pool,
             self.handles,
             self.profile,
             self.scopes,
             self.apps,
-            own_names=self._single and not self.profile.search,
+            self.results,
+            own_names=self._single and not (self.profile.search or self.profile.code_mode),
         )
-        self.calls = ToolCalls(pool, self.apps, self._limit)
+        self.calls = ToolCalls(pool, self.apps, self.results, self._limit)
         self.features = PassThroughFeatures(
-            self.handles, self.apps, self._limit, single=self._single
+            self.handles, self.apps, self.results, self._limit, single=self._single
         )
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
@@ -270,6 +282,11 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
+        if self._code_meta_tool(params.name):
+            raise MCPError(
+                METHOD_NOT_FOUND,
+                f"{params.name!r} does not support task-augmented calls: call it without 'task'",
+            )
         routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             raise MCPError(INVALID_PARAMS, _text_of(routed))
@@ -293,6 +310,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         """Run a call of a tool that declares task support as a task (2026-07-28 Tasks).
 
         Returns its ``CreateTaskResult``, or None for any other call, which runs as usual."""
+        if self._code_meta_tool(params.name):
+            return None  # answered by `_routed` once, as a plain call (not run twice)
         routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult) or not accepts_task(routed[0].execution):
             return None
@@ -312,6 +331,10 @@ class McpBridge(anyio.AsyncContextManagerMixin):
 
         return work
 
+    def _code_meta_tool(self, name: str) -> bool:
+        """Whether ``name`` is a code-mode meta-tool here (never run as a task)."""
+        return self.profile.code_mode and name in CODE_MODE_TOOLS
+
     async def _routed(
         self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any]
     ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
@@ -322,6 +345,29 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             MCPError: INVALID_PARAMS for an unknown tool (the nearest names suggested).
         """
         arguments = dict(params.arguments or {})
+        if self._code_meta_tool(params.name):
+            # The program may call what its caller may: the served tools in its scopes,
+            # each inner call under this caller's options (scope, identity, limit).
+            caller = request_caller(ctx)
+            options = self.calls.call_options(
+                caller.subject if caller is not None else session_key(ctx),
+                caller=caller,
+                on_request=self._program_asks(ctx),
+            )
+            callable_tools = self.tools.visible(caller, await self.tools.catalog())
+            owner = options.scope[0] or "" if options.scope else ""
+
+            async def fit(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
+                return await self.results.fitted(params.name, response, owner)
+
+            answer = None
+            with self.calls.stoppable():  # a program stops with the calls at shutdown
+                answer = await self._code.answer(
+                    params.name, arguments, callable_tools, options, fit
+                )
+            if answer is None:
+                raise self.calls.stopped()
+            return answer
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
             return await self.tools.served_tool(params.name, self.apps.offered(ctx)), arguments
         # The catalog as last read, as a direct call reads it (`ServedTools.served_tool`).
@@ -346,6 +392,18 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             return await ask(method, params)
 
         return declared
+
+    def _program_asks(self, ctx: ServerRequestContext[Any]) -> ClientAsk:
+        """Who answers a tool's request to the client from inside a program: a
+        2025-11-25 client on the request's stream, for what it declared; on 2026-07-28 a
+        request would suspend the call, which a program cannot, so nobody."""
+        if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return self.cannot_ask
+
+        async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return await _ask_client(ctx, method, params)
+
+        return self._declared(ctx, ask)
 
     async def cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Refuse a tool's request to the client where none can reach it.

@@ -34,6 +34,7 @@ from .._handle import CallOptions, ServerHandle
 from .._sdk_seam import client_connection
 from ..telemetry import traced
 from ._apps import ServedApps
+from ._served_results import ServedResults
 
 __all__ = ["PassThroughFeatures"]
 
@@ -53,6 +54,7 @@ class PassThroughFeatures:
     Args:
         handles: the served servers' handles, by server name, in listing order.
         apps: the served MCP Apps (their namespaced ``ui://`` resources).
+        results: the kept results (their ``nativemcp://results/<id>`` resources).
         limit: seconds per request to a server (None: no limit).
         single: one server is served, so prompts keep their own names.
     """
@@ -61,12 +63,14 @@ class PassThroughFeatures:
         self,
         handles: Mapping[str, ServerHandle],
         apps: ServedApps,
+        results: ServedResults,
         limit: float | None,
         *,
         single: bool,
     ) -> None:
         self._handles = handles
         self._apps = apps
+        self._results = results
         self._limit = limit
         self._single = single
         # Subscriptions are per client connection; the connection object is the key.
@@ -136,8 +140,12 @@ class PassThroughFeatures:
     async def read_resource(
         self, ctx: ServerRequestContext[Any] | None, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        """The resource's contents, from the first server that has it."""
+        """The resource's contents, from the first server that has it, or a kept
+        result (``nativemcp://results/<id>``, read only by the caller it was kept for)."""
         uri = str(params.uri)
+        kept = await self._results.read_resource(uri, ctx)
+        if kept is not None:
+            return kept
         routed = await self._apps.read(uri, self._feature)  # a namespaced ui:// URI
         if routed is not None:
             return types.ReadResourceResult.model_validate(routed)

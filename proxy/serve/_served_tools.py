@@ -22,11 +22,13 @@ from .._handle import ServerHandle
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
+from ._code_mode import CODE_MODE_TOOLS, CodeMode
 from ._search_mode import SearchMode
 from .auth import ScopeMap
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
+    from ._served_results import ServedResults
 
 __all__ = ["ServedTools"]
 
@@ -41,7 +43,8 @@ class ServedTools:
         profile: which tools are offered, and whether through the meta-tools.
         scopes: the scope each tool needs (a caller sees only what its scopes cover).
         apps: the served MCP Apps (how a tool is shown, and who may call it).
-        own_names: serve the tools under their own names (one server, no search),
+        results: the kept results (``read_result`` is listed and found with a budget).
+        own_names: serve the tools under their own names (one server, no meta-tools),
             else under their full catalog names.
     """
 
@@ -52,6 +55,7 @@ class ServedTools:
         profile: ToolProfile,
         scopes: ScopeMap,
         apps: ServedApps,
+        results: ServedResults,
         *,
         own_names: bool,
     ) -> None:
@@ -60,6 +64,7 @@ class ServedTools:
         self._profile = profile
         self._scopes = scopes
         self._apps = apps
+        self._results = results
         self._own_names = own_names
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
@@ -103,7 +108,9 @@ class ServedTools:
         a source's tools changed since the last read (the SDK then skips the check for
         that call, as it does when a listing fails; the call reads the catalog anew).
         """
-        if self._profile.search and name in (SEARCH_TOOLS, CALL_TOOL):
+        if (self._profile.search and name in (SEARCH_TOOLS, CALL_TOOL)) or (
+            self._profile.code_mode and name in CODE_MODE_TOOLS
+        ):
             return None  # the meta-tools' arguments name no routing header
         tool = self._held(name)
         return None if tool is None else tool.input_schema
@@ -151,13 +158,17 @@ class ServedTools:
         ``caller``: the authenticated caller under OAuth, shown only what its scopes
         cover.
         """
+        # With a result budget, read_result reads what a cut result left out.
+        reader = self._results.listed()
         if self._profile.search:
             return types.ListToolsResult(
-                tools=[SearchMode.listed(tool, tasks) for tool in META_TOOLS]
+                tools=[*(SearchMode.listed(tool, tasks) for tool in META_TOOLS), *reader]
             )
+        if self._profile.code_mode:
+            return types.ListToolsResult(tools=[*CodeMode.listing(), *reader])
         served = self.visible(caller, await self.catalog())
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
-        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
+        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None] + reader)
 
     async def catalog_name(self, name: str) -> str | None:
         """The full catalog name of served tool ``name`` (None: not served here).
@@ -199,6 +210,9 @@ class ServedTools:
         Raises:
             MCPError: INVALID_PARAMS for a name not served (with the nearest names).
         """
+        reader = self._results.tool(name)
+        if reader is not None:  # every path that calls a served tool finds it here
+            return reader
         # The catalog as last read while it is current: reading it again (the pool
         # freshens every external server then) is for a name not found, as the pool's
         # own `call_tool` does, so a call does not cost a listing.

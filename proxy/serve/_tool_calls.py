@@ -8,6 +8,8 @@ under search, a task in either era, the fast path.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -32,6 +34,7 @@ from ._suspended import ClientAsk
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
+    from ._served_results import ServedResults
 
 __all__ = ["ToolCalls"]
 
@@ -46,12 +49,17 @@ class ToolCalls:
     Args:
         pool: the running pool (its ``call_tool``).
         apps: the served MCP Apps (a result is shaped for a client that shows them).
+        results: the kept results (a result over the budget is cut and kept; a call of
+            ``read_result`` reads one).
         limit: seconds per call (None: no limit).
     """
 
-    def __init__(self, pool: WorkerPool, apps: ServedApps, limit: float | None) -> None:
+    def __init__(
+        self, pool: WorkerPool, apps: ServedApps, results: ServedResults, limit: float | None
+    ) -> None:
         self._pool = pool
         self._apps = apps
+        self._results = results
         self._limit = limit
         # The pool calls running now, each in its own scope, so a shutdown can stop them
         # and still answer their clients (`stop_calls`).
@@ -118,8 +126,10 @@ class ToolCalls:
             MCPError: as `run_tool`, but for a result that cannot be sent (`shaped`).
         """
         response = None
-        with anyio.CancelScope() as stoppable:
-            self._running.add(stoppable)
+        owner = options.scope[0] or "" if options.scope else ""
+        if self._results.tool(tool.name) is tool:
+            return await self._results.read(arguments, owner)
+        with self.stoppable():
             try:
                 response = await self._pool.call_tool(tool.name, arguments, options=options)
             except ServerError as exc:
@@ -129,16 +139,14 @@ class ToolCalls:
                 if _input_errors_are_tool_errors(version):
                     return _tool_error(str(exc))
                 raise MCPError(INVALID_PARAMS, str(exc)) from exc
-            finally:
-                self._running.discard(stoppable)
         if response is None:  # stopped by `stop_calls`: the client hears why
-            raise MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
+            raise self.stopped()
         error = response.error
         if error is not None:
             if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):
                 return _tool_error(error.message)
             raise MCPError(error.code, error.message, error.data)
-        return response
+        return await self._results.fitted(tool, response, owner)
 
     def shaped(
         self, tool: Tool, response: NativeMCPResponse[Any], apps: bool
@@ -152,6 +160,20 @@ class ToolCalls:
             return self._apps.result(tool, response_to_sdk(response), apps)
         except ProtocolError as exc:
             raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
+
+    @contextlib.contextmanager
+    def stoppable(self) -> Iterator[anyio.CancelScope]:
+        """A scope `stop_calls` cancels, around one call (or one program)."""
+        with anyio.CancelScope() as scope:
+            self._running.add(scope)
+            try:
+                yield scope
+            finally:
+                self._running.discard(scope)
+
+    def stopped(self) -> MCPError:
+        """What the client of a call `stop_calls` stopped hears."""
+        return MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
 
     def stop_calls(self, reason: str) -> int:
         """Stop every tool call running through these calls; returns how many stopped.

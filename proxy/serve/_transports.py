@@ -35,6 +35,7 @@ from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
 from ..http_edge import CanonicalHost, local_only
+from ..llm._budget import check_budget
 from ..tool_search import ToolProfile
 from ._bridge import McpBridge
 from ._client_sessions import ClientSessions
@@ -75,6 +76,7 @@ async def serve_stdio(
     max_tasks: int = DEFAULT_MAX_TASKS,
     max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
     profile: ToolProfile | None = None,
+    result_budget: int | None = None,
 ) -> None:
     """Serve ``servers`` of a running pool (default: all) over this process's stdin/stdout.
 
@@ -85,7 +87,8 @@ async def serve_stdio(
     seconds (see `McpBridge`); a 2025-11-25 client holds at most ``max_tasks`` tasks,
     each for at most ``max_task_ttl`` seconds (see `ServedTasks`).
     ``profile``: which tools are offered, and whether through the meta-tools
-    ``search_tools`` and ``call_tool`` (see `ToolProfile`).
+    ``search_tools`` and ``call_tool`` (see `ToolProfile`). ``result_budget``: tokens
+    per tool result (None: no limit; see `McpBridge`).
 
     Raises:
         ValueError: a named server is not running in the pool, or a limit is not
@@ -104,6 +107,7 @@ async def serve_stdio(
         max_tasks=max_tasks,
         max_task_ttl=max_task_ttl,
         profile=profile,
+        result_budget=result_budget,
     )
     pool.add_resource_listener(bridge.features.resource_updated)
     server = bridge.server()
@@ -206,6 +210,7 @@ class _Session:
     fast_path: bool
     auth: Authorization | None
     profile: ToolProfile | None = None
+    result_budget: int | None = None
 
 
 class _Routes:
@@ -259,6 +264,7 @@ class _Routes:
             max_task_ttl=session.max_task_ttl,
             scopes=session.auth.scope_map if session.auth else None,
             profile=session.profile,
+            result_budget=session.result_budget,
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.features.resource_updated)
@@ -381,14 +387,14 @@ def http_app(
     max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
     profile: ToolProfile | None = None,
     fast_path: bool = True,
+    result_budget: int | None = None,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
     Its lifespan starts the pool if not running yet (then closes it) and the session
     managers; mounted in another app, run it from the host's (``lifespan_context``).
-    ``app.state.fast_answers()`` counts the requests the fast path answered.
-    ``app.state.stop_calls(reason)`` stops the tool calls running, each answering its
-    client with a JSON-RPC error saying ``reason`` (for a shutdown past its grace).
+    ``app.state.fast_answers()`` counts the fast path's answers; ``app.state.stop_calls(
+    reason)`` stops the calls running, each answering an error saying ``reason``.
 
     Args:
         servers: which of the pool's servers to serve (default: all).
@@ -406,8 +412,7 @@ def http_app(
             `ClientRequestError` saying so), nor tasks (a call's ``task`` is ignored).
         max_body_size: the largest request body in bytes (larger: 413).
         timeout: seconds per tool call (0: no limit).
-        input_timeout: seconds a call suspended for a 2026-07-28 client's input waits
-            for the client's retry before it is cancelled.
+        input_timeout: seconds a suspended call waits for its 2026-07-28 client's retry.
         session_idle_timeout: seconds an idle session lives on (None: for ever).
         sessions_per_client: sessions one client address may hold open (None: no limit).
         max_tasks: tasks (2025-11-25 task-augmented calls) one session may hold at once;
@@ -418,13 +423,13 @@ def http_app(
         fast_path: answer plain requests straight from the pool, without the SDK's
             session machinery, with the same answers (see `FastPath`: which requests,
             in which era); False sends every request through the SDK's.
+        result_budget: tokens per tool result (None: no limit): one over it is cut and
+            kept for its caller, and ``read_result`` reads the rest (see `McpBridge`).
 
     Raises:
-        ValueError: a task limit is not positive, or both ``token`` and ``auth`` are given.
+        ValueError: a limit is out of range, or both ``token`` and ``auth`` are given.
     """
-    check_task_limits(max_tasks, max_task_ttl)
-    if token and auth is not None:
-        raise ValueError(_TOKEN_AND_AUTH)
+    _check_limits(max_tasks, max_task_ttl, result_budget, token, auth)
     session = _Session(
         timeout=timeout,
         stateless=stateless,
@@ -437,6 +442,7 @@ def http_app(
         auth=auth,
         profile=profile,
         fast_path=fast_path,
+        result_budget=result_budget,
     )
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
@@ -444,10 +450,22 @@ def http_app(
     return _asgi_app(routes, token, auth)
 
 
-_TOKEN_AND_AUTH = (
-    "a static token and OAuth are exclusive: pass token= (one shared secret) or "
-    "auth= (access tokens from an identity provider), not both"
-)
+def _check_limits(
+    max_tasks: int,
+    max_task_ttl: float,
+    result_budget: int | None,
+    token: str | None,
+    auth: Authorization | None,
+) -> None:
+    """Refuse `http_app`'s settings now, not when the bridges are made (at start-up)."""
+    check_task_limits(max_tasks, max_task_ttl)
+    if result_budget is not None:
+        check_budget(result_budget, "result_budget")
+    if token and auth is not None:
+        raise ValueError(
+            "a static token and OAuth are exclusive: pass token= (one shared secret) or "
+            "auth= (access tokens from an identity provider), not both"
+        )
 
 
 def _asgi_app(routes: _Routes, token: str | None, auth: Authorization | None) -> Starlette:

@@ -124,6 +124,7 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 
 
 ROOMS = (
+    "nativemcp.proxy.codemode",
     "nativemcp.proxy.external",
     "nativemcp.proxy.http_edge",
     "nativemcp.proxy.serve.auth",
@@ -151,3 +152,20 @@ def test_a_room_that_imports_another_reaches_it_by_its_public_names() -> None:
     bridge = {target for target, _ in GRAPH["nativemcp.proxy.serve._bridge"]}
     assert {"nativemcp.proxy.serve.auth", "nativemcp.proxy.serve.tasks"} <= bridge
     assert not any(t.startswith("nativemcp.proxy.serve.auth._") for t in bridge)
+
+
+def test_the_codemode_room_reaches_no_pool_core() -> None:
+    # The room gets the pool's call path as a callable: it imports protocol's public
+    # names, the telemetry room and the tool search room's public names, never the pool
+    # core (that would be a circle); the pool core imports it.
+    room = "nativemcp.proxy.codemode"
+    public = {"nativemcp.protocol", "nativemcp.proxy.telemetry", "nativemcp.proxy.tool_search"}
+    reaching_out = [
+        f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.startswith(room)
+        for target, line in targets
+        if not (target.startswith(room) or target in public)
+    ]
+    assert room in {t for t, _ in GRAPH["nativemcp.proxy._agent_loop"]}
+    assert not reaching_out, "\n".join(reaching_out)

@@ -299,8 +299,8 @@ class FastPath:
         bridge = self._bridge
         if method == "tools/call":
             # A call that may suspend for its client's input (not stateless) is the SDK's.
-            if bridge.suspend or bridge.profile.search:
-                raise _Fallback  # under tool search, `_routed` answers the meta-tools
+            if bridge.suspend or bridge.profile.search or bridge.profile.code_mode:
+                raise _Fallback  # tool search, code mode: `_routed` answers the meta-tools
             name, arguments = params["name"], params.get("arguments") or {}
 
             async def call(reply: Reply) -> types.CallToolResult | dict[str, Any]:

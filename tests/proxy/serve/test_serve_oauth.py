@@ -464,3 +464,30 @@ async def test_a_key_set_that_trickles_or_never_ends_is_cut_off_and_answers_503(
     else:
         assert "more than 1000000 bytes" in said
         assert issuer.jwks_sent < 100_000_000  # read as a stream, and left at the cap
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+async def test_under_code_mode_a_program_reaches_only_what_its_caller_may_call(mode: str) -> None:
+    era: dict[str, Any] = {"mode": "legacy"} if mode == "legacy" else {}  # both eras
+    async with running_issuer() as issuer:
+        pool = WorkerPool(["_serve_servers:server"], timeout=20)
+        auth = _auth(issuer, "shapes__move=shapes:write")
+        app = http_app(pool, auth=auth, profile=ToolProfile(code_mode=True))
+        move = {"code": "(await shapes__move(point={'x': 0, 'y': 0}))['x']"}
+        async with serving(app) as base, httpx2.AsyncClient() as http:
+            with anyio.fail_after(60):
+                async with _client(base, issuer.token("rita"), http, **era) as client:
+                    # Each inner call carries the caller: the tool sees who asked.
+                    me = await client.call_tool("run_code", {"code": "await shapes__caller()"})
+                    assert _text(me) == "rita via rita-app with ''"
+                    refused = await client.call_tool("run_code", move)
+                    assert refused.is_error
+                    assert "name 'shapes__move' is not defined" in _text(refused)
+                    stubs = await client.call_tool("describe_tools", {"names": ["shapes__move"]})
+                    assert stubs.is_error
+                    found = await client.call_tool("search_tools", {"query": "move a point"})
+                    assert "shapes__move" not in _text(found)
+                writer = issuer.token("wade", scope="shapes:write")
+                async with _client(base, writer, http, **era) as client:
+                    moved = await client.call_tool("run_code", move)
+                    assert not moved.is_error and _text(moved) == "1"
