@@ -20,7 +20,7 @@ the catalog's words nearest in meaning (``_expansion``: ``website`` finds ``url`
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -80,12 +80,21 @@ class ToolIndex:
             the two rankings (see ``_embedding``), and widen the query's words to the
             catalog's nearest ones (``_expansion``); the model is loaded on the first
             such index of the process.
+        learned: per full name, what users asked when they found and called that
+            tool (a catalog that learns its users' words): indexed as more of its
+            text, for BM25 and the embedding alike.
 
     Raises:
         ImportError: ``embed`` without the ``search-embed`` extra installed.
     """
 
-    def __init__(self, tools: Sequence[IndexedTool], *, embed: bool = False) -> None:
+    def __init__(
+        self,
+        tools: Sequence[IndexedTool],
+        *,
+        embed: bool = False,
+        learned: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         # Imported on first index: the content store's package is the worker side's,
         # and a pool that never searches should not load it (workers re-import the
         # script that opened the pool, and with it this package).
@@ -97,8 +106,13 @@ class ToolIndex:
         self._postings: dict[str, dict[int, int]] = {}
         # stem -> the words it stands for as written (for the query expansion)
         written: dict[str, set[str]] = {}
+        # Words users found a tool by (queries that led to a call of it): extra text.
+        extra = {name: "\n".join(said) for name, said in (learned or {}).items() if said}
         for number, item in enumerate(self._tools):
-            words = chunk_tokens(tool_text(item.full_name, item.server, item.tool))
+            text = tool_text(item.full_name, item.server, item.tool)
+            if item.full_name in extra:
+                text = f"{text}\n{extra[item.full_name]}"
+            words = chunk_tokens(text)
             tokens = [stem(word) for word in words]
             self._lengths[number] = len(tokens)
             for token, count in Counter(tokens).items():
@@ -113,7 +127,14 @@ class ToolIndex:
         self._expansion: QueryExpansion | None = None
         if embed:
             self._embeddings = ToolEmbeddings(
-                [embedding_text(t.tool.name, t.tool.title, t.tool.description) for t in tools]
+                [
+                    embedding_text(
+                        t.tool.name,
+                        t.tool.title,
+                        " ".join(filter(None, (t.tool.description, extra.get(t.full_name)))),
+                    )
+                    for t in tools
+                ]
             )
             # Only a word fewer than half the tools hold can make a tool a match.
             telling = {

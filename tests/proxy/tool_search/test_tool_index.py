@@ -209,3 +209,16 @@ def test_limit_cuts_the_ranking_and_ties_keep_catalog_order() -> None:
     assert [m.name for m in index.search("fetch", 3)] == ["s__t0", "s__t1", "s__t2"]
     assert index.search("", 5) == []
     assert len(ToolIndex([])) == 0 and ToolIndex([]).search("fetch") == []
+
+
+def test_words_users_found_a_tool_by_find_it_for_the_next_user() -> None:
+    tools = [
+        IndexedTool("kg__create_entities", "kg", _tool("create_entities", "Add nodes.")),
+        IndexedTool("kg__open_nodes", "kg", _tool("open_nodes", "Fetch nodes by name.")),
+    ]
+    assert ToolIndex(tools).search("remember a person") == []
+    learned = {"kg__create_entities": ["remember that Ada is a person"]}
+    taught = ToolIndex(tools, learned=learned)
+    assert [m.name for m in taught.search("remember a person")] == ["kg__create_entities"]
+    # The tool's own words still find it as before.
+    assert [m.name for m in taught.search("fetch nodes")][:1] == ["kg__open_nodes"]
