@@ -15,11 +15,17 @@ tool: the rich text costs at most the JSON's tokens while stating every fact the
 holds (every string and number in it appears in the text, a time to the minute and a
 float to 2 decimals at least; ``facts`` counts them).
 
-Run: ``python -m bench.payload [--quick] [--json]``
+With ``--budget [TOKENS]`` (default: the agent loop's, 8,000) it measures large results
+from real servers held to that budget instead (``bench/_payload_budget.py``): the tokens
+of the whole result and of what the model reads, and a planted fact found past the cut
+with ``read_result``.
+
+Run: ``python -m bench.payload [--quick] [--json] [--budget [TOKENS]]``
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.resources
 import re
 import tempfile
@@ -30,10 +36,13 @@ from typing import Any, Final
 import anyio
 import pydantic_core
 
+from bench._payload_budget import cases_for, fill_memory, node_missing, prepare, rows_server
+from bench._payload_budget import run_case as run_budget_case
+from bench._payload_budget import sources as budget_sources
 from bench._report import emit_json, parse_args, print_table
 from nativemcp.protocol import result_text
 from nativemcp.proxy import WorkerPool
-from nativemcp.proxy.llm import count_tokens, exact_counts, token_note
+from nativemcp.proxy.llm import DEFAULT_RESULT_BUDGET, count_tokens, exact_counts, token_note
 
 _LONG: Final = 60
 """A string fact longer than this is looked for by its first ``_LONG`` characters (a
@@ -182,9 +191,90 @@ async def main() -> list[dict[str, Any]]:
     return [_row(tool, response, status) for tool, response, status in calls]
 
 
+async def budgeted(budget: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The large results held to ``budget``: one row per source, and the npm sources
+    not run (no Node, or the packages not installed under .ci/.node)."""
+    with tempfile.TemporaryDirectory(prefix="nativemcp-budget-") as folder:
+        root = Path(folder)
+        prepare(root)
+        servers = budget_sources(root)
+        async with WorkerPool(
+            [rows_server()],
+            in_process=["rows", "workspace"],
+            mcp_servers=servers,
+            builtins=["workspace"],
+            data_dir=root / "data",
+            workspace_root=root / "files",
+            result_budget=budget,
+            timeout=120,
+        ) as pool:
+            if "memory" in servers:
+                await fill_memory(pool)
+            rows = [await run_budget_case(pool, case, budget) for case in cases_for(servers, root)]
+    return rows, list(node_missing(servers))
+
+
+def budget_report(budget: int, json_line: bool) -> dict[str, Any]:
+    """Run the budgeted sources, print their table (and one JSON line)."""
+    rows, missing = anyio.run(budgeted, budget)
+    print_table(
+        f"Large results held to {budget:,} tokens per message (agent loop, read_result)",
+        ["source", "whole", "first message", "fewer", "reads", "read tokens", "fact found"],
+        [
+            [
+                row["source"],
+                row["whole_tokens"],
+                row["first_tokens"],
+                f"{row['fewer']:.1%}",
+                row["read_calls"],
+                "+".join(str(t) for t in row["read_tokens"]) or "-",
+                "yes" if row["found"] else "NO",
+            ]
+            for row in rows
+        ],
+    )
+    print(token_note())
+    if missing:
+        print(f"not run (Node or the npm package missing under .ci/.node): {', '.join(missing)}")
+    print()
+    for row in rows:
+        verdict = "met " if row["met"] else "MISS"
+        print(
+            f"{verdict}  {row['source']}: every message ≤ {budget:,} tokens "
+            f"(largest {row['max_message_tokens']:,}), fact found in ≤ 2 reads "
+            f"({row['read_calls']}), ≥ 90% fewer tokens ({row['fewer']:.1%})"
+        )
+    report = {
+        "bench": "payload-budget",
+        "exact_tokens": exact_counts(),
+        "budget": budget,
+        "sources": rows,
+        "not_run": missing,
+        "goals_met": {row["source"]: row["met"] for row in rows},
+    }
+    if json_line:
+        emit_json(report)
+    return report
+
+
+def _budget_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget",
+        nargs="?",
+        type=int,
+        const=DEFAULT_RESULT_BUDGET,
+        default=None,
+        metavar="TOKENS",
+        help=f"large results from real servers held to TOKENS (default {DEFAULT_RESULT_BUDGET:,})",
+    )
+
+
 def cli(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Parse ``argv``, run the bench, print its table (and one JSON line with ``--json``)."""
-    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.payload", argv)
+    description = __doc__.splitlines()[0] if __doc__ else "bench.payload"
+    args = parse_args(description, argv, _budget_flag)
+    if args.budget is not None:
+        return budget_report(args.budget, args.json)
     rows = anyio.run(main)
     print_table(
         "What the model reads per built-in tool, in tokens",

@@ -177,6 +177,9 @@ async def main(quick: bool) -> dict[str, Any]:
             builtins=["content-store", "planning", "workspace", "browser"],
             mcp_servers=_external(),
             search_embed=embed,
+            # The catalog's definitions and the two meta-tools' alone: read_result,
+            # declared beside either under a result budget, would add the same to both.
+            result_budget=None,
         ) as pool:
             tools = await pool.list_tools()
             names = {tool.name for tool in tools}

@@ -15,6 +15,7 @@ from ._apps import split_ui_uri as split_ui_uri
 from ._apps import tool_ui as tool_ui
 from ._apps import tool_ui_meta as tool_ui_meta
 from ._apps import ui_visibility as ui_visibility
+from ._awaitables import resolved as resolved
 from ._codec import JSONRPCMessage as JSONRPCMessage
 from ._codec import decode as decode
 from ._codec import decode_message as decode_message
@@ -36,11 +37,15 @@ from ._errortext import extract_error_info as extract_error_info
 from ._exceptions import ArgumentsError as ArgumentsError
 from ._exceptions import CallTimeout as CallTimeout
 from ._exceptions import ClientRequestError as ClientRequestError
+from ._exceptions import CodeError as CodeError
+from ._exceptions import CodeLimitExceeded as CodeLimitExceeded
+from ._exceptions import CodeSyntaxError as CodeSyntaxError
 from ._exceptions import DatabaseUnavailable as DatabaseUnavailable
 from ._exceptions import FeatureError as FeatureError
 from ._exceptions import FrameTooLarge as FrameTooLarge
 from ._exceptions import NativeMCPError as NativeMCPError
 from ._exceptions import ProtocolError as ProtocolError
+from ._exceptions import SandboxCrashed as SandboxCrashed
 from ._exceptions import ServerClosed as ServerClosed
 from ._exceptions import ServerCrashed as ServerCrashed
 from ._exceptions import ServerError as ServerError
@@ -85,6 +90,8 @@ from ._sdk import response_from_sdk as response_from_sdk
 from ._sdk import response_to_sdk as response_to_sdk
 from ._sdk import spec_call_result as spec_call_result
 from ._sdk import to_sdk as to_sdk
+from ._tasks import TASKS_EXTENSION as TASKS_EXTENSION
+from ._tasks import TERMINAL_TASK_STATUSES as TERMINAL_TASK_STATUSES
 from ._types import Annotations as Annotations
 from ._types import AudioContent as AudioContent
 from ._types import CallToolResult as CallToolResult
@@ -129,6 +136,8 @@ __all__ = [
     "SEPARATOR",
     "SERVICE_META_KEY",
     "STRUCTURED_RESULT_META_KEY",
+    "TASKS_EXTENSION",
+    "TERMINAL_TASK_STATUSES",
     "UI_SCHEME",
     "Annotations",
     "AppCsp",
@@ -140,6 +149,9 @@ __all__ = [
     "CallTimeout",
     "CallToolResult",
     "ClientRequestError",
+    "CodeError",
+    "CodeLimitExceeded",
+    "CodeSyntaxError",
     "ContentBlock",
     "DatabaseUnavailable",
     "EmbeddedResource",
@@ -161,6 +173,7 @@ __all__ = [
     "RequestId",
     "ResourceContents",
     "ResourceLink",
+    "SandboxCrashed",
     "ServerClosed",
     "ServerCrashed",
     "ServerError",
@@ -198,6 +211,7 @@ __all__ = [
     "portable_tool",
     "quoted_name",
     "raise_for_error",
+    "resolved",
     "response_from_sdk",
     "response_to_sdk",
     "result_text",

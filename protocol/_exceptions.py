@@ -15,6 +15,10 @@ NativeMCPError                  root: everything nativemcp raises on purpose
 │   ├── CallTimeout             a call did not finish in time (also a TimeoutError)
 │   ├── ServerClosed            the pool (or this server) is closed or closing
 │   └── FrameTooLarge           a message exceeds the frame size limit
+├── CodeError                   a code-mode program did not run to its end (it raised)
+│   ├── CodeSyntaxError         it does not parse: line and column
+│   ├── CodeLimitExceeded       it passed one of its limits, named in ``limit``
+│   └── SandboxCrashed          the sandbox process died under it (the pool replaced it)
 ├── ArgumentsError              call arguments that are not an object (also a ValueError)
 ├── UnknownServer               no server by that name (also a KeyError)
 ├── UnknownTool                 no tool by that full name in the catalog (also a KeyError)
@@ -42,11 +46,15 @@ __all__ = [
     "ArgumentsError",
     "CallTimeout",
     "ClientRequestError",
+    "CodeError",
+    "CodeLimitExceeded",
+    "CodeSyntaxError",
     "DatabaseUnavailable",
     "FeatureError",
     "FrameTooLarge",
     "NativeMCPError",
     "ProtocolError",
+    "SandboxCrashed",
     "ServerClosed",
     "ServerCrashed",
     "ServerError",
@@ -240,6 +248,50 @@ class FrameTooLarge(ServerError):
             f"{what} for server {server!r} is {size} bytes; the frame limit is {limit} bytes",
             server=server,
         )
+
+
+# -- code mode -------------------------------------------------------------------------
+
+
+class CodeError(NativeMCPError):
+    """A code-mode program did not run to its end: it raised, or its sandbox stopped it.
+
+    ``result`` is what the run had when it stopped (a `CodeResult`: what was printed
+    and each inner call), so a caller shows the model everything the program did.
+    """
+
+    def __init__(self, message: str, *, result: Any = None) -> None:
+        self.message = message
+        self.result = result
+        super().__init__(message)
+
+
+class CodeSyntaxError(CodeError):
+    """The program does not parse; ``line`` and ``column`` (1-based) say where."""
+
+    def __init__(self, message: str, *, line: int, column: int, result: Any = None) -> None:
+        self.line = line
+        self.column = column
+        super().__init__(f"syntax error at line {line}, column {column}: {message}", result=result)
+
+
+class CodeLimitExceeded(CodeError):
+    """The program passed one of its limits: ``limit`` names it, ``value`` is the limit.
+
+    ``limit`` is ``"duration"``, ``"memory"``, ``"recursion"``, ``"output"`` or
+    ``"calls"`` (the fields of `CodeLimits`).
+    """
+
+    def __init__(self, limit: str, value: float, message: str, *, result: Any = None) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(
+            f"the program passed its {limit} limit ({value}): {message}", result=result
+        )
+
+
+class SandboxCrashed(CodeError):
+    """The sandbox process died under the program; the pool has replaced it."""
 
 
 # -- the caller's mistakes -------------------------------------------------------------

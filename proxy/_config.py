@@ -36,7 +36,9 @@ from ._handle import CallOptions
 from ._pins import ToolPins, as_pins
 from ._restart import RestartPolicy
 from ._worker_start import WorkerSettings
+from .codemode import DEFAULT_LIMITS, CodeLimits
 from .external import ExternalServerSpec, load_mcp_servers
+from .llm._budget import DEFAULT_RESULT_BUDGET, check_budget
 from .tool_search import check_embedding
 
 __all__ = [
@@ -73,6 +75,7 @@ class SyncPoolOptions(TypedDict, total=False):
     restart: RestartPolicy | None
     browser_allowed_origins: Iterable[str] | None
     search_embed: bool
+    code_limits: CodeLimits | None
 
 
 class PoolOptions(SyncPoolOptions, total=False):
@@ -86,6 +89,7 @@ class PoolOptions(SyncPoolOptions, total=False):
     replicas: Mapping[str, int] | None
     roots: Iterable[str | os.PathLike[str]] | None
     pinned: ToolPins | str | os.PathLike[str] | None
+    result_budget: int | None
 
 
 def check_options(given: Mapping[str, Any], accepted: frozenset[str], owner: str) -> None:
@@ -110,6 +114,14 @@ class Timeouts:
     """What a worker or an external server has to become ready."""
 
 
+def _code_limits(given: object) -> CodeLimits:
+    if given is None:
+        return DEFAULT_LIMITS
+    if not isinstance(given, CodeLimits):
+        raise TypeError(f"code_limits must be a CodeLimits, not {given!r}")
+    return given
+
+
 def _builtin_available(name: str) -> bool:
     module = BUILTIN_SERVERS[name].partition(":")[0]
     try:
@@ -124,6 +136,10 @@ def _search_embed(given: object) -> bool:
     if given:
         check_embedding()
     return given
+
+
+def _result_budget(given: object) -> int | None:
+    return None if given is None else check_budget(given, "result_budget")
 
 
 def root_uris(roots: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -189,6 +205,10 @@ class PoolConfig:
     None: every tool is offered."""
     search_embed: bool = False
     """Tool search fuses BM25 with the ``search-embed`` extra's embedding model."""
+    result_budget: int | None = DEFAULT_RESULT_BUDGET
+    """The agent loop's tokens per tool result (None: no budget)."""
+    code_limits: CodeLimits = DEFAULT_LIMITS
+    """A code-mode run's limits unless the run names its own."""
 
     @classmethod
     def build(
@@ -199,7 +219,8 @@ class PoolConfig:
         Raises:
             ValueError: an unknown built-in, built-ins without a ``data_dir``, a
                 ``database_url`` that is not ``postgresql://``, or replicas for an
-                unknown or in-process server or not a count ≥ 1.
+                unknown or in-process server or not a count ≥ 1, or a ``result_budget``
+                below `MIN_BUDGET` tokens.
             NotADirectoryError: ``data_dir`` is a file, or a root is not a folder.
             TypeError: a `Server` to run in a worker is not importable by name.
             FileNotFoundError: ``pinned`` names no file.
@@ -275,6 +296,8 @@ class PoolConfig:
             roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
             pinned=as_pins(given.get("pinned")),
             search_embed=_search_embed(given.get("search_embed", False)),
+            result_budget=_result_budget(given.get("result_budget", DEFAULT_RESULT_BUDGET)),
+            code_limits=_code_limits(given.get("code_limits")),
         )
         config._check_replicas()
         return config

@@ -10,7 +10,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
-import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, Protocol, TypeVar
@@ -26,6 +25,7 @@ from nativemcp.protocol import (
     Tool,
     UnknownServer,
     quoted_name,
+    resolved,
     unwrap,
 )
 from nativemcp.protocol.wire import Caller, Reply, ValueReader
@@ -322,15 +322,12 @@ async def deliver(
             outcome = on_progress(notification.progress, notification.total, notification.message)
     elif isinstance(notification, LogNotification) and on_log is not None:
         outcome = on_log(notification.level, notification.data, notification.logger)
-    if inspect.isawaitable(outcome):
-        await outcome
+    await resolved(outcome)
 
 
 async def deliver_log(handler: LogHandler, level: str, data: Any, logger: str | None) -> None:
     """Hand one log message to a caller's handler (sync or async)."""
-    outcome = handler(level, data, logger)
-    if inspect.isawaitable(outcome):
-        await outcome
+    await resolved(handler(level, data, logger))
 
 
 async def answer_client_request(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -33,6 +32,7 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     Tool,
     ToolNameError,
+    resolved,
     tool_ui,
 )
 from nativemcp.workers import (
@@ -59,12 +59,14 @@ from ._handle import (
     find_server,
     merge_options,
 )
+from ._kept_results import ResultKeeping
 from ._local import LocalServer
 from ._pool_authorization import PoolAuthorization
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
+from .codemode import CodeSandbox
 from .external import (
     DEFAULT_INPUT_ROUNDS,
     AssertionHook,
@@ -309,6 +311,12 @@ class WorkerPool(AgentLoop, PoolAuthorization):
         search_embed: `search_tools` (and the meta-tool) fuses BM25 with a small
             embedding model's ranking, which finds paraphrases BM25 misses (the
             ``search-embed`` extra, wordllama; loaded once, on the first search).
+        result_budget: the tokens one tool result may take in `run_tool_call`'s
+            messages (default `DEFAULT_RESULT_BUDGET`, 8,000; None: no limit). One over
+            it is cut at a readable boundary and kept whole, and the model reads the
+            rest with the ``read_result`` tool (see docs/guides/agent-loop.md).
+        code_limits: the `CodeLimits` of a `run_code` run that names none (default:
+            `DEFAULT_LIMITS`; the ``code`` extra).
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
@@ -365,7 +373,10 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             if handler is not None
         }
         self._llm_names: dict[str, dict[str, str]] = {}
+        self._code_sandbox = CodeSandbox()  # its processes start with the first run
+        self._code_names = None
         self._tool_index: tuple[int, ToolIndex] | None = None
+        self._results = ResultKeeping(self._config.result_budget, self._kept_store)
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
@@ -508,6 +519,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             async with anyio.create_task_group() as tg:
                 for handle in self._handles.values():
                     tg.start_soon(handle.aclose)
+                tg.start_soon(self._code_sandbox.aclose)
 
     async def answer_client_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Answer a tool's request to its client with the pool's handler for ``method``.
@@ -531,10 +543,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
                 f"a tool sent {method!r}, but the pool has no {kind}: pass "
                 f"WorkerPool({kind}=...), or serve the server to an MCP client"
             )
-        result = handler(params)
-        if inspect.isawaitable(result):
-            result = await result
-        return dict(result)
+        return dict(await resolved(handler(params)))
 
     @property
     def roots(self) -> list[str]:

@@ -9,7 +9,9 @@ connection are the server's (``external/_authorization_wait``).
 
 from __future__ import annotations
 
-from nativemcp.protocol import UnknownTool
+import contextlib
+
+from nativemcp.protocol import SEPARATOR, UnknownTool, safe_server_name
 
 from ._catalog import Catalog, CatalogEntry
 from ._handle import ServerHandle, find_server
@@ -85,7 +87,26 @@ class PoolAuthorization:
         """
         try:
             return self._catalog.entry(full_name)
-        except UnknownTool:
-            if not await self._reauthorized():
-                raise
-            return self._catalog.entry(full_name)
+        except UnknownTool as unknown:
+            if await self._reauthorized():
+                with contextlib.suppress(UnknownTool):
+                    return self._catalog.entry(full_name)
+            waiting = self._waiting_placeholder(full_name)
+            if waiting is None:
+                raise unknown from None
+            return waiting
+
+    def _waiting_placeholder(self, full_name: str) -> CatalogEntry | None:
+        """The ``needs_authorization`` tool of the server ``full_name`` is of, when that
+        server still waits for authorization: its tools are not listed, yet a call to
+        one gets the needs-authorization text as a tool error, as every call to it does
+        (None: ``full_name`` is of no such server)."""
+        for name, handle in self._handles.items():
+            if not isinstance(handle, ExternalServer) or handle.needs_authorization is None:
+                continue
+            prefix = f"{safe_server_name(name)}{SEPARATOR}"  # as the catalog names its tools
+            if full_name.startswith(prefix):
+                for placeholder in handle.tools:  # the one tool it lists while it waits
+                    with contextlib.suppress(UnknownTool):
+                        return self._catalog.entry(prefix + placeholder.name)
+        return None

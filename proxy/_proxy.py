@@ -451,10 +451,23 @@ class ServerProxy:
                 method = ToolMethod(self, tool, self._result_type(tool))
                 self._methods[name] = method
                 return method
+        waiting = self._waiting(name)
+        if waiting is not None:
+            return waiting
         available = ", ".join(tool.name for tool in self._handle.tools) or "(none)"
         raise AttributeError(
             f"server {self._handle.name!r} has no tool {quoted_name(name)}; tools: {available}"
         )
+
+    def _waiting(self, name: str) -> ToolMethod | None:
+        """A method for tool ``name`` of a server that waits for authorization (None: the
+        server does not wait): its tools are not listed yet, and a call gets what every
+        call to it gets, the needs-authorization text (a `ToolError`), or the tool's
+        answer once a grant came. Not kept: the listed tool's method replaces it."""
+        if getattr(self._handle, "needs_authorization", None) is None:
+            return None
+        unlisted = Tool(name=name, input_schema={"type": "object"})
+        return ToolMethod(self, unlisted, self._result_type(unlisted))
 
     async def list_tools(self) -> list[Tool]:
         """Ask the server for its tools."""
@@ -499,6 +512,8 @@ class ServerProxy:
                     f"server {self._handle.name!r}: {name!r} could be any of the tools "
                     f"{', '.join(matches)}; use proxy.tool(name) or call_tool(name, ...)"
                 )
+            if not matches and (waiting := self._waiting(name)) is not None:
+                return waiting
             if not matches:
                 available = ", ".join(tool.name for tool in tools) or "(none)"
                 raise AttributeError(

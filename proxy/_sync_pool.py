@@ -47,6 +47,14 @@ from ._proxy import BoundTool, coerce_arguments, result_type
 from ._records import to_records
 from ._sync_worker import SyncWorker
 from ._worker import start_failure
+from .codemode import (
+    CodeLimits,
+    CodeResult,
+    SyncCodeSandbox,
+    chosen_tools,
+    code_tools,
+    tool_stubs,
+)
 from .telemetry import TRACING, traced_sync
 from .telemetry import refresh as refresh_tracing
 from .tool_search import IndexedTool, ToolIndex, ToolMatch, ToolProfile
@@ -83,6 +91,7 @@ class SyncWorkerPool:
         # The tool lists indexed (a restarted worker lists anew), the index, and each
         # full name's server and tool.
         self._tool_index: tuple[list[list[Tool]], ToolIndex, dict[str, ServiceInfo]] | None = None
+        self._code_sandbox = SyncCodeSandbox()  # its processes start with the first run
 
     @property
     def config(self) -> PoolConfig:
@@ -136,6 +145,7 @@ class SyncWorkerPool:
         if self._closed and not self._workers:
             return
         self._closed = True
+        self._code_sandbox.close()
         workers, self._workers = list(self._workers.values()), {}
         for worker in workers:
             worker.close()
@@ -274,6 +284,55 @@ class SyncWorkerPool:
             raise UnknownTool(f"no tool named {quoted_name(full_name)}{hint}")
         proxy = self.server(service.server_name)
         return proxy.call_tool(service.tool_name, arguments, timeout=timeout)
+
+    # -- code mode -------------------------------------------------------------------
+
+    def _code_tools(self, profile: ToolProfile | None) -> dict[str, Tool]:
+        """Identifier → tool (under its full name) for each tool the model may see: the
+        search index's (app-only tools left out), narrowed by ``profile``."""
+        visible = [(item.full_name, item.tool) for item in self._indexed()[0].tools]
+        return code_tools(visible, profile.allows if profile is not None else None)
+
+    def describe_tools(self, names: Iterable[str], *, profile: ToolProfile | None = None) -> str:
+        """The named tools as the Python stubs a program calls them by.
+
+        As `WorkerPool.describe_tools`.
+
+        Raises:
+            UnknownTool: a name the caller may not see; ServerClosed.
+        """
+        return tool_stubs(chosen_tools(self._code_tools(profile), names))
+
+    def run_code(
+        self,
+        code: str,
+        *,
+        inputs: Mapping[str, Any] | None = None,
+        limits: CodeLimits | None = None,
+        profile: ToolProfile | None = None,
+        timeout: float | _Default | None = DEFAULT,
+    ) -> CodeResult:
+        """Run a model's Python program with the tools callable; what it printed.
+
+        As `WorkerPool.run_code`: each inner call is `call_tool` (``timeout`` each), on
+        a thread of the sandbox's own, so the calls a program gathers run at once.
+
+        Raises:
+            CodeError: the program raised, does not parse, passed a limit or its
+                sandbox died (``error.result`` holds what ran).
+            ImportError: the ``code`` extra (pydantic-monty) is not installed.
+            ServerClosed: the pool is closed.
+        """
+        tools = self._code_tools(profile)
+        clash = sorted(set(inputs or ()) & set(tools))
+        if clash:
+            raise ValueError(f"inputs named like tools: {', '.join(clash)}")
+
+        def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
+            return self.call_tool(full_name, arguments, timeout=timeout)
+
+        limits = limits or self._config.code_limits
+        return self._code_sandbox.run(code, tools=tools, call=call, inputs=inputs, limits=limits)
 
 
 class SyncToolMethod(BoundTool):

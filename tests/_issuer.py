@@ -4,7 +4,9 @@ mock of the verifier: the resource server discovers it, fetches its keys and che
 signatures exactly as it does a team's identity provider. It counts key-set fetches
 and can rotate its key (a new ``kid``), for the cache's tests, and answers RFC 7662
 introspection of the opaque tokens it handed out (`Issuer.opaque`) to the client
-``resource-server`` (secret ``rs-secret``).
+``resource-server`` (secret ``rs-secret``). Its key set can misbehave on demand
+(`Issuer.jwks_mode`): held until a gate opens, trickled a byte at a time for ever, or
+300 MB long.
 """
 
 from __future__ import annotations
@@ -14,17 +16,19 @@ import json
 import secrets
 import time
 from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator as _Chunks
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+import anyio
 import jwt
 from _mcp_http import serving
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -43,6 +47,14 @@ class Issuer:
     jwks_fetches: int = 0
     published: dict[str, rsa.RSAPrivateKey] = field(default_factory=dict)
     issued: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jwks_mode: Literal["plain", "gated", "trickle", "huge"] = "plain"
+    """How the key set is answered: at once; once `jwks_gate` is set; a byte every
+    50 ms, never ending; or 300 MB of whitespace before the keys."""
+    jwks_gate: anyio.Event = field(default_factory=anyio.Event)
+    jwks_asked: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the key set is asked for (a gated answer is waiting then)."""
+    jwks_sent: int = 0
+    """Bytes of trickled or huge key sets sent so far."""
 
     def opaque(self, subject: str = "alice", *, active: bool = True, **claims: Any) -> str:
         """An opaque token (a random string) only introspection can read."""
@@ -105,6 +117,14 @@ class Issuer:
             keys.append({**jwk, "kid": kid, "use": "sig", "alg": "RS256"})
         return {"keys": keys}
 
+    async def _misbehaving(self) -> _Chunks[bytes]:
+        chunk, pause = (b" ", 0.05) if self.jwks_mode == "trickle" else (b" " * 65536, 0.0)
+        while self.jwks_mode == "trickle" or self.jwks_sent < 300_000_000:
+            self.jwks_sent += len(chunk)
+            yield chunk
+            await anyio.sleep(pause)
+        yield json.dumps(self._jwks()).encode()
+
     def app(self) -> Starlette:
         """The issuer's HTTP side: metadata and keys."""
 
@@ -127,8 +147,13 @@ class Issuer:
             form = await request.form()
             return JSONResponse(self.issued.get(str(form.get("token")), {"active": False}))
 
-        async def jwks(request: Request) -> JSONResponse:
+        async def jwks(request: Request) -> Response:
             self.jwks_fetches += 1
+            self.jwks_asked.set()
+            if self.jwks_mode == "gated":
+                await self.jwks_gate.wait()
+            if self.jwks_mode in ("trickle", "huge"):
+                return StreamingResponse(self._misbehaving(), media_type="application/json")
             return JSONResponse(self._jwks())
 
         return Starlette(

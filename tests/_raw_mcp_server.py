@@ -24,6 +24,9 @@ HTTP (JSON answers, no session): mount ``http_app(config)``. The config holds an
   message ``halfway`` (when the call carries a progress token) before its answer;
 - ``change_tools_on``: a tool name whose call makes ``changed_tools`` the tool list and
   sends ``notifications/tools/list_changed`` before its answer;
+- ``failing_polls``: a ``tools/call`` with ``task`` creates a task (polled every
+  10 ms) whose ``tasks/result`` is held until a ``tasks/get`` came, which fails
+  (-32603), and then answers the call's ``echo`` result (2025-11-25 tasks, stdio only);
 - ``grandchild``: ``"fork"`` or ``"setsid"``; a ``sleep`` started that way, its pid
   written to the file ``grandchild_pid`` (the setsid one keeps the server's stdout).
 
@@ -77,6 +80,31 @@ def answer(message: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] | 
     return {"jsonrpc": "2.0", "id": ident, "result": result}
 
 
+def _failing_poll(message: dict[str, Any], held: dict[str, Any]) -> bool:
+    """`failing_polls`: answer a task-augmented call, ``tasks/result`` and ``tasks/get``
+    as that config says; False for any other message."""
+    method, params = message.get("method"), message.get("params") or {}
+    reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message.get("id")}
+    if method == "tools/call" and "task" in params:
+        held["call"] = message
+        now = "2026-01-01T00:00:00Z"
+        task = {"taskId": "t1", "status": "working", "createdAt": now, "lastUpdatedAt": now}
+        reply["result"] = {"task": {**task, "ttl": 60000, "pollInterval": 10}}
+    elif method == "tasks/result":
+        held["result"] = message
+        return True
+    elif method == "tasks/get":
+        reply["error"] = {"code": -32603, "message": "the status store is away"}
+        _write(json.dumps(reply).encode() + b"\n")
+        result = answer(held.pop("call"), {})
+        assert result is not None
+        reply = {**result, "id": held.pop("result")["id"]}
+    else:
+        return False
+    _write(json.dumps(reply).encode() + b"\n")
+    return True
+
+
 def _start_grandchild(how: str, pid_file: str) -> None:
     sleeper = [sys.executable, "-c", "import time; time.sleep(3999)"]
     if how == "setsid":
@@ -107,6 +135,7 @@ def main(config: dict[str, Any]) -> None:
     if "grandchild" in config:
         _start_grandchild(config["grandchild"], config["grandchild_pid"])
     asks: list[dict[str, Any]] = []  # calls of `ask`, held until `ask_together` came
+    held: dict[str, Any] = {}  # `failing_polls`: the task's call, its tasks/result
     for line in sys.stdin:
         message = json.loads(line)
         if "methods_file" in config and "method" in message:
@@ -130,6 +159,8 @@ def main(config: dict[str, Any]) -> None:
                     }
                     question = {"id": index, "method": "elicitation/create", "params": params}
                     _write(json.dumps({"jsonrpc": "2.0", **question}).encode() + b"\n")
+            continue
+        if config.get("failing_polls") and _failing_poll(message, held):
             continue
         reply = answer(message, config)
         if reply is None:

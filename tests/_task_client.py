@@ -2,8 +2,9 @@
 2026-07-28 Tasks extension in raw requests (`Rpc`: the SDK does not speak it yet).
 
 The SDK's client has no public call for a task-augmented ``tools/call`` (it checks the
-answer as a ``CallToolResult``): `create_task` sends that one request through its
-dispatcher, as `nativemcp.proxy`'s own task client does; the rest are typed requests.
+answer as a ``CallToolResult``): `create_task` sends that one request raw, through
+`nativemcp.proxy`'s seam to the SDK's privates, as its own task client does; the
+rest are typed requests.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 
-from nativemcp.proxy.serve._task_extension import TASKS_EXTENSION
+from nativemcp.protocol import TASKS_EXTENSION
+from nativemcp.proxy._sdk_seam import send_raw_request
 
 VERSION = "2026-07-28"
 """The protocol version of `Rpc`'s requests."""
@@ -29,10 +31,9 @@ async def create_task(
     """``tools/call`` with ``task``: the wire answer (a ``CreateTaskResult``, or a
     ``CallToolResult`` from a server that ignores ``task``)."""
     task = {} if ttl is None else {"ttl": ttl}
-    wire: dict[str, Any] = await client.session._dispatcher.send_raw_request(
-        "tools/call", {"name": name, "arguments": arguments, "task": task}, {}
+    return await send_raw_request(
+        client, "tools/call", {"name": name, "arguments": arguments, "task": task}
     )
-    return wire
 
 
 async def get_task(client: Client, task_id: str) -> types.GetTaskResult:

@@ -35,6 +35,7 @@ from nativemcp.protocol import (
     FeatureError,
     ResourceContents,
     TextContent,
+    resolved,
 )
 
 __all__ = [
@@ -140,10 +141,7 @@ def _template_pattern(template: str) -> re.Pattern[str]:
 
 
 async def _run(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    value = fn(**kwargs)
-    if inspect.isawaitable(value):
-        value = await value
-    return value
+    return await resolved(fn(**kwargs))
 
 
 def _contents(uri: str, value: Any, mime_type: str | None) -> list[ResourceContents]:

@@ -48,6 +48,7 @@ from nativemcp.protocol import (
     empty_response,
     error_response,
     quoted_name,
+    resolved,
     text_response,
     tool_error_response,
     tool_ui_meta,
@@ -614,23 +615,17 @@ class Server:
             return str(await hook())
         # A sync hook may read a database: in a worker thread, as sync tools run.
         text = await anyio.to_thread.run_sync(hook, abandon_on_cancel=True)
-        if inspect.isawaitable(text):
-            text = await text
-        return str(text)
+        return str(await resolved(text))
 
     async def switch_context(self, session_id: str | None, thread_id: str | None) -> None:
         """Scope the following calls to ``(session_id, thread_id)``."""
         self.session_id = session_id
         self.thread_id = thread_id
         if self._switch_hook is not None:
-            outcome = self._switch_hook(session_id, thread_id)
-            if inspect.isawaitable(outcome):
-                await outcome
+            await resolved(self._switch_hook(session_id, thread_id))
 
     async def aclose(self) -> None:
         """Run the shutdown hooks (each once, in reverse order of declaration)."""
         hooks, self._shutdown_hooks = self._shutdown_hooks, []
         for hook in reversed(hooks):
-            outcome = hook()
-            if inspect.isawaitable(outcome):
-                await outcome
+            await resolved(hook())

@@ -48,7 +48,7 @@ from nativemcp.proxy.external import (
 )
 
 from ._content import Runner
-from ._errors import UsageError
+from ._errors import CallFailed, UsageError
 from ._pool_options import PoolOptions, check_database, pool_options_parser
 
 __all__ = ["add_auth_parser", "log_in"]
@@ -183,7 +183,11 @@ async def _run(args: argparse.Namespace, options: PoolOptions) -> int:
         if not args.no_browser and _can_open_browser():
             webbrowser.open(url)
 
-    store = await log_in(spec, _place(options), open_url, sys.stderr)
+    try:
+        store = await log_in(spec, _place(options), open_url, sys.stderr)
+    except NeedsAuthorization as exc:
+        # The reason is the whole message here: "run: nativemcp auth login" is this.
+        raise CallFailed(f"MCP server {spec.name!r} is not authorized: {exc.reason}") from None
     shown = store.status() or {}
     print(
         f"Authorized {spec.name!r} (issuer {shown.get('issuer')}, "
@@ -200,7 +204,7 @@ def _status(options: PoolOptions) -> int:
     for spec in servers:
         shown = _store(options, spec).status()
         if shown is None or not shown["authorized"]:
-            print(f"{spec.name}: not authorized; {login_hint(spec.name)}")
+            print(f"{spec.name}: not authorized; {options.pasteable(login_hint(spec.name))}")
             continue
         refresh = ", refreshable" if shown["refreshable"] else ""
         print(

@@ -23,10 +23,17 @@ from typing import Any, Final
 
 import msgspec
 
-from nativemcp.protocol import INVALID_PARAMS, NativeMCPResponse, ToolError, result_text
+from nativemcp.protocol import (
+    INVALID_PARAMS,
+    BackendType,
+    NativeMCPResponse,
+    ToolError,
+    quoted_name,
+    result_text,
+)
 from nativemcp.workers.content_store import render_text
 
-from ._errors import CallFailed, UsageError
+from ._errors import CallFailed, UsageError, did_you_mean
 from ._next_steps import CommandSteps
 from ._pool_options import PoolOptions, pool_options_parser
 from ._servers import ServerChoice, resolve_servers
@@ -237,7 +244,9 @@ def _print(value: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _show(response: NativeMCPResponse[Any], as_json: bool, server: str, tool: str) -> int:
+def _show(
+    response: NativeMCPResponse[Any], as_json: bool, server: str, tool: str, options: PoolOptions
+) -> int:
     """Print a tool's text (or its value with ``as_json``); an error goes to stderr.
 
     Raises:
@@ -247,13 +256,14 @@ def _show(response: NativeMCPResponse[Any], as_json: bool, server: str, tool: st
     if response.error is not None:
         message = response.error.message
         if response.error.code == INVALID_PARAMS:
-            listing = shlex.join(["nativemcp", "tools", server])
+            listing = options.command("tools", server)
             raise UsageError(f"{message} (`{listing}` lists its tools and their arguments)")
         raise CallFailed(message)
     assert response.result is not None
     if response.result.is_error:
-        # The tool's own words, written for a model: kept whole, lines and all.
-        text = result_text(response.result)
+        # The tool's own words, written for a model: kept whole, lines and all (a login
+        # hint made a command to paste).
+        text = options.pasteable(result_text(response.result))
         print(f"nativemcp call: error: tool {tool!r} failed: {text}", file=sys.stderr)
         return 1
     if as_json:
@@ -503,5 +513,27 @@ async def _call(args: argparse.Namespace, options: PoolOptions) -> int:
     choice = resolve_servers([args.server], mcp_config=options.mcp_config is not None)
     async with options.pool(choice) as pool:
         [name] = choice.names(pool.names)
+        _check_external_tool(pool, name, args.server, args.tool, options)
         response = await pool.server(name).call_tool(args.tool, arguments)
-    return _show(response, args.json, args.server, args.tool)
+    return _show(response, args.json, args.server, args.tool, options)
+
+
+def _check_external_tool(pool: Any, name: str, typed: str, tool: str, options: PoolOptions) -> None:
+    """An external server's unknown tool, said as a worker says it (the available tools)
+    with the nearest name; a server waiting for authorization is left to say so.
+
+    Raises:
+        UsageError: ``tool`` is not one the external server listed.
+    """
+    server = pool.server(name)
+    if server.backend != BackendType.EXTERNAL_MCP or name in pool.needs_authorization:
+        return
+    names = [listed.name for listed in server.tools]
+    if tool in names:
+        return
+    listing = options.command("tools", typed)
+    raise UsageError(
+        f"Unknown tool {quoted_name(tool)} on server {name!r}{did_you_mean(tool, names)}; "
+        f"available tools: {', '.join(names) or '(none)'} "
+        f"(`{listing}` lists them and their arguments)"
+    )

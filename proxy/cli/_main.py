@@ -132,7 +132,10 @@ def _say(command: str, lines: list[str], options: PoolOptions | None) -> None:
     """Print each line as ``nativemcp COMMAND: error: ...``, servers named as typed."""
     typed = options.typed if options is not None else {}
     for line in lines:
-        print(f"nativemcp {command}: error: {in_typed_words(line, typed)}", file=sys.stderr)
+        line = in_typed_words(line, typed)
+        if options is not None:
+            line = options.pasteable(line)
+        print(f"nativemcp {command}: error: {line}", file=sys.stderr)
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -14,6 +14,8 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import re
+import shlex
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -36,6 +38,8 @@ DATABASE_SERVERS: Final = frozenset({"content-store", "planning"})
 """The built-in servers that keep their state in ``--database-url``."""
 CONNECT_TIMEOUT: Final = 3
 """Seconds the CLI waits for the database to answer before it starts any server."""
+_LOGIN: Final = re.compile(r"nativemcp auth login ('[^']*'|[^\s'\"),;]+)")
+"""A login hint in a message (`nativemcp.proxy.external.login_hint`)."""
 
 
 def pool_options_parser() -> argparse.ArgumentParser:
@@ -211,6 +215,26 @@ class PoolOptions:
                 f"{source} must be a postgresql://user:password@host/database URL{_shown(url)}"
             )
         return url or None
+
+    def command(self, *words: str) -> str:
+        """``nativemcp WORDS...`` as the user can paste it: with the ``--mcp-config``
+        and the ``--data-dir`` (when not the default) they typed, each word quoted for
+        the shell, so that it reaches the same servers and the same grants."""
+        argv = ["nativemcp", *words]
+        if self.mcp_config is not None:
+            argv += ["--mcp-config", str(self.mcp_config)]
+        if self.data_dir != default_data_dir():
+            argv += ["--data-dir", str(self.data_dir)]
+        return shlex.join(argv)
+
+    def pasteable(self, text: str) -> str:
+        """``text`` with each ``nativemcp auth login SERVER`` it suggests (a pool's
+        message, which knows no command line) made a `command` of this one."""
+
+        def whole(found: re.Match[str]) -> str:
+            return self.command("auth", "login", *shlex.split(found[1]))
+
+        return _LOGIN.sub(whole, text)
 
     @property
     def where(self) -> str:

@@ -3,7 +3,8 @@
 ``--tools GLOB`` and ``--exclude-tools GLOB`` (each repeatable) are globs on full names
 (``builtin_workspace__*``), matched whole as `fnmatch.fnmatchcase` matches;
 ``--tool-search`` offers the two meta-tools ``search_tools`` and ``call_tool`` in place
-of every definition. Together they make a `ToolProfile`. ``--search-embed`` has that
+of every definition, ``--code-mode`` the three of code mode (``search_tools``,
+``describe_tools``, ``run_code``). Together they make a `ToolProfile`. ``--search-embed`` has that
 search fuse BM25 with the ``search-embed`` extra's embedding model (a pool option:
 `search_embed`).
 """
@@ -13,10 +14,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import msgspec
+
+from ..codemode import DEFAULT_LIMITS, CodeLimits
 from ..tool_search import EMBED_EXTRA, ToolProfile, check_embedding
 from ._errors import UsageError
 
-__all__ = ["add_profile_options", "search_embed", "tool_profile"]
+__all__ = ["add_profile_options", "code_limits", "search_embed", "tool_profile"]
 
 
 def add_profile_options(parser: Any) -> None:
@@ -40,6 +44,21 @@ def add_profile_options(parser: Any) -> None:
         action="store_true",
         help="offer two tools, search_tools and call_tool, in place of every definition "
         "(the model searches the catalog and calls by full name)",
+    )
+    parser.add_argument(
+        "--code-mode",
+        action="store_true",
+        help="offer three tools, search_tools, describe_tools and run_code, in place of "
+        "every definition (the model writes a Python program over the tools; pip install "
+        "'nativemcp[code]')",
+    )
+    parser.add_argument(
+        "--code-limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --code-mode: a program's limit (repeatable): duration=SECONDS, "
+        "memory=BYTES, recursion=DEPTH, output=BYTES, calls=COUNT",
     )
     parser.add_argument(
         "--search-embed",
@@ -66,6 +85,33 @@ def search_embed(args: argparse.Namespace) -> bool:
     return True
 
 
+def code_limits(args: argparse.Namespace) -> CodeLimits | None:
+    """The `CodeLimits` ``--code-limit`` asks for (None: none given).
+
+    Raises:
+        UsageError: not NAME=VALUE, an unknown name, a value that is not a positive
+            number, or given without ``--code-mode``.
+    """
+    if not args.code_limit:
+        return None
+    if not args.code_mode:
+        raise UsageError("serve: --code-limit limits --code-mode's programs; add --code-mode")
+    fields = CodeLimits.__struct_fields__
+    given: dict[str, float] = {}
+    for item in args.code_limit:
+        name, _, value = item.partition("=")
+        if name not in fields:
+            raise UsageError(f"serve: --code-limit {item!r}: the names are {', '.join(fields)}")
+        try:
+            given[name] = float(value) if name == "duration" else int(value)
+        except ValueError:
+            raise UsageError(f"serve: --code-limit {item!r}: {value!r} is not a number") from None
+    try:
+        return msgspec.structs.replace(DEFAULT_LIMITS, **given)
+    except ValueError as exc:
+        raise UsageError(f"serve: --code-limit: {exc}") from None
+
+
 def tool_profile(args: argparse.Namespace) -> ToolProfile:
     """The `ToolProfile` the options ask for.
 
@@ -73,6 +119,11 @@ def tool_profile(args: argparse.Namespace) -> ToolProfile:
         UsageError: an empty glob.
     """
     try:
-        return ToolProfile.of(args.tools, args.exclude_tools, search=args.tool_search)
+        return ToolProfile.of(
+            args.tools,
+            args.exclude_tools,
+            search=args.tool_search,
+            code_mode=args.code_mode,
+        )
     except ValueError as exc:
         raise UsageError(f"serve: {exc}") from exc

@@ -28,11 +28,12 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from ..llm._budget import check_budget
 from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
-from ._profile import add_profile_options, search_embed, tool_profile
+from ._profile import add_profile_options, code_limits, search_embed, tool_profile
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = [
@@ -190,6 +191,15 @@ def add_serve_parser(commands: Any) -> None:
         help="HTTP: seconds in-flight calls get to finish on SIGTERM",
     )
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
+    serve.add_argument(
+        "--result-budget",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="tokens per tool result: one over it is cut, kept for its caller as "
+        "nativemcp://results/<id>, and read_result is listed to read the rest (default: "
+        "no limit)",
+    )
     add_profile_options(serve)
     serve.add_argument(
         "--input-timeout",
@@ -361,6 +371,7 @@ def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
         "input_rounds": args.input_rounds,
         "apps": True,
         "search_embed": search_embed(args),
+        "code_limits": code_limits(args),
     }
 
 
@@ -380,6 +391,11 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
         raise UsageError(
             f"--max-task-ttl must be a positive number of seconds, not {args.max_task_ttl}"
         )
+    if args.result_budget is not None:
+        try:
+            check_budget(args.result_budget, "--result-budget")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
     auth = _authorization(args, TOKEN_ENV)
     if args.transport == "http":
         # Checked before anything starts: a refused start costs nothing.
@@ -410,6 +426,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
                     max_tasks=args.max_tasks,
                     max_task_ttl=args.max_task_ttl,
                     profile=profile,
+                    result_budget=args.result_budget,
                 )
 
         anyio.run(main)
@@ -492,6 +509,7 @@ async def _serve_http(
             max_task_ttl=args.max_task_ttl,
             profile=tool_profile(args),
             fast_path=args.fast_path,
+            result_budget=args.result_budget,
         )
         drain = Drain(app)
         config = uvicorn.Config(

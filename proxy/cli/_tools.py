@@ -141,5 +141,5 @@ async def _tools(args: argparse.Namespace, options: PoolOptions) -> int:
         print(f"{server}: {len(tools)} tool{'' if len(tools) == 1 else 's'}")
         for name, tool in tools:
             print(f"  {signature(tool, name)}")
-            print(f"      {summary(tool.description)}")
+            print(f"      {options.pasteable(summary(tool.description))}")
     return 0

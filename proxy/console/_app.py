@@ -74,7 +74,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nativemcp.protocol import UnknownTool, service_meta
 
-from .._rebinding import RebindingGuard, local_only
+from ..http_edge import RebindingGuard, local_only
 from ..llm._tokens import token_note
 from ._apps import (
     APP_BLOCK,

@@ -35,7 +35,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._rebinding import PLAIN_HOST
+from ..http_edge import PLAIN_HOST
 
 __all__ = [
     "SANDBOX_ASSET",

@@ -12,7 +12,7 @@ pool's `AssertionHook` does it. Without a hook the server needs authorization
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ._oauth_config import OAuthSettings
@@ -46,6 +46,16 @@ def identity_assertion_provider(
     asking ``hook`` for each ID-JAG; ``give_up(reason)`` is raised when there is none."""
     from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 
+    from ._refresh_on_401 import bounded_flow
+
+    class Bounded(IdentityAssertionOAuthProvider):
+        """Its requests to the issuer bounded in size and time (`send_bounded`)."""
+
+        def async_auth_flow(
+            self, request: httpx2.Request
+        ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+            return bounded_flow(request, super().async_auth_flow)
+
     # Checked when the entry was read: a confidential client provisioned at one issuer.
     assert settings.client_id and settings.client_secret and settings.issuer
 
@@ -63,7 +73,7 @@ def identity_assertion_provider(
         return answer
 
     post = settings.token_endpoint_auth_method == "client_secret_post"
-    return IdentityAssertionOAuthProvider(
+    return Bounded(
         server_url=url,
         storage=store,
         client_id=settings.client_id,

@@ -4,8 +4,10 @@ The official client logs the endpoint it connects to (``mcp.client.streamable_ht
 at debug), and httpx every request line with its URL (``httpx`` at info): with a
 ``${VAR}`` expanded into a URL's query, these would print the value. While an entry
 with expanded variables is connected, a filter on those loggers writes each value back
-as its ``${VAR}`` (`ExternalServerSpec.redact`). A logger's filter does not reach its
-children, so each logger that may print a URL is named.
+as its ``${VAR}`` (`ExternalServerSpec.redact`), in the message and in the text of an
+exception logged with it (``GET stream error`` at debug, with an httpx error naming the
+URL). A logger's filter does not reach its children, so each logger that may print a
+URL is named.
 """
 
 from __future__ import annotations
@@ -47,15 +49,32 @@ class _Redacting(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        redacted = text
-        for spec in self.specs:
-            redacted = spec.redact(redacted)
+        redacted = self._redact(text)
         if redacted != text:
             record.msg, record.args = redacted, None
+        if record.exc_info and record.exc_info[1] is not None:
+            # The exception's text (an httpx error names the URL) is formatted by the
+            # handler, past this filter: format it here, and hand on only the scrubbed
+            # text (`Formatter.format` prints ``exc_text``; the exception itself, which
+            # a handler could read, no longer travels with the record).
+            shown = record.exc_text or _FORMATTER.formatException(record.exc_info)
+            scrubbed = self._redact(shown)
+            if scrubbed != shown:
+                record.exc_info, record.exc_text = None, scrubbed
+        elif record.exc_text:
+            record.exc_text = self._redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self._redact(record.stack_info)
         return True
+
+    def _redact(self, text: str) -> str:
+        for spec in self.specs:
+            text = spec.redact(text)
+        return text
 
 
 _FILTER: Final = _Redacting()
+_FORMATTER: Final = logging.Formatter()
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ import base64
 import contextlib
 import inspect
 import logging
-import socket
+import shlex
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -39,13 +39,19 @@ import anyio.abc
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
 from ._identity_assertion import AssertionHook, identity_assertion_provider
+from ._loopback_callback import CALLBACK_PATH, LoopbackCallback
 from ._oauth_config import OAuthSettings
 from ._token_store import GrantPlace, GrantStore
 
 if TYPE_CHECKING:
     import httpx2
     from mcp.client.auth import OAuthClientProvider
-    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
+    from mcp.shared.auth import (
+        AuthorizationCodeResult,
+        OAuthClientInformationFull,
+    )
+
+    from ._refresh_on_401 import EntryScopes, IssuerBound
 
 __all__ = [
     "CALLBACK_PATH",
@@ -67,18 +73,15 @@ RedirectHook = Callable[[str], "Awaitable[str | None] | str | None"]
 the authorization server redirected to (with ``code`` and ``state``), or None for a
 browser that comes back to the loopback callback port."""
 
-CALLBACK_PATH: Final = "/callback"
-"""The path of the loopback redirect URI (``http://localhost:PORT/callback``)."""
 CLIENT_NAME: Final = "nativemcp"
 """The client name sent in dynamic registration."""
 CALLBACK_WAIT: Final = 600.0
 """Seconds the loopback listener waits for the browser to come back."""
-_REQUEST_LIMIT: Final = 65536
 
 
 def login_hint(server: str) -> str:
-    """What to run to authorize ``server``."""
-    return f"run: nativemcp auth login {server}"
+    """What to run to authorize ``server`` (its name quoted for the shell)."""
+    return f"run: nativemcp auth login {shlex.quote(server)}"
 
 
 class NeedsAuthorization(Exception):
@@ -102,13 +105,6 @@ class _QuietNeedsAuthorization(logging.Filter):
 
 
 _QUIET: Final = _QuietNeedsAuthorization()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _stored_port(client: OAuthClientInformationFull | None) -> int | None:
@@ -153,7 +149,8 @@ class ServerAuthorization:
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | httpx2.Auth | None = None
         self.store = GrantStore(folder, url, client_id=settings.client_id, issuer=self._issuer)
-        self._listener: anyio.abc.SocketListener | None = None
+        self._callback: LoopbackCallback | None = None
+        self._state: str | None = None  # of the authorization request under way
         self._redirected_to: str | None = None
         self.person_done: anyio.Event | None = None
         """Set when the person asked to sign in is done (None: nobody was asked): the
@@ -170,6 +167,12 @@ class ServerAuthorization:
         the kept grant again."""
         self._provider = None
         self.needs_authorization = None
+        self.close()
+
+    def close(self) -> None:
+        """Give back the loopback port held for a person's sign-in, if any (idempotent)."""
+        if self._callback is not None:
+            self._callback.close()
 
     @contextlib.contextmanager
     def asking(self, redirect: RedirectHook | None) -> Iterator[None]:
@@ -220,79 +223,97 @@ class ServerAuthorization:
                 provider.context.token_expiry_time = expires_at
         return self._provider
 
-    def _make_provider(self) -> OAuthClientProvider:
-        from mcp import MCPDeprecationWarning
-        from mcp.client.auth.extensions.client_credentials import (
-            ClientCredentialsOAuthProvider,
-            PrivateKeyJWTOAuthProvider,
-            SignedJWTParameters,
-        )
-        from mcp.shared.auth import OAuthClientMetadata
+    def _make_provider(self) -> IssuerBound:
+        from ._refresh_on_401 import EntryScopes, RefreshingProvider
 
-        from ._refresh_on_401 import RefreshingProvider
-
-        settings = self.settings
-        if settings.grant == "client_credentials":
-            assert settings.client_id is not None  # checked when the entry was read
-            self.store.fixed_client = configured_client(settings)
-            with warnings.catch_warnings():
-                # Without a configured issuer the SDK warns that the server names the
-                # authorization server; the entry's 'issuer' is how to pin it.
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                if settings.private_key:
-                    assertion = SignedJWTParameters(
-                        issuer=settings.client_id,
-                        subject=settings.client_id,
-                        signing_algorithm=settings.signing_algorithm,
-                        signing_key=settings.private_key,
-                    ).create_assertion_provider()
-                    return PrivateKeyJWTOAuthProvider(
-                        server_url=self.url,
-                        storage=self.store,
-                        client_id=settings.client_id,
-                        assertion_provider=assertion,
-                        scope=settings.scope,
-                        issuer=settings.issuer,
-                    )
-                post = settings.token_endpoint_auth_method == "client_secret_post"
-                return ClientCredentialsOAuthProvider(
-                    server_url=self.url,
-                    storage=self.store,
-                    client_id=settings.client_id,
-                    client_secret=settings.client_secret or "",
-                    token_endpoint_auth_method=(
-                        "client_secret_post" if post else "client_secret_basic"
-                    ),
-                    scope=settings.scope,
-                    issuer=settings.issuer,
-                )
-        redirect_uri = self._redirect_uri()
-        self.store.fixed_client = configured_client(settings, redirect_uri)
-        provider = RefreshingProvider(
+        provider = self._client_credentials_provider() or RefreshingProvider(
             server_url=self.url,
-            client_metadata=OAuthClientMetadata.model_validate(
-                {
-                    "client_name": CLIENT_NAME,
-                    "redirect_uris": [redirect_uri],
-                    "grant_types": ["authorization_code", "refresh_token"],
-                    "response_types": ["code"],
-                    "scope": settings.scope,
-                    "token_endpoint_auth_method": settings.token_endpoint_auth_method,
-                }
-            ),
+            client_metadata=self._client_metadata(),
             storage=self.store,
             redirect_handler=self._on_redirect,
             callback_handler=self._on_callback,
-            client_metadata_url=settings.client_metadata_url,
+            client_metadata_url=self.settings.client_metadata_url,
         )
-        provider.can_ask = lambda: self._redirect is not None
+        if isinstance(provider, RefreshingProvider):
+            provider.can_ask = lambda: self._redirect is not None
+            provider.refused = self._refused
+            metadata = provider.context.client_metadata
+            if isinstance(metadata, EntryScopes):
+                metadata.pin(self.settings.scope, lambda: provider.stepping_up)
+        # A refresh goes to the kept grant's issuer only, never to the MCP server.
+        provider.kept_issuer = self.store.refresh_issuer
+        provider.give_up = self._give_up
         return provider
 
+    def _client_credentials_provider(self) -> IssuerBound | None:
+        """The provider of a ``client_credentials`` entry (None: another grant)."""
+        from mcp import MCPDeprecationWarning
+        from mcp.client.auth.extensions.client_credentials import SignedJWTParameters
+
+        from ._refresh_on_401 import BoundClientCredentials, BoundPrivateKeyJWT
+
+        settings = self.settings
+        if settings.grant != "client_credentials":
+            return None
+        assert settings.client_id is not None  # checked when the entry was read
+        self.store.fixed_client = configured_client(settings)
+        with warnings.catch_warnings():
+            # Without a configured issuer the SDK warns that the server names the
+            # authorization server; the entry's 'issuer' is how to pin it.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            if settings.private_key:
+                assertion = SignedJWTParameters(
+                    issuer=settings.client_id,
+                    subject=settings.client_id,
+                    signing_algorithm=settings.signing_algorithm,
+                    signing_key=settings.private_key,
+                ).create_assertion_provider()
+                return BoundPrivateKeyJWT(
+                    server_url=self.url,
+                    storage=self.store,
+                    client_id=settings.client_id,
+                    assertion_provider=assertion,
+                    scope=settings.scope,
+                    issuer=settings.issuer,
+                )
+            post = settings.token_endpoint_auth_method == "client_secret_post"
+            return BoundClientCredentials(
+                server_url=self.url,
+                storage=self.store,
+                client_id=settings.client_id,
+                client_secret=settings.client_secret or "",
+                token_endpoint_auth_method="client_secret_post" if post else "client_secret_basic",
+                scope=settings.scope,
+                issuer=settings.issuer,
+            )
+
+    def _client_metadata(self) -> EntryScopes:
+        """The authorization-code client's metadata (its redirect URI, its scopes)."""
+        from ._refresh_on_401 import EntryScopes
+
+        settings = self.settings
+        redirect_uri = self._redirect_uri()
+        self.store.fixed_client = configured_client(settings, redirect_uri)
+        return EntryScopes.model_validate(
+            {
+                "client_name": CLIENT_NAME,
+                "redirect_uris": [redirect_uri],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "scope": settings.scope,
+                "token_endpoint_auth_method": settings.token_endpoint_auth_method,
+            }
+        )
+
     def _redirect_uri(self) -> str:
-        port = self.settings.callback_port
-        if port is None:
-            port = _stored_port(self.store.stored_client()) or _free_port()
-        return f"http://localhost:{port}{CALLBACK_PATH}"
+        self.close()
+        port = self.settings.callback_port or _stored_port(self.store.stored_client())
+        callback = self._callback = LoopbackCallback(port)  # None: a free port, bound now
+        if self._redirect is None:
+            # Nobody to send to a browser: the port is only named (a registration keeps
+            # it), and bound by whoever asks a person later.
+            callback.close()
+        return callback.uri
 
     # -- a person in the loop -----------------------------------------------------------
 
@@ -305,39 +326,53 @@ class ServerAuthorization:
                 if had_grant
                 else "no authorization is kept for it"
             )
-        port = urlsplit(self.auth_redirect_uri()).port
         self._redirected_to = None
-        self.person_done = anyio.Event()
+        states = parse_qs(urlsplit(authorization_url).query).get("state")
+        self._state = states[0] if states else None
+        callback = self._callback
+        assert callback is not None  # made with the redirect URI
         try:
-            self._listener = await _listen(port) if port else None
-        except OSError:
-            self._listener = None  # a hook that follows the URL itself needs none
+            callback.listen()  # before the person goes: a quick browser finds it
+        except OSError as exc:
+            raise self._give_up(f"cannot listen on {callback.uri}: {exc.strerror or exc}") from None
+        self.person_done = anyio.Event()
         try:
             outcome = self._redirect(authorization_url)
             if inspect.isawaitable(outcome):
                 outcome = await outcome
         except BaseException:
-            await self._done_asking(self._listener)
-            self._listener = None
+            self._done_asking()
             raise
         self._redirected_to = outcome
 
-    async def _done_asking(self, listener: anyio.abc.SocketListener | None) -> None:
-        if listener is not None:
-            await listener.aclose()
+    def _done_asking(self) -> None:
+        self.close()
         if self.person_done is not None:
             self.person_done.set()
 
-    def take_scope_refusal(self) -> str | None:
-        """The scope the server asked for in a 403 left standing since the last look
-        (None: none): why a call failed, when no person could be asked to widen the grant."""
+    def take_scope_refusal(self, tool: str) -> str | None:
+        """Why a call of ``tool`` was refused for want of scope (a 403 left standing
+        since the last look, when no person could be asked to widen the grant): the
+        scopes asked, granted and missing, and what to do (None: no such refusal)."""
         from ._refresh_on_401 import RefreshingProvider
 
         provider = self._provider
         if not isinstance(provider, RefreshingProvider) or provider.scope_refused is None:
             return None
         wanted, provider.scope_refused = provider.scope_refused, None
-        return wanted
+        granted = str((self.store.status() or {}).get("scope") or "")
+        missing = [s for s in wanted.split() if s not in granted.split()]
+        said = (
+            f"it asks for scope {wanted!r} to call {tool!r}; the grant has "
+            f"{granted or '(no scope named)'!r}, without {' '.join(missing)!r}"
+        )
+        configured = self.settings.scopes
+        if configured and all(scope in configured for scope in missing):
+            return (
+                f"{said}; the entry asks for {' '.join(configured)!r} and the authorization "
+                "server did not grant it all: ask its administrator for it"
+            )
+        return f'{said}; add {" ".join(missing)!r} to the entry\'s "oauth" "scopes"'
 
     def auth_redirect_uri(self) -> str:
         """The redirect URI the provider sends (the loopback callback)."""
@@ -351,6 +386,12 @@ class ServerAuthorization:
         )
         return str(uris[0]) if uris else ""
 
+    def _refused(self, reason: str) -> NeedsAuthorization:
+        """Stop: the server refused the tokens just granted (asking again would get the
+        same ones). They are dropped; ``reason`` says what the server said."""
+        self.store.forget_tokens()
+        return self._give_up(reason)
+
     def _give_up(self, reason: str) -> NeedsAuthorization:
         self.needs_authorization = reason
         return NeedsAuthorization(self.server, reason)
@@ -363,18 +404,17 @@ class ServerAuthorization:
         """
         from mcp.shared.auth import AuthorizationCodeResult
 
-        listener, self._listener = self._listener, None
+        callback = self._callback
+        assert callback is not None  # made with the redirect URI
         try:
             target = self._redirected_to
             if target is None:
-                if listener is None:
-                    raise self._give_up(f"cannot listen on {self.auth_redirect_uri()}")
                 with anyio.move_on_after(CALLBACK_WAIT):
-                    target = await _wait_for_callback(listener)
+                    target = await callback.wait(self._state)
                 if target is None:
                     raise self._give_up("nobody came back from the browser")
         finally:
-            await self._done_asking(listener)
+            self._done_asking()
         query = parse_qs(urlsplit(target).query)
 
         def first(name: str) -> str | None:
@@ -419,38 +459,6 @@ def configured_client(
     )
 
 
-async def _listen(port: int) -> anyio.abc.SocketListener:
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
-    return listener.listeners[0]  # type: ignore[return-value]
-
-
-_PAGE: Final = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
-    b"<!doctype html><title>nativemcp</title><p>Authorized. You can close this window.</p>"
-)
-_NOT_FOUND: Final = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-
-
-async def _wait_for_callback(listener: anyio.abc.SocketListener) -> str:
-    """The request target of the first request to the callback path (others get 404)."""
-    while True:
-        stream = await listener.accept()
-        async with stream:
-            head = b""
-            with anyio.move_on_after(10):
-                while b"\r\n\r\n" not in head and len(head) < _REQUEST_LIMIT:
-                    try:
-                        head += await stream.receive()
-                    except (anyio.EndOfStream, anyio.BrokenResourceError):
-                        break
-            parts = head.split(b"\r\n", 1)[0].split(b" ")
-            target = parts[1].decode("ascii", "replace") if len(parts) == 3 else ""
-            if parts[0] == b"GET" and urlsplit(target).path == CALLBACK_PATH:
-                await stream.send(_PAGE)
-                return target
-            await stream.send(_NOT_FOUND)
-
-
 def expiry_text(expires_at: float | None) -> str:
     """``in 5 min`` / ``expired`` / ``no expiry``, for status lines."""
     if expires_at is None:
@@ -491,7 +499,10 @@ async def revoke(store: GrantStore, server_url: str) -> str:
     caller deletes the kept grant either way.
     """
     import httpx2
+    from mcp.client.auth import OAuthFlowError
     from mcp.client.auth.utils import build_oauth_authorization_server_metadata_discovery_urls
+
+    from ._refresh_on_401 import send_bounded
 
     shown = store.status()
     client = store.fixed_client or store.stored_client()
@@ -510,17 +521,18 @@ async def revoke(store: GrantStore, server_url: str) -> str:
         headers["Authorization"] = f"Basic {base64.b64encode(pair.encode()).decode()}"
     urls = build_oauth_authorization_server_metadata_discovery_urls(shown["issuer"], server_url)
     try:
-        async with httpx2.AsyncClient(timeout=30) as http:
-            endpoint = None
-            for url in urls:
-                found = await http.get(url)
-                if found.status_code == 200:
-                    endpoint = found.json().get("revocation_endpoint")
-                    break
-            if not endpoint:
-                return "the issuer offers no revocation; the tokens expire on their own"
-            answer = await http.post(str(endpoint), data=data, headers=headers)
-    except (httpx2.HTTPError, ValueError) as exc:
+        endpoint = None
+        for url in urls:
+            found = await send_bounded(httpx2.Request("GET", url))
+            if found.status_code == 200:
+                endpoint = found.json().get("revocation_endpoint")
+                break
+        if not endpoint:
+            return "the issuer offers no revocation; the tokens expire on their own"
+        answer = await send_bounded(
+            httpx2.Request("POST", str(endpoint), data=data, headers=headers)
+        )
+    except (httpx2.HTTPError, OAuthFlowError, ValueError) as exc:
         return f"could not reach the issuer to revoke ({type(exc).__name__})"
     if answer.status_code != 200:
         return f"the issuer refused to revoke (HTTP {answer.status_code})"

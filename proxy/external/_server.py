@@ -33,6 +33,7 @@ from nativemcp.protocol import (
     BackendType,
     NativeMCPResponse,
     Tool,
+    resolved,
     response_from_sdk,
     text_response,
 )
@@ -440,6 +441,8 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             self._connected.set()
             with anyio.move_on_after(10):
                 await self._finished.wait()
+            if self.authorization is not None:
+                self.authorization.close()  # a loopback port held for a sign-in
 
     # -- calls -----------------------------------------------------------------------
 
@@ -501,9 +504,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             async def on_progress(
                 progress: float, total: float | None, message: str | None
             ) -> None:
-                outcome = report(progress, total, message)
-                if hasattr(outcome, "__await__"):
-                    await outcome
+                await resolved(report(progress, total, message))
 
         self._next_call += 1
         key = self._next_call
@@ -530,13 +531,9 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                 raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
                 ) from self._cause(exc)
-            wanted = self.authorization.take_scope_refusal() if self.authorization else None
-            if wanted is not None:
-                return unavailable_response(
-                    self.name,
-                    f"it asks for scope {wanted!r} to call {tool!r}; add the scopes to the "
-                    'entry\'s "oauth" "scopes"',
-                )
+            refused = self.authorization.take_scope_refusal(tool) if self.authorization else None
+            if refused is not None:
+                return unavailable_response(self.name, refused)
             # The SDK makes some errors from httpx's, which may hold the expanded URL.
             error = exc.error.model_copy(update={"message": self.spec.redact(exc.message)})
             return response_from_sdk(error)

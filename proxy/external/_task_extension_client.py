@@ -23,28 +23,22 @@ the caller gets an ordinary ``CallToolResult``:
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 import mcp_types
 from mcp import InputRequiredRoundsExceededError, MCPError
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 
-from nativemcp.protocol import INTERNAL_ERROR
+from nativemcp.protocol import INTERNAL_ERROR, TASKS_EXTENSION
 
-from ._tasks import TASK_CANCEL_TIMEOUT
+from ._task_polling import StatusMessages, cancel_task, poll_pause
 
 if TYPE_CHECKING:
     from .._handle import CallOptions
 
-__all__ = ["TASKS_EXTENSION", "TaskInputs", "TasksClaim"]
-
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
-"""The extension's identifier, in ``capabilities.extensions`` of both sides."""
-DEFAULT_POLL_MS: Final = 1000
-"""How often a task is polled when the server suggests no ``pollIntervalMs``."""
+__all__ = ["TaskInputs", "TasksClaim"]
 
 
 class CreatedTask(mcp_types.Result):
@@ -138,16 +132,12 @@ class TasksClaim(ClientExtension):
         self, session: Any, tool: str, created: CreatedTask
     ) -> mcp_types.CallToolResult:
         task = DetailedTask.model_validate(created.model_dump(by_alias=True))
-        seen: str | None = None
-        steps = 0
+        options = self._requests.current_call()
+        messages = StatusMessages(options.on_progress if options is not None else None)
         answered: set[str] = set()  # a key answered stays listed until the server takes it
         limit = self._input_rounds
         while True:
-            message = task.status_message
-            if message and message != seen:
-                seen = message
-                steps += 1
-                await self._report(float(steps), message)
+            await messages.saw(task.status_message)
             ended = _ended(task, self._requests.server, tool)
             if ended is not None:
                 return ended
@@ -171,18 +161,10 @@ class TasksClaim(ClientExtension):
                 params = _UpdateParams(task_id=task.task_id, input_responses=responses)
                 await session.send_request(_UpdateTask(params=params), mcp_types.Result)
             else:
-                await anyio.sleep((task.poll_interval_ms or DEFAULT_POLL_MS) / 1000)
+                await poll_pause(task.poll_interval_ms)
             task = await session.send_request(
                 _GetTask(params=_TaskParams(task_id=task.task_id)), DetailedTask
             )
-
-    async def _report(self, step: float, message: str) -> None:
-        options = self._requests.current_call()
-        report = options.on_progress if options is not None else None
-        if report is not None:
-            outcome = report(step, None, message)
-            if hasattr(outcome, "__await__"):
-                await outcome
 
     async def _answer(self, key: str, request: dict[str, Any]) -> Any:
         """The answer to one of the task's input requests, as an input round's.
@@ -206,10 +188,17 @@ def _ended(task: DetailedTask, server: str, tool: str) -> mcp_types.CallToolResu
     """The call's result for a task that ended (None while it runs).
 
     Raises:
-        MCPError: the task failed, or the server cancelled it.
+        MCPError: the task failed, the server cancelled it, or it completed without a
+            result.
     """
     if task.status == "completed":
-        return mcp_types.CallToolResult.model_validate(task.result or {"content": []})
+        if task.result is None:  # not an empty success: the server lost or withheld it
+            raise MCPError(
+                INTERNAL_ERROR,
+                f"MCP server {server!r} reported the task of {tool!r} ({task.task_id}) "
+                "completed but sent no result",
+            )
+        return mcp_types.CallToolResult.model_validate(task.result)
     if task.status == "failed":
         error = task.error or {}
         raise MCPError(
@@ -227,12 +216,6 @@ def _ended(task: DetailedTask, server: str, tool: str) -> mcp_types.CallToolResu
 
 
 async def _cancel(session: Any, task_id: str) -> None:
-    """``tasks/cancel``, shielded and bounded (the task may have ended meanwhile)."""
-    with (
-        anyio.CancelScope(shield=True),
-        anyio.move_on_after(TASK_CANCEL_TIMEOUT),
-        contextlib.suppress(Exception),
-    ):
-        await session.send_request(
-            _CancelTask(params=_TaskParams(task_id=task_id)), mcp_types.Result
-        )
+    """``tasks/cancel`` for ``task_id``, shielded and bounded (`cancel_task`)."""
+    request = _CancelTask(params=_TaskParams(task_id=task_id))
+    await cancel_task(lambda: session.send_request(request, mcp_types.Result))

@@ -10,10 +10,15 @@ for its result, turns its status messages into progress, and cancels the task
 
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING, Any, Final
+import logging
+from typing import TYPE_CHECKING, Any
 
 import anyio
+
+from nativemcp.protocol import TERMINAL_TASK_STATUSES
+
+from .._sdk_seam import send_raw_request
+from ._task_polling import StatusMessages, cancel_task, poll_pause
 
 if TYPE_CHECKING:
     import mcp_types
@@ -21,12 +26,9 @@ if TYPE_CHECKING:
 
     from .._handle import ProgressCallback
 
-__all__ = ["TASK_CANCEL_TIMEOUT", "accepts_task", "call_as_task", "runs_as_task"]
+__all__ = ["accepts_task", "call_as_task", "runs_as_task"]
 
-TASK_CANCEL_TIMEOUT: Final = 5.0
-"""Seconds a ``tasks/cancel`` for an abandoned task may take (it is sent shielded)."""
-_DEFAULT_POLL_MS: Final = 1000
-_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+_logger = logging.getLogger("nativemcp.external")
 
 
 def runs_as_task(execution: Any) -> bool:
@@ -57,10 +59,10 @@ async def call_as_task(
     import mcp_types
 
     # The SDK checks a tools/call answer against CallToolResult, which a task's
-    # CreateTaskResult is not: this one request goes through its dispatcher, the rest
-    # of the exchange through the SDK's typed task requests.
-    raw = await client.session._dispatcher.send_raw_request(
-        "tools/call", {"name": tool, "arguments": arguments, "task": {}}, {}
+    # CreateTaskResult is not: this one request is sent raw, the rest of the exchange
+    # through the SDK's typed task requests.
+    raw = await send_raw_request(
+        client, "tools/call", {"name": tool, "arguments": arguments, "task": {}}
     )
     task = mcp_types.CreateTaskResult.model_validate(raw).task
     try:
@@ -76,17 +78,10 @@ async def call_as_task(
             watchers.cancel_scope.cancel()
     except anyio.get_cancelled_exc_class():
         # Abandoned (a time limit, a cancelled caller): stop the work on the server.
-        with (
-            anyio.CancelScope(shield=True),
-            anyio.move_on_after(TASK_CANCEL_TIMEOUT),
-            contextlib.suppress(Exception),  # it may have ended meanwhile
-        ):
-            await client.session.send_request(
-                mcp_types.CancelTaskRequest(
-                    params=mcp_types.CancelTaskRequestParams(task_id=task.task_id)
-                ),
-                mcp_types.CancelTaskResult,
-            )
+        cancel = mcp_types.CancelTaskRequest(
+            params=mcp_types.CancelTaskRequestParams(task_id=task.task_id)
+        )
+        await cancel_task(lambda: client.session.send_request(cancel, mcp_types.CancelTaskResult))
         raise
     return result
 
@@ -95,20 +90,19 @@ async def _report_status(client: Client, task: Any, on_progress: ProgressCallbac
     """Poll the task (at the interval it asks for) and report each new status message."""
     import mcp_types
 
-    seen: str | None = None
-    steps = 0
+    messages = StatusMessages(on_progress)
     while True:
-        message = task.status_message
-        if message and message != seen:
-            seen = message
-            steps += 1
-            outcome = on_progress(float(steps), None, message)
-            if hasattr(outcome, "__await__"):
-                await outcome
-        if task.status in _TERMINAL:
+        await messages.saw(task.status_message)
+        if task.status in TERMINAL_TASK_STATUSES:
             return
-        await anyio.sleep((task.poll_interval or _DEFAULT_POLL_MS) / 1000)
-        task = await client.session.send_request(
-            mcp_types.GetTaskRequest(params=mcp_types.GetTaskRequestParams(task_id=task.task_id)),
-            mcp_types.GetTaskResult,
-        )
+        await poll_pause(task.poll_interval)
+        try:
+            task = await client.session.send_request(
+                mcp_types.GetTaskRequest(
+                    params=mcp_types.GetTaskRequestParams(task_id=task.task_id)
+                ),
+                mcp_types.GetTaskResult,
+            )
+        except Exception:  # progress is a courtesy: tasks/result still brings the result
+            _logger.debug("task %s: a status poll failed; no more progress", task.task_id)
+            return

@@ -265,6 +265,14 @@ class GrantStore:
 
         return OAuthToken.model_validate(fields)
 
+    def refresh_issuer(self) -> str | None:
+        """The issuer of the kept grant when it holds a refresh token for the server
+        (None: none kept): the only party a refresh may go to."""
+        grant = self._find()
+        if grant is None or not (grant.resources().get(self.resource) or {}).get("refresh_token"):
+            return None
+        return grant.issuer or None
+
     def expires_at(self) -> float | None:
         """When the stored access token expires (None: no token, or no expiry)."""
         grant = self._find()

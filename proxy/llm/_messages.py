@@ -22,10 +22,13 @@ from typing import Any, Final
 
 from nativemcp.protocol import ImageContent, NativeMCPResponse
 
+from ._budget import check_budget
+from ._fit import cut_output, to_keep
+from ._kept import KeptResults
 from ._provider import Provider, check_provider
 from ._render import ToolOutput, render
 
-__all__ = ["tool_result_message", "tool_results_turn"]
+__all__ = ["message_for", "tool_result_message", "tool_results_turn"]
 
 logger = logging.getLogger("nativemcp.proxy.llm")
 
@@ -39,6 +42,9 @@ def tool_result_message(
     provider: Provider,
     call_id: str,
     tool_name: str,
+    budget: int | None = None,
+    kept: KeptResults | None = None,
+    owner: str = "",
 ) -> dict[str, Any]:
     """The message (or content block, or Part) that hands a tool result to ``provider``.
 
@@ -49,6 +55,16 @@ def tool_result_message(
         call_id: the id of the model's tool call this answers (Gemini: may be ``""``
             for models whose function calls carry no id).
         tool_name: the name of the tool the model called (Gemini matches on it).
+        budget: the most tokens the result's text may take (at least `MIN_BUDGET`;
+            None: no limit). A result over it is cut at a readable boundary (whole
+            lines, whole JSON items, a JSON object summarised by shape) with one line
+            saying what was left out and how to read it: the whole result is kept in
+            ``kept`` under an id, for ``read_result`` (`READ_RESULT`, answered by
+            `read_result`). An image over 1 MB or 1,568 pixels is scaled down (with
+            Pillow, the ``images`` extra), the original kept the same way. A result
+            within it is sent as it is, byte for byte.
+        kept: where a result over ``budget`` is kept (None: `KeptResults.shared`).
+        owner: whose result it is: only the same owner reads it back.
 
     Returns:
         A JSON-able dict in the provider's own wire shape, ready to append to the
@@ -58,9 +74,27 @@ def tool_result_message(
     Raises:
         UnknownProviderError: ``provider`` is not one of `PROVIDERS`.
         TypeError: ``response_or_error`` is neither a response nor an `Exception`.
+        ValueError: ``budget`` is not a whole number of at least `MIN_BUDGET` tokens.
     """
-    build = _BUILDERS[check_provider(provider)]
+    provider = check_provider(provider)
     output = render(response_or_error)
+    if budget is not None:
+        budget = check_budget(budget)
+        whole = to_keep(output, budget)
+        if whole is not None:
+            store = kept if kept is not None else KeptResults.shared()
+            result = store.keep(
+                whole.lines, owner=owner, tool=tool_name, unit=whole.unit, images=whole.images
+            )
+            output = cut_output(output, whole, budget, result.id)
+    return message_for(output, provider, call_id, tool_name)
+
+
+def message_for(
+    output: ToolOutput, provider: Provider, call_id: str, tool_name: str
+) -> dict[str, Any]:
+    """``output`` as ``provider``'s tool-result message (``provider`` already checked)."""
+    build = _BUILDERS[provider]
     logger.debug(
         "tool result for %s (call %s) as %s: %s, %d chars, %d non-text blocks",
         tool_name,
@@ -110,7 +144,10 @@ def _anthropic(output: ToolOutput, call_id: str, tool_name: str) -> dict[str, An
         content.append({"type": "text", "text": output.body})
     for extra in output.extras:
         image = _anthropic_image(extra.image) if extra.image is not None else None
-        content.append(image or {"type": "text", "text": extra.note})
+        if image is None or extra.with_image:
+            content.append({"type": "text", "text": extra.note})
+        if image is not None:
+            content.append(image)
     return {
         "type": "tool_result",
         "tool_use_id": call_id,

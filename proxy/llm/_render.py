@@ -35,6 +35,8 @@ from nativemcp.protocol import (
     result_text,
 )
 
+from ._budget import human_size
+
 __all__ = ["EMPTY_RESULT_TEXT", "Extra", "Kind", "ToolOutput", "dump_json", "render"]
 
 Kind: TypeAlias = Literal["json", "text", "error", "empty"]
@@ -56,6 +58,8 @@ class Extra(NamedTuple):
 
     note: str
     image: ImageContent | None = None
+    with_image: bool = False
+    """The note goes with the image too (it says the image was scaled down)."""
 
 
 class ToolOutput(NamedTuple):
@@ -220,12 +224,12 @@ def _ui_summary(uri: str, mime_type: str | None, size: int | None) -> str:
 def _paren(mime_type: str | None, size: int | None) -> str:
     parts = [_one_line(mime_type)] if mime_type else []
     if size is not None:
-        parts.append(_size(size))
+        parts.append(human_size(size))
     return f" ({', '.join(parts)})" if parts else ""
 
 
 def _describe(mime_type: str, size: int) -> str:
-    return f"{_one_line(mime_type) or 'unknown type'}, {_size(size)}"
+    return f"{_one_line(mime_type) or 'unknown type'}, {human_size(size)}"
 
 
 def _one_line(text: str | None) -> str:
@@ -237,11 +241,3 @@ def _b64_size(data: str) -> int:
     """Decoded size of base64 ``data`` without decoding it."""
     significant = len(data) - sum(data.count(ws) for ws in "\r\n ")
     return max(significant * 3 // 4 - data[-2:].count("="), 0)
-
-
-def _size(size: int) -> str:
-    if size < 1024:
-        return f"{size} bytes"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"

@@ -47,10 +47,17 @@ from nativemcp.protocol import (
     ui_visibility,
 )
 
+from .._sdk_seam import client_connection
+
 if TYPE_CHECKING:
     from .._handle import ServerHandle
 
-__all__ = ["APPS_SETTINGS", "ServedApps"]
+__all__ = ["APPS_SETTINGS", "LEGACY_UI_KEY", "ServedApps"]
+
+LEGACY_UI_KEY: Final = "ui/resourceUri"
+"""The MCP Apps extension's older flat ``_meta`` key for a tool's app (before
+``_meta.ui.resourceUri``), which some servers still send."""
+_UI_KEYS: Final = frozenset({"ui", LEGACY_UI_KEY})
 
 APPS_SETTINGS: Final[dict[str, Any]] = {}
 """What ``serve`` advertises under ``capabilities.extensions["io.modelcontextprotocol/ui"]``
@@ -95,7 +102,7 @@ class ServedApps:
         extensions = capabilities.setdefault("extensions", {})
         extensions.setdefault(EXTENSION_ID, dict(APPS_SETTINGS))
         params = ctx.params if isinstance(ctx.params, Mapping) else {}
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None and _declares_apps(params.get("capabilities")):
             self._declared.add(connection)
         return result
@@ -115,7 +122,7 @@ class ServedApps:
         envelope = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
         if _declares_apps(envelope):
             return True
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         return connection is not None and connection in self._declared
 
     def uri(self, server: str, uri: str) -> str:
@@ -124,29 +131,37 @@ class ServedApps:
 
     def tool(self, data: dict[str, Any], tool: Tool, offered: bool) -> dict[str, Any] | None:
         """A tool's ``tools/list`` entry (``data``, spec JSON) for this client, or None
-        when the client must not be offered it."""
+        when the client must not be offered it.
+
+        The extension's older flat key ``_meta["ui/resourceUri"]`` is treated as
+        ``_meta.ui.resourceUri`` is: namespaced, or removed with it."""
         meta: dict[str, Any] = data.get("_meta") or {}
-        if tool_ui(meta) is None:
+        if _app_uri(meta) is None:
             return data
         if not offered:
             if "model" not in ui_visibility(meta):
                 return None
-            stripped = {key: value for key, value in meta.items() if key != "ui"}
+            stripped = {key: value for key, value in meta.items() if key not in _UI_KEYS}
             rest = {key: value for key, value in data.items() if key != "_meta"}
             return {**rest, "_meta": stripped} if stripped else rest
         service = service_info(tool)
         if not self.namespaced or service is None or service.server_name not in self._prefix:
             return data
-        ui = dict(meta["ui"])
-        ui["resourceUri"] = self.uri(service.server_name, ui["resourceUri"])
-        return {**data, "_meta": {**meta, "ui": ui}}
+        meta = dict(meta)
+        if tool_ui(meta) is not None:
+            ui = dict(meta["ui"])
+            ui["resourceUri"] = self.uri(service.server_name, ui["resourceUri"])
+            meta["ui"] = ui
+        if _legacy_ui(meta) is not None:
+            meta[LEGACY_UI_KEY] = self.uri(service.server_name, meta[LEGACY_UI_KEY])
+        return {**data, "_meta": meta}
 
     def result(
         self, tool: Tool, result: types.CallToolResult, offered: bool
     ) -> types.CallToolResult:
         """A tool's result for this client: a host that shows the tool's app gets no
         embedded ``ui://`` card beside it."""
-        if not offered or tool_ui(tool.meta) is None:
+        if not offered or _app_uri(tool.meta) is None:
             return result
         kept = [
             block
@@ -229,6 +244,17 @@ class ServedApps:
         name, own = routed
         result = await feature(self._handles[name], "resources/read", {"uri": own})
         return {**result, "contents": self.listed(name, result["contents"], "uri")}
+
+
+def _legacy_ui(meta: Mapping[str, Any] | None) -> str | None:
+    """The ``ui://`` URI of the extension's older flat key, or None."""
+    uri = (meta or {}).get(LEGACY_UI_KEY)
+    return uri if isinstance(uri, str) and uri.startswith(UI_SCHEME) else None
+
+
+def _app_uri(meta: Mapping[str, Any] | None) -> str | None:
+    """The app a tool's ``_meta`` names, under either key (None: no app)."""
+    return tool_ui(meta) or _legacy_ui(meta)
 
 
 def _declares_apps(capabilities: Any) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self
 
 import anyio
@@ -51,21 +51,21 @@ from nativemcp.protocol import (
 from nativemcp.protocol.wire import Caller
 
 from .._handle import CallOptions, LogHandler, ProgressCallback
+from .._sdk_seam import client_connection
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
+from ._code_mode import CODE_MODE_TOOLS, CodeMode
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._pass_through import PassThroughFeatures
-from ._resource_server import request_caller
-from ._scopes import ScopeMap
 from ._search_mode import SearchMode
 from ._selection import select_servers
+from ._served_results import ServedResults
 from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
-from ._task_extension import ExtensionTasks
-from ._task_rows import TaskRows
-from ._tasks import ServedTasks, session_key
+from .auth import ScopeMap, request_caller
+from .tasks import ExtensionTasks, ServedTasks, TaskRows, session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
@@ -115,13 +115,17 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             ``tools/list`` and may call only the tools its token's scopes cover. Under
             OAuth (`ResourceServer` in front), the caller's subject is each call's
             session scope, so per-caller state (browser pages, plans) is per user.
+        result_budget: tokens per tool result (None, the default: no limit). One over
+            it is cut, kept for its caller and linked as ``nativemcp://results/<id>``;
+            ``read_result`` is listed to read the rest (see `ServedResults`).
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
-            not a positive number, or a task limit is not.
+            not a positive number, or a task limit is not, or ``result_budget`` is
+            below `MIN_BUDGET` tokens.
     """
 
     def __init__(
@@ -139,8 +143,10 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
         profile: ToolProfile | None = None,
         scopes: ScopeMap | None = None,
+        result_budget: int | None = None,
     ) -> None:
         self.pool = pool
+        self.results = ServedResults(pool, result_budget)
         self.scopes = scopes or ScopeMap()
         self.servers = select_servers(pool, servers)
         # Resources, prompts and completions pass through as JSON: a typed proxy would
@@ -175,8 +181,9 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         self.profile = profile or ToolProfile()
         self._single = len(self.servers) == 1
         # Under search, tools are called by the full names the search gives.
-        self._own_names = self._single and not self.profile.search
+        self._own_names = self._single and not (self.profile.search or self.profile.code_mode)
         self._search = SearchMode(pool)
+        self._code = CodeMode(pool)
         self.apps = ServedApps(self.handles, namespaced=not self._single)
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
@@ -270,6 +277,11 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             MCPError: METHOD_NOT_FOUND for a tool without task support (as the
                 specification asks), INVALID_PARAMS for an unknown tool.
         """
+        if self._code_meta_tool(params.name):
+            raise MCPError(
+                METHOD_NOT_FOUND,
+                f"{params.name!r} does not support task-augmented calls: call it without 'task'",
+            )
         routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult):
             raise MCPError(INVALID_PARAMS, _text_of(routed))
@@ -293,6 +305,8 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         """Run a call of a tool that declares task support as a task (2026-07-28 Tasks).
 
         Returns its ``CreateTaskResult``, or None for any other call, which runs as usual."""
+        if self._code_meta_tool(params.name):
+            return None  # answered by `_routed` once, as a plain call (not run twice)
         routed = await self._routed(params, ctx)
         if isinstance(routed, types.CallToolResult) or not accepts_task(routed[0].execution):
             return None
@@ -312,6 +326,10 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
 
         return work
 
+    def _code_meta_tool(self, name: str) -> bool:
+        """Whether ``name`` is a code-mode meta-tool here (never run as a task)."""
+        return self.profile.code_mode and name in CODE_MODE_TOOLS
+
     async def _routed(
         self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any]
     ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
@@ -322,14 +340,51 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             MCPError: INVALID_PARAMS for an unknown tool (the nearest names suggested).
         """
         arguments = dict(params.arguments or {})
+        if self._code_meta_tool(params.name):
+            # The program may call what its caller may: the served tools in its scopes,
+            # each inner call under this caller's options (scope, identity, limit).
+            caller = request_caller(ctx)
+            options = self.call_options(
+                caller.subject if caller is not None else session_key(ctx),
+                caller=caller,
+                on_request=self._program_asks(ctx),
+            )
+            callable_tools = self._visible(caller, await self._catalog())
+            owner = options.scope[0] or "" if options.scope else ""
+
+            async def fit(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
+                return await self.results.fitted(params.name, response, owner)
+
+            answer = None
+            with self._stoppable():  # a program stops with the calls at shutdown
+                answer = await self._code.answer(
+                    params.name, arguments, callable_tools, options, fit
+                )
+            if answer is None:
+                raise self._stopped()
+            return answer
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
             return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
-        served = await self._catalog()
+        served = self.callable_by(await self._catalog(), self.apps.offered(ctx))
         if params.name == SEARCH_TOOLS:
             # A tool the caller may not call is not found; named by `call_tool`, the
             # scope check says which scope it needs.
-            return self._search.answer(arguments, self._visible(request_caller(ctx), served))
-        return self._search.target(arguments, served)
+            return await self._search.answer(arguments, self._visible(request_caller(ctx), served))
+        return await self._search.target(arguments, served)
+
+    @contextlib.contextmanager
+    def _stoppable(self) -> Iterator[anyio.CancelScope]:
+        """A scope `stop_calls` cancels, around one call (or one program)."""
+        with anyio.CancelScope() as scope:
+            self._running.add(scope)
+            try:
+                yield scope
+            finally:
+                self._running.discard(scope)
+
+    def _stopped(self) -> MCPError:
+        """What the client of a call `stop_calls` stopped hears."""
+        return MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
 
     def stop_calls(self, reason: str) -> int:
         """Stop every tool call running through this bridge; returns how many stopped.
@@ -354,6 +409,18 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             return await ask(method, params)
 
         return declared
+
+    def _program_asks(self, ctx: ServerRequestContext[Any]) -> ClientAsk:
+        """Who answers a tool's request to the client from inside a program: a
+        2025-11-25 client on the request's stream, for what it declared; on 2026-07-28 a
+        request would suspend the call, which a program cannot, so nobody."""
+        if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return self.cannot_ask
+
+        async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return await _ask_client(ctx, method, params)
+
+        return self._declared(ctx, ask)
 
     async def cannot_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Refuse a tool's request to the client where none can reach it.
@@ -401,7 +468,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             now = driver()
             if now is None:  # suspended: nobody to tell
                 return
-            connection = getattr(now.session, "_connection", None)
+            connection = client_connection(now.session)
             floor = self._levels.get(connection, 0) if connection is not None else 0
             rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
             if rank < floor:
@@ -419,14 +486,12 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
 
         token = (ctx.meta or {}).get("progress_token")
         reports = token is not None or on_status is not None
-        request = ctx.request
         # Who is calling scopes per-caller state: the authenticated subject under OAuth
         # (one user, one browser page and plan, in both protocol eras, with or without
         # MCP sessions), else the client's MCP session.
         caller = request_caller(ctx)
         options = self.call_options(
             caller.subject if caller is not None else session_key(ctx),
-            getattr(request, "scope", None),
             caller=caller,
             on_request=on_request,
             on_progress=on_progress if reports else None,
@@ -439,7 +504,6 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
     def call_options(
         self,
         session_id: str | None,
-        http_scope: Mapping[str, Any] | None,
         *,
         on_request: ClientAsk,
         on_progress: ProgressCallback | None = None,
@@ -450,8 +514,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
 
         This bridge's time limit and the call's scope (the client's session, where it
         has one, or the authenticated ``caller``'s subject), with the call's callbacks.
-        ``http_scope`` is the ASGI scope of the HTTP request that made the call (None
-        over stdio). Every path that runs a served call builds them here."""
+        Every path that runs a served call builds them here."""
         return CallOptions(
             timeout=self._limit,
             on_progress=on_progress,
@@ -498,8 +561,10 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             MCPError: as `run_tool`, but for a result that cannot be sent (`shaped`).
         """
         response = None
-        with anyio.CancelScope() as stoppable:
-            self._running.add(stoppable)
+        owner = options.scope[0] or "" if options.scope else ""
+        if self.results.tool(tool.name) is tool:
+            return await self.results.read(arguments, owner)
+        with self._stoppable():
             try:
                 response = await self.pool.call_tool(tool.name, arguments, options=options)
             except ServerError as exc:
@@ -509,16 +574,14 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
                 if _input_errors_are_tool_errors(version):
                     return _tool_error(str(exc))
                 raise MCPError(INVALID_PARAMS, str(exc)) from exc
-            finally:
-                self._running.discard(stoppable)
         if response is None:  # stopped by `stop_calls`: the client hears why
-            raise MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
+            raise self._stopped()
         error = response.error
         if error is not None:
             if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):
                 return _tool_error(error.message)
             raise MCPError(error.code, error.message, error.data)
-        return response
+        return await self.results.fitted(tool, response, owner)
 
     def shaped(
         self, tool: Tool, response: NativeMCPResponse[Any], apps: bool
@@ -537,7 +600,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         """Send this connection only log messages at ``level`` or above."""
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None:
             self._levels[connection] = LOG_LEVELS.index(params.level)
         return types.EmptyResult()

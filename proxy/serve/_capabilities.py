@@ -16,12 +16,14 @@ from mcp.server.context import ServerRequestContext
 
 from nativemcp.protocol import ClientRequestError
 
+from .._sdk_seam import client_connection
+
 __all__ = ["client_capabilities", "missing_capability", "require_capability"]
 
 
 def client_capabilities(ctx: ServerRequestContext[Any]) -> types.ClientCapabilities | None:
     """What the client of ``ctx`` declared (None: nothing, or not known)."""
-    connection = getattr(ctx.session, "_connection", None)
+    connection = client_connection(ctx.session)
     found = getattr(connection, "client_capabilities", None)
     return found if isinstance(found, types.ClientCapabilities) else None
 

@@ -4,7 +4,9 @@ The SDK's session manager bounds the sessions of the whole server (``max_session
 and ends idle ones (``session_idle_timeout``); neither stops one client from opening
 sessions until the others find the server full. `ClientSessions` counts, per client
 address, the sessions the manager opened for it, and answers a client at its limit
-429 when it asks for another, until one of its sessions ends: deleted by the client
+429 when it asks for another (an ``initialize``: only 2025-11-25 has sessions; a
+2026-07-28 request stands alone and is never counted nor refused here), until one of
+its sessions ends: deleted by the client
 (``DELETE``), found expired (the manager answered 404), or idle for the manager's own
 idle timeout (no request in flight for that long, the rule the manager ends it by).
 
@@ -24,7 +26,8 @@ from typing import Final
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._resource_server import caller_from_scope
+from ._request_ids import read_request
+from .auth import caller_from_scope
 
 __all__ = ["ClientSessions"]
 
@@ -69,8 +72,9 @@ class ClientSessions:
         if session_id:
             await self._in_session(app, session_id, scope, receive, send)
             return
-        if scope["method"] != "POST":
-            await app(scope, receive, send)  # no session, no new one: the manager says why
+        if scope["method"] != "POST" or not _opens_session(scope):
+            # No session, no new one (a 2026-07-28 request; else the manager says why).
+            await app(scope, receive, send)
             return
         if self.held(client) >= self._limit:
             await _too_many(self._limit)(scope, receive, send)
@@ -119,6 +123,14 @@ class ClientSessions:
             )
             if ended:
                 self._sessions.pop(session_id, None)
+
+
+def _opens_session(scope: Scope) -> bool:
+    """Whether this POST asks for a session: an ``initialize`` (what `RequestIds` read of
+    its body; a body it did not read, too large, the manager refuses)."""
+    read = read_request(scope)
+    message = read.message if read is not None else None
+    return isinstance(message, dict) and message.get("method") == "initialize"
 
 
 def _too_many(limit: int) -> JSONResponse:

@@ -30,8 +30,10 @@ from nativemcp.protocol import (
 from nativemcp.workers.telemetry import feature_target
 
 from .._handle import CallOptions, ServerHandle
+from .._sdk_seam import client_connection
 from ..telemetry import traced
 from ._apps import ServedApps
+from ._served_results import ServedResults
 
 __all__ = ["PassThroughFeatures"]
 
@@ -50,6 +52,7 @@ class PassThroughFeatures:
 
     handles: dict[str, ServerHandle]
     apps: ServedApps
+    results: ServedResults
     _limit: float | None
     _single: bool
     _subscriptions: weakref.WeakKeyDictionary[Any, set[str]]
@@ -118,8 +121,12 @@ class PassThroughFeatures:
     async def read_resource(
         self, ctx: ServerRequestContext[Any] | None, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        """The resource's contents, from the first server that has it."""
+        """The resource's contents, from the first server that has it, or a kept
+        result (``nativemcp://results/<id>``, read only by the caller it was kept for)."""
         uri = str(params.uri)
+        kept = await self.results.read_resource(uri, ctx)
+        if kept is not None:
+            return kept
         routed = await self.apps.read(uri, self._feature)  # a namespaced ui:// URI
         if routed is not None:
             return types.ReadResourceResult.model_validate(routed)
@@ -195,7 +202,7 @@ class PassThroughFeatures:
 
         A namespaced ``ui://`` URI must name a served server, as for a read."""
         self.apps.route(str(params.uri))
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None:
             self._subscriptions.setdefault(connection, set()).add(str(params.uri))
         return types.EmptyResult()
@@ -204,7 +211,7 @@ class PassThroughFeatures:
         self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         """Forget the connection's interest in a resource."""
-        connection = getattr(ctx.session, "_connection", None)
+        connection = client_connection(ctx.session)
         if connection is not None:
             self._subscriptions.get(connection, set()).discard(str(params.uri))
         return types.EmptyResult()

@@ -5,7 +5,12 @@ with a ``method`` and any other ``id`` (an object, ``1e400``, ``1.5``, ``true``,
 ``null``) as a notification: it answers 202 and the request is never answered, so its
 client waits for ever. `RequestIds` reads such a POST's body first and answers it as
 JSON-RPC 2.0 says to answer an Invalid Request: ``-32600`` with ``id: null``, with the
-HTTP status the SDK gives the other messages it cannot read (400). Every other request
+HTTP status the SDK gives the other messages it cannot read (400). A request whose
+``Mcp-Method`` or ``Mcp-Name`` header contradicts its body is answered 400 too, with the
+SDK's header-mismatch error, in every era: the SDK checks those headers only on a
+request that names a 2026-07-28 version in ``MCP-Protocol-Version``, yet a router reads
+them on any request (a call labelled as one tool must not be routed where another's
+rules apply). Every other request
 reaches the transport unchanged, its body replayed as it arrived, and what was read
 of it left in the ASGI scope (`read_request`) so the layers below (the fast path) need
 not read and decode it again.
@@ -18,6 +23,14 @@ from typing import Any, Final
 
 import mcp_types as types
 import msgspec
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    NAME_BEARING_METHODS,
+    decode_header_value,
+)
+from mcp_types.jsonrpc import HEADER_MISMATCH
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -127,6 +140,10 @@ class RequestIds:
             if refused is not None:
                 await _invalid_request(refused)(scope, receive, send)
                 return
+            mismatch = _routing_mismatch(scope, request.message)
+            if mismatch is not None:
+                await mismatch(scope, receive, send)
+                return
             scope[_SCOPE_KEY] = request
         await app(scope, replayed(read, receive), send)
 
@@ -169,3 +186,45 @@ def _invalid_request(raw_id: bytes) -> JSONResponse:
     )
     error = {"code": INVALID_REQUEST, "message": message}
     return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
+
+
+_METHOD_KEY: Final = MCP_METHOD_HEADER.encode()
+_NAME_KEY: Final = MCP_NAME_HEADER.encode()
+_MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
+
+
+def _routing_mismatch(scope: Scope, message: Any) -> JSONResponse | None:
+    """The 400 for a request whose ``Mcp-Method`` or ``Mcp-Name`` contradicts its body,
+    where the SDK does not check them (no 2026-07-28 ``MCP-Protocol-Version``); None
+    for any other request (without those headers: nearly all of that era's)."""
+    method_header = name_header = version = None
+    for key, value in scope["headers"]:
+        if key == _METHOD_KEY:
+            method_header = value
+        elif key == _NAME_KEY:
+            name_header = value
+        elif key == b"mcp-protocol-version":
+            version = value
+    if (method_header is None and name_header is None) or version in _MODERN:
+        return None
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None  # no request: the SDK judges it
+    method = message["method"]
+    wrong = None
+    if method_header is not None and method_header.decode("latin-1") != method:
+        wrong = f"{MCP_METHOD_HEADER} header does not match the request body's method"
+    name_key = NAME_BEARING_METHODS.get(method)
+    params = message.get("params")
+    named = params.get(name_key) if name_key and isinstance(params, dict) else None
+    if (
+        wrong is None
+        and name_header is not None
+        and named is not None
+        and decode_header_value(name_header.decode("latin-1")) != named
+    ):
+        wrong = f"{MCP_NAME_HEADER} header does not match the request body's {name_key!r} parameter"
+    if wrong is None:
+        return None
+    request_id = message.get("id")
+    error = {"code": HEADER_MISMATCH, "message": wrong}
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, 400)

@@ -54,18 +54,20 @@ class SearchMode:
             data["execution"] = {"taskSupport": "optional"}
         return types.Tool.model_validate(data)
 
-    def answer(
+    async def answer(
         self, arguments: Mapping[str, Any], served: Mapping[str, Tool]
     ) -> types.CallToolResult:
-        """The answer to ``search_tools``: the best served tools for the query."""
+        """The answer to ``search_tools``: the best served tools for the query (the
+        index, where the catalog changed, built in a worker thread)."""
         try:
             query, limit = read_search(arguments)
         except ArgumentsError as exc:
             return _error(str(exc))
-        matches = self._pool.tool_index().search(query, limit, where=served.__contains__)
+        index = await self._pool.fresh_tool_index()
+        matches = index.search(query, limit, where=served.__contains__)
         return response_to_sdk(_search_response(query, matches, len(served)))
 
-    def target(
+    async def target(
         self, arguments: Mapping[str, Any], served: Mapping[str, Tool]
     ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
         """The served tool ``call_tool`` names and its arguments, or a tool error that
@@ -77,14 +79,14 @@ class SearchMode:
         tool = served.get(name)
         if tool is not None:
             return tool, given
-        return _error(self.unknown(name, served))
+        return _error(await self.unknown(name, served))
 
-    def unknown(self, name: str, served: Mapping[str, Tool]) -> str:
+    async def unknown(self, name: str, served: Mapping[str, Tool]) -> str:
         """Why ``name`` cannot be called, with the nearest served names: those spelled
         alike first, then those the name's words find."""
         near = difflib.get_close_matches(name, list(served), n=_NEAREST, cutoff=0.6)
         if len(near) < _NEAREST:
-            found = self._pool.tool_index().search(
+            found = (await self._pool.fresh_tool_index()).search(
                 name, _NEAREST, where=lambda full: full in served and full not in near
             )
             near += [match.name for match in found][: _NEAREST - len(near)]

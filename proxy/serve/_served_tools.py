@@ -22,11 +22,13 @@ from .._handle import ServerHandle
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, META_TOOLS, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
-from ._scopes import ScopeMap
+from ._code_mode import CODE_MODE_TOOLS, CodeMode
 from ._search_mode import SearchMode
+from .auth import ScopeMap
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
+    from ._served_results import ServedResults
 
 __all__ = ["ServedTools"]
 
@@ -40,6 +42,7 @@ class ServedTools:
     profile: ToolProfile
     scopes: ScopeMap
     apps: ServedApps
+    results: ServedResults
     _own_names: bool
     _search: SearchMode
     _served: tuple[list[Tool], dict[str, Tool]]
@@ -82,7 +85,9 @@ class ServedTools:
         a source's tools changed since the last read (the SDK then skips the check for
         that call, as it does when a listing fails; the call reads the catalog anew).
         """
-        if self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL):
+        if (self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL)) or (
+            self.profile.code_mode and name in CODE_MODE_TOOLS
+        ):
             return None  # the meta-tools' arguments name no routing header
         tool = self._held(name)
         return None if tool is None else tool.input_schema
@@ -90,12 +95,14 @@ class ServedTools:
     def _held(self, name: str) -> Tool | None:
         """Served tool ``name`` as last read from the catalog, while no served source's
         tools changed since (None: not served then, or a source changed)."""
+        return self._served[1].get(name) if self._current() else None
+
+    def _current(self) -> bool:
+        """Whether no served source's tools changed since the catalog was last read."""
         current = self._source_lists()
-        if len(current) != len(self._sources) or any(
-            a is not b for a, b in zip(current, self._sources, strict=True)
-        ):
-            return None
-        return self._served[1].get(name)
+        return len(current) == len(self._sources) and all(
+            a is b for a, b in zip(current, self._sources, strict=True)
+        )
 
     def _tool(self, public: str, tool: Tool, tasks: bool, apps: bool) -> types.Tool | None:
         data: dict[str, Any] = {
@@ -128,19 +135,28 @@ class ServedTools:
         ``caller``: the authenticated caller under OAuth, shown only what its scopes
         cover.
         """
+        # With a result budget, read_result reads what a cut result left out.
+        reader = self.results.listed()
         if self.profile.search:
             return types.ListToolsResult(
-                tools=[self._search.listed(tool, tasks) for tool in META_TOOLS]
+                tools=[*(self._search.listed(tool, tasks) for tool in META_TOOLS), *reader]
             )
+        if self.profile.code_mode:
+            return types.ListToolsResult(tools=[*CodeMode.listing(), *reader])
         served = self._visible(caller, await self._catalog())
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
-        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None])
+        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None] + reader)
 
     async def catalog_name(self, name: str) -> str | None:
         """The full catalog name of served tool ``name`` (None: not served here).
 
-        For checks made before a call reaches the SDK (the scope map's 403)."""
-        tool = (await self._catalog()).get(name)
+        For checks made before a call reaches the SDK (the scope map's 403): the catalog
+        as last read while it is current, as `served_tool` reads it, so a gated request
+        does not cost a listing (the pool freshens every external server then).
+        A name not served while the catalog is current (a meta-tool's, a typo) is not
+        looked up again: the bridge checks what reaches it anyway."""
+        served = self._served[1] if self._current() else await self._catalog()
+        tool = served.get(name)
         return None if tool is None else tool.name
 
     def _visible(self, caller: Caller | None, served: dict[str, Tool]) -> dict[str, Tool]:
@@ -148,6 +164,15 @@ class ServedTools:
         if caller is None or not self.scopes:
             return served
         return {n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)}
+
+    def callable_by(self, served: dict[str, Tool], apps: bool) -> dict[str, Tool]:
+        """What a client may call, ``apps`` if it shows MCP Apps: without, a tool only an
+        app may call (``visibility: ["app"]``) is not there (found, named, suggested).
+
+        The one rule of every path: a direct call, ``call_tool``, ``search_tools``, tasks."""
+        if apps:
+            return served
+        return {n: t for n, t in served.items() if self.apps.callable(t, apps)}
 
     async def served_tool(self, name: str, apps: bool) -> Tool:
         """The catalog entry of served tool ``name``.
@@ -157,6 +182,9 @@ class ServedTools:
         Raises:
             MCPError: INVALID_PARAMS for a name not served (with the nearest names).
         """
+        reader = self.results.tool(name)
+        if reader is not None:  # every path that calls a served tool finds it here
+            return reader
         # The catalog as last read while it is current: reading it again (the pool
         # freshens every external server then) is for a name not found, as the pool's
         # own `call_tool` does, so a call does not cost a listing.
@@ -168,7 +196,7 @@ class ServedTools:
         if tool is not None and not self.apps.callable(tool, apps):
             tool = None  # only its app may call it, and this client shows no apps
         if tool is None:
-            near = difflib.get_close_matches(name, list(served), n=3)
+            near = difflib.get_close_matches(name, list(self.callable_by(served, apps)), n=3)
             hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}{hint}")
         return tool

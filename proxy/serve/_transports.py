@@ -34,7 +34,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
-from .._rebinding import CanonicalHost, local_only
+from ..http_edge import CanonicalHost, local_only
+from ..llm._budget import check_budget
 from ..tool_search import ToolProfile
 from ._bridge import McpBridge
 from ._client_sessions import ClientSessions
@@ -44,14 +45,13 @@ from ._defaults import DEFAULT_MAX_TASKS as DEFAULT_MAX_TASKS
 from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
 from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
 from ._defaults import TOKEN_ENV as TOKEN_ENV
-from ._fast_path import FastPath
 from ._request_ids import RequestIds
-from ._resource_server import Authorization, ResourceServer
-from ._scope_gate import ScopeGate
 from ._search_mode import warn_unmatched
 from ._selection import gather_instructions, select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT
-from ._task_table import check_task_limits
+from .auth import Authorization, ResourceServer, ScopeGate
+from .fast import FastPath
+from .tasks import check_task_limits
 
 __all__ = [
     "DEFAULT_MAX_BODY",
@@ -76,6 +76,7 @@ async def serve_stdio(
     max_tasks: int = DEFAULT_MAX_TASKS,
     max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
     profile: ToolProfile | None = None,
+    result_budget: int | None = None,
 ) -> None:
     """Serve ``servers`` of a running pool (default: all) over this process's stdin/stdout.
 
@@ -86,7 +87,8 @@ async def serve_stdio(
     seconds (see `McpBridge`); a 2025-11-25 client holds at most ``max_tasks`` tasks,
     each for at most ``max_task_ttl`` seconds (see `ServedTasks`).
     ``profile``: which tools are offered, and whether through the meta-tools
-    ``search_tools`` and ``call_tool`` (see `ToolProfile`).
+    ``search_tools`` and ``call_tool`` (see `ToolProfile`). ``result_budget``: tokens
+    per tool result (None: no limit; see `McpBridge`).
 
     Raises:
         ValueError: a named server is not running in the pool, or a limit is not
@@ -105,6 +107,7 @@ async def serve_stdio(
         max_tasks=max_tasks,
         max_task_ttl=max_task_ttl,
         profile=profile,
+        result_budget=result_budget,
     )
     pool.add_resource_listener(bridge.resource_updated)
     server = bridge.server()
@@ -207,6 +210,7 @@ class _Session:
     fast_path: bool
     auth: Authorization | None
     profile: ToolProfile | None = None
+    result_budget: int | None = None
 
 
 class _Routes:
@@ -260,6 +264,7 @@ class _Routes:
             max_task_ttl=session.max_task_ttl,
             scopes=session.auth.scope_map if session.auth else None,
             profile=session.profile,
+            result_budget=session.result_budget,
         )
         self._bridges.append(bridge)
         self._pool.add_resource_listener(bridge.resource_updated)
@@ -382,6 +387,7 @@ def http_app(
     max_task_ttl: float = DEFAULT_MAX_TASK_TTL,
     profile: ToolProfile | None = None,
     fast_path: bool = True,
+    result_budget: int | None = None,
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
@@ -428,11 +434,17 @@ def http_app(
             ones too, straight from the pool, without the SDK's session machinery,
             with the same answers (see `FastPath`); False sends every request through
             the SDK's.
+        result_budget: tokens per tool result (None: no limit): one over it is cut,
+            kept for its caller and linked as ``nativemcp://results/<id>``, and
+            ``read_result`` is listed (see `McpBridge`).
 
     Raises:
-        ValueError: a task limit is not positive, or both ``token`` and ``auth`` are given.
+        ValueError: a task limit is not positive, or both ``token`` and ``auth`` are
+            given, or ``result_budget`` is below `MIN_BUDGET` tokens.
     """
     check_task_limits(max_tasks, max_task_ttl)
+    if result_budget is not None:
+        check_budget(result_budget, "result_budget")  # now: the bridges are made later
     if token and auth is not None:
         raise ValueError(
             "a static token and OAuth are exclusive: pass token= (one shared secret) or "
@@ -450,6 +462,7 @@ def http_app(
         auth=auth,
         profile=profile,
         fast_path=fast_path,
+        result_budget=result_budget,
     )
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client

@@ -131,6 +131,11 @@ class ToolIndex:
     def __len__(self) -> int:
         return len(self._tools)
 
+    @property
+    def tools(self) -> list[IndexedTool]:
+        """The tools it ranks, in the order it was given them."""
+        return list(self._tools)
+
     @staticmethod
     def index_tokens(text: str) -> list[str]:
         """The tokens the index holds for ``text``: the content store's (as SQLite's

@@ -2,7 +2,9 @@
 
 ``ToolProfile(tools=["builtin_workspace__*"], exclude_tools=["*__delete_*"])`` offers
 the workspace's tools but none that deletes; ``search=True`` offers the two meta-tools
-(``search_tools``, ``call_tool``) in place of the definitions, over the same subset.
+(``search_tools``, ``call_tool``) in place of the definitions, over the same subset;
+``code_mode=True`` the three of code mode (``search_tools``, ``describe_tools``,
+``run_code``: the model writes a program over the subset).
 The globs are `fnmatch.fnmatchcase` patterns matched against the whole full name:
 ``builtin_workspace__read`` is one tool, never a prefix of
 ``builtin_workspace__read_file``; ``*`` and ``?`` say where more may follow.
@@ -29,16 +31,21 @@ class ToolProfile(msgspec.Struct, frozen=True, kw_only=True):
         exclude_tools: globs on full names; a tool one matches is not offered, even
             when ``tools`` names it.
         search: offer ``search_tools`` and ``call_tool`` instead of each definition.
+        code_mode: offer ``search_tools``, ``describe_tools`` and ``run_code`` instead
+            of each definition (not with ``search``).
 
     Raises:
-        ValueError: an empty glob, or one that is not a string.
+        ValueError: an empty glob, or one that is not a string; both meta-tool modes.
     """
 
     tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
     search: bool = False
+    code_mode: bool = False
 
     def __post_init__(self) -> None:
+        if self.search and self.code_mode:
+            raise ValueError("tool search and code mode are two ways to offer tools; pick one")
         for option, globs in (("tools", self.tools or ()), ("exclude_tools", self.exclude_tools)):
             if isinstance(globs, str):
                 raise ValueError(f"{option} takes a list of globs, not the string {globs!r}")
@@ -53,6 +60,7 @@ class ToolProfile(msgspec.Struct, frozen=True, kw_only=True):
         exclude_tools: Iterable[str] = (),
         *,
         search: bool = False,
+        code_mode: bool = False,
     ) -> ToolProfile:
         """A profile from any iterables of globs (the command line's lists).
 
@@ -63,6 +71,7 @@ class ToolProfile(msgspec.Struct, frozen=True, kw_only=True):
             tools=None if tools is None else tuple(tools),
             exclude_tools=tuple(exclude_tools),
             search=search,
+            code_mode=code_mode,
         )
 
     @property

@@ -4,6 +4,7 @@ check that catches a text leaving out what the JSON holds."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -52,3 +53,21 @@ def test_every_built_in_tool_states_every_fact_in_no_more_tokens_than_the_json()
         if not row["met"]
     }
     assert misses == {}
+
+
+def test_large_results_held_to_a_budget_meet_every_goal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = cli(["--quick", "--json", "--budget", "2000"])
+    out = capsys.readouterr().out
+    assert json.loads(out.strip().splitlines()[-1]) == report
+    assert report["budget"] == 2000 and report["exact_tokens"] is True
+    sources = {row["source"]: row for row in report["sources"]}
+    # Node's two sources run where .ci/node installed them (CI); git and our own always.
+    assert {"git", "rows (own tool)"} <= set(sources)
+    if os.environ.get("CI", "").lower() == "true":
+        assert report["not_run"] == [] and {"filesystem", "memory"} <= set(sources)
+    for row in report["sources"]:
+        assert row["max_message_tokens"] <= 2000, row
+        assert row["found"] and 1 <= row["read_calls"] <= 2, row
+        assert row["fewer"] >= 0.9 and row["met"], row

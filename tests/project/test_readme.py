@@ -135,7 +135,8 @@ def test_the_mcp_client_configs_and_serve_commands_parse() -> None:
         for body in blocks(page, "bash"):
             for line in body.replace("\\\n", " ").splitlines():
                 if line.strip().startswith(("nativemcp serve", "NATIVEMCP_TOKEN=")):
-                    argv = shlex.split(line.split("  #")[0])
+                    # A recipe may start serve in the background (a trailing `&`).
+                    argv = shlex.split(line.split("  #")[0].rstrip().removesuffix("&"))
                     lines.append(argv[argv.index("serve") :])
     assert len(lines) >= 8
     for argv in lines:

@@ -20,6 +20,7 @@ from _process import alive
 
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.proxy import DEFAULT_TIMEOUT, RestartPolicy, ServerClosed, WorkerPool
+from nativemcp.proxy.codemode import DEFAULT_LIMITS
 from nativemcp.workers.content_store import ContentStoreOptions
 from nativemcp.workers.workspace._options import WorkspaceOptions
 
@@ -113,6 +114,7 @@ def test_a_bench_with_quick_and_json_prints_one_json_object_last() -> None:
 RELIABILITY = "docs/guides/reliability.md"
 WORKSPACE = "docs/guides/workspace.md"
 CONTENT_STORE = "docs/guides/content-store.md"
+CODE_MODE = "docs/guides/code-mode.md"
 
 
 @pytest.mark.parametrize(
@@ -139,6 +141,11 @@ CONTENT_STORE = "docs/guides/content-store.md"
         (RELIABILITY, "64 MiB frames", DEFAULT_MAX_FRAME, 64 << 20),
         (RELIABILITY, "`max_restarts=5` in `window=60` s", RestartPolicy().max_restarts, 5),
         (RELIABILITY, "healthily for `healthy_after=30` s", RestartPolicy().healthy_after, 30),
+        (CODE_MODE, "| `duration` | 30 s |", DEFAULT_LIMITS.duration, 30),
+        (CODE_MODE, "| `memory` | 64 MiB |", DEFAULT_LIMITS.memory, 64 << 20),
+        (CODE_MODE, "| `recursion` | 200 |", DEFAULT_LIMITS.recursion, 200),
+        (CODE_MODE, "| `output` | 64 KiB |", DEFAULT_LIMITS.output, 64 << 10),
+        (CODE_MODE, "| `calls` | 200 |", DEFAULT_LIMITS.calls, 200),
     ],
 )
 def test_the_docs_state_the_default_limits_the_code_has(

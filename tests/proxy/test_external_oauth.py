@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import stat
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
@@ -19,6 +21,7 @@ from _mcp_http import serving
 from _oauth_server import (
     CLIENT_ID,
     CLIENT_SECRET,
+    Following,
     Issuer,
     follow,
     log_in_elsewhere,
@@ -28,23 +31,13 @@ from _process import free_port
 from mcp import Client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from nativemcp.protocol import ToolError, UnknownTool
 from nativemcp.proxy import ServerStartError, UnknownServer, WorkerPool, http_app
 from nativemcp.proxy.external import GrantStore, NeedsAuthorization, revoke
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
 NAME = "remote"
-
-
-class Following:
-    """`follow`, noting each authorization URL it was given."""
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    async def __call__(self, url: str) -> str:
-        self.seen.append(url)
-        return await follow(url)
 
 
 def pool(url: str, data_dir: Path | None, **extra: Any) -> WorkerPool:
@@ -246,6 +239,26 @@ async def test_a_server_never_authorized_waits_without_stopping_the_other_server
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
 
 
+async def test_a_server_waiting_for_authorization_says_so_on_every_call_path(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path
+) -> None:
+    server, url = oauth_issuer
+    hint = "needs authorization (no authorization is kept for it); run: nativemcp auth login"
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path) as running:
+            # Its tools are not listed, yet a call by name says why, as the placeholder does.
+            answer = await running.call_tool(f"{NAME}__whoami", {})
+            assert answer.result is not None and answer.result.is_error
+            assert hint in answer.result.content[0].text  # type: ignore[union-attr]
+            with pytest.raises(ToolError, match=re.escape(hint)):
+                await running.server(NAME).whoami()
+            with pytest.raises(ToolError, match=re.escape(hint)):
+                await running.server(NAME).tool("whoami")()
+            with pytest.raises(UnknownTool, match="'elsewhere__whoami'"):
+                await running.call_tool("elsewhere__whoami", {})
+    assert server.authorizations == 0 and server.grants == []
+
+
 async def test_client_credentials_get_a_token_without_a_person_and_keep_it_not_the_secret(
     oauth_issuer: tuple[Issuer, str], tmp_path: Path
 ) -> None:
@@ -354,9 +367,28 @@ async def test_a_step_up_without_a_person_keeps_the_grant_for_the_other_tools(
             assert await whoami(p) == "authorized"  # the connection and the grant stand
     assert answer.result is not None and answer.result.is_error, answer
     text = answer.result.content[0].text  # type: ignore[union-attr]
-    assert "asks for scope 'mcp admin' to call 'admin'" in text
+    asked = "asks for scope 'mcp admin' to call 'admin'; the grant has 'mcp', without 'admin'"
+    assert asked in text
+    assert 'add \'admin\' to the entry\'s "oauth" "scopes"' in text
     assert "run: nativemcp auth login remote" in text
     assert stored(tmp_path)["resources"][url]["access_token"] == kept
+
+
+@pytest.mark.parametrize(("scopes", "asked"), [(["mcp"], "mcp"), ([], "admin")])
+async def test_the_entrys_scopes_win_over_the_scope_the_servers_challenge_names(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, scopes: list[str], asked: str
+) -> None:
+    server, url = oauth_issuer
+    server.challenge_scope = "admin"
+    hook = Following()
+    with anyio.fail_after(20):
+        async with pool(url, tmp_path, oauth={"scopes": scopes}, oauth_redirect=hook) as p:
+            assert await whoami(p) == "authorized"
+    (address,) = hook.seen
+    assert parse_qs(urlsplit(address).query)["scope"] == [asked]
+    (registered,) = [c for c in server.clients.values() if c["client_id"].startswith("client-")]
+    assert registered["scope"] == asked  # registered for what it asks, too
+    assert stored(tmp_path)["resources"][url]["scope"] == asked
 
 
 # -- back without a restart: a grant kept since, or `pool.authorize` ---------------------

@@ -195,3 +195,26 @@ def test_the_entry_as_written_keeps_every_field_a_variable_expands_in() -> None:
     assert SECRET not in repr(spec) and SECRET not in f"{[spec]}"
     (plain,) = load_mcp_servers({"s": {"command": "x", "args": ["${A:-dflt}"]}}, environ={})
     assert (plain.as_written, plain.expanded, plain.describe()) == (None, (), "x dflt")
+
+
+async def test_a_secret_in_the_exception_of_an_sdk_debug_record_is_written_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import httpx2
+
+    from nativemcp.proxy.external._log_redaction import secrets_kept_out_of_logs
+
+    (spec,) = load_mcp_servers({"s": {"url": "https://mcp.example/mcp?api_key=${SECRET_TOKEN}"}})
+    assert spec.url is not None and SECRET in spec.url
+    request = httpx2.Request("GET", spec.url)
+    logger = logging.getLogger("mcp.client.streamable_http")
+    with caplog.at_level(logging.DEBUG), secrets_kept_out_of_logs(spec):
+        try:
+            # What the SDK's GET stream meets and logs with exc_info=True.
+            httpx2.Response(502, request=request).raise_for_status()
+        except httpx2.HTTPStatusError:
+            logger.debug("GET stream error", exc_info=True)
+    (record,) = [r for r in caplog.records if r.getMessage() == "GET stream error"]
+    assert "api_key=${SECRET_TOKEN}" in caplog.text and "HTTPStatusError" in caplog.text
+    assert SECRET not in caplog.text and SECRET not in logging.Formatter().format(record)
+    assert record.exc_info is None  # the exception, which names the value, is not handed on

@@ -217,3 +217,31 @@ async def test_through_a_serve_process_the_call_returns_the_tasks_result_and_can
             await _cancelled_at_source(methods)
     assert _text(done) == "from afar"
     assert _text(asked) == "k2: answered a reply for k2"
+
+
+async def test_a_failing_status_poll_leaves_a_2025_tasks_good_result_as_it_is(
+    tmp_path: Path,
+) -> None:
+    required = {**ECHO, "execution": {"taskSupport": "required"}}
+    source = _raw({"tools": [required], "failing_polls": True})
+    progress: list[str | None] = []
+    with anyio.fail_after(30):
+        async with WorkerPool(builtins=[], mcp_servers={"raw": source}, timeout=20) as pool:
+            done = await pool.call_tool(
+                "raw__echo", {"text": "kept"}, on_progress=lambda p, t, m: progress.append(m)
+            )
+    assert _text(done) == "kept" and done.error is None
+    assert progress == []  # the task gave no status message before its poll failed
+
+
+def test_a_task_reported_completed_without_a_result_is_an_error_not_an_empty_success() -> None:
+    from mcp.shared.exceptions import MCPError
+
+    from nativemcp.proxy.external._task_extension_client import DetailedTask, _ended
+
+    task = DetailedTask(task_id="t1", status="completed")
+    with pytest.raises(MCPError, match="completed but sent no result") as raised:
+        _ended(task, "hub", "echo")
+    assert raised.value.error.code == -32603
+    kept = DetailedTask(task_id="t2", status="completed", result={"content": []})
+    assert _ended(kept, "hub", "echo") is not None

@@ -93,3 +93,18 @@ async def test_an_id_jag_the_issuer_refuses_fails_the_start_naming_the_server(
             pass
     assert "invalid_grant" in str(caught.value) and CLIENT_SECRET not in str(caught.value)
     assert server.grants == [JWT_BEARER]
+
+
+async def test_a_token_answer_that_trickles_fails_the_exchange_with_the_reason(
+    oauth_issuer: tuple[Issuer, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nativemcp.proxy.external import _refresh_on_401
+
+    server, url = oauth_issuer
+    monkeypatch.setattr(_refresh_on_401, "ANSWER_SECONDS", 2.0)  # 30 s in all, really
+    server.token_answer = "trickle"
+    idp = IdentityProvider(server)
+    with anyio.fail_after(15), pytest.raises(ServerStartError, match="'remote'") as caught:
+        async with pool(url, server, None, oauth_assertion=idp):
+            pass
+    assert f"the answer to POST {server.base}/token took more than 2 s" in str(caught.value)

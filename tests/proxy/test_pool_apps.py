@@ -53,7 +53,7 @@ async def test_a_tool_only_its_app_may_call_is_not_declared_to_the_model() -> No
             found = await pool.search_tools("alpha refreshed app", limit=10)
             listed = await pool.list_tools()
     names = sorted(item["name"] for item in declared)
-    assert names == ["alpha__plain", "alpha__show", "beta__show_beta"]
+    assert names == ["alpha__plain", "alpha__show", "beta__show_beta", "read_result"]
     assert "alpha__refresh" not in [match.name for match in found]
     # The app's catalog has it: the app (a host, the console) calls it for its page.
     assert "alpha__refresh" in [tool.name for tool in listed]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -101,3 +103,48 @@ async def test_login_to_a_server_without_oauth_names_the_oauth_servers(
     assert "no OAuth server named 'plain'" in error and "OAuth servers: remote" in error
     assert await cli("auth", "status", "--data-dir", str(tmp_path)) == 2
     assert "--mcp-config FILE" in capsys.readouterr().err
+
+
+async def test_a_second_login_on_a_callback_port_in_use_is_refused_without_a_traceback(
+    remote: tuple[Issuer, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    issuer, config = remote
+    servers = json.loads(config.read_text())["mcpServers"]
+    with socket.socket() as first_login:
+        first_login.bind(("127.0.0.1", 0))
+        first_login.listen()
+        port = first_login.getsockname()[1]
+        servers["remote"]["oauth"] = {"callbackPort": port}
+        config.write_text(json.dumps({"mcpServers": servers}))
+        argv = ["--mcp-config", str(config), "--data-dir", str(tmp_path / "data")]
+        with anyio.fail_after(20):
+            assert await cli("auth", "login", "remote", "--no-browser", *argv) != 0
+    said = capsys.readouterr()
+    assert f"port {port} on localhost is taken" in said.err
+    assert "Traceback" not in said.err + said.out and "/authorize?" not in said.err
+    assert issuer.authorizations == 0
+
+
+async def test_every_login_hint_is_a_command_to_paste_with_the_options_typed(
+    remote: tuple[Issuer, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, config = remote
+    data = tmp_path / "my data"  # a space: the hint must quote it
+    typed = ["--mcp-config", str(config), "--data-dir", str(data)]
+    expected = ["nativemcp", "auth", "login", "remote", *typed]
+    assert await cli("auth", "status", *typed) == 0
+    (status,) = [line for line in capsys.readouterr().out.splitlines() if "remote" in line]
+    assert shlex.split(status.split("run: ", 1)[1]) == expected
+    # The hint of a start failure too ("plain" has no "oauth" entry and is refused).
+    with anyio.fail_after(30):
+        assert await cli("call", "plain", "whoami", *typed) == 1
+    said = capsys.readouterr().err
+    assert "refused the connection: HTTP 401" in said
+    assert shlex.split(said.split("and run: ", 1)[1]) == [*expected[:3], "plain", *typed]
+    servers = json.loads(config.read_text())["mcpServers"]
+    config.write_text(json.dumps({"mcpServers": {"remote": servers["remote"]}}))
+    with anyio.fail_after(30):
+        assert await cli("call", "remote", "whoami", *typed) == 1
+    said = capsys.readouterr().err
+    assert "needs authorization" in said
+    assert shlex.split(said.split("run: ", 1)[1]) == expected

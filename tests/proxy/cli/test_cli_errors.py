@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -273,3 +274,21 @@ def test_a_server_that_fails_to_start_is_named_as_it_was_typed(tmp_path: Path, t
     assert _one_line(done, 1) == (
         f"nativemcp call: error: server {typed!r} failed to start: RuntimeError: no API key"
     )
+
+
+@pytest.mark.real_process
+def test_an_external_servers_unknown_tool_gets_the_nearest_name_and_a_listing_to_paste(
+    tmp_path: Path,
+) -> None:
+    time_server = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+    (tmp_path / "my mcp.json").write_text(json.dumps({"mcpServers": {"time": time_server}}))
+    data = tmp_path / "other data"  # not the default: the hint must carry it, quoted
+    typed = ["--mcp-config", "my mcp.json", "--data-dir", str(data)]
+    done = _nativemcp("call", "time", "get_curent_time", *typed, cwd=tmp_path)
+    line = _one_line(done, 2)
+    assert line.startswith(
+        "nativemcp call: error: Unknown tool 'get_curent_time' on server 'time' "
+        "(did you mean 'get_current_time'?); available tools: get_current_time, "
+    )
+    listing = line.split("(`", 1)[1].split("`", 1)[0]
+    assert shlex.split(listing) == ["nativemcp", "tools", "time", *typed]

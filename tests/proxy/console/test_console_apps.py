@@ -290,3 +290,29 @@ def test_the_ext_apps_example_apps_render_and_call_their_tool_through_the_consol
             has_not_text=first
         ).wait_for()
         context.close()
+
+
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guides" / "mcp-apps.md"
+
+
+def test_the_mcp_apps_guides_clock_shows_the_time_in_the_console(
+    chromium: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The guide's example exactly as a reader copies it: its page must finish the
+    # handshake (ui/notifications/initialized) before the console sends the result.
+    found = re.search(r"```python\n(# clock\.py\n.*?)```", GUIDE.read_text("utf-8"), re.S)
+    assert found is not None, "the guide has no clock.py example"
+    folder = tmp_path_factory.mktemp("clock")
+    (folder / "clock.py").write_text(found.group(1), "utf-8")
+    with _running_console(folder, "--server", f"{folder / 'clock.py'}:server") as console:
+        context = chromium.new_context()
+        try:
+            page = context.new_page()
+            page.set_default_timeout(WAIT_MS)
+            page.goto(console.url)
+            page.wait_for_selector("body[data-ready=true]")
+            _call_in_page(page, "clock__now", {})
+            shown = _view(page).locator("#time")
+            shown.filter(has_text=re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")).wait_for()
+        finally:
+            context.close()

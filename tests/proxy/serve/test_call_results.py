@@ -20,8 +20,8 @@ from nativemcp.protocol import (
     response_to_sdk,
     spec_call_result,
 )
-from nativemcp.proxy.serve._call_results import plain_dump
-from nativemcp.proxy.serve._listing_checks import ListingChecks
+from nativemcp.proxy.serve.fast._call_results import plain_dump
+from nativemcp.proxy.serve.fast._listing_checks import ListingChecks
 
 VERSIONS = ("2026-07-28", "2025-11-25")
 

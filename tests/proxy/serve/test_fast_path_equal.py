@@ -417,7 +417,7 @@ async def test_a_call_silent_past_the_window_answers_as_a_pinged_stream_either_w
     from mcp.server import _streamable_http_modern as sdk_modern
     from sse_starlette import EventSourceResponse
 
-    from nativemcp.proxy.serve import _fast_path
+    from nativemcp.proxy.serve.fast import _fast_path
 
     # Every window short: ours, the SDK's 2026-07-28 one (its module's constant, read at
     # each request) and sse-starlette's pings on the SDK's 2025-11-25 stream.
@@ -471,8 +471,8 @@ async def test_a_server_with_middleware_or_cache_hints_of_its_own_takes_the_sdk_
     from starlette.types import Message
 
     from nativemcp.proxy import McpBridge
-    from nativemcp.proxy._rebinding import local_only
-    from nativemcp.proxy.serve._fast_path import FastPath
+    from nativemcp.proxy.http_edge._rebinding import local_only
+    from nativemcp.proxy.serve.fast._fast_path import FastPath
 
     async def stamp(ctx: Any, call_next: Any) -> Any:
         return await call_next(ctx)

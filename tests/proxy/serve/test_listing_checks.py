@@ -10,7 +10,7 @@ import pytest
 from mcp_types import methods as surface
 from pydantic import ValidationError
 
-from nativemcp.proxy.serve._listing_checks import ListingChecks
+from nativemcp.proxy.serve.fast._listing_checks import ListingChecks
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"

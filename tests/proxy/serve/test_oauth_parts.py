@@ -12,7 +12,7 @@ from mcp.server.auth.provider import AccessToken
 
 from nativemcp.protocol.wire import Call
 from nativemcp.proxy.serve import Authorization, Caller, ScopeMap, caller_from_scope
-from nativemcp.proxy.serve._resource_server import challenge, metadata_url, resource_url
+from nativemcp.proxy.serve.auth._resource_server import challenge, metadata_url, resource_url
 
 
 def test_a_tool_needs_the_scopes_of_every_rule_its_full_name_matches() -> None:

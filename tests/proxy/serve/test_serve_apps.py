@@ -5,6 +5,7 @@ request's envelope), and two servers' ``ui://app.html`` stay apart."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,17 +14,20 @@ import httpx2
 import mcp_types as types
 import pytest
 from _mcp_http import HEADERS, INIT, serving
+from _task_client import create_task, task_result
 from mcp import Client
 from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import WorkerPool, http_app
+from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 APP_SERVERS = ["_app_servers:alpha", "_app_servers:beta"]
 EXPORT_APP = "ui://nativemcp/export-card.html"
+RAW = Path(__file__).parents[2] / "_raw_mcp_server.py"
 
 
 def _apps() -> Any:
@@ -268,3 +272,78 @@ async def test_an_export_shows_its_app_to_an_apps_host_and_the_card_to_other_cli
     card = plain.content[1]
     assert isinstance(card, types.EmbeddedResource)
     assert str(card.resource.uri).startswith("ui://nativemcp/export/file/")
+
+
+async def _app_only_call(client: Client, path: str) -> str:
+    """What calling the app-only ``alpha__refresh`` on ``path`` answers: its text, or
+    ``refused: …`` (a JSON-RPC error's message, or ``call_tool``'s tool error)."""
+    name, arguments = "alpha__refresh", {}
+    if path != "direct":
+        name, arguments = "call_tool", {"name": "alpha__refresh", "arguments": {}}
+    try:
+        if path == "call_tool task":
+            created = types.CreateTaskResult.model_validate(
+                await create_task(client, name, arguments)
+            )
+            result = await task_result(client, created.task.task_id)
+        else:
+            result = await client.call_tool(name, arguments)
+    except MCPError as exc:
+        return f"refused: {exc.error.message}"
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    return f"refused: {block.text}" if result.is_error else block.text
+
+
+@pytest.mark.parametrize(
+    ("mode", "path"),
+    [
+        ("legacy", "direct"),
+        ("legacy", "call_tool"),
+        ("legacy", "call_tool task"),
+        ("auto", "direct"),
+        ("auto", "call_tool"),
+    ],
+)
+async def test_a_tool_only_an_app_calls_is_unknown_on_every_path_to_a_client_without_apps(
+    mode: Literal["legacy", "auto"], path: str
+) -> None:
+    pool = WorkerPool(APP_SERVERS, timeout=20)
+    search = path != "direct"
+    async with serving(http_app(pool, profile=ToolProfile(search=search))) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", mode=mode) as bare:
+                answer = await _app_only_call(bare, path)
+                if search:
+                    found = await bare.call_tool("search_tools", {"query": "refresh plain"})
+                    names = [m["name"] for m in (found.structured_content or {})["matches"]]
+                    assert "alpha__refresh" not in names and "alpha__plain" in names
+            # A host that shows apps (it declares them in each 2026-07-28 request) calls it.
+            async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
+                hosted = await _app_only_call(host, "direct" if path == "direct" else "call_tool")
+    assert answer.startswith("refused: ") and "'alpha__refresh'" in answer, answer
+    # Nor is the refused name offered as the one meant.
+    assert answer.count("alpha__refresh") == 1, answer
+    assert hosted == "alpha refreshed"
+
+
+async def test_the_older_flat_ui_key_is_namespaced_for_hosts_and_removed_for_other_clients() -> (
+    None
+):
+    # A server that names its app in the extension's older flat key, `ui/resourceUri`.
+    clock = {
+        "name": "clock",
+        "inputSchema": {"type": "object"},
+        "_meta": {"ui/resourceUri": "ui://clock.html", "keep": 1},
+    }
+    raw = {"command": sys.executable, "args": [str(RAW), json.dumps({"tools": [clock]})]}
+    pool = WorkerPool(["_app_servers:alpha"], mcp_servers={"old": raw}, timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", extensions=[_apps()]) as host:
+                shown = _named((await host.list_tools()).tools, "clock")
+            async with Client(f"{base}/mcp", mode="legacy") as bare:
+                plain = _named((await bare.list_tools()).tools, "clock")
+    assert (shown.meta or {})["ui/resourceUri"] == "ui://old/clock.html"
+    assert "ui/resourceUri" not in (plain.meta or {})
+    assert (plain.meta or {})["keep"] == 1

@@ -25,6 +25,7 @@ from _mcp_http import INIT as _INIT
 from _mcp_http import serving
 from _process import free_port, stop
 from _scripts import venv_script
+from _task_client import Rpc
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
@@ -179,6 +180,32 @@ async def test_one_client_holds_at_most_its_share_of_sessions() -> None:
             session = {**_HEADERS, "mcp-session-id": first.headers["mcp-session-id"]}
             assert (await http.delete(url, headers=session)).status_code < 400
             assert (await http.post(url, json=_INIT, headers=_HEADERS)).status_code == 200
+
+
+@pytest.mark.real_process
+async def test_2026_requests_hold_no_session_so_they_neither_count_nor_are_refused() -> None:
+    pool = WorkerPool(["_serve_servers:server"], timeout=20)
+    app = http_app(pool, sessions_per_client=3)
+    async with serving(app) as base, httpx2.AsyncClient(timeout=30) as http:
+        rpc = Rpc(http, f"{base}/mcp")
+        call = {"name": "slow", "arguments": {"seconds": 0.5}}
+        answers: list[dict[str, Any]] = []
+
+        async def slow() -> None:
+            answers.append(await rpc("tools/call", call, declare=False))
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:  # six at once, none a session
+                for _ in range(6):
+                    group.start_soon(slow)
+            held = [await http.post(f"{base}/mcp", json=_INIT, headers=_HEADERS) for _ in "abc"]
+            # At its limit of 2025-11-25 sessions, the client's 2026-07-28 calls still run.
+            after = await rpc("tools/call", {"name": "whoami", "arguments": {}}, declare=False)
+            refused = await http.post(f"{base}/mcp", json=_INIT, headers=_HEADERS)
+    assert [answer["result"]["content"][0]["text"] for answer in answers] == ["finished"] * 6
+    assert [reply.status_code for reply in held] == [200] * 3
+    assert "result" in after, after
+    assert refused.status_code == 429
 
 
 @pytest.mark.real_process

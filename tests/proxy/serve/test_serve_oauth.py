@@ -18,13 +18,14 @@ import mcp_types as types
 import pytest
 from _issuer import Issuer, new_key, running_issuer
 from _mcp_http import HEADERS, INIT, serving
+from _task_client import Rpc
 from cryptography.hazmat.primitives import serialization
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import WorkerPool, http_app
-from nativemcp.proxy.serve import Authorization, IssuerTokens
+from nativemcp.proxy.serve import Authorization, IssuerTokens, IssuerUnavailable
 from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
@@ -312,6 +313,10 @@ async def test_the_sessions_per_client_limit_counts_per_user_not_per_address() -
                 assert other.status_code == 200
                 again = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(alice))
                 assert again.status_code == 429
+                # A 2026-07-28 request holds no session: alice at her limit still calls.
+                http.headers["authorization"] = f"Bearer {alice}"
+                listed = await Rpc(http, f"{base}/mcp")("tools/list", {}, declare=False)
+                assert "result" in listed, listed
 
 
 async def test_opaque_tokens_are_checked_by_the_issuers_introspection_endpoint() -> None:
@@ -372,3 +377,117 @@ async def test_under_tool_search_a_caller_finds_and_calls_only_what_its_scopes_c
                     assert "shapes__move" in names
                     moved = await client.call_tool("call_tool", call)
                     assert not moved.is_error
+
+
+async def test_the_scope_gate_reads_the_served_catalog_as_last_read_not_a_listing_a_request() -> (
+    None
+):
+    async with running_issuer() as issuer:
+        pool = WorkerPool(["_serve_servers:server"], timeout=20)
+        listings: list[None] = []
+        list_tools = pool.list_tools
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            listings.append(None)  # each a freshening of every external server waiting
+            return await list_tools(*args, **kwargs)
+
+        pool.list_tools = counted  # type: ignore[method-assign]
+        auth = _auth(issuer, "shapes__move=shapes:write")
+        async with serving(http_app(pool, auth=auth)) as base, httpx2.AsyncClient() as http:
+            with anyio.fail_after(60):
+                http.headers["authorization"] = f"Bearer {issuer.token('rita', scope='x')}"
+                rpc = Rpc(http, f"{base}/mcp")
+                point = {"point": {"x": 1, "y": 2}}
+                await rpc(
+                    "tools/call", {"name": "whoami", "arguments": {}}
+                )  # one server: own names
+                read = len(listings)
+                refused = [
+                    await rpc("tools/call", {"name": "move", "arguments": point}) for _ in range(3)
+                ]
+                allowed = await rpc("tools/call", {"name": "whoami", "arguments": {}})
+                assert len(listings) == read
+                # A name not served is looked up anew by the call (as the pool's own call
+                # does), not by the gate as well.
+                unknown = await rpc("tools/call", {"name": "mvoe", "arguments": point})
+                assert len(listings) == read + 1
+    assert all(answer["error"] == "insufficient_scope" for answer in refused)
+    assert allowed["result"]["content"][0]["text"] == "rita/None"
+    assert "did you mean 'move'" in unknown["error"]["message"]
+
+
+async def test_a_made_up_kid_fetching_a_slow_key_set_holds_up_no_valid_token() -> None:
+    async with running_issuer() as issuer:
+        tokens = IssuerTokens(issuer.url, AUDIENCE, refetch_interval=0)
+        with anyio.fail_after(30):
+            assert (await tokens.check(issuer.token())).subject == "alice"
+            issuer.jwks_mode, issuer.jwks_asked = "gated", anyio.Event()
+            refused: list[object] = []
+
+            async def made_up() -> None:
+                refused.append(await tokens.verify_token(issuer.token(headers={"kid": "no"})))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(made_up)
+                await issuer.jwks_asked.wait()  # its fetch is under way, and held
+                # Valid users are checked with the keys held meanwhile.
+                for user in ("bob", "carol"):
+                    assert (await tokens.check(issuer.token(user))).subject == user
+                assert not refused
+                issuer.jwks_gate.set()
+    assert refused == [None] and issuer.jwks_fetches == 2
+
+
+@pytest.mark.parametrize("mode", ["trickle", "huge"])
+async def test_a_key_set_that_trickles_or_never_ends_is_cut_off_and_answers_503(
+    mode: Any,
+) -> None:
+    async with running_issuer() as issuer:
+        issuer.jwks_mode = mode
+        tokens = IssuerTokens(issuer.url, AUDIENCE, fetch_timeout=1.0 if mode == "trickle" else 30)
+        with anyio.fail_after(30):
+            with pytest.raises(IssuerUnavailable) as unavailable:
+                await tokens.check(issuer.token())
+            if mode == "huge":  # through serve (its own limits): 503, the server's trouble
+                pool = WorkerPool(["_serve_servers:server"], timeout=20)
+                auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+                async with (
+                    serving(http_app(pool, auth=auth)) as base,
+                    httpx2.AsyncClient() as http,
+                ):
+                    token = _bearer(issuer.token())
+                    reply = await http.post(f"{base}/mcp", json=INIT, headers=token)
+                assert reply.status_code == 503
+    said = str(unavailable.value)
+    if mode == "trickle":
+        assert "did not answer in full within 1 s" in said
+    else:
+        assert "more than 1000000 bytes" in said
+        assert issuer.jwks_sent < 100_000_000  # read as a stream, and left at the cap
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+async def test_under_code_mode_a_program_reaches_only_what_its_caller_may_call(mode: str) -> None:
+    era: dict[str, Any] = {"mode": "legacy"} if mode == "legacy" else {}  # both eras
+    async with running_issuer() as issuer:
+        pool = WorkerPool(["_serve_servers:server"], timeout=20)
+        auth = _auth(issuer, "shapes__move=shapes:write")
+        app = http_app(pool, auth=auth, profile=ToolProfile(code_mode=True))
+        move = {"code": "(await shapes__move(point={'x': 0, 'y': 0}))['x']"}
+        async with serving(app) as base, httpx2.AsyncClient() as http:
+            with anyio.fail_after(60):
+                async with _client(base, issuer.token("rita"), http, **era) as client:
+                    # Each inner call carries the caller: the tool sees who asked.
+                    me = await client.call_tool("run_code", {"code": "await shapes__caller()"})
+                    assert _text(me) == "rita via rita-app with ''"
+                    refused = await client.call_tool("run_code", move)
+                    assert refused.is_error
+                    assert "name 'shapes__move' is not defined" in _text(refused)
+                    stubs = await client.call_tool("describe_tools", {"names": ["shapes__move"]})
+                    assert stubs.is_error
+                    found = await client.call_tool("search_tools", {"query": "move a point"})
+                    assert "shapes__move" not in _text(found)
+                writer = issuer.token("wade", scope="shapes:write")
+                async with _client(base, writer, http, **era) as client:
+                    moved = await client.call_tool("run_code", move)
+                    assert not moved.is_error and _text(moved) == "1"

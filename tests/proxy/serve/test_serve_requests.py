@@ -116,3 +116,55 @@ async def test_a_request_to_the_client_too_large_for_its_stream_fails_the_tool_n
     assert "more than the 1,000,000 serve sends a client" in text
     assert answered.content[0].text == "model says 42"  # type: ignore[union-attr]
     assert asked == [2]
+
+
+def _legacy_call(name: str) -> dict[str, Any]:
+    """A 2025-11-25 ``tools/call`` of ``name``."""
+    return {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name}}
+
+
+def _enveloped_call(name: str) -> dict[str, Any]:
+    """A 2026-07-28 ``tools/call`` of ``name`` (its envelope in ``_meta``)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {**_legacy_call(name), "params": {"name": name, "_meta": meta}}
+
+
+@pytest.mark.parametrize("stateless", [True, False], ids=["fast path", "sdk path"])
+@pytest.mark.parametrize(
+    ("body", "version"),
+    [(_legacy_call, "2025-11-25"), (_enveloped_call, None)],
+    ids=["2025-11-25", "2026 envelope without its version header"],
+)
+async def test_a_routing_header_that_contradicts_the_body_is_refused_with_400_in_every_era(
+    stateless: bool, body: Any, version: str | None
+) -> None:
+    async with (
+        serving(http_app(_pool(), stateless=stateless)) as base,
+        httpx2.AsyncClient() as http,
+    ):
+        with anyio.fail_after(30):
+            headers = dict(HEADERS)
+            if not stateless:  # a 2025-11-25 call needs its session there
+                opened = await http.post(f"{base}/mcp/shapes", json=INIT, headers=HEADERS)
+                headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+                done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await http.post(f"{base}/mcp/shapes", json=done, headers=headers)
+            if version is not None:
+                headers["mcp-protocol-version"] = version
+
+            async def call(**routing: str) -> httpx2.Response:
+                sent = {**headers, **routing}
+                return await http.post(f"{base}/mcp/shapes", json=body("whoami"), headers=sent)
+
+            agreeing = await call(**{"mcp-method": "tools/call", "mcp-name": "whoami"})
+            named = await call(**{"mcp-method": "tools/call", "mcp-name": "move"})
+            method = await call(**{"mcp-method": "tools/list", "mcp-name": "whoami"})
+    assert agreeing.status_code == 200 and '"error"' not in agreeing.text, agreeing.text
+    for refused, header in ((named, "mcp-name"), (method, "mcp-method")):
+        assert refused.status_code == 400, refused.text
+        error = refused.json()
+        assert error["id"] == 7 and error["error"]["code"] == -32020
+        assert error["error"]["message"].startswith(f"{header} header does not match")

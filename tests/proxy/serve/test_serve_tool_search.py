@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from _client_answers import model_says_42
 from _mcp_http import serving
 from _task_client import create_task, task_result
 from mcp import Client, StdioServerParameters
-from mcp.client.context import ClientRequestContext
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.tool_search import ToolProfile
@@ -27,14 +27,6 @@ SERVERS = ["_serve_servers:server", "_serve_servers:other"]
 
 def _text(result: types.CallToolResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
-
-
-async def _sampling(
-    context: ClientRequestContext, params: types.CreateMessageRequestParams
-) -> types.CreateMessageResult:
-    return types.CreateMessageResult(
-        role="assistant", content=types.TextContent(type="text", text="42"), model="test"
-    )
 
 
 async def test_tool_search_lists_two_meta_tools_that_find_and_call_any_served_tool() -> None:
@@ -96,7 +88,9 @@ async def test_tool_search_lists_two_meta_tools_that_find_and_call_any_served_to
                 assert "No tool matches 'zzzz qqqq' among" in _text(nothing)
 
             # A tool's request to the client rides the call_tool call (2025-11-25).
-            async with Client(f"{base}/mcp", sampling_callback=_sampling, mode="legacy") as client:
+            async with Client(
+                f"{base}/mcp", sampling_callback=model_says_42, mode="legacy"
+            ) as client:
                 asked = await client.call_tool(
                     "call_tool", {"name": "shapes__ask_model", "arguments": {"question": "?"}}
                 )

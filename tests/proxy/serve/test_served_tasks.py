@@ -30,7 +30,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy.cli import main
-from nativemcp.proxy.serve._tasks import ServedTask, ServedTasks
+from nativemcp.proxy.serve.tasks._tasks import ServedTask, ServedTasks
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 

@@ -21,21 +21,22 @@ import mcp_types as types
 import pytest
 from _mcp_http import serving
 from _node import everything_server
-from _task_client import Rpc, forever
+from _task_client import Rpc, forever, list_tasks, task_result
+from mcp import Client
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from nativemcp.protocol import TASKS_EXTENSION
 from nativemcp.proxy import WorkerPool, http_app
-from nativemcp.proxy.serve._task_extension import (
+from nativemcp.proxy.serve.tasks._task_extension import (
     MISSING_CLIENT_CAPABILITY,
-    TASKS_EXTENSION,
     ExtensionTask,
     ExtensionTasks,
 )
-from nativemcp.proxy.serve._task_rows import TaskRows
+from nativemcp.proxy.serve.tasks._task_rows import TaskRows
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -76,6 +77,12 @@ def _as_users(app: Any) -> Any:
         await app(scope, receive, send)
 
     return users
+
+
+async def _greets(task: ExtensionTask) -> types.CallToolResult:
+    """Ask the client for a name, and greet it."""
+    answer = await task.ask("elicitation/create", {"message": "Name?", "requestedSchema": {}})
+    return _said(f"hello {answer['content']['name']}")
 
 
 @asynccontextmanager
@@ -285,6 +292,33 @@ async def test_outside_serving_the_extension_is_not_offered() -> None:
 
 
 @pytest.mark.real_process
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_on_2026_there_is_no_tasks_result_or_tasks_list_and_2025_keeps_them(
+    stateless: bool,
+) -> None:
+    # The conformance suite's tasks-dispatch-and-envelope: -32601, declared or not.
+    pool = WorkerPool(["_serve_servers:server"], timeout=20)
+    app = http_app(pool, stateless=stateless)
+    async with serving(app) as base, httpx2.AsyncClient(timeout=30) as http:
+        rpc = Rpc(http, f"{base}/mcp")
+        with anyio.fail_after(60):
+            answers = [
+                await rpc(method, params, declare=declare)
+                for method, params in (("tasks/result", {"taskId": "t"}), ("tasks/list", {}))
+                for declare in (True, False)
+            ]
+            if not stateless:  # 2025-11-25's tasks live in its sessions
+                async with Client(f"{base}/mcp", mode="legacy") as client:
+                    listed = await list_tasks(client)
+                    with pytest.raises(MCPError) as unknown:
+                        await task_result(client, "t")
+    assert [answer["error"]["code"] for answer in answers] == [-32601] * 4, answers
+    assert "tasks/get" in answers[0]["error"]["message"]
+    if not stateless:
+        assert listed == []
+        assert unknown.value.error.code == -32602  # a method there: the task is unknown
+
+
 async def test_through_serve_a_sources_task_tool_asks_and_answers_over_the_extension() -> None:
     # npm's server-everything behind serve: its simulate-research-query declares task
     # support, and an ambiguous topic makes it ask the client (an elicitation).
@@ -323,12 +357,8 @@ async def test_through_serve_a_sources_task_tool_asks_and_answers_over_the_exten
 async def test_in_postgresql_a_task_started_on_one_replica_is_answered_on_another(
     postgres_url: str,
 ) -> None:
-    async def greets(task: ExtensionTask) -> types.CallToolResult:
-        answer = await task.ask("elicitation/create", {"message": "Name?", "requestedSchema": {}})
-        return _said(f"hello {answer['content']['name']}")
-
     cancelled: list[anyio.Event] = []
-    works = {"greets": greets, "forever": forever(cancelled)}
+    works = {"greets": _greets, "forever": forever(cancelled)}
     # Two replicas, stateless (no in-memory tasks), on one database; the second one
     # calls a task lost when its runner has not written for half a second.
     one = ExtensionTasks(input_timeout=10, enabled=False, rows=TaskRows(postgres_url))
@@ -423,3 +453,79 @@ async def test_in_postgresql_a_lost_connection_is_a_clear_error_and_then_opened_
     assert lost.value.error.data == {"reason": "task_database"}
     assert "cannot be used now" in lost.value.error.message
     assert again is not None and again["status"] == "working"
+
+
+class _BeatsSeen(TaskRows):
+    """`TaskRows` noting each heartbeat statement: the tasks it covered, and whose state
+    it wrote."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.beats: list[tuple[set[str], set[str]]] = []
+        self._beaten = anyio.Event()
+
+    async def beat(self, wires: Mapping[str, dict[str, Any] | None]) -> Any:
+        self.beats.append((set(wires), {i for i, wire in wires.items() if wire is not None}))
+        self._beaten.set()
+        return await super().beat(wires)
+
+    async def count(self, beats: int) -> None:
+        """Wait until there were ``beats`` beats."""
+        while len(self.beats) < beats:
+            self._beaten = anyio.Event()
+            await self._beaten.wait()
+
+
+async def test_in_postgresql_one_statement_beats_for_every_running_task_writing_only_changes(
+    postgres_url: str,
+) -> None:
+    cancelled: list[anyio.Event] = []
+    rows = _BeatsSeen(postgres_url)
+    tasks = ExtensionTasks(input_timeout=10, enabled=False, rows=rows)
+    with anyio.fail_after(30):
+        async with _served(tasks, {"greets": _greets, "forever": forever(cancelled)}) as rpc:
+            quiet = [(await rpc.result("tools/call", {"name": "forever"}))["taskId"] for _ in "ab"]
+            asking = (await rpc.result("tools/call", {"name": "greets"}))["taskId"]
+            waiting = await rpc.until(asking, "input_required")
+            (key,) = waiting["inputRequests"]
+            answer = {key: {"action": "accept", "content": {"name": "Ada"}}}
+            await rpc.result("tasks/update", {"taskId": asking, "inputResponses": answer})
+            done = await rpc.until(asking, "completed")
+            await rows.count(len(rows.beats) + 2)  # two more beats, the quiet tasks alone
+    assert done["result"]["content"][0]["text"] == "hello Ada"
+    # Each beat covered every task running then: one statement, not one per task.
+    together = [covered for covered, _ in rows.beats if covered == {*quiet, asking}]
+    assert together, rows.beats
+    assert all(covered == set(quiet) for covered, _ in rows.beats[-2:])
+    # The quiet tasks' state never changed after it was stored: never written again.
+    assert not any(written & set(quiet) for _, written in rows.beats)
+    assert any(asking in written for _, written in rows.beats)  # input_required, then on
+
+
+async def test_in_postgresql_a_task_that_ends_while_its_connection_is_lost_is_still_completed(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    release = anyio.Event()
+
+    async def waits(task: ExtensionTask) -> types.CallToolResult:
+        await release.wait()
+        return _said("done")
+
+    runner = ExtensionTasks(input_timeout=10, enabled=False, rows=TaskRows(postgres_url))
+    reader = ExtensionTasks(input_timeout=10, enabled=False, rows=TaskRows(postgres_url))
+    with anyio.fail_after(30):
+        async with _served(reader, {}) as other, _served(runner, {"waits": waits}) as first:
+            created = await first.result("tools/call", {"name": "waits"})
+            await other.until(created["taskId"], "working")
+            async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as a:
+                # Every replica's session ends: the runner's next write fails.
+                await a.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            release.set()
+            await other("tasks/get", {"taskId": created["taskId"]})  # its own session ended
+            done = await other.until(created["taskId"], "completed")
+    assert done["result"]["content"] == [{"type": "text", "text": "done"}]

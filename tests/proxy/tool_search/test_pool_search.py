@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _tool_calls import openai_tool_call
 
 from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.tool_search import ToolProfile
@@ -138,31 +139,25 @@ async def test_an_sdk_server_on_a_subscription_is_listed_and_searched_anew(
             assert [match.name for match in found][:1] == ["ext__forecast"]
 
 
-def _openai_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "call_1",
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(arguments)},
-    }
-
-
 async def test_the_agent_loop_gets_two_meta_tools_and_run_tool_call_runs_them() -> None:
     async with WorkerPool([_notes()], in_process=["notes"]) as pool:
         full = await pool.tool_definitions("anthropic")
         meta = await pool.tool_definitions("anthropic", search=True)
-        assert [d["name"] for d in meta] == ["search_tools", "call_tool"]
+        # read_result reads what a cut result left out (the pool's default budget).
+        assert [d["name"] for d in meta] == ["search_tools", "call_tool", "read_result"]
         assert meta[0]["input_schema"]["required"] == ["query"]
-        assert len(full) == 2 and full[0]["name"] == "notes__add_note"
+        assert len(full) == 3 and full[0]["name"] == "notes__add_note"
 
         searched = await pool.run_tool_call(
-            _openai_call("search_tools", {"query": "save a note", "limit": 1}), provider="openai"
+            openai_tool_call("search_tools", {"query": "save a note", "limit": 1}),
+            provider="openai",
         )
         assert searched["tool_call_id"] == "call_1"
         assert "notes__add_note" in searched["content"]
         assert "title: string" in searched["content"]
 
         called = await pool.run_tool_call(
-            _openai_call(
+            openai_tool_call(
                 "call_tool", {"name": "notes__add_note", "arguments": {"title": "a", "body": "b"}}
             ),
             provider="openai",
@@ -170,19 +165,19 @@ async def test_the_agent_loop_gets_two_meta_tools_and_run_tool_call_runs_them() 
         assert "saved a" in called["content"]
 
         unknown = await pool.run_tool_call(
-            _openai_call("call_tool", {"name": "notes__add_notes", "arguments": {}}),
+            openai_tool_call("call_tool", {"name": "notes__add_notes", "arguments": {}}),
             provider="openai",
         )
         # An unknown name answers with the nearest names, for the model to correct.
         assert "no tool named" in unknown["content"]
         assert "did you mean notes__add_note" in unknown["content"]
         missing = await pool.run_tool_call(
-            _openai_call("call_tool", {"name": "notes__add_note", "arguments": {}}),
+            openai_tool_call("call_tool", {"name": "notes__add_note", "arguments": {}}),
             provider="openai",
         )
         assert "missing required field `title`" in missing["content"]
         bad = await pool.run_tool_call(
-            _openai_call("search_tools", {"limit": 3}), provider="openai"
+            openai_tool_call("search_tools", {"limit": 3}), provider="openai"
         )
         assert "needs 'query'" in bad["content"]
 
@@ -193,30 +188,31 @@ async def test_a_profile_limits_the_definitions_the_search_and_the_calls_of_the_
     async with WorkerPool([_notes()], in_process=["notes"]) as pool:
         only_add = ToolProfile(tools=("notes__add_*",))
         listed = await pool.tool_definitions("openai", profile=only_add)
-        assert [d["function"]["name"] for d in listed] == ["notes__add_note"]
+        assert [d["function"]["name"] for d in listed] == ["notes__add_note", "read_result"]
         through_search = ToolProfile(tools=("notes__add_*",), search=True)
         meta = await pool.tool_definitions("openai", profile=through_search)
-        assert [d["function"]["name"] for d in meta] == ["search_tools", "call_tool"]
+        names = [d["function"]["name"] for d in meta]
+        assert names == ["search_tools", "call_tool", "read_result"]
 
         query = {"query": "save a note, or every title"}
         everything = await pool.run_tool_call(
-            _openai_call("search_tools", query), provider="openai"
+            openai_tool_call("search_tools", query), provider="openai"
         )
         assert "notes__list_notes" in everything["content"]
         searched = await pool.run_tool_call(
-            _openai_call("search_tools", query), provider="openai", profile=only_add
+            openai_tool_call("search_tools", query), provider="openai", profile=only_add
         )
         assert "notes__add_note" in searched["content"]
         assert "notes__list_notes" not in searched["content"]
         for call in (
-            _openai_call("notes__list_notes", {}),
-            _openai_call("call_tool", {"name": "notes__list_notes", "arguments": {}}),
+            openai_tool_call("notes__list_notes", {}),
+            openai_tool_call("call_tool", {"name": "notes__list_notes", "arguments": {}}),
         ):
             (refused,) = await pool.run_tool_calls([call], provider="openai", profile=only_add)
             assert "no tool named 'notes__list_notes' is offered here" in refused["content"]
         # Without the profile the same call runs.
         (ran,) = await pool.run_tool_calls(
-            [_openai_call("notes__list_notes", {})], provider="openai"
+            [openai_tool_call("notes__list_notes", {})], provider="openai"
         )
         assert "offered" not in ran["content"]
 
@@ -242,7 +238,8 @@ async def test_names_over_64_characters_are_shortened_the_same_way_by_every_pool
         async with WorkerPool(
             [_long_names()], in_process=["a-server-with-a-rather-long-name"]
         ) as pool:
-            (declared,) = await pool.tool_definitions("anthropic")
+            declared, reader = await pool.tool_definitions("anthropic")
+            assert reader["name"] == "read_result"
             assert len(declared["name"]) <= 64 and declared["name"] != full
             seen.append(declared["name"])
             # The search gives the full name; call_tool takes it; the short name maps back.
@@ -269,9 +266,46 @@ async def test_anthropic_gets_every_definition_deferred_behind_its_own_tool_sear
             "type": "tool_search_tool_bm25_20251119",
             "name": "tool_search_tool_bm25",
         }
-        assert deferred[1:] == [{**d, "defer_loading": True} for d in plain]
+        # read_result is never deferred: a cut result's last line asks for it by name.
+        assert deferred[1:-1] == [{**d, "defer_loading": True} for d in plain[:-1]]
+        assert deferred[-1] == plain[-1] and plain[-1]["name"] == "read_result"
         for definition in deferred:
             TypeAdapter(ToolUnionParam).validate_python(definition)
         for wrong in ({"provider": "openai"}, {"provider": "anthropic", "search": True}):
             with pytest.raises(ValueError, match="defer_loading is Anthropic's"):
                 await pool.tool_definitions(defer_loading=True, **wrong)
+
+
+@pytest.mark.anyio_backends("asyncio")  # serve runs on asyncio
+async def test_the_index_is_built_in_a_worker_thread_for_the_pool_and_for_serve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from _mcp_http import serving
+    from mcp import Client
+
+    import nativemcp.proxy._agent_loop as agent_loop
+    from nativemcp.proxy import http_app
+    from nativemcp.proxy.tool_search import ToolIndex
+
+    built: list[int] = []
+
+    class Noted(ToolIndex):  # the real index, noting the thread that builds it
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            built.append(threading.get_ident())
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(agent_loop, "ToolIndex", Noted)
+    loop = threading.get_ident()
+    with anyio.fail_after(60):
+        async with WorkerPool([_notes(), "_serve_servers:server"], in_process=["notes"]) as pool:
+            found = await pool.search_tools("save a note")
+            assert [match.name for match in found][:1] == ["notes__add_note"]
+        # serve's search_tools (under --tool-search) reads the same index.
+        pool = WorkerPool([_notes(), "_serve_servers:server"], in_process=["notes"])
+        app = http_app(pool, profile=ToolProfile(search=True))
+        async with serving(app) as base, Client(f"{base}/mcp") as client:
+            answer = await client.call_tool("search_tools", {"query": "save a note"})
+            assert not answer.is_error and "notes__add_note" in str(answer.content)
+    assert len(built) == 2 and loop not in built

@@ -58,3 +58,9 @@ def test_globs_that_match_no_tool_are_named_so_a_prefix_mistake_is_seen() -> Non
     assert profile.unmatched(["fs__read_file", "fs__write_file"]) == ["fs__read", "git__*"]
     assert profile.unmatched(["fs__read", "fs__write", "git__log"]) == []
     assert ToolProfile(exclude_tools=("x",)).unmatched([]) == []
+
+
+def test_tool_search_and_code_mode_are_one_or_the_other() -> None:
+    assert ToolProfile.of(["a__*"], code_mode=True).code_mode
+    with pytest.raises(ValueError, match="pick one"):
+        ToolProfile(search=True, code_mode=True)

@@ -45,18 +45,23 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestError
+from nativemcp.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    TASKS_EXTENSION,
+    TERMINAL_TASK_STATUSES,
+    ClientRequestError,
+)
 
-from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
-from ._resource_server import request_caller
-from ._suspended import client_request
+from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from .._suspended import client_request
+from ..auth import request_caller
 from ._task_rows import ROW_SWEEP_INTERVAL, SYNC_INTERVAL, TaskRows
 from ._task_table import TaskTable
 from ._tasks import DEFAULT_TASK_TTL_MS
 
 __all__ = [
     "MISSING_CLIENT_CAPABILITY",
-    "TASKS_EXTENSION",
     "ExtensionTask",
     "ExtensionTasks",
     "TaskExtensionCalls",
@@ -65,13 +70,10 @@ __all__ = [
 
 _logger = logging.getLogger("nativemcp.serve")
 
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
-"""The extension's identifier, in ``capabilities.extensions`` of both sides."""
 MISSING_CLIENT_CAPABILITY: Final = -32021
 """The JSON-RPC error of a request that needs a capability its client did not declare."""
 POLL_INTERVAL_MS: Final = 1000
 """The ``pollIntervalMs`` suggested to clients."""
-_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 
 Work = Callable[["ExtensionTask"], Awaitable[types.CallToolResult]]
 """A task's tool call, given its task (to ask the client through, and report to)."""
@@ -136,7 +138,7 @@ class ExtensionTask:
 
     def set_status(self, status: str, message: str | None = None) -> None:
         """Move the task to ``status`` (a task that ended stays as it ended)."""
-        if self.status in _TERMINAL:
+        if self.status in TERMINAL_TASK_STATUSES:
             return
         self.status = status
         if message is not None:
@@ -234,6 +236,16 @@ def _checked(request: Mapping[str, Any], raw: Any) -> dict[str, Any]:
     return dumped
 
 
+@dataclass(eq=False)
+class _Shared:
+    """A task this replica runs with rows: its drive's scope (stopped when the row is
+    gone), and its state as last written."""
+
+    task: ExtensionTask
+    scope: anyio.CancelScope
+    written: dict[str, Any]
+
+
 def _owner(ctx: ServerRequestContext[Any]) -> str | None:
     caller = request_caller(ctx)
     return caller.subject if caller is not None else None
@@ -272,6 +284,8 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
         super().__init__(enabled=enabled or shared, max_tasks=max_tasks, max_ttl=max_ttl)
         self._rows = rows
         self._input_timeout = input_timeout
+        # The tasks this replica runs with rows: `_beat_rows` writes for them all at once.
+        self._shared: dict[str, _Shared] = {}
         # No client asks a ttl here: each task is kept the default, or the longest granted.
         self.ttl_ms = min(DEFAULT_TASK_TTL_MS, self.max_ttl_ms)
 
@@ -284,6 +298,7 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
                 group = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(group.cancel_scope.cancel)  # unwound first: the sweeper ends
                 group.start_soon(self._sweep_rows, self._rows)
+                group.start_soon(self._beat_rows, self._rows)
             await stack.enter_async_context(super().__asynccontextmanager__())
             yield self
 
@@ -322,29 +337,59 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
         return {"resultType": "task", **task.wire()}
 
     async def _drive_shared(self, task: ExtensionTask, work: Work, rows: TaskRows) -> None:
-        """`_drive`, writing the task to its row as it goes (its heartbeat) and taking
-        what other replicas' requests left there: a cancel, input responses."""
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._drive, task, work)
+        """`_drive`, beating for the task (`_beat_rows`) while it runs, and writing its
+        end at once."""
+        shared = _Shared(task, anyio.CancelScope(), task.wire())  # as inserted
+        self._shared[task.task_id] = shared
+        try:
+            with shared.scope:
+                await self._drive(task, work)
+        finally:
+            del self._shared[task.task_id]
+        # While the database is away, again each beat; past ``stale_after`` other
+        # replicas call the task lost anyway, and its end is not written over that.
+        with anyio.move_on_after(rows.stale_after):
             while True:
-                ended = task.status in _TERMINAL
                 try:
-                    asked = await rows.save(task.task_id, task.wire())
-                except MCPError as exc:  # the database is away: the next beat tries again
-                    _logger.warning("task %s: %s", task.task_id, exc.error.message)
-                    await anyio.sleep(SYNC_INTERVAL)
-                    continue
-                if asked is None or ended:
-                    group.cancel_scope.cancel()  # the row expired: nobody can ask
+                    await rows.beat({task.task_id: task.wire()})
                     return
-                cancel, responses = asked
+                except MCPError as exc:
+                    _logger.warning("task %s: %s", task.task_id, exc.error.message)
+                await anyio.sleep(SYNC_INTERVAL)
+
+    async def _beat_rows(self, rows: TaskRows) -> None:
+        """Every `SYNC_INTERVAL` seconds, one statement for every task this replica runs
+        (its heartbeat, its state if it changed), taking what other replicas' requests
+        left in the rows: a cancel, input responses. A task whose row is gone (expired:
+        nobody can ask) is stopped."""
+        while True:
+            await anyio.sleep(SYNC_INTERVAL)
+            running = list(self._shared.values())
+            wires = {shared.task.task_id: shared.task.wire() for shared in running}
+            try:
+                asked = await rows.beat(
+                    {
+                        task_id: None if wire == shared.written else wire
+                        for shared, (task_id, wire) in zip(running, wires.items(), strict=True)
+                    }
+                )
+            except MCPError as exc:  # the database is away: the next beat tries again
+                _logger.warning("tasks' heartbeat: %s", exc.error.message)
+                continue
+            for shared in running:
+                task = shared.task
+                shared.written = wires[task.task_id]
+                found = asked.get(task.task_id)
+                if found is None:
+                    shared.scope.cancel()
+                    continue
+                cancel, responses = found
                 if cancel:
                     task.scope.cancel()
                     task.set_status("cancelled", "cancelled by the client")
                 elif responses:
                     with contextlib.suppress(MCPError):  # checked when they were given
                         task.answer(responses)
-                await anyio.sleep(SYNC_INTERVAL)
 
     async def _drive(self, task: ExtensionTask, work: Work) -> None:
         with task.scope:
@@ -445,7 +490,7 @@ class ExtensionTasks(TaskTable[ExtensionTask]):
             await self._rows.request(wire["taskId"], _owner(ctx), cancel=True, responses={})
             return {"resultType": "complete"}
         task, _ = self._find(ctx)
-        if task.status not in _TERMINAL:
+        if task.status not in TERMINAL_TASK_STATUSES:
             task.scope.cancel()
             task.set_status("cancelled", "cancelled by the client")
         return {"resultType": "complete"}

@@ -67,14 +67,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nativemcp.protocol import NativeMCPResponse, ProtocolError, spec_call_result
 
-from ._apps import AppsHandshake
-from ._bridge import McpBridge
+from ...http_edge import header_value
+from .._apps import AppsHandshake
+from .._bridge import McpBridge
+from .._request_ids import decoded_request, read_body, read_request, replayed
+from ..auth import caller_from_scope
+from ..tasks import TASKS_PROTOCOL_VERSION, TaskCalls, TaskExtensionCalls
 from ._call_results import plain_dump
 from ._listing_checks import ListingChecks
-from ._request_ids import decoded_request, read_body, read_request, replayed
-from ._resource_server import caller_from_scope
-from ._task_extension import TaskExtensionCalls
-from ._tasks import TASKS_PROTOCOL_VERSION, TaskCalls
 from ._window import Window
 
 __all__ = ["FAST_METHODS", "FastPath"]
@@ -193,7 +193,7 @@ class FastPath:
 
     async def __call__(self, fallback: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request, here or through ``fallback``."""
-        version = _header(scope, b"mcp-protocol-version")
+        version = header_value(scope, b"mcp-protocol-version")
         legacy = version is not None and version == self._legacy
         if (
             scope["type"] != "http"
@@ -325,15 +325,13 @@ class FastPath:
         bridge = self._bridge
         if method == "tools/call":
             # A call that may suspend for its client's input (not stateless) is the SDK's.
-            if bridge.suspend or bridge.profile.search:
-                raise _Fallback  # under tool search, `_routed` answers the meta-tools
+            if bridge.suspend or bridge.profile.search or bridge.profile.code_mode:
+                raise _Fallback  # tool search, code mode: `_routed` answers the meta-tools
             name, arguments = params["name"], params.get("arguments") or {}
 
             async def call(reply: _Reply) -> types.CallToolResult | dict[str, Any]:
                 tool = await bridge.served_tool(name, apps=False)
-                options = bridge.call_options(
-                    None, request.scope, on_request=bridge.cannot_ask, on_log=reply.log
-                )
+                options = bridge.call_options(None, on_request=bridge.cannot_ask, on_log=reply.log)
                 answer = await bridge.tool_answer(tool, dict(arguments), version, options)
                 if isinstance(answer, types.CallToolResult):
                     return answer  # a tool error of the bridge's own
@@ -426,13 +424,6 @@ def _first_values(headers: Any) -> tuple[bytes | None, ...]:
             if found[index] is None:
                 found[index] = value
     return tuple(found)
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
 
 
 def _typed(model: type[Any], params: dict[str, Any]) -> Any:

@@ -1,8 +1,10 @@
 """The Tasks extension's tasks in PostgreSQL, so that replicas share them.
 
 With ``--database-url`` each task of `ExtensionTasks` is a row of ``nativemcp_tasks``.
-The replica that started a task runs its tool call and writes the task's state to the
-row every `SYNC_INTERVAL` seconds and at each change (its heartbeat); any replica
+The replica that started a task runs its tool call and, every `SYNC_INTERVAL` seconds,
+beats for all its running tasks in one statement (`TaskRows.beat`: each row's
+heartbeat, and its state where it changed since last written; a task's end is written
+at once); any replica
 answers ``tasks/get`` from the row, and ``tasks/update`` and ``tasks/cancel`` write to
 it, which the running replica reads back on its next write (it delivers the answers,
 or cancels the call). A task whose heartbeat is older than ``stale_after`` seconds,
@@ -21,7 +23,7 @@ import anyio
 import msgspec
 from mcp.shared.exceptions import MCPError
 
-from nativemcp.protocol import INTERNAL_ERROR
+from nativemcp.protocol import INTERNAL_ERROR, TERMINAL_TASK_STATUSES
 
 if TYPE_CHECKING:
     import psycopg
@@ -34,7 +36,6 @@ ROW_SWEEP_INTERVAL: Final = 60.0
 """Seconds between two deletions of the rows past their ttl, on each replica."""
 STALE_AFTER: Final = 10.0
 """Seconds without a heartbeat after which a task that did not end has lost its replica."""
-_TERMINAL: Final = ("completed", "failed", "cancelled")
 _SCHEMA_LOCK: Final = 0x6E6D6370_7461736B  # "nmcptask": the advisory lock of the schema
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS nativemcp_tasks (
@@ -47,6 +48,27 @@ CREATE TABLE IF NOT EXISTS nativemcp_tasks (
     input_responses JSONB NOT NULL DEFAULT '{}'::jsonb
 )
 """
+
+_BEAT: Final = """
+WITH asked AS (
+    SELECT task_id, cancel_requested, input_responses FROM nativemcp_tasks
+    WHERE task_id = ANY(%s) FOR UPDATE
+), given AS (
+    SELECT * FROM unnest(%s::text[], %s::text[]) AS given(task_id, wire)
+)
+UPDATE nativemcp_tasks AS t SET
+    heartbeat_at = %s,
+    input_responses = '{}'::jsonb,
+    wire = CASE
+        WHEN given.wire IS NULL OR t.wire->>'status' = ANY(%s::text[])
+        THEN t.wire ELSE given.wire::jsonb END
+FROM asked JOIN given USING (task_id)
+WHERE t.task_id = asked.task_id
+RETURNING t.task_id, asked.cancel_requested, asked.input_responses
+"""
+"""`TaskRows.beat`'s one statement: what was asked is read under the rows' locks and
+cleared as the heartbeat is written, so no answer is taken twice or lost; a task
+another replica ended (its runner seen as lost) stays as it ended."""
 
 
 def _json(value: Any) -> str:
@@ -135,28 +157,22 @@ class TaskRows(anyio.AsyncContextManagerMixin):
         )
         return int(rows[0][0])
 
-    async def save(self, task_id: str, wire: dict[str, Any]) -> tuple[bool, dict[str, Any]] | None:
-        """The running replica writes the task's state (and its heartbeat); what others
-        asked meanwhile: whether to cancel, and the input responses (taken from the row).
-        None when the row is gone (expired)."""
-        async with self._session() as conn, conn.transaction():
-            cursor = await conn.execute(
-                "SELECT cancel_requested, input_responses, wire->>'status' "
-                "FROM nativemcp_tasks WHERE task_id = %s FOR UPDATE",
-                (task_id,),
-            )
-            found = await cursor.fetchone()
-            if found is None:
-                return None
-            cancel, responses, status = found
-            # A task another replica ended (its runner seen as lost) stays as it ended.
-            written = None if status in _TERMINAL else _json(wire)
-            await conn.execute(
-                "UPDATE nativemcp_tasks SET wire = COALESCE(%s::jsonb, wire), "
-                "heartbeat_at = %s, input_responses = '{}'::jsonb WHERE task_id = %s",
-                (written, time.time(), task_id),
-            )
-        return bool(cancel), dict(responses or {})
+    async def beat(
+        self, wires: Mapping[str, dict[str, Any] | None]
+    ) -> dict[str, tuple[bool, dict[str, Any]]]:
+        """The running replica's heartbeat for its tasks, in one statement: each row's
+        heartbeat, and its state where ``wires`` gives one (None: unchanged since last
+        written, not sent again).
+
+        Returns what others asked of each task meanwhile (whether to cancel, the input
+        responses, taken from the row), by id; a task whose row is gone is absent."""
+        if not wires:
+            return {}
+        ids = list(wires)
+        written = [None if wires[i] is None else _json(wires[i]) for i in ids]
+        ended = list(TERMINAL_TASK_STATUSES)
+        rows = await self._run(_BEAT, (ids, ids, written, time.time(), ended))
+        return {task_id: (bool(cancel), dict(asked or {})) for task_id, cancel, asked in rows}
 
     async def load(self, task_id: str, owner: str | None) -> dict[str, Any] | None:
         """The task as ``tasks/get`` answers it (None: unknown, expired, or another's);
@@ -170,7 +186,10 @@ class TaskRows(anyio.AsyncContextManagerMixin):
             return None
         wire, heartbeat = rows[0]
         wire = dict(wire)
-        if wire["status"] not in _TERMINAL and time.time() - heartbeat > self.stale_after:
+        if (
+            wire["status"] not in TERMINAL_TASK_STATUSES
+            and time.time() - heartbeat > self.stale_after
+        ):
             message = (
                 f"the replica running this task stopped (no heartbeat for "
                 f"{self.stale_after:g} s): its tool call is lost; call the tool again"

@@ -6,13 +6,12 @@ scope) and retry. The bridge checks again for what reaches it another way (a tas
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._bridge import McpBridge
-from ._request_ids import read_body, replayed
+from .._request_ids import read_body, replayed
 from ._resource_server import (
     Authorization,
     caller_from_scope,
@@ -23,6 +22,14 @@ from ._resource_server import (
 )
 
 __all__ = ["ScopeGate"]
+
+
+class Catalog(Protocol):
+    """What the gate needs of the bridge: a called name's full catalog name."""
+
+    async def catalog_name(self, name: str) -> str | None:
+        """The full catalog name of served tool ``name`` (None: not served here)."""
+        ...
 
 
 class _Params(msgspec.Struct):
@@ -64,7 +71,7 @@ class ScopeGate:
         self._all = frozenset(authorization.scope_map.scopes_supported)
 
     async def __call__(
-        self, app: ASGIApp, bridge: McpBridge, scope: Scope, receive: Receive, send: Send
+        self, app: ASGIApp, bridge: Catalog, scope: Scope, receive: Receive, send: Send
     ) -> None:
         """Serve one request through ``app``, unless it calls a tool it may not."""
         caller = caller_from_scope(scope)

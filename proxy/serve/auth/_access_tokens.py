@@ -15,7 +15,11 @@ What a security reviewer looks for, and where it is:
   a token signed with HS256 using the public key as the secret is refused;
 - keys come only from the issuer's own ``jwks_uri``; an unknown ``kid`` fetches the set
   again (keys rotate), at most once per `JWKS_REFETCH_INTERVAL` seconds, so a flood of
-  made-up ``kid`` values costs the issuer one request;
+  made-up ``kid`` values costs the issuer one request; while a fetch runs, a token whose
+  key is held is checked with it (no valid user waits on a made-up ``kid``'s fetch);
+- each fetch is bounded as a whole: `FETCH_TIMEOUT` seconds (not per read: a trickling
+  answer is cut off too) and `MAX_METADATA_BYTES`, read as a stream (a huge answer is
+  never held); past either, the issuer is unavailable (503);
 - the issuer's metadata must name the configured issuer exactly (RFC 8414 §3.3).
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -41,6 +46,7 @@ __all__ = [
     "TokenRefused",
     "access_token",
     "json_object",
+    "parsed_object",
 ]
 
 _logger = logging.getLogger("nativemcp.serve.auth")
@@ -67,7 +73,7 @@ JWKS_MAX_AGE: Final = 3600.0
 CLOCK_LEEWAY: Final = 30
 """Seconds of clock difference allowed on ``exp`` and ``nbf``."""
 FETCH_TIMEOUT: Final = 10.0
-"""Seconds one request to the issuer may take."""
+"""Seconds one request to the issuer may take, its whole answer read."""
 MAX_METADATA_BYTES: Final = 1_000_000
 """The largest issuer metadata or key set read."""
 
@@ -99,20 +105,31 @@ def _well_known(issuer: str) -> list[str]:
 
 
 async def _get_json(client: httpx2.AsyncClient, url: str) -> dict[str, Any] | None:
-    """The JSON object at ``url``; None when it answers 404 (try the next place).
+    """The JSON object at ``url``, read as a stream of at most `MAX_METADATA_BYTES`;
+    None when it answers 404 (try the next place).
 
     Raises:
-        IssuerUnavailable: the request failed, or the answer is not a JSON object.
+        IssuerUnavailable: the request failed, or the answer is too large or not a JSON
+            object.
     """
     try:
-        reply = await client.get(url, headers={"accept": "application/json"})
+        async with client.stream("GET", url, headers={"accept": "application/json"}) as reply:
+            if reply.status_code == 404:
+                return None
+            if reply.status_code != 200:
+                raise IssuerUnavailable(f"{url} answered {reply.status_code}")
+            content = bytearray()
+            async for chunk in reply.aiter_bytes():
+                content += chunk
+                if len(content) > MAX_METADATA_BYTES:  # before the rest is read
+                    raise IssuerUnavailable(_too_large(url))
     except httpx2.HTTPError as exc:
         raise IssuerUnavailable(f"cannot reach {url}: {exc}") from exc
-    if reply.status_code == 404:
-        return None
-    if reply.status_code != 200:
-        raise IssuerUnavailable(f"{url} answered {reply.status_code}")
-    return json_object(url, reply)
+    return parsed_object(url, bytes(content))
+
+
+def _too_large(url: str) -> str:
+    return f"{url} answered more than {MAX_METADATA_BYTES} bytes"
 
 
 def json_object(url: str, reply: httpx2.Response) -> dict[str, Any]:
@@ -121,10 +138,19 @@ def json_object(url: str, reply: httpx2.Response) -> dict[str, Any]:
     Raises:
         IssuerUnavailable: the answer is too large, or not one JSON object.
     """
-    if len(reply.content) > MAX_METADATA_BYTES:
-        raise IssuerUnavailable(f"{url} answered more than {MAX_METADATA_BYTES} bytes")
+    return parsed_object(url, reply.content)
+
+
+def parsed_object(url: str, content: bytes) -> dict[str, Any]:
+    """The JSON object ``content`` (what ``url`` answered).
+
+    Raises:
+        IssuerUnavailable: it is too large, or not one JSON object.
+    """
+    if len(content) > MAX_METADATA_BYTES:
+        raise IssuerUnavailable(_too_large(url))
     try:
-        data = json.loads(reply.content)
+        data = json.loads(content)
     except ValueError as exc:
         raise IssuerUnavailable(f"{url} did not answer JSON: {exc}") from exc
     if not isinstance(data, dict):
@@ -158,6 +184,8 @@ class IssuerTokens:
             are rare).
         refetch_interval: seconds between two fetches of the key set for a ``kid`` it
             does not hold (`JWKS_REFETCH_INTERVAL`).
+        fetch_timeout: seconds one request to the issuer may take, its whole answer
+            read (`FETCH_TIMEOUT`).
     """
 
     def __init__(
@@ -167,10 +195,12 @@ class IssuerTokens:
         *,
         http_client: httpx2.AsyncClient | None = None,
         refetch_interval: float = JWKS_REFETCH_INTERVAL,
+        fetch_timeout: float = FETCH_TIMEOUT,
     ) -> None:
         self.issuer = issuer
         self.audience = audience
         self.refetch_interval = refetch_interval
+        self.fetch_timeout = fetch_timeout
         self._client = http_client
         self._metadata: dict[str, Any] | None = None
         self._keys: dict[str | None, tuple[jwt.PyJWK, frozenset[str]]] = {}
@@ -181,10 +211,23 @@ class IssuerTokens:
         """How many times the key set was fetched (for tests and metrics)."""
 
     async def _fetch(self, url: str) -> dict[str, Any] | None:
-        if self._client is not None:
-            return await _get_json(self._client, url)
-        async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False) as client:
-            return await _get_json(client, url)
+        """`_get_json`, the whole of it within ``fetch_timeout`` (a per-read limit alone
+        lets an answer that trickles hold the request for ever).
+
+        Raises:
+            IssuerUnavailable: as `_get_json`, or it took longer.
+        """
+        try:
+            with anyio.fail_after(self.fetch_timeout):
+                if self._client is not None:
+                    return await _get_json(self._client, url)
+                timeout = self.fetch_timeout
+                async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+                    return await _get_json(client, url)
+        except TimeoutError:
+            raise IssuerUnavailable(
+                f"{url} did not answer in full within {self.fetch_timeout:g} s"
+            ) from None
 
     async def metadata(self) -> dict[str, Any]:
         """The issuer's authorization server metadata (read once, then kept).
@@ -243,21 +286,37 @@ class IssuerTokens:
         self._keys = keys
 
     async def _key(self, kid: str | None) -> tuple[jwt.PyJWK, frozenset[str]] | None:
-        """The key named ``kid``, fetching the set when it is unknown (bounded) or old."""
-        now = anyio.current_time()
+        """The key named ``kid``, fetching the set when it is unknown (bounded) or old.
+
+        A key held is used at once while the set is fresh, or while a fetch runs: a
+        token with a made-up ``kid`` (its fetch) holds up no valid one."""
+        held = self._held(kid)
+        if held is not None and (self._lock.locked() or self._age() < JWKS_MAX_AGE):
+            return held
         async with self._lock:
-            age = None if self._fetched_at is None else now - self._fetched_at
-            if age is None or age >= JWKS_MAX_AGE:
+            now = anyio.current_time()
+            age = self._age()
+            if age >= JWKS_MAX_AGE:
                 await self._refresh(now)
             elif kid not in self._keys and age >= self.refetch_interval:
                 await self._refresh(now)  # keys rotate: the new one is in the new set
-            found = self._keys.get(kid)
-            if found is None and kid is None and len(self._keys) == 1:
-                # No kid in the token and one key published: that key is the candidate.
-                found = next(iter(self._keys.values()))
+            found = self._held(kid)
             if found is None and self._unavailable is not None:
                 raise IssuerUnavailable(str(self._unavailable))
             return found
+
+    def _age(self) -> float:
+        """Seconds since the key set was last fetched (infinite: never)."""
+        if self._fetched_at is None:
+            return math.inf
+        return anyio.current_time() - self._fetched_at
+
+    def _held(self, kid: str | None) -> tuple[jwt.PyJWK, frozenset[str]] | None:
+        found = self._keys.get(kid)
+        if found is None and kid is None and len(self._keys) == 1:
+            # No kid in the token and one key published: that key is the candidate.
+            found = next(iter(self._keys.values()))
+        return found
 
     async def check(self, token: str) -> AccessToken:
         """The verified token as the SDK's `AccessToken` (scopes, client, subject, claims).

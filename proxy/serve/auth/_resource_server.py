@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nativemcp.protocol.wire import Caller
 
+from ...http_edge import header_value
 from ._access_tokens import IssuerTokens, IssuerUnavailable, TokenRefused
 from ._introspection import IntrospectedTokens
 from ._scopes import ScopeMap
@@ -125,13 +126,6 @@ class Authorization:
             raise ValueError(f"the resource URL must be http(s)://…, not {self.resource_url!r}")
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
-
-
 def _quoted(value: str) -> str:
     # Values put here are URLs and RFC 6749 scope tokens: neither holds `"` or `\`.
     return '"' + value.replace("\\", "").replace('"', "") + '"'
@@ -185,7 +179,7 @@ def resource_url(authorization: Authorization, scope: Scope) -> str:
     suffix = path[len("/mcp") :] if path.startswith("/mcp/") else ""
     base = authorization.resource_url
     if base is None:
-        host = _header(scope, b"host") or ""
+        host = header_value(scope, b"host") or ""
         if _SAFE_HOST.fullmatch(host) is None:
             host = "localhost"
         base = f"{scope.get('scheme', 'http')}://{host}/mcp"
@@ -233,7 +227,7 @@ class ResourceServer:
             return
         where = metadata_url(resource_url(self.authorization, scope))
         supported = self.authorization.scope_map.scopes_supported
-        given = _header(scope, b"authorization") or ""
+        given = header_value(scope, b"authorization") or ""
         scheme, _, token = given.strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:

@@ -44,11 +44,19 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from nativemcp.protocol import INTERNAL_ERROR, INVALID_PARAMS, ClientRequestError
+from nativemcp.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    TERMINAL_TASK_STATUSES,
+    ClientRequestError,
+)
 
-from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from ..._sdk_seam import client_connection
+from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._task_table import TaskTable
 
 __all__ = [
@@ -72,7 +80,6 @@ POLL_INTERVAL_MS: Final = 1000
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 """The ``_meta`` key that ties a result or a request to its task."""
 _CAPABILITY: Final[dict[str, Any]] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 _ENDS_TASKS: Final = "io.github.nativemcp/ends-tasks"
 """The key in a connection's state saying its end already ends its tasks."""
 _T = TypeVar("_T", bound=types.Task)
@@ -84,7 +91,7 @@ Send = Callable[[ServerRequestContext[Any], str, dict[str, Any]], Awaitable[dict
 def _connection(ctx: ServerRequestContext[Any]) -> Any:
     """The SDK's `Connection` of ``ctx``'s client (its session id, state and exit stack);
     the request context names only the session around it."""
-    return getattr(ctx.session, "_connection", None)
+    return client_connection(ctx.session)
 
 
 def session_key(ctx: ServerRequestContext[Any]) -> str | None:
@@ -138,13 +145,13 @@ class ServedTask:
 
     def set_status(self, status: types.TaskStatus, message: str | None = None) -> None:
         """Move the task to ``status`` (a task that ended stays as it ended)."""
-        if self.status in _TERMINAL:
+        if self.status in TERMINAL_TASK_STATUSES:
             return
         self.status = status
         if message is not None:
             self.status_message = message
         self.last_updated_at = _now()
-        if status in _TERMINAL:
+        if status in TERMINAL_TASK_STATUSES:
             self.done.set()
 
     def report(self, message: str) -> None:
@@ -338,7 +345,7 @@ class ServedTasks(TaskTable[ServedTask]):
             MCPError: INVALID_PARAMS for an unknown task or one that already ended.
         """
         task = self._find(ctx, params.task_id)
-        if task.status in _TERMINAL:
+        if task.status in TERMINAL_TASK_STATUSES:
             raise MCPError(
                 INVALID_PARAMS, f"cannot cancel task {task.task_id!r}: it is already {task.status}"
             )
@@ -361,6 +368,11 @@ class ServedTasks(TaskTable[ServedTask]):
         server.middleware.append(TaskCalls(self, start))
 
 
+_HANDSHAKE_ONLY: Final = frozenset({"tasks/result", "tasks/list"})
+"""2025-11-25's task methods that 2026-07-28 does not have (its Tasks extension's
+``tasks/get`` carries the result, and there is no listing)."""
+
+
 class TaskCalls:
     """The middleware: a task-augmented ``tools/call`` goes to ``start`` (the SDK's
     handler would check its ``CreateTaskResult`` as a ``CallToolResult``), and
@@ -375,6 +387,15 @@ class TaskCalls:
         self._start = start
 
     async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        version = ctx.protocol_version
+        if ctx.method in _HANDSHAKE_ONLY and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            # 2026-07-28 has no such method (its Tasks extension follows a task with
+            # tasks/get alone): the SDK serves this handler for every version.
+            raise MCPError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {ctx.method} is a 2025-11-25 method; on "
+                f"{version} the Tasks extension follows a task with tasks/get",
+            )
         if ctx.method == "initialize":
             result = await call_next(ctx)
             if (
