@@ -21,6 +21,7 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     ResourceContents,
     TextContent,
+    error_response,
 )
 from nativemcp.workers import CompletionRef, Context, PromptMessage, Server
 
@@ -328,3 +329,116 @@ def test_prompt_with_image() -> list[Any]:
 def complete(ref: CompletionRef, argument: str, value: str) -> list[str]:
     """Suggestions for prompt arguments: none here (the suite checks the shape)."""
     return []
+
+
+# -- 2026-07-28: the Tasks extension (SEP-2663) --------------------------------------
+# Tools with task support run as tasks for a client that declares the extension; the
+# suite's tasks scenarios name these.
+
+
+@server.tool
+def greet(name: str) -> str:
+    """Greets by name (sync-only: never a task)"""
+    return f"Hello, {name}!"
+
+
+@server.tool(task_support="optional")
+async def slow_compute(seconds: float = 1, label: str = "") -> str:
+    """Sleeps `seconds` then answers (task-supporting; cancelled while it sleeps)"""
+    await anyio.sleep(seconds)
+    return f"computed {label or 'result'} after {seconds:g} s"
+
+
+@server.tool(task_support="required")
+async def failing_job() -> str:
+    """Fails as a tool (isError) after about a second (task support required)"""
+    await anyio.sleep(1)
+    raise RuntimeError("failing_job failed, as it always does")
+
+
+@server.tool(task_support="optional")
+def protocol_error_job() -> NativeMCPResponse[None]:
+    """Fails with a JSON-RPC (protocol) error, not a tool error"""
+    return error_response("protocol_error_job failed at the protocol level")
+
+
+@server.tool(task_support="optional")
+async def confirm_delete(ctx: Context, path: str = "/tmp/example") -> str:
+    """Asks the user to confirm once (one elicitation), then answers"""
+    answer = await ctx.elicit(f"Delete {path}?", _CONFIRM_SCHEMA)
+    return f"delete {path}: action={answer.action}, content={json.dumps(answer.content)}"
+
+
+_CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
+_NAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+
+
+@server.tool(task_support="optional")
+async def multi_input(ctx: Context) -> str:
+    """Asks two questions at once (two elicitations pending together)"""
+    answers: dict[str, Any] = {}
+
+    async def ask(key: str, message: str) -> None:
+        answers[key] = (await ctx.elicit(message, _NAME_SCHEMA)).content
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask, "first", "First name?")
+        group.start_soon(ask, "second", "Second name?")
+    return f"multi_input: {json.dumps(answers, sort_keys=True)}"
+
+
+@server.tool(task_support="optional")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks the user's name, then runs on as a task"""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA)
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+# -- 2026-07-28: stateless requests (SEP-2575) ---------------------------------------
+
+
+@server.tool
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs sampling, so a client that did not declare it is refused"""
+    answer = await ctx.sample("Say hello", max_tokens=10)
+    return f"LLM response: {answer.text}"
+
+
+@server.tool
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Asks the user through the response (never a request of its own on the stream)"""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA)
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+@server.tool
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs at info (sent only to a request that asked for a log level)"""
+    await ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+# -- 2026-07-28: custom headers (SEP-2243) -------------------------------------------
+
+_HEADER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "query": {"type": "string"},
+    },
+    "required": ["region", "query"],
+}
+
+
+@server.tool(input_schema=_HEADER_SCHEMA)
+def test_custom_header(region: str, query: str) -> str:
+    """Mirrors `region` into the Mcp-Param-Region header (x-mcp-header)"""
+    return f"{query} in {region}"
