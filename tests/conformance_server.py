@@ -363,10 +363,10 @@ def protocol_error_job() -> NativeMCPResponse[None]:
 
 
 @server.tool(task_support="optional")
-async def confirm_delete(ctx: Context, path: str = "/tmp/example") -> str:
+async def confirm_delete(ctx: Context, filename: str = "example.txt") -> str:
     """Asks the user to confirm once (one elicitation), then answers"""
-    answer = await ctx.elicit(f"Delete {path}?", _CONFIRM_SCHEMA)
-    return f"delete {path}: action={answer.action}, content={json.dumps(answer.content)}"
+    answer = await ctx.elicit(f"Delete {filename}?", _CONFIRM_SCHEMA)
+    return f"delete {filename}: action={answer.action}, content={json.dumps(answer.content)}"
 
 
 _CONFIRM_SCHEMA: dict[str, Any] = {
