@@ -468,8 +468,14 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             now = driver()
             if now is None:  # suspended: nobody to tell
                 return
-            connection = client_connection(now.session)
-            floor = self._levels.get(connection, 0) if connection is not None else 0
+            if now.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+                connection = client_connection(now.session)
+                floor = self._levels.get(connection, 0) if connection is not None else 0
+            else:  # 2026-07-28: the request's own _meta level, and none without one
+                asked = (now.meta or {}).get(types.LOG_LEVEL_META_KEY)
+                if asked not in LOG_LEVELS:
+                    return
+                floor = LOG_LEVELS.index(asked)
             rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
             if rank < floor:
                 return
