@@ -38,6 +38,14 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 SCHEMA_TOOL = "json_schema_2020_12_tool"
 """The tool whose input schema the schema-preservation scenario asks echoed back."""
 
+MRTR_TOOLS = (
+    "test_mrtr_echo_state",
+    "test_mrtr_unrelated",
+    "test_mrtr_no_state",
+    "test_mrtr_no_result_type",
+)
+"""The tools of the suite's requestState scenario (SEP-2322), in the order it expects."""
+
 Call = tuple[str, dict[str, Any]]
 """A tool call: the scenario server's tool name and the arguments."""
 
@@ -150,6 +158,9 @@ def calls(scenario: str, context: dict[str, Any], tools: dict[str, Any]) -> list
         return [("add_numbers", {"a": 5, "b": 3})]
     if scenario == "sse-retry":
         return [("test_reconnection", {})]
+    if scenario == "sep-2322-client-request-state":
+        # Each of its four tools tests one duty of a client answering input requests.
+        return [(name, {}) for name in MRTR_TOOLS]
     if scenario == "json-schema-2020-12-preservation":
         # Echo the focal tool's schema as the client received it (SEP-1613, SEP-2106).
         return [("json_schema_echo", {"schema": tools[SCHEMA_TOOL].input_schema})]
