@@ -460,12 +460,9 @@ class WorkerProcess(WorkerBase, Supervised):
         on_log: LogHandler | None,
         on_request: ClientRequest | None,
     ) -> Reply:
-        """Handle ``item`` and the call's next items until its reply comes.
-
-        A tool's requests to its client are answered beside the call, each on its own:
-        a tool may wait on several at once (two elicitations in a task group), and the
-        client sees them together. Those still open when the reply comes are dropped.
-        """
+        """Handle ``item`` and the call's next items until its reply comes. A tool's
+        requests to its client are answered beside the call, each on its own (a tool
+        may wait on several at once); those open when the reply comes are dropped."""
 
         async def answer(ask: Ask) -> None:
             value, error, code = await answer_client_request(on_request, ask.method, ask.params)

@@ -451,6 +451,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             now = driver()
             if now is None:  # suspended: nobody to tell
                 return
+            floor: int | None = 0
             if now.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
                 connection = client_connection(now.session)
                 floor = self._levels.get(connection, 0) if connection is not None else 0

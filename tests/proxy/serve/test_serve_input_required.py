@@ -305,7 +305,7 @@ async def test_a_request_the_tool_names_is_sent_under_that_key() -> None:
                 second = await client.session.call_tool(
                     "ask_named",
                     {},
-                    input_responses={"capital": answer.model_dump(by_alias=True, mode="json")},
+                    input_responses={"capital": answer},
                     request_state=first.request_state,
                     allow_input_required=True,
                 )
@@ -315,7 +315,9 @@ async def test_a_request_the_tool_names_is_sent_under_that_key() -> None:
                 done = await client.session.call_tool(
                     "ask_named",
                     {},
-                    input_responses={"who": {"action": "accept", "content": {"name": "Ada"}}},
+                    input_responses={
+                        "who": types.ElicitResult(action="accept", content={"name": "Ada"})
+                    },
                     request_state=second.request_state,
                     allow_input_required=True,
                 )
