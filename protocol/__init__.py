@@ -22,6 +22,7 @@ from ._codec import decode_message as decode_message
 from ._codec import decode_response as decode_response
 from ._codec import encode as encode
 from ._constants import FASTMCP_WRAP_SCHEMA_KEY as FASTMCP_WRAP_SCHEMA_KEY
+from ._constants import INPUT_KEY_META_KEY as INPUT_KEY_META_KEY
 from ._constants import INTERNAL_ERROR as INTERNAL_ERROR
 from ._constants import INVALID_PARAMS as INVALID_PARAMS
 from ._constants import INVALID_REQUEST as INVALID_REQUEST
@@ -123,6 +124,7 @@ __all__ = [
     "APP_MIME_TYPE",
     "BUILTIN_PREFIX",
     "FASTMCP_WRAP_SCHEMA_KEY",
+    "INPUT_KEY_META_KEY",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",

@@ -26,6 +26,12 @@ INTERNAL_ERROR: Final = -32603
 REQUEST_TIMEOUT: Final = -32001
 """The call did not finish in time (the code the official SDK uses)."""
 
+INPUT_KEY_META_KEY: Final = "io.github.nativemcp/inputKey"
+"""The `_meta` key of a tool's request to its client that names the request.
+
+Under `serve`, a 2026-07-28 client gets the request under that key in ``inputRequests``
+(``ctx.elicit(..., key="user_name")``); serve takes it out of the request it sends."""
+
 STRUCTURED_RESULT_META_KEY: Final = "io.github.nativemcp/structuredResult"
 """The `_meta` key of a `structuredResult` that differs from `structuredContent`.
 

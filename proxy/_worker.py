@@ -460,21 +460,34 @@ class WorkerProcess(WorkerBase, Supervised):
         on_log: LogHandler | None,
         on_request: ClientRequest | None,
     ) -> Reply:
-        """Handle ``item`` and the call's next items until its reply comes."""
-        while True:
-            if isinstance(item, Reply):
-                return item
-            if isinstance(item, Notify):
-                await deliver(item.notification, on_progress, on_log, self.on_resource_updated)
-            elif isinstance(item, Ask):
-                # The tool waits for this answer, so awaiting it here holds up nothing.
-                value, error, code = await answer_client_request(
-                    on_request, item.method, item.params
-                )
-                conn.send(encode_frame(Answer(id=item.id, value=value, error=error, code=code)))
-            elif isinstance(item, BaseException):
-                raise item
-            item = await inbox.get()
+        """Handle ``item`` and the call's next items until its reply comes. A tool's
+        requests to its client are answered beside the call, each on its own (a tool
+        may wait on several at once); those open when the reply comes are dropped."""
+
+        async def answer(ask: Ask) -> None:
+            value, error, code = await answer_client_request(on_request, ask.method, ask.params)
+            conn.send(encode_frame(Answer(id=ask.id, value=value, error=error, code=code)))
+
+        outcome: Reply | Exception
+        async with anyio.create_task_group() as asks:
+            try:
+                while not isinstance(item, Reply):
+                    if isinstance(item, Notify):
+                        await deliver(
+                            item.notification, on_progress, on_log, self.on_resource_updated
+                        )
+                    elif isinstance(item, Ask):
+                        asks.start_soon(answer, item)
+                    elif isinstance(item, BaseException):
+                        raise item
+                    item = await inbox.get()
+                outcome = item
+            except Exception as exc:  # raised as itself below, not in an ExceptionGroup
+                outcome = exc
+            asks.cancel_scope.cancel()
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
     async def _request(self, make: Callable[[int], Any], what: str, options: CallOptions) -> Any:
         conn: _Connection | None = None

@@ -65,6 +65,14 @@ async def ask_user(ctx: Context) -> str:
 
 
 @server.tool
+async def ask_named(ctx: Context) -> str:
+    """Ask the model, then the user, each request under a name of the tool's."""
+    model = await ctx.sample("capital of France?", max_tokens=20, key="capital")
+    user = await ctx.elicit("Your name?", Answer, key="who")
+    return f"{model.text}, {user.content.name if user.action == 'accept' else user.action}"
+
+
+@server.tool
 def whoami(ctx: Context) -> str:
     """The call's session scope."""
     return f"{ctx.session_id}/{ctx.thread_id}"

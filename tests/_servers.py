@@ -310,6 +310,20 @@ async def elicit(ctx: Context) -> str:
     return f"{answer.action}:{answer.content}"
 
 
+@asking.tool(task_support="optional")
+async def sample_both(first: str, second: str, ctx: Context) -> str:
+    """Asks its client two questions at once; answers both, in order."""
+    answers: dict[str, str] = {}
+
+    async def ask(question: str) -> None:
+        answers[question] = (await ctx.sample(question)).text
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask, first)
+        group.start_soon(ask, second)
+    return f"{answers[first]} {answers[second]}"
+
+
 @asking.tool(name="scope")
 def asking_scope(ctx: Context) -> str:
     return f"{ctx.session_id}/{ctx.thread_id}"

@@ -8,6 +8,7 @@ tool, resource and prompt names are the suite's (its scenario sources name them)
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from typing import Any
 
@@ -21,8 +22,9 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     ResourceContents,
     TextContent,
+    error_response,
 )
-from nativemcp.workers import CompletionRef, Context, PromptMessage, Server
+from nativemcp.workers import ClientRequestError, CompletionRef, Context, PromptMessage, Server
 
 TEST_IMAGE_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="  # noqa: E501
 TEST_AUDIO_BASE64 = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
@@ -328,3 +330,220 @@ def test_prompt_with_image() -> list[Any]:
 def complete(ref: CompletionRef, argument: str, value: str) -> list[str]:
     """Suggestions for prompt arguments: none here (the suite checks the shape)."""
     return []
+
+
+# -- 2026-07-28: the Tasks extension (SEP-2663) --------------------------------------
+# Tools with task support run as tasks for a client that declares the extension; the
+# suite's tasks scenarios name these.
+
+
+@server.tool
+def greet(name: str) -> str:
+    """Greets by name (sync-only: never a task)"""
+    return f"Hello, {name}!"
+
+
+@server.tool(task_support="optional")
+async def slow_compute(seconds: float = 1, label: str = "") -> str:
+    """Sleeps `seconds` then answers (task-supporting; cancelled while it sleeps)"""
+    await anyio.sleep(seconds)
+    return f"computed {label or 'result'} after {seconds:g} s"
+
+
+@server.tool(task_support="required")
+async def failing_job() -> str:
+    """Fails as a tool (isError) after about a second (task support required)"""
+    await anyio.sleep(1)
+    raise RuntimeError("failing_job failed, as it always does")
+
+
+@server.tool(task_support="optional")
+def protocol_error_job() -> NativeMCPResponse[None]:
+    """Fails with a JSON-RPC (protocol) error, not a tool error"""
+    return error_response("protocol_error_job failed at the protocol level")
+
+
+@server.tool(task_support="optional")
+async def confirm_delete(ctx: Context, filename: str = "example.txt") -> str:
+    """Asks the user to confirm once (one elicitation), then answers"""
+    answer = await ctx.elicit(f"Delete {filename}?", _CONFIRM_SCHEMA)
+    return f"delete {filename}: action={answer.action}, content={json.dumps(answer.content)}"
+
+
+_CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
+_NAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+
+
+@server.tool(task_support="optional")
+async def multi_input(ctx: Context) -> str:
+    """Asks two questions at once (two elicitations pending together)"""
+    answers: dict[str, Any] = {}
+
+    async def ask(key: str, message: str) -> None:
+        answers[key] = (await ctx.elicit(message, _NAME_SCHEMA)).content
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask, "first", "First name?")
+        group.start_soon(ask, "second", "Second name?")
+    return f"multi_input: {json.dumps(answers, sort_keys=True)}"
+
+
+@server.tool(task_support="optional")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks the user's name, then runs on as a task"""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA)
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+# -- 2026-07-28: stateless requests (SEP-2575) ---------------------------------------
+
+
+@server.tool
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs sampling, so a client that did not declare it is refused"""
+    answer = await ctx.sample("Say hello", max_tokens=10)
+    return f"LLM response: {answer.text}"
+
+
+@server.tool
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Asks the user through the response (never a request of its own on the stream)"""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA)
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+@server.tool
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs at info (sent only to a request that asked for a log level)"""
+    await ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+# -- 2026-07-28: custom headers (SEP-2243) -------------------------------------------
+
+_HEADER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "query": {"type": "string"},
+    },
+    "required": ["region", "query"],
+}
+
+
+@server.tool(input_schema=_HEADER_SCHEMA)
+def test_custom_header(region: str, query: str) -> str:
+    """Mirrors `region` into the Mcp-Param-Region header (x-mcp-header)"""
+    return f"{query} in {region}"
+
+
+# -- 2026-07-28: input-required results (SEP-2322) -----------------------------------
+# serve suspends the tool at each request to its client and answers the call with an
+# InputRequiredResult; the client's retry resumes it. The keys are the suite's.
+
+
+def _name(answer: Any) -> str:
+    return str((answer.content or {}).get("name"))
+
+
+@server.tool
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Asks the user's name (inputRequests key user_name), then greets"""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+    return f"Hello, {_name(answer)}!"
+
+
+@server.tool
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Asks the client's model (key capital_question), then answers with its text"""
+    answer = await ctx.sample(
+        "What is the capital of France?", max_tokens=50, key="capital_question"
+    )
+    return f"The model said: {answer.text}"
+
+
+@server.tool
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Asks the client's roots (key client_roots), then lists them"""
+    roots = await ctx.request_client("roots/list", {}, key="client_roots")
+    return "Roots: " + ", ".join(root.get("uri", "?") for root in roots.get("roots", []))
+
+
+_OK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+}
+
+
+@server.tool
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Asks for a confirmation (key confirm); its retry's requestState resumes the call"""
+    answer = await ctx.elicit("Please confirm", _OK_SCHEMA, key="confirm")
+    return f"state-ok: the retry resumed the call (action={answer.action})"
+
+
+@server.tool
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Asks for a confirmation; a retry whose requestState was altered is refused"""
+    answer = await ctx.elicit("Please confirm", _OK_SCHEMA, key="confirm")
+    return f"confirmed (action={answer.action})"
+
+
+@server.tool
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Asks for a name, a greeting and the roots at once (three inputRequests)"""
+    got: dict[str, Any] = {}
+
+    async def name() -> None:
+        got["name"] = _name(await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name"))
+
+    async def greeting() -> None:
+        got["greeting"] = (
+            await ctx.sample("Generate a greeting", max_tokens=50, key="greeting")
+        ).text
+
+    async def roots() -> None:
+        got["roots"] = len(
+            (await ctx.request_client("roots/list", {}, key="client_roots")).get("roots", [])
+        )
+
+    async with anyio.create_task_group() as group:
+        for ask in (name, greeting, roots):
+            group.start_soon(ask)
+    return f"name={got['name']}, greeting={got['greeting']}, roots={got['roots']}"
+
+
+_COLOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"color": {"type": "string"}},
+    "required": ["color"],
+}
+
+
+@server.tool
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Asks twice, one round after the other (keys step1, step2)"""
+    name = _name(await ctx.elicit("Step 1: What is your name?", _NAME_SCHEMA, key="step1"))
+    color = await ctx.elicit("Step 2: What is your favorite color?", _COLOR_SCHEMA, key="step2")
+    return f"{name} likes {(color.content or {}).get('color')}"
+
+
+@server.tool
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only what the client declared: elicitation where it can, sampling where it can"""
+    asked: list[str] = []
+    # A request the client did not declare is refused at once (never sent): skip it.
+    with contextlib.suppress(ClientRequestError):
+        asked.append(_name(await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")))
+    with contextlib.suppress(ClientRequestError):
+        asked.append((await ctx.sample("Say hello", max_tokens=20, key="greeting")).text)
+    return f"answered: {asked}"

@@ -10,7 +10,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from nativemcp.protocol import PYTHON_LOG_LEVELS, ClientRequestError, ContentBlock, TextContent
+from nativemcp.protocol import (
+    INPUT_KEY_META_KEY,
+    PYTHON_LOG_LEVELS,
+    ClientRequestError,
+    ContentBlock,
+    TextContent,
+)
 from nativemcp.protocol.wire import (
     Caller,
     LogLevel,
@@ -158,8 +164,14 @@ class Context:
         """`log` at error level."""
         await self.log("error", data)
 
-    async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def request_client(
+        self, method: str, params: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
         """Send an MCP request to the caller's client and return its result (raw JSON).
+
+        ``key`` names the request where the client answers it by name: under ``serve``,
+        a 2026-07-28 client gets it under that key in the call's ``inputRequests``
+        (default: numbered); a key already waiting in the call is numbered instead.
 
         Raises:
             ClientRequestError: no client can answer (no handler configured), or it
@@ -171,6 +183,9 @@ class Context:
                 "can answer here: serve it over MCP to a client that supports it, or give "
                 "the pool a handler (WorkerPool(sampling_handler=..., elicitation_handler=...))"
             )
+        if key is not None:
+            meta = {**(params.get("_meta") or {}), INPUT_KEY_META_KEY: key}
+            params = {**params, "_meta": meta}
         return await self._request(method, params)
 
     async def sample(
@@ -181,10 +196,12 @@ class Context:
         system_prompt: str | None = None,
         temperature: float | None = None,
         stop_sequences: list[str] | None = None,
+        key: str | None = None,
     ) -> SampleResult:
         """Ask the client's model for a completion (MCP ``sampling/createMessage``).
 
-        ``messages`` is one user text, or a list of ``{"role", "content"}`` messages.
+        ``messages`` is one user text, or a list of ``{"role", "content"}`` messages;
+        ``key`` names the request (see `request_client`).
 
         Raises:
             ClientRequestError: nobody can sample here, or the client refused.
@@ -200,24 +217,25 @@ class Context:
             params["temperature"] = temperature
         if stop_sequences is not None:
             params["stopSequences"] = stop_sequences
-        result = await self.request_client("sampling/createMessage", params)
+        result = await self.request_client("sampling/createMessage", params, key=key)
         try:
             return msgspec.convert(result, SampleResult)
         except msgspec.ValidationError as exc:
             raise ClientRequestError(f"the client's sampling result is malformed: {exc}") from exc
 
-    async def elicit(self, message: str, schema: Any) -> ElicitResult:
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> ElicitResult:
         """Ask the user for input shaped by ``schema`` (MCP ``elicitation/create``, form mode).
 
         ``schema`` is a type (a Struct, dataclass or TypedDict of primitive fields; the
-        accepted content is converted to it) or a JSON Schema object.
+        accepted content is converted to it) or a JSON Schema object; ``key`` names the
+        request (see `request_client`).
 
         Raises:
             ClientRequestError: nobody can ask the user here, the client refused, or the
                 answer does not fit the schema.
         """
         params = {"message": message, "requestedSchema": _object_schema(schema)}
-        result = await self.request_client("elicitation/create", params)
+        result = await self.request_client("elicitation/create", params, key=key)
         try:
             answer = msgspec.convert(result, ElicitResult)
             if answer.action == "accept" and not isinstance(schema, dict):

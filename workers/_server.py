@@ -40,6 +40,7 @@ from nativemcp.protocol import (
     ResourceContents,
     Tool,
     ToolAnnotations,
+    ToolExecution,
     app_resource_meta,
     resolved,
     tool_ui_meta,
@@ -159,6 +160,7 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         ui: str | None = None,
         visibility: Sequence[AppVisibility] | None = None,
+        task_support: Literal["optional", "required"] | None = None,
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -175,6 +177,7 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         ui: str | None = None,
         visibility: Sequence[AppVisibility] | None = None,
+        task_support: Literal["optional", "required"] | None = None,
     ) -> Any:
         """Declare a tool; use bare (``@server.tool``) or with options.
 
@@ -200,6 +203,9 @@ class Server:
             visibility: who may call a tool with a ``ui``: ``["model", "app"]`` (the
                 default), ``["app"]`` for a tool only its app calls (hosts do not offer
                 it to the model), ``["model"]``.
+            task_support: the tool may run as a task (``execution.taskSupport``):
+                ``"optional"`` or ``"required"``. ``nativemcp serve`` then lets a
+                client that speaks tasks call it as one (see "Tools that run as tasks").
 
         Raises:
             ValueError: a parameter lacks an annotation, has no schema, or the name is
@@ -216,6 +222,10 @@ class Server:
             )
             if input_schema is not None:
                 definition = msgspec.structs.replace(spec.definition, input_schema=input_schema)
+                spec = dataclasses.replace(spec, definition=definition)
+            if task_support is not None:
+                execution = ToolExecution(task_support=task_support)
+                definition = msgspec.structs.replace(spec.definition, execution=execution)
                 spec = dataclasses.replace(spec, definition=definition)
             if ui_meta is not None:
                 meta = {**(spec.definition.meta or {}), "ui": ui_meta}

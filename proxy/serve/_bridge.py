@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import anyio
@@ -71,7 +71,7 @@ from .tasks import ExtensionTasks, ServedTasks, TaskRows, session_key
 if TYPE_CHECKING:
     from .._pool import WorkerPool
 
-__all__ = ["McpBridge"]
+__all__ = ["McpBridge", "logged", "request_log_floor"]
 
 
 class TaskSide(Protocol):
@@ -451,10 +451,13 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             now = driver()
             if now is None:  # suspended: nobody to tell
                 return
-            connection = client_connection(now.session)
-            floor = self._levels.get(connection, 0) if connection is not None else 0
-            rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
-            if rank < floor:
+            floor: int | None = 0
+            if now.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+                connection = client_connection(now.session)
+                floor = self._levels.get(connection, 0) if connection is not None else 0
+            else:
+                floor = request_log_floor(dict(now.meta or {}))
+            if not logged(level, floor):
                 return
             await now.session.send_notification(
                 types.LoggingMessageNotification(
@@ -522,6 +525,19 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         security = RequestStateSecurity.ephemeral(ttl=self.suspended.timeout)
         server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
+
+
+def request_log_floor(meta: Mapping[str, Any] | None) -> int | None:
+    """The lowest log level (its index in `LOG_LEVELS`) a 2026-07-28 request gets: the
+    one its ``_meta`` names; None (no log messages) without one, as SEP-2575 says."""
+    asked = (meta or {}).get(types.LOG_LEVEL_META_KEY)
+    return LOG_LEVELS.index(asked) if asked in LOG_LEVELS else None
+
+
+def logged(level: str, floor: int | None) -> bool:
+    """Whether a log message at ``level`` goes to a client whose floor is ``floor``."""
+    rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
+    return floor is not None and rank >= floor
 
 
 def _text_of(result: types.CallToolResult) -> str:

@@ -32,7 +32,7 @@ import mcp_types as types
 import msgspec
 from mcp.shared.exceptions import MCPError
 
-from nativemcp.protocol import INVALID_PARAMS, ClientRequestError
+from nativemcp.protocol import INPUT_KEY_META_KEY, INVALID_PARAMS, ClientRequestError
 
 __all__ = [
     "DEFAULT_INPUT_TIMEOUT",
@@ -40,6 +40,7 @@ __all__ = [
     "ClientAsk",
     "SuspendedCalls",
     "client_request",
+    "input_key",
 ]
 
 _logger = logging.getLogger("nativemcp.serve")
@@ -151,10 +152,13 @@ class SuspendedCalls(anyio.AsyncContextManagerMixin):
         self._calls[call.key] = call
 
         async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            key, params = input_key(params)
             client_request(method, params)  # refuses a bad one before suspending
             call.asked += 1
             question = _Question(method, params)
-            call.questions[str(call.asked)] = question
+            if key is None or key in call.questions:
+                key = str(call.asked)
+            call.questions[key] = question
             call.wake()
             await question.ready.wait()
             if question.error is not None:
@@ -248,6 +252,20 @@ class SuspendedCalls(anyio.AsyncContextManagerMixin):
         self._calls.pop(call.key, None)
 
 
+def input_key(params: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The key a tool named its request by (``ctx.elicit(..., key=...)``), and the
+    request's params without it."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or INPUT_KEY_META_KEY not in meta:
+        return None, params
+    rest = {k: v for k, v in meta.items() if k != INPUT_KEY_META_KEY}
+    key = meta[INPUT_KEY_META_KEY]
+    stripped = {k: v for k, v in params.items() if k != "_meta"}
+    if rest:
+        stripped["_meta"] = rest
+    return (key if isinstance(key, str) and key else None), stripped
+
+
 def _request(question: _Question) -> types.InputRequest:
     return client_request(question.method, question.params)[0]
 
@@ -273,6 +291,7 @@ def client_request(
         ClientRequestError: an unknown method, malformed params, or params larger than
             `MAX_CLIENT_REQUEST` as JSON.
     """
+    _, params = input_key(params)  # the tool's name for it is serve's, not the client's
     try:
         size = len(msgspec.json.encode(params))
     except (TypeError, msgspec.EncodeError):

@@ -214,3 +214,37 @@ async def test_stored_items_and_workspace_exports_are_resources(tmp_path: Path) 
             (blob,) = await ws.read_resource(package.uri)
             assert (package.mime_type, blob.mime_type) == ("application/zip", "application/zip")
             assert blob.blob is not None and base64.b64decode(blob.blob)[:2] == b"PK"
+
+
+@pytest.mark.parametrize("in_process", [(), ("asking",)], ids=["worker", "in-process"])
+async def test_a_tool_may_wait_on_two_client_requests_at_once(in_process: tuple[str, ...]) -> None:
+    # The handler answers only once both questions are pending together: asked one
+    # after the other, the first would wait for the second forever (fail_after).
+    pending: list[str] = []
+    both = anyio.Event()
+
+    async def sampling(params: dict[str, Any]) -> dict[str, Any]:
+        text = params["messages"][0]["content"]["text"]
+        pending.append(text)
+        if len(pending) == 2:
+            both.set()
+        await both.wait()
+        content = {"type": "text", "text": text.upper()}
+        return {"role": "assistant", "content": content, "model": "m"}
+
+    with anyio.fail_after(30):
+        async with WorkerPool(
+            ["_servers:asking"], in_process=in_process, timeout=20, sampling_handler=sampling
+        ) as pool:
+            answer = await pool.server("asking").sample_both(first="one", second="two")
+    assert answer == "ONE TWO"
+    assert sorted(pending) == ["one", "two"]
+
+
+async def test_a_tool_declares_task_support_in_its_listing() -> None:
+    with anyio.fail_after(30):
+        async with WorkerPool(["_servers:asking"], in_process=()) as pool:
+            tools = {tool.name: tool for tool in await pool.list_tools()}
+    both = tools["asking__sample_both"].execution
+    assert both is not None and both.task_support == "optional"
+    assert tools["asking__sample"].execution is None

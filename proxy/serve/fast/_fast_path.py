@@ -64,7 +64,7 @@ from nativemcp.protocol import NativeMCPResponse, ProtocolError, spec_call_resul
 from ..._sdk_seam import default_server_middleware
 from ...http_edge import header_value
 from .._apps import AppsHandshake
-from .._bridge import McpBridge
+from .._bridge import McpBridge, logged, request_log_floor
 from .._request_ids import decoded_request, read_body, read_request, replayed
 from ..auth import caller_from_scope
 from ..tasks import TASKS_PROTOCOL_VERSION, TaskCalls, TaskExtensionCalls
@@ -302,11 +302,17 @@ class FastPath:
             if bridge.suspend or bridge.profile.search or bridge.profile.code_mode:
                 raise _Fallback  # tool search, code mode: `_routed` answers the meta-tools
             name, arguments = params["name"], params.get("arguments") or {}
+            # A 2026-07-28 request gets log messages at or above its _meta level only.
+            floor = 0 if version == self._legacy else request_log_floor(params.get("_meta"))
 
             async def call(reply: Reply) -> types.CallToolResult | dict[str, Any]:
+                async def on_log(level: str, data: Any, logger: str | None) -> None:
+                    if logged(level, floor):
+                        await reply.log(level, data, logger)
+
                 tool = await bridge.tools.served_tool(name, apps=False)
                 options = bridge.calls.call_options(
-                    None, on_request=bridge.cannot_ask, on_log=reply.log
+                    None, on_request=bridge.cannot_ask, on_log=on_log
                 )
                 answer = await bridge.calls.tool_answer(tool, dict(arguments), version, options)
                 if isinstance(answer, types.CallToolResult):

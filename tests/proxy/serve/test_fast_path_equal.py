@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_bac
 
 VERSION = "2026-07-28"
 LEGACY = "2025-11-25"
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META = {
     "io.modelcontextprotocol/protocolVersion": VERSION,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -156,6 +157,11 @@ PLAIN = [
 logs (an event stream), one that asks the client (refused: stateless)."""
 
 ELSEWHERE = [
+    _request(
+        "tools/call",
+        {"name": "count", "arguments": {"steps": 2}, "_meta": {**META, LOG_LEVEL: "info"}},
+        name="count",
+    ),
     _request("tools/call", {"name": "move", "arguments": {}, "task": {"ttl": 1}}, name="move"),
     _request("tools/call", {"name": "move", "_meta": {**META, "progressToken": 1}}, name="move"),
     _request("tools/call", {"name": "move", "arguments": {}}, name="other"),  # header mismatch
@@ -239,8 +245,11 @@ async def test_plain_requests_answer_the_same_through_the_fast_path() -> None:
                 if got["content-type"] == "text/event-stream":
                     streamed.append(message)
             assert fast.state.fast_answers() == len(PLAIN)
-            # The logging tool's answer is an event stream: its log lines, then the result.
-            (events,) = streamed
+            # The logging tool's request names no log level, so it gets no log lines
+            # (SEP-2575); one that names a level gets them (the SDK's path: ELSEWHERE).
+            logged = [e for m in streamed for e in m if e.get("method")]
+            assert logged == []
+            _, _, events = _assert_same(await both(*ELSEWHERE[0]))
             assert [e.get("method") for e in events[:-1]] == ["notifications/message"] * 2
             assert events[-1]["result"]["structuredContent"] == {"result": 2}
 

@@ -17,6 +17,7 @@ from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from test_serve import SERVERS, TESTS, _elicitation, _sampling
 
+from nativemcp.protocol import INPUT_KEY_META_KEY
 from nativemcp.proxy import McpBridge, WorkerPool, http_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
@@ -281,3 +282,44 @@ async def test_stateless_http_says_why_a_tool_cannot_ask() -> None:
                 refused = await client.call_tool("ask_user", {})
                 assert refused.is_error
                 assert "this server is stateless" in _text(refused)
+
+
+async def test_a_request_the_tool_names_is_sent_under_that_key() -> None:
+    pool = WorkerPool(SERVERS, timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp/shapes", **DECLARES_BOTH) as client:
+                first = await client.session.call_tool("ask_named", {}, allow_input_required=True)
+                assert isinstance(first, types.InputRequiredResult)
+                assert first.input_requests is not None
+                assert list(first.input_requests) == ["capital"]
+                request = first.input_requests["capital"]
+                # The key is the tool's word to serve: the client's request has none.
+                assert isinstance(request, types.CreateMessageRequest)
+                assert INPUT_KEY_META_KEY not in (request.params.meta or {})
+                answer = types.CreateMessageResult(
+                    role="assistant",
+                    content=types.TextContent(type="text", text="Paris"),
+                    model="m",
+                )
+                second = await client.session.call_tool(
+                    "ask_named",
+                    {},
+                    input_responses={"capital": answer},
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+                assert isinstance(second, types.InputRequiredResult)
+                assert second.input_requests is not None
+                assert list(second.input_requests) == ["who"]
+                done = await client.session.call_tool(
+                    "ask_named",
+                    {},
+                    input_responses={
+                        "who": types.ElicitResult(action="accept", content={"name": "Ada"})
+                    },
+                    request_state=second.request_state,
+                    allow_input_required=True,
+                )
+                assert isinstance(done, types.CallToolResult)
+                assert _text(done) == "Paris, Ada"
