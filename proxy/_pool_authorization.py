@@ -4,7 +4,7 @@ process) when the pool lists or calls tools, so no restart is needed. The same l
 before a listing reads again a 2026-07-28 server's tool list past its ``ttlMs``.
 
 `WorkerPool` takes these methods from `PoolAuthorization`; the waiting and the new
-connection are the server's (``external/_authorization_wait``).
+connection are the server's (``external/oauth/_authorization_wait``).
 """
 
 from __future__ import annotations

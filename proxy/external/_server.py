@@ -51,23 +51,25 @@ from .._handle import (
 )
 from .._restart import RestartPolicy, Supervised
 from ..telemetry import current_call_span, log_ids
-from ._authorization_wait import AuthorizationWait, WaitsForAuthorization, first_of
 from ._client_side import ClientSide, ServerRequests
 from ._log_redaction import secrets_kept_out_of_logs
 from ._mcp_config import ExternalServerSpec
-from ._oauth import (
-    UNAVAILABLE_TOOL,
-    NeedsAuthorization,
-    ServerAuthorization,
-    login_hint,
-    unavailable_response,
-)
 from ._session_id import SessionId
 from ._stderr import Stderr
 from ._stdio import StdioLink, stdio_transport
 from ._tasks import call_as_task, runs_as_task
 from ._tool_list import Freshness, ToolListChanges, read_tool_list
 from ._tool_listing import drop_repeated_tools, usable_tools_only
+from .oauth import (
+    UNAVAILABLE_TOOL,
+    AuthorizationWait,
+    NeedsAuthorization,
+    ServerAuthorization,
+    WaitsForAuthorization,
+    first_of,
+    login_hint,
+    unavailable_response,
+)
 
 if TYPE_CHECKING:
     import mcp_types
