@@ -21,7 +21,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar, Unpack, overload
+from typing import Any, Concatenate, ParamSpec, Protocol, Self, TypeVar, Unpack, overload
 
 import anyio
 import anyio.abc
@@ -59,14 +59,12 @@ from ._handle import (
     find_server,
     merge_options,
 )
-from ._kept_results import ResultKeeping
 from ._local import LocalServer
 from ._pool_authorization import PoolAuthorization
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
 from ._worker import WorkerProcess, start_failure
-from .codemode import CodeSandbox
 from .external import (
     DEFAULT_INPUT_ROUNDS,
     AssertionHook,
@@ -80,7 +78,6 @@ from .external import (
 )
 from .telemetry import TRACING, traced
 from .telemetry import refresh as refresh_tracing
-from .tool_search import ToolIndex
 
 __all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
 
@@ -212,6 +209,22 @@ class _ExternalSpec:
         return await _supervised(task_group, server)
 
 
+A = ParamSpec("A")
+R = TypeVar("R")
+
+
+def _loop_method(
+    method: Callable[Concatenate[AgentLoop, A], R],
+) -> Callable[Concatenate[WorkerPool, A], R]:
+    """`WorkerPool`'s method of the same name and signature: its `AgentLoop`'s."""
+
+    @functools.wraps(method)
+    def through(pool: WorkerPool, /, *args: A.args, **kwargs: A.kwargs) -> R:
+        return method(pool._agent_loop, *args, **kwargs)
+
+    return through
+
+
 def server_and_interface(
     name_or_interface: str | Callable[..., Any],
 ) -> tuple[str, type[Any] | None]:
@@ -232,7 +245,7 @@ def server_and_interface(
     return declared, name_or_interface
 
 
-class WorkerPool(AgentLoop, PoolAuthorization):
+class WorkerPool(PoolAuthorization):
     """Runs tool servers and gives out typed proxies and one catalog over all of them.
 
     Each server runs where it fits: user servers and the ``content-store`` and
@@ -372,14 +385,10 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             )
             if handler is not None
         }
-        self._llm_names: dict[str, dict[str, str]] = {}
-        self._code_sandbox = CodeSandbox()  # its processes start with the first run
-        self._code_names = None
-        self._tool_index: tuple[int, ToolIndex] | None = None
-        self._results = ResultKeeping(self._config.result_budget, self._kept_store)
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
+        self._agent_loop = AgentLoop(self, result_budget=self._config.result_budget, apps=apps)
 
     @property
     def config(self) -> PoolConfig:
@@ -519,7 +528,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             async with anyio.create_task_group() as tg:
                 for handle in self._handles.values():
                     tg.start_soon(handle.aclose)
-                tg.start_soon(self._code_sandbox.aclose)
+                tg.start_soon(self._agent_loop.aclose)
 
     async def answer_client_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Answer a tool's request to its client with the pool's handler for ``method``.
@@ -582,6 +591,16 @@ class WorkerPool(AgentLoop, PoolAuthorization):
     def is_running(self) -> bool:
         """True between entering the pool and closing it."""
         return self._task_group is not None and not self._closed
+
+    @property
+    def catalog(self) -> Catalog:
+        """Every source's tools under their full names, as the pool lists and calls them.
+
+        Raises:
+            ServerClosed: the pool is closed.
+        """
+        self._check_open()
+        return self._catalog
 
     @property
     def handles(self) -> dict[str, ServerHandle]:
@@ -714,3 +733,21 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             UnknownTool: the resolved name is not in the catalog.
         """
         return self._catalog.resolve_ui_action(action, content)
+
+    # -- the agent loop: its AgentLoop's, under the same names -----------------------
+
+    @property
+    def result_budget(self) -> int | None:
+        """The tokens one tool result may take in `run_tool_call`'s messages (None: no
+        limit); set with ``WorkerPool(result_budget=…)``."""
+        return self._agent_loop.result_budget
+
+    tool_index = _loop_method(AgentLoop.tool_index)
+    fresh_tool_index = _loop_method(AgentLoop.fresh_tool_index)
+    search_tools = _loop_method(AgentLoop.search_tools)
+    tool_definitions = _loop_method(AgentLoop.tool_definitions)
+    run_tool_call = _loop_method(AgentLoop.run_tool_call)
+    run_tool_calls = _loop_method(AgentLoop.run_tool_calls)
+    answer_code_tool = _loop_method(AgentLoop.answer_code_tool)
+    describe_tools = _loop_method(AgentLoop.describe_tools)
+    run_code = _loop_method(AgentLoop.run_code)
