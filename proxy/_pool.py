@@ -32,6 +32,7 @@ from nativemcp.protocol import (
     NativeMCPResponse,
     Tool,
     ToolNameError,
+    UnknownTool,
     resolved,
     tool_ui,
 )
@@ -46,7 +47,7 @@ from nativemcp.workers import (
 
 from ._agent_loop import AgentLoop
 from ._bootstrap import exit_if_bootstrapping
-from ._catalog import Catalog, UIAction
+from ._catalog import Catalog, CatalogEntry, UIAction
 from ._config import PoolConfig, PoolOptions, check_options, root_uris
 from ._handle import (
     DEFAULT,
@@ -60,7 +61,6 @@ from ._handle import (
     merge_options,
 )
 from ._local import LocalServer
-from ._pool_authorization import PoolAuthorization
 from ._proxy import ServerProxy, coerce_arguments
 from ._replicas import ReplicaSet
 from ._restart import RestartPolicy
@@ -68,6 +68,7 @@ from ._worker import WorkerProcess, start_failure
 from .external import (
     DEFAULT_INPUT_ROUNDS,
     AssertionHook,
+    Authorizations,
     ClientSide,
     ExternalServer,
     ExternalServerSpec,
@@ -245,7 +246,7 @@ def server_and_interface(
     return declared, name_or_interface
 
 
-class WorkerPool(PoolAuthorization):
+class WorkerPool:
     """Runs tool servers and gives out typed proxies and one catalog over all of them.
 
     Each server runs where it fits: user servers and the ``content-store`` and
@@ -388,6 +389,9 @@ class WorkerPool(PoolAuthorization):
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
+        self._authorizations = Authorizations(
+            self._handles, redirect=oauth_redirect, closed=lambda: self._closed
+        )
         self._agent_loop = AgentLoop(self, result_budget=self._config.result_budget, apps=apps)
 
     @property
@@ -663,7 +667,7 @@ class WorkerPool(PoolAuthorization):
             ServerClosed: the pool is closed.
         """
         self._check_open()
-        await self._reauthorized()  # a grant kept since (auth login) brings a server back
+        await self._authorizations.freshen()  # a grant kept since (auth login) brings a server back
         return self._catalog.tools()
 
     async def call_tool(
@@ -733,6 +737,53 @@ class WorkerPool(PoolAuthorization):
             UnknownTool: the resolved name is not in the catalog.
         """
         return self._catalog.resolve_ui_action(action, content)
+
+    # -- remote servers that need authorization: its Authorizations' ------------------
+
+    @property
+    def needs_authorization(self) -> dict[str, str]:
+        """The remote servers waiting for someone to authorize nativemcp, with the reason.
+
+        ``nativemcp auth login SERVER`` (then the pool's next use of the server) or
+        ``await pool.authorize(SERVER)`` authorizes one; until then its one listed tool
+        says so."""
+        return self._authorizations.waiting()
+
+    async def authorize(self, name: str, /, redirect: RedirectHook | None = None) -> None:
+        """Authorize remote server ``name`` now, while the pool runs.
+
+        A grant kept since the server gave up (``nativemcp auth login`` in another
+        process) is used; else ``redirect`` (default: the pool's ``oauth_redirect``) is
+        given the authorization URL, as at start. Once authorized, the server's tools
+        take the place of its ``needs_authorization`` tool in the catalog. A server that
+        is authorized already is left as it is.
+
+        Raises:
+            UnknownServer: no server ``name``; ServerClosed: the pool is closed.
+            ValueError: ``name`` is not a remote server with an ``"oauth"`` entry.
+            NeedsAuthorization: still not authorized: no grant kept and no hook to ask
+                a person, or the authorization server refused, or nobody came back.
+        """
+        await self._authorizations.authorize(name, redirect)
+
+    async def _catalog_entry(self, full_name: str) -> CatalogEntry:
+        """The catalog entry of ``full_name``, looked for again once a server that
+        needed authorization is authorized (its tools were not listed before); a
+        server that still waits answers with its ``needs_authorization`` tool.
+
+        Raises:
+            UnknownTool: no such full name, even after that.
+        """
+        try:
+            return self._catalog.entry(full_name)
+        except UnknownTool as unknown:
+            if await self._authorizations.freshen():
+                with contextlib.suppress(UnknownTool):
+                    return self._catalog.entry(full_name)
+            for placeholder in self._authorizations.placeholders(full_name):
+                with contextlib.suppress(UnknownTool):
+                    return self._catalog.entry(placeholder)
+            raise unknown from None
 
     # -- the agent loop: its AgentLoop's, under the same names -----------------------
 

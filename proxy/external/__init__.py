@@ -7,7 +7,8 @@ expansion, and the entry as written for every message), `_log_redaction` (the cl
 stack's log lines without the values of variables), `_stdio` (the stdio transport
 with its frame and line limits and process-group cleanup), `_stderr` (a stdio
 server's stderr, logged and its tail kept), `_client_side` (the
-server's requests back to the pool: sampling, elicitation, roots), `_tasks`
+server's requests back to the pool: sampling, elicitation, roots), `_authorizations`
+(the pool's side of servers that need authorization), `_tasks`
 (task-augmented calls), `_tool_listing` (tools a server lists that cannot be
 offered), and a room of its own for OAuth to remote servers (`oauth/`: the entry's ``oauth``
 settings, `ServerAuthorization` on the SDK's ``mcp.client.auth``, a server waiting for
@@ -17,6 +18,7 @@ handle seam (`_handle`, `_restart`, `_json_where`) and the public names of
 below.
 """
 
+from ._authorizations import Authorizations as Authorizations
 from ._client_side import DEFAULT_INPUT_ROUNDS as DEFAULT_INPUT_ROUNDS
 from ._client_side import ClientSide as ClientSide
 from ._client_side import roots_answer as roots_answer
@@ -44,6 +46,7 @@ __all__ = [
     "DEFAULT_INPUT_ROUNDS",
     "GRANTS_FOLDER",
     "AssertionHook",
+    "Authorizations",
     "ClientSide",
     "ExternalServer",
     "ExternalServerSpec",
