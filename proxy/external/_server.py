@@ -62,13 +62,14 @@ from ._tool_list import Freshness, ToolListChanges, read_tool_list
 from ._tool_listing import drop_repeated_tools, usable_tools_only
 from .oauth import (
     UNAVAILABLE_TOOL,
-    AuthorizationWait,
+    GrantWait,
     NeedsAuthorization,
+    RedirectHook,
     ServerAuthorization,
-    WaitsForAuthorization,
     first_of,
     login_hint,
     unavailable_response,
+    unavailable_tool,
 )
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ PING_REMOVED_IN: Final = "2026-07-28"
 """The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
 
 
-class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
+class ExternalServer(UnwrappingHandle, Supervised):
     """An external MCP server behind the pool's handle, through the official client."""
 
     _logger = _logger
@@ -110,9 +111,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         self._max_frame = max_frame
         self.authorization = authorization
         """The server's OAuth client (None: the entry asks for no OAuth)."""
-        self.needs_authorization: str | None = None
-        """Why the server is unavailable until someone authorizes it (None: it is not)."""
-        self._waiting: AuthorizationWait | None = None
+        self._grant = GrantWait(spec.name, authorization)
         self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
@@ -143,6 +142,17 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         self._next_call = 0
         self.pid: int | None = None
         """The live stdio server's process id (Linux; None for HTTP or when unknown)."""
+
+    @property
+    def needs_authorization(self) -> str | None:
+        """Why the server is unavailable until someone authorizes it (None: it is not)."""
+        return self._grant.reason
+
+    async def reauthorize(self, redirect: RedirectHook | None = None) -> bool:
+        """If the server waits for authorization, connect again when a grant is kept
+        now (another process's ``nativemcp auth login``) or ``redirect`` can ask a
+        person, and wait for that attempt; whether the server is authorized now."""
+        return await self._grant.retry(redirect)
 
     @property
     def tools(self) -> list[Tool]:
@@ -245,8 +255,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             self.extensions = dict(client.server_capabilities.extensions or {})
             self._tools = self._usable(tools)
             self._client = client
-            self.needs_authorization = None
-            self._settle_waiters(authorized=True)
+            self._grant.authorized()
             state["ready"] = True
             self._connected.set()
             on_ready()
@@ -380,13 +389,15 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                         await self._connect_once(on_ready)
                     except NeedsAuthorization as exc:
                         # Not a failure of the pool: the server waits for a grant.
-                        if not await self._wait_for_authorization(exc, on_ready):
+                        self._tools = [unavailable_tool(self.name, exc.reason)]
+                        await self._grant.wait(exc, on_ready=on_ready, stop=self._stop)
+                        if self._closing:
                             return
                         continue  # a grant came: no backoff, someone is waiting
                     except ServerStartError as exc:
                         if not started:
                             raise
-                        self._settle_waiters()
+                        self._grant.settle()
                         if not self._retry(exc, recent, backoff):
                             return
                     else:
@@ -402,7 +413,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                     backoff = min(backoff * 2, self._restart.max_backoff)
         finally:
             self._client = None
-            self._settle_waiters()
+            self._grant.settle()
             self._finished.set()
 
     def _log_stopped(self) -> None:

@@ -5,17 +5,15 @@
 ``needs_authorization`` tool a server lists while it waits), `_refresh_on_401` (the
 SDK's providers bound to one issuer: a refresh on a 401, token answers held to a size
 and a time), `_identity_assertion` (SEP-990's ID-JAG grant), `_loopback_callback` (the
-browser's way back to a local port), `_authorization_wait` (a server waiting for a
+browser's way back to a local port), `_authorization_wait` (`GrantWait`, a server waiting for a
 grant, and its way back) and `_token_store` (the grants kept in the data folder, or in
 PostgreSQL: `_token_table`). This room imports the public names of
 `nativemcp.protocol` and `nativemcp.workers`, the official SDK's auth client, and
 nothing of the pool; the rest of `external/` imports it by the names below.
 """
 
-from ._authorization_wait import AuthorizationWait as AuthorizationWait
-from ._authorization_wait import WaitsForAuthorization as WaitsForAuthorization
+from ._authorization_wait import GrantWait as GrantWait
 from ._authorization_wait import first_of as first_of
-from ._authorization_wait import retry_authorization as retry_authorization
 from ._identity_assertion import AssertionHook as AssertionHook
 from ._oauth import UNAVAILABLE_TOOL as UNAVAILABLE_TOOL
 from ._oauth import NeedsAuthorization as NeedsAuthorization
@@ -39,22 +37,20 @@ __all__ = [
     "GRANTS_FOLDER",
     "UNAVAILABLE_TOOL",
     "AssertionHook",
-    "AuthorizationWait",
     "GrantPlace",
     "GrantStore",
     "GrantTable",
+    "GrantWait",
     "NeedsAuthorization",
     "OAuthSettings",
     "RedirectHook",
     "ServerAuthorization",
-    "WaitsForAuthorization",
     "configured_client",
     "expiry_text",
     "first_of",
     "grant_place",
     "login_hint",
     "read_oauth_settings",
-    "retry_authorization",
     "revoke",
     "unavailable_response",
     "unavailable_tool",
