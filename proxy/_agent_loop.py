@@ -235,9 +235,10 @@ class AgentLoop:
 
     @property
     def result_budget(self) -> int | None:
-        """The tokens one tool result may take in `run_tool_call`'s messages (None: no
-        limit): ``AgentLoop(result_budget=…)``, as ``WorkerPool(result_budget=…)``
-        passes it."""
+        """The tokens one tool result may take in `run_tool_call`'s messages.
+
+        None: no limit. Set with ``AgentLoop(result_budget=…)``, as
+        ``WorkerPool(result_budget=…)`` passes it."""
         return self._results.budget
 
     def _kept_store(self) -> Any:
@@ -379,28 +380,37 @@ class AgentLoop:
                     reading = True
                     outcome = await self._results.read(arguments, owner=result_owner)
                 else:
-                    if full_name == CALL_TOOL:
-                        full_name, arguments = read_call(arguments)
-                    if profile is not None and not profile.allows(full_name):
-                        raise UnknownTool(
-                            f"no tool named {quoted_name(full_name)} is offered here; call "
-                            f"{SEARCH_TOOLS} to find one"
-                        )
-                    outcome = await self._pool.call_tool(
-                        full_name,
-                        arguments,
-                        timeout=timeout,
-                        on_progress=on_progress,
-                        on_log=on_log,
+                    options = CallOptions(timeout=timeout, on_progress=on_progress, on_log=on_log)
+                    full_name, outcome = await self._model_call(
+                        full_name, arguments, profile, options
                     )
-                    if self._apps:  # the app shows the tool's app: the model hears so
-                        outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
         output = render(outcome)
         if not reading:
             output = await self._results.fit(output, owner=result_owner, tool=full_name)
         return message_for(output, provider, parsed.call_id, parsed.name)
+
+    async def _model_call(
+        self,
+        full_name: str,
+        arguments: Mapping[str, Any] | None,
+        profile: ToolProfile | None,
+        options: CallOptions,
+    ) -> tuple[str, NativeMCPResponse[Any]]:
+        """A catalog tool the model called by its name or through ``call_tool``: the
+        full name called, and the answer (with the app's note where one shows it)."""
+        if full_name == CALL_TOOL:
+            full_name, arguments = read_call(arguments)
+        if profile is not None and not profile.allows(full_name):
+            raise UnknownTool(
+                f"no tool named {quoted_name(full_name)} is offered here; call "
+                f"{SEARCH_TOOLS} to find one"
+            )
+        outcome = await self._pool.call_tool(full_name, arguments, options=options)
+        if self._apps:  # the app shows the tool's app: the model hears so
+            outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
+        return full_name, outcome
 
     async def answer_code_tool(
         self,
@@ -411,11 +421,13 @@ class AgentLoop:
         allowed: Callable[[str], bool] | None = None,
         options: CallOptions | None = None,
     ) -> NativeMCPResponse[Any]:
-        """The answer of code mode's meta-tool ``name`` (``search_tools``,
-        ``describe_tools`` or ``run_code``) over the tools ``profile`` and ``allowed``
-        leave the model: the search by identifiers, the stubs, or what the program
-        printed (its error, as an ``isError`` result the model reads). ``options``: each
-        inner call's (``serve --code-mode`` passes the caller's).
+        """The answer of one of code mode's meta-tools, as the model reads it.
+
+        ``name`` is ``search_tools``, ``describe_tools`` or ``run_code``, over the tools
+        ``profile`` and ``allowed`` leave the model: the search by identifiers, the
+        stubs, or what the program printed (its error, as an ``isError`` result the
+        model reads). ``options``: each inner call's (``serve --code-mode`` passes the
+        caller's).
 
         Raises:
             ArgumentsError: arguments the meta-tool cannot read.

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, Protocol, Self, TypeVar, Unpack, overload
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar, Unpack, overload
 
 import anyio
 import anyio.abc
 
 from nativemcp.protocol import (
     APPS_EXTENSION,
-    BackendType,
     NativeMCPResponse,
     Tool,
     ToolNameError,
@@ -39,10 +37,7 @@ from nativemcp.protocol import (
 from nativemcp.workers import (
     ClientRequestError,
     ServerClosed,
-    ServerConfig,
-    ServerError,
     ServerSource,
-    load_server,
 )
 
 from ._agent_loop import AgentLoop
@@ -60,27 +55,22 @@ from ._handle import (
     find_server,
     merge_options,
 )
-from ._local import LocalServer
-from ._proxy import ServerProxy, coerce_arguments
-from ._replicas import ReplicaSet
-from ._restart import RestartPolicy
-from ._worker import WorkerProcess, start_failure
+from ._proxy import ServerProxy, coerce_arguments, server_and_interface
+from ._server_specs import ServerSpec, server_specs, start_in_order, supervisor_group
+from ._worker import start_failure
 from .external import (
     DEFAULT_INPUT_ROUNDS,
     AssertionHook,
     Authorizations,
     ClientSide,
     ExternalServer,
-    ExternalServerSpec,
     RedirectHook,
-    ServerAuthorization,
-    grant_place,
     roots_answer,
 )
 from .telemetry import TRACING, traced
 from .telemetry import refresh as refresh_tracing
 
-__all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
+__all__ = ["ClientHandler", "WorkerPool"]
 
 ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 """Answers a tool's request to its client; sync or async.
@@ -88,128 +78,7 @@ ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str,
 Spec-shaped params in (``sampling/createMessage`` or ``elicitation/create``),
 spec-shaped result out."""
 
-_logger = logging.getLogger("nativemcp.pool")
-
 P = TypeVar("P")
-T = TypeVar("T")
-
-
-class _Spec(Protocol):
-    """How to start one server; the pool holds a list of these, whatever their kind."""
-
-    label: str
-    required: bool
-
-    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle: ...
-
-
-class _Supervised(ServerHandle, Protocol):
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
-H = TypeVar("H", bound=_Supervised)
-
-
-async def _supervised(task_group: anyio.abc.TaskGroup, handle: H) -> H:
-    """``handle`` once its supervisor runs in ``task_group`` and its server is ready;
-    closed again (shielded) if it never got there."""
-    try:
-        await task_group.start(handle.run)
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await handle.aclose()
-        raise
-    return handle
-
-
-@contextlib.asynccontextmanager
-async def _supervisor_group() -> AsyncIterator[anyio.abc.TaskGroup]:
-    """The task group of the servers' supervisors. An error in the body propagates
-    alone, not in an exception group (trio's always groups): by then the pool has
-    closed the servers, and leaving the group only reaps their supervisors."""
-    failure: BaseException | None = None
-    async with anyio.create_task_group() as task_group:
-        try:
-            yield task_group
-        except BaseException as exc:  # raised again below, outside the group
-            failure = exc
-        task_group.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-
-
-class _WorkerSpec:
-    """A server in its own worker process (``BuiltInWeb``, or ``UserWorker``), or in
-    ``replicas`` of them."""
-
-    required = True
-
-    def __init__(self, label: str, make: Callable[[], WorkerProcess], replicas: int = 1) -> None:
-        self.label = label
-        self._make = make
-        self._replicas = replicas
-
-    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        worker: WorkerProcess | ReplicaSet = (
-            self._make()
-            if self._replicas == 1
-            else ReplicaSet([self._make() for _ in range(self._replicas)])
-        )
-        return await _supervised(task_group, worker)
-
-
-class _LocalSpec:
-    """A server in this process (``BuiltInNative``, or ``UserInProcess``)."""
-
-    required = True
-
-    def __init__(
-        self, label: str, source: ServerSource, config: ServerConfig, backend: BackendType
-    ) -> None:
-        self.label = label
-        self._source = source
-        self._config = config
-        self._backend = backend
-
-    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        return LocalServer(load_server(self._source, self._config), self._backend)
-
-
-class _ExternalSpec:
-    """An external MCP server (``ExternalMCP``) through the official client."""
-
-    def __init__(
-        self,
-        spec: ExternalServerSpec,
-        start_timeout: float | None,
-        restart: RestartPolicy,
-        client_side: ClientSide,
-        max_frame: int,
-        authorization: ServerAuthorization | None = None,
-    ) -> None:
-        self.label = spec.name
-        self._authorization = authorization
-        self.required = spec.required
-        self._spec = spec
-        self._start_timeout = start_timeout
-        self._restart = restart
-        self._client_side = client_side
-        self._max_frame = max_frame
-
-    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        server = ExternalServer(
-            self._spec,
-            start_timeout=self._start_timeout,
-            restart=self._restart,
-            client_side=self._client_side,
-            max_frame=self._max_frame,
-            authorization=self._authorization,
-        )
-        return await _supervised(task_group, server)
-
-
 A = ParamSpec("A")
 R = TypeVar("R")
 
@@ -224,26 +93,6 @@ def _loop_method(
         return method(pool._agent_loop, *args, **kwargs)
 
     return through
-
-
-def server_and_interface(
-    name_or_interface: str | Callable[..., Any],
-) -> tuple[str, type[Any] | None]:
-    """The server name and the typed interface (or None) that `WorkerPool.server` was given.
-
-    Raises:
-        TypeError: not a name, or an interface without ``server_name``.
-    """
-    if isinstance(name_or_interface, str):
-        return name_or_interface, None
-    if not isinstance(name_or_interface, type):
-        raise TypeError(f"a server name or an interface class, not {name_or_interface!r}")
-    declared = getattr(name_or_interface, "server_name", None)
-    if not isinstance(declared, str):
-        raise TypeError(
-            f"{name_or_interface.__name__} needs a `server_name` class attribute naming its server"
-        )
-    return declared, name_or_interface
 
 
 class WorkerPool:
@@ -399,22 +248,7 @@ class WorkerPool:
         """What this pool runs and how (checked when the pool was made)."""
         return self._config
 
-    def _specs(self) -> list[_Spec]:
-        config = self._config
-        specs: list[_Spec] = []
-        for label, source in config.plan():
-            if label in config.in_process:
-                backend = config.backend(label, in_process=True)
-                specs.append(_LocalSpec(label, source, config.server_config(label), backend))
-            else:
-                settings = config.worker_settings(label, source)
-                specs.append(
-                    _WorkerSpec(
-                        label,
-                        functools.partial(WorkerProcess, settings),
-                        config.replicas.get(label, 1),
-                    )
-                )
+    def _specs(self) -> list[ServerSpec]:
         side = ClientSide(
             sampling=self._relay or "sampling/createMessage" in self._client_handlers,
             elicitation=self._relay or "elicitation/create" in self._client_handlers,
@@ -423,28 +257,7 @@ class WorkerPool:
             answer=self.answer_client_request,
             input_rounds=self._input_rounds,
         )
-        grants = grant_place(config.data_dir, config.database_url)
-        specs.extend(
-            _ExternalSpec(
-                spec,
-                config.timeouts.start,
-                config.restart,
-                side,
-                config.max_frame,
-                ServerAuthorization(
-                    spec.name,
-                    spec.url,
-                    spec.oauth,
-                    grants,
-                    self._oauth_redirect,
-                    self._oauth_assertion,
-                )
-                if spec.oauth is not None and spec.url is not None
-                else None,
-            )
-            for spec in config.external
-        )
-        return specs
+        return server_specs(self._config, side, self._oauth_redirect, self._oauth_assertion)
 
     async def __aenter__(self) -> Self:
         if self._task_group is not None or self._closed:
@@ -454,7 +267,7 @@ class WorkerPool:
         # A failure half-way (a server that does not start, a cancellation) unwinds what
         # was entered: the servers closed, then the supervisors' task group left.
         async with contextlib.AsyncExitStack() as stack:
-            self._task_group = await stack.enter_async_context(_supervisor_group())
+            self._task_group = await stack.enter_async_context(supervisor_group())
             stack.push_async_callback(self._stop_servers)
             await self._start_all()
             self._exit_stack = stack.pop_all()
@@ -467,26 +280,7 @@ class WorkerPool:
     async def _start_all(self) -> None:
         assert self._task_group is not None
         outer = self._task_group
-        errors: list[Exception] = []
-        started: list[ServerHandle] = []
-
-        order: dict[int, int] = {}
-
-        async def start(index: int, spec: _Spec) -> None:
-            try:
-                handle = await spec.start(outer)
-                order[id(handle)] = index
-                started.append(handle)
-            except (ServerError, ValueError, OSError) as exc:
-                if spec.required:
-                    errors.append(exc)
-                else:
-                    _logger.warning("optional server %r left out: %s", spec.label, exc)
-
-        async with anyio.create_task_group() as tg:
-            for index, spec in enumerate(self._specs()):
-                tg.start_soon(start, index, spec)
-        started.sort(key=lambda handle: order[id(handle)])  # configuration order, not speed
+        started, errors = await start_in_order(self._specs(), outer)
         by_name: dict[str, list[ServerHandle]] = {}
         for handle in started:
             by_name.setdefault(handle.name, []).append(handle)
@@ -789,8 +583,7 @@ class WorkerPool:
 
     @property
     def result_budget(self) -> int | None:
-        """The tokens one tool result may take in `run_tool_call`'s messages (None: no
-        limit); set with ``WorkerPool(result_budget=…)``."""
+        """The tokens one tool result may take in `run_tool_call`'s messages (None: none)."""
         return self._agent_loop.result_budget
 
     tool_index = _loop_method(AgentLoop.tool_index)
