@@ -2,7 +2,8 @@
 
 What lives here is one concern, a server nativemcp does not run itself: `_server`
 (`ExternalServer`, the pool's handle on one, through the official `mcp` client over
-stdio or Streamable HTTP), `_mcp_config` (the hosts' `mcpServers` files and `${VAR}`
+stdio or Streamable HTTP, made by `_transport`; its resources, prompts and completion
+through `_features`), `_mcp_config` (the hosts' `mcpServers` files and `${VAR}`
 expansion, and the entry as written for every message), `_log_redaction` (the client
 stack's log lines without the values of variables), `_stdio` (the stdio transport
 with its frame and line limits and process-group cleanup), `_stderr` (a stdio
