@@ -183,7 +183,9 @@ class WorkerPool:
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
-    call they belong to, else to the handlers.
+    call they belong to, else to the handlers. Its tool search, agent-loop and code-mode
+    methods (`search_tools`, `tool_definitions`, `run_tool_call`, `run_code` …) are its
+    `AgentLoop`'s, under the same names and signatures.
 
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a
