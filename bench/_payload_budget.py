@@ -9,7 +9,10 @@ agent loop (`WorkerPool.run_tool_call`, a pool made with ``result_budget``):
   (made with ``git fast-import``), all of them;
 - ``memory``: npm ``@modelcontextprotocol/server-memory``'s ``read_graph`` of 2,000
   entities and 1,000 relations (needs Node);
-- ``rows``: a tool of our own answering 10,000 rows as JSON text.
+- ``rows``: a tool of our own answering 10,000 rows as JSON text;
+- ``browser``: the built-in ``browser`` server's ``snapshot`` of a long page (an
+  inventory of 3,000 items, served on loopback; needs Debian's ``chromium`` and the
+  ``browser`` extra).
 
 Each has a fact planted past the cut (a line near the end of the log, an old commit,
 one entity among 2,000, one row among 10,000) and a question about it, which a scripted
@@ -23,13 +26,17 @@ at least 90% fewer tokens in the first message than in the whole result.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -39,7 +46,7 @@ from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.llm import RESULTS_URI, count_tokens, tool_result_message
 from nativemcp.workers import Server
 
-__all__ = ["Case", "cases_for", "prepare", "run_case", "sources"]
+__all__ = ["Case", "cases_for", "open_page", "prepare", "run_case", "serving_page", "sources"]
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 NODE_MODULES: Final = ROOT / ".ci" / ".node" / "node_modules"
@@ -47,6 +54,7 @@ LOG_BYTES: Final = 1024 * 1024
 COMMITS: Final = 5_000
 ENTITIES: Final = 2_000
 ROWS: Final = 10_000
+PAGE_ITEMS: Final = 3_000
 _LEVELS: Final = ("INFO", "INFO", "INFO", "DEBUG", "WARN")
 _SERVICES: Final = ("api", "auth", "billing", "search", "worker", "gateway")
 
@@ -156,6 +164,48 @@ def _entities() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return entities, relations
 
 
+def _write_page(path: Path) -> None:
+    """A long page: an inventory of `PAGE_ITEMS` items, one of them planted near the end."""
+    items = [
+        f"<li>Item {n}: {_SERVICES[n % 6]} spare part {n * 7 % 1000}, shelf {n % 40}</li>"
+        if n != PAGE_ITEMS - 120
+        else "<li>Cobalt lanterns: warehouse Tamsin, aisle 77-Q</li>"
+        for n in range(PAGE_ITEMS)
+    ]
+    path.write_text(
+        "<!DOCTYPE html><title>Inventory</title><h1>Inventory</h1><ul>" + "".join(items) + "</ul>"
+    )
+
+
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Nothing on stderr: the bench prints its own table."""
+
+
+@contextlib.contextmanager
+def serving_page(folder: Path) -> Iterator[str | None]:
+    """The long page's origin on loopback while the block runs; None without Debian's
+    chromium or Playwright (the browser source is then not run)."""
+    try:
+        import playwright  # noqa: F401  (the browser extra)
+    except ImportError:
+        yield None
+        return
+    if not Path("/usr/bin/chromium").exists():
+        yield None
+        return
+    handler = functools.partial(_QuietFiles, directory=str(folder / "site"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 def rows_server() -> Server:
     """A tool of our own that answers 10,000 rows as JSON text, as many servers do."""
     server = Server("rows", description="A large table")
@@ -200,10 +250,13 @@ def prepare(folder: Path) -> None:
     (folder / "files").mkdir()
     _write_log(folder / "files" / "server.log")
     _make_repo(folder / "repo")
+    (folder / "site").mkdir()
+    _write_page(folder / "site" / "inventory.html")
 
 
-def cases_for(servers: dict[str, Any], folder: Path) -> list[Case]:
-    """The cases the installed servers allow, in a stable order."""
+def cases_for(servers: dict[str, Any], folder: Path, page_origin: str | None = None) -> list[Case]:
+    """The cases the installed servers allow, in a stable order (the browser's where
+    ``page_origin`` serves the long page: its `navigate` is made by `open_page`)."""
     log = str(folder / "files" / "server.log")
     found = [
         Case(
@@ -244,7 +297,23 @@ def cases_for(servers: dict[str, Any], folder: Path) -> list[Case]:
             "Quagmire Falls",
         )
     )
+    if page_origin is not None:
+        found.append(
+            Case(
+                "browser (long page)",
+                "builtin_browser__snapshot",
+                {},
+                "which warehouse and aisle hold the cobalt lanterns",
+                "aisle 77-Q",
+                "Cobalt lanterns warehouse",
+            )
+        )
     return found
+
+
+async def open_page(pool: WorkerPool, origin: str) -> None:
+    """The browser's session on the long page (an app call, no budget), for `snapshot`."""
+    await pool.call_tool("builtin_browser__navigate", {"url": f"{origin}/inventory.html"})
 
 
 async def fill_memory(pool: WorkerPool) -> None:

@@ -36,7 +36,15 @@ from typing import Any, Final
 import anyio
 import pydantic_core
 
-from bench._payload_budget import cases_for, fill_memory, node_missing, prepare, rows_server
+from bench._payload_budget import (
+    cases_for,
+    fill_memory,
+    node_missing,
+    open_page,
+    prepare,
+    rows_server,
+    serving_page,
+)
 from bench._payload_budget import run_case as run_budget_case
 from bench._payload_budget import sources as budget_sources
 from bench._report import emit_json, parse_args, print_table
@@ -198,20 +206,27 @@ async def budgeted(budget: int) -> tuple[list[dict[str, Any]], list[str]]:
         root = Path(folder)
         prepare(root)
         servers = budget_sources(root)
-        async with WorkerPool(
-            [rows_server()],
-            in_process=["rows", "workspace"],
-            mcp_servers=servers,
-            builtins=["workspace"],
-            data_dir=root / "data",
-            workspace_root=root / "files",
-            result_budget=budget,
-            timeout=120,
-        ) as pool:
-            if "memory" in servers:
-                await fill_memory(pool)
-            rows = [await run_budget_case(pool, case, budget) for case in cases_for(servers, root)]
-    return rows, list(node_missing(servers))
+        with serving_page(root) as origin:
+            browser = ["browser"] if origin is not None else []
+            async with WorkerPool(
+                [rows_server()],
+                in_process=["rows", "workspace"],
+                mcp_servers=servers,
+                builtins=["workspace", *browser],
+                browser_allowed_origins=[origin] if origin is not None else None,
+                data_dir=root / "data",
+                workspace_root=root / "files",
+                result_budget=budget,
+                timeout=120,
+            ) as pool:
+                if "memory" in servers:
+                    await fill_memory(pool)
+                if origin is not None:
+                    await open_page(pool, origin)
+                cases = cases_for(servers, root, origin)
+                rows = [await run_budget_case(pool, case, budget) for case in cases]
+    missing = [*node_missing(servers), *([] if origin is not None else ["browser"])]
+    return rows, missing
 
 
 def budget_report(budget: int, json_line: bool) -> dict[str, Any]:

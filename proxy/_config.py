@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, TypedDict, Unpack
 from urllib.parse import urlsplit
@@ -167,6 +167,64 @@ def _label(source: ServerSource) -> str:
     return source if isinstance(source, str) else getattr(source, "__name__", "server")
 
 
+def _data_folder(data_dir: str | os.PathLike[str] | None) -> Path | None:
+    """``data_dir`` as a path (``~`` expanded), refused when it names a file."""
+    folder = Path(data_dir).expanduser() if data_dir is not None else None
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(
+            f"data_dir {str(folder)!r} is a file, not a folder: give a folder "
+            "(it is created if missing)"
+        )
+    return folder
+
+
+def _chosen_builtins(
+    builtins: Iterable[str] | None, data_dir: object, folder: Path | None
+) -> list[str]:
+    """The built-in servers to run: those named (each one known, and only with a
+    ``data_dir``), or by default, with a ``data_dir``, every available one not opt-in."""
+    if builtins is None:
+        return (
+            [n for n in BUILTIN_SERVERS if n not in OPT_IN_BUILTINS and _builtin_available(n)]
+            if data_dir
+            else []
+        )
+    chosen = list(builtins)
+    unknown = [name for name in chosen if name not in BUILTIN_SERVERS]
+    if unknown:
+        raise ValueError(
+            f"unknown built-in server(s) {', '.join(unknown)}; "
+            f"built-ins: {', '.join(BUILTIN_SERVERS)}"
+        )
+    if chosen and folder is None:
+        raise ValueError("built-in servers need a data_dir for their data")
+    return chosen
+
+
+def _check_importable(sources: Sequence[ServerSource], local: frozenset[str]) -> None:
+    """Refuse a `Server` to run in a worker that a worker could not import by name."""
+    for source in sources:
+        if isinstance(source, Server) and source.name in local:
+            continue
+        if isinstance(source, Server) and source._reference() is None:
+            # Now, with a short traceback, rather than when the worker is spawned.
+            raise TypeError(source._not_importable_message())
+
+
+def _database_url(database_url: str | None) -> str | None:
+    """The database URL given, else the environment's; refused unless PostgreSQL's."""
+    if database_url is None:
+        database_url = os.environ.get(DATABASE_URL_ENV)
+    if database_url and not is_postgres_url(database_url):
+        # Echo only what has URL parts to redact: 'user:pw@host/db' reads as scheme
+        # 'user' with the password in its path.
+        shown = urlsplit(database_url).netloc and f", not {redact_url(database_url)!r}"
+        raise ValueError(
+            f"database_url must be a postgresql://user:password@host/database URL{shown}"
+        )
+    return database_url
+
+
 def _with_browser_origins(
     options: Mapping[str, Mapping[str, Any]], origins: Iterable[str] | None
 ) -> dict[str, dict[str, Any]]:
@@ -228,47 +286,11 @@ class PoolConfig:
         """
         check_options(given, PoolOptions.__optional_keys__, "PoolConfig.build")
         sources = tuple(servers)
-        data_dir = given.get("data_dir")
-        builtins = given.get("builtins")
-        database_url = given.get("database_url")
-        folder = Path(data_dir).expanduser() if data_dir is not None else None
-        if folder is not None and folder.exists() and not folder.is_dir():
-            raise NotADirectoryError(
-                f"data_dir {str(folder)!r} is a file, not a folder: give a folder "
-                "(it is created if missing)"
-            )
-        if builtins is None:
-            chosen = (
-                [n for n in BUILTIN_SERVERS if n not in OPT_IN_BUILTINS and _builtin_available(n)]
-                if data_dir
-                else []
-            )
-        else:
-            chosen = list(builtins)
-            unknown = [name for name in chosen if name not in BUILTIN_SERVERS]
-            if unknown:
-                raise ValueError(
-                    f"unknown built-in server(s) {', '.join(unknown)}; "
-                    f"built-ins: {', '.join(BUILTIN_SERVERS)}"
-                )
-            if chosen and folder is None:
-                raise ValueError("built-in servers need a data_dir for their data")
+        folder = _data_folder(given.get("data_dir"))
+        chosen = _chosen_builtins(given.get("builtins"), given.get("data_dir"), folder)
         local = frozenset(given.get("in_process", ("workspace",)))
-        for source in sources:
-            if isinstance(source, Server) and source.name in local:
-                continue
-            if isinstance(source, Server) and source._reference() is None:
-                # Now, with a short traceback, rather than when the worker is spawned.
-                raise TypeError(source._not_importable_message())
-        if database_url is None:
-            database_url = os.environ.get(DATABASE_URL_ENV)
-        if database_url and not is_postgres_url(database_url):
-            # Echo only what has URL parts to redact: 'user:pw@host/db' reads as scheme
-            # 'user' with the password in its path.
-            shown = urlsplit(database_url).netloc and f", not {redact_url(database_url)!r}"
-            raise ValueError(
-                f"database_url must be a postgresql://user:password@host/database URL{shown}"
-            )
+        _check_importable(sources, local)
+        database_url = _database_url(given.get("database_url"))
         workspace_root = given.get("workspace_root")
         mcp_servers = given.get("mcp_servers")
         config = cls(

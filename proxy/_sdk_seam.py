@@ -1,20 +1,44 @@
 """Every private part of the official `mcp` SDK that nativemcp touches, in one place.
 
-The SDK's public API does not offer these; each is read through one function here, so
-an SDK release that changes one breaks one module, and ``tests/project/test_sdk_seam.py``
-checks each against the installed SDK (it fails on the release that changes it, before
-a user meets the change). Anything new that reaches into the SDK goes here too.
+The SDK's public API does not offer these; each is read through one function or
+constant here, so an SDK release that changes one breaks one module, and
+``tests/project/test_sdk_seam.py`` checks each against the installed SDK (it fails on
+the release that changes it, before a user meets the change). Anything new that reaches
+into the SDK goes here too.
+
+Besides the SDK's private names, the values serve's fast path copies because the SDK
+(or sse-starlette, under its 2025-11-25 transport) writes them inline are here: the
+bytes of its event streams, their headers in order, its pings, its catch-all error; each
+is checked against what the installed SDK sends.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 if TYPE_CHECKING:
     from mcp import Client
+    from mcp_types import ErrorData
 
-__all__ = ["client_connection", "send_raw_request"]
+__all__ = [
+    "LEGACY_SSE_HEADERS",
+    "SSE_PING",
+    "client_connection",
+    "default_server_middleware",
+    "legacy_catch_all",
+    "legacy_event",
+    "legacy_ping",
+    "modern_event",
+    "send_raw_request",
+    "sse_headers",
+    "sse_window",
+]
 
 
 def client_connection(session: object) -> Any | None:
@@ -37,3 +61,77 @@ async def send_raw_request(
     task-augmented ``tools/call``, answered with a ``CreateTaskResult`` that its
     ``tools/call`` check rejects. ``client.session._dispatcher`` is private."""
     return await client.session._dispatcher.send_raw_request(method, params, {})
+
+
+# -- Streamable HTTP as the SDK writes it (serve's fast path answers the same) ----------
+# The SDK's server side is imported on first use: `nativemcp.proxy` loads without it.
+
+
+def sse_window() -> float:
+    """Seconds a silent 2026-07-28 answer stays JSON before it becomes an event stream,
+    and between its pings after (the SDK's private ``_SSE_PING_INTERVAL``)."""
+    from mcp.server import _streamable_http_modern
+
+    window: float = _streamable_http_modern._SSE_PING_INTERVAL
+    return window
+
+
+def sse_headers() -> list[tuple[bytes, bytes]]:
+    """The headers of the SDK's 2026-07-28 event stream, in order (its private
+    ``_SSE_HEADERS``)."""
+    from mcp.server import _streamable_http_modern
+
+    return list(_streamable_http_modern._SSE_HEADERS)
+
+
+SSE_PING: Final = b": ping\r\n\r\n"
+"""The SDK's keepalive on a 2026-07-28 event stream (written inline: copied)."""
+
+LEGACY_SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"connection", b"keep-alive"),
+    (b"content-type", b"text/event-stream"),
+    (b"x-accel-buffering", b"no"),
+]
+"""The headers of the SDK's 2025-11-25 event stream, in order: its transport's, then
+sse-starlette's (both written inline: copied)."""
+
+
+@functools.cache
+def default_server_middleware() -> frozenset[type]:
+    """The classes of the middleware every SDK low-level server starts with (its
+    OpenTelemetry spans; the class lives in the private ``mcp.server._otel``)."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    return frozenset({OpenTelemetryMiddleware})
+
+
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def modern_event(message: Mapping[str, Any]) -> bytes:
+    """A JSON-RPC message as the SDK's 2026-07-28 event stream frames it: the standard
+    library's compact JSON (its private ``_sse_event``)."""
+    text = json.dumps(message, separators=(",", ":"))
+    return f"event: message\r\ndata: {text}\r\n\r\n".encode()
+
+
+def legacy_event(message: Mapping[str, Any]) -> bytes:
+    """A JSON-RPC message as the SDK's 2025-11-25 event stream frames it: pydantic's
+    compact JSON, UTF-8 as it is (as msgspec writes it), in sse-starlette's frame."""
+    return b"event: message\r\ndata: " + _ENCODER.encode(message) + b"\r\n\r\n"
+
+
+def legacy_ping() -> bytes:
+    """sse-starlette's keepalive on a 2025-11-25 event stream: a comment stamped with
+    the time (written inline in its ``EventSourceResponse._ping``: copied)."""
+    return f": ping - {datetime.now(UTC)}\r\n\r\n".encode()
+
+
+def legacy_catch_all(exc: Exception) -> ErrorData:
+    """The error the SDK's 2025-11-25 dispatcher answers for a handler's exception that
+    is neither an ``MCPError`` nor a ``ValidationError``: code 0 and the exception's
+    text (written inline in ``JSONRPCDispatcher``: copied)."""
+    from mcp_types import ErrorData
+
+    return ErrorData(code=0, message=str(exc))

@@ -65,13 +65,13 @@ from nativemcp.workers import (
 from nativemcp.workers.channel import FrameReader
 
 from ._handle import Expected
-from ._worker import (
+from ._worker_base import (
     EXIT_STATUS_WAIT,
     KILL_GRACE,
     SHUTDOWN_GRACE,
     TERMINATE_GRACE,
     WorkerBase,
-    _emit_log,
+    emit_log,
 )
 from ._worker_start import WorkerSettings
 from .telemetry import TRACING, emit_worker_spans, record_restart, wire_context
@@ -222,7 +222,7 @@ class _Connection:
         asleep: list[_Slot] = []
         for message in self._inbox:
             if isinstance(message, Log):
-                _emit_log(self.ready.name if self.ready else self.label, message)
+                emit_log(self.ready.name if self.ready else self.label, message)
             elif isinstance(message, Reply | Result):
                 slot = self.pending.pop(message.id, None)
                 # (None: a late answer to a call that gave up)
@@ -360,7 +360,7 @@ class SyncWorker(WorkerBase):
             if isinstance(message, Ready):
                 ready = message
             elif isinstance(message, Log):
-                _emit_log(self.label, message)
+                emit_log(self.label, message)
         return ready
 
     def close(self) -> None:

@@ -44,14 +44,11 @@ from nativemcp.protocol.wire import (
     StartFailed,
     SwitchContext,
     encode_frame,
-    frame_fits,
-    payload_size,
     unpack_reply,
 )
 from nativemcp.workers import (
     CallTimeout,
     ClientRequest,
-    FrameTooLarge,
     ServerClosed,
     ServerCrashed,
     ServerError,
@@ -59,7 +56,6 @@ from nativemcp.workers import (
     describe_exit,
 )
 from nativemcp.workers.channel import FrameReader
-from nativemcp.workers.telemetry import mark_log_record
 
 from ._handle import (
     CallOptions,
@@ -73,21 +69,20 @@ from ._handle import (
 )
 from ._link import AnyioBackend, Backend, Deadlines, Inbox, Link
 from ._restart import Supervised
+from ._worker_base import (
+    EXIT_STATUS_WAIT,
+    KILL_GRACE,
+    SHUTDOWN_GRACE,
+    TERMINATE_GRACE,
+    WorkerBase,
+    emit_log,
+)
 from ._worker_start import WorkerSettings
 from .telemetry import TRACING, emit_worker_spans, wire_context
 
-__all__ = ["WorkerBase", "WorkerProcess", "start_failure"]
+__all__ = ["WorkerProcess", "start_failure"]
 
 _logger = logging.getLogger("nativemcp.worker")
-
-SHUTDOWN_GRACE: Final = 3.0
-"""Seconds a worker has to exit after the shutdown message."""
-TERMINATE_GRACE: Final = 2.0
-"""Seconds a worker has to exit after SIGTERM before SIGKILL."""
-KILL_GRACE: Final = 2.0
-"""Seconds to wait for the kernel to reap a killed worker."""
-EXIT_STATUS_WAIT: Final = 1.0
-"""Seconds to wait for the exit status of a worker whose channel closed."""
 
 
 def _current_backend(task_group: anyio.abc.TaskGroup) -> Backend:
@@ -137,7 +132,7 @@ class _Connection:
             if entry is not None:  # else: a late reply to a timed-out or cancelled call
                 entry[1].put(message)
         elif isinstance(message, Log):
-            _emit_log(self.ready.name if self.ready else self.label, message)
+            emit_log(self.ready.name if self.ready else self.label, message)
         elif isinstance(message, Spans):  # sent before its call's reply
             emit_worker_spans(message)
         elif isinstance(message, Ready | StartFailed):
@@ -157,20 +152,6 @@ class _Connection:
         for tool, inbox in list(self.pending.values()):
             inbox.put(make_error(tool))
         self.pending.clear()
-
-
-def _emit_log(server: str, message: Log) -> None:
-    logger = logging.getLogger(
-        message.name if message.name != "root" else f"nativemcp.worker.{server}"
-    )
-    if logger.isEnabledFor(message.level):
-        record = logger.makeRecord(
-            logger.name, message.level, f"<worker {server}>", 0, "%s", (message.message,), None
-        )
-        record.worker = server
-        if message.trace_id:  # logged during a traced call
-            mark_log_record(record, message.trace_id, message.span_id)
-        logger.handle(record)
 
 
 async def _wait_exit(process: Any, timeout: float) -> bool:
@@ -197,52 +178,6 @@ async def _stop_process(process: Any, grace: float) -> None:
             return
         process.kill()
         await _wait_exit(process, KILL_GRACE)
-
-
-class WorkerBase:
-    """What both handles of a worker process hold (the async `WorkerProcess`, the
-    blocking `SyncWorker`): how it starts, and the name and tools it last gave."""
-
-    def __init__(self, settings: WorkerSettings) -> None:
-        self.backend = settings.backend
-        self._settings = settings
-        self._restart = settings.restart
-        self._max_frame = settings.max_frame
-        self.label = settings.label
-        """The name the pool gave it (until READY gives the server's own)."""
-        self.name = settings.label
-        self.description = ""
-        self._tools: list[Tool] = []
-
-    @property
-    def tools(self) -> list[Tool]:
-        """The tools listed at the last handshake (or the last `take_tools`)."""
-        return self._tools
-
-    def take_ready(self, ready: Ready) -> None:
-        """Take the server's name, description and tools from its READY."""
-        self.name = ready.name
-        self.description = ready.description
-        self._tools = ready.tools
-
-    def take_tools(self, value: Any) -> list[Tool]:
-        """Take a ``tools/list`` answer as the current tools (and return them)."""
-        self._tools = msgspec.convert(value, list[Tool])
-        return self._tools
-
-    def check_call_frame(self, frame: bytes, tool: str) -> None:
-        """Refuse a call to ``tool`` whose frame is over the limit, before it is sent.
-
-        Raises:
-            FrameTooLarge: naming the server, the size and the limit.
-        """
-        if not frame_fits(payload_size(frame), self._max_frame):
-            raise FrameTooLarge(
-                server=self.name,
-                size=payload_size(frame),
-                limit=self._max_frame,
-                what=f"the call to {tool!r}",
-            )
 
 
 class WorkerProcess(WorkerBase, Supervised):

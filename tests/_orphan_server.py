@@ -2,7 +2,7 @@
 watchdog as the only guard; a module so worker processes can import it.
 
 Under spawn the kernel's parent-death signal ends a worker the moment its parent dies,
-before the watchdog thread (`nativemcp.workers._host`) sees the parent go, so a test of
+before the watchdog thread (`nativemcp.workers._parent_watch`) sees the parent go, so a test of
 the watchdog itself first takes that signal away, here, from the server's own code: the
 worker host and production behaviour stay as they are.
 """

@@ -2,8 +2,10 @@
 
 Started by the proxy with `multiprocess` (spawn or forkserver). Stdout and stderr are
 not the channel: ``print`` output and log records are forwarded as `Log` frames to the
-parent's ``logging``. The worker exits when told to shut down or when the channel
-closes (the parent is gone), so it never outlives its pool.
+parent's ``logging`` (`_log_forwarding`). The worker exits when told to shut down or
+when the channel closes (the parent is gone), so it never outlives its pool; with the
+parent's pid it also exits as soon as that process dies, whatever it runs
+(`_parent_watch`).
 
 Threads, not the event loop, read the channel (`ReaderThreads`): sync tools that take no
 `Context` run where their call was read, and everything else (async tools, pings,
@@ -15,16 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import io
 import logging
 import os
-import select
-import signal
 import socket
 import sys
 import threading
-import traceback
 from collections.abc import Coroutine
 from typing import Any, Final
 
@@ -48,7 +45,6 @@ from nativemcp.protocol.wire import (
     FeatureRequest,
     GetServiceContext,
     ListTools,
-    Log,
     Notify,
     Ping,
     Ready,
@@ -67,11 +63,13 @@ from ._config import ServerConfig, ServerSource, load_server
 from ._context import Notification, ProgressNotification
 from ._feature_dispatch import answer_feature
 from ._frame_writer import FrameWriter
+from ._log_forwarding import forward_output
+from ._parent_watch import die_with_parent
 from ._readers import Job, ReaderThreads
 from ._server import TOOL_THREADS, Server
 from ._threads import loop_thread_marker
 from .channel import Inbox
-from .telemetry import current_ids, worker_tracing
+from .telemetry import worker_tracing
 
 __all__ = ["worker_main"]
 
@@ -86,121 +84,6 @@ _SHUTDOWN_HOOK_TIMEOUT: Final = 5.0
 """How long the server's shutdown hooks may take before the worker exits anyway."""
 _CLOSE_TIMEOUT: Final = 1.0
 """How long the last frames may take to reach the parent (it may be gone)."""
-_PARENT_POLL: Final = 0.1
-"""Seconds between parent checks where the parent cannot be waited on (no pidfd)."""
-_PR_SET_PDEATHSIG: Final = 1
-"""prctl(2) option: the signal this process gets when its parent thread exits."""
-
-
-def _exit_now() -> None:
-    """Leave at once, whatever the other threads are doing (the parent is gone)."""
-    os._exit(1)
-
-
-def _parent_alive(parent_pid: int, first_ppid: int) -> bool:
-    if os.getppid() != first_ppid:  # reparented: whoever started us has exited
-        return False
-    try:
-        os.kill(parent_pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, under another user
-        return True
-    return True
-
-
-def _watch_parent(parent_pid: int, first_ppid: int) -> None:
-    """Watchdog thread body: exit the process as soon as the pool's process is gone."""
-    try:
-        pidfd = os.pidfd_open(parent_pid)
-    except (AttributeError, OSError):
-        pidfd = -1
-    if pidfd >= 0:
-        # A pidfd turns readable when its process exits: no polling, no wake-ups.
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        while not poller.poll():
-            pass
-        _exit_now()
-    while _parent_alive(parent_pid, first_ppid):
-        threading.Event().wait(_PARENT_POLL)
-    _exit_now()
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Make this process exit within moments of ``parent_pid``'s death, whatever it runs.
-
-    Two guards: on Linux the kernel's parent-death signal (SIGKILL when the thread that
-    started this process exits: the parent keeps one long-lived thread for starting
-    workers), which works even while a C call holds the interpreter; and everywhere a
-    daemon watchdog thread waiting on the parent (a pidfd, else a short poll), which
-    also covers a worker started through a forkserver.
-    """
-    first_ppid = os.getppid()
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if not _parent_alive(parent_pid, first_ppid):  # died before the guards were set
-        _exit_now()
-    threading.Thread(
-        target=_watch_parent,
-        args=(parent_pid, first_ppid),
-        name="nativemcp-parent-watchdog",
-        daemon=True,
-    ).start()
-
-
-class _ForwardHandler(logging.Handler):
-    """Sends every log record to the parent as a `Log` frame."""
-
-    def __init__(self, writer: FrameWriter) -> None:
-        super().__init__()
-        self._writer = writer
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage()
-            if record.exc_info:
-                message += "\n" + "".join(traceback.format_exception(*record.exc_info))
-            trace_id, span_id = current_ids()  # the call's, when it is traced
-            frame = encode_frame(
-                Log(
-                    name=record.name,
-                    level=record.levelno,
-                    message=message,
-                    trace_id=trace_id,
-                    span_id=span_id,
-                )
-            )
-        except Exception:  # a broken record must never take the worker down
-            self.handleError(record)
-            return
-        self._writer.write(frame)
-
-
-class _LogWriter(io.TextIOBase):
-    """Stands in for stdout/stderr: each printed line becomes a log record."""
-
-    def __init__(self, logger: logging.Logger, level: int) -> None:
-        self._logger = logger
-        self._level = level
-        self._buffer = ""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._buffer += text
-        *lines, self._buffer = self._buffer.split("\n")
-        for line in lines:
-            self._logger.log(self._level, "%s", line)
-        return len(text)
-
-    def flush(self) -> None:
-        if self._buffer:
-            self._logger.log(self._level, "%s", self._buffer)
-            self._buffer = ""
 
 
 class _Worker:
@@ -429,37 +312,14 @@ class _Switches:
             self._pending -= 1
 
 
-async def _serve(
-    sock: socket.socket, source: ServerSource, config: ServerConfig, max_frame: int
-) -> None:
+def _start_readers(
+    sock: socket.socket, worker: _Worker, inbox: Inbox[Any], switches: _Switches
+) -> ReaderThreads:
+    """Start the threads that read ``sock``: a sync tool that takes no `Context` runs
+    where its call was read; everything else goes to the event loop, in batches, through
+    ``inbox`` (or starts there at once while the loop is idle)."""
     loop = asyncio.get_running_loop()
-    sock.setblocking(True)  # read by blocking threads; writes never block (FrameWriter)
-    writer = FrameWriter(sock)
-    root = logging.getLogger()
-    root.handlers[:] = [_ForwardHandler(writer)]
-    root.setLevel(config.options.get("log_level", logging.INFO))
-    sys.stdout = _LogWriter(logging.getLogger("nativemcp.worker.stdout"), logging.INFO)
-    sys.stderr = _LogWriter(logging.getLogger("nativemcp.worker.stderr"), logging.WARNING)
-    try:
-        server = load_server(source, config)
-    except Exception as exc:
-        writer.write(encode_frame(StartFailed(message=f"{type(exc).__name__}: {exc}")))
-        writer.close(_CLOSE_TIMEOUT)
-        return
-    worker = _Worker(server, writer, max_frame)
-    writer.write(
-        encode_frame(
-            Ready(
-                name=server.name,
-                version=server.version,
-                description=server.description,
-                tools=server.list_tools(),
-                pid=os.getpid(),
-            )
-        )
-    )
-    inbox: Inbox[Any] = Inbox()
-    switches = _Switches()
+    server, writer, max_frame = worker.server, worker.writer, worker.max_frame
     for_loop: list[ToWorker] = []  # read in this batch, for the event loop
 
     def route(message: ToWorker) -> Job | None:
@@ -521,6 +381,36 @@ async def _serve(
         thread_setup=lambda: loop_thread_marker(loop),
     )
     readers.start()
+    return readers
+
+
+async def _serve(
+    sock: socket.socket, source: ServerSource, config: ServerConfig, max_frame: int
+) -> None:
+    sock.setblocking(True)  # read by blocking threads; writes never block (FrameWriter)
+    writer = FrameWriter(sock)
+    forward_output(writer, config.options.get("log_level", logging.INFO))
+    try:
+        server = load_server(source, config)
+    except Exception as exc:
+        writer.write(encode_frame(StartFailed(message=f"{type(exc).__name__}: {exc}")))
+        writer.close(_CLOSE_TIMEOUT)
+        return
+    worker = _Worker(server, writer, max_frame)
+    writer.write(
+        encode_frame(
+            Ready(
+                name=server.name,
+                version=server.version,
+                description=server.description,
+                tools=server.list_tools(),
+                pid=os.getpid(),
+            )
+        )
+    )
+    inbox: Inbox[Any] = Inbox()
+    switches = _Switches()
+    _start_readers(sock, worker, inbox, switches)
     try:
         await _dispatch(inbox, worker, switches)
     finally:

@@ -13,7 +13,8 @@ TypedDicts, plain types). A tool returns a plain typed value, and the server bui
 response: rich text (the tool's renderer, or a readable default) plus structured
 content; or it returns a full `NativeMCPResponse` built with the protocol constructors.
 `Server.call_tool` never raises for a failing tool or bad arguments: it answers with an
-error response, so the worker keeps serving.
+error response, so the worker keeps serving (what arguments and results become:
+`_tool_results`; a tool's schemas and spec: `_tool_spec`).
 """
 
 from __future__ import annotations
@@ -32,32 +33,21 @@ import msgspec
 
 from nativemcp.protocol import (
     APP_MIME_TYPE,
-    INVALID_PARAMS,
-    NAME_SHOWN_CHARS,
     AppCsp,
     AppPermission,
     AppVisibility,
-    CallToolResult,
     NativeMCPResponse,
     ResourceContents,
-    TextContent,
     Tool,
     ToolAnnotations,
-    ToolError,
     app_resource_meta,
-    empty_response,
-    error_response,
-    quoted_name,
     resolved,
-    text_response,
-    tool_error_response,
     tool_ui_meta,
     validate_tool_name,
 )
 from nativemcp.protocol.wire import Caller
 
 from ._context import ClientRequest, Context, Notify
-from ._render import render_builtins
 from ._resources import (
     CompletionHook,
     CompletionRef,
@@ -68,6 +58,7 @@ from ._resources import (
     ServerFeatures,
 )
 from ._threads import ToolThreads
+from ._tool_results import failure_response, prepare_call, value_response
 from ._tool_spec import Renderer, ToolSpec, build_spec
 
 __all__ = ["Server"]
@@ -389,7 +380,7 @@ class Server:
         text: a successful result carries only ``structuredResult`` (no rendering, no
         ``structuredContent``). Errors are answered in full either way.
         """
-        prepared = self._prepare(name, arguments)
+        prepared = prepare_call(self.name, self._tools, name, arguments)
         if isinstance(prepared, NativeMCPResponse):
             return prepared
         spec, kwargs = prepared
@@ -410,8 +401,8 @@ class Server:
             context.cancel()
             raise
         except Exception as exc:
-            return self._failed(name, exc)
-        return self._respond(spec, value, value_only)
+            return failure_response(self.name, name, exc)
+        return value_response(self.name, spec, value, value_only)
 
     def make_context(
         self,
@@ -475,96 +466,15 @@ class Server:
         """Run ``name``, a tool `direct_mode` names, on the calling thread.
 
         The thread may block; errors are responses, as with `call_tool`."""
-        prepared = self._prepare(name, arguments)
+        prepared = prepare_call(self.name, self._tools, name, arguments)
         if isinstance(prepared, NativeMCPResponse):
             return prepared
         spec, kwargs = prepared
         try:
             value = spec.fn(**kwargs)
         except Exception as exc:
-            return self._failed(name, exc)
-        return self._respond(spec, value, value_only)
-
-    def _prepare(
-        self, name: str, arguments: Mapping[str, Any] | None
-    ) -> NativeMCPResponse[Any] | tuple[ToolSpec, dict[str, Any]]:
-        """The tool and its validated keyword arguments, or the error response."""
-        spec = self._tools.get(name)
-        if spec is None:
-            available = ", ".join(self._tools) or "(none)"
-            return error_response(
-                f"Unknown tool {quoted_name(name)} on server {self.name!r}; "
-                f"available tools: {available}",
-                code=INVALID_PARAMS,
-                data={"tool": name[:NAME_SHOWN_CHARS], "available": list(self._tools)},
-            )
-        # A dict first: a Mapping check is an ABC's __instancecheck__, in Python, per call.
-        if type(arguments) is not dict and not isinstance(arguments, Mapping | None):
-            return error_response(
-                f"Invalid arguments for tool {quoted_name(name)}: expected an object, "
-                f"got {type(arguments).__name__}",
-                code=INVALID_PARAMS,
-            )
-        try:
-            args = msgspec.convert(
-                arguments if isinstance(arguments, dict) else dict(arguments or {}),
-                spec.args_type,
-            )
-        except msgspec.ValidationError as exc:
-            return error_response(
-                f"Invalid arguments for tool {name!r}: {exc}",
-                code=INVALID_PARAMS,
-                data={"tool": name, "detail": str(exc)},
-            )
-        # The struct's fields are the tool's parameters: its dict is the keyword arguments.
-        return spec, msgspec.structs.asdict(args)
-
-    def _failed(self, name: str, exc: Exception) -> NativeMCPResponse[Any]:
-        if isinstance(exc, ToolError):
-            # A deliberate failure: its message is written for the model.
-            return tool_error_response(
-                exc.message,
-                structured_content=exc.structured_content
-                or ({"code": exc.code} if exc.code is not None else None),
-            )
-        _logger.exception("tool %s.%s raised", self.name, name, exc_info=exc)
-        return tool_error_response(f"Error: {type(exc).__name__}: {exc}")
-
-    def _respond(
-        self, spec: ToolSpec, value: Any, value_only: bool = False
-    ) -> NativeMCPResponse[Any]:
-        if isinstance(value, NativeMCPResponse):
-            return value
-        if value is None:
-            return empty_response()
-        if value_only:
-            # The caller decodes the value straight into its type: the text and the
-            # JSON-form copy would be built only to be thrown away. A value that does
-            # not encode is caught where the reply is encoded.
-            return NativeMCPResponse(result=CallToolResult(content=[]), structured_result=value)
-        if isinstance(value, str) and spec.renderer is None:
-            return text_response(value)
-        try:
-            # One conversion to JSON form serves the default text and the structured
-            # content (`structured_response` would convert again).
-            builtins = msgspec.to_builtins(value, str_keys=True)
-            text = spec.renderer(value) if spec.renderer else render_builtins(spec.name, builtins)
-            return NativeMCPResponse(
-                result=CallToolResult(
-                    content=[TextContent(text=text)],
-                    structured_content=builtins
-                    if isinstance(builtins, dict)
-                    else {"result": builtins},
-                ),
-                structured_result=value,
-            )
-        except (TypeError, ValueError, msgspec.EncodeError) as exc:
-            _logger.exception(
-                "tool %s.%s returned a value that cannot be sent", self.name, spec.name
-            )
-            return tool_error_response(
-                f"Error: the tool's result cannot be sent ({type(value).__name__}): {exc}"
-            )
+            return failure_response(self.name, name, exc)
+        return value_response(self.name, spec, value, value_only)
 
     async def list_resources(self) -> list[Resource]:
         """The declared resources, then those the resource listers find now."""

@@ -68,23 +68,11 @@ def _is_object_schema(schema: dict[str, Any]) -> bool:
     return schema.get("type") == "object"
 
 
-def build_spec(
-    fn: ToolFunction,
-    name: str | None,
-    title: str | None,
-    description: str | None,
-    render: Renderer | None,
-    annotations: ToolAnnotations | None,
-    inline: bool,
-) -> ToolSpec:
-    """The spec of tool function ``fn`` with the decorator's options.
-
-    Raises:
-        ValueError: a parameter lacks an annotation, the parameters or the result have
-            no JSON Schema, or the name is invalid.
-    """
-    tool_name = validate_tool_name(name or fn.__name__)
-    hints = typing.get_type_hints(fn, include_extras=True)
+def _arguments_of(
+    fn: ToolFunction, tool_name: str, hints: dict[str, Any]
+) -> tuple[type[msgspec.Struct], dict[str, Any], str | None]:
+    """The struct that validates ``fn``'s arguments, its JSON Schema, and the name of the
+    parameter that takes the call's `Context` (None when there is none)."""
     fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     context_param: str | None = None
     for param in inspect.signature(fn).parameters.values():
@@ -108,7 +96,12 @@ def build_spec(
     except (TypeError, ValueError) as exc:
         raise ValueError(f"tool {tool_name!r}: no JSON Schema for its parameters: {exc}") from exc
     input_schema.pop("title", None)
+    return args_type, _with_defs(input_schema, input_defs), context_param
 
+
+def _result_of(tool_name: str, hints: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    """The type of the value a tool returns (unwrapped from `NativeMCPResponse[T]`) and
+    its output JSON Schema (an object; None for text or an untyped result)."""
     value_type = hints.get("return", Any)
     if typing.get_origin(value_type) is NativeMCPResponse:
         value_type = typing.get_args(value_type)[0]
@@ -127,7 +120,28 @@ def build_spec(
                 "required": ["result"],
             }
         output_schema = _with_defs(schema, defs)
+    return value_type, output_schema
 
+
+def build_spec(
+    fn: ToolFunction,
+    name: str | None,
+    title: str | None,
+    description: str | None,
+    render: Renderer | None,
+    annotations: ToolAnnotations | None,
+    inline: bool,
+) -> ToolSpec:
+    """The spec of tool function ``fn`` with the decorator's options.
+
+    Raises:
+        ValueError: a parameter lacks an annotation, the parameters or the result have
+            no JSON Schema, or the name is invalid.
+    """
+    tool_name = validate_tool_name(name or fn.__name__)
+    hints = typing.get_type_hints(fn, include_extras=True)
+    args_type, input_schema, context_param = _arguments_of(fn, tool_name, hints)
+    value_type, output_schema = _result_of(tool_name, hints)
     meta: dict[str, Any] | None = None
     descriptor = describe_type(value_type)
     if descriptor is not None:
@@ -136,7 +150,7 @@ def build_spec(
         name=tool_name,
         title=title,
         description=description or inspect.getdoc(fn) or None,
-        input_schema=_with_defs(input_schema, input_defs),
+        input_schema=input_schema,
         output_schema=output_schema,
         annotations=annotations,
         meta=meta,

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -37,6 +37,9 @@ from ._errors import CallFailed, UsageError, did_you_mean
 from ._next_steps import CommandSteps
 from ._pool_options import PoolOptions, pool_options_parser
 from ._servers import ServerChoice, resolve_servers
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 __all__ = [
     "CONTENT_STORE",
@@ -328,7 +331,6 @@ class _Tally:
 
 async def _ingest(args: argparse.Namespace, options: PoolOptions) -> int:
     from rich.console import Console
-    from rich.markup import escape
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -361,61 +363,79 @@ async def _ingest(args: argparse.Namespace, options: PoolOptions) -> int:
         with Progress(*columns, console=err, disable=not err.is_terminal) as progress:
             task = progress.add_task("ingesting", total=len(files), detail="")
             for path, walked in files:
-                progress.update(task, detail=path.name)
-
-                def on_progress(
-                    done: float, total: float | None, message: str | None, name: str = path.name
-                ) -> None:
-                    suffix = f" {int(done)}/{int(total)} chunks" if total else ""
-                    progress.update(task, detail=f"{name}{suffix}")
-
-                try:
-                    added = await store.add_content(
-                        store_id=store_id,
-                        path=str(path),
-                        on_progress=on_progress,
-                        call_timeout=_CALL_TIMEOUT,
-                    )
-                except ToolError as exc:
-                    code = (exc.structured_content or {}).get("code")
-                    if walked and code == "UNSUPPORTED_TYPE":
-                        # A folder holds images and archives too: pass over them, by name.
-                        tally.skipped.append((str(path), exc.message))
-                        progress.console.print(
-                            f"[yellow]skipped[/yellow] {escape(str(path))} (unsupported type)",
-                            soft_wrap=True,
-                        )
-                    else:
-                        tally.failed.append((str(path), exc.message))
-                        progress.console.print(
-                            f"[red]failed[/red] {escape(f'{path}: {exc.message}')}",
-                            soft_wrap=True,
-                        )
-                else:
-                    if added.duplicate:
-                        tally.duplicates += 1
-                    else:
-                        tally.added += 1
-                        tally.chunks += added.chunk_count
-                        tally.bytes += added.size
-                progress.advance(task)
+                await _add_file(store, store_id, path, walked, progress, task, tally)
         if created and tally.added == 0:
             # Nothing went in: leave no empty store behind.
             await store.delete_store(store_id=store_id)
             tally.store_id = None
-    elapsed = time.perf_counter() - started
-    if args.json:
+    _report(tally, time.perf_counter() - started, args.json, options.where)
+    return 1 if tally.failed else 0
+
+
+async def _add_file(
+    store: Any,
+    store_id: str,
+    path: Path,
+    walked: bool,
+    progress: Progress,
+    task: TaskID,
+    tally: _Tally,
+) -> None:
+    """Add one file to the store, counted in ``tally``: added, a duplicate, skipped (an
+    unsupported type found by walking a folder) or failed, each failure shown."""
+    from rich.markup import escape
+
+    progress.update(task, detail=path.name)
+
+    def on_progress(done: float, total: float | None, message: str | None) -> None:
+        suffix = f" {int(done)}/{int(total)} chunks" if total else ""
+        progress.update(task, detail=f"{path.name}{suffix}")
+
+    try:
+        added = await store.add_content(
+            store_id=store_id,
+            path=str(path),
+            on_progress=on_progress,
+            call_timeout=_CALL_TIMEOUT,
+        )
+    except ToolError as exc:
+        code = (exc.structured_content or {}).get("code")
+        if walked and code == "UNSUPPORTED_TYPE":
+            # A folder holds images and archives too: pass over them, by name.
+            tally.skipped.append((str(path), exc.message))
+            progress.console.print(
+                f"[yellow]skipped[/yellow] {escape(str(path))} (unsupported type)",
+                soft_wrap=True,
+            )
+        else:
+            tally.failed.append((str(path), exc.message))
+            progress.console.print(
+                f"[red]failed[/red] {escape(f'{path}: {exc.message}')}",
+                soft_wrap=True,
+            )
+    else:
+        if added.duplicate:
+            tally.duplicates += 1
+        else:
+            tally.added += 1
+            tally.chunks += added.chunk_count
+            tally.bytes += added.size
+    progress.advance(task)
+
+
+def _report(tally: _Tally, elapsed: float, as_json: bool, where: str) -> None:
+    """What an ingest did: the tally as JSON, or one line for a person."""
+    if as_json:
         _print_json(asdict(tally))
     else:
-        where = f"Store {args.store!r} ({tally.store_id})" if tally.store_id else "No store"
+        stored = f"Store {tally.store!r} ({tally.store_id})" if tally.store_id else "No store"
         print(
-            f"{where} in {options.where}: {tally.added} added "
+            f"{stored} in {where}: {tally.added} added "
             f"({tally.chunks} chunk{'' if tally.chunks == 1 else 's'}, "
             f"{tally.bytes / 1e6:.2f} MB of text), "
             f"{tally.duplicates} already there, {len(tally.skipped)} skipped "
             f"(unsupported type), {len(tally.failed)} failed, in {elapsed:.1f} s"
         )
-    return 1 if tally.failed else 0
 
 
 async def _search(args: argparse.Namespace, options: PoolOptions) -> int:

@@ -29,6 +29,7 @@ from nativemcp.protocol import (
     TextContent,
     result_text,
     service_meta,
+    unwrap,
 )
 
 from ..llm._tokens import count_tokens, token_note
@@ -147,10 +148,11 @@ def _result_view(
         assert result is not None
         call.content = list(result.content)
         text = result_text(result)
+        # What the app gets is what `unwrap` gives it: structuredResult, else
+        # structuredContent, else the JSON in the text, else the text itself (a tool
+        # that returns a plain `str` showed null here before).
         value = (
-            msgspec.to_builtins(response.structured_result)
-            if response.structured_result is not None
-            else result.structured_content
+            result.structured_content if result.is_error else msgspec.to_builtins(unwrap(response))
         )
         status = "error" if result.is_error else "ok"
         blocks = [_block_view(call, i, block) for i, block in enumerate(result.content)]

@@ -182,63 +182,11 @@ async def stdio_transport(
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
 
-    async def read_stdout() -> None:
-        assert process.stdout is not None
-        pending = bytearray()
-        try:
-            async with read_send:
-                async for chunk in process.stdout:
-                    *lines, rest = chunk.split(b"\n")
-                    if not lines:
-                        pending += rest
-                        _check_line(len(pending), max_line)
-                        continue
-                    lines[0] = bytes(pending) + lines[0]
-                    pending = bytearray(rest)
-                    _check_line(max(len(pending), *map(len, lines)), max_line)
-                    for line in lines:
-                        message = _parse(line, link)
-                        if message is not None:
-                            await read_send.send(message)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # our own close, or the session is gone
-        except LineTooLong as exc:
-            link.failure = str(exc)
-        except Exception as exc:
-            # Whatever stops the reading ends the connection: the server has crashed
-            # for the pool (pending calls fail, the supervisor restarts it and logs why).
-            link.failure = f"{type(exc).__name__}: {exc}"
-        finally:
-            link.ended.set()
-
-    async def write_stdin() -> None:
-        assert process.stdin is not None
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            async with write_receive:
-                async for message in write_receive:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send((data + "\n").encode("utf-8", "replace"))
-        # Writing is over (closed, or the pipe broke): the session must see the end too.
-        await read_send.aclose()
-
-    async def watch_exit(pidfd: int) -> None:
-        try:
-            await anyio.wait_readable(pidfd)  # readable once the process has exited
-        finally:
-            os.close(pidfd)
-        # What it wrote before exiting is still in the pipe: the reader gets a moment
-        # for it, and ends the connection itself unless a child holds stdout open.
-        with anyio.move_on_after(EXIT_DRAIN):
-            await link.ended.wait()
-        if not link.ended.is_set():
-            link.exit = describe_exit(process.returncode)
-            link.ended.set()
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(read_stdout)
-        tg.start_soon(write_stdin)
+        tg.start_soon(_read_stdout, process, read_send, link, max_line)
+        tg.start_soon(_write_stdin, process, write_receive, read_send)
         with contextlib.suppress(OSError, AttributeError):  # no pidfd: stdout's end tells
-            tg.start_soon(watch_exit, os.pidfd_open(process.pid))
+            tg.start_soon(_watch_exit, process, os.pidfd_open(process.pid), link)
         try:
             yield read_receive, write_send
         finally:
@@ -247,6 +195,76 @@ async def stdio_transport(
                 for stream in (read_receive, read_send, write_receive):
                     await stream.aclose()
             tg.cancel_scope.cancel()
+
+
+async def _read_stdout(
+    process: anyio.abc.Process,
+    read_send: MemoryObjectSendStream[SessionMessage | Exception],
+    link: StdioLink,
+    max_line: int,
+) -> None:
+    """Send each JSON-RPC line of the server's stdout to the session; the first line
+    over ``max_line`` bytes, or any failure, ends the reading, and the connection."""
+    assert process.stdout is not None
+    pending = bytearray()
+    try:
+        async with read_send:
+            async for chunk in process.stdout:
+                *lines, rest = chunk.split(b"\n")
+                if not lines:
+                    pending += rest
+                    _check_line(len(pending), max_line)
+                    continue
+                lines[0] = bytes(pending) + lines[0]
+                pending = bytearray(rest)
+                _check_line(max(len(pending), *map(len, lines)), max_line)
+                for line in lines:
+                    message = _parse(line, link)
+                    if message is not None:
+                        await read_send.send(message)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass  # our own close, or the session is gone
+    except LineTooLong as exc:
+        link.failure = str(exc)
+    except Exception as exc:
+        # Whatever stops the reading ends the connection: the server has crashed
+        # for the pool (pending calls fail, the supervisor restarts it and logs why).
+        link.failure = f"{type(exc).__name__}: {exc}"
+    finally:
+        link.ended.set()
+
+
+async def _write_stdin(
+    process: anyio.abc.Process,
+    write_receive: MemoryObjectReceiveStream[SessionMessage],
+    read_send: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    """Write the session's messages to the server's stdin, one line each, until either
+    side ends; then end the read stream too."""
+    assert process.stdin is not None
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        async with write_receive:
+            async for message in write_receive:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send((data + "\n").encode("utf-8", "replace"))
+    # Writing is over (closed, or the pipe broke): the session must see the end too.
+    await read_send.aclose()
+
+
+async def _watch_exit(process: anyio.abc.Process, pidfd: int, link: StdioLink) -> None:
+    """End the connection once the server has exited (``pidfd`` turns readable), after
+    a moment for what it wrote last."""
+    try:
+        await anyio.wait_readable(pidfd)  # readable once the process has exited
+    finally:
+        os.close(pidfd)
+    # What it wrote before exiting is still in the pipe: the reader gets a moment
+    # for it, and ends the connection itself unless a child holds stdout open.
+    with anyio.move_on_after(EXIT_DRAIN):
+        await link.ended.wait()
+    if not link.ended.is_set():
+        link.exit = describe_exit(process.returncode)
+        link.ended.set()
 
 
 async def _stop(process: anyio.abc.Process, write_send: Any) -> None:

@@ -3,12 +3,19 @@
 What lives here is the official `mcp` package's server side around the pool, in rooms
 by concern:
 
-- the bridge and what it holds: `_bridge` (the low-level server whose requests go to
-  the pool), `_served_tools` (which tools it serves, under which names, listed how),
-  `_search_mode` (the meta-tools of ``--tool-search``), `_pass_through` (resources,
-  prompts and completions, passed to the server that owns them), `_apps` (MCP Apps),
-  `_capabilities` (what the client declared), `_suspended` (calls waiting on a
-  2026-07-28 client's input), `_selection` (which servers, and their instructions);
+- the bridge and the parts it holds: `_bridge` (the low-level server whose requests go
+  to the pool; per request: the context, the client's capabilities and log level, the
+  scope check), `_served_tools` (`bridge.tools`: which tools it serves, under which
+  names, listed how), `_tool_calls` (`bridge.calls`: the pool call under the time limit,
+  its result shaped for the client, stopped at shutdown), `_served_results`
+  (`bridge.results`: results cut to ``--result-budget``, kept, read by ``read_result``),
+  `_search_mode` (the meta-tools of ``--tool-search``), `_code_mode` (those of
+  ``--code-mode``), `_pass_through` (`bridge.features`: resources, prompts and
+  completions, passed to the server that owns them, and subscriptions), `_apps` (MCP
+  Apps), `_capabilities` (what the client declared), `_suspended` (calls waiting on a
+  2026-07-28 client's input), `_selection` (which servers, and their instructions).
+  Each part is given what it reads in its constructor; none reads another's private
+  attributes;
 - the transports: `_transports` (stdio and the Streamable HTTP app with its Host,
   Origin, token and size checks), `_request_ids` (requests whose id no client can
   match), `_deadlines` (read deadlines on HTTP connections), `_client_sessions`

@@ -15,6 +15,13 @@ to the client that made the call (on 2025-11-25) or suspend the call behind an
 ``InputRequiredResult`` until the client's retry brings the answers (on 2026-07-28, see
 `SuspendedCalls`), and the client's session id is the call's scope. A 2025-11-25 client
 may run a tool that declares task support as a task (`ServedTasks`).
+
+The bridge holds its parts, each given what it reads: ``tools`` (`ServedTools`, the
+served catalog), ``calls`` (`ToolCalls`, the pool call and its shaped result),
+``features`` (`PassThroughFeatures`, resources, prompts, completions), ``results``
+(`ServedResults`, results cut to a budget and kept), ``apps``,
+``suspended``, ``tasks`` and ``task_extension``; what is per request (the MCP context,
+the client's declared capabilities and log level, the scope check) stays here.
 """
 
 from __future__ import annotations
@@ -22,8 +29,8 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, Protocol, Self
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import anyio
 import mcp_types as types
@@ -35,22 +42,15 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from nativemcp.protocol import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     LOG_LEVELS,
     METHOD_NOT_FOUND,
-    ArgumentsError,
     ClientRequestError,
     NativeMCPResponse,
-    ProtocolError,
-    ServerError,
     Tool,
-    response_to_sdk,
 )
-from nativemcp.protocol.wire import Caller
 
-from .._handle import CallOptions, LogHandler, ProgressCallback
 from .._sdk_seam import client_connection
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
@@ -64,6 +64,7 @@ from ._selection import select_servers
 from ._served_results import ServedResults
 from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
+from ._tool_calls import ToolCalls
 from .auth import ScopeMap, request_caller
 from .tasks import ExtensionTasks, ServedTasks, TaskRows, session_key
 
@@ -71,10 +72,6 @@ if TYPE_CHECKING:
     from .._pool import WorkerPool
 
 __all__ = ["McpBridge"]
-
-INPUT_ERRORS_AS_TOOL_ERRORS: Final = "2025-11-25"
-"""The protocol version from which arguments that fail a tool's input schema are a tool
-error the model can read and correct (SEP-1303), not a JSON-RPC -32602."""
 
 
 class TaskSide(Protocol):
@@ -85,7 +82,7 @@ class TaskSide(Protocol):
     def report(self, message: str) -> None: ...
 
 
-class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin):
+class McpBridge(anyio.AsyncContextManagerMixin):
     """One MCP server over some of a running pool's servers.
 
     Its tools are the pool's catalog entries of those servers: under their full names
@@ -121,6 +118,10 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
 
     Calls are suspended, and tasks run, in the bridge's own task groups: run it with
     ``async with bridge:`` around serving (`serve_stdio` and `http_app` do).
+
+    Its parts: ``tools`` (`ServedTools`: what is served, listed, found by name),
+    ``calls`` (`ToolCalls`: the pool call and its result; ``calls.stop_calls`` at
+    shutdown), ``features`` (`PassThroughFeatures`: resources, prompts, completions).
 
     Raises:
         ValueError: a named server is not running in the pool, or ``input_timeout`` is
@@ -180,25 +181,29 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         )
         self.profile = profile or ToolProfile()
         self._single = len(self.servers) == 1
-        # Under search, tools are called by the full names the search gives.
-        self._own_names = self._single and not (self.profile.search or self.profile.code_mode)
         self._search = SearchMode(pool)
         self._code = CodeMode(pool)
         self.apps = ServedApps(self.handles, namespaced=not self._single)
-        self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
-        # The served sources' tool lists when `_served` was last checked against them.
-        self._sources: list[list[Tool]] = []
+        # Under the meta-tools, tools are called by the full names a search gives.
+        self.tools = ServedTools(
+            pool,
+            self.handles,
+            self.profile,
+            self.scopes,
+            self.apps,
+            self.results,
+            own_names=self._single and not (self.profile.search or self.profile.code_mode),
+        )
+        self.calls = ToolCalls(pool, self.apps, self.results, self._limit)
+        self.features = PassThroughFeatures(
+            self.handles, self.apps, self.results, self._limit, single=self._single
+        )
         # logging/setLevel is per client connection; the connection object is the key.
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-        # The pool calls running now, each in its own scope, so a shutdown can stop them
-        # and still answer their clients (`stop_calls`).
-        self._running: set[anyio.CancelScope] = set()
-        self._stopped_because = ""
 
     @contextlib.asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
-        await self._catalog()  # read once, so a first call's headers are checked too
+        await self.tools.catalog()  # read once, so a first call's headers are checked too
         # Together: if the tasks fail to start, the suspended calls' group is unwound.
         async with self.suspended, self.tasks, self.task_extension:
             yield self
@@ -209,7 +214,7 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """Every served tool of the catalog, in its order."""
-        return await self.tool_listing(
+        return await self.tools.tool_listing(
             self.tasks.offered(ctx), self.apps.offered(ctx), request_caller(ctx)
         )
 
@@ -344,57 +349,35 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             # The program may call what its caller may: the served tools in its scopes,
             # each inner call under this caller's options (scope, identity, limit).
             caller = request_caller(ctx)
-            options = self.call_options(
+            options = self.calls.call_options(
                 caller.subject if caller is not None else session_key(ctx),
                 caller=caller,
                 on_request=self._program_asks(ctx),
             )
-            callable_tools = self._visible(caller, await self._catalog())
+            callable_tools = self.tools.visible(caller, await self.tools.catalog())
             owner = options.scope[0] or "" if options.scope else ""
 
             async def fit(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
                 return await self.results.fitted(params.name, response, owner)
 
             answer = None
-            with self._stoppable():  # a program stops with the calls at shutdown
+            with self.calls.stoppable():  # a program stops with the calls at shutdown
                 answer = await self._code.answer(
                     params.name, arguments, callable_tools, options, fit
                 )
             if answer is None:
-                raise self._stopped()
+                raise self.calls.stopped()
             return answer
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
-            return await self.served_tool(params.name, self.apps.offered(ctx)), arguments
-        served = self.callable_by(await self._catalog(), self.apps.offered(ctx))
+            return await self.tools.served_tool(params.name, self.apps.offered(ctx)), arguments
+        # The catalog as last read, as a direct call reads it (`ServedTools.served_tool`).
+        served = self.tools.callable_by(await self.tools.last_read(), self.apps.offered(ctx))
         if params.name == SEARCH_TOOLS:
             # A tool the caller may not call is not found; named by `call_tool`, the
             # scope check says which scope it needs.
-            return await self._search.answer(arguments, self._visible(request_caller(ctx), served))
+            visible = self.tools.visible(request_caller(ctx), served)
+            return await self._search.answer(arguments, visible)
         return await self._search.target(arguments, served)
-
-    @contextlib.contextmanager
-    def _stoppable(self) -> Iterator[anyio.CancelScope]:
-        """A scope `stop_calls` cancels, around one call (or one program)."""
-        with anyio.CancelScope() as scope:
-            self._running.add(scope)
-            try:
-                yield scope
-            finally:
-                self._running.discard(scope)
-
-    def _stopped(self) -> MCPError:
-        """What the client of a call `stop_calls` stopped hears."""
-        return MCPError(INTERNAL_ERROR, self._stopped_because, {"reason": "shutting_down"})
-
-    def stop_calls(self, reason: str) -> int:
-        """Stop every tool call running through this bridge; returns how many stopped.
-
-        Each answers its client with a JSON-RPC error (INTERNAL_ERROR, ``reason``, data
-        ``{"reason": "shutting_down"}``) rather than a dropped connection."""
-        self._stopped_because = reason
-        for scope in self._running:
-            scope.cancel()
-        return len(self._running)
 
     def _declared(self, ctx: ServerRequestContext[Any], ask: ClientAsk) -> ClientAsk:
         """``ask`` for what the client of ``ctx`` declared it can answer: a tool's or an
@@ -490,111 +473,16 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         # (one user, one browser page and plan, in both protocol eras, with or without
         # MCP sessions), else the client's MCP session.
         caller = request_caller(ctx)
-        options = self.call_options(
+        options = self.calls.call_options(
             caller.subject if caller is not None else session_key(ctx),
             caller=caller,
             on_request=on_request,
             on_progress=on_progress if reports else None,
             on_log=on_log,
         )
-        return await self.run_tool(
+        return await self.calls.run_tool(
             tool, arguments, ctx.protocol_version, options, apps=self.apps.offered(ctx)
         )
-
-    def call_options(
-        self,
-        session_id: str | None,
-        *,
-        on_request: ClientAsk,
-        on_progress: ProgressCallback | None = None,
-        on_log: LogHandler | None = None,
-        caller: Caller | None = None,
-    ) -> CallOptions:
-        """The pool options of one served tool call.
-
-        This bridge's time limit and the call's scope (the client's session, where it
-        has one, or the authenticated ``caller``'s subject), with the call's callbacks.
-        Every path that runs a served call builds them here."""
-        return CallOptions(
-            timeout=self._limit,
-            on_progress=on_progress,
-            on_log=on_log,
-            on_request=on_request,
-            scope=(session_id, None) if session_id is not None else None,
-            caller=caller,
-        )
-
-    async def run_tool(
-        self,
-        tool: Tool,
-        arguments: dict[str, Any],
-        version: str | None,
-        options: CallOptions,
-        *,
-        apps: bool,
-    ) -> types.CallToolResult:
-        """Call ``tool`` through the pool under ``options``; its ``CallToolResult``.
-
-        The result is shaped for a client of protocol ``version`` that shows MCP Apps
-        where ``apps``: a tool that did not run to an answer, and (from 2025-11-25)
-        arguments its schema refuses, answer as a tool error.
-
-        Raises:
-            MCPError: a JSON-RPC error for the client (the tool's own, arguments refused
-                before 2025-11-25, a result that cannot be sent, or a call stopped by
-                `stop_calls`).
-        """
-        answer = await self.tool_answer(tool, arguments, version, options)
-        if isinstance(answer, types.CallToolResult):
-            return answer
-        return self.shaped(tool, answer, apps)
-
-    async def tool_answer(
-        self, tool: Tool, arguments: dict[str, Any], version: str | None, options: CallOptions
-    ) -> types.CallToolResult | NativeMCPResponse[Any]:
-        """Run `run_tool`'s call, leaving a result response as the pool gave it.
-
-        The answer is the response (`shaped` makes it the client's result), or the
-        tool error the call answers with.
-
-        Raises:
-            MCPError: as `run_tool`, but for a result that cannot be sent (`shaped`).
-        """
-        response = None
-        owner = options.scope[0] or "" if options.scope else ""
-        if self.results.tool(tool.name) is tool:
-            return await self.results.read(arguments, owner)
-        with self._stoppable():
-            try:
-                response = await self.pool.call_tool(tool.name, arguments, options=options)
-            except ServerError as exc:
-                # The tool did not run to an answer: the model reads why, as a tool error.
-                return _tool_error(str(exc))
-            except ArgumentsError as exc:
-                if _input_errors_are_tool_errors(version):
-                    return _tool_error(str(exc))
-                raise MCPError(INVALID_PARAMS, str(exc)) from exc
-        if response is None:  # stopped by `stop_calls`: the client hears why
-            raise self._stopped()
-        error = response.error
-        if error is not None:
-            if error.code == INVALID_PARAMS and _input_errors_are_tool_errors(version):
-                return _tool_error(error.message)
-            raise MCPError(error.code, error.message, error.data)
-        return await self.results.fitted(tool, response, owner)
-
-    def shaped(
-        self, tool: Tool, response: NativeMCPResponse[Any], apps: bool
-    ) -> types.CallToolResult:
-        """A tool's result response as the ``CallToolResult`` its client reads.
-
-        Raises:
-            MCPError: INTERNAL_ERROR, the result cannot be sent (no SDK form).
-        """
-        try:
-            return self.apps.result(tool, response_to_sdk(response), apps)
-        except ProtocolError as exc:
-            raise MCPError(INTERNAL_ERROR, f"the tool's result cannot be sent: {exc}") from exc
 
     async def set_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
@@ -611,17 +499,17 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
             self.name,
             version=self.version,
             instructions=self.instructions,
-            get_tool_input_schema=self.tool_input_schema,
+            get_tool_input_schema=self.tools.tool_input_schema,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
-            on_list_resources=self.list_resources,
-            on_list_resource_templates=self.list_resource_templates,
-            on_read_resource=self.read_resource,
-            on_subscribe_resource=self.subscribe,
-            on_unsubscribe_resource=self.unsubscribe,
-            on_list_prompts=self.list_prompts,
-            on_get_prompt=self.get_prompt,
-            on_completion=self.complete,
+            on_list_resources=self.features.list_resources,
+            on_list_resource_templates=self.features.list_resource_templates,
+            on_read_resource=self.features.read_resource,
+            on_subscribe_resource=self.features.subscribe,
+            on_unsubscribe_resource=self.features.unsubscribe,
+            on_list_prompts=self.features.list_prompts,
+            on_get_prompt=self.features.get_prompt,
+            on_completion=self.features.complete,
         )
         # Registered here, not as a constructor argument: the constructor warns that
         # logging is deprecated in a future protocol version, which clients still use.
@@ -636,19 +524,8 @@ class McpBridge(ServedTools, PassThroughFeatures, anyio.AsyncContextManagerMixin
         return server
 
 
-def _input_errors_are_tool_errors(version: str | None) -> bool:
-    # Versions are dates: they compare as strings. No version known: the older rule.
-    return isinstance(version, str) and version >= INPUT_ERRORS_AS_TOOL_ERRORS
-
-
 def _text_of(result: types.CallToolResult) -> str:
     return " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
-
-
-def _tool_error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"Error: {message}")], is_error=True
-    )
 
 
 async def _ask_client(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,15 +48,33 @@ class _Route:
 
 
 class PassThroughFeatures:
-    """`McpBridge`'s resources, prompts and completions (a mixin: it reads the bridge's
-    served handles)."""
+    """One bridge's resources, prompts and completions, and its clients' resource
+    subscriptions.
 
-    handles: dict[str, ServerHandle]
-    apps: ServedApps
-    results: ServedResults
-    _limit: float | None
-    _single: bool
-    _subscriptions: weakref.WeakKeyDictionary[Any, set[str]]
+    Args:
+        handles: the served servers' handles, by server name, in listing order.
+        apps: the served MCP Apps (their namespaced ``ui://`` resources).
+        results: the kept results (their ``nativemcp://results/<id>`` resources).
+        limit: seconds per request to a server (None: no limit).
+        single: one server is served, so prompts keep their own names.
+    """
+
+    def __init__(
+        self,
+        handles: Mapping[str, ServerHandle],
+        apps: ServedApps,
+        results: ServedResults,
+        limit: float | None,
+        *,
+        single: bool,
+    ) -> None:
+        self._handles = handles
+        self._apps = apps
+        self._results = results
+        self._limit = limit
+        self._single = single
+        # Subscriptions are per client connection; the connection object is the key.
+        self._subscriptions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
     def _public(self, handle: ServerHandle, name: str) -> str:
         if self._single:
@@ -66,14 +85,14 @@ class PassThroughFeatures:
     def _route(self, public: str, what: str) -> _Route:
         """The server and own name of a prompt (tools go through the catalog)."""
         if self._single:
-            (handle,) = self.handles.values()
+            (handle,) = self._handles.values()
             return _Route(handle, public)
         body = public.removeprefix("builtin_")
         server, sep, own = body.partition(SEPARATOR)
         found = next(
             (
                 handle
-                for handle in self.handles.values()
+                for handle in self._handles.values()
                 if safe_server_name(handle.name, BackendType(handle.backend)) == server
             ),
             None,
@@ -103,9 +122,9 @@ class PassThroughFeatures:
     ) -> types.ListResourcesResult:
         """Every served server's resources."""
         resources: list[Any] = []
-        for server, handle in self.handles.items():
+        for server, handle in self._handles.items():
             found = (await self._feature(handle, "resources/list", {}))["resources"]
-            resources += self.apps.listed(server, found, "uri")
+            resources += self._apps.listed(server, found, "uri")
         return types.ListResourcesResult.model_validate({"resources": resources})
 
     async def list_resource_templates(
@@ -113,9 +132,9 @@ class PassThroughFeatures:
     ) -> types.ListResourceTemplatesResult:
         """Every served server's resource templates."""
         templates: list[Any] = []
-        for server, handle in self.handles.items():
+        for server, handle in self._handles.items():
             found = await self._feature(handle, "resources/templates/list", {})
-            templates += self.apps.listed(server, found["resourceTemplates"], "uriTemplate")
+            templates += self._apps.listed(server, found["resourceTemplates"], "uriTemplate")
         return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates})
 
     async def read_resource(
@@ -124,14 +143,14 @@ class PassThroughFeatures:
         """The resource's contents, from the first server that has it, or a kept
         result (``nativemcp://results/<id>``, read only by the caller it was kept for)."""
         uri = str(params.uri)
-        kept = await self.results.read_resource(uri, ctx)
+        kept = await self._results.read_resource(uri, ctx)
         if kept is not None:
             return kept
-        routed = await self.apps.read(uri, self._feature)  # a namespaced ui:// URI
+        routed = await self._apps.read(uri, self._feature)  # a namespaced ui:// URI
         if routed is not None:
             return types.ReadResourceResult.model_validate(routed)
         problems: list[str] = []
-        for handle in self.handles.values():
+        for handle in self._handles.values():
             try:
                 result = await self._forward(handle, "resources/read", {"uri": uri})
             except FeatureError as exc:
@@ -151,7 +170,7 @@ class PassThroughFeatures:
     ) -> types.ListPromptsResult:
         """Every served server's prompts (full names when several servers are served)."""
         prompts: list[Any] = []
-        for handle in self.handles.values():
+        for handle in self._handles.values():
             for prompt in (await self._feature(handle, "prompts/list", {}))["prompts"]:
                 prompts.append({**prompt, "name": self._public(handle, prompt["name"])})
         return types.ListPromptsResult.model_validate({"prompts": prompts})
@@ -180,8 +199,8 @@ class PassThroughFeatures:
             handles = [route.handle]
             wire_ref = {"type": "ref/prompt", "name": route.name}
         else:
-            routed = self.apps.route(ref.uri)  # a namespaced ui:// template: its server's
-            handles = [self.handles[routed[0]]] if routed else list(self.handles.values())
+            routed = self._apps.route(ref.uri)  # a namespaced ui:// template: its server's
+            handles = [self._handles[routed[0]]] if routed else list(self._handles.values())
             wire_ref = {"type": "ref/resource", "uri": routed[1] if routed else ref.uri}
         values: list[str] = []
         for handle in handles:
@@ -201,7 +220,7 @@ class PassThroughFeatures:
         """Note the connection's interest in a resource.
 
         A namespaced ``ui://`` URI must name a served server, as for a read."""
-        self.apps.route(str(params.uri))
+        self._apps.route(str(params.uri))
         connection = client_connection(ctx.session)
         if connection is not None:
             self._subscriptions.setdefault(connection, set()).add(str(params.uri))
@@ -220,7 +239,7 @@ class PassThroughFeatures:
         """Notify the connections subscribed to ``uri`` (a tool reported it changed)."""
         for connection, uris in list(self._subscriptions.items()):
             # Under the name the client subscribed by (a namespaced ui:// URI is its own).
-            for subscribed in [name for name in uris if self.apps.updated_by(name, uri)]:
+            for subscribed in [name for name in uris if self._apps.updated_by(name, uri)]:
                 try:
                     await connection.send_resource_updated(subscribed)
                 except Exception:  # a client gone mid-send must not fail the tool's call

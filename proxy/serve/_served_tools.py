@@ -34,23 +34,46 @@ __all__ = ["ServedTools"]
 
 
 class ServedTools:
-    """`McpBridge`'s served catalog (a mixin: it reads the bridge's pool, handles, tool
-    profile, scopes and apps)."""
+    """One bridge's served catalog: the tools of ``handles`` in ``pool``'s catalog that
+    ``profile`` allows, as a caller sees, lists and calls them.
 
-    pool: WorkerPool
-    handles: dict[str, ServerHandle]
-    profile: ToolProfile
-    scopes: ScopeMap
-    apps: ServedApps
-    results: ServedResults
-    _own_names: bool
-    _search: SearchMode
-    _served: tuple[list[Tool], dict[str, Tool]]
-    _sources: list[list[Tool]]
+    Args:
+        pool: the running pool (its catalog, in its order).
+        handles: the served servers' handles, by server name.
+        profile: which tools are offered, and whether through the meta-tools.
+        scopes: the scope each tool needs (a caller sees only what its scopes cover).
+        apps: the served MCP Apps (how a tool is shown, and who may call it).
+        results: the kept results (``read_result`` is listed and found with a budget).
+        own_names: serve the tools under their own names (one server, no meta-tools),
+            else under their full catalog names.
+    """
 
-    async def _catalog(self) -> dict[str, Tool]:
-        """The served tools by the name a client sees, each as the catalog lists it."""
-        tools = await self.pool.list_tools()
+    def __init__(
+        self,
+        pool: WorkerPool,
+        handles: Mapping[str, ServerHandle],
+        profile: ToolProfile,
+        scopes: ScopeMap,
+        apps: ServedApps,
+        results: ServedResults,
+        *,
+        own_names: bool,
+    ) -> None:
+        self._pool = pool
+        self._handles = handles
+        self._profile = profile
+        self._scopes = scopes
+        self._apps = apps
+        self._results = results
+        self._own_names = own_names
+        self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
+        # The served sources' tool lists when `_served` was last checked against them.
+        self._sources: list[list[Tool]] = []
+
+    async def catalog(self) -> dict[str, Tool]:
+        """The served tools by the name a client sees, each as the catalog lists it
+        (read from the pool now)."""
+        tools = await self._pool.list_tools()
         self._sources = self._source_lists()
         # The catalog hands out the same Tool objects until a source's tools change.
         seen, served = self._served
@@ -61,8 +84,8 @@ class ServedTools:
             service = service_info(tool)
             if (
                 service is not None
-                and service.server_name in self.handles
-                and self.profile.allows(tool.name)
+                and service.server_name in self._handles
+                and self._profile.allows(tool.name)
             ):
                 served[service.tool_name if self._own_names else tool.name] = tool
         self._served = (tools, served)
@@ -70,7 +93,7 @@ class ServedTools:
 
     def _source_lists(self) -> list[list[Tool]]:
         # A source replaces its list when its tools change: identity is the test.
-        return [handle.tools for handle in self.handles.values()]
+        return [handle.tools for handle in self._handles.values()]
 
     def tool_input_schema(self, name: str) -> Mapping[str, Any] | None:
         """The input schema of served tool ``name``, or None.
@@ -85,8 +108,8 @@ class ServedTools:
         a source's tools changed since the last read (the SDK then skips the check for
         that call, as it does when a listing fails; the call reads the catalog anew).
         """
-        if (self.profile.search and name in (SEARCH_TOOLS, CALL_TOOL)) or (
-            self.profile.code_mode and name in CODE_MODE_TOOLS
+        if (self._profile.search and name in (SEARCH_TOOLS, CALL_TOOL)) or (
+            self._profile.code_mode and name in CODE_MODE_TOOLS
         ):
             return None  # the meta-tools' arguments name no routing header
         tool = self._held(name)
@@ -122,7 +145,7 @@ class ServedTools:
             # "optional" even where the source says "required": the bridge runs the
             # call as a task toward the source either way, so a plain call works too.
             data["execution"] = {"taskSupport": "optional"}
-        shown = self.apps.tool(data, tool, apps)  # None: not for this client
+        shown = self._apps.tool(data, tool, apps)  # None: not for this client
         return None if shown is None else types.Tool.model_validate(shown)
 
     async def tool_listing(
@@ -136,14 +159,14 @@ class ServedTools:
         cover.
         """
         # With a result budget, read_result reads what a cut result left out.
-        reader = self.results.listed()
-        if self.profile.search:
+        reader = self._results.listed()
+        if self._profile.search:
             return types.ListToolsResult(
-                tools=[*(self._search.listed(tool, tasks) for tool in META_TOOLS), *reader]
+                tools=[*(SearchMode.listed(tool, tasks) for tool in META_TOOLS), *reader]
             )
-        if self.profile.code_mode:
+        if self._profile.code_mode:
             return types.ListToolsResult(tools=[*CodeMode.listing(), *reader])
-        served = self._visible(caller, await self._catalog())
+        served = self.visible(caller, await self.catalog())
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
         return types.ListToolsResult(tools=[tool for tool in listed if tool is not None] + reader)
 
@@ -155,15 +178,20 @@ class ServedTools:
         does not cost a listing (the pool freshens every external server then).
         A name not served while the catalog is current (a meta-tool's, a typo) is not
         looked up again: the bridge checks what reaches it anyway."""
-        served = self._served[1] if self._current() else await self._catalog()
-        tool = served.get(name)
+        tool = (await self.last_read()).get(name)
         return None if tool is None else tool.name
 
-    def _visible(self, caller: Caller | None, served: dict[str, Tool]) -> dict[str, Tool]:
+    async def last_read(self) -> dict[str, Tool]:
+        """The served tools as last read, while no served source's tools changed since;
+        else read anew (`catalog`), so a check or a meta-tool does not cost a listing
+        (the pool freshens every external server then)."""
+        return self._served[1] if self._current() else await self.catalog()
+
+    def visible(self, caller: Caller | None, served: dict[str, Tool]) -> dict[str, Tool]:
         """What ``caller`` may see: listed, and found by ``search_tools``."""
-        if caller is None or not self.scopes:
+        if caller is None or not self._scopes:
             return served
-        return {n: t for n, t in served.items() if not self.scopes.missing(t.name, caller.scopes)}
+        return {n: t for n, t in served.items() if not self._scopes.missing(t.name, caller.scopes)}
 
     def callable_by(self, served: dict[str, Tool], apps: bool) -> dict[str, Tool]:
         """What a client may call, ``apps`` if it shows MCP Apps: without, a tool only an
@@ -172,7 +200,7 @@ class ServedTools:
         The one rule of every path: a direct call, ``call_tool``, ``search_tools``, tasks."""
         if apps:
             return served
-        return {n: t for n, t in served.items() if self.apps.callable(t, apps)}
+        return {n: t for n, t in served.items() if self._apps.callable(t, apps)}
 
     async def served_tool(self, name: str, apps: bool) -> Tool:
         """The catalog entry of served tool ``name``.
@@ -182,7 +210,7 @@ class ServedTools:
         Raises:
             MCPError: INVALID_PARAMS for a name not served (with the nearest names).
         """
-        reader = self.results.tool(name)
+        reader = self._results.tool(name)
         if reader is not None:  # every path that calls a served tool finds it here
             return reader
         # The catalog as last read while it is current: reading it again (the pool
@@ -191,9 +219,9 @@ class ServedTools:
         tool = self._held(name)
         served = self._served[1]
         if tool is None:
-            served = await self._catalog()
+            served = await self.catalog()
             tool = served.get(name)
-        if tool is not None and not self.apps.callable(tool, apps):
+        if tool is not None and not self._apps.callable(tool, apps):
             tool = None  # only its app may call it, and this client shows no apps
         if tool is None:
             near = difflib.get_close_matches(name, list(self.callable_by(served, apps)), n=3)

@@ -109,7 +109,7 @@ async def serve_stdio(
         profile=profile,
         result_budget=result_budget,
     )
-    pool.add_resource_listener(bridge.resource_updated)
+    pool.add_resource_listener(bridge.features.resource_updated)
     server = bridge.server()
     async with bridge, stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -267,7 +267,7 @@ class _Routes:
             result_budget=session.result_budget,
         )
         self._bridges.append(bridge)
-        self._pool.add_resource_listener(bridge.resource_updated)
+        self._pool.add_resource_listener(bridge.features.resource_updated)
         server = bridge.server()
         manager = StreamableHTTPSessionManager(
             app=server,
@@ -324,7 +324,7 @@ class _Routes:
 
     def stop_calls(self, reason: str) -> int:
         """Stop the tool calls running on every route, each answered with ``reason``."""
-        return sum(bridge.stop_calls(reason) for bridge in self._bridges)
+        return sum(bridge.calls.stop_calls(reason) for bridge in self._bridges)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")
@@ -360,10 +360,10 @@ class _Routes:
                 await per_client(inner_per_client, scope, receive, send)
 
         if self._gate is not None:
-            gate, bridge, gated = self._gate, self._routed[manager], handle
+            gate, tools, gated = self._gate, self._routed[manager].tools, handle
 
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-                await gate(gated, bridge, scope, receive, send)
+                await gate(gated, tools, scope, receive, send)
 
         await self._ids(handle, scope, receive, send)
 
@@ -391,65 +391,45 @@ def http_app(
 ) -> Starlette:
     """An ASGI app serving the pool over Streamable HTTP: ``/mcp`` and ``/mcp/<name>``.
 
-    The app's lifespan starts the pool if it is not running yet (and then closes it)
-    and the session managers; when mounting it in another Starlette or FastAPI app,
-    run its lifespan from the host app's (``app.router.lifespan_context``).
-    ``app.state.fast_answers()`` counts the requests the fast path answered.
-    ``app.state.stop_calls(reason)`` stops the tool calls running, each answering its
-    client with a JSON-RPC error saying ``reason`` (for a shutdown past its grace).
+    Its lifespan starts the pool if not running yet (then closes it) and the session
+    managers; mounted in another app, run it from the host's (``lifespan_context``).
+    ``app.state.fast_answers()`` counts the fast path's answers; ``app.state.stop_calls(
+    reason)`` stops the calls running, each answering an error saying ``reason``.
 
     Args:
         servers: which of the pool's servers to serve (default: all).
-        token: when set, every request needs ``Authorization: Bearer <token>`` (401):
-            one shared secret, every caller the same (per-caller state stays per MCP
-            session).
-        auth: serve as an OAuth 2.1 protected resource instead (see `Authorization`):
-            every request needs an access token from its issuer (401 with the
-            resource metadata's URL), the scope map decides which tools each caller
-            sees and calls (403 ``insufficient_scope``), and the caller's subject is
-            the identity per-caller state is kept under. Not with ``token``.
+        token: every request needs ``Authorization: Bearer <token>`` (401): one shared
+            secret, every caller the same (per-caller state stays per MCP session).
+        auth: serve as an OAuth 2.1 protected resource (see `Authorization`): every
+            request needs an access token from its issuer (401 names the resource
+            metadata), the scope map decides which tools each caller sees and calls
+            (403 ``insufficient_scope``), per-caller state is the subject's.
         allowed_hosts: Host header values accepted besides the local names (each
             ``host:port``, or ``host:*`` for any port): the DNS-rebinding allow-list.
         allowed_origins: Origin header values accepted besides local origins.
-        stateless: no sessions: each request stands alone, so replicas behind any load
-            balancer can serve any request. No sampling or elicitation then: a tool's
-            request to its client fails with a `ClientRequestError` saying so; and no
-            tasks (a ``task`` in ``tools/call`` is ignored).
+        stateless: no sessions: any replica behind a load balancer serves any request.
+            No sampling or elicitation then (a tool's request to its client fails with a
+            `ClientRequestError` saying so), nor tasks (a call's ``task`` is ignored).
         max_body_size: the largest request body in bytes (larger: 413).
         timeout: seconds per tool call (0: no limit).
-        input_timeout: seconds a call suspended for a 2026-07-28 client's input waits
-            for the client's retry before it is cancelled.
-        session_idle_timeout: seconds a session with no request in flight lives on
-            (None: for ever).
+        input_timeout: seconds a suspended call waits for its 2026-07-28 client's retry.
+        session_idle_timeout: seconds an idle session lives on (None: for ever).
         sessions_per_client: sessions one client address may hold open (None: no limit).
         max_tasks: tasks (2025-11-25 task-augmented calls) one session may hold at once;
-            one more is refused with a JSON-RPC error. A task counts until its ttl
-            passes; a session's tasks end with the session.
+            one more is refused. A task counts until its ttl passes or its session ends.
         max_task_ttl: the longest ttl granted to a task, in seconds.
         profile: which tools every route offers (globs on full names), and whether
             through the meta-tools ``search_tools`` and ``call_tool`` (see `ToolProfile`).
-        fast_path: answer plain 2026-07-28 requests (``tools/call`` with
-            ``stateless`` only: otherwise a call may suspend for its client's input;
-            lists, reads, prompts, discover), and with ``stateless`` plain 2025-11-25
-            ones too, straight from the pool, without the SDK's session machinery,
-            with the same answers (see `FastPath`); False sends every request through
-            the SDK's.
-        result_budget: tokens per tool result (None: no limit): one over it is cut,
-            kept for its caller and linked as ``nativemcp://results/<id>``, and
-            ``read_result`` is listed (see `McpBridge`).
+        fast_path: answer plain requests straight from the pool, without the SDK's
+            session machinery, with the same answers (see `FastPath`: which requests,
+            in which era); False sends every request through the SDK's.
+        result_budget: tokens per tool result (None: no limit): one over it is cut and
+            kept for its caller, and ``read_result`` reads the rest (see `McpBridge`).
 
     Raises:
-        ValueError: a task limit is not positive, or both ``token`` and ``auth`` are
-            given, or ``result_budget`` is below `MIN_BUDGET` tokens.
+        ValueError: a limit is out of range, or both ``token`` and ``auth`` are given.
     """
-    check_task_limits(max_tasks, max_task_ttl)
-    if result_budget is not None:
-        check_budget(result_budget, "result_budget")  # now: the bridges are made later
-    if token and auth is not None:
-        raise ValueError(
-            "a static token and OAuth are exclusive: pass token= (one shared secret) or "
-            "auth= (access tokens from an identity provider), not both"
-        )
+    _check_limits(max_tasks, max_task_ttl, result_budget, token, auth)
     session = _Session(
         timeout=timeout,
         stateless=stateless,
@@ -467,6 +447,30 @@ def http_app(
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
     )
+    return _asgi_app(routes, token, auth)
+
+
+def _check_limits(
+    max_tasks: int,
+    max_task_ttl: float,
+    result_budget: int | None,
+    token: str | None,
+    auth: Authorization | None,
+) -> None:
+    """Refuse `http_app`'s settings now, not when the bridges are made (at start-up)."""
+    check_task_limits(max_tasks, max_task_ttl)
+    if result_budget is not None:
+        check_budget(result_budget, "result_budget")
+    if token and auth is not None:
+        raise ValueError(
+            "a static token and OAuth are exclusive: pass token= (one shared secret) or "
+            "auth= (access tokens from an identity provider), not both"
+        )
+
+
+def _asgi_app(routes: _Routes, token: str | None, auth: Authorization | None) -> Starlette:
+    """The Starlette app of ``routes``, behind the HTTP edge's checks: the canonical
+    Host, then the static ``token`` or OAuth's ``auth`` (outermost)."""
     app = Starlette(
         routes=[
             Route("/mcp", endpoint=routes, methods=["GET", "POST", "DELETE"]),

@@ -94,7 +94,7 @@ def test_ci_runs_the_readmes_two_commands_as_written_without_activating_the_venv
     demo, tests = setup
     assert demo.endswith(".venv/bin/nativemcp demo")
     assert "pip install -q -e '.[test]' --config-settings editable_mode=strict" in tests
-    assert tests.endswith(".venv/bin/python -m pytest -q")
+    assert tests.endswith(".venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=25")
     ci = (ROOT / ".ci" / "run").read_text()
     # .ci/run reads the commands from the README's first bash block and runs them as they
     # stand: a user's shell has no venv activated, so neither has CI's.

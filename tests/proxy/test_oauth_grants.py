@@ -5,6 +5,7 @@ checked on both places."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import anyio
@@ -123,7 +124,10 @@ async def test_auth_login_status_and_logout_with_a_database_url_use_the_database
         assert await cli("auth", "status", *options, "--database-url", postgres_url) == 0
     with_db, without, logout, after = capsys.readouterr().out.strip().split("\n")
     assert with_db.startswith(f"{NAME}: authorized by {server.base}, scopes mcp")
-    assert without == after == f"{NAME}: not authorized; run: nativemcp auth login {NAME}"
+    # The hint can be pasted: it carries the config and data folder typed (never the
+    # database URL, which holds a password).
+    hint = f"nativemcp auth login {NAME} {shlex.join(options)}"
+    assert without == after == f"{NAME}: not authorized; run: {hint}"
     assert logout.startswith(f"Logged out of {NAME!r}") and "revoked at the issuer" in logout
     assert GrantTable(postgres_url).grants() == []
     assert server.revoked

@@ -8,7 +8,7 @@ two machines.
 from __future__ import annotations
 
 import glob
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -178,10 +178,20 @@ async def test_a_database_that_goes_away_fails_calls_clearly_and_the_worker_reco
                 await planning.create_goal(goal="survive an outage")
 
             # The database is gone: calls fail with an error naming it, password hidden.
-            for call in (store.list_stores(), planning.get_current_state()):
+            # Each worker waits out its pool's checkout timeout before it says so: the
+            # two workers are asked at once, so the test waits for it once.
+            failed: list[ToolError] = []
+
+            async def fails(call: Callable[[], Awaitable[object]]) -> None:
                 with pytest.raises(ToolError) as caught:
-                    await call
-                error = caught.value
+                    await call()
+                failed.append(caught.value)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(fails, store.list_stores)
+                tg.start_soon(fails, planning.get_current_state)
+            assert len(failed) == 2
+            for error in failed:
                 assert error.structured_content is not None
                 assert error.structured_content["code"] == "DATABASE_UNAVAILABLE"
                 shown = f"{error.message} {error.structured_content} {error.text}"

@@ -54,8 +54,6 @@ from ._postings import Phrase, bm25, idf, phrase_frequency, token_positions
 
 __all__ = [
     "BLOCK_CHUNKS",
-    "MIGRATION",
-    "MIGRATION_4",
     "BlockCache",
     "Kept",
     "StoreIndex",
@@ -63,87 +61,6 @@ __all__ = [
     "ranked",
     "reseal",
 ]
-
-MIGRATION: Final = (
-    # Postings per (token, chunk) and per-token counts updated on every write gave way
-    # to sealed blocks written by a merge (see the module docstring).
-    "DROP TABLE cs_postings",
-    "DROP TABLE cs_terms",
-    # Chunks at or below this id are in sealed blocks: 0, every chunk is pending (the
-    # next start seals them).
-    "ALTER TABLE cs_stores ADD COLUMN merged BIGINT NOT NULL DEFAULT 0",
-    # A chunk's tokens in order as one text, each between spaces: written without the
-    # array parsing that cost half the write path, matched with LIKE.
-    "ALTER TABLE cs_chunks ALTER COLUMN tokens TYPE TEXT"
-    " USING ' ' || array_to_string(tokens, ' ') || ' '",
-    # The arrays held each token once, not in order: marked as another tokenizer's
-    # index, so the start re-indexes every chunk from its text (`_reindex`).
-    "UPDATE nativemcp_schema SET version = 0 WHERE component = 'content-store.index'",
-    # A chunk row (text and tokens, a few KB) is stored as it is, not compressed once
-    # over 2 KB: 1.2x the write path's speed, measured.
-    "ALTER TABLE cs_chunks SET (toast_tuple_target = 8160)",
-    # An item's text compressed with lz4 where the server has it (pglz, the default,
-    # took a seventh of the write path's time).
-    """DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression'
-                   AND 'lz4' = ANY (enumvals)) THEN
-            ALTER TABLE cs_contents ALTER COLUMN body SET COMPRESSION lz4;
-        END IF;
-    END $$""",
-    "CREATE INDEX cs_chunks_by_store ON cs_chunks (store_rid, id)",
-    """CREATE TABLE cs_blocks (
-        store_rid BIGINT NOT NULL,
-        lo BIGINT NOT NULL,
-        hi BIGINT NOT NULL,
-        average FLOAT8 NOT NULL,
-        size INTEGER NOT NULL,
-        -- New with every sealing: what a search read of a block is checked against it.
-        version BIGINT GENERATED ALWAYS AS IDENTITY,
-        PRIMARY KEY (store_rid, lo)
-    )""",
-    # COLLATE "C": byte order, so the tokens a prefix starts are a range of the key;
-    # the bound and count in the key's leaf, so reading them is an index-only scan.
-    """CREATE TABLE cs_block_postings (
-        store_rid BIGINT NOT NULL,
-        token TEXT COLLATE "C" NOT NULL,
-        lo BIGINT NOT NULL,
-        bound FLOAT8 NOT NULL,
-        df INTEGER NOT NULL,
-        postings BYTEA NOT NULL,
-        positions BYTEA NOT NULL,
-        PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df)
-    )""",
-    # Packed postings do not compress: stored as they are, read without pglz (a search
-    # read them 2x as fast, measured).
-    "ALTER TABLE cs_block_postings ALTER COLUMN postings SET STORAGE EXTERNAL",
-    "ALTER TABLE cs_block_postings ALTER COLUMN positions SET STORAGE EXTERNAL",
-)
-"""Schema version 3: the statements that replace the per-token tables with blocks."""
-
-MIGRATION_4: Final = (
-    # Each postings row carries its block's version and average chunk length, so a
-    # search reads them without joining cs_blocks: the join (a hash of every block,
-    # built per statement) was a third of a search's first statement, measured
-    # 190 -> 145 us. Rewritten with the block, as the rest of the row is.
-    "ALTER TABLE cs_block_postings ADD COLUMN average FLOAT8, ADD COLUMN version BIGINT",
-    "UPDATE cs_block_postings p SET average = b.average, version = b.version FROM cs_blocks b"
-    " WHERE b.store_rid = p.store_rid AND b.lo = p.lo",
-    "ALTER TABLE cs_block_postings ALTER COLUMN average SET NOT NULL,"
-    " ALTER COLUMN version SET NOT NULL",
-    # In the key's leaf too: a store of many blocks reads them with its bounds alone.
-    "ALTER TABLE cs_block_postings DROP CONSTRAINT cs_block_postings_pkey,"
-    " ADD PRIMARY KEY (store_rid, token, lo) INCLUDE (bound, df, average, version)",
-    # The store's block count, kept by the merge, and its newest chunk id, kept by the
-    # writes (the highest id it ever held: a delete leaves it, and a search's pending
-    # tail then finds fewer rows than the store counts, and is read again). Reading
-    # them in subqueries of a CTE cost a search's first statement 40-50 us, measured.
-    "ALTER TABLE cs_stores ADD COLUMN blocks INTEGER NOT NULL DEFAULT 0,"
-    " ADD COLUMN newest BIGINT NOT NULL DEFAULT 0",
-    "UPDATE cs_stores s SET blocks = (SELECT count(*) FROM cs_blocks b WHERE b.store_rid = s.rid),"
-    " newest = (SELECT coalesce(max(id), 0) FROM cs_chunks c WHERE c.store_rid = s.rid)",
-)
-"""Schema version 4: the block's version and average on each of its postings rows, the
-block count and newest chunk id on the store's row."""
 
 _PAIR_BYTES: Final = 8
 """Bytes per posting in a block: an index and a frequency, 4 bytes each."""

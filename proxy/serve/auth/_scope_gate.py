@@ -25,7 +25,8 @@ __all__ = ["ScopeGate"]
 
 
 class Catalog(Protocol):
-    """What the gate needs of the bridge: a called name's full catalog name."""
+    """What the gate needs of the bridge's served tools: a called name's full catalog
+    name."""
 
     async def catalog_name(self, name: str) -> str | None:
         """The full catalog name of served tool ``name`` (None: not served here)."""
@@ -71,7 +72,7 @@ class ScopeGate:
         self._all = frozenset(authorization.scope_map.scopes_supported)
 
     async def __call__(
-        self, app: ASGIApp, bridge: Catalog, scope: Scope, receive: Receive, send: Send
+        self, app: ASGIApp, catalog: Catalog, scope: Scope, receive: Receive, send: Send
     ) -> None:
         """Serve one request through ``app``, unless it calls a tool it may not."""
         caller = caller_from_scope(scope)
@@ -80,7 +81,7 @@ class ScopeGate:
             return
         read, body = await read_body(receive, self._max)
         name = called_tool(body) if body is not None else None
-        full = await bridge.catalog_name(name) if name is not None else None
+        full = await catalog.catalog_name(name) if name is not None else None
         scopes = self.authorization.scope_map
         refused = scopes.refusal(full, caller.scopes) if full is not None else None
         if full is not None and refused is not None:

@@ -22,43 +22,37 @@ stay the SDK's), a server with middleware of its own, a progress token, a log le
 refuse. So a client cannot tell the paths apart (tests/proxy/serve/test_fast_path_equal.py
 compares them).
 
-Like the SDK's SSE mode, a 2026-07-28 answer is JSON unless a notification (a tool's log
-message) comes first, or the call runs past the SDK's 15 s window: then it is an event
-stream with the same events, pinged as the SDK pings. A 2025-11-25 answer is always an
-event stream, as the SDK's legacy transport sends it (its headers, its pings); the
-fast path sends it whole when the answer is quick, committing it early under the same
-rules. Every check of the app before this one
+The answer is written by `Reply` (``_reply.py``): like the SDK's SSE mode, a 2026-07-28
+answer is JSON unless a notification (a tool's log message) comes first, or the call
+runs past the SDK's 15 s window: then it is an event stream with the same events, pinged
+as the SDK pings. A 2025-11-25 answer is always an event stream, as the SDK's legacy
+transport sends it (its headers, its pings); the fast path sends it whole when the
+answer is quick, committing it early under the same rules. What the SDK writes inline
+or keeps private (its window, headers, pings, frames, default middleware) is read
+through `nativemcp.proxy._sdk_seam`. Every check of the app before this one
 (token, Host, body size, request ids) has run: this sits where the session manager sits.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, Final
 
-import anyio
 import mcp_types as types
-import msgspec
 import sniffio
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.server.request_state import RequestStateBoundary
-from mcp.server.runner import modern_error_data
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
-    ERROR_CODE_HTTP_STATUS,
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
     validate_mcp_param_headers,
     x_mcp_header_map,
 )
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-from mcp_types import ErrorData
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import ValidationError
@@ -67,6 +61,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nativemcp.protocol import NativeMCPResponse, ProtocolError, spec_call_result
 
+from ..._sdk_seam import default_server_middleware
 from ...http_edge import header_value
 from .._apps import AppsHandshake
 from .._bridge import McpBridge
@@ -75,7 +70,7 @@ from ..auth import caller_from_scope
 from ..tasks import TASKS_PROTOCOL_VERSION, TaskCalls, TaskExtensionCalls
 from ._call_results import plain_dump
 from ._listing_checks import ListingChecks
-from ._window import Window
+from ._reply import Reply
 
 __all__ = ["FAST_METHODS", "FastPath"]
 
@@ -95,10 +90,6 @@ FAST_METHODS: Final = frozenset(
 )
 """The methods the fast path answers (everything else goes to the SDK path)."""
 
-SSE_WINDOW: Final = 15.0
-"""Seconds a silent call answers in JSON before the answer becomes an event stream
-(the SDK's ``_SSE_PING_INTERVAL``, and its ping interval after)."""
-
 _ENVELOPE_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
 _CALL_KEYS: Final = frozenset({"name", "arguments", "_meta"})
 """A ``tools/call`` with more than these (``task``, ``requestState``,
@@ -111,25 +102,9 @@ _LEGACY_CALL_KEYS: Final = frozenset({"name", "arguments"})
 """A 2025-11-25 ``tools/call`` with more (``task``, ``_meta``) takes the SDK path."""
 LEGACY_VERSION: Final = TASKS_PROTOCOL_VERSION
 """The handshake-era version the fast path answers on a stateless app (2025-11-25)."""
-_SSE_HEADERS: Final = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"connection", b"keep-alive"),
-    (b"x-accel-buffering", b"no"),
-]
-"""The SDK's event-stream headers for a 2026-07-28 answer."""
-_LEGACY_SSE_HEADERS: Final = [
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"connection", b"keep-alive"),
-    (b"content-type", b"text/event-stream"),
-    (b"x-accel-buffering", b"no"),
-]
-"""The headers of the SDK's 2025-11-25 event stream (its transport's, then
-sse-starlette's), in their order."""
-_PING: Final = b": ping\r\n\r\n"
 _PASSIVE: Final = frozenset(
     {
-        *(type(m) for m in LowLevelServer("nativemcp-probe").middleware),
+        *default_server_middleware(),
         RequestStateBoundary,
         TaskCalls,
         TaskExtensionCalls,
@@ -142,10 +117,9 @@ OpenTelemetry spans, taken only while no tracer provider is set), and the bridge
 or from a client that declares an extension such as Tasks, takes the SDK path) and MCP
 Apps' ``initialize`` handshake. A server
 with any other middleware is served by the SDK path only."""
-_ENCODER: Final = msgspec.json.Encoder()
 
 
-_Run = Callable[["_Reply"], Awaitable[Any]]
+_Run = Callable[["Reply"], Awaitable[Any]]
 """A request's handler: the bridge's, given the answer its notifications ride."""
 
 
@@ -228,7 +202,7 @@ class FastPath:
             return
         request_id, method, version, run = accepted
         self.answered += 1
-        reply = _Reply(receive, send, request_id, legacy=legacy)
+        reply = Reply(receive, send, request_id, legacy=legacy)
         await reply.serve(lambda: self._answer(method, version, run, reply))
 
     async def _envelope(
@@ -329,37 +303,39 @@ class FastPath:
                 raise _Fallback  # tool search, code mode: `_routed` answers the meta-tools
             name, arguments = params["name"], params.get("arguments") or {}
 
-            async def call(reply: _Reply) -> types.CallToolResult | dict[str, Any]:
-                tool = await bridge.served_tool(name, apps=False)
-                options = bridge.call_options(None, on_request=bridge.cannot_ask, on_log=reply.log)
-                answer = await bridge.tool_answer(tool, dict(arguments), version, options)
+            async def call(reply: Reply) -> types.CallToolResult | dict[str, Any]:
+                tool = await bridge.tools.served_tool(name, apps=False)
+                options = bridge.calls.call_options(
+                    None, on_request=bridge.cannot_ask, on_log=reply.log
+                )
+                answer = await bridge.calls.tool_answer(tool, dict(arguments), version, options)
                 if isinstance(answer, types.CallToolResult):
                     return answer  # a tool error of the bridge's own
                 # A plain result is dumped here as the SDK's model would dump it; if the
                 # version's check refuses that, the model words the refusal as the SDK
-                # path does (`bridge.shaped`, then the check in `_answer`).
+                # path does (`ToolCalls.shaped`, then the check in `_answer`).
                 dumped = self._plain(version, answer)
-                return bridge.shaped(tool, answer, apps=False) if dumped is None else dumped
+                return bridge.calls.shaped(tool, answer, apps=False) if dumped is None else dumped
 
             return call
         if method == "tools/list":
             tasks = bridge.tasks.offered_at(version)
-            return lambda _: bridge.tool_listing(tasks=tasks, apps=False)
+            return lambda _: bridge.tools.tool_listing(tasks=tasks, apps=False)
         if method == "resources/list":
-            return lambda _: bridge.list_resources(None, None)
+            return lambda _: bridge.features.list_resources(None, None)
         if method == "prompts/list":
-            return lambda _: bridge.list_prompts(None, None)
+            return lambda _: bridge.features.list_prompts(None, None)
         if method == "resources/read":
             typed_read = _typed(types.ReadResourceRequestParams, params)
-            return lambda _: bridge.read_resource(None, typed_read)
+            return lambda _: bridge.features.read_resource(None, typed_read)
         if method == "prompts/get":
             typed_get = _typed(types.GetPromptRequestParams, params)
-            return lambda _: bridge.get_prompt(None, typed_get)
+            return lambda _: bridge.features.get_prompt(None, typed_get)
         if method == "ping":
             return _empty
         server = self._server
 
-        async def discover(_: _Reply) -> types.DiscoverResult:
+        async def discover(_: Reply) -> types.DiscoverResult:
             # The SDK's default `server/discover` handler, which this server keeps.
             return types.DiscoverResult(
                 supported_versions=list(MODERN_PROTOCOL_VERSIONS),
@@ -383,7 +359,7 @@ class FastPath:
         except ValidationError:
             return None
 
-    async def _answer(self, method: str, version: str, run: _Run, reply: _Reply) -> dict[str, Any]:
+    async def _answer(self, method: str, version: str, run: _Run, reply: Reply) -> dict[str, Any]:
         """The result as the SDK's runner shapes it for a client of ``version``."""
         result = await run(reply)
         if isinstance(result, dict):
@@ -433,7 +409,7 @@ def _typed(model: type[Any], params: dict[str, Any]) -> Any:
         raise _Fallback from None
 
 
-async def _empty(_: _Reply) -> types.EmptyResult:
+async def _empty(_: Reply) -> types.EmptyResult:
     return types.EmptyResult()
 
 
@@ -444,7 +420,7 @@ def _param_headers_refused(bridge: McpBridge, name: Any, arguments: Any, request
         return True  # the SDK's own validation words it
     if not arguments and not any(k.startswith(b"mcp-param-") for k, _ in request.scope["headers"]):
         return False
-    schema = bridge.tool_input_schema(name)
+    schema = bridge.tools.tool_input_schema(name)
     if schema is None:  # not served, or relisted since: the SDK skips the check too
         return False
     if not _annotated(schema):  # no header is compared (a stray one is ignored)
@@ -466,140 +442,3 @@ def _annotated(schema: Any) -> bool:
     annotated = bool(x_mcp_header_map(schema))
     _ANNOTATED[id(schema)] = (schema, annotated)
     return annotated
-
-
-class _Reply:
-    """One answer: JSON, unless a notification comes first or the call outlasts the
-    SDK's window; then an event stream, as the SDK sends it. A 2025-11-25 answer
-    (``legacy``) is an event stream either way, with that era's error mapping."""
-
-    def __init__(
-        self, receive: Receive, send: Send, request_id: int | str, *, legacy: bool = False
-    ) -> None:
-        self._receive = receive
-        self._send = send
-        self._id = request_id
-        self._legacy = legacy
-        self._streaming = False
-        # Made by the first writer besides the answer (a notification, the window's
-        # ping), so the answer alone (nearly always) neither makes nor takes one.
-        self._writers: anyio.Lock | None = None
-
-    @property
-    def _lock(self) -> anyio.Lock:
-        if self._writers is None:
-            # Taken without a checkpoint when free: a yield costs an event loop pass.
-            self._writers = anyio.Lock(fast_acquire=True)
-        return self._writers
-
-    async def log(self, level: str, data: Any, logger: str | None) -> None:
-        """A tool's log message, sent on this answer as the bridge sends it on the SDK
-        path (a stateless request's connection is its own: no level is set on it)."""
-        params = types.LoggingMessageNotificationParams(
-            level=level,  # type: ignore[arg-type]
-            data=data,
-            logger=logger,
-        )
-        dumped = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        await self.notify("notifications/message", dumped)
-
-    async def serve(self, answer: Callable[[], Any]) -> None:
-        """Run ``answer`` and send what it gives, or the error it raises."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._id}
-        with anyio.CancelScope() as scope:
-            window = Window(SSE_WINDOW, lambda: self._watch(scope))
-            try:
-                message["result"] = await answer()
-            except Exception as exc:
-                message["error"] = _legacy_error(exc) if self._legacy else _modern_error(exc)
-            finally:
-                await window.aclose()
-        if len(message) > 2:  # not cancelled by the client's leaving
-            if self._writers is None:  # nothing else wrote, nor is writing
-                await self._finish(message)
-                return
-            async with self._writers:
-                await self._finish(message)
-
-    async def _finish(self, message: dict[str, Any]) -> None:
-        if self._streaming:
-            await self._send(
-                {"type": "http.response.body", "body": self._event(message), "more_body": False}
-            )
-            return
-        if self._legacy:  # the whole stream at once: its one event
-            start = {"type": "http.response.start", "status": 200, "headers": _LEGACY_SSE_HEADERS}
-            await self._send(start)
-            await self._send({"type": "http.response.body", "body": self._event(message)})
-            return
-        status = 200
-        if "error" in message:
-            status = ERROR_CODE_HTTP_STATUS.get(message["error"]["code"], 200)
-        body = _ENCODER.encode(message)
-        await self._send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-length", str(len(body)).encode()),
-                    (b"content-type", b"application/json"),
-                ],
-            }
-        )
-        await self._send({"type": "http.response.body", "body": body})
-
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        """Send a notification on this answer's stream (committing it to one)."""
-        async with self._lock:
-            await self._stream(self._event({"jsonrpc": "2.0", "method": method, "params": params}))
-
-    async def _stream(self, chunk: bytes) -> None:
-        if not self._streaming:
-            self._streaming = True
-            headers = _LEGACY_SSE_HEADERS if self._legacy else _SSE_HEADERS
-            await self._send({"type": "http.response.start", "status": 200, "headers": headers})
-        await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
-
-    def _event(self, message: dict[str, Any]) -> bytes:
-        # The SDK writes a 2026-07-28 event with the standard library's JSON, a
-        # 2025-11-25 one with pydantic's (UTF-8 as it is, as msgspec writes it); compact.
-        if self._legacy:
-            data = _ENCODER.encode(message)
-            return b"event: message\r\ndata: " + data + b"\r\n\r\n"
-        text = json.dumps(message, separators=(",", ":"))
-        return f"event: message\r\ndata: {text}\r\n\r\n".encode()
-
-    def _ping(self) -> bytes:
-        if self._legacy:  # sse-starlette's comment, stamped with the time
-            return f": ping - {datetime.now(UTC)}\r\n\r\n".encode()
-        return _PING
-
-    async def _watch(self, scope: anyio.CancelScope) -> None:
-        """Once the answer has been silent for the window: commit it to a stream with a
-        ping, and ping after each silent window, cancelling the answer when the client
-        leaves (as the SDK does)."""
-        while True:
-            async with self._lock:
-                await self._stream(self._ping())
-            with anyio.move_on_after(SSE_WINDOW):
-                while (await self._receive()).get("type") != "http.disconnect":
-                    pass
-                scope.cancel()
-                return
-
-
-def _modern_error(exc: Exception) -> dict[str, Any]:
-    # The SDK's modern mapping: MCPError and ValidationError as they are, anything
-    # else logged and answered as an internal error.
-    error = modern_error_data(exc)
-    return error.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
-def _legacy_error(exc: Exception) -> dict[str, Any]:
-    # The SDK's dispatcher's mapping: the same two, anything else logged and answered
-    # with code 0 and its message; written with exclude_unset (an explicit null stays).
-    error = handler_exception_to_error_data(exc)
-    if error is None:
-        _logger.exception("handler raised")
-        error = ErrorData(code=0, message=str(exc))
-    return error.model_dump(by_alias=True, mode="json", exclude_unset=True)

@@ -12,13 +12,14 @@ import anyio
 import httpx2 as httpx
 import pytest
 
-from nativemcp.protocol import TextContent
+from nativemcp.protocol import TextContent, unwrap
 from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.console._app import create_console_app
 from nativemcp.proxy.console._catalog import (
     SERVICE_META_KEY,
     ConsoleCatalog,
 )
+from nativemcp.workers import Server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -230,3 +231,46 @@ async def test_a_foreign_host_gets_421_and_a_foreign_origin_403_on_every_path(
             for host in ["console.internal:8765", "localhost:8765", "127.0.0.1:1"]:
                 assert (await http.get("api/tools", headers={"Host": host})).status_code == 200
         calls.cancel_scope.cancel()
+
+
+def _plain() -> Server:
+    plain = Server("plain", description="Tools that answer plain text")
+
+    @plain.tool
+    def shout(word: str) -> str:
+        """The word in capitals."""
+        return word.upper()
+
+    @plain.tool
+    def untyped(word: str):  # type: ignore[no-untyped-def]
+        """No return annotation: the model's text is all there is."""
+        return f"heard {word}"
+
+    return plain
+
+
+async def test_what_the_app_gets_is_what_unwrap_gives_for_a_plain_str_tool(
+    tmp_path: Path,
+) -> None:
+    # "What the app gets" showed null for a tool that returns a plain str.
+    async with WorkerPool([_plain()], in_process=["plain"], data_dir=tmp_path) as pool:
+        catalog = await ConsoleCatalog.load(pool)
+        async with anyio.create_task_group() as calls:
+            app = create_console_app(catalog, TOKEN, calls)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url=BASE) as http:
+                shouted = await _call(http, "plain__shout", {"word": "hey"})
+                heard = await _call(http, "plain__untyped", {"word": "hey"})
+            calls.cancel_scope.cancel()
+        direct = await pool.server("plain").call_tool("shout", {"word": "hey"})
+    assert shouted["status"] == "ok" and shouted["value"] == unwrap(direct) == "HEY"
+    assert heard["value"] == "heard hey" and heard["valueBytes"] == len('"heard hey"')
+
+
+async def test_the_page_names_no_icon_so_the_browser_asks_for_nothing_outside_the_token(
+    client: httpx.AsyncClient,
+) -> None:
+    # A browser asks for /favicon.ico, outside the token (401 on every page load),
+    # unless the page names an icon of its own.
+    page = await client.get("")
+    assert '<link rel="icon" href="data:,">' in page.text

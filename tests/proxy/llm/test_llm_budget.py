@@ -327,7 +327,11 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(value=st.dictionaries(_WORD, _JSON, min_size=1, max_size=40), budget=st.integers(200, 800))
 def test_any_json_object_over_budget_is_summarised_within_it_as_valid_json(
     value: dict[str, Any], budget: int

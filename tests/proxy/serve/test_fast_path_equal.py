@@ -417,11 +417,11 @@ async def test_a_call_silent_past_the_window_answers_as_a_pinged_stream_either_w
     from mcp.server import _streamable_http_modern as sdk_modern
     from sse_starlette import EventSourceResponse
 
-    from nativemcp.proxy.serve.fast import _fast_path
+    from nativemcp.proxy.serve.fast import _reply
 
     # Every window short: ours, the SDK's 2026-07-28 one (its module's constant, read at
     # each request) and sse-starlette's pings on the SDK's 2025-11-25 stream.
-    monkeypatch.setattr(_fast_path, "SSE_WINDOW", 0.2)
+    monkeypatch.setattr(_reply, "SSE_WINDOW", 0.2)
     monkeypatch.setattr(sdk_modern, "_SSE_PING_INTERVAL", 0.2)
     monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.2)
     slow = {"name": "slow", "arguments": {"seconds": 0.5}}

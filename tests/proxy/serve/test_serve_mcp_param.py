@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import McpBridge, WorkerPool, http_app
+from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
@@ -96,14 +97,14 @@ async def test_a_header_that_disagrees_with_its_argument_is_refused() -> None:
 
 async def test_a_schema_is_not_given_from_before_its_source_relisted() -> None:
     async with WorkerPool(["_serve_servers:routed"], timeout=20) as pool, McpBridge(pool) as bridge:
-        schema = bridge.tool_input_schema("fetch")
+        schema = bridge.tools.tool_input_schema("fetch")
         assert schema is not None
         assert schema["properties"]["region"]["x-mcp-header"] == "Region"
-        assert bridge.tool_input_schema("missing") is None
+        assert bridge.tools.tool_input_schema("missing") is None
         await _relisted(pool)
         # The restarted worker listed its tools anew: until a listing or a call reads
         # the catalog again, no schema is given (the SDK skips that call's check).
-        assert bridge.tool_input_schema("fetch") is None
+        assert bridge.tools.tool_input_schema("fetch") is None
 
 
 async def test_a_call_reads_the_catalog_again_only_for_a_name_not_held_or_a_relisted_source() -> (
@@ -111,15 +112,15 @@ async def test_a_call_reads_the_catalog_again_only_for_a_name_not_held_or_a_reli
 ):
     async with WorkerPool(["_serve_servers:routed"], timeout=20) as pool, McpBridge(pool) as bridge:
         reads = _counting(pool)  # the bridge read it once as it started
-        held = await bridge.served_tool("fetch", apps=False)
+        held = await bridge.tools.served_tool("fetch", apps=False)
         assert held.name == "routed__fetch" and reads[0] == 0
         with pytest.raises(MCPError, match="unknown tool 'fetc'; did you mean 'fetch'"):
-            await bridge.served_tool("fetc", apps=False)
+            await bridge.tools.served_tool("fetc", apps=False)
         assert reads[0] == 1  # a name not held: read again, in case a server came back
         await _relisted(pool)
-        relisted = await bridge.served_tool("fetch", apps=False)
+        relisted = await bridge.tools.served_tool("fetch", apps=False)
         assert reads[0] == 2 and relisted is not held  # the source relisted: read again
-        assert await bridge.served_tool("fetch", apps=False) is relisted
+        assert await bridge.tools.served_tool("fetch", apps=False) is relisted
         assert reads[0] == 2
 
 
@@ -157,3 +158,22 @@ async def test_routing_headers_that_disagree_with_the_body_are_refused() -> None
                 told.clear()
                 result = await client.call_tool("fetch", {"region": "eu", "key": "a"})
                 assert result.content[0].text == "eu/a"  # type: ignore[union-attr]
+
+
+async def test_search_tools_and_call_tool_read_the_catalog_as_last_read() -> None:
+    async with (
+        WorkerPool(["_serve_servers:routed"], timeout=20) as pool,
+        McpBridge(pool, profile=ToolProfile(search=True)) as bridge,
+        Client(bridge.server()) as client,
+    ):
+        reads = _counting(pool)  # the bridge read it once as it started
+        found = await client.call_tool("search_tools", {"query": "fetch"})
+        assert found.structured_content is not None
+        assert [m["name"] for m in found.structured_content["matches"]] == ["routed__fetch"]
+        arguments = {"name": "routed__fetch", "arguments": {"region": "eu", "key": "a"}}
+        assert not (await client.call_tool("call_tool", arguments)).is_error
+        assert reads[0] == 0
+        await _relisted(pool)
+        before = reads[0]
+        assert not (await client.call_tool("call_tool", arguments)).is_error
+        assert reads[0] == before + 1  # the source relisted: read again, once

@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nativemcp.workers.content_store import ContentSummary
-from nativemcp.workers.content_store._pg import URGENT_BLOCKS, PostgresContentDB, _merge_lock
+from nativemcp.workers.content_store._pg import URGENT_BLOCKS, PostgresContentDB
 from nativemcp.workers.content_store._pg_index import BlockCache
+from nativemcp.workers.content_store._pg_locks import merge_lock
 from nativemcp.workers.content_store._pg_tail import TailCache
 
 # Never merged by the idle thread during a test: the tests merge when they mean to.
@@ -212,7 +213,7 @@ def test_a_second_process_does_not_merge_a_store_another_is_merging(
             rid = other.execute("SELECT rid FROM cs_stores WHERE id = %s", (store,)).fetchone()
             assert rid is not None
             # Another process's merge of this store in progress: its advisory lock held.
-            assert _merge_lock(other, rid[0])
+            assert merge_lock(other, rid[0])
             # The merging thread's step leaves the store to the other process.
             assert not db._merge_step(store)
             assert _pending(db, store) > 0
@@ -233,12 +234,12 @@ def test_the_same_store_row_of_another_schema_merges_under_a_lock_of_its_own(
                 there.execute(f"SET search_path = {other}")
                 there.commit()
                 # Store row 1 of this schema being merged: its lock held here.
-                assert _merge_lock(here, 1)
+                assert merge_lock(here, 1)
                 # Row 1 of the other schema (the first store of another deployment
                 # sharing the database) is another store: its merge is not held up.
-                assert _merge_lock(there, 1)
+                assert merge_lock(there, 1)
                 with psycopg.connect(postgres_url) as third:
-                    assert not _merge_lock(third, 1)  # this schema's row 1 still is
+                    assert not merge_lock(third, 1)  # this schema's row 1 still is
         finally:
             admin.execute(f"DROP SCHEMA {other} CASCADE")
 
