@@ -22,6 +22,7 @@ from nativemcp.workers import WorkerError as WorkerError
 from nativemcp.workers import WorkerStartError as WorkerStartError
 from nativemcp.workers import WorkerTimeout as WorkerTimeout
 
+from ._agent_loop import AgentLoop as AgentLoop
 from ._catalog import UIAction as UIAction
 from ._config import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._config import PoolConfig as PoolConfig
@@ -51,6 +52,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "PROXY_NAMES",
     "TOKEN_ENV",
+    "AgentLoop",
     "ArgumentsError",
     "CallOptions",
     "CallTimeout",

@@ -1,25 +1,26 @@
 """The pool's side of an LLM agent loop: the catalog searched, declared and called.
 
-`AgentLoop` is a base of `WorkerPool` holding its tool search (`tool_index`,
-`search_tools`) and its agent-loop methods (`tool_definitions`, `run_tool_call`,
-`run_tool_calls`, the meta-tools ``search_tools`` / ``call_tool`` and `ToolProfile`
-among them) and code mode's entry points (`run_code`, `describe_tools`, the room
-``codemode/``). They read the pool's catalog and call through `WorkerPool.call_tool`,
-and live here so the pool core stays about running servers. Which tools the model may
-see is decided once, in `_model_entries`.
+`AgentLoop` is a part `WorkerPool` holds (``AgentLoop(pool, result_budget=…)``): its
+tool search (`tool_index`, `search_tools`), its agent-loop methods (`tool_definitions`,
+`run_tool_call`, `run_tool_calls`, the meta-tools ``search_tools`` / ``call_tool`` and
+`ToolProfile` among them) and code mode's entry points (`run_code`, `describe_tools`,
+the room ``codemode/``). It reads the pool through `LoopPool` (the catalog, the config,
+the content store's proxy) and calls through `WorkerPool.call_tool`, so the pool core
+stays about running servers; the pool's methods of the same names hand over to it.
+Which tools the model may see is decided once, in `_model_entries`.
 
-Each result is held to the pool's ``result_budget`` (`DEFAULT_RESULT_BUDGET` tokens
-unless ``WorkerPool(result_budget=…)`` says otherwise; None turns it off): one over it
-is cut at a readable boundary and kept whole by the pool's `ResultKeeping`, and the
-model reads the rest with the ``read_result`` tool, which `tool_definitions` then
-declares and `run_tool_call` answers.
+Each result is held to the loop's ``result_budget`` (`DEFAULT_RESULT_BUDGET` tokens
+unless ``AgentLoop(result_budget=…)`` or ``WorkerPool(result_budget=…)`` says
+otherwise; None turns it off): one over it is cut at a readable boundary and kept whole
+by its `ResultKeeping`, and the model reads the rest with the ``read_result`` tool,
+which `tool_definitions` then declares and `run_tool_call` answers.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 import anyio
 
@@ -36,7 +37,7 @@ from nativemcp.protocol import (
 
 from ._catalog import Catalog, CatalogEntry
 from ._config import PoolConfig
-from ._handle import DEFAULT, CallOptions, LogHandler, ProgressCallback, _Default
+from ._handle import DEFAULT, CallOptions, LogHandler, ProgressCallback, ServerHandle, _Default
 from ._kept_results import ResultKeeping
 from .codemode import (
     CODE_META_TOOLS,
@@ -53,6 +54,7 @@ from .codemode import (
     read_describe,
     tool_stubs,
 )
+from .llm import DEFAULT_RESULT_BUDGET
 from .llm._apps import with_app_note
 from .llm._messages import message_for, tool_results_turn
 from .llm._provider import Provider, check_provider
@@ -75,29 +77,70 @@ from .tool_search import (
     search_response,
 )
 
-__all__ = ["AgentLoop"]
+__all__ = ["AgentLoop", "LoopPool"]
+
+
+class LoopPool(Protocol):
+    """What an `AgentLoop` reads of its pool (`WorkerPool` is one)."""
+
+    @property
+    def catalog(self) -> Catalog:
+        """The pool's catalog; raises `ServerClosed` once the pool is closed."""
+        ...
+
+    @property
+    def config(self) -> PoolConfig: ...
+
+    @property
+    def handles(self) -> Mapping[str, ServerHandle]: ...
+
+    def server(self, interface: Any, /) -> Any: ...
+
+    async def call_tool(
+        self,
+        full_name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        timeout: float | _Default | None = DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        on_log: LogHandler | None = None,
+        options: CallOptions | None = None,
+    ) -> NativeMCPResponse[Any]: ...
 
 
 class AgentLoop:
-    """Tool search and the agent loop over a pool's catalog (a base of `WorkerPool`)."""
+    """Tool search and the agent loop over a pool's catalog.
 
-    _catalog: Catalog
-    _config: PoolConfig
-    _apps: bool
-    _llm_names: dict[str, dict[str, str]]
-    _tool_index: tuple[int, ToolIndex] | None
-    _results: ResultKeeping
-    _handles: Mapping[str, Any]
-    _code_sandbox: CodeSandbox
-    _code_names: tuple[int, dict[str, Tool]] | None
+    ``pool``: whose catalog it reads and through whose `call_tool` it calls (its
+    config gives ``search_embed`` and ``code_limits``). ``result_budget``: the tokens
+    one tool result may take in `run_tool_call`'s messages (None: no limit).
+    ``apps``: the pool shows MCP Apps, so the model hears when a tool's app is shown.
+    `WorkerPool` builds one with its own ``result_budget`` and ``apps``; close it with
+    `aclose` (code mode's sandbox processes).
+    """
 
-    if TYPE_CHECKING:  # WorkerPool's own
+    def __init__(
+        self,
+        pool: LoopPool,
+        *,
+        result_budget: int | None = DEFAULT_RESULT_BUDGET,
+        apps: bool = False,
+    ) -> None:
+        self._pool = pool
+        self._catalog = pool.catalog
+        self._apps = apps
+        self._llm_names: dict[str, dict[str, str]] = {}
+        self._tool_index: tuple[int, ToolIndex] | None = None
+        self._results = ResultKeeping(result_budget, self._kept_store)
+        self._code_sandbox = CodeSandbox()  # its processes start with the first run
+        self._code_names: tuple[int, dict[str, Tool]] | None = None
 
-        def _check_open(self) -> None: ...
+    def _check_open(self) -> None:
+        self._pool.catalog  # noqa: B018  (raises ServerClosed once the pool is closed)
 
-        def server(self, interface: Any, /) -> Any: ...
-
-        call_tool: Callable[..., Awaitable[NativeMCPResponse[Any]]]
+    async def aclose(self) -> None:
+        """Stop code mode's sandbox processes (started by the first `run_code`)."""
+        await self._code_sandbox.aclose()
 
     def tool_index(self) -> ToolIndex:
         """The BM25 index of the catalog as it is now; `search_tools` reads it.
@@ -111,7 +154,7 @@ class AgentLoop:
         self._check_open()
         version = self._catalog.version
         if self._tool_index is None or self._tool_index[0] != version:
-            index = ToolIndex(self._indexed(), embed=self._config.search_embed)
+            index = ToolIndex(self._indexed(), embed=self._pool.config.search_embed)
             self._tool_index = (version, index)
         return self._tool_index[1]
 
@@ -129,7 +172,7 @@ class AgentLoop:
         version = self._catalog.version
         if self._tool_index is not None and self._tool_index[0] == version:
             return self._tool_index[1]
-        embed = self._config.search_embed
+        embed = self._pool.config.search_embed
         if embed and not embedding_loaded():
             # The first load reads the model's 16 MB (about 0.7 s here).
             await anyio.to_thread.run_sync(load_embedding)
@@ -192,17 +235,19 @@ class AgentLoop:
 
     @property
     def result_budget(self) -> int | None:
-        """The tokens one tool result may take in `run_tool_call`'s messages (None: no
-        limit); set with ``WorkerPool(result_budget=…)``."""
+        """The tokens one tool result may take in `run_tool_call`'s messages.
+
+        None: no limit. Set with ``AgentLoop(result_budget=…)``, as
+        ``WorkerPool(result_budget=…)`` passes it."""
         return self._results.budget
 
     def _kept_store(self) -> Any:
         """The content store's typed proxy, where cut results are kept; None without it."""
-        if "content-store" not in self._handles:
+        if "content-store" not in self._pool.handles:
             return None
         from nativemcp.workers.content_store import ContentStoreAPI
 
-        return self.server(ContentStoreAPI)
+        return self._pool.server(ContentStoreAPI)
 
     def _names_for(self, provider: Provider) -> dict[str, str]:
         """Provider name → full name for every catalog tool (stable across calls)."""
@@ -335,28 +380,37 @@ class AgentLoop:
                     reading = True
                     outcome = await self._results.read(arguments, owner=result_owner)
                 else:
-                    if full_name == CALL_TOOL:
-                        full_name, arguments = read_call(arguments)
-                    if profile is not None and not profile.allows(full_name):
-                        raise UnknownTool(
-                            f"no tool named {quoted_name(full_name)} is offered here; call "
-                            f"{SEARCH_TOOLS} to find one"
-                        )
-                    outcome = await self.call_tool(
-                        full_name,
-                        arguments,
-                        timeout=timeout,
-                        on_progress=on_progress,
-                        on_log=on_log,
+                    options = CallOptions(timeout=timeout, on_progress=on_progress, on_log=on_log)
+                    full_name, outcome = await self._model_call(
+                        full_name, arguments, profile, options
                     )
-                    if self._apps:  # the app shows the tool's app: the model hears so
-                        outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
         output = render(outcome)
         if not reading:
             output = await self._results.fit(output, owner=result_owner, tool=full_name)
         return message_for(output, provider, parsed.call_id, parsed.name)
+
+    async def _model_call(
+        self,
+        full_name: str,
+        arguments: Mapping[str, Any] | None,
+        profile: ToolProfile | None,
+        options: CallOptions,
+    ) -> tuple[str, NativeMCPResponse[Any]]:
+        """A catalog tool the model called by its name or through ``call_tool``: the
+        full name called, and the answer (with the app's note where one shows it)."""
+        if full_name == CALL_TOOL:
+            full_name, arguments = read_call(arguments)
+        if profile is not None and not profile.allows(full_name):
+            raise UnknownTool(
+                f"no tool named {quoted_name(full_name)} is offered here; call "
+                f"{SEARCH_TOOLS} to find one"
+            )
+        outcome = await self._pool.call_tool(full_name, arguments, options=options)
+        if self._apps:  # the app shows the tool's app: the model hears so
+            outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
+        return full_name, outcome
 
     async def answer_code_tool(
         self,
@@ -367,11 +421,13 @@ class AgentLoop:
         allowed: Callable[[str], bool] | None = None,
         options: CallOptions | None = None,
     ) -> NativeMCPResponse[Any]:
-        """The answer of code mode's meta-tool ``name`` (``search_tools``,
-        ``describe_tools`` or ``run_code``) over the tools ``profile`` and ``allowed``
-        leave the model: the search by identifiers, the stubs, or what the program
-        printed (its error, as an ``isError`` result the model reads). ``options``: each
-        inner call's (``serve --code-mode`` passes the caller's).
+        """The answer of one of code mode's meta-tools, as the model reads it.
+
+        ``name`` is ``search_tools``, ``describe_tools`` or ``run_code``, over the tools
+        ``profile`` and ``allowed`` leave the model: the search by identifiers, the
+        stubs, or what the program printed (its error, as an ``isError`` result the
+        model reads). ``options``: each inner call's (``serve --code-mode`` passes the
+        caller's).
 
         Raises:
             ArgumentsError: arguments the meta-tool cannot read.
@@ -525,9 +581,9 @@ class AgentLoop:
             raise ValueError(f"inputs named like tools: {', '.join(clash)}")
 
         async def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
-            return await self.call_tool(full_name, arguments, options=options)
+            return await self._pool.call_tool(full_name, arguments, options=options)
 
-        limits = limits or self._config.code_limits
+        limits = limits or self._pool.config.code_limits
         return await self._code_sandbox.run(
             code, tools=tools, call=call, inputs=inputs, limits=limits
         )

@@ -17,36 +17,32 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar, Unpack, overload
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar, Unpack, overload
 
 import anyio
 import anyio.abc
 
 from nativemcp.protocol import (
     APPS_EXTENSION,
-    BackendType,
     NativeMCPResponse,
     Tool,
     ToolNameError,
+    UnknownTool,
     resolved,
     tool_ui,
 )
 from nativemcp.workers import (
     ClientRequestError,
     ServerClosed,
-    ServerConfig,
-    ServerError,
     ServerSource,
-    load_server,
 )
 
 from ._agent_loop import AgentLoop
 from ._bootstrap import exit_if_bootstrapping
-from ._catalog import Catalog, UIAction
+from ._catalog import Catalog, CatalogEntry, UIAction
 from ._config import PoolConfig, PoolOptions, check_options, root_uris
 from ._handle import (
     DEFAULT,
@@ -59,30 +55,22 @@ from ._handle import (
     find_server,
     merge_options,
 )
-from ._kept_results import ResultKeeping
-from ._local import LocalServer
-from ._pool_authorization import PoolAuthorization
-from ._proxy import ServerProxy, coerce_arguments
-from ._replicas import ReplicaSet
-from ._restart import RestartPolicy
-from ._worker import WorkerProcess, start_failure
-from .codemode import CodeSandbox
+from ._proxy import ServerProxy, coerce_arguments, server_and_interface
+from ._server_specs import ServerSpec, server_specs, start_in_order, supervisor_group
+from ._worker import start_failure
 from .external import (
     DEFAULT_INPUT_ROUNDS,
     AssertionHook,
+    Authorizations,
     ClientSide,
     ExternalServer,
-    ExternalServerSpec,
     RedirectHook,
-    ServerAuthorization,
-    grant_place,
     roots_answer,
 )
 from .telemetry import TRACING, traced
 from .telemetry import refresh as refresh_tracing
-from .tool_search import ToolIndex
 
-__all__ = ["ClientHandler", "WorkerPool", "server_and_interface"]
+__all__ = ["ClientHandler", "WorkerPool"]
 
 ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 """Answers a tool's request to its client; sync or async.
@@ -90,149 +78,24 @@ ClientHandler = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str,
 Spec-shaped params in (``sampling/createMessage`` or ``elicitation/create``),
 spec-shaped result out."""
 
-_logger = logging.getLogger("nativemcp.pool")
-
 P = TypeVar("P")
-T = TypeVar("T")
+A = ParamSpec("A")
+R = TypeVar("R")
 
 
-class _Spec(Protocol):
-    """How to start one server; the pool holds a list of these, whatever their kind."""
+def _loop_method(
+    method: Callable[Concatenate[AgentLoop, A], R],
+) -> Callable[Concatenate[WorkerPool, A], R]:
+    """`WorkerPool`'s method of the same name and signature: its `AgentLoop`'s."""
 
-    label: str
-    required: bool
+    @functools.wraps(method)
+    def through(pool: WorkerPool, /, *args: A.args, **kwargs: A.kwargs) -> R:
+        return method(pool._agent_loop, *args, **kwargs)
 
-    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle: ...
-
-
-class _Supervised(ServerHandle, Protocol):
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None: ...
-
-    async def aclose(self) -> None: ...
+    return through
 
 
-H = TypeVar("H", bound=_Supervised)
-
-
-async def _supervised(task_group: anyio.abc.TaskGroup, handle: H) -> H:
-    """``handle`` once its supervisor runs in ``task_group`` and its server is ready;
-    closed again (shielded) if it never got there."""
-    try:
-        await task_group.start(handle.run)
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await handle.aclose()
-        raise
-    return handle
-
-
-@contextlib.asynccontextmanager
-async def _supervisor_group() -> AsyncIterator[anyio.abc.TaskGroup]:
-    """The task group of the servers' supervisors. An error in the body propagates
-    alone, not in an exception group (trio's always groups): by then the pool has
-    closed the servers, and leaving the group only reaps their supervisors."""
-    failure: BaseException | None = None
-    async with anyio.create_task_group() as task_group:
-        try:
-            yield task_group
-        except BaseException as exc:  # raised again below, outside the group
-            failure = exc
-        task_group.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-
-
-class _WorkerSpec:
-    """A server in its own worker process (``BuiltInWeb``, or ``UserWorker``), or in
-    ``replicas`` of them."""
-
-    required = True
-
-    def __init__(self, label: str, make: Callable[[], WorkerProcess], replicas: int = 1) -> None:
-        self.label = label
-        self._make = make
-        self._replicas = replicas
-
-    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        worker: WorkerProcess | ReplicaSet = (
-            self._make()
-            if self._replicas == 1
-            else ReplicaSet([self._make() for _ in range(self._replicas)])
-        )
-        return await _supervised(task_group, worker)
-
-
-class _LocalSpec:
-    """A server in this process (``BuiltInNative``, or ``UserInProcess``)."""
-
-    required = True
-
-    def __init__(
-        self, label: str, source: ServerSource, config: ServerConfig, backend: BackendType
-    ) -> None:
-        self.label = label
-        self._source = source
-        self._config = config
-        self._backend = backend
-
-    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        return LocalServer(load_server(self._source, self._config), self._backend)
-
-
-class _ExternalSpec:
-    """An external MCP server (``ExternalMCP``) through the official client."""
-
-    def __init__(
-        self,
-        spec: ExternalServerSpec,
-        start_timeout: float | None,
-        restart: RestartPolicy,
-        client_side: ClientSide,
-        max_frame: int,
-        authorization: ServerAuthorization | None = None,
-    ) -> None:
-        self.label = spec.name
-        self._authorization = authorization
-        self.required = spec.required
-        self._spec = spec
-        self._start_timeout = start_timeout
-        self._restart = restart
-        self._client_side = client_side
-        self._max_frame = max_frame
-
-    async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        server = ExternalServer(
-            self._spec,
-            start_timeout=self._start_timeout,
-            restart=self._restart,
-            client_side=self._client_side,
-            max_frame=self._max_frame,
-            authorization=self._authorization,
-        )
-        return await _supervised(task_group, server)
-
-
-def server_and_interface(
-    name_or_interface: str | Callable[..., Any],
-) -> tuple[str, type[Any] | None]:
-    """The server name and the typed interface (or None) that `WorkerPool.server` was given.
-
-    Raises:
-        TypeError: not a name, or an interface without ``server_name``.
-    """
-    if isinstance(name_or_interface, str):
-        return name_or_interface, None
-    if not isinstance(name_or_interface, type):
-        raise TypeError(f"a server name or an interface class, not {name_or_interface!r}")
-    declared = getattr(name_or_interface, "server_name", None)
-    if not isinstance(declared, str):
-        raise TypeError(
-            f"{name_or_interface.__name__} needs a `server_name` class attribute naming its server"
-        )
-    return declared, name_or_interface
-
-
-class WorkerPool(AgentLoop, PoolAuthorization):
+class WorkerPool:
     """Runs tool servers and gives out typed proxies and one catalog over all of them.
 
     Each server runs where it fits: user servers and the ``content-store`` and
@@ -321,7 +184,9 @@ class WorkerPool(AgentLoop, PoolAuthorization):
 
     External MCP servers are told the pool can sample, elicit or list roots only when
     it can (see ``docs/guides/mcp-config.md``); their requests go to the caller of the
-    call they belong to, else to the handlers.
+    call they belong to, else to the handlers. Its tool search, agent-loop and code-mode
+    methods (`search_tools`, `tool_definitions`, `run_tool_call`, `run_code` …) are its
+    `AgentLoop`'s, under the same names and signatures.
 
     Raises:
         ValueError: an unknown built-in, built-ins without a ``data_dir``, a
@@ -373,36 +238,20 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             )
             if handler is not None
         }
-        self._llm_names: dict[str, dict[str, str]] = {}
-        self._code_sandbox = CodeSandbox()  # its processes start with the first run
-        self._code_names = None
-        self._tool_index: tuple[int, ToolIndex] | None = None
-        self._results = ResultKeeping(self._config.result_budget, self._kept_store)
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
+        self._authorizations = Authorizations(
+            self._handles, redirect=oauth_redirect, closed=lambda: self._closed
+        )
+        self._agent_loop = AgentLoop(self, result_budget=self._config.result_budget, apps=apps)
 
     @property
     def config(self) -> PoolConfig:
         """What this pool runs and how (checked when the pool was made)."""
         return self._config
 
-    def _specs(self) -> list[_Spec]:
-        config = self._config
-        specs: list[_Spec] = []
-        for label, source in config.plan():
-            if label in config.in_process:
-                backend = config.backend(label, in_process=True)
-                specs.append(_LocalSpec(label, source, config.server_config(label), backend))
-            else:
-                settings = config.worker_settings(label, source)
-                specs.append(
-                    _WorkerSpec(
-                        label,
-                        functools.partial(WorkerProcess, settings),
-                        config.replicas.get(label, 1),
-                    )
-                )
+    def _specs(self) -> list[ServerSpec]:
         side = ClientSide(
             sampling=self._relay or "sampling/createMessage" in self._client_handlers,
             elicitation=self._relay or "elicitation/create" in self._client_handlers,
@@ -411,28 +260,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             answer=self.answer_client_request,
             input_rounds=self._input_rounds,
         )
-        grants = grant_place(config.data_dir, config.database_url)
-        specs.extend(
-            _ExternalSpec(
-                spec,
-                config.timeouts.start,
-                config.restart,
-                side,
-                config.max_frame,
-                ServerAuthorization(
-                    spec.name,
-                    spec.url,
-                    spec.oauth,
-                    grants,
-                    self._oauth_redirect,
-                    self._oauth_assertion,
-                )
-                if spec.oauth is not None and spec.url is not None
-                else None,
-            )
-            for spec in config.external
-        )
-        return specs
+        return server_specs(self._config, side, self._oauth_redirect, self._oauth_assertion)
 
     async def __aenter__(self) -> Self:
         if self._task_group is not None or self._closed:
@@ -442,7 +270,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
         # A failure half-way (a server that does not start, a cancellation) unwinds what
         # was entered: the servers closed, then the supervisors' task group left.
         async with contextlib.AsyncExitStack() as stack:
-            self._task_group = await stack.enter_async_context(_supervisor_group())
+            self._task_group = await stack.enter_async_context(supervisor_group())
             stack.push_async_callback(self._stop_servers)
             await self._start_all()
             self._exit_stack = stack.pop_all()
@@ -455,26 +283,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
     async def _start_all(self) -> None:
         assert self._task_group is not None
         outer = self._task_group
-        errors: list[Exception] = []
-        started: list[ServerHandle] = []
-
-        order: dict[int, int] = {}
-
-        async def start(index: int, spec: _Spec) -> None:
-            try:
-                handle = await spec.start(outer)
-                order[id(handle)] = index
-                started.append(handle)
-            except (ServerError, ValueError, OSError) as exc:
-                if spec.required:
-                    errors.append(exc)
-                else:
-                    _logger.warning("optional server %r left out: %s", spec.label, exc)
-
-        async with anyio.create_task_group() as tg:
-            for index, spec in enumerate(self._specs()):
-                tg.start_soon(start, index, spec)
-        started.sort(key=lambda handle: order[id(handle)])  # configuration order, not speed
+        started, errors = await start_in_order(self._specs(), outer)
         by_name: dict[str, list[ServerHandle]] = {}
         for handle in started:
             by_name.setdefault(handle.name, []).append(handle)
@@ -520,7 +329,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             async with anyio.create_task_group() as tg:
                 for handle in self._handles.values():
                     tg.start_soon(handle.aclose)
-                tg.start_soon(self._code_sandbox.aclose)
+                tg.start_soon(self._agent_loop.aclose)
 
     async def answer_client_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Answer a tool's request to its client with the pool's handler for ``method``.
@@ -585,6 +394,16 @@ class WorkerPool(AgentLoop, PoolAuthorization):
         return self._task_group is not None and not self._closed
 
     @property
+    def catalog(self) -> Catalog:
+        """Every source's tools under their full names, as the pool lists and calls them.
+
+        Raises:
+            ServerClosed: the pool is closed.
+        """
+        self._check_open()
+        return self._catalog
+
+    @property
     def handles(self) -> dict[str, ServerHandle]:
         """The running servers' handles, by name (what the MCP boundary serves)."""
         return dict(self._handles)
@@ -645,7 +464,7 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             ServerClosed: the pool is closed.
         """
         self._check_open()
-        await self._reauthorized()  # a grant kept since (auth login) brings a server back
+        await self._authorizations.freshen()  # a grant kept since (auth login) brings a server back
         return self._catalog.tools()
 
     async def call_tool(
@@ -715,3 +534,67 @@ class WorkerPool(AgentLoop, PoolAuthorization):
             UnknownTool: the resolved name is not in the catalog.
         """
         return self._catalog.resolve_ui_action(action, content)
+
+    # -- remote servers that need authorization: its Authorizations' ------------------
+
+    @property
+    def needs_authorization(self) -> dict[str, str]:
+        """The remote servers waiting for someone to authorize nativemcp, with the reason.
+
+        ``nativemcp auth login SERVER`` (then the pool's next use of the server) or
+        ``await pool.authorize(SERVER)`` authorizes one; until then its one listed tool
+        says so."""
+        return self._authorizations.waiting()
+
+    async def authorize(self, name: str, /, redirect: RedirectHook | None = None) -> None:
+        """Authorize remote server ``name`` now, while the pool runs.
+
+        A grant kept since the server gave up (``nativemcp auth login`` in another
+        process) is used; else ``redirect`` (default: the pool's ``oauth_redirect``) is
+        given the authorization URL, as at start. Once authorized, the server's tools
+        take the place of its ``needs_authorization`` tool in the catalog. A server that
+        is authorized already is left as it is.
+
+        Raises:
+            UnknownServer: no server ``name``; ServerClosed: the pool is closed.
+            ValueError: ``name`` is not a remote server with an ``"oauth"`` entry.
+            NeedsAuthorization: still not authorized: no grant kept and no hook to ask
+                a person, or the authorization server refused, or nobody came back.
+        """
+        await self._authorizations.authorize(name, redirect)
+
+    async def _catalog_entry(self, full_name: str) -> CatalogEntry:
+        """The catalog entry of ``full_name``, looked for again once a server that
+        needed authorization is authorized (its tools were not listed before); a
+        server that still waits answers with its ``needs_authorization`` tool.
+
+        Raises:
+            UnknownTool: no such full name, even after that.
+        """
+        try:
+            return self._catalog.entry(full_name)
+        except UnknownTool as unknown:
+            if await self._authorizations.freshen():
+                with contextlib.suppress(UnknownTool):
+                    return self._catalog.entry(full_name)
+            for placeholder in self._authorizations.placeholders(full_name):
+                with contextlib.suppress(UnknownTool):
+                    return self._catalog.entry(placeholder)
+            raise unknown from None
+
+    # -- the agent loop: its AgentLoop's, under the same names -----------------------
+
+    @property
+    def result_budget(self) -> int | None:
+        """The tokens one tool result may take in `run_tool_call`'s messages (None: none)."""
+        return self._agent_loop.result_budget
+
+    tool_index = _loop_method(AgentLoop.tool_index)
+    fresh_tool_index = _loop_method(AgentLoop.fresh_tool_index)
+    search_tools = _loop_method(AgentLoop.search_tools)
+    tool_definitions = _loop_method(AgentLoop.tool_definitions)
+    run_tool_call = _loop_method(AgentLoop.run_tool_call)
+    run_tool_calls = _loop_method(AgentLoop.run_tool_calls)
+    answer_code_tool = _loop_method(AgentLoop.answer_code_tool)
+    describe_tools = _loop_method(AgentLoop.describe_tools)
+    run_code = _loop_method(AgentLoop.run_code)

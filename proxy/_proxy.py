@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import keyword
 import typing
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -62,6 +62,7 @@ __all__ = [
     "coerce_arguments",
     "python_name",
     "result_type",
+    "server_and_interface",
 ]
 
 _OPTION_KEYWORDS: Final = frozenset({"call_options", "call_timeout", "on_progress", "on_log"})
@@ -561,3 +562,23 @@ class _Clash:
 
     def __set__(self, proxy: Any, value: Any) -> None:
         raise AttributeError(self.attr)
+
+
+def server_and_interface(
+    name_or_interface: str | Callable[..., Any],
+) -> tuple[str, type[Any] | None]:
+    """The server name and the typed interface (or None) that `WorkerPool.server` was given.
+
+    Raises:
+        TypeError: not a name, or an interface without ``server_name``.
+    """
+    if isinstance(name_or_interface, str):
+        return name_or_interface, None
+    if not isinstance(name_or_interface, type):
+        raise TypeError(f"a server name or an interface class, not {name_or_interface!r}")
+    declared = getattr(name_or_interface, "server_name", None)
+    if not isinstance(declared, str):
+        raise TypeError(
+            f"{name_or_interface.__name__} needs a `server_name` class attribute naming its server"
+        )
+    return declared, name_or_interface

@@ -42,8 +42,7 @@ from nativemcp.workers import ServerClosed, ServerError, ServerStartError
 from ._bootstrap import exit_if_bootstrapping
 from ._config import PoolConfig, SyncPoolOptions, check_options
 from ._handle import DEFAULT, _Default, find_server, time_limit
-from ._pool import server_and_interface
-from ._proxy import BoundTool, coerce_arguments, result_type
+from ._proxy import BoundTool, coerce_arguments, result_type, server_and_interface
 from ._records import to_records
 from ._sync_worker import SyncWorker
 from ._worker import start_failure

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import traceback
 from collections.abc import Iterator
 from typing import Final
 
 from ._mcp_config import ExternalServerSpec
 
-__all__ = ["secrets_kept_out_of_logs"]
+__all__ = ["secrets_kept_out_of_logs", "shown_cause"]
 
 LOGGERS: Final = (
     "mcp.client.streamable_http",
@@ -94,3 +95,13 @@ def secrets_kept_out_of_logs(spec: ExternalServerSpec) -> Iterator[None]:
         if not _FILTER.specs:
             for name in LOGGERS:
                 logging.getLogger(name).removeFilter(_FILTER)
+
+
+def shown_cause(spec: ExternalServerSpec, exc: BaseException) -> BaseException | None:
+    """``exc`` as the cause of an error we raise, unless its traceback (causes and
+    groups included) shows a value of ``spec``'s variables: the SDK's and httpx's
+    messages may echo the expanded URL or command."""
+    if not spec.expanded:
+        return exc
+    text = "".join(traceback.format_exception(exc))
+    return exc if spec.redact(text) == text else None

@@ -41,7 +41,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from .._json_where import key_positions, line_column
-from ._oauth_config import OAuthSettings, read_oauth_settings
+from .oauth import OAuthSettings, read_oauth_settings
 
 __all__ = ["ExternalServerSpec", "Transport", "expand_variables", "load_mcp_servers"]
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.metadata
 import logging
-import traceback
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -51,23 +49,27 @@ from .._handle import (
 )
 from .._restart import RestartPolicy, Supervised
 from ..telemetry import current_call_span, log_ids
-from ._authorization_wait import AuthorizationWait, WaitsForAuthorization, first_of
 from ._client_side import ClientSide, ServerRequests
-from ._log_redaction import secrets_kept_out_of_logs
+from ._features import request_feature
+from ._log_redaction import secrets_kept_out_of_logs, shown_cause
 from ._mcp_config import ExternalServerSpec
-from ._oauth import (
-    UNAVAILABLE_TOOL,
-    NeedsAuthorization,
-    ServerAuthorization,
-    login_hint,
-    unavailable_response,
-)
-from ._session_id import SessionId
 from ._stderr import Stderr
-from ._stdio import StdioLink, stdio_transport
+from ._stdio import StdioLink
 from ._tasks import call_as_task, runs_as_task
 from ._tool_list import Freshness, ToolListChanges, read_tool_list
-from ._tool_listing import drop_repeated_tools, usable_tools_only
+from ._tool_listing import drop_repeated_tools
+from ._transport import ServerTransport, describe, refusal, too_many_rounds
+from .oauth import (
+    UNAVAILABLE_TOOL,
+    GrantWait,
+    NeedsAuthorization,
+    RedirectHook,
+    ServerAuthorization,
+    first_of,
+    login_hint,
+    unavailable_response,
+    unavailable_tool,
+)
 
 if TYPE_CHECKING:
     import mcp_types
@@ -79,14 +81,11 @@ _logger = logging.getLogger("nativemcp.external")
 
 CONNECTION_CLOSED: Final = -32000
 """The SDK's code for a connection that ended under a pending request."""
-MCP_LOG_LEVEL: Final = "info"
-"""The level of ``notifications/message`` asked of servers (newer MCP sends none unless
-asked): info and up, so debug chatter does not travel with every call."""
 PING_REMOVED_IN: Final = "2026-07-28"
 """The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
 
 
-class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
+class ExternalServer(UnwrappingHandle, Supervised):
     """An external MCP server behind the pool's handle, through the official client."""
 
     _logger = _logger
@@ -105,12 +104,9 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         authorization: ServerAuthorization | None = None,
     ) -> None:
         self.spec = spec
-        self._max_frame = max_frame
         self.authorization = authorization
         """The server's OAuth client (None: the entry asks for no OAuth)."""
-        self.needs_authorization: str | None = None
-        """Why the server is unavailable until someone authorizes it (None: it is not)."""
-        self._waiting: AuthorizationWait | None = None
+        self._grant = GrantWait(spec.name, authorization)
         self._requests = ServerRequests(spec.name, client_side or ClientSide())
         self.name = spec.name
         self.description = ""
@@ -136,11 +132,23 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         self._link: StdioLink | None = None
         self._log_handlers: dict[int, LogHandler] = {}
         self._traced_calls: dict[int, Any] = {}  # key -> its client span (traced calls)
-        self._refused: int | None = None  # an HTTP server's 401/403 at the last connect
-        self._session_id = SessionId()  # the one the last HTTP connection was issued
+        self._transport = ServerTransport(
+            spec, max_frame=max_frame, authorization=authorization, requests=self._requests
+        )
         self._next_call = 0
         self.pid: int | None = None
         """The live stdio server's process id (Linux; None for HTTP or when unknown)."""
+
+    @property
+    def needs_authorization(self) -> str | None:
+        """Why the server is unavailable until someone authorizes it (None: it is not)."""
+        return self._grant.reason
+
+    async def reauthorize(self, redirect: RedirectHook | None = None) -> bool:
+        """If the server waits for authorization, connect again when a grant is kept
+        now (another process's ``nativemcp auth login``) or ``redirect`` can ask a
+        person, and wait for that attempt; whether the server is authorized now."""
+        return await self._grant.retry(redirect)
 
     @property
     def tools(self) -> list[Tool]:
@@ -149,78 +157,14 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def _client_for(self, stderr: Stderr | None, link: StdioLink | None) -> tuple[Client, Any]:
-        from mcp import Client
-
-        spec = self.spec
-        server: Any
-        http: Any = None
-        if spec.transport == "stdio":
-            assert spec.command is not None and stderr is not None and link is not None
-            server = stdio_transport(
-                spec.command,
-                spec.args,
-                env=spec.env,
-                cwd=spec.cwd,
-                errlog=stderr.writer,
-                link=link,
-                max_line=self._max_frame,
-            )
-        elif spec.transport == "http":
-            assert spec.url is not None
-            from mcp.client.streamable_http import streamable_http_client
-
-            http = self._http_client(headers=spec.headers, auth=self._auth())
-            server = streamable_http_client(spec.url, http_client=http)
-        else:
-            assert spec.url is not None
-            from mcp.client.sse import sse_client
-
-            server = sse_client(
-                spec.url,
-                headers=spec.headers,
-                httpx_client_factory=self._http_client,
-                auth=self._auth(),
-            )
-        if not spec.required:
-            server = usable_tools_only(server, self.name)
-        client = Client(
-            server,
-            client_info=_client_info(),
-            logging_callback=self._on_log,
-            message_handler=self._tool_changes.on_message,
-            log_level=MCP_LOG_LEVEL,
-            input_required_max_rounds=self._requests.side.input_rounds,
-            **self._requests.callbacks(),
-        )
-        return client, http
-
-    def _auth(self) -> Any:
-        return self.authorization.auth() if self.authorization is not None else None
-
-    def _http_client(
-        self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
-    ) -> Any:
-        """The SDK's HTTP client, noting a refusal: the SDK's Streamable HTTP client
-        reports a 401 only as "Server returned an error response"."""
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
-
-        async def note_refusal(response: Any) -> None:
-            if response.status_code in (401, 403):
-                self._refused = int(response.status_code)
-
-        client.event_hooks["response"].append(note_refusal)
-        self._session_id = SessionId.of(client)
-        return client
-
     async def _lifetime(self, stderr: Stderr | None, state: dict[str, bool], on_ready: Any) -> None:
         """One connection: connect, list tools, serve until lost or stopped."""
         link = StdioLink(self.name) if stderr else None
         self._link = link
         self._tool_changes = ToolListChanges(self.name, self.spec.redact)
-        client, http = self._client_for(stderr, link)
+        client, http = self._transport.client(
+            stderr, link, on_log=self._on_log, on_message=self._tool_changes.on_message
+        )
         async with contextlib.AsyncExitStack() as stack:
             if http is not None:
                 await stack.enter_async_context(http)
@@ -243,8 +187,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             self.extensions = dict(client.server_capabilities.extensions or {})
             self._tools = self._usable(tools)
             self._client = client
-            self.needs_authorization = None
-            self._settle_waiters(authorized=True)
+            self._grant.authorized()
             state["ready"] = True
             self._connected.set()
             on_ready()
@@ -292,7 +235,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         spec = self.spec
         stderr = Stderr(self.name, spec.redact) if spec.transport == "stdio" else None
         self._stderr = stderr
-        self._refused = None
+        self._transport.refused = None
         state = {"ready": False, "timed_out": False}
 
         async def watchdog(scope: anyio.CancelScope) -> None:
@@ -323,17 +266,18 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                 _logger.warning(
                     "MCP server %r: connection ended with %s",
                     self.name,
-                    spec.redact(_describe(exc)),
+                    spec.redact(describe(exc)),
                 )
                 return
-            cause = self._cause(exc)
+            cause = shown_cause(self.spec, exc)
             if self.authorization is not None and self.authorization.needs_authorization:
                 raise NeedsAuthorization(
                     self.name, self.authorization.needs_authorization
                 ) from cause
-            if self._refused is not None and self.authorization is None:
-                raise self._start_error(_refusal(self._refused, spec), stderr) from cause
-            raise self._start_error(f"failed to start: {_describe(exc)}", stderr) from cause
+            refused = self._transport.refused
+            if refused is not None and self.authorization is None:
+                raise self._start_error(refusal(refused, spec), stderr) from cause
+            raise self._start_error(f"failed to start: {describe(exc)}", stderr) from cause
         finally:
             if stderr is not None:
                 stderr.close_writer()
@@ -378,13 +322,15 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                         await self._connect_once(on_ready)
                     except NeedsAuthorization as exc:
                         # Not a failure of the pool: the server waits for a grant.
-                        if not await self._wait_for_authorization(exc, on_ready):
+                        self._tools = [unavailable_tool(self.name, exc.reason)]
+                        await self._grant.wait(exc, on_ready=on_ready, stop=self._stop)
+                        if self._closing:
                             return
                         continue  # a grant came: no backoff, someone is waiting
                     except ServerStartError as exc:
                         if not started:
                             raise
-                        self._settle_waiters()
+                        self._grant.settle()
                         if not self._retry(exc, recent, backoff):
                             return
                     else:
@@ -400,7 +346,7 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                     backoff = min(backoff * 2, self._restart.max_backoff)
         finally:
             self._client = None
-            self._settle_waiters()
+            self._grant.settle()
             self._finished.set()
 
     def _log_stopped(self) -> None:
@@ -459,8 +405,8 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         span = current_call_span()
         if span is not None:  # traced: the pool's client span names the MCP version spoken
             span.set_attribute(MCP_PROTOCOL_VERSION, client.protocol_version)
-            if self._session_id.value is not None:
-                span.set_attribute(MCP_SESSION_ID, self._session_id.value)
+            if self._transport.session_id.value is not None:
+                span.set_attribute(MCP_SESSION_ID, self._transport.session_id.value)
         return client
 
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
@@ -526,11 +472,11 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                         )
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and not self._closing:
-                raise self._connection_lost(client, tool) from self._cause(exc)
+                raise self._connection_lost(client, tool) from shown_cause(self.spec, exc)
             if self._closing:
                 raise ServerClosed(
                     f"pool closed during a call to {self.name}.{tool}", server=self.name
-                ) from self._cause(exc)
+                ) from shown_cause(self.spec, exc)
             refused = self.authorization.take_scope_refusal(tool) if self.authorization else None
             if refused is not None:
                 return unavailable_response(self.name, refused)
@@ -540,33 +486,11 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
         except InputRequiredRoundsExceededError as exc:
             # The SDK's message tells the caller to change its Client, which the caller
             # of the pool cannot reach: the limit is the pool's.
-            return response_from_sdk(self._too_many_rounds(tool, exc.max_rounds))
+            return response_from_sdk(too_many_rounds(self.name, tool, exc.max_rounds))
         finally:
             self._log_handlers.pop(key, None)
             self._traced_calls.pop(key, None)
         return response_from_sdk(result)
-
-    def _too_many_rounds(self, tool: str, rounds: int) -> mcp_types.ErrorData:
-        import mcp_types
-
-        from nativemcp.protocol import INTERNAL_ERROR
-
-        message = (
-            f"{self.name}.{tool} asked for input more than {rounds} times in one call, "
-            f"the most a call may (input_rounds {rounds}: nativemcp serve "
-            "--input-rounds N, WorkerPool(input_rounds=N))"
-        )
-        data = {"reason": "too_many_input_rounds", "inputRounds": rounds}
-        return mcp_types.ErrorData(code=INTERNAL_ERROR, message=message, data=data)
-
-    def _cause(self, exc: BaseException) -> BaseException | None:
-        """``exc`` as the cause of an error we raise, unless its traceback (causes and
-        groups included) shows a value of the entry's variables: the SDK's and httpx's
-        messages may echo the expanded URL or command."""
-        if not self.spec.expanded:
-            return exc
-        text = "".join(traceback.format_exception(exc))
-        return exc if self.spec.redact(text) == text else None
 
     def _connection_lost(self, client: Client, tool: str) -> ServerCrashed:
         """The error for a request whose connection ended; later requests wait for the
@@ -598,7 +522,9 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                 tools, ttl = await read_tool_list(client, self.name)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
-                    raise self._connection_lost(client, "tools/list") from self._cause(exc)
+                    raise self._connection_lost(client, "tools/list") from shown_cause(
+                        self.spec, exc
+                    )
                 raise
         self._freshness.listed(ttl)
         self._tools = self._usable(tools)
@@ -612,42 +538,17 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
             FeatureError: the server refused it, or ``method`` is not one of these.
             CallTimeout: no answer within the time limit.
         """
-        import mcp_types
         from mcp import MCPError
 
-        from nativemcp.protocol import METHOD_NOT_FOUND, FeatureError
+        from nativemcp.protocol import FeatureError
 
-        result: Any
         try:
             with call_deadline(self.name, method, options.limit):
                 client = await self._session(method)
-                if method == "resources/list":
-                    result = await client.list_resources()
-                elif method == "resources/templates/list":
-                    result = await client.list_resource_templates()
-                elif method == "resources/read":
-                    result = await client.read_resource(str(params["uri"]))
-                elif method == "prompts/list":
-                    result = await client.list_prompts()
-                elif method == "prompts/get":
-                    result = await client.get_prompt(
-                        str(params["name"]), dict(params.get("arguments") or {})
-                    )
-                elif method == "completion/complete":
-                    ref = params["ref"]
-                    reference: Any = (
-                        mcp_types.PromptReference(type="ref/prompt", name=ref["name"])
-                        if ref.get("type") == "ref/prompt"
-                        else mcp_types.ResourceTemplateReference(
-                            type="ref/resource", uri=ref["uri"]
-                        )
-                    )
-                    result = await client.complete(reference, dict(params["argument"]))
-                else:
-                    raise FeatureError(f"unknown method {method!r}", code=METHOD_NOT_FOUND)
+                result = await request_feature(client, method, params)
         except MCPError as exc:
             message = self.spec.redact(exc.message)
-            raise FeatureError(message, code=exc.code) from self._cause(exc)
+            raise FeatureError(message, code=exc.code) from shown_cause(self.spec, exc)
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     async def roots_changed(self) -> None:
@@ -695,39 +596,4 @@ class ExternalServer(UnwrappingHandle, Supervised, WaitsForAuthorization):
                     await client.list_tools(cache_mode="bypass")
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED and not self._closing:
-                    raise self._connection_lost(client, "ping") from self._cause(exc)
-
-
-@functools.cache
-def _client_info() -> mcp_types.Implementation:
-    """How the pool introduces itself to a server: nativemcp and its version (the
-    SDK's default is its own package, ``mcp``)."""
-    import mcp_types
-
-    try:
-        version = importlib.metadata.version("nativemcp")
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree
-        version = "0+unknown"
-    return mcp_types.Implementation(name="nativemcp", version=version)
-
-
-def _refusal(status: int, spec: ExternalServerSpec) -> str:
-    """Why an HTTP server refused us, and how to give it credentials."""
-    what = "401 Unauthorized" if status == 401 else "403 Forbidden"
-    given = (
-        f"the headers sent ({', '.join(sorted(spec.headers))}) were not accepted"
-        if spec.headers
-        else "no headers were sent"
-    )
-    return (
-        f"refused the connection: HTTP {what} ({given}); pass a token in the entry's "
-        '"headers", e.g. {"Authorization": "Bearer ${API_TOKEN}"} with API_TOKEN set in '
-        'the environment, or for a server that signs in with OAuth add "oauth": {} to the '
-        "entry and run: nativemcp auth login " + spec.name
-    )
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(inner) for inner in exc.exceptions)
-    return f"{type(exc).__name__}: {exc}"
+                    raise self._connection_lost(client, "ping") from shown_cause(self.spec, exc)

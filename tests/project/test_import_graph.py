@@ -126,6 +126,7 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 ROOMS = (
     "nativemcp.proxy.codemode",
     "nativemcp.proxy.external",
+    "nativemcp.proxy.external.oauth",
     "nativemcp.proxy.http_edge",
     "nativemcp.proxy.serve.auth",
     "nativemcp.proxy.serve.fast",

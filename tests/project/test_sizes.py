@@ -19,12 +19,8 @@ FUNCTION_LINES = 80
 
 # Still over the limits, each being split in work of its own (issue 44, item 5). Do not
 # add to this list: split the module or the function instead.
-MODULES_OVER = {
-    "proxy/_pool.py",  # 716 lines
-    "proxy/external/_server.py",  # 733 lines
-}
+MODULES_OVER: set[str] = set()
 FUNCTIONS_OVER = {
-    ("proxy/_agent_loop.py", "run_tool_call"),  # 83 lines
     ("proxy/cli/_serve.py", "add_serve_parser"),  # 176 lines
 }
 

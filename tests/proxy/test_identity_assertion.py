@@ -98,7 +98,7 @@ async def test_an_id_jag_the_issuer_refuses_fails_the_start_naming_the_server(
 async def test_a_token_answer_that_trickles_fails_the_exchange_with_the_reason(
     oauth_issuer: tuple[Issuer, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nativemcp.proxy.external import _refresh_on_401
+    from nativemcp.proxy.external.oauth import _refresh_on_401
 
     server, url = oauth_issuer
     monkeypatch.setattr(_refresh_on_401, "ANSWER_SECONDS", 2.0)  # 30 s in all, really

@@ -1,5 +1,5 @@
 """Every answer of an authorization server is read within a size and a total time
-(``external._refresh_on_401.send_bounded``): a token endpoint that answers without end,
+(``external/oauth/_refresh_on_401.send_bounded``): a token endpoint that answers without end,
 or a byte at a time, fails the sign-in fast with the reason, and the pool goes on."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from _oauth_server import Issuer, follow
 
 from nativemcp.proxy import ServerStartError, WorkerPool
-from nativemcp.proxy.external import _refresh_on_401
+from nativemcp.proxy.external.oauth import _refresh_on_401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 

@@ -28,7 +28,7 @@ from nativemcp.protocol import (
     structured_response,
     unwrap,
 )
-from nativemcp.proxy import WorkerPool
+from nativemcp.proxy import AgentLoop, WorkerPool
 from nativemcp.proxy.llm import DEFAULT_RESULT_BUDGET, RESULTS_URI, count_tokens
 from nativemcp.workers import Server
 from nativemcp.workers.content_store import ContentStoreAPI
@@ -229,3 +229,25 @@ async def test_the_default_budget_applies_and_none_turns_it_off() -> None:
 def test_a_budget_below_the_minimum_is_refused_when_the_pool_is_made() -> None:
     with pytest.raises(ValueError, match="result_budget must be a whole number of tokens"):
         WorkerPool([], result_budget=50)
+
+
+async def test_an_agent_loop_built_over_a_pool_holds_results_to_its_own_budget() -> None:
+    with anyio.fail_after(60):
+        async with WorkerPool([_big()], in_process=["big"], result_budget=None) as pool:
+            loop = AgentLoop(pool, result_budget=500)
+            assert loop.result_budget == 500 and pool.result_budget is None
+            whole = await pool.run_tool_call(
+                _call("big__read_log", {}), provider="anthropic", result_owner="alice"
+            )
+            assert _FACT in _text(whole)  # the pool's own loop has no budget
+            cut = await loop.run_tool_call(
+                _call("big__read_log", {}), provider="anthropic", result_owner="alice"
+            )
+            assert count_tokens(_text(cut)) <= 500 and _FACT not in _text(cut)
+            found = await loop.run_tool_call(
+                _call("read_result", {"id": _result_id(_text(cut)), "query": "payment gateway"}),
+                provider="anthropic",
+                result_owner="alice",
+            )
+            assert _FACT in _text(found)
+            await loop.aclose()

@@ -18,11 +18,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from nativemcp.protocol import Tool
+from ._oauth import NeedsAuthorization, RedirectHook, ServerAuthorization
 
-from ._oauth import NeedsAuthorization, RedirectHook, ServerAuthorization, unavailable_tool
-
-__all__ = ["AuthorizationWait", "WaitsForAuthorization", "first_of", "retry_authorization"]
+__all__ = ["AuthorizationWait", "GrantWait", "first_of", "retry_authorization"]
 
 _logger = logging.getLogger("nativemcp.external")
 
@@ -78,33 +76,41 @@ async def first_of(*events: anyio.Event) -> None:
             tg.start_soon(one, event)
 
 
-class WaitsForAuthorization:
-    """`ExternalServer`'s waiting for a grant (a mixin over the server's state): its
-    supervisor waits here instead of reconnecting, and its users bring it back."""
+class GrantWait:
+    """A server's waiting for a grant (a part `ExternalServer` holds): why it waits,
+    the spell of waiting its supervisor sleeps on, and the attempt its users wait for.
 
-    name: str
-    authorization: ServerAuthorization | None
-    needs_authorization: str | None
-    _tools: list[Tool]
-    _waiting: AuthorizationWait | None
-    _stop: anyio.Event
-    _closing: bool
+    ``name``: the server's; ``authorization``: its OAuth client (None: it signs in with
+    no OAuth, and never waits here).
+    """
 
-    async def _wait_for_authorization(self, exc: NeedsAuthorization, on_ready: Any) -> bool:
-        """List the server as needing authorization and wait: for a user of the server
-        to find a grant kept (True: connect again), or for the pool to close (False)."""
+    def __init__(self, name: str, authorization: ServerAuthorization | None) -> None:
+        self._name = name
+        self._authorization = authorization
+        self.reason: str | None = None
+        """Why the server is unavailable until someone authorizes it (None: it is not)."""
+        self._waiting: AuthorizationWait | None = None
+
+    async def wait(self, exc: NeedsAuthorization, *, on_ready: Any, stop: anyio.Event) -> None:
+        """Note the server as needing authorization (``exc`` says why) and wait: for a
+        user of the server to find a grant kept (then connect again), or for ``stop``."""
         _logger.warning("%s", exc)
-        self.needs_authorization = exc.reason
-        self._tools = [unavailable_tool(self.name, exc.reason)]
+        self.reason = exc.reason
         wait = AuthorizationWait(exc.reason)
-        self._settle_waiters(wait)
+        self._settle(wait)
         on_ready()
-        await first_of(self._stop, wait.retry)
-        return not self._closing
+        await first_of(stop, wait.retry)
 
-    def _settle_waiters(
-        self, wait: AuthorizationWait | None = None, *, authorized: bool = False
-    ) -> None:
+    def authorized(self) -> None:
+        """The server connected: it waits no more, and its users stop waiting."""
+        self.reason = None
+        self._settle(authorized=True)
+
+    def settle(self) -> None:
+        """End the attempt users of the server wait on (it failed, or the server closed)."""
+        self._settle()
+
+    def _settle(self, wait: AuthorizationWait | None = None, *, authorized: bool = False) -> None:
         """End the attempt users of the server wait on; ``wait`` is the next spell of
         waiting (None: none, or the last one stands unless ``authorized``)."""
         ended = self._waiting
@@ -113,9 +119,9 @@ class WaitsForAuthorization:
         if ended is not None:
             ended.settled.set()
 
-    async def reauthorize(self, redirect: RedirectHook | None = None) -> bool:
+    async def retry(self, redirect: RedirectHook | None = None) -> bool:
         """If the server waits for authorization, connect again when a grant is kept
         now (another process's ``nativemcp auth login``) or ``redirect`` can ask a
         person, and wait for that attempt; whether the server is authorized now."""
-        await retry_authorization(self._waiting, self.authorization, redirect)
-        return self.needs_authorization is None
+        await retry_authorization(self._waiting, self._authorization, redirect)
+        return self.reason is None

@@ -1,0 +1,57 @@
+"""OAuth to remote MCP servers: the client side of their authorization.
+
+`_oauth_config` (an ``mcpServers`` entry's ``oauth`` settings), `_oauth`
+(`ServerAuthorization`, one server's grant on the SDK's ``mcp.client.auth``, and the
+``needs_authorization`` tool a server lists while it waits), `_refresh_on_401` (the
+SDK's providers bound to one issuer: a refresh on a 401, token answers held to a size
+and a time), `_identity_assertion` (SEP-990's ID-JAG grant), `_loopback_callback` (the
+browser's way back to a local port), `_authorization_wait` (`GrantWait`, a server waiting for a
+grant, and its way back) and `_token_store` (the grants kept in the data folder, or in
+PostgreSQL: `_token_table`). This room imports the public names of
+`nativemcp.protocol` and `nativemcp.workers`, the official SDK's auth client, and
+nothing of the pool; the rest of `external/` imports it by the names below.
+"""
+
+from ._authorization_wait import GrantWait as GrantWait
+from ._authorization_wait import first_of as first_of
+from ._identity_assertion import AssertionHook as AssertionHook
+from ._oauth import UNAVAILABLE_TOOL as UNAVAILABLE_TOOL
+from ._oauth import NeedsAuthorization as NeedsAuthorization
+from ._oauth import RedirectHook as RedirectHook
+from ._oauth import ServerAuthorization as ServerAuthorization
+from ._oauth import configured_client as configured_client
+from ._oauth import expiry_text as expiry_text
+from ._oauth import login_hint as login_hint
+from ._oauth import revoke as revoke
+from ._oauth import unavailable_response as unavailable_response
+from ._oauth import unavailable_tool as unavailable_tool
+from ._oauth_config import OAuthSettings as OAuthSettings
+from ._oauth_config import read_oauth_settings as read_oauth_settings
+from ._token_store import GRANTS_FOLDER as GRANTS_FOLDER
+from ._token_store import GrantPlace as GrantPlace
+from ._token_store import GrantStore as GrantStore
+from ._token_table import GrantTable as GrantTable
+from ._token_table import grant_place as grant_place
+
+__all__ = [
+    "GRANTS_FOLDER",
+    "UNAVAILABLE_TOOL",
+    "AssertionHook",
+    "GrantPlace",
+    "GrantStore",
+    "GrantTable",
+    "GrantWait",
+    "NeedsAuthorization",
+    "OAuthSettings",
+    "RedirectHook",
+    "ServerAuthorization",
+    "configured_client",
+    "expiry_text",
+    "first_of",
+    "grant_place",
+    "login_hint",
+    "read_oauth_settings",
+    "revoke",
+    "unavailable_response",
+    "unavailable_tool",
+]
