@@ -57,18 +57,6 @@ def add_serve_parser(commands: Any) -> None:
     """Add the ``serve`` verb to the CLI's subcommands."""
     from nativemcp.workers import BUILTIN_SERVERS
 
-    from ..serve._defaults import (
-        DEFAULT_BODY_TIMEOUT,
-        DEFAULT_HEADER_TIMEOUT,
-        DEFAULT_INPUT_ROUNDS,
-        DEFAULT_MAX_BODY,
-        DEFAULT_MAX_TASK_TTL,
-        DEFAULT_MAX_TASKS,
-        DEFAULT_SESSION_IDLE_TIMEOUT,
-        DEFAULT_SESSIONS_PER_CLIENT,
-        TOKEN_ENV,
-    )
-
     serve = commands.add_parser(
         "serve",
         parents=[pool_options_parser()],
@@ -85,6 +73,16 @@ def add_serve_parser(commands: Any) -> None:
         help="a built-in name, module:attribute or path/to/file.py:attribute "
         "(none: only the servers of --mcp-config)",
     )
+    _add_http_options(serve)
+    _add_oauth_options(serve)
+    _add_http_limits(serve)
+    _add_call_options(serve)
+
+
+def _add_http_options(serve: Any) -> None:
+    """Where serve listens and with which token."""
+    from ..serve._defaults import TOKEN_ENV
+
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind")
     serve.add_argument("--port", type=int, default=8000, help="HTTP: port")
@@ -93,6 +91,10 @@ def add_serve_parser(commands: Any) -> None:
         default=None,
         help=f"HTTP: require this bearer token (default: ${TOKEN_ENV}, else none)",
     )
+
+
+def _add_oauth_options(serve: Any) -> None:
+    """OAuth: access tokens from an identity provider, and the scopes tools need."""
     oauth = serve.add_argument_group(
         "OAuth (serve for a team)",
         "HTTP: accept access tokens from your identity provider instead of one --token",
@@ -127,6 +129,18 @@ def add_serve_parser(commands: Any) -> None:
         help="tools whose full name matches GLOB need these scopes (repeatable; a tool "
         "no rule matches needs only a valid token)",
     )
+
+
+def _add_http_limits(serve: Any) -> None:
+    """How serve runs over HTTP: sessions, processes, sizes and deadlines."""
+    from ..serve._defaults import (
+        DEFAULT_BODY_TIMEOUT,
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_MAX_BODY,
+        DEFAULT_SESSION_IDLE_TIMEOUT,
+        DEFAULT_SESSIONS_PER_CLIENT,
+    )
+
     serve.add_argument(
         UNSAFE_NO_TOKEN,
         action="store_true",
@@ -190,6 +204,16 @@ def add_serve_parser(commands: Any) -> None:
         default=DEFAULT_GRACE,
         help="HTTP: seconds in-flight calls get to finish on SIGTERM",
     )
+
+
+def _add_call_options(serve: Any) -> None:
+    """What one call may take: time, tokens, input rounds, tasks; which tools."""
+    from ..serve._defaults import (
+        DEFAULT_INPUT_ROUNDS,
+        DEFAULT_MAX_TASK_TTL,
+        DEFAULT_MAX_TASKS,
+    )
+
     serve.add_argument("--timeout", type=float, default=0, help="seconds per call (0: none)")
     serve.add_argument(
         "--result-budget",
