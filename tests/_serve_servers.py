@@ -172,6 +172,19 @@ async def ask_both(ctx: Context) -> str:
     return f"{first.text} | {second.text}"
 
 
+@server.tool
+async def ask_both_a_moment_apart(ctx: Context) -> str:
+    """Ask the client's model two questions at once, the second a few ms after the
+    first (as a tool's gathered requests may reach serve)."""
+
+    async def later() -> Any:
+        await anyio.sleep(0.005)
+        return await ctx.sample("two", max_tokens=5)
+
+    first, second = await _gather(ctx.sample("one", max_tokens=5), later())
+    return f"{first.text} | {second.text}"
+
+
 async def _gather(*awaitables: Any) -> list[Any]:
     results: list[Any] = [None] * len(awaitables)
 

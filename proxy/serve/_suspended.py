@@ -59,6 +59,16 @@ _RESULT_TYPES: Final[dict[str, type[types.Result]]] = {
     "roots/list": types.ListRootsResult,
 }
 
+INPUT_SETTLE: Final = 0.02
+"""Seconds a call's first unsent request waits for another before its round goes out.
+
+A tool that asks several things at once (a gather of ``ctx.elicit``, ``ctx.sample``,
+roots) sends them over its pipe within microseconds of each other; without the wait
+the round could go out with the first alone (the conformance suite's
+``input-required-result-multiple-input-requests`` failed so, now and then)."""
+INPUT_SETTLE_MAX: Final = 0.2
+"""Seconds at most that requests arriving one after another hold their round back."""
+
 ClientAsk = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """A tool's request to its client: ``await ask(method, params)`` -> the result's JSON."""
 
@@ -213,6 +223,7 @@ class SuspendedCalls(anyio.AsyncContextManagerMixin):
     async def _drive(self, call: _Call, driver: Any) -> Any:
         call.driver = driver
         call.timer.deadline = math.inf
+        settled = False
         try:
             while True:
                 if call.done:
@@ -222,6 +233,10 @@ class SuspendedCalls(anyio.AsyncContextManagerMixin):
                         raise call.outcome
                     return call.outcome
                 unsent = {i: q for i, q in call.questions.items() if not q.sent}
+                if unsent and not settled:
+                    await _settle(call)  # the requests sent beside it join its round
+                    settled = True
+                    continue
                 if unsent:
                     for question in unsent.values():
                         question.sent = True
@@ -250,6 +265,21 @@ class SuspendedCalls(anyio.AsyncContextManagerMixin):
             _logger.info("a suspended call's client did not come back: cancelled")
             call.scope.cancel()
         self._calls.pop(call.key, None)
+
+
+async def _settle(call: _Call) -> None:
+    """Wait until ``call`` has sent no new request for `INPUT_SETTLE` seconds (at most
+    `INPUT_SETTLE_MAX` in all), or has ended."""
+    deadline = anyio.current_time() + INPUT_SETTLE_MAX
+    while not call.done:
+        left = deadline - anyio.current_time()
+        if left <= 0:
+            return
+        changed = call.changed
+        with anyio.move_on_after(min(INPUT_SETTLE, left)) as quiet:
+            await changed.wait()
+        if quiet.cancelled_caught:
+            return
 
 
 def input_key(params: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:

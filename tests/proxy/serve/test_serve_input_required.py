@@ -323,3 +323,20 @@ async def test_a_request_the_tool_names_is_sent_under_that_key() -> None:
                 )
                 assert isinstance(done, types.CallToolResult)
                 assert _text(done) == "Paris, Ada"
+
+
+async def test_requests_a_tool_sends_at_once_reach_the_client_in_one_round() -> None:
+    # A tool that gathers two questions sends them a moment apart over its pipe; the
+    # round waits for the second, every time (it went out with the first alone, now
+    # and then: the conformance suite's multiple-input-requests scenario).
+    pool = WorkerPool(SERVERS, timeout=20)
+    async with serving(http_app(pool)) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp/shapes", **DECLARES_BOTH) as client:
+                for _ in range(8):
+                    first = await client.session.call_tool(
+                        "ask_both_a_moment_apart", {}, allow_input_required=True
+                    )
+                    assert isinstance(first, types.InputRequiredResult)
+                    assert first.input_requests is not None
+                    assert len(first.input_requests) == 2, first.input_requests
