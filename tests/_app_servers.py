@@ -114,8 +114,14 @@ function probe(args) {
   try { report.cookie = document.cookie; } catch (e) { report.cookie = e.name; }
   try { report.parent = parent.document.URL; } catch (e) { report.parent = e.name; }
   try { report.top = top.location.href; } catch (e) { report.top = e.name; }
-  document.addEventListener("securitypolicyviolation", function (e) {
-    report.violations.push(e.violatedDirective + " " + e.blockedURI);
+  // The violation's event is a task of its own, which may come after the refused
+  // fetch settles: the report waits for it (2 s at most: none came, and it says so).
+  var violated = new Promise(function (resolve) {
+    document.addEventListener("securitypolicyviolation", function (e) {
+      report.violations.push(e.violatedDirective + " " + e.blockedURI);
+      resolve();
+    });
+    setTimeout(resolve, 2000);
   });
   function attempt(url) {
     return fetch(url, {mode: "no-cors"}).then(function () { return "fetched"; },
@@ -123,8 +129,8 @@ function probe(args) {
   }
   Promise.all([attempt(args.allowed), attempt(args.forbidden)]).then(function (r) {
     report.allowed = r[0]; report.forbidden = r[1];
-    show("probe", JSON.stringify(report));
-  });
+    return violated;
+  }).then(function () { show("probe", JSON.stringify(report)); });
 }
 document.getElementById("tell").addEventListener("click", function () {
   var text = function (t) { return [{type: "text", text: t}]; };
