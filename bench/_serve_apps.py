@@ -1,7 +1,10 @@
 """The servers bench.serve loads: one echo tool behind each MCP HTTP stack, and a floor.
 
-Run as ``python -m bench._serve_apps KIND PORT``; each serves ``http://127.0.0.1:PORT/mcp``
-in this one process (its worker processes aside) until killed. Kinds: ``fast`` and
+Run as ``python -m bench._serve_apps KIND PORT [HTTP]``; each serves
+``http://127.0.0.1:PORT/mcp`` in this one process (its worker processes aside) until
+killed, on uvicorn's ``HTTP`` protocol (``httptools``, the default, or ``h11``): for
+nativemcp's rows the one ``nativemcp serve --http HTTP`` runs (with its read deadlines),
+for the others uvicorn's own. Kinds: ``fast`` and
 ``plain`` (nativemcp serve's app, stateless, with the fast path on and off), ``local``
 (the fast path with the echo server in process, as the SDK's and the floor's tools
 run: no worker process and no pipe), ``sdk`` (the
@@ -39,6 +42,9 @@ def say_sync(text: str) -> str:
     """Answer ``text`` (a plain function: every stack runs it in a thread)."""
     return text
 
+
+NATIVEMCP_KINDS = frozenset({"fast", "plain", "local", "sync"})
+"""The rows served by nativemcp's app (on the serve command's HTTP protocol)."""
 
 _DECODER = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
@@ -106,8 +112,17 @@ def _say_sync(text: str) -> str:
 def _main() -> None:
     import uvicorn
 
+    from nativemcp.proxy.serve import deadline_protocol
+    from nativemcp.proxy.serve._defaults import DEFAULT_HTTP, HTTP_PROTOCOLS
+
     kind, port = sys.argv[1], int(sys.argv[2])
-    uvicorn.run(_app(kind), host="127.0.0.1", port=port, log_level="warning")
+    http = sys.argv[3] if len(sys.argv) > 3 else DEFAULT_HTTP
+    if http not in HTTP_PROTOCOLS:
+        raise SystemExit(f"unknown HTTP protocol {http!r}: {' or '.join(HTTP_PROTOCOLS)}")
+    protocol: Any = http
+    if kind in NATIVEMCP_KINDS:
+        protocol = deadline_protocol(http=http)  # as `nativemcp serve --http` runs it
+    uvicorn.run(_app(kind), host="127.0.0.1", port=port, log_level="warning", http=protocol)
 
 
 if __name__ == "__main__":
