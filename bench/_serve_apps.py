@@ -4,7 +4,8 @@ Run as ``python -m bench._serve_apps KIND PORT [HTTP]``; each serves
 ``http://127.0.0.1:PORT/mcp`` in this one process (its worker processes aside) until
 killed, on uvicorn's ``HTTP`` protocol (``httptools``, the default, or ``h11``): for
 nativemcp's rows the one ``nativemcp serve --http HTTP`` runs (with its read deadlines),
-for the others uvicorn's own. Kinds: ``fast`` and
+for the others uvicorn's own; or ``granian`` (Granian's ASGI server, one worker, where
+installed: a comparison only, serve does not run on it). Kinds: ``fast`` and
 ``plain`` (nativemcp serve's app, stateless, with the fast path on and off), ``local``
 (the fast path with the echo server in process, as the SDK's and the floor's tools
 run: no worker process and no pipe), ``sdk`` (the
@@ -20,6 +21,8 @@ call, whose cost is the tool's way of running, not the stack's.
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from typing import Any
 
@@ -109,6 +112,32 @@ def _say_sync(text: str) -> str:
     return text
 
 
+GRANIAN = "granian"
+"""Granian's ASGI server (Rust, one worker) in place of uvicorn, where installed."""
+KIND_ENV = "NATIVEMCP_BENCH_KIND"
+"""Where `granian_app` reads its kind: Granian imports its app by name."""
+
+
+def granian_app() -> Any:
+    """The app of the kind in `KIND_ENV`, for Granian (``--factory``)."""
+    return _app(os.environ[KIND_ENV])
+
+
+def _granian(kind: str, port: int) -> None:
+    # Not a dependency (a comparison only): typed loosely, installed or not.
+    granian: Any = importlib.import_module("granian")
+    os.environ[KIND_ENV] = kind
+    server = granian.Granian(
+        "bench._serve_apps:granian_app",
+        address="127.0.0.1",
+        port=port,
+        interface="asgi",
+        factory=True,
+        log_level="warning",
+    )
+    server.serve()
+
+
 def _main() -> None:
     import uvicorn
 
@@ -117,6 +146,9 @@ def _main() -> None:
 
     kind, port = sys.argv[1], int(sys.argv[2])
     http = sys.argv[3] if len(sys.argv) > 3 else DEFAULT_HTTP
+    if http == GRANIAN:
+        _granian(kind, port)
+        return
     if http not in HTTP_PROTOCOLS:
         raise SystemExit(f"unknown HTTP protocol {http!r}: {' or '.join(HTTP_PROTOCOLS)}")
     protocol: Any = http

@@ -13,7 +13,9 @@ call (at least 0.5x its calls/s), ``tools/list`` within 1.5x.
 Every row runs on both of uvicorn's HTTP/1.1 protocols, httptools (``nativemcp serve``'s
 default) and h11 (``--http h11``), the floor's too, each row's ratios against the floor
 on the same protocol (``--http`` picks one; under ``--quick`` h11 runs the fast path and
-the floor only).
+the floor only). ``--http granian`` (or ``all``) runs them on Granian's ASGI server
+instead, where it is installed: it serves the SDK's app unchanged, but serve does not
+run on it (its read deadlines are uvicorn's protocols).
 
 The echo tool is ``async def``, so the rows measure the stacks around it. Two more rows,
 ``tools/call`` only, serve it as a plain function: nativemcp's worker and the SDK both
@@ -29,12 +31,13 @@ against the one-process fast path's. Scaling needs a core per process and one fo
 on a machine with fewer it reports what the processes cost, not what they gain.
 
     python -m bench.serve [--quick] [--json] [--era 2025-11-25] [--workers N]
-                          [--http httptools|h11|both]
+                          [--http httptools|h11|both|granian|all]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -64,6 +67,8 @@ LABELS = {
 }
 HTTP = ("httptools", "h11")
 """uvicorn's HTTP/1.1 protocols, the default (`nativemcp serve`'s) first."""
+GRANIAN = "granian"
+"""Granian's ASGI server in uvicorn's place (``--http granian``, where installed)."""
 QUICK_BOTH = frozenset({"fast", "floor"})
 """The rows ``--quick`` runs on every protocol (the others on the default only)."""
 THREAD_KINDS = frozenset({"sync", "sdk-sync"})
@@ -282,7 +287,7 @@ def _table(results: dict[str, Any], era: str, workers: int) -> None:
             if WORKERS in by_kind:
                 processes += f" ({workers} on the --workers row)"
             print_table(
-                f"{method} ({era}) on uvicorn {http}: {CONNECTIONS} connections, {processes}",
+                f"{method} ({era}) on {_server_name(http)}: {CONNECTIONS} connections, {processes}",
                 [
                     "server",
                     "CPU x floor",
@@ -302,6 +307,11 @@ def _table(results: dict[str, Any], era: str, workers: int) -> None:
             print()
         print(_goal(results, method))
         print()
+
+
+def _server_name(http: str) -> str:
+    """The HTTP server a protocol names, in words."""
+    return "Granian (ASGI)" if http == GRANIAN else f"uvicorn {http}"
 
 
 def _floor(results: dict[str, Any], http: str) -> dict[str, Any]:
@@ -351,7 +361,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("bench.serve needs wrk on PATH (apt-get install wrk)")
     if args.workers < 1:
         raise SystemExit(f"bench.serve: --workers must be at least 1, not {args.workers}")
-    http = HTTP if args.http == "both" else (args.http,)
+    http = {"both": HTTP, "all": (*HTTP, GRANIAN)}.get(args.http, (args.http,))
+    if GRANIAN in http and importlib.util.find_spec("granian") is None:
+        raise SystemExit("bench.serve: --http granian needs Granian (pip install granian)")
     results = run(args.quick, args.era, args.workers, http)
     _table(results, args.era, args.workers)
     if args.json:
@@ -383,9 +395,10 @@ def _options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--http",
-        choices=[*HTTP, "both"],
+        choices=[*HTTP, "both", GRANIAN, "all"],
         default="both",
-        help="uvicorn's HTTP/1.1 protocol every row runs on (default: each in turn)",
+        help="uvicorn's HTTP/1.1 protocol every row runs on (default: each in turn); "
+        "granian: Granian's ASGI server instead (installed apart); all: the three",
     )
 
 
