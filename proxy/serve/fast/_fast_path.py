@@ -163,6 +163,7 @@ class FastPath:
         # The SDK copies its stamp for each answer so a handler cannot change it for the
         # next; here the answer is encoded at once and nothing writes to it.
         self._stamp = server.server_info_stamp
+        self._last_listing: tuple[object, str, dict[str, Any]] = (None, "", {})
         self.answered = 0
         """Requests answered here (not through the SDK path) so far."""
 
@@ -368,8 +369,13 @@ class FastPath:
     async def _answer(self, method: str, version: str, run: _Run, reply: Reply) -> dict[str, Any]:
         """The result as the SDK's runner shapes it for a client of ``version``."""
         result = await run(reply)
+        kept = self._last_listing
         if isinstance(result, dict):
             dumped = result  # a plain tool result, checked in `_plain`
+        elif kept[0] is result and kept[1] == version:
+            # The same listing object as last time (`ServedTools.tool_listing` keeps it
+            # while the catalog is unchanged): its checked dump, unchanged too.
+            dumped = dict(kept[2])
         else:
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             try:
@@ -379,6 +385,8 @@ class FastPath:
                 raise MCPError(
                     code=types.INTERNAL_ERROR, message="Handler returned an invalid result"
                 ) from None
+            if isinstance(result, types.ListToolsResult):
+                self._last_listing = (result, version, dict(dumped))
         if version not in self._modern:
             return dumped  # a handshake-era result: no resultType, no stamp
         if dumped.get("resultType") is None:
