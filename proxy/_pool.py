@@ -131,9 +131,9 @@ class WorkerPool:
             usable kept grant is listed as needing authorization (`needs_authorization`),
             does not stop the pool, and comes back at its next use once a grant is kept
             (`authorize`). Grants: ``data_dir/oauth`` (without a data_dir, memory).
-        oauth_assertion: for an entry with ``"grantType": "identity_assertion"``
-            (SEP-990), called with the authorization server's issuer and the server's
-            resource URL: return an ID-JAG from the enterprise identity provider.
+        oauth_assertion: given the authorization server's issuer and the server's
+            resource URL: the ID-JAG of a ``"identity_assertion"`` entry (SEP-990), or
+            the JWT of a ``"workload_identity"`` one with no assertion file or variable.
         apps: the app shows MCP Apps: declare ``io.modelcontextprotocol/ui`` to
             external servers (`offers_apps` says which servers offer apps), and
             `run_tool_call` tells the model when a tool's app shows its result.

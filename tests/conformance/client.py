@@ -23,6 +23,8 @@ import json
 import logging
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -112,6 +114,10 @@ def oauth_settings(scenario: str, context: dict[str, Any]) -> dict[str, Any] | N
         settings["clientSecret"] = context["client_secret"]
     if "idp_token_endpoint" in context:
         settings["grantType"] = "identity_assertion"
+    elif "valid_jwt" in context:
+        # SEP-1933: the workload's JWT where a platform puts it, a file read anew
+        # each time (a Kubernetes projected token); `run` writes it there.
+        settings["grantType"] = "workload_identity"
     elif scenario.startswith("auth/client-credentials"):
         settings["grantType"] = "client_credentials"
         if context.get("private_key_pem"):
@@ -134,8 +140,12 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
     oauth = oauth_settings(scenario, context)
     if oauth is not None:
         entry["oauth"] = oauth
-    if oauth is not None and oauth.get("grantType") == "identity_assertion":
+    if oauth is not None and oauth.get("grantType") in ("identity_assertion", "workload_identity"):
         oauth["issuer"] = await authorization_server(url)
+    if oauth is not None and oauth.get("grantType") == "workload_identity":
+        token = Path(tempfile.mkdtemp()) / "token"
+        token.write_text(context["valid_jwt"], encoding="utf-8")
+        oauth["assertionFile"] = str(token)
     async with WorkerPool(
         mcp_servers={SERVER: entry},
         oauth_redirect=follow_authorization,
