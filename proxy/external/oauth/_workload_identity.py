@@ -140,10 +140,13 @@ class WorkloadIdentity(BoundClientCredentials):
         # Checked when the entry was read: a pinned issuer; a secret only with an id.
         assert settings.issuer is not None
         post = settings.token_endpoint_auth_method == "client_secret_post"
+        # The SDK's client model needs an id; without one configured, this stands in,
+        # and is never sent (the JWT names the workload).
+        client_id = settings.client_id or "workload-identity"
         super().__init__(
             server_url=url,
             storage=store,
-            client_id=settings.client_id or "",
+            client_id=client_id,
             client_secret=settings.client_secret or "",
             token_endpoint_auth_method="client_secret_post" if post else "client_secret_basic",
             scope=settings.scope,
@@ -152,7 +155,7 @@ class WorkloadIdentity(BoundClientCredentials):
         secret = settings.client_secret
         self._fixed_client_info = OAuthClientInformationFull(
             redirect_uris=None,
-            client_id=settings.client_id or "",  # none: the JWT names the workload
+            client_id=client_id,
             client_secret=secret,
             grant_types=[JWT_BEARER_GRANT_TYPE],
             token_endpoint_auth_method=("client_secret_post" if post else "client_secret_basic")
