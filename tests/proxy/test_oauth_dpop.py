@@ -43,6 +43,14 @@ async def proving(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Proving
         yield issuer, url
 
 
+async def call(url: str, data_dir: Path | None, times: int = 1) -> None:
+    """Start a pool of the one server and call its ``whoami`` ``times`` times."""
+    with anyio.fail_after(20):
+        async with pool(url, data_dir) as started:
+            for _ in range(times):
+                assert await whoami(started) == "authorized"
+
+
 def kept_keys(data_dir: Path) -> list[dict[str, Any]]:
     """The DPoP keys kept in the grant files."""
     found = []
@@ -78,10 +86,7 @@ async def test_a_dpop_issuer_binds_the_token_and_every_mcp_request_carries_a_ver
     proving: tuple[ProvingIssuer, str], tmp_path: Path
 ) -> None:
     issuer, url = proving
-    with anyio.fail_after(20):
-        async with pool(url, tmp_path) as first:
-            assert await whoami(first) == "authorized"
-            assert await whoami(first) == "authorized"
+    await call(url, tmp_path, 2)
     assert issuer.errors == []
     (proved,) = issuer.token_proofs  # one token request, proved
     assert proved is not None and list(issuer.tokens.values()) == [proved.jkt]
@@ -117,9 +122,7 @@ async def test_either_the_issuers_metadata_or_the_servers_challenge_alone_turns_
     proving: tuple[ProvingIssuer, str],
 ) -> None:
     issuer, url = proving
-    with anyio.fail_after(20):
-        async with pool(url, None) as first:
-            assert await whoami(first) == "authorized"
+    await call(url, None)
     assert issuer.errors == [] and issuer.token_proofs[0] is not None
     assert set(issuer.schemes) == {"DPoP"}
 
@@ -129,10 +132,7 @@ async def test_server_nonces_are_answered_once_each_and_remembered_for_the_next_
     proving: tuple[ProvingIssuer, str],
 ) -> None:
     issuer, url = proving
-    with anyio.fail_after(20):
-        async with pool(url, None) as first:
-            assert await whoami(first) == "authorized"
-            assert await whoami(first) == "authorized"
+    await call(url, None, 2)
     assert issuer.errors == []
     # The token endpoint refused the proof without its nonce once; the retry carried it.
     assert issuer.refusals["as"] == 1 and len(issuer.token_forms) == 2
@@ -149,9 +149,7 @@ async def test_an_issuer_that_takes_no_proofs_gets_none_and_the_token_stays_bear
     proving: tuple[ProvingIssuer, str], tmp_path: Path
 ) -> None:
     issuer, url = proving
-    with anyio.fail_after(20):
-        async with pool(url, tmp_path) as first:
-            assert await whoami(first) == "authorized"
+    await call(url, tmp_path)
     assert issuer.token_proofs == [None] and set(issuer.schemes) == {"Bearer"}
     assert kept_keys(tmp_path) == []
 
