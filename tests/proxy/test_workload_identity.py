@@ -8,6 +8,7 @@ No Node: the official suite's ``auth/wif-jwt-bearer`` runs in ``.ci/conformance`
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -176,3 +177,16 @@ def test_a_bad_workload_identity_entry_is_an_error_naming_the_key(
     with pytest.raises(ValueError, match="MCP server 'gh'") as caught:
         settings(oauth)
     assert named in str(caught.value)
+
+
+def test_auth_status_says_a_workload_identity_server_keeps_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nativemcp.proxy.cli import main
+
+    config = tmp_path / "mcp.json"
+    entry = {"url": "https://mcp.example/mcp", "oauth": {**WIF, "assertionEnv": "T"}}
+    config.write_text(json.dumps({"mcpServers": {"inventory": entry}}))
+    assert main(["auth", "status", "--mcp-config", str(config), "--data-dir", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "inventory: workload identity: a new token for each start, nothing kept" in printed
