@@ -66,6 +66,7 @@ class ProvingIssuer:
         challenge: str = "DPoP",
         as_nonce: bool = False,
         rs_nonce: bool = False,
+        refresh: bool = False,
     ):
         self.base = ""
         self.dpop = dpop
@@ -79,6 +80,9 @@ class ProvingIssuer:
         self.nonce_answer: str | None = None
         """A hostile token endpoint: ``missing`` (use_dpop_nonce with no nonce),
         ``again`` (use_dpop_nonce to every proof), ``long`` (a 5,000-character nonce)."""
+        self.refresh = refresh
+        """Whether a token answer brings a refresh token (bound like the token)."""
+        self.refresh_tokens: dict[str, str | None] = {}  # refresh token -> bound key
         self.assertions: set[str] = set()
         self.token_forms: list[dict[str, str]] = []
         self.token_proofs: list[Proved | None] = []
@@ -152,16 +156,24 @@ class ProvingIssuer:
             if wants_nonce and (self.nonce_answer or proved.claims.get("nonce") != AS_NONCE):
                 return self._nonce_refusal()
         self.token_proofs.append(proved)
-        refused = self._refused_grant(form, request)
+        jkt = proved.jkt if proved else None
+        refused = self._refused_grant(form, request, jkt)
         if refused is not None:
             return JSONResponse({"error": refused}, status_code=400)
         token = secrets.token_urlsafe(16)
-        self.tokens[token] = proved.jkt if proved else None
-        kind = "DPoP" if proved else "Bearer"
-        return JSONResponse({"access_token": token, "token_type": kind, "expires_in": 3600})
+        self.tokens[token] = jkt
+        answer = {"access_token": token, "token_type": "DPoP" if jkt else "Bearer"}
+        if self.refresh:
+            answer["refresh_token"] = refresh = secrets.token_urlsafe(16)
+            self.refresh_tokens[refresh] = jkt
+        return JSONResponse({**answer, "expires_in": 3600})
 
-    def _refused_grant(self, form: dict[str, str], request: Request) -> str | None:
-        """Why the grant is refused (None: granted)."""
+    def _refused_grant(self, form: dict[str, str], request: Request, jkt: str | None) -> str | None:
+        """Why the grant is refused (None: granted); a refresh token bound to a key
+        must come with a proof by that key (RFC 9449 §5)."""
+        if form.get("grant_type") == "refresh_token":
+            bound = self.refresh_tokens.pop(form.get("refresh_token", ""), "unknown")
+            return None if bound == jkt else "invalid_grant"
         if form.get("grant_type") == JWT_BEARER:
             return None if form.get("assertion") in self.assertions else "invalid_grant"
         basic = "Basic " + base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()

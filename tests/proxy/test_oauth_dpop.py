@@ -112,6 +112,28 @@ async def test_a_kept_dpop_token_is_proved_with_its_kept_key_after_a_restart(
     assert {p.jkt for p in issuer.resource_proofs} == set(issuer.tokens.values())
 
 
+@pytest.mark.parametrize("proving", [{"refresh": True}], indirect=True)
+async def test_a_kept_bound_token_that_expired_is_refreshed_with_a_proof_by_its_kept_key(
+    proving: tuple[ProvingIssuer, str], tmp_path: Path
+) -> None:
+    issuer, url = proving
+    await call(url, tmp_path)
+    (grant,) = (tmp_path / GRANTS_FOLDER).glob("*.json")
+    kept = json.loads(grant.read_text())
+    for tokens in kept["resources"].values():
+        tokens["expires_at"] = 1.0  # it expired while no pool ran
+    grant.write_text(json.dumps(kept))
+    await call(url, tmp_path)
+    assert issuer.errors == []
+    grants = [form["grant_type"] for form in issuer.token_forms]
+    assert grants == ["client_credentials", "refresh_token"]  # refreshed, not granted anew
+    first, refreshed = issuer.token_proofs
+    assert first is not None and refreshed is not None and refreshed.jkt == first.jkt
+    assert set(issuer.tokens.values()) == {first.jkt} and len(issuer.tokens) == 2
+    (again,) = kept_keys(tmp_path)
+    assert thumbprint(again) == first.jkt
+
+
 @pytest.mark.parametrize(
     "proving",
     [{"challenge": "Bearer"}, {"advertise": False}],
