@@ -85,6 +85,7 @@ class ProvingIssuer:
         self.refresh_tokens: dict[str, str | None] = {}  # refresh token -> bound key
         self.assertions: set[str] = set()
         self.token_forms: list[dict[str, str]] = []
+        self.token_auth: list[str | None] = []  # each token request's Authorization
         self.token_proofs: list[Proved | None] = []
         self.tokens: dict[str, str | None] = {}  # access token -> bound key (None: bearer)
         self.resource_proofs: list[Proved] = []
@@ -145,6 +146,7 @@ class ProvingIssuer:
     async def token(self, request: Request) -> Response:
         form = {k: str(v) for k, v in (await request.form()).items()}
         self.token_forms.append(form)
+        self.token_auth.append(request.headers.get("authorization"))
         proved = None
         if self.dpop and "dpop" in request.headers:
             try:

@@ -8,6 +8,7 @@ No Node: the official suite's ``auth/wif-jwt-bearer`` runs in ``.ci/conformance`
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -96,10 +97,12 @@ async def test_the_workload_jwt_can_come_from_a_variable_or_the_hook_with_a_clie
     with anyio.fail_after(30):
         async with pool(url, issuer, None, assertionEnv="WORKLOAD_JWT", clientId="w1") as one:
             assert await whoami(one) == "authorized"
-        async with pool(url, issuer, None, hook=hook) as two:
+        async with pool(url, issuer, None, hook=hook, clientId="w2", clientSecret="s") as two:
             assert await whoami(two) == "authorized"
     assert [f["assertion"] for f in issuer.token_forms] == [from_env, from_hook]
     assert issuer.token_forms[0]["client_id"] == "w1"  # a public client names itself
+    basic = "Basic " + base64.b64encode(b"w2:s").decode()  # a confidential one signs in
+    assert issuer.token_auth == [None, basic] and "client_id" not in issuer.token_forms[1]
     assert asked == [(issuer.base, url)] and set(issuer.schemes) == {"Bearer"}
 
 

@@ -30,7 +30,7 @@ from urllib.parse import parse_qs
 import anyio
 import httpx2
 from mcp.client.auth import OAuthFlowError
-from mcp.shared.auth import JWT_BEARER_GRANT_TYPE, OAuthClientInformationFull
+from mcp.shared.auth import JWT_BEARER_GRANT_TYPE
 
 from ._identity_assertion import AssertionHook
 from ._oauth_config import OAuthSettings
@@ -141,7 +141,9 @@ class WorkloadIdentity(BoundClientCredentials):
         assert settings.issuer is not None
         post = settings.token_endpoint_auth_method == "client_secret_post"
         # The SDK's client model needs an id; without one configured, this stands in,
-        # and is never sent (the JWT names the workload).
+        # and is never sent (the JWT names the workload). Without a secret the SDK adds
+        # no client authentication (as for "none"); `_perform_authorization` names a
+        # configured id in the form.
         client_id = settings.client_id or "workload-identity"
         super().__init__(
             server_url=url,
@@ -151,17 +153,6 @@ class WorkloadIdentity(BoundClientCredentials):
             token_endpoint_auth_method="client_secret_post" if post else "client_secret_basic",
             scope=settings.scope,
             issuer=settings.issuer,
-        )
-        secret = settings.client_secret
-        self._fixed_client_info = OAuthClientInformationFull(
-            redirect_uris=None,
-            client_id=client_id,
-            client_secret=secret,
-            grant_types=[JWT_BEARER_GRANT_TYPE],
-            token_endpoint_auth_method=("client_secret_post" if post else "client_secret_basic")
-            if secret
-            else "none",
-            scope=settings.scope,
         )
         self._settings = settings
         self._hook = hook
