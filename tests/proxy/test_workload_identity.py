@@ -128,6 +128,17 @@ async def test_a_missing_empty_or_malformed_workload_jwt_fails_the_start_and_ask
     assert issuer.token_forms == []
 
 
+async def test_without_a_jwt_source_or_hook_the_server_waits_and_says_what_is_missing(
+    proving: tuple[ProvingIssuer, str],
+) -> None:
+    issuer, url = proving
+    with anyio.fail_after(20):
+        async with pool(url, issuer, None) as waiting:
+            reason = waiting.needs_authorization["remote"]
+    assert "assertionFile" in reason and "oauth_assertion" in reason
+    assert issuer.token_forms == []
+
+
 async def test_a_refused_workload_jwt_is_named_and_not_retried_or_swapped_for_another_grant(
     proving: tuple[ProvingIssuer, str], tmp_path: Path
 ) -> None:
