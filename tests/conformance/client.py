@@ -9,7 +9,10 @@ from the context, and the pool's ``oauth_redirect`` hook follows the authorizati
 headlessly (one GET, the code read from the redirect), as the suite expects of a
 client. For SEP-990 (``auth/cross-app-access-complete-flow``) the pool's
 ``oauth_assertion`` hook is this app's leg 1: an RFC 8693 token exchange of the
-context's ID token at the context's identity provider, for an ID-JAG.
+context's ID token at the context's identity provider, for an ID-JAG. For SEP-1933
+(``auth/wif-jwt-bearer``) the entry's grant is ``workload_identity``, the context's
+workload JWT in a file its ``assertionFile`` names, as a platform would put it. DPoP
+(``auth/dpop``, ``auth/dpop-nonce``) needs no setting: the issuer's metadata asks for it.
 Then it does what the scenario asks: connect and list tools (the pool does
 both when it starts), and call the tools the context names (``toolCalls``) or the
 scenario's tool.
