@@ -194,3 +194,25 @@ async def test_a_hostile_nonce_answer_fails_the_start_with_the_reason(
             pass
     assert said in str(caught.value)
     assert len(issuer.token_forms) <= 2  # asked once more at most, never in a loop
+
+
+@pytest.mark.parametrize("proving", [{"challenge": "Bearer"}], indirect=True)
+async def test_an_identity_assertion_token_is_bound_and_proved_too(
+    proving: tuple[ProvingIssuer, str],
+) -> None:
+    issuer, url = proving
+    issuer.assertions = {"an-id-jag"}
+
+    async def id_jag(audience: str, resource: str) -> str:
+        return "an-id-jag"
+
+    oauth = {**MACHINE, "grantType": "identity_assertion", "issuer": issuer.base}
+    entry = {"type": "http", "url": url, "oauth": oauth}
+    with anyio.fail_after(20):
+        async with WorkerPool(
+            builtins=[], mcp_servers={"remote": entry}, oauth_assertion=id_jag
+        ) as started:
+            assert await whoami(started) == "authorized"
+    assert issuer.errors == [] and [f["assertion"] for f in issuer.token_forms] == ["an-id-jag"]
+    (proved,) = issuer.token_proofs
+    assert proved is not None and set(issuer.schemes) == {"DPoP"}

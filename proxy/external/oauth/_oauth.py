@@ -212,9 +212,16 @@ class ServerAuthorization:
             if self.settings.grant == "identity_assertion":
                 # A kept token that expired is refused (401): the SDK's provider then
                 # gets a new ID-JAG and exchanges it.
+                from ._dpop import DPoPBinding
+
                 self.store.fixed_client = configured_client(self.settings)
                 self._provider = identity_assertion_provider(
-                    self.url, self.settings, self.store, self._assertion, self._give_up
+                    self.url,
+                    self.settings,
+                    self.store,
+                    self._assertion,
+                    self._give_up,
+                    DPoPBinding(self.store),
                 )
                 return self._provider
             provider = self._provider = self._make_provider()
