@@ -33,7 +33,13 @@ from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
-from ._profile import add_profile_options, code_limits, search_embed, tool_profile
+from ._profile import (
+    add_profile_options,
+    code_limits,
+    search_embed,
+    search_learn,
+    tool_profile,
+)
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = [
@@ -395,6 +401,7 @@ def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
         "input_rounds": args.input_rounds,
         "apps": True,
         "search_embed": search_embed(args),
+        "search_learn": search_learn(args),
         "code_limits": code_limits(args),
     }
 

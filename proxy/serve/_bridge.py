@@ -59,7 +59,7 @@ from ._capabilities import client_capabilities, missing_capability, require_capa
 from ._code_mode import CODE_MODE_TOOLS, CodeMode
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._pass_through import PassThroughFeatures
-from ._search_mode import SearchMode
+from ._search_mode import SearchMode, search_session
 from ._selection import select_servers
 from ._served_results import ServedResults
 from ._served_tools import ServedTools
@@ -376,8 +376,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             # A tool the caller may not call is not found; named by `call_tool`, the
             # scope check says which scope it needs.
             visible = self.tools.visible(request_caller(ctx), served)
-            return await self._search.answer(arguments, visible)
-        return await self._search.target(arguments, served)
+            return await self._search.answer(arguments, visible, search_session(ctx))
+        return await self._search.target(arguments, served, search_session(ctx))
 
     def _declared(self, ctx: ServerRequestContext[Any], ask: ClientAsk) -> ClientAsk:
         """``ask`` for what the client of ``ctx`` declared it can answer: a tool's or an
