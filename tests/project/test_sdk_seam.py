@@ -19,6 +19,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from _sdk_tokens import MemoryTokens
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.server import _streamable_http_modern as _modern_http
@@ -256,31 +257,13 @@ async def test_the_sdks_http_client_carries_headers_and_auth_with_its_long_read(
         assert client.timeout.read == 3.0
 
 
-class _Kept:
-    """Token storage holding one grant (a refresh token and a registered client)."""
-
-    def __init__(self) -> None:
-        self.tokens = OAuthToken(access_token="kept", refresh_token="r1", expires_in=3600)
-        self.client = OAuthClientInformationFull(
-            client_id="c1", redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")]
-        )
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
 def _provider() -> OAuthClientProvider:
     metadata = OAuthClientMetadata(redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")])
-    return OAuthClientProvider("https://mcp.example/mcp", metadata, _Kept())
+    client = OAuthClientInformationFull(
+        client_id="c1", redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")]
+    )
+    kept = OAuthToken(access_token="kept", refresh_token="r1", expires_in=3600)
+    return OAuthClientProvider("https://mcp.example/mcp", metadata, MemoryTokens(client, kept))
 
 
 async def _first_request(provider: OAuthClientProvider, request: httpx2.Request) -> Any:
