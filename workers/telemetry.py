@@ -306,13 +306,17 @@ class WorkerTracing:
             # A tool's own spans (trace.get_tracer(...)) are recorded and sent too.
             trace.set_tracer_provider(provider)
 
-    def record_setup(self, started: int, carrier: Mapping[str, str]) -> None:
-        """Record `TRACING_SETUP`, from ``started`` (ns since the epoch) to now, as the
-        child of the span in ``carrier``; it goes out with that request's spans."""
+    def record_setup(self, started: int, carrier: Mapping[str, str], server: str) -> None:
+        """Record `TRACING_SETUP` of ``server``'s worker, from ``started`` (ns since the
+        epoch) to now, as the child of the span in ``carrier``; it goes out with that
+        request's spans."""
         from opentelemetry import propagate
 
         span = self.tracer.start_span(
-            TRACING_SETUP, context=propagate.extract(carrier), start_time=started
+            TRACING_SETUP,
+            context=propagate.extract(carrier),
+            attributes={SERVER_NAME: server},
+            start_time=started,
         )
         span.end()
 
@@ -444,11 +448,14 @@ class _Recorder:
     tracing: WorkerTracing | None = None
 
 
-def worker_tracing(carrier: Mapping[str, str] | None = None) -> WorkerTracing | None:
-    """This worker's recorder, made on the first traced request, whose trace context is
-    ``carrier`` (None when the OpenTelemetry SDK is not installed: requests then run
-    untraced). Making it takes a while (the SDK is imported): that time is a span of
-    its own, `TRACING_SETUP`, in the first request's trace."""
+def worker_tracing(carrier: Mapping[str, str] | None, server: str) -> WorkerTracing | None:
+    """This worker's recorder for a request whose trace context is ``carrier`` (None:
+    the request is untraced, and so is None here; also None when the OpenTelemetry SDK
+    is not installed). Made on the first traced request (to ``server``); that takes a
+    while (the SDK is imported), which is a span of its own, `TRACING_SETUP`, in that
+    request's trace."""
+    if carrier is None:
+        return None
     if not _Recorder.made:
         _Recorder.made = True
         started = time.time_ns()
@@ -460,7 +467,7 @@ def worker_tracing(carrier: Mapping[str, str] | None = None) -> WorkerTracing | 
                 "in the worker: its spans are not recorded (pip install 'nativemcp[otel]')"
             )
         else:
-            tracing.record_setup(started, carrier or {})
+            tracing.record_setup(started, carrier, server)
     return _Recorder.tracing
 
 

@@ -66,6 +66,9 @@ async def test_a_first_call_shows_the_workers_tracing_setup_and_the_stores_openi
     # The setup comes before the server span, beside it under the client span; the
     # storage opens inside the call, under its server span.
     assert _is_child(setup, client) and _is_child(server, client)
+    # Named for its server as the worker's server span is.
+    named = [dict(span.attributes or {})["nativemcp.server.name"] for span in (setup, server)]
+    assert named == ["content-store", "content-store"]
     assert (setup.end_time or 0) <= (server.start_time or 0)
     assert _is_child(opening, server)
     assert (server.start_time or 0) <= (opening.start_time or 0)
