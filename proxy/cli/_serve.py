@@ -408,7 +408,8 @@ def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
-    from ..serve._transports import TOKEN_ENV, serve_stdio
+    from ..serve._defaults import TOKEN_ENV
+    from ..serve._transports import serve_stdio
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -517,8 +518,9 @@ async def _serve_http(
     import uvicorn
 
     from ..serve._deadlines import deadline_protocol
+    from ..serve._defaults import TOKEN_ENV
     from ..serve._graceful import GracefulServer
-    from ..serve._transports import TOKEN_ENV, Drain, http_app
+    from ..serve._transports import Drain, http_app
 
     # Replicas behind a load balancer share the content store and planning in
     # --database-url.

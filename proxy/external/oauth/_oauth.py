@@ -38,6 +38,7 @@ import anyio.abc
 
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
+from ..._sdk_seam import set_token_expiry
 from ._identity_assertion import AssertionHook, identity_assertion_provider
 from ._loopback_callback import CALLBACK_PATH, LoopbackCallback
 from ._oauth_config import OAuthSettings
@@ -229,7 +230,7 @@ class ServerAuthorization:
             # token that expired while nothing ran is refreshed before it is sent.
             expires_at = self.store.expires_at()
             if expires_at is not None:
-                provider.context.token_expiry_time = expires_at
+                set_token_expiry(provider, expires_at)
         return self._provider
 
     def _make_provider(self) -> IssuerBound:

@@ -44,6 +44,7 @@ from mcp.client.auth.utils import (
 from mcp.shared.auth import OAuthClientMetadata
 from pydantic import PrivateAttr
 
+from ..._sdk_seam import is_the_request, set_token_expiry
 from ._dpop import DPoPBinding
 
 __all__ = [
@@ -138,7 +139,7 @@ async def bounded_flow(
     try:
         outgoing = await flow.__anext__()
         while True:
-            if outgoing is request:
+            if is_the_request(outgoing, request):
                 if dpop is not None:
                     dpop.prove(request)
                 response = yield outgoing
@@ -310,22 +311,22 @@ class RefreshingProvider(IssuerBound):
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
-                sent += outgoing is request
+                sent += is_the_request(outgoing, request)
                 if sent == 2 and response.status_code == 401:
                     raise self.refused(_refusal(response))
                 step_up = (
-                    outgoing is request
+                    is_the_request(outgoing, request)
                     and response.status_code == 403
                     and extract_field_from_www_auth(response, "error") == "insufficient_scope"
                 )
-                if outgoing is request:
+                if is_the_request(outgoing, request):
                     self.stepping_up = step_up
                 if step_up and not self.can_ask():
                     self.scope_refused = extract_field_from_www_auth(response, "scope") or "?"
                     return  # the 403 stands: that one request needs a wider grant
                 if (
                     not refreshed
-                    and outgoing is request
+                    and is_the_request(outgoing, request)
                     and response.status_code == 401
                     and "authorization" in request.headers
                     and self.context.can_refresh_token()
@@ -333,7 +334,7 @@ class RefreshingProvider(IssuerBound):
                     refreshed, sent = True, 0
                     await flow.aclose()
                     del request.headers["authorization"]
-                    self.context.token_expiry_time = _EXPIRED
+                    set_token_expiry(self, _EXPIRED)
                     flow = super()._flow(request)
                     outgoing = await flow.__anext__()
                     continue
