@@ -54,8 +54,8 @@ async def test_code_mode_lists_three_meta_tools_that_search_describe_and_run_a_p
                 assert "- shapes__move: Move a point right by dx." in found
                 stubs = _text(await client.call_tool("describe_tools", {"names": ["shapes__move"]}))
                 assert stubs == (
-                    "async def shapes__move(*, point: {x: int, y: int}, dx: int = 1) -> "
-                    '{x: int, y: int}:\n    """Move a point right by dx."""\n'
+                    "async def shapes__move(point:{x:int,y:int},dx:int=1)->{x:int,y:int}:"
+                    '"""Move a point right by dx."""\n'
                 )
                 ran = await client.call_tool("run_code", {"code": PROGRAM})
                 assert not ran.is_error
