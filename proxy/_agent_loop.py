@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import anyio
+import msgspec
 
 from nativemcp.protocol import (
     ArgumentsError,
@@ -50,6 +51,7 @@ from .codemode import (
     code_response,
     code_search_response,
     code_tools,
+    named_progress,
     read_code,
     read_describe,
     tool_stubs,
@@ -580,8 +582,14 @@ class AgentLoop:
         if clash:
             raise ValueError(f"inputs named like tools: {', '.join(clash)}")
 
+        names = {tool.name: name for name, tool in tools.items()}
+
         async def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
-            return await self._pool.call_tool(full_name, arguments, options=options)
+            each = options
+            if options is not None and options.on_progress is not None:  # say whose
+                named = named_progress(options.on_progress, names[full_name])
+                each = msgspec.structs.replace(options, on_progress=named)
+            return await self._pool.call_tool(full_name, arguments, options=each)
 
         limits = limits or self._pool.config.code_limits
         return await self._code_sandbox.run(

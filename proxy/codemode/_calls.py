@@ -33,7 +33,15 @@ from ..telemetry import TRACING
 from ._limits import CodeLimits
 from ._result import CodeResult, InnerCall
 
-__all__ = ["RunState", "chosen_tools", "code_tools", "plain", "python_names", "run_span"]
+__all__ = [
+    "RunState",
+    "chosen_tools",
+    "code_tools",
+    "named_progress",
+    "plain",
+    "python_names",
+    "run_span",
+]
 
 _NOT_IDENTIFIER: Final = re.compile(r"\W")
 
@@ -54,6 +62,20 @@ def python_names(full_names: Iterable[str]) -> dict[str, str]:
             name = f"{base}_{n}"
         names[name] = full
     return names
+
+
+def named_progress(
+    report: Callable[[float, float | None, str | None], Any], name: str
+) -> Callable[[float, float | None, str | None], Any]:
+    """``report`` for one inner call: its message led by ``name``, the identifier the
+    program called (``shapes__count: step 2``; without a message, ``shapes__count:
+    2/3``), so whoever follows a run's progress knows which call it is of."""
+
+    def named(progress: float, total: float | None, message: str | None) -> Any:
+        said = message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}")
+        return report(progress, total, f"{name}: {said}")
+
+    return named
 
 
 def run_span(tools: Mapping[str, Tool]) -> contextlib.AbstractContextManager[Any]:
