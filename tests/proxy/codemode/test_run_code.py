@@ -17,7 +17,7 @@ from _telemetry import Recorded
 from opentelemetry.trace import SpanKind
 
 from nativemcp.protocol import CodeError, UnknownTool
-from nativemcp.proxy import WorkerPool
+from nativemcp.proxy import CallOptions, WorkerPool
 from nativemcp.proxy.codemode import CodeResult
 from nativemcp.proxy.tool_search import ToolProfile
 
@@ -164,3 +164,16 @@ async def test_describe_tools_gives_typed_stubs_by_full_name_or_identifier(
     # A list the SDK wraps as {"result": [...]} arrives bare, and its stub says so.
     assert "async def testing__items(count:int=20)->list[Content]:" in stubs
     assert stubs.startswith("# await tool(k=v), keywords only; asyncio.gather runs calls")
+
+
+async def test_each_inner_calls_progress_reaches_the_run_naming_the_call(pool: WorkerPool) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+    options = CallOptions(on_progress=lambda p, t, m: seen.append((p, t, m)))
+    program = (
+        "import asyncio\n"
+        "await testing__progress(steps=2)\n"
+        "await asyncio.gather(testing__progress(steps=1), testing__progress(steps=1))"
+    )
+    await pool.run_code(program, options=options)
+    assert seen[:2] == [(1, 2, "testing__progress: step 1"), (2, 2, "testing__progress: step 2")]
+    assert seen[2:] == [(1, 1, "testing__progress: step 1")] * 2
