@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Protocol
 
+import msgspec
+
 from nativemcp.protocol import (
     ArgumentsError,
     CodeError,
@@ -48,6 +50,7 @@ from .codemode import (
     code_response,
     code_search_response,
     code_tools,
+    named_progress,
     read_code,
     read_describe,
     tool_stubs,
@@ -135,9 +138,7 @@ class AgentLoop:
         self._pool.catalog  # noqa: B018  (raises ServerClosed once the pool is closed)
 
     async def aclose(self) -> None:
-        """Stop code mode's sandbox processes and close the learned queries' database.
-
-        The sandbox processes start with the first `run_code`."""
+        """Stop code mode's sandbox processes and close the learned queries' database."""
         self._index.close()
         await self._code_sandbox.aclose()
 
@@ -168,18 +169,17 @@ class AgentLoop:
         return await self._index.fresh()
 
     def searched(self, session: Hashable, query: str) -> None:
-        """Note that ``session`` searched for ``query``, for the call it makes next.
+        """Note that ``session`` (a conversation, a client) searched for ``query``.
 
-        ``session``: a conversation, a client session. With ``search_learn``, that call
-        keeps the query (see `learn_call`); else this does nothing."""
+        With ``search_learn`` its next call keeps the query (see `learn_call`)."""
         self._index.searched(session, query)
 
     async def learn_call(self, session: Hashable, full_name: str) -> bool:
         """Keep ``session``'s last search as words of ``full_name``, which it calls now.
 
         With ``search_learn``, the next search worded so finds that tool. False where
-        nothing was kept (learning off, no recent search, an unfit query, a data folder
-        or database that cannot be written: logged)."""
+        nothing was kept (learning off, no recent search, an unfit query, a write that
+        failed: logged)."""
         return await self._index.learn_call(session, full_name)
 
     def _indexed(self) -> list[IndexedTool]:
@@ -584,8 +584,14 @@ class AgentLoop:
         if clash:
             raise ValueError(f"inputs named like tools: {', '.join(clash)}")
 
+        names = {tool.name: name for name, tool in tools.items()}
+
         async def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
-            return await self._pool.call_tool(full_name, arguments, options=options)
+            each = options
+            if options is not None and options.on_progress is not None:  # say whose
+                named = named_progress(options.on_progress, names[full_name])
+                each = msgspec.structs.replace(options, on_progress=named)
+            return await self._pool.call_tool(full_name, arguments, options=each)
 
         limits = limits or self._pool.config.code_limits
         return await self._code_sandbox.run(
