@@ -33,7 +33,13 @@ from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
-from ._profile import add_profile_options, code_limits, search_embed, tool_profile
+from ._profile import (
+    add_profile_options,
+    code_limits,
+    search_embed,
+    search_learn,
+    tool_profile,
+)
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = [
@@ -402,13 +408,15 @@ def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
         "input_rounds": args.input_rounds,
         "apps": True,
         "search_embed": search_embed(args),
+        "search_learn": search_learn(args),
         "code_limits": code_limits(args),
     }
 
 
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
-    from ..serve._transports import TOKEN_ENV, serve_stdio
+    from ..serve._defaults import TOKEN_ENV
+    from ..serve._transports import serve_stdio
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -517,8 +525,9 @@ async def _serve_http(
     import uvicorn
 
     from ..serve._deadlines import deadline_protocol
+    from ..serve._defaults import TOKEN_ENV
     from ..serve._graceful import GracefulServer
-    from ..serve._transports import TOKEN_ENV, Drain, http_app
+    from ..serve._transports import Drain, http_app
 
     # Replicas behind a load balancer share the content store and planning in
     # --database-url.

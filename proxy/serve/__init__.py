@@ -33,7 +33,7 @@ names of `nativemcp.protocol` and `nativemcp.workers`; the pool core never impor
 
 from ._bridge import McpBridge as McpBridge
 from ._deadlines import deadline_protocol as deadline_protocol
-from ._transports import TOKEN_ENV as TOKEN_ENV
+from ._defaults import TOKEN_ENV as TOKEN_ENV
 from ._transports import http_app as http_app
 from ._transports import serve_stdio as serve_stdio
 from .auth import Authorization as Authorization

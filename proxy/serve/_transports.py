@@ -39,12 +39,13 @@ from ..llm._budget import check_budget
 from ..tool_search import ToolProfile
 from ._bridge import McpBridge
 from ._client_sessions import ClientSessions
-from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
-from ._defaults import DEFAULT_MAX_TASK_TTL as DEFAULT_MAX_TASK_TTL
-from ._defaults import DEFAULT_MAX_TASKS as DEFAULT_MAX_TASKS
-from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
-from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
-from ._defaults import TOKEN_ENV as TOKEN_ENV
+from ._defaults import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_TASK_TTL,
+    DEFAULT_MAX_TASKS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SESSIONS_PER_CLIENT,
+)
 from ._edge import McpApp
 from ._request_ids import RequestIds
 from ._search_mode import warn_unmatched
@@ -55,12 +56,6 @@ from .fast import FastPath
 from .tasks import check_task_limits
 
 __all__ = [
-    "DEFAULT_MAX_BODY",
-    "DEFAULT_MAX_TASKS",
-    "DEFAULT_MAX_TASK_TTL",
-    "DEFAULT_SESSIONS_PER_CLIENT",
-    "DEFAULT_SESSION_IDLE_TIMEOUT",
-    "TOKEN_ENV",
     "Drain",
     "http_app",
     "serve_stdio",
