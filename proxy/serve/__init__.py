@@ -17,8 +17,9 @@ by concern:
   Each part is given what it reads in its constructor; none reads another's private
   attributes;
 - the transports: `_transports` (stdio and the Streamable HTTP app with its Host,
-  Origin, token and size checks), `_request_ids` (requests whose id no client can
-  match), `_deadlines` (read deadlines on HTTP connections), `_client_sessions`
+  Origin, token and size checks), `_edge` (the app's POSTs to its endpoint taken before
+  Starlette's routing), `_request_ids` (requests whose id no client can
+  match), `_deadlines` (read deadlines on HTTP connections, on httptools or h11), `_client_sessions`
   (sessions per client), `_graceful` (draining on SIGTERM) and `_defaults`;
 - `auth/`: serve as an OAuth 2.1 protected resource (tokens, the caller, scopes);
 - `tasks/`: task-augmented calls in both protocol eras, and their rows in PostgreSQL;

@@ -149,6 +149,8 @@ class ServerAuthorization:
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | httpx2.Auth | None = None
+        if settings.grant == "workload_identity":
+            folder = None  # SEP-1933: its tokens are not persisted; a restart asks anew
         self.store = GrantStore(folder, url, client_id=settings.client_id, issuer=self._issuer)
         self._callback: LoopbackCallback | None = None
         self._state: str | None = None  # of the authorization request under way
@@ -211,9 +213,16 @@ class ServerAuthorization:
             if self.settings.grant == "identity_assertion":
                 # A kept token that expired is refused (401): the SDK's provider then
                 # gets a new ID-JAG and exchanges it.
+                from ._dpop import DPoPBinding
+
                 self.store.fixed_client = configured_client(self.settings)
                 self._provider = identity_assertion_provider(
-                    self.url, self.settings, self.store, self._assertion, self._give_up
+                    self.url,
+                    self.settings,
+                    self.store,
+                    self._assertion,
+                    self._give_up,
+                    DPoPBinding(self.store),
                 )
                 return self._provider
             provider = self._provider = self._make_provider()
@@ -225,9 +234,10 @@ class ServerAuthorization:
         return self._provider
 
     def _make_provider(self) -> IssuerBound:
+        from ._dpop import DPoPBinding
         from ._refresh_on_401 import EntryScopes, RefreshingProvider
 
-        provider = self._client_credentials_provider() or RefreshingProvider(
+        provider = self._machine_provider() or RefreshingProvider(
             server_url=self.url,
             client_metadata=self._client_metadata(),
             storage=self.store,
@@ -244,7 +254,16 @@ class ServerAuthorization:
         # A refresh goes to the kept grant's issuer only, never to the MCP server.
         provider.kept_issuer = self.store.refresh_issuer
         provider.give_up = self._give_up
+        provider.dpop = DPoPBinding(self.store)
         return provider
+
+    def _machine_provider(self) -> IssuerBound | None:
+        """The provider of an entry no person signs in for (None: authorization code)."""
+        if self.settings.grant != "workload_identity":
+            return self._client_credentials_provider()
+        from ._workload_identity import WorkloadIdentity
+
+        return WorkloadIdentity(self.url, self.settings, self.store, self._assertion, self._give_up)
 
     def _client_credentials_provider(self) -> IssuerBound | None:
         """The provider of a ``client_credentials`` entry (None: another grant)."""

@@ -45,6 +45,7 @@ from mcp.shared.auth import OAuthClientMetadata
 from pydantic import PrivateAttr
 
 from ..._sdk_seam import is_the_request, set_token_expiry
+from ._dpop import DPoPBinding
 
 __all__ = [
     "BoundClientCredentials",
@@ -124,11 +125,14 @@ async def bounded_flow(
     *,
     before: Callable[[], Awaitable[None]] | None = None,
     check: Callable[[httpx2.Request], None] | None = None,
+    dpop: DPoPBinding | None = None,
 ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
     """An SDK auth flow (``make_flow(request)``) as httpx drives it, but with every
     request of its own (discovery, registration, token) sent here by `send_bounded`,
     after ``check`` (which raises to stop it); only ``request`` goes through the MCP
-    client. ``before`` runs first."""
+    client. ``before`` runs first. With ``dpop``, token requests and the MCP requests
+    carry its proofs, and a ``use_dpop_nonce`` refusal is answered here, unseen by the
+    SDK's flow (which would take the 401 for a refused token)."""
     if before is not None:
         await before()
     flow = make_flow(request)
@@ -136,11 +140,20 @@ async def bounded_flow(
         outgoing = await flow.__anext__()
         while True:
             if is_the_request(outgoing, request):
-                outgoing = await flow.asend((yield outgoing))
+                if dpop is not None:
+                    dpop.prove(request)
+                response = yield outgoing
+                if dpop is not None and dpop.resend(response):
+                    dpop.prove(request)  # now with the nonce the refusal gave
+                    response = yield request
+                outgoing = await flow.asend(response)
                 continue
             if check is not None:
                 check(outgoing)
-            outgoing = await flow.asend(await send_bounded(outgoing))
+            if dpop is not None:
+                outgoing = await flow.asend(await dpop.send(outgoing, send_bounded))
+            else:
+                outgoing = await flow.asend(await send_bounded(outgoing))
     except StopAsyncIteration:
         return
     finally:
@@ -158,11 +171,15 @@ class IssuerBound(OAuthClientProvider):
     give_up: Callable[[str], Exception] = staticmethod(OAuthRegistrationError)
     """The error to raise, given why, when the flow cannot go on without a change to
     the entry (an issuer that offers no dynamic registration)."""
+    dpop: DPoPBinding | None = None
+    """The server's DPoP state (None: no proofs, bearer tokens only)."""
 
     def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        return bounded_flow(request, self._flow, before=self._discover, check=self._check)
+        return bounded_flow(
+            request, self._flow, before=self._discover, check=self._check, dpop=self.dpop
+        )
 
     async def _discover(self) -> None:
         """Read the kept grant's issuer's metadata, if a refresh token is kept and

@@ -207,6 +207,9 @@ class GrantStore:
         """The configured client, if any: it is the client, whatever a file says, and
         its secret stays in the configuration (never written here)."""
         self._handed_out: str | None = None  # the access token this process last used
+        self.dpop_key: dict[str, Any] | None = None
+        """The private JWK the tokens are bound to (DPoP, RFC 9449), kept beside them
+        (None: bearer tokens); read with them, and written with the next ones."""
 
     # -- finding and writing the file ---------------------------------------------------
 
@@ -257,7 +260,9 @@ class GrantStore:
         if not stored.get("access_token"):
             return None
         self._handed_out = stored["access_token"]
-        fields = {k: v for k, v in stored.items() if k != "expires_at"}
+        key = stored.get("dpop_key")
+        self.dpop_key = key if isinstance(key, dict) else None
+        fields = {k: v for k, v in stored.items() if k not in ("expires_at", "dpop_key")}
         expires_at = stored.get("expires_at")
         if isinstance(expires_at, int | float):
             fields["expires_in"] = int(expires_at - time.time())
@@ -296,6 +301,8 @@ class GrantStore:
         expires_in = record.pop("expires_in", None)
         if expires_in is not None:
             record["expires_at"] = time.time() + float(expires_in)
+        if self.dpop_key is not None:
+            record["dpop_key"] = self.dpop_key
         grant.resources()[self.resource] = record
         self._save(grant, old)
         self._handed_out = tokens.access_token
@@ -348,6 +355,7 @@ class GrantStore:
             return True
         grant.resources()[self.resource] = {}
         self._save(grant, grant.key)
+        self.dpop_key = None
         return True
 
     def forget(self) -> bool:
