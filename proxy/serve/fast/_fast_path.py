@@ -8,10 +8,12 @@ answers the requests that need nothing but the pool
 (``tools/list``, ``resources/list`` and ``read``, ``prompts/list`` and ``get``,
 ``server/discover``, and on a stateless app (``--stateless``) ``tools/call``, which
 elsewhere may suspend for its client's input) straight from the bridge: the body is
-decoded with msgspec, the SDK's own checks accept or refuse it
-(`TransportSecurityMiddleware`, `classify_inbound_request`, the per-version surface of
-`mcp_types.methods`, ``Mcp-Param-*`` headers), the bridge's own methods run the call
-and build the result, and the result is shaped as the SDK shapes it
+decoded with msgspec, the SDK's checks accept or refuse it
+(`TransportSecurityMiddleware`, the per-version surface of `mcp_types.methods`,
+``Mcp-Param-*`` headers; the routing headers and a plain result by our own code,
+`_own_checks`, held equal to the SDK's `classify_inbound_request` and surface check),
+the bridge's own methods run the call and build the result, and the result is shaped
+as the SDK shapes it
 (`serialize_server_result`, ``resultType``, the ``serverInfo`` stamp).
 
 Whatever is not plainly such a request goes to the SDK path untouched, decided per
