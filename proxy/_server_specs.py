@@ -13,6 +13,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 import anyio
@@ -30,11 +31,15 @@ from ._worker import WorkerProcess
 from .external import (
     AssertionHook,
     ClientSide,
+    Consents,
     ExternalServer,
     ExternalServerSpec,
+    GrantPlace,
     RedirectHook,
     ServerAuthorization,
+    UserServers,
     grant_place,
+    user_grants,
 )
 
 __all__ = [
@@ -145,9 +150,11 @@ class ExternalSpec:
         client_side: ClientSide,
         max_frame: int,
         authorization: ServerAuthorization | None = None,
+        users: tuple[Path | GrantPlace | None, Consents] | None = None,
     ) -> None:
         self.label = spec.name
         self._authorization = authorization
+        self._users = users
         self.required = spec.required
         self._spec = spec
         self._start_timeout = start_timeout
@@ -156,15 +163,22 @@ class ExternalSpec:
         self._max_frame = max_frame
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        server = ExternalServer(
+        if self._users is not None:
+            grants, consents = self._users
+            user_grants(grants, ("", ""))  # a place that cannot keep them fails now
+            each = UserServers(self._spec, make=self._server, grants=grants, consents=consents)
+            return await supervised(task_group, each)
+        return await supervised(task_group, self._server(self._authorization))
+
+    def _server(self, authorization: ServerAuthorization | None) -> ExternalServer:
+        return ExternalServer(
             self._spec,
             start_timeout=self._start_timeout,
             restart=self._restart,
             client_side=self._client_side,
             max_frame=self._max_frame,
-            authorization=self._authorization,
+            authorization=authorization,
         )
-        return await supervised(task_group, server)
 
 
 def server_specs(
@@ -191,6 +205,7 @@ def server_specs(
                 )
             )
     grants = grant_place(config.data_dir, config.database_url)
+    consents = Consents()  # one serve's callback finishes every per-user server's
     specs.extend(
         ExternalSpec(
             spec,
@@ -206,8 +221,9 @@ def server_specs(
                 redirect,
                 assertion,
             )
-            if spec.oauth is not None and spec.url is not None
+            if spec.oauth is not None and spec.url is not None and spec.grant_scope == "pool"
             else None,
+            (grants, consents) if spec.grant_scope == "user" else None,
         )
         for spec in config.external
     )

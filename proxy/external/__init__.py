@@ -9,7 +9,8 @@ stack's log lines without the values of variables), `_stdio` (the stdio transpor
 with its frame and line limits and process-group cleanup), `_stderr` (a stdio
 server's stderr, logged and its tail kept), `_client_side` (the
 server's requests back to the pool: sampling, elicitation, roots), `_authorizations`
-(the pool's side of servers that need authorization), `_tasks`
+(the pool's side of servers that need authorization), `_per_user` (`UserServers`:
+a server serve calls as each of its users, on a connection per user), `_tasks`
 (task-augmented calls), `_tool_listing` (tools a server lists that cannot be
 offered), and a room of its own for OAuth to remote servers (`oauth/`: the entry's ``oauth``
 settings, `ServerAuthorization` on the SDK's ``mcp.client.auth``, a server waiting for
@@ -26,10 +27,13 @@ from ._client_side import roots_answer as roots_answer
 from ._mcp_config import ExternalServerSpec as ExternalServerSpec
 from ._mcp_config import expand_variables as expand_variables
 from ._mcp_config import load_mcp_servers as load_mcp_servers
+from ._per_user import UserServers as UserServers
 from ._server import ExternalServer as ExternalServer
 from ._tasks import accepts_task as accepts_task
+from .oauth import CALLBACK_ROUTE as CALLBACK_ROUTE
 from .oauth import GRANTS_FOLDER as GRANTS_FOLDER
 from .oauth import AssertionHook as AssertionHook
+from .oauth import Consents as Consents
 from .oauth import GrantPlace as GrantPlace
 from .oauth import GrantStore as GrantStore
 from .oauth import GrantTable as GrantTable
@@ -42,13 +46,16 @@ from .oauth import expiry_text as expiry_text
 from .oauth import grant_place as grant_place
 from .oauth import login_hint as login_hint
 from .oauth import revoke as revoke
+from .oauth import user_grants as user_grants
 
 __all__ = [
+    "CALLBACK_ROUTE",
     "DEFAULT_INPUT_ROUNDS",
     "GRANTS_FOLDER",
     "AssertionHook",
     "Authorizations",
     "ClientSide",
+    "Consents",
     "ExternalServer",
     "ExternalServerSpec",
     "GrantPlace",
@@ -58,6 +65,7 @@ __all__ = [
     "OAuthSettings",
     "RedirectHook",
     "ServerAuthorization",
+    "UserServers",
     "accepts_task",
     "configured_client",
     "expand_variables",
@@ -67,4 +75,5 @@ __all__ = [
     "login_hint",
     "revoke",
     "roots_answer",
+    "user_grants",
 ]

@@ -5,8 +5,10 @@
 ``needs_authorization`` tool a server lists while it waits), `_refresh_on_401` (the
 SDK's providers bound to one issuer: a refresh on a 401, token answers held to a size
 and a time), `_identity_assertion` (SEP-990's ID-JAG grant), `_loopback_callback` (the
-browser's way back to a local port), `_authorization_wait` (`GrantWait`, a server waiting for a
-grant, and its way back) and `_token_store` (the grants kept in the data folder, or in
+browser's way back to a local port), `_consent` (a user's consent, finished at
+serve's callback), `_token_exchange` (RFC 8693 for a caller's token), `_user_grants`
+(each user's grants apart), `_authorization_wait` (`GrantWait`, a server waiting for
+a grant, and its way back) and `_token_store` (the grants kept in the data folder, or in
 PostgreSQL: `_token_table`). This room imports the public names of
 `nativemcp.protocol` and `nativemcp.workers`, the official SDK's auth client, and
 nothing of the pool; the rest of `external/` imports it by the names below.
@@ -14,6 +16,10 @@ nothing of the pool; the rest of `external/` imports it by the names below.
 
 from ._authorization_wait import GrantWait as GrantWait
 from ._authorization_wait import first_of as first_of
+from ._consent import CALLBACK_ROUTE as CALLBACK_ROUTE
+from ._consent import Consent as Consent
+from ._consent import Consents as Consents
+from ._consent import UserKey as UserKey
 from ._identity_assertion import AssertionHook as AssertionHook
 from ._oauth import UNAVAILABLE_TOOL as UNAVAILABLE_TOOL
 from ._oauth import NeedsAuthorization as NeedsAuthorization
@@ -32,11 +38,15 @@ from ._token_store import GrantPlace as GrantPlace
 from ._token_store import GrantStore as GrantStore
 from ._token_table import GrantTable as GrantTable
 from ._token_table import grant_place as grant_place
+from ._user_grants import user_grants as user_grants
 
 __all__ = [
+    "CALLBACK_ROUTE",
     "GRANTS_FOLDER",
     "UNAVAILABLE_TOOL",
     "AssertionHook",
+    "Consent",
+    "Consents",
     "GrantPlace",
     "GrantStore",
     "GrantTable",
@@ -45,6 +55,7 @@ __all__ = [
     "OAuthSettings",
     "RedirectHook",
     "ServerAuthorization",
+    "UserKey",
     "configured_client",
     "expiry_text",
     "first_of",
@@ -54,4 +65,5 @@ __all__ = [
     "revoke",
     "unavailable_response",
     "unavailable_tool",
+    "user_grants",
 ]

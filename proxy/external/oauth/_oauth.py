@@ -128,6 +128,10 @@ class ServerAuthorization:
         redirect: the pool's redirect hook (None: no person can be asked).
         assertion: the pool's hook for an identity assertion (an ID-JAG), for the
             ``identity_assertion`` grant (None: such a server needs authorization).
+        redirect_uri: where the browser comes back, when not to a loopback port:
+            serve's own callback, for a grant per user (read when the provider is made).
+        subject_token: the token a ``token_exchange`` grant exchanges (the caller's,
+            read at each exchange).
     """
 
     def __init__(
@@ -138,6 +142,9 @@ class ServerAuthorization:
         folder: Path | GrantPlace | None,
         redirect: RedirectHook | None = None,
         assertion: AssertionHook | None = None,
+        *,
+        redirect_uri: Callable[[], str] | None = None,
+        subject_token: Callable[[], str | None] | None = None,
     ) -> None:
         self.server = server
         self.url = url
@@ -145,6 +152,8 @@ class ServerAuthorization:
         logging.getLogger("mcp.client.auth.oauth2").addFilter(_QUIET)  # added once
         self._redirect = redirect
         self._assertion = assertion
+        self._served_redirect = redirect_uri
+        self._subject_token = subject_token
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | httpx2.Auth | None = None
@@ -207,6 +216,15 @@ class ServerAuthorization:
             ValueError: the settings cannot make a provider (a bad private key).
         """
         if self._provider is None:
+            if self.settings.grant == "token_exchange":
+                from ._token_exchange import TokenExchange
+
+                assert self._subject_token is not None  # a per-user entry's, given one
+                self.store.fixed_client = configured_client(self.settings)
+                self._provider = TokenExchange(
+                    self.url, self.settings, self.store, self._subject_token, self._give_up
+                )
+                return self._provider
             if self.settings.grant == "identity_assertion":
                 # A kept token that expired is refused (401): the SDK's provider then
                 # gets a new ID-JAG and exchanges it.
@@ -306,6 +324,8 @@ class ServerAuthorization:
         )
 
     def _redirect_uri(self) -> str:
+        if self._served_redirect is not None:
+            return self._served_redirect()  # serve's callback: no port of our own
         self.close()
         port = self.settings.callback_port or _stored_port(self.store.stored_client())
         callback = self._callback = LoopbackCallback(port)  # None: a free port, bound now
@@ -330,12 +350,18 @@ class ServerAuthorization:
         states = parse_qs(urlsplit(authorization_url).query).get("state")
         self._state = states[0] if states else None
         callback = self._callback
-        assert callback is not None  # made with the redirect URI
-        try:
-            callback.listen()  # before the person goes: a quick browser finds it
-        except OSError as exc:
-            raise self._give_up(f"cannot listen on {callback.uri}: {exc.strerror or exc}") from None
+        if callback is not None:  # else serve's callback: the hook waits for it there
+            try:
+                callback.listen()  # before the person goes: a quick browser finds it
+            except OSError as exc:
+                reason = f"cannot listen on {callback.uri}: {exc.strerror or exc}"
+                raise self._give_up(reason) from None
         self.person_done = anyio.Event()
+        await self._hand_over(authorization_url)
+
+    async def _hand_over(self, authorization_url: str) -> None:
+        """Give the person's way to the hook; note where the browser came back to."""
+        assert self._redirect is not None  # checked by the caller
         try:
             outcome = self._redirect(authorization_url)
             if inspect.isawaitable(outcome):
@@ -405,10 +431,12 @@ class ServerAuthorization:
         from mcp.shared.auth import AuthorizationCodeResult
 
         callback = self._callback
-        assert callback is not None  # made with the redirect URI
         try:
             target = self._redirected_to
+            if target is None and callback is None:
+                raise self._give_up("nobody came back from the browser in time")
             if target is None:
+                assert callback is not None  # made with the redirect URI
                 with anyio.move_on_after(CALLBACK_WAIT):
                     target = await callback.wait(self._state)
                 if target is None:

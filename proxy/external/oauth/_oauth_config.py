@@ -10,7 +10,10 @@ Two spellings are read, the first one present wins:
   ``"grantType": "identity_assertion"`` for SEP-990 enterprise-managed authorization
   (an ID-JAG from the enterprise identity provider, got by the pool's
   ``oauth_assertion`` hook, exchanged at ``"issuer"`` with ``"clientId"`` and
-  ``"clientSecret"``);
+  ``"clientSecret"``); and ``"grantType": "token_exchange"`` (RFC 8693, for an entry
+  with ``"grantScope": "user"`` behind ``serve --auth-issuer``: serve exchanges each
+  caller's access token at ``"issuer"`` for one whose audience is the server, or
+  ``"audience"`` where the upstream names itself otherwise);
 - Cursor's ``"auth": {"CLIENT_ID", "CLIENT_SECRET", "scopes"}``.
 
 Every string takes ``${VAR}`` expansion, so a secret lives in the environment and never
@@ -27,13 +30,16 @@ import msgspec
 
 __all__ = ["GrantType", "OAuthSettings", "TokenEndpointAuthMethod", "read_oauth_settings"]
 
-GrantType = Literal["authorization_code", "client_credentials", "identity_assertion"]
+GrantType = Literal[
+    "authorization_code", "client_credentials", "identity_assertion", "token_exchange"
+]
 TokenEndpointAuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
 
 _GRANTS: Final[tuple[GrantType, ...]] = (
     "authorization_code",
     "client_credentials",
     "identity_assertion",
+    "token_exchange",
 )
 _METHODS: Final[tuple[TokenEndpointAuthMethod, ...]] = (
     "client_secret_basic",
@@ -54,6 +60,7 @@ _CLAUDE: Final[dict[str, str]] = {
     "signingAlgorithm": "signing_algorithm",
     "tokenEndpointAuthMethod": "token_endpoint_auth_method",
     "issuer": "issuer",
+    "audience": "audience",
 }
 _CURSOR: Final[dict[str, str]] = {
     "CLIENT_ID": "client_id",
@@ -88,7 +95,10 @@ class OAuthSettings(msgspec.Struct, frozen=True, kw_only=True):
     issuer: str | None = None
     """The authorization server a client-credentials client's secret or key is sent to
     (None: whichever the server names); required for ``identity_assertion``, whose
-    authorization server is configuration, never discovery."""
+    authorization server is configuration, never discovery; and for
+    ``token_exchange``, where each caller's token is exchanged."""
+    audience: str | None = None
+    """The ``audience`` a ``token_exchange`` asks for (None: the server's URL)."""
 
     def __repr__(self) -> str:
         secret = "set" if self.client_secret else None
@@ -182,6 +192,15 @@ def _settings(
         raise fail(f"'{key}.privateKey' is for 'grantType': 'client_credentials'")
     if grant == "identity_assertion":
         _check_identity_assertion(key, fields, fail)
+    if grant == "token_exchange":
+        for name, field in (("clientId", "client_id"), ("issuer", "issuer")):
+            if not fields.get(field):
+                raise fail(
+                    f"'{key}.grantType' token_exchange needs '{key}.{name}' (the client "
+                    "serve is at the upstream's issuer, and that issuer's URL)"
+                )
+    elif fields.get("audience"):
+        raise fail(f"'{key}.audience' is for 'grantType': 'token_exchange'")
     return OAuthSettings(**fields)
 
 

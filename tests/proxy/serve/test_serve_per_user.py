@@ -1,0 +1,218 @@
+"""serve acting for each user (``"grantScope": "user"``): every user's calls to an
+OAuth-protected upstream go with that user's own grant, never another user's nor the
+pool's, in both protocol eras; a user with no grant is sent to the upstream's sign-in
+through serve's own callback (a URL-mode elicitation), and an upstream that trusts
+serve's issuer takes an RFC 8693 exchange of the caller's token instead.
+
+Serve's issuer is `_issuer` (real JWTs, JWKS over HTTP); the upstream is an MCP server
+that requires its own issuer's tokens and says whose token came (`_user_upstream`);
+the callers are the official SDK client. The tests read what the upstream received:
+serve's tokens never reach it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from _issuer import Issuer, running_issuer
+from _mcp_http import serving
+from _oauth_server import Recording
+from _user_upstream import EXCHANGER_ID, EXCHANGER_SECRET, UpstreamIssuer, upstream
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from nativemcp.proxy import WorkerPool, http_app
+from nativemcp.proxy.serve import Authorization
+
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
+
+AUDIENCE = "nativemcp-test"
+Mode = Literal["legacy", "auto"]
+
+
+@asynccontextmanager
+async def _served(
+    oauth: dict[str, Any] | None = None,
+) -> AsyncIterator[tuple[Issuer, UpstreamIssuer, Recording, str]]:
+    """Serve's issuer, the upstream's issuer, what the upstream received, and serve's
+    base URL, serving one upstream ``up`` per user."""
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+        entry = {"url": url, "oauth": oauth or {}, "grantScope": "user"}
+        if oauth is not None and oauth.get("issuer") == "UPSTREAM":
+            entry["oauth"] = {**oauth, "issuer": up.base}
+        pool = WorkerPool(builtins=[], mcp_servers={"up": entry}, timeout=30)
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+        async with serving(http_app(pool, auth=auth)) as base:
+            yield issuer, up, recording, base
+
+
+class Browser:
+    """A user's browser: signs in at the upstream as ``login`` and comes back to serve."""
+
+    def __init__(self, login: str) -> None:
+        self.login = login
+        self.visits: list[int] = []
+        """The status serve's callback answered each visit with."""
+
+    async def visit(self, url: str) -> None:
+        async with httpx2.AsyncClient() as http:
+            signed_in = await http.get(f"{url}&login={self.login}")
+            assert signed_in.status_code == 302, signed_in.text
+            back = await http.get(signed_in.headers["location"])
+        self.visits.append(back.status_code)
+
+    async def elicit(self, context: Any, params: Any) -> types.ElicitResult:
+        """The client's elicitation callback: a URL request is opened in the browser."""
+        assert isinstance(params, types.ElicitRequestURLParams), params
+        await self.visit(params.url)
+        return types.ElicitResult(action="accept")
+
+
+@asynccontextmanager
+async def _user(
+    base: str, issuer: Issuer, subject: str, mode: Mode, browser: Browser | None
+) -> AsyncIterator[tuple[Client, str]]:
+    """An official SDK client signed in to serve as ``subject``, and its token."""
+    token = issuer.token(subject)
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}) as http:
+        transport = streamable_http_client(f"{base}/mcp", http_client=http)
+        callback = browser.elicit if browser is not None else None
+        async with Client(transport, mode=mode, elicitation_callback=callback) as client:
+            yield client, token
+
+
+def _text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def _nothing_of(recording: Recording, *secrets: str) -> None:
+    """The upstream received none of ``secrets``, and every MCP request it answered
+    came with one of its own issuer's tokens."""
+    for received in recording.received:
+        assert not any(received.carries(secret) for secret in secrets), received
+    bearers = [r.headers.get("authorization", "") for r in recording.received]
+    assert any(b.startswith("Bearer up-access-") for b in bearers)
+    assert all(not b or b.startswith("Bearer up-access-") for b in bearers)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_two_users_each_call_the_upstream_with_their_own_grant(mode: Mode) -> None:
+    alice_browser, bob_browser = Browser("alice-upstream"), Browser("bob-upstream")
+    async with _served() as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", mode, alice_browser) as (alice, alice_token),
+                _user(base, issuer, "bob", mode, bob_browser) as (bob, bob_token),
+            ):
+                # Nobody has connected yet: the one tool listed asks for consent.
+                listed = [tool.name for tool in (await alice.list_tools()).tools]
+                assert listed == ["needs_authorization"]
+                signed_in = await alice.call_tool("needs_authorization", {})
+                assert not signed_in.is_error, signed_in
+                assert "authorized for you" in _text(signed_in)
+                names = [tool.name for tool in (await bob.list_tools()).tools]
+                assert "whoami" in names
+                # Bob has no grant: he is asked, his call goes on after his consent.
+                bobs = await bob.call_tool("whoami", {})
+                alices = await alice.call_tool("whoami", {})
+                bobs_again = await bob.call_tool("whoami", {})
+    assert _text(alices) == "upstream user alice-upstream"
+    assert _text(bobs) == _text(bobs_again) == "upstream user bob-upstream"
+    # One consent each, through serve's callback, and no second one.
+    assert up.authorizations == ["alice-upstream", "bob-upstream"]
+    assert alice_browser.visits == bob_browser.visits == [200]
+    _nothing_of(recording, alice_token, bob_token)
+
+
+async def test_a_client_that_cannot_elicit_gets_the_address_and_its_retry_goes_on() -> None:
+    browser = Browser("carol-upstream")
+    async with _served() as (issuer, _up, recording, base):
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "carol", "legacy", None) as (carol, token):
+                refused = await carol.call_tool("needs_authorization", {})
+                assert refused.is_error
+                text = _text(refused)
+                address = text[text.index("http") :]
+                assert "Open this address in a browser" in text
+                await browser.visit(address)
+                retried = await carol.call_tool("needs_authorization", {})
+                whoami = await carol.call_tool("whoami", {})
+                # The address is used once: a second visit is refused.
+                await browser.visit(address)
+    assert not retried.is_error, retried
+    assert _text(whoami) == "upstream user carol-upstream"
+    assert browser.visits == [200, 400]
+    _nothing_of(recording, token)
+
+
+async def test_a_forged_or_unknown_state_at_serves_callback_is_refused() -> None:
+    async with _served() as (_issuer, _up, _recording, base), httpx2.AsyncClient() as http:
+        with anyio.fail_after(30):
+            unknown = await http.get(f"{base}/oauth/callback?code=x&state=nope")
+            bare = await http.get(f"{base}/oauth/callback")
+            posted = await http.post(f"{base}/oauth/callback?code=x&state=nope")
+    assert unknown.status_code == bare.status_code == 400
+    assert posted.status_code == 405
+    assert "code" not in unknown.text.lower() or "used already" in unknown.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_token_exchange_gets_each_user_their_own_upstream_token_once(mode: Mode) -> None:
+    oauth = {
+        "grantType": "token_exchange",
+        "clientId": EXCHANGER_ID,
+        "clientSecret": EXCHANGER_SECRET,
+        "issuer": "UPSTREAM",
+    }
+    async with _served(oauth) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "dave", mode, None) as (dave, dave_token),
+                _user(base, issuer, "erin", mode, None) as (erin, erin_token),
+            ):
+                first = await dave.call_tool("needs_authorization", {})
+                assert not first.is_error, first
+                daves = [_text(await dave.call_tool("whoami", {})) for _ in range(2)]
+                erins = [_text(await erin.call_tool("whoami", {})) for _ in range(2)]
+    assert daves == ["upstream user dave"] * 2
+    assert erins == ["upstream user erin"] * 2
+    # One exchange per user (the token is kept until it expires), of that user's token.
+    assert [form["subject_token"] for form in up.exchanges] == [dave_token, erin_token]
+    url = str(recording.received[0].path)
+    for form in up.exchanges:
+        assert form["subject_token_type"] == "urn:ietf:params:oauth:token-type:access_token"
+        assert form["audience"] == form["resource"]
+        assert form["resource"].endswith("/mcp") and url.startswith("/mcp")
+    assert up.authorizations == []  # nobody was asked
+    _nothing_of(recording, dave_token, erin_token)
+
+
+async def test_a_per_user_server_is_refused_without_serves_oauth() -> None:
+    pool = WorkerPool(
+        builtins=[],
+        mcp_servers={"up": {"url": "http://127.0.0.1:9/mcp", "oauth": {}, "grantScope": "user"}},
+    )
+    async with pool:
+        with pytest.raises(ValueError, match="needs OAuth"):
+            http_app(pool)
+        with pytest.raises(ValueError, match="grantScope"):
+            http_app(pool, token="static-secret")
+
+
+async def test_a_call_with_no_authenticated_caller_says_the_server_acts_for_each_user() -> None:
+    pool = WorkerPool(
+        builtins=[],
+        mcp_servers={"up": {"url": "http://127.0.0.1:9/mcp", "oauth": {}, "grantScope": "user"}},
+    )
+    async with pool:
+        response = await pool.call_tool("up__needs_authorization", {})
+    assert response.result is not None and response.result.is_error
+    assert "acts for each user" in str(response.result.content[0])

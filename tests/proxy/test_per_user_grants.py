@@ -1,0 +1,135 @@
+"""The parts of serve acting for each user that run without servers: the entry's
+``grantScope`` and ``token_exchange`` settings and their mistakes, the pending consents
+(one-time, expiring, bound to a user), each user's grant place, and the caller's token
+that never prints. The end-to-end tests are in ``serve/test_serve_per_user.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from nativemcp.proxy import CallerToken, CallOptions
+from nativemcp.proxy.external import Consents, load_mcp_servers, user_grants
+from nativemcp.proxy.external.oauth import OAuthSettings
+
+URL = "https://mcp.example.com/mcp"
+AUTHORIZE = "https://issuer.example.com/authorize?client_id=c&state="
+
+
+def entry(**fields: Any) -> dict[str, Any]:
+    return {"mcpServers": {"gh": {"url": URL, **fields}}}
+
+
+def test_grant_scope_user_is_read_and_the_pool_is_the_default() -> None:
+    (per_user,) = load_mcp_servers(entry(oauth={}, grantScope="user"))
+    (pooled,) = load_mcp_servers(entry(oauth={}))
+    assert per_user.grant_scope == "user" and pooled.grant_scope == "pool"
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"oauth": {}, "grantScope": "users"}, '\'grantScope\' must be "pool" or "user"'),
+        ({"grantScope": "user"}, 'needs an "oauth" entry'),
+        (
+            {"oauth": {"grantType": "client_credentials", "clientId": "a", "clientSecret": "b"}}
+            | {"grantScope": "user"},
+            "authorization_code, the default, or token_exchange",
+        ),
+        (
+            {"oauth": {"grantType": "token_exchange", "clientId": "a", "issuer": URL}},
+            "exchanges each caller's token",
+        ),
+        (
+            {"oauth": {"grantType": "token_exchange", "clientId": "a"}, "grantScope": "user"},
+            "needs 'oauth.issuer'",
+        ),
+        ({"oauth": {"audience": "api"}}, "'oauth.audience' is for 'grantType': 'token_exchange'"),
+    ],
+)
+def test_grant_scope_mistakes_are_named(fields: dict[str, Any], said: str) -> None:
+    with pytest.raises(ValueError, match="gh") as raised:
+        load_mcp_servers(entry(**fields))
+    assert said in str(raised.value)
+
+
+def test_a_stdio_server_cannot_act_for_each_user() -> None:
+    config = {"mcpServers": {"local": {"command": "true", "grantScope": "user"}}}
+    with pytest.raises(ValueError, match='needs an "oauth" entry'):
+        load_mcp_servers(config)
+
+
+def test_token_exchange_settings_are_read() -> None:
+    oauth = {
+        "grantType": "token_exchange",
+        "clientId": "serve",
+        "clientSecret": "${SECRET}",
+        "issuer": "https://issuer.example.com",
+        "audience": "api://upstream",
+    }
+    (spec,) = load_mcp_servers(entry(oauth=oauth, grantScope="user"), environ={"SECRET": "s"})
+    assert spec.oauth == OAuthSettings(
+        client_id="serve",
+        client_secret="s",
+        grant="token_exchange",
+        issuer="https://issuer.example.com",
+        audience="api://upstream",
+    )
+    assert "'s'" not in repr(spec.oauth)
+
+
+def test_a_consent_is_finished_once_by_its_own_state() -> None:
+    consents = Consents()
+    consent = consents.open(("iss", "alice"), "gh", AUTHORIZE + "abc123")
+    assert consents.pending(("iss", "alice")) == [consent]
+    assert consents.pending(("iss", "bob")) == []
+    # A prefix or a suffix of the state is not the state.
+    assert consents.finish("/oauth/callback?code=c&state=abc12") is None
+    assert consents.finish("/oauth/callback?code=c&state=abc1234") is None
+    assert consents.finish("/oauth/callback?code=c") is None
+    assert not consent.returned.is_set()
+    finished = consents.finish("/oauth/callback?code=c&state=abc123")
+    assert finished is consent and consent.target == "/oauth/callback?code=c&state=abc123"
+    assert consent.returned.is_set()
+    # Used once: the same return again finds nothing.
+    assert consents.finish("/oauth/callback?code=c&state=abc123") is None
+    assert consents.pending(("iss", "alice")) == []
+
+
+def test_an_expired_consent_is_refused_and_its_waiter_woken() -> None:
+    consents = Consents(ttl=0.0)
+    consent = consents.open(("iss", "alice"), "gh", AUTHORIZE + "s1")
+    assert consents.finish("/oauth/callback?code=c&state=s1") is None
+    assert consent.returned.is_set() and consent.target is None
+
+
+def test_an_authorization_request_without_a_state_is_not_kept() -> None:
+    with pytest.raises(ValueError, match="state"):
+        Consents().open(("iss", "alice"), "gh", "https://issuer.example.com/authorize?a=b")
+
+
+def test_serve_without_a_known_address_says_how_to_give_it() -> None:
+    with pytest.raises(RuntimeError, match="--auth-resource"):
+        Consents().redirect_uri()
+
+
+def test_each_user_has_a_grant_place_of_their_own(tmp_path: Path) -> None:
+    alice = user_grants(tmp_path, ("https://idp", "alice"))
+    assert alice == user_grants(tmp_path, ("https://idp", "alice"))
+    assert alice != user_grants(tmp_path, ("https://idp", "bob"))
+    # The same subject at another issuer is another user.
+    assert alice != user_grants(tmp_path, ("https://other-idp", "alice"))
+    assert isinstance(alice, Path) and alice.parent.parent == tmp_path
+    assert user_grants(None, ("i", "a")) is not user_grants(None, ("i", "a"))
+
+
+def test_the_callers_token_never_prints() -> None:
+    token = CallerToken("eyJ.secret.token")
+    options = CallOptions(caller_token=token)
+    assert "secret" not in repr(token) and "secret" not in repr(options)
+    assert token.reveal() == "eyJ.secret.token"
+    with pytest.raises(TypeError):
+        msgspec.json.encode(token)  # it cannot go into a frame by accident
