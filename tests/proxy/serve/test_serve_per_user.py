@@ -23,12 +23,14 @@ import pytest
 from _issuer import Issuer, running_issuer
 from _mcp_http import serving
 from _oauth_server import Recording
+from _task_client import create_task, task_result
 from _user_upstream import EXCHANGER_ID, EXCHANGER_SECRET, UpstreamIssuer, upstream
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.serve import Authorization
+from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
@@ -38,17 +40,17 @@ Mode = Literal["legacy", "auto"]
 
 @asynccontextmanager
 async def _served(
-    oauth: dict[str, Any] | None = None,
+    oauth: dict[str, Any] | None = None, profile: ToolProfile | None = None
 ) -> AsyncIterator[tuple[Issuer, UpstreamIssuer, Recording, str]]:
     """Serve's issuer, the upstream's issuer, what the upstream received, and serve's
-    base URL, serving one upstream ``up`` per user."""
+    base URL, serving one upstream ``up`` per user (under ``profile``)."""
     async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
         entry = {"url": url, "oauth": oauth or {}, "grantScope": "user"}
         if oauth is not None and oauth.get("issuer") == "UPSTREAM":
             entry["oauth"] = {**oauth, "issuer": up.base}
         pool = WorkerPool(builtins=[], mcp_servers={"up": entry}, timeout=30)
         auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
-        async with serving(http_app(pool, auth=auth)) as base:
+        async with serving(http_app(pool, auth=auth, profile=profile)) as base:
             yield issuer, up, recording, base
 
 
@@ -129,6 +131,67 @@ async def test_two_users_each_call_the_upstream_with_their_own_grant(mode: Mode)
     # One consent each, through serve's callback, and no second one.
     assert up.authorizations == ["alice-upstream", "bob-upstream"]
     assert alice_browser.visits == bob_browser.visits == [200]
+    _nothing_of(recording, alice_token, bob_token)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_call_tool_meta_tool_calls_as_its_caller(mode: Mode) -> None:
+    browsers = Browser("alice-upstream"), Browser("bob-upstream")
+    async with _served(profile=ToolProfile(search=True)) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", mode, browsers[0]) as (alice, alice_token),
+                _user(base, issuer, "bob", mode, browsers[1]) as (bob, bob_token),
+            ):
+                signed_in = await alice.call_tool("call_tool", {"name": "up__needs_authorization"})
+                assert not signed_in.is_error, signed_in
+                alices = await alice.call_tool("call_tool", {"name": "up__whoami"})
+                bobs = await bob.call_tool("call_tool", {"name": "up__whoami"})
+    assert _text(alices) == "upstream user alice-upstream"
+    assert _text(bobs) == "upstream user bob-upstream"
+    assert up.authorizations == ["alice-upstream", "bob-upstream"]
+    _nothing_of(recording, alice_token, bob_token)
+
+
+async def test_a_task_calls_as_the_caller_who_started_it() -> None:
+    browsers = Browser("alice-upstream"), Browser("bob-upstream")
+    async with _served(profile=ToolProfile(search=True)) as (issuer, _up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", "legacy", browsers[0]) as (alice, alice_token),
+                _user(base, issuer, "bob", "legacy", browsers[1]) as (bob, bob_token),
+            ):
+                await alice.call_tool("call_tool", {"name": "up__needs_authorization"})
+                await bob.call_tool("call_tool", {"name": "up__whoami"})
+                results = []
+                for client in (alice, bob):
+                    created = await create_task(client, "call_tool", {"name": "up__whoami"})
+                    results.append(await task_result(client, created["task"]["taskId"]))
+    assert [_text(result) for result in results] == [
+        "upstream user alice-upstream",
+        "upstream user bob-upstream",
+    ]
+    _nothing_of(recording, alice_token, bob_token)
+
+
+async def test_run_code_calls_as_its_caller() -> None:
+    browsers = Browser("alice-upstream"), Browser("bob-upstream")
+    # A program's tools are those served when it starts: the first signs in, the
+    # next calls the tools listed since.
+    program = "print(await up__needs_authorization())"
+    async with _served(profile=ToolProfile(code_mode=True)) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", "legacy", browsers[0]) as (alice, alice_token),
+                _user(base, issuer, "bob", "legacy", browsers[1]) as (bob, bob_token),
+            ):
+                signed_in = await alice.call_tool("run_code", {"code": program})
+                alices = await alice.call_tool("run_code", {"code": "print(await up__whoami())"})
+                bobs = await bob.call_tool("run_code", {"code": "print(await up__whoami())"})
+    assert "authorized for you" in _text(signed_in)
+    assert _text(alices).strip() == "upstream user alice-upstream"
+    assert _text(bobs).strip() == "upstream user bob-upstream"
+    assert up.authorizations == ["alice-upstream", "bob-upstream"]
     _nothing_of(recording, alice_token, bob_token)
 
 
