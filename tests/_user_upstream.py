@@ -54,8 +54,8 @@ class _Code:
 class UpstreamIssuer:
     """The upstream's authorization server: who holds which token, what it was asked."""
 
-    trusted: Issuer
-    """Serve's issuer, whose access tokens a token exchange takes."""
+    trusted: Issuer | None
+    """Serve's issuer, whose access tokens a token exchange takes (None: no exchange)."""
     base: str = ""
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
     codes: dict[str, _Code] = field(default_factory=dict)
@@ -149,6 +149,8 @@ class UpstreamIssuer:
             return JSONResponse({"error": "invalid_client"}, status_code=401)
         if form.get("subject_token_type") != ACCESS_TOKEN_TYPE:
             return JSONResponse({"error": "invalid_request"}, status_code=400)
+        if self.trusted is None:
+            return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
         try:
             claims = jwt.decode(
                 form.get("subject_token", ""),
@@ -201,7 +203,7 @@ def _upstream(base: str, issuer: UpstreamIssuer) -> MCPServer:
 
 
 @asynccontextmanager
-async def upstream(trusted: Issuer) -> AsyncIterator[tuple[str, UpstreamIssuer, Recording]]:
+async def upstream(trusted: Issuer | None) -> AsyncIterator[tuple[str, UpstreamIssuer, Recording]]:
     """The upstream issuer and its MCP server, each on an origin of its own: yields the
     MCP URL, the issuer and the recording of what the MCP server received."""
     issuer = UpstreamIssuer(trusted)
