@@ -14,6 +14,17 @@ nothing of the pool; the rest of `external/` imports it by the names below.
 
 from ._authorization_wait import GrantWait as GrantWait
 from ._authorization_wait import first_of as first_of
+from ._grant_rows import GRANTS_DB as GRANTS_DB
+from ._grant_rows import GRANTS_FOLDER as GRANTS_FOLDER
+from ._grant_rows import Grant as Grant
+from ._grant_rows import GrantDatabase as GrantDatabase
+from ._grant_rows import GrantKey as GrantKey
+from ._grant_rows import GrantPlace as GrantPlace
+from ._grant_rows import StaleGrant as StaleGrant
+from ._grant_users import UnknownUser as UnknownUser
+from ._grant_users import log_out_user as log_out_user
+from ._grant_users import user_grants as user_grants
+from ._grant_users import user_key as user_key
 from ._identity_assertion import AssertionHook as AssertionHook
 from ._oauth import UNAVAILABLE_TOOL as UNAVAILABLE_TOOL
 from ._oauth import NeedsAuthorization as NeedsAuthorization
@@ -27,16 +38,19 @@ from ._oauth import unavailable_response as unavailable_response
 from ._oauth import unavailable_tool as unavailable_tool
 from ._oauth_config import OAuthSettings as OAuthSettings
 from ._oauth_config import read_oauth_settings as read_oauth_settings
-from ._token_store import GRANTS_FOLDER as GRANTS_FOLDER
-from ._token_store import GrantPlace as GrantPlace
 from ._token_store import GrantStore as GrantStore
+from ._token_store import describe as describe_grant
 from ._token_table import GrantTable as GrantTable
 from ._token_table import grant_place as grant_place
 
 __all__ = [
+    "GRANTS_DB",
     "GRANTS_FOLDER",
     "UNAVAILABLE_TOOL",
     "AssertionHook",
+    "Grant",
+    "GrantDatabase",
+    "GrantKey",
     "GrantPlace",
     "GrantStore",
     "GrantTable",
@@ -45,13 +59,19 @@ __all__ = [
     "OAuthSettings",
     "RedirectHook",
     "ServerAuthorization",
+    "StaleGrant",
+    "UnknownUser",
     "configured_client",
+    "describe_grant",
     "expiry_text",
     "first_of",
     "grant_place",
+    "log_out_user",
     "login_hint",
     "read_oauth_settings",
     "revoke",
     "unavailable_response",
     "unavailable_tool",
+    "user_grants",
+    "user_key",
 ]
