@@ -39,7 +39,6 @@ from .external import (
     ServerAuthorization,
     UserServers,
     grant_place,
-    user_grants,
 )
 
 __all__ = [
@@ -165,7 +164,6 @@ class ExternalSpec:
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
         if self._users is not None:
             grants, consents = self._users
-            user_grants(grants, ("", ""))  # a place that cannot keep them fails now
             each = UserServers(self._spec, make=self._server, grants=grants, consents=consents)
             return await supervised(task_group, each)
         return await supervised(task_group, self._server(self._authorization))

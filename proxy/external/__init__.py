@@ -31,9 +31,13 @@ from ._per_user import UserServers as UserServers
 from ._server import ExternalServer as ExternalServer
 from ._tasks import accepts_task as accepts_task
 from .oauth import CALLBACK_ROUTE as CALLBACK_ROUTE
+from .oauth import GRANTS_DB as GRANTS_DB
 from .oauth import GRANTS_FOLDER as GRANTS_FOLDER
 from .oauth import AssertionHook as AssertionHook
 from .oauth import Consents as Consents
+from .oauth import Grant as Grant
+from .oauth import GrantDatabase as GrantDatabase
+from .oauth import GrantKey as GrantKey
 from .oauth import GrantPlace as GrantPlace
 from .oauth import GrantStore as GrantStore
 from .oauth import GrantTable as GrantTable
@@ -41,16 +45,22 @@ from .oauth import NeedsAuthorization as NeedsAuthorization
 from .oauth import OAuthSettings as OAuthSettings
 from .oauth import RedirectHook as RedirectHook
 from .oauth import ServerAuthorization as ServerAuthorization
+from .oauth import StaleGrant as StaleGrant
+from .oauth import UnknownUser as UnknownUser
 from .oauth import configured_client as configured_client
+from .oauth import describe_grant as describe_grant
 from .oauth import expiry_text as expiry_text
 from .oauth import grant_place as grant_place
+from .oauth import log_out_user as log_out_user
 from .oauth import login_hint as login_hint
 from .oauth import revoke as revoke
 from .oauth import user_grants as user_grants
+from .oauth import user_key as user_key
 
 __all__ = [
     "CALLBACK_ROUTE",
     "DEFAULT_INPUT_ROUNDS",
+    "GRANTS_DB",
     "GRANTS_FOLDER",
     "AssertionHook",
     "Authorizations",
@@ -58,6 +68,9 @@ __all__ = [
     "Consents",
     "ExternalServer",
     "ExternalServerSpec",
+    "Grant",
+    "GrantDatabase",
+    "GrantKey",
     "GrantPlace",
     "GrantStore",
     "GrantTable",
@@ -65,15 +78,20 @@ __all__ = [
     "OAuthSettings",
     "RedirectHook",
     "ServerAuthorization",
+    "StaleGrant",
+    "UnknownUser",
     "UserServers",
     "accepts_task",
     "configured_client",
+    "describe_grant",
     "expand_variables",
     "expiry_text",
     "grant_place",
     "load_mcp_servers",
+    "log_out_user",
     "login_hint",
     "revoke",
     "roots_answer",
     "user_grants",
+    "user_key",
 ]

@@ -48,7 +48,7 @@ from .oauth import (
     GrantPlace,
     ServerAuthorization,
     UserKey,
-    user_grants,
+    user_key,
 )
 
 __all__ = ["UserServers", "sign_in_tool"]
@@ -97,7 +97,8 @@ class UserServers(UnwrappingHandle):
     Args:
         spec: the entry (an HTTP or SSE server with OAuth).
         make: makes one user's `ExternalServer` given its authorization.
-        grants: where the pool keeps grants; each user's are kept apart in it.
+        grants: where the pool keeps grants; each user's are rows of their own there
+            (keyed by `user_key` of the caller's issuer and subject).
         consents: the pending consents of serve's callback (`Consents`).
     """
 
@@ -123,7 +124,6 @@ class UserServers(UnwrappingHandle):
         self._grants = grants
         self._tools: list[Tool] = [sign_in_tool(spec.name)]
         self._sessions: dict[UserKey, _Session] = {}
-        self._places: dict[UserKey, Path | GrantPlace] = {}
         self._group: anyio.abc.TaskGroup | None = None
         self._stop = anyio.Event()
         self._finished = anyio.Event()
@@ -193,21 +193,15 @@ class UserServers(UnwrappingHandle):
             self.name,
             spec.url,
             spec.oauth,
-            self._place(user),
+            self._grants,
             redirect,
+            user=user_key(*user),
             redirect_uri=self.consents.redirect_uri,
             subject_token=lambda: holder[0].subject_token,
         )
         session = _Session(self._make(authorization))
         holder.append(session)
         return session
-
-    def _place(self, user: UserKey) -> Path | GrantPlace:
-        """Where ``user``'s grants are kept (the same place for every connection)."""
-        place = self._places.get(user)
-        if place is None:
-            place = self._places[user] = user_grants(self._grants, user)
-        return place
 
     async def _run(self, session: _Session) -> None:
         group = self._group

@@ -1,18 +1,17 @@
 """The parts of serve acting for each user that run without servers: the entry's
 ``grantScope`` and ``token_exchange`` settings and their mistakes, the pending consents
-(one-time, expiring, bound to a user), each user's grant place, and the caller's token
+(one-time, expiring, bound to a user), each user's key, and the caller's token
 that never prints. The end-to-end tests are in ``serve/test_serve_per_user.py``."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
 from nativemcp.proxy import CallerToken, CallOptions
-from nativemcp.proxy.external import Consents, load_mcp_servers, user_grants
+from nativemcp.proxy.external import Consents, load_mcp_servers, user_key
 from nativemcp.proxy.external.oauth import OAuthSettings
 
 URL = "https://mcp.example.com/mcp"
@@ -116,14 +115,10 @@ def test_serve_without_a_known_address_says_how_to_give_it() -> None:
         Consents().redirect_uri()
 
 
-def test_each_user_has_a_grant_place_of_their_own(tmp_path: Path) -> None:
-    alice = user_grants(tmp_path, ("https://idp", "alice"))
-    assert alice == user_grants(tmp_path, ("https://idp", "alice"))
-    assert alice != user_grants(tmp_path, ("https://idp", "bob"))
-    # The same subject at another issuer is another user.
-    assert alice != user_grants(tmp_path, ("https://other-idp", "alice"))
-    assert isinstance(alice, Path) and alice.parent.parent == tmp_path
-    assert user_grants(None, ("i", "a")) is not user_grants(None, ("i", "a"))
+def test_the_same_subject_at_another_issuer_is_another_user() -> None:
+    assert user_key("https://idp", "alice") == user_key("https://idp", "alice")
+    assert user_key("https://idp", "alice") != user_key("https://other-idp", "alice")
+    assert user_key("https://idp", "alice") != user_key("https://idp", "bob")
 
 
 def test_the_callers_token_never_prints() -> None:

@@ -38,10 +38,11 @@ import anyio.abc
 
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
+from ._grant_rows import Grant, GrantPlace
 from ._identity_assertion import AssertionHook, identity_assertion_provider
 from ._loopback_callback import CALLBACK_PATH, LoopbackCallback
 from ._oauth_config import OAuthSettings
-from ._token_store import GrantPlace, GrantStore
+from ._token_store import GrantStore
 
 if TYPE_CHECKING:
     import httpx2
@@ -107,9 +108,9 @@ class _QuietNeedsAuthorization(logging.Filter):
 _QUIET: Final = _QuietNeedsAuthorization()
 
 
-def _stored_port(client: OAuthClientInformationFull | None) -> int | None:
+def _stored_port(client: dict[str, Any] | None) -> int | None:
     """The loopback port of a kept registration's redirect URI (it must not change)."""
-    for uri in (client.redirect_uris or []) if client is not None else []:
+    for uri in (client or {}).get("redirect_uris") or []:
         parts = urlsplit(str(uri))
         if parts.hostname in ("localhost", "127.0.0.1") and parts.port:
             return parts.port
@@ -123,11 +124,12 @@ class ServerAuthorization:
         server: the server's name (for messages).
         url: the MCP endpoint.
         settings: the entry's OAuth settings.
-        folder: the grant files' folder or another `GrantPlace` (None: kept in memory
-            for this pool's life).
+        folder: the grants' folder or another `GrantPlace` (None: kept in memory for
+            this pool's life).
         redirect: the pool's redirect hook (None: no person can be asked).
         assertion: the pool's hook for an identity assertion (an ID-JAG), for the
             ``identity_assertion`` grant (None: such a server needs authorization).
+        user: whom the grant acts for (None: the pool's own grant).
         redirect_uri: where the browser comes back, when not to a loopback port:
             serve's own callback, for a grant per user (read when the provider is made).
         subject_token: the token a ``token_exchange`` grant exchanges (the caller's,
@@ -143,6 +145,7 @@ class ServerAuthorization:
         redirect: RedirectHook | None = None,
         assertion: AssertionHook | None = None,
         *,
+        user: str | None = None,
         redirect_uri: Callable[[], str] | None = None,
         subject_token: Callable[[], str | None] | None = None,
     ) -> None:
@@ -157,7 +160,10 @@ class ServerAuthorization:
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | httpx2.Auth | None = None
-        self.store = GrantStore(folder, url, client_id=settings.client_id, issuer=self._issuer)
+        self.store = GrantStore(
+            folder, url, user=user, client_id=settings.client_id, issuer=self._issuer
+        )
+        self._kept: Grant | None = None  # read by `prepare`, for `auth`
         self._callback: LoopbackCallback | None = None
         self._state: str | None = None  # of the authorization request under way
         self._redirected_to: str | None = None
@@ -167,9 +173,16 @@ class ServerAuthorization:
 
     def has_grant(self) -> bool:
         """Whether tokens are kept for the server now, read anew (another process's
-        ``nativemcp auth login`` may have written them since the last look)."""
-        shown = self.store.status()
-        return bool(shown and shown["authorized"])
+        ``nativemcp auth login`` may have written them since the last look). Blocks:
+        call it in a thread."""
+        grant = self.store.read()
+        return bool(grant is not None and grant.tokens.get("access_token"))
+
+    async def prepare(self) -> None:
+        """Read the kept grant (off the event loop) before a connection's `auth` makes
+        the provider from it: its expiry, its loopback port."""
+        if self._provider is None:
+            self._kept = await anyio.to_thread.run_sync(self.store.read)
 
     def start_over(self) -> None:
         """Forget this process's provider and why it gave up: the next connection reads
@@ -236,9 +249,9 @@ class ServerAuthorization:
             provider = self._provider = self._make_provider()
             # The SDK reads tokens from storage without their expiry: restore it, so a
             # token that expired while nothing ran is refreshed before it is sent.
-            expires_at = self.store.expires_at()
-            if expires_at is not None:
-                provider.context.token_expiry_time = expires_at
+            expires_at = self._kept.tokens.get("expires_at") if self._kept else None
+            if isinstance(expires_at, int | float):
+                provider.context.token_expiry_time = float(expires_at)
         return self._provider
 
     def _make_provider(self) -> IssuerBound:
@@ -259,9 +272,17 @@ class ServerAuthorization:
             if isinstance(metadata, EntryScopes):
                 metadata.pin(self.settings.scope, lambda: provider.stepping_up)
         # A refresh goes to the kept grant's issuer only, never to the MCP server.
-        provider.kept_issuer = self.store.refresh_issuer
+        provider.kept_issuer = self._refresh_issuer
         provider.give_up = self._give_up
         return provider
+
+    async def _refresh_issuer(self) -> str | None:
+        """The issuer of the kept grant when it holds a refresh token (None: none kept):
+        the only party a refresh may go to."""
+        grant = await anyio.to_thread.run_sync(self.store.read)
+        if grant is None or not grant.tokens.get("refresh_token"):
+            return None
+        return grant.key.issuer or None
 
     def _client_credentials_provider(self) -> IssuerBound | None:
         """The provider of a ``client_credentials`` entry (None: another grant)."""
@@ -327,7 +348,8 @@ class ServerAuthorization:
         if self._served_redirect is not None:
             return self._served_redirect()  # serve's callback: no port of our own
         self.close()
-        port = self.settings.callback_port or _stored_port(self.store.stored_client())
+        kept = self._kept.client if self._kept is not None else None
+        port = self.settings.callback_port or _stored_port(kept)
         callback = self._callback = LoopbackCallback(port)  # None: a free port, bound now
         if self._redirect is None:
             # Nobody to send to a browser: the port is only named (a registration keeps
@@ -340,7 +362,7 @@ class ServerAuthorization:
     async def _on_redirect(self, authorization_url: str) -> None:
         """The provider needs a person: hand the URL to the hook, or give up cleanly."""
         if self._redirect is None:
-            had_grant = self.store.forget_tokens()
+            had_grant = await self.store.forget_tokens()
             raise self._give_up(
                 "the kept authorization was refused or has expired"
                 if had_grant
@@ -386,7 +408,8 @@ class ServerAuthorization:
         if not isinstance(provider, RefreshingProvider) or provider.scope_refused is None:
             return None
         wanted, provider.scope_refused = provider.scope_refused, None
-        granted = str((self.store.status() or {}).get("scope") or "")
+        tokens = provider.context.current_tokens  # what was granted, held: no read
+        granted = (tokens.scope if tokens is not None else None) or ""
         missing = [s for s in wanted.split() if s not in granted.split()]
         said = (
             f"it asks for scope {wanted!r} to call {tool!r}; the grant has "
@@ -412,10 +435,10 @@ class ServerAuthorization:
         )
         return str(uris[0]) if uris else ""
 
-    def _refused(self, reason: str) -> NeedsAuthorization:
+    async def _refused(self, reason: str) -> NeedsAuthorization:
         """Stop: the server refused the tokens just granted (asking again would get the
         same ones). They are dropped; ``reason`` says what the server said."""
-        self.store.forget_tokens()
+        await self.store.forget_tokens()
         return self._give_up(reason)
 
     def _give_up(self, reason: str) -> NeedsAuthorization:
@@ -532,8 +555,8 @@ async def revoke(store: GrantStore, server_url: str) -> str:
 
     from ._refresh_on_401 import send_bounded
 
-    shown = store.status()
-    client = store.fixed_client or store.stored_client()
+    shown = await store.status()
+    client = store.fixed_client or await store.stored_client()
     tokens = await store.get_tokens()
     if shown is None or client is None or tokens is None:
         return "nothing to revoke"

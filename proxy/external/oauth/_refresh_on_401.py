@@ -44,6 +44,8 @@ from mcp.client.auth.utils import (
 from mcp.shared.auth import OAuthClientMetadata
 from pydantic import PrivateAttr
 
+from ._token_store import GrantStore
+
 __all__ = [
     "BoundClientCredentials",
     "BoundPrivateKeyJWT",
@@ -122,11 +124,12 @@ async def bounded_flow(
     *,
     before: Callable[[], Awaitable[None]] | None = None,
     check: Callable[[httpx2.Request], None] | None = None,
+    send: Callable[[httpx2.Request], Awaitable[httpx2.Response]] = send_bounded,
 ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
     """An SDK auth flow (``make_flow(request)``) as httpx drives it, but with every
-    request of its own (discovery, registration, token) sent here by `send_bounded`,
-    after ``check`` (which raises to stop it); only ``request`` goes through the MCP
-    client. ``before`` runs first."""
+    request of its own (discovery, registration, token) sent here by ``send``
+    (`send_bounded`, or what wraps it), after ``check`` (which raises to stop it); only
+    ``request`` goes through the MCP client. ``before`` runs first."""
     if before is not None:
         await before()
     flow = make_flow(request)
@@ -138,11 +141,15 @@ async def bounded_flow(
                 continue
             if check is not None:
                 check(outgoing)
-            outgoing = await flow.asend(await send_bounded(outgoing))
+            outgoing = await flow.asend(await send(outgoing))
     except StopAsyncIteration:
         return
     finally:
         await flow.aclose()
+
+
+async def _no_issuer() -> str | None:
+    return None
 
 
 class IssuerBound(OAuthClientProvider):
@@ -151,8 +158,11 @@ class IssuerBound(OAuthClientProvider):
     refresh token is kept and nothing is discovered yet), and it never sends a
     refresh request to any other URL (`OAuthTokenError`, the grant kept)."""
 
-    kept_issuer: Callable[[], str | None] = staticmethod(lambda: None)
-    """The issuer of the kept grant when it holds a refresh token (None: none kept)."""
+    kept_issuer: Callable[[], Awaitable[str | None]] = staticmethod(_no_issuer)
+    """The issuer of the kept grant when it holds a refresh token (None: none kept),
+    read anew (off the event loop)."""
+    granted_by: str | None = None
+    """What `kept_issuer` said when last asked."""
     give_up: Callable[[str], Exception] = staticmethod(OAuthRegistrationError)
     """The error to raise, given why, when the flow cannot go on without a change to
     the entry (an issuer that offers no dynamic registration)."""
@@ -160,12 +170,24 @@ class IssuerBound(OAuthClientProvider):
     def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        return bounded_flow(request, self._flow, before=self._discover, check=self._check)
+        return bounded_flow(
+            request, self._flow, before=self._discover, check=self._check, send=self._send
+        )
+
+    async def _send(self, outgoing: httpx2.Request) -> httpx2.Response:
+        """Send one of the flow's own requests; a refresh once per grant, across
+        replicas (`GrantStore.refresh_once`), where the storage is a `GrantStore`."""
+        storage = self.context.storage
+        if refresh_target(outgoing) is not None and isinstance(storage, GrantStore):
+            return await storage.refresh_once(outgoing, send_bounded)
+        return await send_bounded(outgoing)
 
     async def _discover(self) -> None:
         """Read the kept grant's issuer's metadata, if a refresh token is kept and
         nothing is discovered yet: a refresh then goes to its token endpoint."""
-        issuer = self.kept_issuer() if self.context.oauth_metadata is None else None
+        if self.context.oauth_metadata is not None:
+            return
+        issuer = self.granted_by = await self.kept_issuer()
         if issuer is None:
             return
         async with self.context.lock:
@@ -213,7 +235,7 @@ class IssuerBound(OAuthClientProvider):
         metadata = self.context.oauth_metadata
         if metadata is not None and str(metadata.token_endpoint) == target:
             return
-        granted = self.kept_issuer()
+        granted = self.granted_by
         origin = httpx2.URL(self.context.server_url).join("/")
         if (
             metadata is None
@@ -267,6 +289,10 @@ def _refusal(response: httpx2.Response) -> str:
     return f"the server refused the token the authorization server had just granted ({said})"
 
 
+async def _flow_error(reason: str) -> Exception:
+    return OAuthFlowError(reason)
+
+
 class RefreshingProvider(IssuerBound):
     """`OAuthClientProvider` that, on a 401 to a request that carried a token it can
     refresh, refreshes and resends once before a new authorization; and that leaves a
@@ -279,7 +305,7 @@ class RefreshingProvider(IssuerBound):
     """The scope the server asked for in the last 403 left standing (None: none)."""
     stepping_up = False
     """Whether the authorization under way is a step-up (a 403), not a first one (a 401)."""
-    refused: Callable[[str], Exception] = staticmethod(OAuthFlowError)
+    refused: Callable[[str], Awaitable[Exception]] = staticmethod(_flow_error)
     """The error to raise, given why, when the server refuses the token just granted."""
 
     async def _flow(
@@ -294,7 +320,7 @@ class RefreshingProvider(IssuerBound):
                 response = yield outgoing
                 sent += outgoing is request
                 if sent == 2 and response.status_code == 401:
-                    raise self.refused(_refusal(response))
+                    raise await self.refused(_refusal(response))
                 step_up = (
                     outgoing is request
                     and response.status_code == 403

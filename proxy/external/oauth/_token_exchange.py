@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Final
 from urllib.parse import quote
 
+import anyio.to_thread
 import httpx2
 
 from ._oauth_config import OAuthSettings
@@ -71,15 +72,17 @@ class TokenExchange(httpx2.Auth):
         request.headers["Authorization"] = f"Bearer {await self._token()}"
         response = yield request
         if response.status_code == 401:
-            self._store.forget_tokens()
+            await self._store.forget_tokens()
             request.headers["Authorization"] = f"Bearer {await self._token()}"
             yield request
 
     async def _token(self) -> str:
-        kept = await self._store.get_tokens()
-        expires_at = self._store.expires_at()
-        if kept is not None and (expires_at is None or expires_at - EARLY > time.time()):
-            return kept.access_token
+        grant = await anyio.to_thread.run_sync(self._store.read)  # a row: off the loop
+        kept = grant.tokens if grant is not None else {}
+        access, expires_at = kept.get("access_token"), kept.get("expires_at")
+        fresh = not isinstance(expires_at, int | float) or expires_at - EARLY > time.time()
+        if isinstance(access, str) and access and fresh:
+            return access
         return await self.exchange()
 
     async def exchange(self) -> str:

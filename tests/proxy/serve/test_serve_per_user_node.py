@@ -21,6 +21,7 @@ from test_serve_oauth_node import AUDIENCE, _login, _mock_server
 from test_serve_per_user import Browser, Mode, _nothing_of
 
 from nativemcp.proxy import WorkerPool, http_app
+from nativemcp.proxy.external import grant_place, user_grants, user_key
 from nativemcp.proxy.serve import Authorization
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
@@ -33,6 +34,7 @@ async def test_users_of_a_third_party_issuer_each_call_the_upstream_as_themselve
     seen: dict[str, str] = {}
     tokens: list[str] = []
     async with _mock_server(tmp_path) as issuer, upstream(None) as (url, up, recording):
+        issuer_url = issuer
         entry = {"url": url, "oauth": {}, "grantScope": "user"}
         pool = WorkerPool(builtins=[], mcp_servers={"up": entry}, timeout=30, data_dir=tmp_path)
         auth = Authorization(issuer=issuer, audience=AUDIENCE)
@@ -58,6 +60,9 @@ async def test_users_of_a_third_party_issuer_each_call_the_upstream_as_themselve
                     seen[user] = block.text
     assert seen == {"ada": "upstream user ada-at-upstream", "bob": "upstream user bob-at-upstream"}
     assert up.authorizations == ["ada-at-upstream", "bob-at-upstream"]
-    # Each user's grant is a file of their own under the data folder.
-    assert len(list((tmp_path / "oauth" / "users").iterdir())) == 2
+    # Each user's grant is a row of their own, under their issuer and subject.
+    place = grant_place(tmp_path, None)
+    for user in ("ada", "bob"):
+        (grant,) = user_grants(place, user_key(issuer_url, user))
+        assert grant.key.resource == url and grant.tokens["access_token"].startswith("up-")
     _nothing_of(recording, *tokens)
