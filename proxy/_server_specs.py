@@ -13,7 +13,6 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Protocol, TypeVar
 
 import anyio
@@ -149,7 +148,7 @@ class ExternalSpec:
         client_side: ClientSide,
         max_frame: int,
         authorization: ServerAuthorization | None = None,
-        users: tuple[Path | GrantPlace | None, Consents] | None = None,
+        users: tuple[GrantPlace, Consents] | None = None,
     ) -> None:
         self.label = spec.name
         self._authorization = authorization

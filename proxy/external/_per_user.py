@@ -21,13 +21,14 @@ server's tools. Everyone's calls then see the tools the first connection listed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from nativemcp.protocol import (
     BackendType,
@@ -48,6 +49,7 @@ from .oauth import (
     GrantPlace,
     ServerAuthorization,
     UserKey,
+    describe_grant,
     user_key,
 )
 
@@ -110,7 +112,7 @@ class UserServers(UnwrappingHandle):
         spec: ExternalServerSpec,
         *,
         make: Callable[[ServerAuthorization], ExternalServer],
-        grants: Path | GrantPlace | None,
+        grants: GrantPlace,
         consents: Consents,
     ) -> None:
         assert spec.oauth is not None and spec.url is not None  # checked when read
@@ -136,6 +138,15 @@ class UserServers(UnwrappingHandle):
     def users(self) -> list[UserKey]:
         """The users connected to the server now."""
         return [user for user, session in self._sessions.items() if session.ready()]
+
+    async def granted(self) -> list[dict[str, Any]]:
+        """Each user's grant for the server, as ``auth status`` shows it (never a
+        token), the most recently written first; read off the event loop."""
+        url = self.spec.url
+        grants = await anyio.to_thread.run_sync(
+            functools.partial(self._grants.find, None, url, every_user=True)
+        )
+        return [describe_grant(grant) for grant in grants if grant.key.user is not None]
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED

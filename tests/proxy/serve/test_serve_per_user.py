@@ -279,3 +279,39 @@ async def test_a_call_with_no_authenticated_caller_says_the_server_acts_for_each
         response = await pool.call_tool("up__needs_authorization", {})
     assert response.result is not None and response.result.is_error
     assert "acts for each user" in str(response.result.content[0])
+
+
+async def test_the_console_shows_which_users_granted_an_upstream_and_no_token() -> None:
+    from nativemcp.proxy.console._app import create_console_app
+    from nativemcp.proxy.console._catalog import ConsoleCatalog
+
+    token = "t0ken-for-the-tests-0123456789"
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, _recording):
+        entry = {"url": url, "oauth": {}, "grantScope": "user"}
+        pool = WorkerPool(builtins=[], mcp_servers={"up": entry}, timeout=30)
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+        async with serving(http_app(pool, auth=auth)) as base, anyio.create_task_group() as flows:
+            with anyio.fail_after(60):
+                for subject in ("alice", "bob"):
+                    browser = Browser(f"{subject}-upstream")
+                    # The first signs in; the second is asked at his first call.
+                    tool = "needs_authorization" if subject == "alice" else "whoami"
+                    async with _user(base, issuer, subject, "legacy", browser) as (client, _):
+                        await client.call_tool(tool, {})
+                app = create_console_app(await ConsoleCatalog.load(pool), token, flows)
+                transport = httpx2.ASGITransport(app=app)
+                console = f"http://127.0.0.1/{token}/"
+                async with httpx2.AsyncClient(transport=transport, base_url=console) as http:
+                    answer = await http.get("api/tools")
+            flows.cancel_scope.cancel()
+    (server,) = answer.json()["servers"]
+    grants = server["grants"]
+    assert grants["grantScope"] == "user"
+    assert sorted(g["user"] for g in grants["users"]) == [
+        f"{issuer.url}#alice",
+        f"{issuer.url}#bob",
+    ]
+    assert all(g["resource"] == url and g["authorized"] for g in grants["users"])
+    # Nothing of a grant but what it is: no upstream token reaches the page.
+    assert "up-access-" not in answer.text and "up-refresh-" not in answer.text
+    assert len(up.users) == 4  # each user's access and refresh token, none shown
