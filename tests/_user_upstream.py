@@ -163,6 +163,11 @@ class UpstreamIssuer:
             return JSONResponse({"error": "invalid_grant"}, status_code=400)
         return self._tokens(str(claims["sub"]), refreshable=False)
 
+    def revoke(self, user: str) -> None:
+        """Forget every token of ``user`` (an administrator revoked their grant)."""
+        for token in [t for t, owner in self.users.items() if owner == user]:
+            del self.users[token]
+
     async def verify_token(self, token: str) -> AccessToken | None:
         """The upstream MCP server's check: a token this issuer gave out."""
         user = self.users.get(token)

@@ -22,6 +22,7 @@ server's tools. Everyone's calls then see the tools the first connection listed.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -57,6 +58,12 @@ __all__ = ["UserServers", "sign_in_tool"]
 
 CLOSE_WAIT: Final = 10.0
 """Seconds `UserServers.aclose` waits for the users' connections to end."""
+IDLE_CLOSE: Final = 900.0
+"""Seconds a user's connection lives on unused; their grant stays kept, and their next
+call connects again without asking them (a gateway for a hundred people holds the
+connections of those at work, not of everyone who ever called)."""
+SWEEP_EVERY: Final = 60.0
+"""Seconds between looks for idle connections."""
 
 
 def sign_in_tool(server: str) -> Tool:
@@ -81,7 +88,11 @@ class _Session:
     """The caller's token at their latest call (for a token exchange)."""
     consent: Consent | None = None
     asked: anyio.Event = field(default_factory=anyio.Event)
-    """Set when the provider opened a consent for the user."""
+    """Set when the provider opens a consent for the user (then replaced by a new one,
+    for the next: a grant refused later, mid-session, asks again)."""
+    last_used: float = field(default_factory=time.monotonic)
+    calls: int = 0
+    """Calls running on the connection now (an idle one has none)."""
     started: anyio.Event = field(default_factory=anyio.Event)
     """Set when the connection is ready, or its start failed or ended."""
     failure: str | None = None
@@ -151,16 +162,32 @@ class UserServers(UnwrappingHandle):
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Hold the users' connections until `aclose` (nothing connects at start)."""
+        """Hold the users' connections until `aclose` (nothing connects at start),
+        closing idle ones (`sweep`) every `SWEEP_EVERY` seconds."""
         try:
             async with anyio.create_task_group() as group:
                 self._group = group
                 task_status.started()
-                await self._stop.wait()
+                while not self._stop.is_set():
+                    with anyio.move_on_after(SWEEP_EVERY):
+                        await self._stop.wait()
+                    self.sweep(time.monotonic())
                 group.cancel_scope.cancel()
         finally:
             self._group = None
             self._finished.set()
+
+    def sweep(self, now: float) -> list[UserKey]:
+        """Close the connections unused for `IDLE_CLOSE` seconds before ``now`` (their
+        grants stay kept); the users whose connection was closed."""
+        idle = [
+            (user, session)
+            for user, session in self._sessions.items()
+            if session.calls == 0 and session.ready() and now - session.last_used > IDLE_CLOSE
+        ]
+        for user, session in idle:
+            self._drop(user, session)
+        return [user for user, _ in idle]
 
     async def aclose(self) -> None:
         """Close every user's connection, then stop (shielded, bounded, idempotent)."""
@@ -197,7 +224,8 @@ class UserServers(UnwrappingHandle):
             session = holder[0]
             consent = self.consents.open(user, self.name, authorization_url)
             session.consent = consent
-            session.asked.set()
+            opened, session.asked = session.asked, anyio.Event()
+            opened.set()
             return await consent.wait()
 
         authorization = ServerAuthorization(
@@ -316,7 +344,49 @@ class UserServers(UnwrappingHandle):
             return session
         if tool == UNAVAILABLE_TOOL and not any(t.name == tool for t in session.server.tools):
             return text_response(f"MCP server {self.name!r} is authorized for you; list its tools")
-        return await session.server.call(tool, arguments, options)
+        session.calls += 1
+        try:
+            return await self._call(session, tool, arguments, options)
+        finally:
+            session.calls -= 1
+            session.last_used = time.monotonic()
+
+    async def _call(
+        self, session: _Session, tool: str, arguments: dict[str, Any], options: CallOptions
+    ) -> NativeMCPResponse[Any]:
+        """Call on the user's connection; a consent the provider opens meanwhile (their
+        grant refused mid-session) is sent to them as the first one was."""
+        answer: list[NativeMCPResponse[Any]] = []
+        failed: list[Exception] = []
+        async with anyio.create_task_group() as group:
+
+            async def run() -> None:
+                try:
+                    answer.append(await session.server.call(tool, arguments, options))
+                except Exception as exc:  # raised below as it is, not in a group
+                    failed.append(exc)
+                group.cancel_scope.cancel()
+
+            async def ask_again() -> None:
+                # The grant refused mid-session (revoked, its refresh refused): the
+                # provider opens a new consent while the call waits; send the user.
+                while True:
+                    await session.asked.wait()
+                    consent = session.consent
+                    if consent is None or consent.returned.is_set():
+                        continue
+                    refused = await self._ask(consent, tool, options)
+                    if refused is not None:
+                        answer.append(refused)
+                        group.cancel_scope.cancel()
+                        return
+                    await consent.returned.wait()
+
+            group.start_soon(run)
+            group.start_soon(ask_again)
+        if failed:
+            raise failed[0]
+        return answer[0]
 
     async def list_tools(self, options: CallOptions) -> list[Tool]:
         """The tools as listed (each user's connection lists the same server)."""

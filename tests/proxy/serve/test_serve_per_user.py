@@ -12,6 +12,7 @@ serve's tokens never reach it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -29,6 +30,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from nativemcp.proxy import WorkerPool, http_app
+from nativemcp.proxy.external import UserServers
+from nativemcp.proxy.external._per_user import IDLE_CLOSE
 from nativemcp.proxy.serve import Authorization
 from nativemcp.proxy.tool_search import ToolProfile
 
@@ -195,6 +198,24 @@ async def test_run_code_calls_as_its_caller() -> None:
     _nothing_of(recording, alice_token, bob_token)
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_grant_revoked_mid_session_asks_the_user_again_during_the_call(
+    mode: Mode,
+) -> None:
+    browser = Browser("alice-upstream")
+    async with _served() as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "alice", mode, browser) as (alice, token):
+                await alice.call_tool("needs_authorization", {})
+                before = await alice.call_tool("whoami", {})
+                up.revoke("alice-upstream")  # the access and the refresh token
+                after = await alice.call_tool("whoami", {})
+    assert _text(before) == _text(after) == "upstream user alice-upstream"
+    assert up.authorizations == ["alice-upstream", "alice-upstream"]
+    assert browser.visits == [200, 200]
+    _nothing_of(recording, token)
+
+
 async def test_a_client_that_cannot_elicit_gets_the_address_and_its_retry_goes_on() -> None:
     browser = Browser("carol-upstream")
     async with _served() as (issuer, _up, recording, base):
@@ -315,3 +336,28 @@ async def test_the_console_shows_which_users_granted_an_upstream_and_no_token() 
     # Nothing of a grant but what it is: no upstream token reaches the page.
     assert "up-access-" not in answer.text and "up-refresh-" not in answer.text
     assert len(up.users) == 4  # each user's access and refresh token, none shown
+
+
+async def test_an_idle_users_connection_is_closed_and_their_next_call_reconnects_unasked() -> None:
+    browser = Browser("alice-upstream")
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+        entry = {"url": url, "oauth": {}, "grantScope": "user"}
+        pool = WorkerPool(builtins=[], mcp_servers={"up": entry}, timeout=30)
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+        async with serving(http_app(pool, auth=auth)) as base:
+            with anyio.fail_after(60):
+                async with _user(base, issuer, "alice", "legacy", browser) as (alice, token):
+                    await alice.call_tool("needs_authorization", {})
+                    handle = pool.handles["up"]
+                    assert isinstance(handle, UserServers)
+                    assert handle.users() == [(issuer.url, "alice")]
+                    # Not idle long enough: kept.
+                    assert handle.sweep(time.monotonic()) == []
+                    later = time.monotonic() + IDLE_CLOSE + 1
+                    assert handle.sweep(later) == [(issuer.url, "alice")]
+                    assert handle.users() == []
+                    again = await alice.call_tool("whoami", {})
+    assert _text(again) == "upstream user alice-upstream"
+    assert up.authorizations == ["alice-upstream"]  # the kept grant: not asked again
+    assert browser.visits == [200]
+    _nothing_of(recording, token)
