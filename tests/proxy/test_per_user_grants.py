@@ -5,12 +5,15 @@ that never prints. The end-to-end tests are in ``serve/test_serve_per_user.py``.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
 from nativemcp.proxy import CallerToken, CallOptions
+from nativemcp.proxy.cli import main
 from nativemcp.proxy.external import Consents, load_mcp_servers, user_key
 from nativemcp.proxy.external.oauth import OAuthSettings
 
@@ -128,3 +131,17 @@ def test_the_callers_token_never_prints() -> None:
     assert token.reveal() == "eyJ.secret.token"
     with pytest.raises(TypeError):
         msgspec.json.encode(token)  # it cannot go into a frame by accident
+
+
+@pytest.mark.parametrize("transport", [["--transport", "stdio"], ["--transport", "http"]])
+def test_serve_refuses_a_per_user_entry_without_oauth_before_anything_starts(
+    transport: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps(entry(oauth={}, grantScope="user")))
+    argv = ["serve", *transport, "--mcp-config", str(config), "--data-dir", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert 'MCP server \'gh\' has "grantScope": "user"' in err
+    assert "--auth-issuer URL and --auth-audience AUD" in err
+    assert len(err.strip().splitlines()) == 1
