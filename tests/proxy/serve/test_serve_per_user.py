@@ -361,3 +361,39 @@ async def test_an_idle_users_connection_is_closed_and_their_next_call_reconnects
     assert up.authorizations == ["alice-upstream"]  # the kept grant: not asked again
     assert browser.visits == [200]
     _nothing_of(recording, token)
+
+
+async def test_an_exchanged_token_past_its_expiry_is_exchanged_again() -> None:
+    oauth = {
+        "grantType": "token_exchange",
+        "clientId": EXCHANGER_ID,
+        "clientSecret": EXCHANGER_SECRET,
+        "issuer": "UPSTREAM",
+    }
+    async with _served(oauth) as (issuer, up, _recording, base):
+        up.lifetime = 10  # inside the 30 s kept back for clocks: never reused
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "dave", "legacy", None) as (dave, _token):
+                await dave.call_tool("needs_authorization", {})
+                before = len(up.exchanges)
+                answer = await dave.call_tool("whoami", {})
+    assert _text(answer) == "upstream user dave"
+    assert len(up.exchanges) > before  # the call's own request got a new token
+
+
+async def test_a_refused_token_exchange_is_a_tool_error_naming_the_issuers_answer() -> None:
+    oauth = {
+        "grantType": "token_exchange",
+        "clientId": EXCHANGER_ID,
+        "clientSecret": "not-the-secret",
+        "issuer": "UPSTREAM",
+    }
+    async with _served(oauth) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "dave", "legacy", None) as (dave, token):
+                refused = await dave.call_tool("needs_authorization", {})
+    assert refused.is_error
+    assert "the issuer refused the token exchange: invalid_client" in _text(refused)
+    assert "not-the-secret" not in _text(refused)
+    assert [form["subject_token"] for form in up.exchanges] == [token]
+    assert not any(received.carries(token) for received in recording.received)
