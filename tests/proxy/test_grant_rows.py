@@ -311,3 +311,22 @@ async def test_grants_of_two_users_and_the_pools_own_for_one_server_stay_apart(
     assert await anyio.to_thread.run_sync(place.find, None) == [
         g for g in place.find(None, every_user=True) if g.key.user is None
     ]
+
+
+async def test_a_grants_extra_fields_outlive_new_tokens_(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, database_url: str | None
+) -> None:
+    server, url = oauth_issuer
+    with anyio.fail_after(60):
+        async with replica(url, tmp_path, database_url, oauth_redirect=follow) as first:
+            assert await whoami(first) == "authorized"
+        (kept,) = grant_place(tmp_path, database_url).find(None, every_user=True)
+        store = GrantStore(grant_place(tmp_path, database_url), url)
+        assert await store.set_extra("dpop", {"kid": "k1"})
+        assert await store.set_extra("note", 1) and await store.set_extra("note", None)
+        async with replica(url, tmp_path, database_url) as again:
+            server.access.pop(kept.tokens["access_token"])
+            assert await whoami(again) == "authorized"  # refreshed: new tokens written
+    assert server.grants.count("refresh_token") == 1
+    assert await store.extra() == {"dpop": {"kid": "k1"}}
+    assert not await GrantStore(grant_place(tmp_path, database_url), ONE).set_extra("x", 1)

@@ -267,6 +267,28 @@ class GrantStore:
         was one)."""
         return await self._off_loop(self._forget)
 
+    async def extra(self) -> dict[str, Any]:
+        """The grant's other fields (`Grant.extra`: DPoP key material, say), read now
+        (empty: none, or no grant kept)."""
+        grant = await anyio.to_thread.run_sync(self.read)
+        return dict(grant.extra) if grant is not None else {}
+
+    async def set_extra(self, name: str, value: Any) -> bool:
+        """Keep ``value`` (JSON) as the grant's field ``name`` (None drops it), beside
+        whatever another replica wrote meanwhile; False: no grant is kept to hold it."""
+
+        def attempt() -> bool:
+            grant = self.read()
+            if grant is None:
+                return False
+            extra = {k: v for k, v in grant.extra.items() if k != name}
+            if value is not None:
+                extra[name] = value
+            self.place.write(dataclasses.replace(grant, extra=extra))
+            return True
+
+        return await self._off_loop(attempt)
+
     # -- a refresh, once per grant across replicas --------------------------------------
 
     async def refresh_once(
