@@ -163,6 +163,9 @@ class IssuerBound(OAuthClientProvider):
     read anew (off the event loop)."""
     granted_by: str | None = None
     """What `kept_issuer` said when last asked."""
+    token_refused = False
+    """Whether the refresh under way is for a token the server refused (a 401), not
+    for one this process thinks has expired."""
     give_up: Callable[[str], Exception] = staticmethod(OAuthRegistrationError)
     """The error to raise, given why, when the flow cannot go on without a change to
     the entry (an issuer that offers no dynamic registration)."""
@@ -179,7 +182,8 @@ class IssuerBound(OAuthClientProvider):
         replicas (`GrantStore.refresh_once`), where the storage is a `GrantStore`."""
         storage = self.context.storage
         if refresh_target(outgoing) is not None and isinstance(storage, GrantStore):
-            return await storage.refresh_once(outgoing, send_bounded)
+            refused, self.token_refused = self.token_refused, False
+            return await storage.refresh_once(outgoing, send_bounded, refused=refused)
         return await send_bounded(outgoing)
 
     async def _discover(self) -> None:
@@ -342,6 +346,7 @@ class RefreshingProvider(IssuerBound):
                     await flow.aclose()
                     del request.headers["authorization"]
                     self.context.token_expiry_time = _EXPIRED
+                    self.token_refused = True
                     flow = super()._flow(request)
                     outgoing = await flow.__anext__()
                     continue

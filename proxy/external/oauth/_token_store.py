@@ -267,23 +267,51 @@ class GrantStore:
         was one)."""
         return await self._off_loop(self._forget)
 
+    async def extra(self) -> dict[str, Any]:
+        """The grant's other fields (`Grant.extra`: DPoP key material, say), read now
+        (empty: none, or no grant kept)."""
+        grant = await anyio.to_thread.run_sync(self.read)
+        return dict(grant.extra) if grant is not None else {}
+
+    async def set_extra(self, name: str, value: Any) -> bool:
+        """Keep ``value`` (JSON) as the grant's field ``name`` (None drops it), beside
+        whatever another replica wrote meanwhile; False: no grant is kept to hold it."""
+
+        def attempt() -> bool:
+            grant = self.read()
+            if grant is None:
+                return False
+            extra = {k: v for k, v in grant.extra.items() if k != name}
+            if value is not None:
+                extra[name] = value
+            self.place.write(dataclasses.replace(grant, extra=extra))
+            return True
+
+        return await self._off_loop(attempt)
+
     # -- a refresh, once per grant across replicas --------------------------------------
 
     async def refresh_once(
         self,
         request: httpx2.Request,
         send: Callable[[httpx2.Request], Awaitable[httpx2.Response]],
+        *,
+        refused: bool = False,
     ) -> httpx2.Response:
         """Send the refresh ``request`` with ``send``, unless another replica refreshed
         the grant meanwhile: then its tokens are the answer (or its newer refresh token
         is sent in place of this one). While another replica refreshes, this waits for
-        it; the new tokens are kept before they are returned (see the module's text)."""
+        it; the new tokens are kept before they are returned (see the module's text).
+
+        Without ``refused`` (the server refused the access token: it must be replaced),
+        kept tokens that are not about to expire are the answer too: the provider's
+        idea of their expiry came from an older read."""
         import httpx2
 
         poll = CLAIM_POLL_SECONDS[0]
         while True:
             sent = _refresh_token_of(request)
-            kind, grant = await self._off_loop(functools.partial(self._claim, sent))
+            kind, grant = await self._off_loop(functools.partial(self._claim, sent, refused))
             if kind == "theirs":
                 assert grant is not None
                 self._handed_out = grant.tokens.get("access_token")
@@ -314,7 +342,7 @@ class GrantStore:
                 self._handed_out = record.get("access_token")
         return response
 
-    def _claim(self, sent: str | None) -> tuple[str, Grant | None]:
+    def _claim(self, sent: str | None, refused: bool) -> tuple[str, Grant | None]:
         """``("claimed", grant)``: this store refreshes now; ``("theirs", grant)``:
         newer tokens are kept; ``("wait", None)``: another is refreshing; ``("none",
         None)``: no grant is kept."""
@@ -325,7 +353,7 @@ class GrantStore:
         stored = grant.tokens
         newer_refresh = stored.get("refresh_token") and stored["refresh_token"] != sent
         newer_access = stored.get("access_token") not in (None, self._handed_out)
-        if newer_refresh or (newer_access and _fresh(stored)):
+        if newer_refresh or ((newer_access or not refused) and _fresh(stored)):
             return "theirs", grant
         if grant.refreshing_by not in (None, self.id) and grant.refreshing_until > now:
             return "wait", None
