@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -397,3 +398,39 @@ async def test_a_refused_token_exchange_is_a_tool_error_naming_the_issuers_answe
     assert "not-the-secret" not in _text(refused)
     assert [form["subject_token"] for form in up.exchanges] == [token]
     assert not any(received.carries(token) for received in recording.received)
+
+
+async def test_a_user_who_consented_through_one_replica_is_called_unasked_through_another(
+    database_url: str | None, tmp_path: Path
+) -> None:
+    browser = Browser("alice-upstream")
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+        entry = {"url": url, "oauth": {}, "grantScope": "user"}
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+
+        def replica() -> WorkerPool:
+            # One data folder for SQLite (one file both read), or one PostgreSQL.
+            return WorkerPool(
+                builtins=[],
+                mcp_servers={"up": entry},
+                timeout=30,
+                data_dir=tmp_path,
+                database_url=database_url,
+            )
+
+        async with (
+            serving(http_app(replica(), auth=auth)) as first,
+            serving(http_app(replica(), auth=auth)) as second,
+        ):
+            with anyio.fail_after(60):
+                async with _user(first, issuer, "alice", "legacy", browser) as (alice, token):
+                    await alice.call_tool("needs_authorization", {})
+                async with _user(second, issuer, "alice", "legacy", None) as (again, _):
+                    listed = [tool.name for tool in (await again.list_tools()).tools]
+                    assert listed == ["needs_authorization"]  # nobody connected here yet
+                    signed_in = await again.call_tool("needs_authorization", {})
+                    answer = await again.call_tool("whoami", {})
+    assert not signed_in.is_error, signed_in  # no client elicitation: none was needed
+    assert _text(answer) == "upstream user alice-upstream"
+    assert up.authorizations == ["alice-upstream"]
+    _nothing_of(recording, token)
