@@ -22,6 +22,7 @@ server's tools. Everyone's calls then see the tools the first connection listed.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,8 +52,11 @@ from .oauth import (
     ServerAuthorization,
     UserKey,
     describe_grant,
+    first_of,
     user_key,
 )
+
+_logger = logging.getLogger("nativemcp.external")
 
 __all__ = ["UserServers", "sign_in_tool"]
 
@@ -249,6 +253,9 @@ class UserServers(UnwrappingHandle):
             await group.start(session.server.run)
         except ServerStartError as exc:
             session.failure = str(exc)
+        except Exception as exc:  # the top of this user's task: it must not end the pool
+            _logger.warning("MCP server %r: a user's connection failed: %s", self.name, exc)
+            session.failure = f"{type(exc).__name__}: {exc}"
         finally:
             session.started.set()
         if session.ready() and self._tools[0].name == UNAVAILABLE_TOOL:
@@ -279,13 +286,12 @@ class UserServers(UnwrappingHandle):
         if options.caller_token is not None:
             session.subject_token = options.caller_token.reveal()
         with call_deadline(self.name, tool, options.limit):
-            async with anyio.create_task_group() as group:
-                for event in (session.started, session.asked):
-                    group.start_soon(_cancel_when_set, event, group.cancel_scope)
+            if not session.started.is_set() and not _pending(session.consent):
+                await first_of(session.started, session.asked)
             consent = session.consent
             if not session.started.is_set() and consent is not None:
                 # Back from the browser already: the provider is trading the code.
-                if not consent.returned.is_set():
+                if _pending(consent):
                     refused = await self._ask(consent, tool, options)
                     if refused is not None:
                         return refused
@@ -373,8 +379,9 @@ class UserServers(UnwrappingHandle):
                 while True:
                     await session.asked.wait()
                     consent = session.consent
-                    if consent is None or consent.returned.is_set():
+                    if not _pending(consent):
                         continue
+                    assert consent is not None
                     refused = await self._ask(consent, tool, options)
                     if refused is not None:
                         answer.append(refused)
@@ -422,6 +429,6 @@ class UserServers(UnwrappingHandle):
         """Nothing to reach without a user: the handle is there while the pool runs."""
 
 
-async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
+def _pending(consent: Consent | None) -> bool:
+    """Whether ``consent`` waits for the user's browser still."""
+    return consent is not None and not consent.returned.is_set()

@@ -227,6 +227,9 @@ async def test_a_client_that_cannot_elicit_gets_the_address_and_its_retry_goes_o
                 text = _text(refused)
                 address = text[text.index("http") :]
                 assert "Open this address in a browser" in text
+                # Called again before going there: the same address, at once.
+                again = await carol.call_tool("needs_authorization", {})
+                assert again.is_error and _text(again) == text
                 await browser.visit(address)
                 retried = await carol.call_tool("needs_authorization", {})
                 whoami = await carol.call_tool("whoami", {})
