@@ -313,7 +313,8 @@ class UserServers(UnwrappingHandle):
             "mode": "url",
             "message": (
                 f"{self.name} needs your authorization to act for you: sign in on the page "
-                "this opens; the call goes on when you are back"
+                "this opens (the link is yours alone: whoever signs in there grants it to "
+                "you); the call goes on when you are back"
             ),
             "url": consent.url,
             "elicitationId": consent.id,
