@@ -234,6 +234,14 @@ async def _status(options: PoolOptions) -> int:
             f"{shown['scope'] or '(none named)'}, expires {expiry_text(shown['expires_at'])}"
             f"{refresh}"
         )
+    place = _place(options)
+    every = await anyio.to_thread.run_sync(lambda: place.find(None, every_user=True))
+    users = {grant.key.user for grant in every if grant.key.user is not None}
+    if users:
+        print(
+            f"{len(users)} of serve's users keep grants of their "
+            "own: see nativemcp auth status --user SUBJECT"
+        )
     return 0
 
 
