@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -330,3 +331,37 @@ async def test_a_grants_extra_fields_outlive_new_tokens_(
     assert server.grants.count("refresh_token") == 1
     assert await store.extra() == {"dpop": {"kid": "k1"}}
     assert not await GrantStore(grant_place(tmp_path, database_url), ONE).set_extra("x", 1)
+
+
+async def test_a_claim_left_by_a_replica_that_died_lapses_and_a_refused_refresh_ends_its_own(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, database_url: str | None
+) -> None:
+    server, url = oauth_issuer
+    with anyio.fail_after(60):
+        async with replica(url, tmp_path, database_url, oauth_redirect=follow) as first:
+            assert await whoami(first) == "authorized"
+    place = grant_place(tmp_path, database_url)
+    (grant,) = place.find(None, every_user=True)
+    # A replica claimed the refresh, then died: its claim ran out a moment ago.
+    dead = dataclasses.replace(
+        grant,
+        tokens={**grant.tokens, "expires_at": 1.0},
+        refreshing_by="a-replica-that-died",
+        refreshing_until=time.time() - 1,
+    )
+    place.write(dead)
+    with anyio.fail_after(60):
+        async with replica(url, tmp_path, database_url) as again:
+            assert await whoami(again) == "authorized"
+    (grant,) = place.find(None, every_user=True)
+    assert server.grants.count("refresh_token") == 1 and grant.refreshing_by is None
+    # The issuer refuses the next refresh: the refresher's claim ends with it.
+    server.refuse_refresh = True
+    place.write(dataclasses.replace(grant, tokens={**grant.tokens, "expires_at": 1.0}))
+    with anyio.fail_after(60):
+        async with replica(url, tmp_path, database_url) as refused:
+            answer = await refused.call_tool("remote__whoami", {})
+    assert answer.result is not None and answer.result.is_error
+    assert server.grants.count("refresh_token") == 2
+    (grant,) = place.find(None, every_user=True)
+    assert grant.refreshing_by is None
