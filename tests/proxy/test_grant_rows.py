@@ -365,3 +365,20 @@ async def test_a_claim_left_by_a_replica_that_died_lapses_and_a_refused_refresh_
     assert server.grants.count("refresh_token") == 2
     (grant,) = place.find(None, every_user=True)
     assert grant.refreshing_by is None
+
+
+async def test_tokens_written_while_another_replica_refreshes_leave_its_claim(
+    tmp_path: Path, database_url: str | None
+) -> None:
+    place = grant_place(tmp_path, database_url)
+    store = GrantStore(place, ONE, fixed_client=client())
+    await store.set_tokens(OAuthToken(access_token="a1", refresh_token="r1"))
+    (grant,) = place.find(None, ONE)
+    claimed = dataclasses.replace(grant, refreshing_by="refresher", refreshing_until=4e9)
+    place.write(claimed)
+    # The same tokens again (a replica that took them), then new ones (a new sign-in):
+    # until the refresher ends it, no replica may spend the refresh token it holds.
+    await GrantStore(place, ONE).set_tokens(OAuthToken(access_token="a1", refresh_token="r1"))
+    await GrantStore(place, ONE).set_tokens(OAuthToken(access_token="a2", refresh_token="r2"))
+    (grant,) = place.find(None, ONE)
+    assert (grant.refreshing_by, grant.tokens["access_token"]) == ("refresher", "a2")

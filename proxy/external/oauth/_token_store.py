@@ -170,23 +170,25 @@ class GrantStore:
             )
             issuer = fixed.issuer if fixed is not None else None
             grant = Grant(self._new_key(client, issuer), client=client)
-        elif _same_tokens(grant.tokens, record) and grant.refreshing_by is None:
+        elif _same_tokens(grant.tokens, record):
             return  # kept already (the tokens `refresh_once` wrote or took)
-        self.place.write(
-            dataclasses.replace(grant, tokens=record, refreshing_by=None, refreshing_until=0.0)
-        )
+        if grant.refreshing_by == self.id:
+            grant = dataclasses.replace(grant, refreshing_by=None, refreshing_until=0.0)
+        # Another's claim stays: its refresh is under way, and until it ends no other
+        # replica may send the refresh token it holds.
+        self.place.write(dataclasses.replace(grant, tokens=record))
 
     def _set_client(self, client: dict[str, Any], issuer: str | None) -> None:
-        grant = self.read()
         key = self._new_key(client, issuer)
         same = self.place.read(key)
         if same is not None:
             self.place.write(dataclasses.replace(same, client=client))
         else:
             self.place.write(Grant(key, client=client))
-        if grant is not None and grant.key != key:
-            # Another client's (or an unknown issuer's) tokens are not this one's.
-            self.place.delete(grant.key, grant.version)
+        for other in self.place.find(self.user, self.resource, self._client_id):
+            if other.key != key:
+                # Another client's (or an unknown issuer's) tokens are not this one's.
+                self.place.delete(other.key)
 
     def _forget_tokens(self) -> bool:
         grant = self.read()
