@@ -224,6 +224,9 @@ async def _status(options: PoolOptions) -> int:
         print(f'no remote server with an "oauth" entry in {options.mcp_config}')
         return 0
     for spec in servers:
+        if spec.oauth is not None and spec.oauth.grant == "workload_identity":
+            print(f"{spec.name}: workload identity: a new token for each start, nothing kept")
+            continue
         shown = await _store(options, spec).status()
         if shown is None or not shown["authorized"]:
             print(f"{spec.name}: not authorized; {options.pasteable(login_hint(spec.name))}")

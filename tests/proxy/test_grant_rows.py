@@ -240,7 +240,12 @@ OLD_GRANT: dict[str, Any] = {
     "issuer": ISSUER,
     "client": {"client_id": "client-1", "redirect_uris": ["http://localhost:4711/callback"]},
     "resources": {
-        ONE: {"access_token": "a-one", "refresh_token": "r-one", "expires_at": 4e9},
+        ONE: {
+            "access_token": "a-one",
+            "refresh_token": "r-one",
+            "expires_at": 4e9,
+            "dpop_key": {"kty": "EC", "crv": "P-256", "x": "x", "y": "y", "d": "d"},
+        },
         TWO: {"access_token": "a-two", "scope": "mcp"},
     },
 }
@@ -256,6 +261,9 @@ async def test_grant_files_of_earlier_versions_move_into_rows_on_first_read(
     one = GrantStore(grant_place(tmp_path, None), ONE)
     tokens = await one.get_tokens()
     assert tokens is not None and (tokens.access_token, tokens.refresh_token) == ("a-one", "r-one")
+    # The DPoP key kept among the server's tokens moved to the row's extra.
+    assert one.dpop_key == OLD_GRANT["resources"][ONE]["dpop_key"]
+    assert await one.extra() == {"dpop_key": one.dpop_key}
     two = await GrantStore(grant_place(tmp_path, None), TWO).get_tokens()
     assert two is not None and (two.access_token, two.scope) == ("a-two", "mcp")
     client_info = await one.stored_client()

@@ -38,6 +38,7 @@ import anyio.abc
 
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
+from ..._sdk_seam import set_token_expiry
 from ._grant_rows import Grant, GrantPlace
 from ._identity_assertion import AssertionHook, identity_assertion_provider
 from ._loopback_callback import CALLBACK_PATH, LoopbackCallback
@@ -152,6 +153,8 @@ class ServerAuthorization:
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | httpx2.Auth | None = None
+        if settings.grant == "workload_identity":
+            folder = None  # SEP-1933: its tokens are not persisted; a restart asks anew
         self.store = GrantStore(
             folder, url, user=user, client_id=settings.client_id, issuer=self._issuer
         )
@@ -224,9 +227,16 @@ class ServerAuthorization:
             if self.settings.grant == "identity_assertion":
                 # A kept token that expired is refused (401): the SDK's provider then
                 # gets a new ID-JAG and exchanges it.
+                from ._dpop import DPoPBinding
+
                 self.store.fixed_client = configured_client(self.settings)
                 self._provider = identity_assertion_provider(
-                    self.url, self.settings, self.store, self._assertion, self._give_up
+                    self.url,
+                    self.settings,
+                    self.store,
+                    self._assertion,
+                    self._give_up,
+                    DPoPBinding(self.store),
                 )
                 return self._provider
             provider = self._provider = self._make_provider()
@@ -234,13 +244,14 @@ class ServerAuthorization:
             # token that expired while nothing ran is refreshed before it is sent.
             expires_at = self._kept.tokens.get("expires_at") if self._kept else None
             if isinstance(expires_at, int | float):
-                provider.context.token_expiry_time = float(expires_at)
+                set_token_expiry(provider, float(expires_at))
         return self._provider
 
     def _make_provider(self) -> IssuerBound:
+        from ._dpop import DPoPBinding
         from ._refresh_on_401 import EntryScopes, RefreshingProvider
 
-        provider = self._client_credentials_provider() or RefreshingProvider(
+        provider = self._machine_provider() or RefreshingProvider(
             server_url=self.url,
             client_metadata=self._client_metadata(),
             storage=self.store,
@@ -257,6 +268,7 @@ class ServerAuthorization:
         # A refresh goes to the kept grant's issuer only, never to the MCP server.
         provider.kept_issuer = self._refresh_issuer
         provider.give_up = self._give_up
+        provider.dpop = DPoPBinding(self.store)
         return provider
 
     async def _refresh_issuer(self) -> str | None:
@@ -266,6 +278,14 @@ class ServerAuthorization:
         if grant is None or not grant.tokens.get("refresh_token"):
             return None
         return grant.key.issuer or None
+
+    def _machine_provider(self) -> IssuerBound | None:
+        """The provider of an entry no person signs in for (None: authorization code)."""
+        if self.settings.grant != "workload_identity":
+            return self._client_credentials_provider()
+        from ._workload_identity import WorkloadIdentity
+
+        return WorkloadIdentity(self.url, self.settings, self.store, self._assertion, self._give_up)
 
     def _client_credentials_provider(self) -> IssuerBound | None:
         """The provider of a ``client_credentials`` entry (None: another grant)."""
