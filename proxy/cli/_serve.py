@@ -415,8 +415,7 @@ def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
-    from ..serve._defaults import TOKEN_ENV
-    from ..serve._transports import serve_stdio
+    from ..serve import TOKEN_ENV, serve_stdio
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
