@@ -1,7 +1,11 @@
 """The servers bench.serve loads: one echo tool behind each MCP HTTP stack, and a floor.
 
-Run as ``python -m bench._serve_apps KIND PORT``; each serves ``http://127.0.0.1:PORT/mcp``
-in this one process (its worker processes aside) until killed. Kinds: ``fast`` and
+Run as ``python -m bench._serve_apps KIND PORT [HTTP]``; each serves
+``http://127.0.0.1:PORT/mcp`` in this one process (its worker processes aside) until
+killed, on uvicorn's ``HTTP`` protocol (``httptools``, the default, or ``h11``): for
+nativemcp's rows the one ``nativemcp serve --http HTTP`` runs (with its read deadlines),
+for the others uvicorn's own; or ``granian`` (Granian's ASGI server, one worker, where
+installed: a comparison only, serve does not run on it). Kinds: ``fast`` and
 ``plain`` (nativemcp serve's app, stateless, with the fast path on and off), ``local``
 (the fast path with the echo server in process, as the SDK's and the floor's tools
 run: no worker process and no pipe), ``sdk`` (the
@@ -17,6 +21,8 @@ call, whose cost is the tool's way of running, not the stack's.
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from typing import Any
 
@@ -39,6 +45,9 @@ def say_sync(text: str) -> str:
     """Answer ``text`` (a plain function: every stack runs it in a thread)."""
     return text
 
+
+NATIVEMCP_KINDS = frozenset({"fast", "plain", "local", "sync"})
+"""The rows served by nativemcp's app (on the serve command's HTTP protocol)."""
 
 _DECODER = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
@@ -103,11 +112,49 @@ def _say_sync(text: str) -> str:
     return text
 
 
+GRANIAN = "granian"
+"""Granian's ASGI server (Rust, one worker) in place of uvicorn, where installed."""
+KIND_ENV = "NATIVEMCP_BENCH_KIND"
+"""Where `granian_app` reads its kind: Granian imports its app by name."""
+
+
+def granian_app() -> Any:
+    """The app of the kind in `KIND_ENV`, for Granian (``--factory``)."""
+    return _app(os.environ[KIND_ENV])
+
+
+def _granian(kind: str, port: int) -> None:
+    # Not a dependency (a comparison only): typed loosely, installed or not.
+    granian: Any = importlib.import_module("granian")
+    os.environ[KIND_ENV] = kind
+    server = granian.Granian(
+        "bench._serve_apps:granian_app",
+        address="127.0.0.1",
+        port=port,
+        interface="asgi",
+        factory=True,
+        log_level="warning",
+    )
+    server.serve()
+
+
 def _main() -> None:
     import uvicorn
 
+    from nativemcp.proxy.serve import deadline_protocol
+    from nativemcp.proxy.serve._defaults import DEFAULT_HTTP, HTTP_PROTOCOLS
+
     kind, port = sys.argv[1], int(sys.argv[2])
-    uvicorn.run(_app(kind), host="127.0.0.1", port=port, log_level="warning")
+    http = sys.argv[3] if len(sys.argv) > 3 else DEFAULT_HTTP
+    if http == GRANIAN:
+        _granian(kind, port)
+        return
+    if http not in HTTP_PROTOCOLS:
+        raise SystemExit(f"unknown HTTP protocol {http!r}: {' or '.join(HTTP_PROTOCOLS)}")
+    protocol: Any = http
+    if kind in NATIVEMCP_KINDS:
+        protocol = deadline_protocol(http=http)  # as `nativemcp serve --http` runs it
+    uvicorn.run(_app(kind), host="127.0.0.1", port=port, log_level="warning", http=protocol)
 
 
 if __name__ == "__main__":

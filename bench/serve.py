@@ -4,8 +4,18 @@ installed) and a bare msgspec ASGI floor.
 
 Each server is started alone (``bench._serve_apps``) and loaded by ``wrk`` (16
 connections, one thread, a fixed 2026-07-28 POST body) for ``tools/call`` of a one-field
-echo tool and for ``tools/list``. Reported: calls/s, p50 and p99 latency, and the server's
-CPU per call (its process tree's, from /proc: steadier than calls/s on a shared machine).
+echo tool and for ``tools/list``. Reported first: each row's ratio to the floor (its CPU
+per call over the floor's, the floor's calls/s over its own), then the server's CPU per
+call (its process tree's, from /proc: steadier than calls/s on a shared machine),
+calls/s, p50 and p99 latency. The goals: ``tools/call`` within 2x the floor's CPU per
+call (at least 0.5x its calls/s), ``tools/list`` within 1.5x.
+
+Every row runs on both of uvicorn's HTTP/1.1 protocols, httptools (``nativemcp serve``'s
+default) and h11 (``--http h11``), the floor's too, each row's ratios against the floor
+on the same protocol (``--http`` picks one; under ``--quick`` h11 runs the fast path and
+the floor only). ``--http granian`` (or ``all``) runs them on Granian's ASGI server
+instead, where it is installed: it serves the SDK's app unchanged, but serve does not
+run on it (its read deadlines are uvicorn's protocols).
 
 The echo tool is ``async def``, so the rows measure the stacks around it. Two more rows,
 ``tools/call`` only, serve it as a plain function: nativemcp's worker and the SDK both
@@ -21,11 +31,13 @@ against the one-process fast path's. Scaling needs a core per process and one fo
 on a machine with fewer it reports what the processes cost, not what they gain.
 
     python -m bench.serve [--quick] [--json] [--era 2025-11-25] [--workers N]
+                          [--http httptools|h11|both|granian|all]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -53,6 +65,12 @@ LABELS = {
     "sync": "fast path, sync tool (thread)",
     "sdk-sync": "SDK MCPServer, sync tool",
 }
+HTTP = ("httptools", "h11")
+"""uvicorn's HTTP/1.1 protocols, the default (`nativemcp serve`'s) first."""
+GRANIAN = "granian"
+"""Granian's ASGI server in uvicorn's place (``--http granian``, where installed)."""
+QUICK_BOTH = frozenset({"fast", "floor"})
+"""The rows ``--quick`` runs on every protocol (the others on the default only)."""
 THREAD_KINDS = frozenset({"sync", "sdk-sync"})
 """Rows whose tool is a plain function (run in a thread): measured for ``tools/call``
 only, where the tool runs."""
@@ -162,14 +180,15 @@ def _check(port: int, method: str, era: str) -> None:
         raise SystemExit(f"bench.serve: port {port} answers {method} with an error: {text[:300]}")
 
 
-def _argv(kind: str, port: int, workers: int) -> list[str]:
-    """The command that serves ``kind`` on ``port``."""
+def _argv(kind: str, port: int, workers: int, http: str = HTTP[0]) -> list[str]:
+    """The command that serves ``kind`` on ``port`` with uvicorn's ``http`` protocol."""
     if kind == WORKERS:
         return [
             *(sys.executable, "-m", "nativemcp.proxy.cli", "serve", "bench._serve_apps:echo"),
             *("--transport", "http", "--port", str(port), "--workers", str(workers)),
+            *("--http", http),
         ]
-    return [sys.executable, "-m", "bench._serve_apps", kind, str(port)]
+    return [sys.executable, "-m", "bench._serve_apps", kind, str(port), http]
 
 
 def label(kind: str, workers: int) -> str:
@@ -179,78 +198,146 @@ def label(kind: str, workers: int) -> str:
     return LABELS[kind]
 
 
-def run(quick: bool, era: str = MODERN, workers: int = 1) -> dict[str, Any]:
-    """Load each server for each method; the measurements by method, then kind (with
-    ``workers`` > 1, the ``--workers`` command after the one-process fast path; under
-    ``quick``, for ``tools/call`` only). ``quick`` loads each for one second, after a
-    warm-up of sequential requests rather than a second of wrk, to stay under 30 s."""
+def run(
+    quick: bool, era: str = MODERN, workers: int = 1, http: Sequence[str] = HTTP
+) -> dict[str, Any]:
+    """Load each server for each method on each of uvicorn's ``http`` protocols; the
+    measurements by method, then protocol, then kind (with ``workers`` > 1, the
+    ``--workers`` command after the one-process fast path; under ``quick``, for
+    ``tools/call`` only). ``quick`` loads each for one second, after a warm-up of
+    sequential requests rather than a second of wrk, to stay under 30 s, and runs only
+    `QUICK_BOTH` on protocols past the first."""
     seconds = 1 if quick else 8
     kinds = list(KINDS)
     if workers > 1:
         kinds.insert(kinds.index("fast") + 1, WORKERS)
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for kind in kinds:
-            missing = _unavailable(kind)
-            if missing is not None:
-                print(f"{LABELS[kind]}: skipped, {missing}", file=sys.stderr)
-                continue
-            port = _free_port()
-            with _http_server(_argv(kind, port, workers), port) as server:
-                pid = server.pid
-                for method in ("tools/call", "tools/list"):
-                    if kind in THREAD_KINDS | {"floor"} and method == "tools/list":
-                        continue
-                    if kind == WORKERS and quick and method == "tools/list":
-                        continue
-                    script = os.path.join(folder, f"{method.replace('/', '_')}.lua")
-                    with open(script, "w") as file:
-                        file.write(_script(method, era))
-                    _check(port, method, era)
-                    # Warm up: imports, first listing, caches.
-                    if not quick:
-                        _wrk(port, script, 1)
-                    elif method == "tools/call":
-                        for _ in range(QUICK_WARM_UP):
-                            _check(port, method, era)
-                    before = tree_cpu_s(pid)
-                    measured = _wrk(port, script, seconds)
-                    used = tree_cpu_s(pid) - before
-                    measured["cpu_us_per_call"] = used / max(measured["requests"], 1) * 1e6
-                    results.setdefault(method, {})[kind] = measured
+        for index, protocol in enumerate(http):
+            for kind in kinds:
+                if quick and index > 0 and kind not in QUICK_BOTH:
+                    continue
+                missing = _unavailable(kind)
+                if missing is not None:
+                    if index == 0:
+                        print(f"{LABELS[kind]}: skipped, {missing}", file=sys.stderr)
+                    continue
+                for method, measured in _load(kind, protocol, quick, era, workers, folder):
+                    results.setdefault(method, {}).setdefault(protocol, {})[kind] = measured
+                    measured["seconds"] = seconds
     return results
 
 
+def _load(
+    kind: str, http: str, quick: bool, era: str, workers: int, folder: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """Serve ``kind`` on ``http`` and load it for each method it answers."""
+    seconds = 1 if quick else 8
+    port = _free_port()
+    measured: list[tuple[str, dict[str, Any]]] = []
+    with _http_server(_argv(kind, port, workers, http), port) as server:
+        pid = server.pid
+        for method in ("tools/call", "tools/list"):
+            if kind in THREAD_KINDS | {"floor"} and method == "tools/list":
+                continue
+            if kind == WORKERS and quick and method == "tools/list":
+                continue
+            script = os.path.join(folder, f"{method.replace('/', '_')}.lua")
+            with open(script, "w") as file:
+                file.write(_script(method, era))
+            _check(port, method, era)
+            # Warm up: imports, first listing, caches.
+            if not quick:
+                _wrk(port, script, 1)
+            elif method == "tools/call":
+                for _ in range(QUICK_WARM_UP):
+                    _check(port, method, era)
+            before = tree_cpu_s(pid)
+            row = _wrk(port, script, seconds)
+            used = tree_cpu_s(pid) - before
+            row["cpu_us_per_call"] = used / max(row["requests"], 1) * 1e6
+            measured.append((method, row))
+    return measured
+
+
+GOALS = {"tools/call": 2.0, "tools/list": 1.5}
+"""The most CPU per call each method may cost, in floors (issue 48)."""
+
+
 def _table(results: dict[str, Any], era: str, workers: int) -> None:
-    for method, by_kind in results.items():
-        sdk = by_kind.get("sdk", {}).get("calls_per_s", 0.0)
-        floor = by_kind.get("floor") or results["tools/call"].get("floor", {})
-        floor_cpu = floor.get("cpu_us_per_call", 0.0)
-        rows = [
-            [
-                label(kind, workers),
-                m["calls_per_s"],
-                ratio(m["calls_per_s"], sdk),
-                m["p50_ms"],
-                m["p99_ms"],
-                m["cpu_us_per_call"],
-                ratio(m["cpu_us_per_call"], floor_cpu),
-                m["errors"],
+    for method, by_http in results.items():
+        for http, by_kind in by_http.items():
+            floor = _floor(results, http)
+            sdk = by_kind.get("sdk", {}).get("calls_per_s", 0.0)
+            rows = [
+                [
+                    label(kind, workers),
+                    ratio(m["cpu_us_per_call"], floor.get("cpu_us_per_call", 0.0)),
+                    ratio(m["calls_per_s"], floor.get("calls_per_s", 0.0)),
+                    m["cpu_us_per_call"],
+                    m["calls_per_s"],
+                    ratio(m["calls_per_s"], sdk) if sdk else "-",
+                    m["p50_ms"],
+                    m["p99_ms"],
+                    m["errors"],
+                ]
+                for kind, m in by_kind.items()
             ]
-            for kind, m in by_kind.items()
-        ]
-        processes = "one server process"
-        if WORKERS in by_kind:
-            processes += f" ({workers} on the --workers row)"
-        print_table(
-            f"{method} ({era}): {CONNECTIONS} connections, {processes}",
-            ["server", "calls/s", "x SDK", "p50 ms", "p99 ms", "CPU us/call", "x floor", "errors"],
-            rows,
-        )
-        scaling = _scaling(by_kind, workers)
-        if scaling:
-            print(scaling)
+            processes = "one server process"
+            if WORKERS in by_kind:
+                processes += f" ({workers} on the --workers row)"
+            print_table(
+                f"{method} ({era}) on {_server_name(http)}: {CONNECTIONS} connections, {processes}",
+                [
+                    "server",
+                    "CPU x floor",
+                    "calls/s x floor",
+                    "CPU us/call",
+                    "calls/s",
+                    "x SDK",
+                    "p50 ms",
+                    "p99 ms",
+                    "errors",
+                ],
+                rows,
+            )
+            scaling = _scaling(by_kind, workers)
+            if scaling:
+                print(scaling)
+            print()
+        print(_goal(results, method))
         print()
+
+
+def _server_name(http: str) -> str:
+    """The HTTP server a protocol names, in words."""
+    return "Granian (ASGI)" if http == GRANIAN else f"uvicorn {http}"
+
+
+def _floor(results: dict[str, Any], http: str) -> dict[str, Any]:
+    """The floor's row on ``http`` (it answers ``tools/call`` only: every method's
+    ratios are to that; empty when not measured)."""
+    floor: dict[str, Any] = results.get("tools/call", {}).get(http, {}).get("floor", {})
+    return floor
+
+
+def _goal(results: dict[str, Any], method: str) -> str:
+    """The fast path on the default protocol against each protocol's floor, and the
+    goal, in words."""
+    fast = results[method].get(HTTP[0], {}).get("fast") or next(
+        (by_kind["fast"] for by_kind in results[method].values() if "fast" in by_kind), None
+    )
+    if fast is None:
+        return f"{method}: the fast path was not measured"
+    parts = [
+        f"{ratio(fast['cpu_us_per_call'], floor['cpu_us_per_call']):.2f}x the {http} floor's"
+        for http in results.get("tools/call", {})
+        if (floor := _floor(results, http))
+    ]
+    return (
+        f"{method}: the fast path's CPU per call is {', '.join(parts)} "
+        f"(goal: at most {GOALS[method]}x)"
+    )
 
 
 def _scaling(by_kind: dict[str, Any], workers: int) -> str | None:
@@ -274,7 +361,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("bench.serve needs wrk on PATH (apt-get install wrk)")
     if args.workers < 1:
         raise SystemExit(f"bench.serve: --workers must be at least 1, not {args.workers}")
-    results = run(args.quick, args.era, args.workers)
+    http = {"both": HTTP, "all": (*HTTP, GRANIAN)}.get(args.http, (args.http,))
+    if GRANIAN in http and importlib.util.find_spec("granian") is None:
+        raise SystemExit("bench.serve: --http granian needs Granian (pip install granian)")
+    results = run(args.quick, args.era, args.workers, http)
     _table(results, args.era, args.workers)
     if args.json:
         emit_json(
@@ -283,6 +373,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "era": args.era,
                 "cores": os.cpu_count(),
                 "workers": args.workers,
+                "http": list(http),
                 "results": results,
             }
         )
@@ -301,6 +392,13 @@ def _options(parser: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="also load `nativemcp serve --workers N` (N > 1) beside the one-process rows",
+    )
+    parser.add_argument(
+        "--http",
+        choices=[*HTTP, "both", GRANIAN, "all"],
+        default="both",
+        help="uvicorn's HTTP/1.1 protocol every row runs on (default: each in turn); "
+        "granian: Granian's ASGI server instead (installed apart); all: the three",
     )
 
 

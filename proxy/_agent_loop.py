@@ -18,11 +18,10 @@ which `tool_definitions` then declares and `run_tool_call` answers.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Protocol
 
-import anyio
+import msgspec
 
 from nativemcp.protocol import (
     ArgumentsError,
@@ -39,6 +38,7 @@ from ._catalog import Catalog, CatalogEntry
 from ._config import PoolConfig
 from ._handle import DEFAULT, CallOptions, LogHandler, ProgressCallback, ServerHandle, _Default
 from ._kept_results import ResultKeeping
+from ._loop_index import LoopIndex
 from .codemode import (
     CODE_META_TOOLS,
     DESCRIBE_TOOLS,
@@ -50,6 +50,7 @@ from .codemode import (
     code_response,
     code_search_response,
     code_tools,
+    named_progress,
     read_code,
     read_describe,
     tool_stubs,
@@ -70,8 +71,6 @@ from .tool_search import (
     ToolMatch,
     ToolProfile,
     deferred_for_anthropic,
-    embedding_loaded,
-    load_embedding,
     read_call,
     read_search,
     search_response,
@@ -130,7 +129,7 @@ class AgentLoop:
         self._catalog = pool.catalog
         self._apps = apps
         self._llm_names: dict[str, dict[str, str]] = {}
-        self._tool_index: tuple[int, ToolIndex] | None = None
+        self._index = LoopIndex(pool.catalog, pool.config, self._indexed)
         self._results = ResultKeeping(result_budget, self._kept_store)
         self._code_sandbox = CodeSandbox()  # its processes start with the first run
         self._code_names: tuple[int, dict[str, Tool]] | None = None
@@ -139,24 +138,22 @@ class AgentLoop:
         self._pool.catalog  # noqa: B018  (raises ServerClosed once the pool is closed)
 
     async def aclose(self) -> None:
-        """Stop code mode's sandbox processes (started by the first `run_code`)."""
+        """Stop code mode's sandbox processes and close the learned queries' database."""
+        self._index.close()
         await self._code_sandbox.aclose()
 
     def tool_index(self) -> ToolIndex:
         """The BM25 index of the catalog as it is now; `search_tools` reads it.
 
-        It is rebuilt when a source's tools changed since the last search.
+        It is rebuilt when a source's tools changed since the last search (or, with
+        ``search_learn``, the words users found tools by).
 
         Raises:
             ToolNameError: two sources now give the same full name (both named).
             ServerClosed: the pool is closed.
         """
         self._check_open()
-        version = self._catalog.version
-        if self._tool_index is None or self._tool_index[0] != version:
-            index = ToolIndex(self._indexed(), embed=self._pool.config.search_embed)
-            self._tool_index = (version, index)
-        return self._tool_index[1]
+        return self._index.now()
 
     async def fresh_tool_index(self) -> ToolIndex:
         """`tool_index`, rebuilt (where the catalog changed) in a worker thread.
@@ -169,18 +166,21 @@ class AgentLoop:
             ServerClosed: the pool is closed.
         """
         self._check_open()
-        version = self._catalog.version
-        if self._tool_index is not None and self._tool_index[0] == version:
-            return self._tool_index[1]
-        embed = self._pool.config.search_embed
-        if embed and not embedding_loaded():
-            # The first load reads the model's 16 MB (about 0.7 s here).
-            await anyio.to_thread.run_sync(load_embedding)
-        tools = self._indexed()  # read here: the catalog belongs to the event loop
-        index = await anyio.to_thread.run_sync(functools.partial(ToolIndex, tools, embed=embed))
-        if self._catalog.version == version:  # else a newer one is built on the next read
-            self._tool_index = (version, index)
-        return index
+        return await self._index.fresh()
+
+    def searched(self, session: Hashable, query: str) -> None:
+        """Note that ``session`` (a conversation, a client) searched for ``query``.
+
+        With ``search_learn`` its next call keeps the query (see `learn_call`)."""
+        self._index.searched(session, query)
+
+    async def learn_call(self, session: Hashable, full_name: str) -> bool:
+        """Keep ``session``'s last search as words of ``full_name``, which it calls now.
+
+        With ``search_learn``, the next search worded so finds that tool. False where
+        nothing was kept (learning off, no recent search, an unfit query, a write that
+        failed: logged)."""
+        return await self._index.learn_call(session, full_name)
 
     def _indexed(self) -> list[IndexedTool]:
         # A tool only its app may call (MCP Apps) is not found for the model either.
@@ -374,6 +374,7 @@ class AgentLoop:
                     )
                 elif full_name == SEARCH_TOOLS:
                     query, limit = read_search(arguments)
+                    self.searched(result_owner, query)
                     found = await self.search_tools(query, limit, profile=profile)
                     outcome = search_response(query, found, self._offered(profile))
                 elif full_name == READ_RESULT and self._results.budget is not None:
@@ -382,7 +383,7 @@ class AgentLoop:
                 else:
                     options = CallOptions(timeout=timeout, on_progress=on_progress, on_log=on_log)
                     full_name, outcome = await self._model_call(
-                        full_name, arguments, profile, options
+                        full_name, arguments, profile, options, result_owner
                     )
             except Exception as exc:  # the model reads the error; cancellation is not caught
                 outcome = exc
@@ -397,6 +398,7 @@ class AgentLoop:
         arguments: Mapping[str, Any] | None,
         profile: ToolProfile | None,
         options: CallOptions,
+        session: str,
     ) -> tuple[str, NativeMCPResponse[Any]]:
         """A catalog tool the model called by its name or through ``call_tool``: the
         full name called, and the answer (with the app's note where one shows it)."""
@@ -408,6 +410,8 @@ class AgentLoop:
                 f"{SEARCH_TOOLS} to find one"
             )
         outcome = await self._pool.call_tool(full_name, arguments, options=options)
+        if not outcome.is_error:  # a tool found and run: its query is worth keeping
+            await self.learn_call(session, full_name)
         if self._apps:  # the app shows the tool's app: the model hears so
             outcome = with_app_note(outcome, self._catalog.entry(full_name).tool)
         return full_name, outcome
@@ -580,8 +584,14 @@ class AgentLoop:
         if clash:
             raise ValueError(f"inputs named like tools: {', '.join(clash)}")
 
+        names = {tool.name: name for name, tool in tools.items()}
+
         async def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
-            return await self._pool.call_tool(full_name, arguments, options=options)
+            each = options
+            if options is not None and options.on_progress is not None:  # say whose
+                named = named_progress(options.on_progress, names[full_name])
+                each = msgspec.structs.replace(options, on_progress=named)
+            return await self._pool.call_tool(full_name, arguments, options=each)
 
         limits = limits or self._pool.config.code_limits
         return await self._code_sandbox.run(

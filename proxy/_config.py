@@ -90,6 +90,7 @@ class PoolOptions(SyncPoolOptions, total=False):
     roots: Iterable[str | os.PathLike[str]] | None
     pinned: ToolPins | str | os.PathLike[str] | None
     result_budget: int | None
+    search_learn: bool
 
 
 def check_options(given: Mapping[str, Any], accepted: frozenset[str], owner: str) -> None:
@@ -128,6 +129,17 @@ def _builtin_available(name: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
         return False
+
+
+def _search_learn(given: object, folder: Path | None, database_url: str | None) -> bool:
+    if not isinstance(given, bool):
+        raise TypeError(f"search_learn must be True or False, not {given!r}")
+    if given and folder is None and not database_url:
+        raise ValueError(
+            "search_learn keeps the queries that found each tool in the data folder or in "
+            "PostgreSQL: give data_dir (serve --data-dir) or database_url"
+        )
+    return given
 
 
 def _search_embed(given: object) -> bool:
@@ -267,6 +279,8 @@ class PoolConfig:
     None: every tool is offered."""
     search_embed: bool = False
     """Tool search fuses BM25 with wordllama's embedding model (False: BM25 alone)."""
+    search_learn: bool = False
+    """A search's query is kept as words of the tool the same session calls next."""
     result_budget: int | None = DEFAULT_RESULT_BUDGET
     """The agent loop's tokens per tool result (None: no budget)."""
     code_limits: CodeLimits = DEFAULT_LIMITS
@@ -322,6 +336,7 @@ class PoolConfig:
             roots=root_uris(roots) if (roots := given.get("roots")) is not None else None,
             pinned=as_pins(given.get("pinned")),
             search_embed=_search_embed(given.get("search_embed")),
+            search_learn=_search_learn(given.get("search_learn", False), folder, database_url),
             result_budget=_result_budget(given.get("result_budget", DEFAULT_RESULT_BUDGET)),
             code_limits=_code_limits(given.get("code_limits")),
         )

@@ -131,9 +131,9 @@ class WorkerPool:
             usable kept grant is listed as needing authorization (`needs_authorization`),
             does not stop the pool, and comes back at its next use once a grant is kept
             (`authorize`). Grants: ``data_dir/oauth`` (without a data_dir, memory).
-        oauth_assertion: for an entry with ``"grantType": "identity_assertion"``
-            (SEP-990), called with the authorization server's issuer and the server's
-            resource URL: return an ID-JAG from the enterprise identity provider.
+        oauth_assertion: given the authorization server's issuer and the server's
+            resource URL: the ID-JAG of a ``"identity_assertion"`` entry (SEP-990), or
+            the JWT of a ``"workload_identity"`` one with no assertion file or variable.
         apps: the app shows MCP Apps: declare ``io.modelcontextprotocol/ui`` to
             external servers (`offers_apps` says which servers offer apps), and
             `run_tool_call` tells the model when a tool's app shows its result.
@@ -175,6 +175,7 @@ class WorkerPool:
             small embedding model's ranking, which finds paraphrases BM25 misses
             (wordllama, a dependency; loaded once, on the first search). None (the
             default): fused wherever wordllama is installed; False: BM25 alone.
+        search_learn: keep a session's search as words of the tool it calls next (`learn_call`).
         result_budget: the tokens one tool result may take in `run_tool_call`'s
             messages (default `DEFAULT_RESULT_BUDGET`, 8,000; None: no limit). One over
             it is cut at a readable boundary and kept whole, and the model reads the
@@ -189,9 +190,9 @@ class WorkerPool:
     `AgentLoop`'s, under the same names and signatures.
 
     Raises:
-        ValueError: an unknown built-in, built-ins without a ``data_dir``, a
-            ``database_url`` that is not ``postgresql://``, or replicas for an unknown or
-            in-process server or not a count ≥ 1, or ``input_rounds`` below 1.
+        ValueError: options `PoolConfig.build` refuses (an unknown built-in, a bad
+            ``database_url`` or ``replicas``, ``search_learn`` without a ``data_dir`` or
+            ``database_url``...), or ``input_rounds`` below 1.
         NotADirectoryError: ``data_dir`` is a file.
         ImportError: ``search_embed=True`` where wordllama is not installed.
         TypeError: a `Server` to run in a worker is not importable by name (defined
@@ -230,14 +231,11 @@ class WorkerPool:
         self._proxies: dict[tuple[str, type[Any] | None], ServerProxy] = {}
         self._catalog = Catalog(self._handles, self._config.pinned)
         self._resource_listeners: list[ResourceListener] = []
-        self._client_handlers = {
-            method: handler
-            for method, handler in (
-                ("sampling/createMessage", sampling_handler),
-                ("elicitation/create", elicitation_handler),
-            )
-            if handler is not None
+        handlers = {
+            "sampling/createMessage": sampling_handler,
+            "elicitation/create": elicitation_handler,
         }
+        self._client_handlers = {m: h for m, h in handlers.items() if h is not None}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
         self._closed = False
@@ -592,6 +590,8 @@ class WorkerPool:
     tool_index = _loop_method(AgentLoop.tool_index)
     fresh_tool_index = _loop_method(AgentLoop.fresh_tool_index)
     search_tools = _loop_method(AgentLoop.search_tools)
+    searched = _loop_method(AgentLoop.searched)
+    learn_call = _loop_method(AgentLoop.learn_call)
     tool_definitions = _loop_method(AgentLoop.tool_definitions)
     run_tool_call = _loop_method(AgentLoop.run_tool_call)
     run_tool_calls = _loop_method(AgentLoop.run_tool_calls)

@@ -266,14 +266,8 @@ def _completion_ref(ref: CompletionRef | Mapping[str, Any]) -> dict[str, str]:
 class ServerProxy:
     """The caller's side of one server: raw calls, typed tool methods and hooks."""
 
-    def __new__(
-        cls,
-        handle: ServerHandle,
-        *,
-        timeout: float | None,
-        interface: type[Any] | None = None,
-        on_request: ClientRequest | None = None,
-    ) -> ServerProxy:
+    def __new__(cls, handle: ServerHandle, **options: Any) -> ServerProxy:
+        # ``options`` are `__init__`'s; only the handle's tools matter here.
         clashes = {
             attr: tool.name
             for tool in handle.tools

@@ -14,7 +14,7 @@ import msgspec
 
 from nativemcp.protocol import ServerClosed, ServerStartError
 
-from .telemetry import record_restart
+from .telemetry import record_restart, waiting_span
 
 __all__ = ["RestartPolicy", "Supervised"]
 
@@ -96,15 +96,22 @@ class Supervised:
             ServerClosed: the server is closing (``doing``: what could not be done).
             ServerStartError: its restarts ran out.
         """
-        while True:
-            if self._closing:
-                raise ServerClosed(f"{self._what()} is closed; cannot {doing}", server=self.name)
-            if self._failure is not None:
-                raise self._failure
-            value = current()
-            if value is not None:
-                return value
-            await self._connected.wait()
+        value = self._now_live(current, doing)
+        if value is not None:
+            return value
+        # A call that waits for a (re)start or (re)connect: its trace shows the wait.
+        with waiting_span(self.name):
+            while value is None:
+                await self._connected.wait()
+                value = self._now_live(current, doing)
+        return value
+
+    def _now_live(self, current: Callable[[], T | None], doing: str) -> T | None:
+        if self._closing:
+            raise ServerClosed(f"{self._what()} is closed; cannot {doing}", server=self.name)
+        if self._failure is not None:
+            raise self._failure
+        return current()
 
     def _retry(self, failed: ServerStartError, recent: list[float], backoff: float) -> bool:
         """After a restart that failed to start: whether to try again (logged, with the

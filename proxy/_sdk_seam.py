@@ -31,11 +31,14 @@ __all__ = [
     "SSE_PING",
     "client_connection",
     "default_server_middleware",
+    "is_the_request",
     "legacy_catch_all",
     "legacy_event",
     "legacy_ping",
+    "mcp_http_client",
     "modern_event",
     "send_raw_request",
+    "set_token_expiry",
     "sse_headers",
     "sse_window",
 ]
@@ -61,6 +64,37 @@ async def send_raw_request(
     task-augmented ``tools/call``, answered with a ``CreateTaskResult`` that its
     ``tools/call`` check rejects. ``client.session._dispatcher`` is private."""
     return await client.session._dispatcher.send_raw_request(method, params, {})
+
+
+def mcp_http_client(
+    headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+) -> Any:
+    """An HTTP client as the SDK's Streamable HTTP transport makes its own: the SDK's
+    default timeouts (30 s, and 300 s to read, as a server may hold an event stream
+    open), redirects left to the transport (it follows them within the origin). The
+    private ``mcp.shared._httpx_utils.create_mcp_http_client``."""
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    return create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+
+
+# -- The SDK's OAuth client provider ----------------------------------------------------
+
+
+def set_token_expiry(provider: Any, expires_at: float | None) -> None:
+    """Tell an SDK ``OAuthClientProvider`` when its current access token expires (a
+    time stamp, as ``time.time()``; None: no expiry). The SDK reads kept tokens from
+    storage without their expiry and keeps it in ``provider.context.token_expiry_time``,
+    a field of its ``OAuthContext`` that no public method sets."""
+    provider.context.token_expiry_time = expires_at
+
+
+def is_the_request(outgoing: object, request: object) -> bool:
+    """Whether a request an SDK auth flow yields is the request the flow was started
+    with (the MCP request, to send through the MCP client) rather than one of its own
+    (discovery, registration, token). The SDK's ``async_auth_flow`` yields the very
+    object httpx gave it, headers added in place; nothing else tells the two apart."""
+    return outgoing is request
 
 
 # -- Streamable HTTP as the SDK writes it (serve's fast path answers the same) ----------

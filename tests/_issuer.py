@@ -54,7 +54,9 @@ class Issuer:
     jwks_asked: anyio.Event = field(default_factory=anyio.Event)
     """Set when the key set is asked for (a gated answer is waiting then)."""
     jwks_sent: int = 0
-    """Bytes of trickled or huge key sets sent so far."""
+    """Bytes of trickled or huge answers (key sets, introspections) sent so far."""
+    introspect_mode: Literal["plain", "trickle", "huge"] = "plain"
+    """How an introspection is answered: at once, or misbehaving as `jwks_mode` says."""
 
     def opaque(self, subject: str = "alice", *, active: bool = True, **claims: Any) -> str:
         """An opaque token (a random string) only introspection can read."""
@@ -117,13 +119,13 @@ class Issuer:
             keys.append({**jwk, "kid": kid, "use": "sig", "alg": "RS256"})
         return {"keys": keys}
 
-    async def _misbehaving(self) -> _Chunks[bytes]:
-        chunk, pause = (b" ", 0.05) if self.jwks_mode == "trickle" else (b" " * 65536, 0.0)
-        while self.jwks_mode == "trickle" or self.jwks_sent < 300_000_000:
+    async def _misbehaving(self, mode: str, last: dict[str, Any]) -> _Chunks[bytes]:
+        chunk, pause = (b" ", 0.05) if mode == "trickle" else (b" " * 65536, 0.0)
+        while mode == "trickle" or self.jwks_sent < 300_000_000:
             self.jwks_sent += len(chunk)
             yield chunk
             await anyio.sleep(pause)
-        yield json.dumps(self._jwks()).encode()
+        yield json.dumps(last).encode()
 
     def app(self) -> Starlette:
         """The issuer's HTTP side: metadata and keys."""
@@ -140,12 +142,16 @@ class Issuer:
                 }
             )
 
-        async def introspect(request: Request) -> JSONResponse:
+        async def introspect(request: Request) -> Response:
             expected = "Basic " + base64.b64encode(b"resource-server:rs-secret").decode()
             if request.headers.get("authorization") != expected:
                 return JSONResponse({"error": "invalid_client"}, 401)
             form = await request.form()
-            return JSONResponse(self.issued.get(str(form.get("token")), {"active": False}))
+            said = self.issued.get(str(form.get("token")), {"active": False})
+            if self.introspect_mode != "plain":
+                answer = self._misbehaving(self.introspect_mode, said)
+                return StreamingResponse(answer, media_type="application/json")
+            return JSONResponse(said)
 
         async def jwks(request: Request) -> Response:
             self.jwks_fetches += 1
@@ -153,7 +159,8 @@ class Issuer:
             if self.jwks_mode == "gated":
                 await self.jwks_gate.wait()
             if self.jwks_mode in ("trickle", "huge"):
-                return StreamingResponse(self._misbehaving(), media_type="application/json")
+                answer = self._misbehaving(self.jwks_mode, self._jwks())
+                return StreamingResponse(answer, media_type="application/json")
             return JSONResponse(self._jwks())
 
         return Starlette(

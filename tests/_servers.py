@@ -327,3 +327,20 @@ async def sample_both(first: str, second: str, ctx: Context) -> str:
 @asking.tool(name="scope")
 def asking_scope(ctx: Context) -> str:
     return f"{ctx.session_id}/{ctx.thread_id}"
+
+
+def notes_server() -> Server:
+    """Two note tools kept in memory, for the tool search tests (run in process)."""
+    notes = Server("notes", description="Notes kept in memory")
+
+    @notes.tool
+    def add_note(title: str, body: str) -> str:
+        """Save a new note under a title."""
+        return f"saved {title}"
+
+    @notes.tool
+    def list_notes() -> list[str]:
+        """Every note's title."""
+        return []
+
+    return notes

@@ -28,6 +28,8 @@ from ._context import ProgressNotification as ProgressNotification
 from ._context import ResourceUpdatedNotification as ResourceUpdatedNotification
 from ._context import SampleResult as SampleResult
 from ._database import DATABASE_URL_ENV as DATABASE_URL_ENV
+from ._database import Database as Database
+from ._database import Migration as Migration
 from ._database import is_postgres_url as is_postgres_url
 from ._database import redact_url as redact_url
 from ._feature_dispatch import answer_feature as answer_feature
@@ -59,6 +61,7 @@ __all__ = [
     "ClientRequestError",
     "CompletionRef",
     "Context",
+    "Database",
     "DatabaseUnavailable",
     "ElicitResult",
     "FeatureError",
@@ -66,6 +69,7 @@ __all__ = [
     "GetPromptResult",
     "LogLevel",
     "LogNotification",
+    "Migration",
     "Notification",
     "ProgressNotification",
     "Prompt",

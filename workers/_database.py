@@ -255,8 +255,10 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection inside one transaction: committed when the block ends,
-        rolled back if it raises (or if the process dies before the commit).
+        """A pooled connection inside one transaction.
+
+        It is committed when the block ends, rolled back if it raises (or if the process
+        dies before the commit).
 
         Raises:
             DatabaseUnavailable: as `connection`.

@@ -122,7 +122,7 @@ class _Worker:
             future.set_result(answer)
 
     async def answer_feature(self, request: FeatureRequest) -> None:
-        tracing = worker_tracing() if request.trace is not None else None
+        tracing = worker_tracing(request.trace, self.server.name)
         try:
             if tracing is None:
                 value = await answer_feature(self.server, request.method, request.params)
@@ -188,7 +188,7 @@ class _Worker:
             scope=scope,
             caller=call.caller,
         )
-        tracing = worker_tracing() if call.trace is not None else None
+        tracing = worker_tracing(call.trace, self.server.name)
         spans = b""
         try:
             if tracing is None:
@@ -211,7 +211,7 @@ class _Worker:
 
     def run_direct(self, call: Call) -> bytes:
         """Run a sync tool that takes no `Context` on this thread; its reply frame."""
-        tracing = worker_tracing() if call.trace is not None else None
+        tracing = worker_tracing(call.trace, self.server.name)
         if tracing is None:
             response = self.server.run_direct(call.tool, call.arguments, value_only=call.value_only)
             return reply_frame(call, response, self.max_frame)

@@ -29,6 +29,7 @@ import collections
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -63,6 +64,7 @@ __all__ = [
     "SERVER_NAME",
     "TIMEOUT",
     "TOOL_ERROR",
+    "TRACING_SETUP",
     "WorkerTracing",
     "current_ids",
     "error_type",
@@ -72,6 +74,7 @@ __all__ = [
     "mark_response",
     "operation",
     "server_span",
+    "setup_span",
     "worker_tracing",
 ]
 
@@ -105,6 +108,10 @@ TIMEOUT: Final = "timeout"
 CANCELLED: Final = "cancelled"
 """``error.type`` of a call its caller cancelled."""
 
+TRACING_SETUP: Final = "nativemcp tracing setup"
+"""The span of a worker's first traced request: the time it took to set up its
+recorder (OpenTelemetry's SDK imported, a provider made), before the request's server
+span starts; the child of the caller's span, a sibling of that server span."""
 SCOPE: Final = "nativemcp"
 """The instrumentation scope of nativemcp's spans and metrics."""
 
@@ -287,6 +294,10 @@ class WorkerTracing:
             def on_end(self, span: ReadableSpan) -> None:
                 finished.append(span)  # deque.append: safe from any tool thread
 
+        # Loaded now, not in the first request's server span (it reads the caller's
+        # context with it): setting up is then one span of its own (`TRACING_SETUP`).
+        from opentelemetry import propagate  # noqa: F401
+
         provider = TracerProvider()
         provider.add_span_processor(_Keep())
         self._finished = finished
@@ -294,6 +305,20 @@ class WorkerTracing:
         if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
             # A tool's own spans (trace.get_tracer(...)) are recorded and sent too.
             trace.set_tracer_provider(provider)
+
+    def record_setup(self, started: int, carrier: Mapping[str, str], server: str) -> None:
+        """Record `TRACING_SETUP` of ``server``'s worker, from ``started`` (ns since the
+        epoch) to now, as the child of the span in ``carrier``; it goes out with that
+        request's spans."""
+        from opentelemetry import propagate
+
+        span = self.tracer.start_span(
+            TRACING_SETUP,
+            context=propagate.extract(carrier),
+            attributes={SERVER_NAME: server},
+            start_time=started,
+        )
+        span.end()
 
     def server_span(self, call: Call, server: str) -> contextlib.AbstractContextManager[Span]:
         """The server span of ``call`` (see `server_span`), child of the caller's span."""
@@ -423,16 +448,45 @@ class _Recorder:
     tracing: WorkerTracing | None = None
 
 
-def worker_tracing() -> WorkerTracing | None:
-    """This worker's recorder, made on the first call (None when the OpenTelemetry SDK
-    is not installed: calls then run untraced)."""
+def worker_tracing(carrier: Mapping[str, str] | None, server: str) -> WorkerTracing | None:
+    """This worker's recorder for a request whose trace context is ``carrier`` (None:
+    the request is untraced, and so is None here; also None when the OpenTelemetry SDK
+    is not installed). Made on the first traced request (to ``server``); that takes a
+    while (the SDK is imported), which is a span of its own, `TRACING_SETUP`, in that
+    request's trace."""
+    if carrier is None:
+        return None
     if not _Recorder.made:
         _Recorder.made = True
+        started = time.time_ns()
         try:
-            _Recorder.tracing = WorkerTracing()
+            tracing = _Recorder.tracing = WorkerTracing()
         except ImportError:
             logging.getLogger("nativemcp.worker").warning(
                 "a call carries a trace context but opentelemetry-sdk is not installed "
                 "in the worker: its spans are not recorded (pip install 'nativemcp[otel]')"
             )
+        else:
+            tracing.record_setup(started, carrier, server)
     return _Recorder.tracing
+
+
+@contextlib.contextmanager
+def setup_span(name: str, **attributes: str | int) -> Iterator[None]:
+    """A span around a server's lazy setup (its storage opened on first use, a browser
+    launched), so that the first call's trace shows where its time went: the child of
+    the span current here (a call's server span, when the setup runs inside a tool).
+    Nothing is recorded outside a traced call, or in a worker that records no spans.
+
+    Example (inside a tool, or code a tool runs)::
+
+        with setup_span("content-store open storage"):
+            storage = open_storage(folder)
+    """
+    tracing = _Recorder.tracing
+    api = sys.modules.get("opentelemetry.trace")
+    if tracing is None or api is None or not api.get_current_span().is_recording():
+        yield
+        return
+    with tracing.tracer.start_as_current_span(name, attributes=attributes):
+        yield

@@ -224,6 +224,9 @@ async def _status(options: PoolOptions) -> int:
         print(f'no remote server with an "oauth" entry in {options.mcp_config}')
         return 0
     for spec in servers:
+        if spec.oauth is not None and spec.oauth.grant == "workload_identity":
+            print(f"{spec.name}: workload identity: a new token for each start, nothing kept")
+            continue
         shown = await _store(options, spec).status()
         if shown is None or not shown["authorized"]:
             print(f"{spec.name}: not authorized; {options.pasteable(login_hint(spec.name))}")
@@ -233,6 +236,14 @@ async def _status(options: PoolOptions) -> int:
             f"{spec.name}: authorized by {shown['issuer']}, scopes "
             f"{shown['scope'] or '(none named)'}, expires {expiry_text(shown['expires_at'])}"
             f"{refresh}"
+        )
+    place = _place(options)
+    every = await anyio.to_thread.run_sync(lambda: place.find(None, every_user=True))
+    users = {grant.key.user for grant in every if grant.key.user is not None}
+    if users:
+        print(
+            f"{len(users)} of serve's users keep grants of their "
+            "own: see nativemcp auth status --user SUBJECT"
         )
     return 0
 

@@ -7,7 +7,8 @@ of every definition, ``--code-mode`` the three of code mode (``search_tools``,
 ``describe_tools``, ``run_code``). Together they make a `ToolProfile`. That search fuses
 BM25 with wordllama's embedding model wherever wordllama is installed (as the default
 install has it); ``--search-bm25`` keeps it to BM25 alone and ``--search-embed``
-insists on the fused ranking (a pool option: `search_embed`).
+insists on the fused ranking (a pool option: `search_embed`); ``--search-learn`` keeps
+the words each tool was found by (`search_learn`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..codemode import DEFAULT_LIMITS, CodeLimits
 from ..tool_search import EMBED_EXTRA, ToolProfile, check_embedding
 from ._errors import UsageError
 
-__all__ = ["add_profile_options", "code_limits", "search_embed", "tool_profile"]
+__all__ = ["add_profile_options", "code_limits", "search_embed", "search_learn", "tool_profile"]
 
 
 def add_profile_options(parser: Any) -> None:
@@ -73,6 +74,13 @@ def add_profile_options(parser: Any) -> None:
         action="store_true",
         help="with --tool-search or --code-mode: rank by BM25 alone, without the embedding model",
     )
+    parser.add_argument(
+        "--search-learn",
+        action="store_true",
+        help="with --tool-search: keep each search's words as words of the tool the same "
+        "session calls next, so the next search worded so finds it (kept in the data "
+        "folder, or in PostgreSQL with --database-url; the words are users')",
+    )
 
 
 def search_embed(args: argparse.Namespace) -> bool | None:
@@ -101,6 +109,20 @@ def search_embed(args: argparse.Namespace) -> bool | None:
     except ImportError as exc:
         raise UsageError(f"serve: --search-embed: {exc}") from None
     return True
+
+
+def search_learn(args: argparse.Namespace) -> bool:
+    """The pool's ``search_learn``: ``--search-learn``, which needs ``--tool-search``
+    (a session's ``search_tools`` and the ``call_tool`` after it).
+
+    Raises:
+        UsageError: ``--search-learn`` without ``--tool-search``.
+    """
+    if args.search_learn and not args.tool_search:
+        raise UsageError(
+            "serve: --search-learn learns from --tool-search's searches; add --tool-search"
+        )
+    return bool(args.search_learn)
 
 
 def code_limits(args: argparse.Namespace) -> CodeLimits | None:

@@ -33,7 +33,13 @@ from ._content import add_allow_lists
 from ._errors import UsageError
 from ._listen import listen
 from ._pool_options import PoolOptions, pool_options_parser
-from ._profile import add_profile_options, code_limits, search_embed, tool_profile
+from ._profile import (
+    add_profile_options,
+    code_limits,
+    search_embed,
+    search_learn,
+    tool_profile,
+)
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = [
@@ -81,11 +87,18 @@ def add_serve_parser(commands: Any) -> None:
 
 def _add_http_options(serve: Any) -> None:
     """Where serve listens and with which token."""
-    from ..serve._defaults import TOKEN_ENV
+    from ..serve._defaults import DEFAULT_HTTP, HTTP_PROTOCOLS, TOKEN_ENV
 
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind")
     serve.add_argument("--port", type=int, default=8000, help="HTTP: port")
+    serve.add_argument(
+        "--http",
+        choices=HTTP_PROTOCOLS,
+        default=DEFAULT_HTTP,
+        help="HTTP: uvicorn's HTTP/1.1 parser (httptools: C, about half the CPU per "
+        "request; h11: pure Python)",
+    )
     serve.add_argument(
         "--token",
         default=None,
@@ -328,17 +341,14 @@ def _network_token(args: argparse.Namespace, token_env: str, oauth: bool = False
     return token
 
 
-def _authorization(
-    args: argparse.Namespace, token_env: str, options: PoolOptions | None = None
-) -> Any:
+def _authorization(args: argparse.Namespace, token_env: str, options: Any = None) -> Any:
     """The OAuth settings of ``--auth-issuer`` and its flags (None without them); with
     ``options``, none of its servers may act for each user without them.
 
     Raises:
         UsageError: one of issuer and audience without the other, a static token beside
             them, a scope rule that does not parse, an issuer that is not https (or
-            http on loopback), OAuth flags on stdio, or an entry that acts for each
-            user without OAuth.
+            http on loopback), OAuth flags on stdio, or a per-user entry without OAuth.
     """
     from ..serve import Authorization, ScopeMap
 
@@ -401,13 +411,14 @@ def _serve_pool(args: argparse.Namespace) -> dict[str, Any]:
         "input_rounds": args.input_rounds,
         "apps": True,
         "search_embed": search_embed(args),
+        "search_learn": search_learn(args),
         "code_limits": code_limits(args),
     }
 
 
 def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
     """Run ``nativemcp serve`` until the client disconnects (stdio) or SIGTERM (HTTP)."""
-    from ..serve._transports import TOKEN_ENV, serve_stdio
+    from ..serve import TOKEN_ENV, serve_stdio
 
     # stdout is the MCP channel on stdio: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -516,8 +527,9 @@ async def _serve_http(
     import uvicorn
 
     from ..serve._deadlines import deadline_protocol
+    from ..serve._defaults import TOKEN_ENV
     from ..serve._graceful import GracefulServer
-    from ..serve._transports import TOKEN_ENV, Drain, http_app
+    from ..serve._transports import Drain, http_app
 
     # Replicas behind a load balancer share the content store and planning in
     # --database-url.
@@ -548,7 +560,7 @@ async def _serve_http(
             # The calls have drained by the time uvicorn shuts down (GracefulServer).
             timeout_graceful_shutdown=1,
             lifespan="on",
-            http=deadline_protocol(args.header_timeout, args.body_timeout),
+            http=deadline_protocol(args.header_timeout, args.body_timeout, http=args.http),
         )
         server = GracefulServer(config, drain, args.grace, app.state.stop_calls)
         if announce:

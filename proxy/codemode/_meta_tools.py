@@ -50,9 +50,9 @@ CODE_META_TOOLS: Final = (
         name=SEARCH_TOOLS,
         title="Search tools",
         description=(
-            "Find the tools for a task among every tool available. Describe the task in a "
-            "few words (any language); the answer lists the best tools by the name a "
-            f"program calls them. Then read them with {DESCRIBE_TOOLS}."
+            "Find tools for a task among every tool available: describe it in a few words "
+            "(any language). Lists the best by the name a program calls them; read them "
+            f"with {DESCRIBE_TOOLS}."
         ),
         input_schema=META_TOOLS[0].input_schema,
     ),
@@ -60,8 +60,7 @@ CODE_META_TOOLS: Final = (
         name=DESCRIBE_TOOLS,
         title="Describe tools",
         description=(
-            "The named tools as Python stubs: async functions with typed keyword "
-            f"parameters and return types, to call from {RUN_CODE}."
+            f"The named tools as typed Python stubs (async functions) to call in {RUN_CODE}."
         ),
         input_schema={
             "type": "object",
@@ -79,10 +78,10 @@ CODE_META_TOOLS: Final = (
         name=RUN_CODE,
         title="Run code",
         description=(
-            "Run a Python program (a sandboxed subset: no files, network or imports "
-            "beyond asyncio, json, re, math, datetime and the like) that awaits the tools "
-            f"{DESCRIBE_TOOLS} showed. Only what it prints, and its last expression's "
-            "value, come back: print just what you need.\n" + STUB_HEADER.lstrip("# ")
+            "Run a sandboxed Python program (no files, network or imports beyond asyncio, "
+            f"json, re, math, datetime and the like) awaiting the tools {DESCRIBE_TOOLS} "
+            "showed. Only what it prints and its last expression's value come back: print "
+            "just what you need.\n" + STUB_HEADER.lstrip("# ")
         ),
         input_schema={
             "type": "object",
@@ -108,11 +107,11 @@ def code_search_response(
             "Try other words: what the tool does, or what it works on."
         )
     else:
+        # What to do next is in search_tools' description, not repeated in every answer.
         lines = [f"Tools for {query!r} (of {searched}), best first:"]
         lines += [
             f"- {names.get(m.name, m.name)}: {m.description or '(no description)'}" for m in matches
         ]
-        lines.append(f"Read their stubs with {DESCRIBE_TOOLS}(names), then {RUN_CODE}(code).")
         text = "\n".join(lines)
     return structured_response(text, answer)
 

@@ -73,7 +73,10 @@ class CodeSandbox:
                         # One worker kept ready beside the one a run holds, so the next
                         # run does not wait for a process to start.
                         pydantic_monty.AsyncMonty(
-                            min_processes=1, max_processes=MAX_SANDBOXES, pre_warm=1
+                            min_processes=1,
+                            max_processes=MAX_SANDBOXES,
+                            pre_warm=1,
+                            stream_async_calls=True,
                         )
                     )
                     self._stack = stack.pop_all()

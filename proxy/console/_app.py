@@ -28,6 +28,9 @@ shipped in the package; no CDN, no build step) and talks JSON:
   or told it (``ui/message``, ``ui/update-model-context``: kept with the call)
 - ``GET  api/calls/<id>/spans``           ``{"recording", "spans"}``: the call's waterfall
   (``_spans.py``; ``waterfall.js`` draws it)
+- ``POST api/code``                       ``{"code"}`` → the Code tab's run: its output,
+  last value, error, inner calls and trace (``_code_routes.py``; ``code.js`` shows it)
+- ``GET  api/code/stubs?names=a,b``       ``{"stubs"}``: the tools as a program calls them
 
 UIResources are served outside the token, from a one-time capability URL: a UI's script
 reads its own ``location``, and whatever a script can read it can send away (a WebRTC
@@ -64,6 +67,7 @@ from ..http_edge import RebindingGuard, local_only
 from ._authorize import authorization_routes
 from ._call_routes import CallRoutes
 from ._catalog import ConsoleCatalog
+from ._code_routes import CodeRoutes
 from ._frames import FrameCapabilities
 from ._requests import json_body
 from ._sandbox import ByListener, SandboxSite
@@ -83,6 +87,7 @@ _ASSET_TYPES: Final = {
     "waterfall.js": "text/javascript; charset=utf-8",
     "waterfall.css": "text/css; charset=utf-8",
     "authorize.js": "text/javascript; charset=utf-8",
+    "code.js": "text/javascript; charset=utf-8",
 }
 _PAGE_CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -159,6 +164,7 @@ def create_console_app(
     console = ConsoleSession(catalog, task_group, spans)
     calls = CallRoutes(console, catalog, spans)
     ui = UIRoutes(console, FrameCapabilities(FRAME_TTL), sandbox_port)
+    code = CodeRoutes(catalog, spans)
 
     def page_asset(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -188,6 +194,8 @@ def create_console_app(
         Route("/api/calls/{call:int}/frames/{block:int}", ui.grant_frame, methods=["POST"]),
         Route("/api/calls/{call:int}/app-frame", ui.grant_app_frame, methods=["POST"]),
         Route("/api/calls/{call:int}/app-requests", ui.app_request, methods=["POST"]),
+        Route("/api/code", code.run, methods=["POST"]),
+        Route("/api/code/stubs", code.stubs),
     ]
     frames = Starlette(routes=[Route("/{capability}", ui.ui_document)])
     gate = _TokenGate(Starlette(routes=routes), token, frames)

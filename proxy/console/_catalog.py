@@ -26,6 +26,7 @@ from .._catalog import HOST_ACTIONS as HOST_ACTIONS
 from .._catalog import UIAction
 from .._handle import ProgressCallback
 from .._pool import WorkerPool
+from ..codemode import CodeResult
 from ..external import ExternalServer, RedirectHook, UserServers
 
 __all__ = [
@@ -190,6 +191,25 @@ class ConsoleCatalog:
             ArgumentsError: the arguments are not an object.
         """
         return await self._pool.call_tool(full_name, arguments, on_progress=on_progress)
+
+    async def run_code(self, code: str) -> CodeResult:
+        """Run a program over the catalog in code mode (`WorkerPool.run_code`).
+
+        Raises:
+            CodeError: the program raised, does not parse, passed a limit, or its
+                sandbox died (``error.result`` holds what ran).
+            ImportError: the ``code`` extra (pydantic-monty) is not installed.
+        """
+        return await self._pool.run_code(code)
+
+    async def describe_tools(self, names: Sequence[str]) -> str:
+        """The named tools (full names or identifiers) as the Python stubs a program
+        calls them by (`WorkerPool.describe_tools`).
+
+        Raises:
+            UnknownTool: a name not in the catalog.
+        """
+        return await self._pool.describe_tools(names)
 
     def resolve_ui_action(
         self, action: Mapping[str, Any], content: Sequence[ContentBlock]

@@ -1,7 +1,8 @@
 // The console's span waterfall: the spans of one call (the console's root span, the
 // pool's client span, the worker's server span, a tool's own spans, the official SDK's
 // span for an external server) as rows on one time axis, from GET api/calls/<id>/spans.
-// A file of its own: console.js calls nativemcpWaterfall.show() when it renders a call.
+// A file of its own: console.js calls nativemcpWaterfall.show() when it renders a call,
+// code.js nativemcpWaterfall.draw() with a run's spans.
 "use strict";
 
 (function () {
@@ -38,33 +39,48 @@
     return line;
   }
 
+  function box(root, title) {
+    const details = el("details", "waterfall");
+    details.open = true;
+    details.append(el("summary", null, title));
+    root.append(details);
+    return details;
+  }
+
+  // Rows from data already at hand ({recording, spans}): the Code tab's run answers with
+  // its spans.
+  function fill(details, data) {
+    if (!data.recording) {
+      details.append(el("p", "waterfall-note", "spans are not recorded: install nativemcp[otel]"));
+    } else if (!data.spans.length) {
+      details.append(el("p", "waterfall-note", "no spans were recorded for this call"));
+    } else {
+      const total = Math.max(0.001, ...data.spans.map((s) => s.startMs + s.durationMs));
+      const rows = el("div", "waterfall-rows");
+      for (const span of data.spans) rows.append(row(span, total));
+      details.append(rows);
+    }
+    details.dataset.ready = "true";
+  }
+
+  function draw(root, data, title) {
+    fill(box(root, title), data);
+  }
+
   async function show(root, callId) {
-    const box = el("details", "waterfall");
-    box.open = true;
-    box.dataset.call = callId;
-    box.append(el("summary", null, "Spans — where the time went"));
-    root.append(box);
+    const details = box(root, "Spans — where the time went");
+    details.dataset.call = callId;
     let data;
     try {
       const response = await fetch("api/calls/" + callId + "/spans");
       data = await response.json();
       if (!response.ok) throw new Error(data.error || response.statusText);
     } catch (err) {
-      box.append(el("p", "waterfall-note", "could not load the spans: " + err.message));
+      details.append(el("p", "waterfall-note", "could not load the spans: " + err.message));
       return;
     }
-    if (!data.recording) {
-      box.append(el("p", "waterfall-note", "spans are not recorded: install nativemcp[otel]"));
-    } else if (!data.spans.length) {
-      box.append(el("p", "waterfall-note", "no spans were recorded for this call"));
-    } else {
-      const total = Math.max(0.001, ...data.spans.map((s) => s.startMs + s.durationMs));
-      const rows = el("div", "waterfall-rows");
-      for (const span of data.spans) rows.append(row(span, total));
-      box.append(rows);
-    }
-    box.dataset.ready = "true";
+    fill(details, data);
   }
 
-  window.nativemcpWaterfall = {show};
+  window.nativemcpWaterfall = {show, draw, el};
 })();

@@ -13,6 +13,7 @@ import functools
 import importlib.metadata
 from typing import TYPE_CHECKING, Any, Final
 
+from .._sdk_seam import mcp_http_client
 from ._client_side import ServerRequests
 from ._mcp_config import ExternalServerSpec
 from ._session_id import SessionId
@@ -130,9 +131,7 @@ class ServerTransport:
     ) -> Any:
         """The SDK's HTTP client, noting a refusal: the SDK's Streamable HTTP client
         reports a 401 only as "Server returned an error response"."""
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+        client = mcp_http_client(headers=headers, timeout=timeout, auth=auth)
 
         async def note_refusal(response: Any) -> None:
             if response.status_code in (401, 403):

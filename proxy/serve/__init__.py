@@ -17,8 +17,9 @@ by concern:
   Each part is given what it reads in its constructor; none reads another's private
   attributes;
 - the transports: `_transports` (stdio and the Streamable HTTP app with its Host,
-  Origin, token and size checks), `_request_ids` (requests whose id no client can
-  match), `_deadlines` (read deadlines on HTTP connections), `_client_sessions`
+  Origin, token and size checks), `_edge` (the app's POSTs to its endpoint taken before
+  Starlette's routing), `_request_ids` (requests whose id no client can
+  match), `_deadlines` (read deadlines on HTTP connections, on httptools or h11), `_client_sessions`
   (sessions per client), `_graceful` (draining on SIGTERM) and `_defaults`;
 - `auth/`: serve as an OAuth 2.1 protected resource (tokens, the caller, scopes);
 - `tasks/`: task-augmented calls in both protocol eras, and their rows in PostgreSQL;
@@ -32,7 +33,7 @@ names of `nativemcp.protocol` and `nativemcp.workers`; the pool core never impor
 
 from ._bridge import McpBridge as McpBridge
 from ._deadlines import deadline_protocol as deadline_protocol
-from ._transports import TOKEN_ENV as TOKEN_ENV
+from ._defaults import TOKEN_ENV as TOKEN_ENV
 from ._transports import http_app as http_app
 from ._transports import serve_stdio as serve_stdio
 from .auth import Authorization as Authorization

@@ -56,10 +56,10 @@ from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
-from ._code_mode import CODE_MODE_TOOLS, CodeMode
+from ._code_mode import CODE_MODE_TOOLS, CodeMode, program_progress
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from ._pass_through import PassThroughFeatures
-from ._search_mode import SearchMode
+from ._search_mode import SearchMode, search_session
 from ._selection import select_servers
 from ._served_results import ServedResults
 from ._served_tools import ServedTools
@@ -346,29 +346,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         """
         arguments = dict(params.arguments or {})
         if self._code_meta_tool(params.name):
-            # The program may call what its caller may: the served tools in its scopes,
-            # each inner call under this caller's options (scope, identity, limit).
-            caller = request_caller(ctx)
-            options = self.calls.call_options(
-                caller.subject if caller is not None else session_key(ctx),
-                caller=caller,
-                caller_token=request_token(ctx),
-                on_request=self._program_asks(ctx),
-            )
-            callable_tools = self.tools.visible(caller, await self.tools.catalog())
-            owner = options.scope[0] or "" if options.scope else ""
-
-            async def fit(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
-                return await self.results.fitted(params.name, response, owner)
-
-            answer = None
-            with self.calls.stoppable():  # a program stops with the calls at shutdown
-                answer = await self._code.answer(
-                    params.name, arguments, callable_tools, options, fit
-                )
-            if answer is None:
-                raise self.calls.stopped()
-            return answer
+            return await self._code_answer(params.name, arguments, ctx)
         if not self.profile.search or params.name not in (SEARCH_TOOLS, CALL_TOOL):
             return await self.tools.served_tool(params.name, self.apps.offered(ctx)), arguments
         # The catalog as last read, as a direct call reads it (`ServedTools.served_tool`).
@@ -377,8 +355,42 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             # A tool the caller may not call is not found; named by `call_tool`, the
             # scope check says which scope it needs.
             visible = self.tools.visible(request_caller(ctx), served)
-            return await self._search.answer(arguments, visible)
-        return await self._search.target(arguments, served)
+            return await self._search.answer(arguments, visible, search_session(ctx))
+        return await self._search.target(arguments, served, search_session(ctx))
+
+    async def _code_answer(
+        self, name: str, arguments: dict[str, Any], ctx: ServerRequestContext[Any]
+    ) -> types.CallToolResult:
+        """A code-mode meta-tool's answer. The program may call what its caller may: the
+        served tools in its scopes (the catalog as last read, as a direct call reads
+        it), each inner call under this caller's options (scope, identity, limit), its
+        progress told to the caller with the ``run_code`` request's token."""
+        caller = request_caller(ctx)
+        options = self.calls.call_options(
+            caller.subject if caller is not None else session_key(ctx),
+            caller=caller,
+            caller_token=request_token(ctx),
+            on_request=self._program_asks(ctx),
+            on_progress=program_progress(ctx),
+        )
+        served = await self.tools.last_read()
+        owner = options.scope[0] or "" if options.scope else ""
+
+        async def fit(response: NativeMCPResponse[Any]) -> NativeMCPResponse[Any]:
+            return await self.results.fitted(name, response, owner)
+
+        answer = None
+        with self.calls.stoppable():  # a program stops with the calls at shutdown
+            answer = await self._code.answer(
+                name,
+                arguments,
+                self._code.allowed(served, caller, self.tools.visible),
+                options,
+                fit,
+            )
+        if answer is None:
+            raise self.calls.stopped()
+        return answer
 
     def _declared(self, ctx: ServerRequestContext[Any], ask: ClientAsk) -> ClientAsk:
         """``ask`` for what the client of ``ctx`` declared it can answer: a tool's or an

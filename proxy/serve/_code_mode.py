@@ -8,15 +8,22 @@ those tools callable. The pool answers all three (`WorkerPool.answer_code_tool`,
 limit, the caller's scope and identity, so a program reaches no tool its caller could
 not call directly. A tool's request to the client (sampling, elicitation) reaches a
 2025-11-25 client on the ``run_code`` request's stream; on 2026-07-28 it would suspend
-the call, which a program cannot, so it is refused there.
+the call, which a program cannot, so it is refused there. An inner call's progress
+reaches the caller as the ``run_code`` request's (`program_progress`).
+
+What a caller may call is worked out once per catalog and set of scopes (`allowed`), not
+on every meta-tool call: the served catalog as last read is one object until a served
+source's tools change (a ``tools/list_changed``, a restarted worker), and a new one
+starts the cache afresh.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import mcp_types as types
+from mcp.server.context import ServerRequestContext
 
 from nativemcp.protocol import (
     ArgumentsError,
@@ -25,6 +32,7 @@ from nativemcp.protocol import (
     UnknownTool,
     response_to_sdk,
 )
+from nativemcp.protocol.wire import Caller
 
 from .._handle import CallOptions
 from ..codemode import CODE_META_TOOLS
@@ -32,10 +40,36 @@ from ..codemode import CODE_META_TOOLS
 if TYPE_CHECKING:
     from .._pool import WorkerPool
 
-__all__ = ["CODE_MODE_TOOLS", "CodeMode"]
+__all__ = ["CODE_MODE_TOOLS", "CodeMode", "program_progress"]
 
 CODE_MODE_TOOLS = frozenset(tool.name for tool in CODE_META_TOOLS)
 """The names the meta-tools answer to."""
+_SCOPE_SETS: Final = 64
+"""Sets of scopes whose callable tools are kept per catalog (then it starts afresh)."""
+
+Visible = Callable[[Caller | None, dict[str, Tool]], dict[str, Tool]]
+"""What a caller may see of the served tools (`ServedTools.visible`)."""
+
+
+def program_progress(
+    ctx: ServerRequestContext[Any],
+) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
+    """The progress of a program's inner calls for the ``run_code`` request of ``ctx``,
+    or None where it asked for none (no ``progressToken``).
+
+    Each message already names its call (``shapes__count: step 2``); the values become
+    a count of the run's reports, as the caller's token needs values that only grow
+    while several calls each count from zero."""
+    if (ctx.meta or {}).get("progress_token") is None:
+        return None
+    reports = 0
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        nonlocal reports
+        reports += 1
+        await ctx.session.report_progress(reports, None, message)
+
+    return report
 
 
 class CodeMode:
@@ -43,6 +77,23 @@ class CodeMode:
 
     def __init__(self, pool: WorkerPool) -> None:
         self._pool = pool
+        # The catalog the kept sets were worked out from, and each caller's set by scopes.
+        self._catalog: dict[str, Tool] | None = None
+        self._allowed: dict[frozenset[str] | None, frozenset[str]] = {}
+
+    def allowed(
+        self, served: dict[str, Tool], caller: Caller | None, visible: Visible
+    ) -> frozenset[str]:
+        """The full names ``caller`` may call of ``served`` (the catalog as last read),
+        kept while ``served`` is the same object and worked out anew from another."""
+        if served is not self._catalog or len(self._allowed) >= _SCOPE_SETS:
+            self._catalog, self._allowed = served, {}
+        key = None if caller is None else frozenset(caller.scopes)
+        names = self._allowed.get(key)
+        if names is None:
+            names = frozenset(tool.name for tool in visible(caller, served).values())
+            self._allowed[key] = names
+        return names
 
     @staticmethod
     def listing() -> list[types.Tool]:
@@ -63,17 +114,16 @@ class CodeMode:
         self,
         name: str,
         arguments: Mapping[str, Any],
-        callable_tools: Mapping[str, Tool],
+        allowed: frozenset[str],
         options: CallOptions,
         fit: Callable[[NativeMCPResponse[Any]], Awaitable[NativeMCPResponse[Any]]],
     ) -> types.CallToolResult:
-        """The answer of meta-tool ``name``; ``callable_tools``: what the caller may
-        call (served, in its scopes), by full name; ``options``: each inner call's;
+        """The answer of meta-tool ``name``; ``allowed``: the full names the caller may
+        call (served, in its scopes, `allowed`); ``options``: each inner call's;
         ``fit``: the answer held to serve's result budget."""
-        full_names = {tool.name for tool in callable_tools.values()}
         try:
             response = await self._pool.answer_code_tool(
-                name, arguments, allowed=full_names.__contains__, options=options
+                name, arguments, allowed=allowed.__contains__, options=options
             )
         except (ArgumentsError, UnknownTool) as exc:
             return types.CallToolResult(

@@ -3,18 +3,21 @@ the official SDK."""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_HTTP",
     "DEFAULT_INPUT_ROUNDS",
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_TASKS",
     "DEFAULT_MAX_TASK_TTL",
     "DEFAULT_SESSIONS_PER_CLIENT",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "HTTP_PROTOCOLS",
     "TOKEN_ENV",
+    "HttpProtocol",
 ]
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
@@ -32,6 +35,12 @@ DEFAULT_HEADER_TIMEOUT: Final = 10.0
 DEFAULT_BODY_TIMEOUT: Final = 30.0
 """Seconds an HTTP client has to send a request's body once its headers are in (4 MiB,
 the largest body, at 140 KB/s); then the connection closes."""
+HttpProtocol = Literal["httptools", "h11"]
+"""Which of uvicorn's HTTP/1.1 parsers serves: httptools (C) or h11 (pure Python)."""
+HTTP_PROTOCOLS: Final[tuple[HttpProtocol, ...]] = ("httptools", "h11")
+DEFAULT_HTTP: Final[HttpProtocol] = "httptools"
+"""The same answers as h11's at about half the HTTP server's CPU per request
+(bench.serve measures both)."""
 DEFAULT_MAX_TASKS: Final = 100
 """Tasks (2025-11-25 task-augmented calls) one client session may hold at once; a task
 counts until its ttl passes, as its result is kept that long."""

@@ -5,27 +5,33 @@ with the pool's tool index and answers in the built-ins' rich-text style with th
 matches as ``structuredContent``. ``call_tool`` names the served tool to run; the
 bridge then runs it as it runs any call (progress, logs, the client's sampling and
 elicitation, tasks). A name that is not served answers a tool error with the nearest
-names, so the model can correct itself.
+names, so the model can correct itself. With ``--search-learn`` a session's search
+and the ``call_tool`` that follows it teach the catalog the query's words
+(`WorkerPool.learn_call`); a session is the authenticated caller, else the HTTP
+session, else the stdio client (`search_session`).
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
+from mcp.server.context import ServerRequestContext
 
 from nativemcp.protocol import ArgumentsError, Tool, quoted_name, response_to_sdk
 
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile, read_call, read_search
 from ..tool_search import search_response as _search_response
+from .auth import request_caller
+from .tasks import session_key
 
 if TYPE_CHECKING:
     from .._pool import WorkerPool
 
-__all__ = ["SearchMode", "warn_unmatched"]
+__all__ = ["SearchMode", "search_session", "warn_unmatched"]
 
 _logger = logging.getLogger("nativemcp.serve")
 
@@ -55,7 +61,7 @@ class SearchMode:
         return types.Tool.model_validate(data)
 
     async def answer(
-        self, arguments: Mapping[str, Any], served: Mapping[str, Tool]
+        self, arguments: Mapping[str, Any], served: Mapping[str, Tool], session: Hashable | None
     ) -> types.CallToolResult:
         """The answer to ``search_tools``: the best served tools for the query (the
         index, where the catalog changed, built in a worker thread)."""
@@ -63,21 +69,26 @@ class SearchMode:
             query, limit = read_search(arguments)
         except ArgumentsError as exc:
             return _error(str(exc))
+        if session is not None:
+            self._pool.searched(session, query)
         index = await self._pool.fresh_tool_index()
         matches = index.search(query, limit, where=served.__contains__)
         return response_to_sdk(_search_response(query, matches, len(served)))
 
     async def target(
-        self, arguments: Mapping[str, Any], served: Mapping[str, Tool]
+        self, arguments: Mapping[str, Any], served: Mapping[str, Tool], session: Hashable | None
     ) -> tuple[Tool, dict[str, Any]] | types.CallToolResult:
         """The served tool ``call_tool`` names and its arguments, or a tool error that
-        says what is wrong (an unknown name comes with the nearest ones)."""
+        says what is wrong (an unknown name comes with the nearest ones). A served tool
+        named after ``session``'s search learns that search's words."""
         try:
             name, given = read_call(arguments)
         except ArgumentsError as exc:
             return _error(str(exc))
         tool = served.get(name)
         if tool is not None:
+            if session is not None:
+                await self._pool.learn_call(session, name)
             return tool, given
         return _error(await self.unknown(name, served))
 
@@ -95,6 +106,19 @@ class SearchMode:
             f"no tool named {quoted_name(name)}{hint}. Call {SEARCH_TOOLS} to find a tool "
             f"and pass its full name to {CALL_TOOL}."
         )
+
+
+def search_session(ctx: ServerRequestContext[Any]) -> Hashable | None:
+    """Whose search a ``call_tool`` follows: the authenticated caller's, else the HTTP
+    session's (2025-11-25), else the one client's of a stdio server. None: a 2026-07-28
+    HTTP request without sign-in, which belongs to no session."""
+    caller = request_caller(ctx)
+    if caller is not None:
+        return ("caller", caller.subject)
+    key = session_key(ctx)
+    if key is not None:
+        return ("session", key)
+    return ("stdio",) if ctx.request is None else None  # stdio serves one client
 
 
 def _error(message: str) -> types.CallToolResult:

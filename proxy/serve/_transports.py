@@ -41,12 +41,14 @@ from ..llm._budget import check_budget
 from ..tool_search import ToolProfile
 from ._bridge import McpBridge
 from ._client_sessions import ClientSessions
-from ._defaults import DEFAULT_MAX_BODY as DEFAULT_MAX_BODY
-from ._defaults import DEFAULT_MAX_TASK_TTL as DEFAULT_MAX_TASK_TTL
-from ._defaults import DEFAULT_MAX_TASKS as DEFAULT_MAX_TASKS
-from ._defaults import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
-from ._defaults import DEFAULT_SESSIONS_PER_CLIENT as DEFAULT_SESSIONS_PER_CLIENT
-from ._defaults import TOKEN_ENV as TOKEN_ENV
+from ._defaults import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_TASK_TTL,
+    DEFAULT_MAX_TASKS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SESSIONS_PER_CLIENT,
+)
+from ._edge import McpApp
 from ._request_ids import RequestIds
 from ._search_mode import warn_unmatched
 from ._selection import gather_instructions, select_servers
@@ -56,12 +58,6 @@ from .fast import FastPath
 from .tasks import check_task_limits
 
 __all__ = [
-    "DEFAULT_MAX_BODY",
-    "DEFAULT_MAX_TASKS",
-    "DEFAULT_MAX_TASK_TTL",
-    "DEFAULT_SESSIONS_PER_CLIENT",
-    "DEFAULT_SESSION_IDLE_TIMEOUT",
-    "TOKEN_ENV",
     "Drain",
     "http_app",
     "serve_stdio",
@@ -243,6 +239,7 @@ class _Routes:
         self._managers: dict[str | None, StreamableHTTPSessionManager] = {}
         self._fast: dict[str | None, FastPath] = {}
         self._routed: dict[StreamableHTTPSessionManager, McpBridge] = {}
+        self._handlers: dict[str | None, ASGIApp] = {}
         auth = session.auth
         self._gate = ScopeGate(auth, session.max_body_size) if auth and auth.scope_map else None
         # A config key (`My Time`, `github.com/acme/tool`) is awkward in a URL: the part
@@ -309,6 +306,7 @@ class _Routes:
                     self._fast[key] = fast
                 if key is not None:
                     self._aliases[safe_server_name(key)] = key
+            self._handlers = {key: self._handler(key) for key in self._managers}
             for manager in self._managers.values():
                 await stack.enter_async_context(manager.run())
             for bridge in self._bridges:
@@ -316,6 +314,7 @@ class _Routes:
             try:
                 yield
             finally:
+                self._handlers.clear()
                 self._managers.clear()
                 self._fast.clear()
                 self._routed.clear()
@@ -333,8 +332,8 @@ class _Routes:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name")
         key = self._aliases.get(name, name) if name else name
-        manager = self._managers.get(key)
-        if manager is None:
+        handle = self._handlers.get(key)
+        if handle is None:
             body = (
                 f"no MCP server at this path; servers: {', '.join(k for k in self._managers if k)}"
             )
@@ -347,7 +346,13 @@ class _Routes:
             )
             await send({"type": "http.response.body", "body": body.encode()})
             return
-        handle = manager.handle_request
+        await self._ids(handle, scope, receive, send)
+
+    def _handler(self, key: str | None) -> ASGIApp:
+        """The route's chain after the request ids: the scope gate, the sessions per
+        client, the fast path, the SDK's session manager (built once per route)."""
+        manager = self._managers[key]
+        handle: ASGIApp = manager.handle_request
         fast = self._fast.get(key)
         # Each layer wraps the one before under a name of its own: a closure reads its
         # name when called, so a name reused below would make a layer call itself.
@@ -369,7 +374,7 @@ class _Routes:
             async def handle(scope: Scope, receive: Receive, send: Send) -> None:
                 await gate(gated, tools, scope, receive, send)
 
-        await self._ids(handle, scope, receive, send)
+        return handle
 
 
 def http_app(
@@ -504,7 +509,9 @@ def _asgi_app(
 ) -> Starlette:
     """The Starlette app of ``routes``, behind the HTTP edge's checks: the canonical
     Host, then the static ``token`` or OAuth's ``auth`` (outermost)."""
-    app = Starlette(
+    # Its POSTs (every call) reach `routes` before Starlette's routing (`McpApp`).
+    app = McpApp(
+        routes,
         routes=[
             Route("/mcp", endpoint=routes, methods=["GET", "POST", "DELETE"]),
             # `path`: a server named for a URL (github.com/acme/tool) keeps its slashes.

@@ -16,6 +16,7 @@ from ._client import log_ids as log_ids
 from ._client import record_restart as record_restart
 from ._client import traced as traced
 from ._client import traced_sync as traced_sync
+from ._client import waiting_span as waiting_span
 from ._client import wire_context as wire_context
 from ._reemit import emit_worker_spans as emit_worker_spans
 from ._state import ACTIVE_REQUESTS as ACTIVE_REQUESTS
@@ -37,5 +38,6 @@ __all__ = [
     "refresh",
     "traced",
     "traced_sync",
+    "waiting_span",
     "wire_context",
 ]

@@ -44,6 +44,7 @@ __all__ = [
     "record_restart",
     "traced",
     "traced_sync",
+    "waiting_span",
     "wire_context",
 ]
 
@@ -217,6 +218,16 @@ def traced_sync(
         if isinstance(result, NativeMCPResponse):
             outcome.error = mark_response(span, result)
         return result
+
+
+def waiting_span(server: str) -> contextlib.AbstractContextManager[Any]:
+    """A span over the time an operation waits for ``server`` to be live: its worker
+    (re)started, or its MCP server (re)connected and its tools listed. The child of the
+    operation's client span; nothing outside one."""
+    tracer = TRACING.tracer
+    if tracer is None or _CALL_SPAN.get() is None:
+        return contextlib.nullcontext()
+    return tracer.start_as_current_span(f"wait for {server}", attributes={SERVER_NAME: server})
 
 
 def current_call_span() -> Span | None:

@@ -105,6 +105,10 @@ def _adopt_tracer(api: Any, provider: Any) -> None:
     resource = getattr(tracer, "resource", None)
     if processor is not None and resource is not None:
         TRACING.sink = (processor, resource)
+        # Worker calls carry their trace context (`wire_context`): the propagator is
+        # loaded now, as the pool starts, not inside the first call's client span (tens
+        # of ms, which no span of that call would explain).
+        import opentelemetry.propagate  # noqa: F401
 
 
 def _adopt_meter(provider: Any) -> None:

@@ -11,6 +11,8 @@ small embedding model's ranking (`ToolEmbeddings`, `fuse`, `embedding_available`
 its BM25 also scores the catalog's words nearest to the query's
 (`ToolIndex.widened_terms`: ``website`` finds ``url``). `lint_tools` names the
 descriptions too short to be found or too alike to be told apart (``tools --lint``).
+`QueryLearning` keeps, opt-in, the queries that led to each tool's call as more of its
+text (``search_learn``: a catalog that learns its users' words).
 
 This room imports `nativemcp.protocol` and the content store's public text search
 (`nativemcp.workers.content_store`, on first index only: a pool that never searches
@@ -34,6 +36,10 @@ from ._index import IndexedTool as IndexedTool
 from ._index import ToolIndex as ToolIndex
 from ._index import ToolMatch as ToolMatch
 from ._index import check_limit as check_limit
+from ._learning import LEARNED_FILE as LEARNED_FILE
+from ._learning import LEARNED_TABLE as LEARNED_TABLE
+from ._learning import QueryLearning as QueryLearning
+from ._learning import query_learning as query_learning
 from ._lint import MAX_SIMILARITY as MAX_SIMILARITY
 from ._lint import MIN_TERMS as MIN_TERMS
 from ._lint import LintFinding as LintFinding
@@ -54,6 +60,8 @@ __all__ = [
     "ANTHROPIC_TOOL_SEARCH",
     "CALL_TOOL",
     "EMBED_EXTRA",
+    "LEARNED_FILE",
+    "LEARNED_TABLE",
     "MAX_LIMIT",
     "MAX_SIMILARITY",
     "META_TOOLS",
@@ -62,6 +70,7 @@ __all__ = [
     "SEARCH_TOOLS",
     "IndexedTool",
     "LintFinding",
+    "QueryLearning",
     "SearchAnswer",
     "ToolEmbeddings",
     "ToolIndex",
@@ -77,6 +86,7 @@ __all__ = [
     "lint_tools",
     "load_embedding",
     "parameters_line",
+    "query_learning",
     "read_call",
     "read_search",
     "search_response",

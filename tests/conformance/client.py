@@ -9,7 +9,10 @@ from the context, and the pool's ``oauth_redirect`` hook follows the authorizati
 headlessly (one GET, the code read from the redirect), as the suite expects of a
 client. For SEP-990 (``auth/cross-app-access-complete-flow``) the pool's
 ``oauth_assertion`` hook is this app's leg 1: an RFC 8693 token exchange of the
-context's ID token at the context's identity provider, for an ID-JAG.
+context's ID token at the context's identity provider, for an ID-JAG. For SEP-1933
+(``auth/wif-jwt-bearer``) the entry's grant is ``workload_identity``, the context's
+workload JWT in a file its ``assertionFile`` names, as a platform would put it. DPoP
+(``auth/dpop``, ``auth/dpop-nonce``) needs no setting: the issuer's metadata asks for it.
 Then it does what the scenario asks: connect and list tools (the pool does
 both when it starts), and call the tools the context names (``toolCalls``) or the
 scenario's tool.
@@ -23,6 +26,8 @@ import json
 import logging
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -112,6 +117,10 @@ def oauth_settings(scenario: str, context: dict[str, Any]) -> dict[str, Any] | N
         settings["clientSecret"] = context["client_secret"]
     if "idp_token_endpoint" in context:
         settings["grantType"] = "identity_assertion"
+    elif "valid_jwt" in context:
+        # SEP-1933: the workload's JWT where a platform puts it, a file read anew
+        # each time (a Kubernetes projected token); `run` writes it there.
+        settings["grantType"] = "workload_identity"
     elif scenario.startswith("auth/client-credentials"):
         settings["grantType"] = "client_credentials"
         if context.get("private_key_pem"):
@@ -134,8 +143,12 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
     oauth = oauth_settings(scenario, context)
     if oauth is not None:
         entry["oauth"] = oauth
-    if oauth is not None and oauth.get("grantType") == "identity_assertion":
+    if oauth is not None and oauth.get("grantType") in ("identity_assertion", "workload_identity"):
         oauth["issuer"] = await authorization_server(url)
+    if oauth is not None and oauth.get("grantType") == "workload_identity":
+        token = Path(tempfile.mkdtemp()) / "token"
+        token.write_text(context["valid_jwt"], encoding="utf-8")
+        oauth["assertionFile"] = str(token)
     async with WorkerPool(
         mcp_servers={SERVER: entry},
         oauth_redirect=follow_authorization,

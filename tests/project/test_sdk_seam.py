@@ -4,22 +4,31 @@ release that moves or changes one fails here, by name."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import re
+import time
 from datetime import datetime
+from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Final
+from urllib.parse import parse_qs
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
+from _sdk_tokens import MemoryTokens
 from mcp import Client
+from mcp.client.auth import OAuthClientProvider
 from mcp.server import _streamable_http_modern as _modern_http
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.server.mcpserver import MCPServer
 from mcp.server.session import ServerSession
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp.shared.exceptions import MCPError
+from pydantic import AnyUrl
 from sse_starlette import EventSourceResponse
 
 from nativemcp.proxy._sdk_seam import (
@@ -27,11 +36,14 @@ from nativemcp.proxy._sdk_seam import (
     SSE_PING,
     client_connection,
     default_server_middleware,
+    is_the_request,
     legacy_catch_all,
     legacy_event,
     legacy_ping,
+    mcp_http_client,
     modern_event,
     send_raw_request,
+    set_token_expiry,
     sse_headers,
     sse_window,
 )
@@ -226,3 +238,134 @@ async def test_a_legacy_handlers_other_exception_answers_code_zero_and_its_text(
 
 def test_every_sdk_server_starts_with_the_middleware_the_seam_names() -> None:
     assert {type(m) for m in LowLevelServer("seam").middleware} == default_server_middleware()
+
+
+# -- The SDK's HTTP client and OAuth provider -------------------------------------------
+
+
+async def test_the_sdks_http_client_carries_headers_and_auth_with_its_long_read() -> None:
+    auth = httpx2.BasicAuth("user", "secret")
+    async with mcp_http_client(headers={"x-entry": "1"}, auth=auth) as client:
+        assert isinstance(client, httpx2.AsyncClient)
+        assert client.headers["x-entry"] == "1"
+        assert client.auth is auth
+        # Event streams stay open: the read waits far longer than the connect.
+        assert client.timeout.read is not None and client.timeout.connect is not None
+        assert client.timeout.read > client.timeout.connect
+        assert not client.follow_redirects  # the transport follows them itself
+    async with mcp_http_client(timeout=httpx2.Timeout(3.0)) as client:
+        assert client.timeout.read == 3.0
+
+
+def _provider() -> OAuthClientProvider:
+    metadata = OAuthClientMetadata(redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")])
+    client = OAuthClientInformationFull(
+        client_id="c1", redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")]
+    )
+    kept = OAuthToken(access_token="kept", refresh_token="r1", expires_in=3600)
+    return OAuthClientProvider("https://mcp.example/mcp", metadata, MemoryTokens(client, kept))
+
+
+async def _first_request(provider: OAuthClientProvider, request: httpx2.Request) -> Any:
+    flow = provider.async_auth_flow(request)
+    try:
+        return await flow.__anext__()
+    finally:
+        await flow.aclose()
+
+
+async def test_a_flow_with_a_valid_token_yields_the_very_request_it_was_given() -> None:
+    provider = _provider()
+    request = httpx2.Request("POST", "https://mcp.example/mcp")
+    outgoing = await _first_request(provider, request)
+    assert is_the_request(outgoing, request)
+    assert outgoing.headers["authorization"] == "Bearer kept"
+    assert not is_the_request(httpx2.Request("POST", "https://mcp.example/mcp"), request)
+
+
+async def test_an_expiry_set_in_the_past_makes_the_flow_refresh_first() -> None:
+    provider = _provider()
+    request = httpx2.Request("POST", "https://mcp.example/mcp")
+    assert is_the_request(await _first_request(provider, request), request)  # grant loaded
+    set_token_expiry(provider, 1.0)
+    assert not provider.context.is_token_valid()
+    request = httpx2.Request("POST", "https://mcp.example/mcp")
+    outgoing = await _first_request(provider, request)
+    assert not is_the_request(outgoing, request)
+    assert parse_qs(outgoing.content.decode())["grant_type"] == ["refresh_token"]
+    set_token_expiry(provider, time.time() + 60)
+    assert provider.context.is_token_valid()
+    set_token_expiry(provider, None)  # no expiry: valid as long as it is kept
+    assert provider.context.is_token_valid()
+
+
+# -- The seam is the only way in --------------------------------------------------------
+
+_ROOT = Path(__file__).resolve().parents[2]
+_SDK: Final = ("mcp", "mcp_types")
+"""The official SDK's top-level packages."""
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _sdk_privates(source: str) -> list[tuple[int, str]]:
+    """Where ``source`` reaches an SDK private: a private module (``mcp.shared._x``), a
+    private name imported from the SDK, or a private attribute of a name bound to the
+    SDK (``types._x`` after ``import mcp_types as types``); ``(line, what)`` each."""
+    found: list[tuple[int, str]] = []
+    bound: set[str] = set()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _SDK:
+                    bound.add(alias.asname or alias.name.split(".")[0])
+                    if any(_private(part) for part in alias.name.split(".")):
+                        found.append((node.lineno, alias.name))
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            parts = node.module.split(".")
+            if parts[0] not in _SDK:
+                continue
+            for alias in node.names:
+                bound.add(alias.asname or alias.name)
+                if any(_private(part) for part in [*parts, alias.name]):
+                    found.append((node.lineno, f"{node.module}.{alias.name}"))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and _private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+        ):
+            found.append((node.lineno, f"{node.value.id}.{node.attr}"))
+    return found
+
+
+def test_the_check_finds_private_modules_names_and_attributes_of_the_sdk() -> None:
+    source = (
+        "import mcp_types as types\n"
+        "from mcp.shared._httpx_utils import create_mcp_http_client\n"
+        "from mcp.server import _streamable_http_modern\n"
+        "from mcp.client.auth import OAuthClientProvider\n"
+        "import mcp.server._otel\n"
+        "from ._local import _private_of_ours\n"
+        "types._hidden\n"
+        "OAuthClientProvider._initialize\n"
+        "self._own\n"
+    )
+    assert [line for line, _ in _sdk_privates(source)] == [2, 3, 5, 7, 8]
+
+
+def test_only_the_seam_reaches_the_sdks_private_parts() -> None:
+    seam = _ROOT / "proxy" / "_sdk_seam.py"
+    elsewhere = {
+        f"{path.relative_to(_ROOT)}:{line}: {what}"
+        for folder in ("protocol", "workers", "proxy")
+        for path in sorted((_ROOT / folder).rglob("*.py"))
+        if path != seam
+        for line, what in _sdk_privates(path.read_text())
+    }
+    assert not elsewhere, "go through nativemcp.proxy._sdk_seam"
+    assert _sdk_privates(seam.read_text())  # the check reads what the seam does

@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -239,7 +240,12 @@ OLD_GRANT: dict[str, Any] = {
     "issuer": ISSUER,
     "client": {"client_id": "client-1", "redirect_uris": ["http://localhost:4711/callback"]},
     "resources": {
-        ONE: {"access_token": "a-one", "refresh_token": "r-one", "expires_at": 4e9},
+        ONE: {
+            "access_token": "a-one",
+            "refresh_token": "r-one",
+            "expires_at": 4e9,
+            "dpop_key": {"kty": "EC", "crv": "P-256", "x": "x", "y": "y", "d": "d"},
+        },
         TWO: {"access_token": "a-two", "scope": "mcp"},
     },
 }
@@ -255,6 +261,9 @@ async def test_grant_files_of_earlier_versions_move_into_rows_on_first_read(
     one = GrantStore(grant_place(tmp_path, None), ONE)
     tokens = await one.get_tokens()
     assert tokens is not None and (tokens.access_token, tokens.refresh_token) == ("a-one", "r-one")
+    # The DPoP key kept among the server's tokens moved to the row's extra.
+    assert one.dpop_key == OLD_GRANT["resources"][ONE]["dpop_key"]
+    assert await one.extra() == {"dpop_key": one.dpop_key}
     two = await GrantStore(grant_place(tmp_path, None), TWO).get_tokens()
     assert two is not None and (two.access_token, two.scope) == ("a-two", "mcp")
     client_info = await one.stored_client()
@@ -330,3 +339,54 @@ async def test_a_grants_extra_fields_outlive_new_tokens_(
     assert server.grants.count("refresh_token") == 1
     assert await store.extra() == {"dpop": {"kid": "k1"}}
     assert not await GrantStore(grant_place(tmp_path, database_url), ONE).set_extra("x", 1)
+
+
+async def test_a_claim_left_by_a_replica_that_died_lapses_and_a_refused_refresh_ends_its_own(
+    oauth_issuer: tuple[Issuer, str], tmp_path: Path, database_url: str | None
+) -> None:
+    server, url = oauth_issuer
+    with anyio.fail_after(60):
+        async with replica(url, tmp_path, database_url, oauth_redirect=follow) as first:
+            assert await whoami(first) == "authorized"
+    place = grant_place(tmp_path, database_url)
+    (grant,) = place.find(None, every_user=True)
+    # A replica claimed the refresh, then died: its claim ran out a moment ago.
+    dead = dataclasses.replace(
+        grant,
+        tokens={**grant.tokens, "expires_at": 1.0},
+        refreshing_by="a-replica-that-died",
+        refreshing_until=time.time() - 1,
+    )
+    place.write(dead)
+    with anyio.fail_after(60):
+        async with replica(url, tmp_path, database_url) as again:
+            assert await whoami(again) == "authorized"
+    (grant,) = place.find(None, every_user=True)
+    assert server.grants.count("refresh_token") == 1 and grant.refreshing_by is None
+    # The issuer refuses the next refresh: the refresher's claim ends with it.
+    server.refuse_refresh = True
+    place.write(dataclasses.replace(grant, tokens={**grant.tokens, "expires_at": 1.0}))
+    with anyio.fail_after(60):
+        async with replica(url, tmp_path, database_url) as refused:
+            answer = await refused.call_tool("remote__whoami", {})
+    assert answer.result is not None and answer.result.is_error
+    assert server.grants.count("refresh_token") == 2
+    (grant,) = place.find(None, every_user=True)
+    assert grant.refreshing_by is None
+
+
+async def test_tokens_written_while_another_replica_refreshes_leave_its_claim(
+    tmp_path: Path, database_url: str | None
+) -> None:
+    place = grant_place(tmp_path, database_url)
+    store = GrantStore(place, ONE, fixed_client=client())
+    await store.set_tokens(OAuthToken(access_token="a1", refresh_token="r1"))
+    (grant,) = place.find(None, ONE)
+    claimed = dataclasses.replace(grant, refreshing_by="refresher", refreshing_until=4e9)
+    place.write(claimed)
+    # The same tokens again (a replica that took them), then new ones (a new sign-in):
+    # until the refresher ends it, no replica may spend the refresh token it holds.
+    await GrantStore(place, ONE).set_tokens(OAuthToken(access_token="a1", refresh_token="r1"))
+    await GrantStore(place, ONE).set_tokens(OAuthToken(access_token="a2", refresh_token="r2"))
+    (grant,) = place.find(None, ONE)
+    assert (grant.refreshing_by, grant.tokens["access_token"]) == ("refresher", "a2")

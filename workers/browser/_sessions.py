@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from nativemcp.protocol import ToolError
+from nativemcp.workers.telemetry import setup_span
 
 from ._aria import clickable_refs, compact, parse_snapshot, refs_of, render
 from ._egress import EgressProxy
@@ -274,14 +275,15 @@ class BrowserHost:
             # where Chromium could not start: it makes its singleton socket under
             # TMPDIR, and a socket's path is short.
             fits = len(os.fsencode(scratch)) <= LONGEST_TMPDIR
-            with _environment("TMPDIR", str(scratch)) if fits else contextlib.nullcontext():
-                self._playwright = await async_playwright().start()
-            self._browser = await self._playwright.chromium.launch(
-                executable_path=self.options.executable_path,
-                headless=self.options.headless,
-                args=list(CHROMIUM_FLAGS),
-                timeout=self.options.page_timeout * 1000,
-            )
+            with setup_span("browser launch"):  # the first call's trace shows its time
+                with _environment("TMPDIR", str(scratch)) if fits else contextlib.nullcontext():
+                    self._playwright = await async_playwright().start()
+                self._browser = await self._playwright.chromium.launch(
+                    executable_path=self.options.executable_path,
+                    headless=self.options.headless,
+                    args=list(CHROMIUM_FLAGS),
+                    timeout=self.options.page_timeout * 1000,
+                )
             browser = self._browser
             browser.on("disconnected", lambda _: self._lost(browser))
             if self._sweeper is None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ._blockmax import BLOCK_CHUNKS, MIN_BLOCKS
 from ._blocks import match, reseal, seal_blocks, search_blocks
@@ -348,13 +348,19 @@ class ContentDB:
 
     # -- contents --------------------------------------------------------------------
 
-    def find_duplicate(self, store_id: str, sha256: str) -> ContentSummary | None:
-        """The store's content with this text hash, or None."""
+    def _content_where(
+        self, column: Literal["id", "sha256"], store_id: str, value: str
+    ) -> ContentSummary | None:
+        """The summary of the store's content whose ``column`` is ``value``, or None."""
         row = self._read.execute(
-            f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE store_id = ? AND sha256 = ?",
-            (store_id, sha256),
+            f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE store_id = ? AND {column} = ?",
+            (store_id, value),
         ).fetchone()
         return _summary(row) if row else None
+
+    def find_duplicate(self, store_id: str, sha256: str) -> ContentSummary | None:
+        """The store's content with this text hash, or None."""
+        return self._content_where("sha256", store_id, sha256)
 
     def add_content(
         self,
@@ -426,11 +432,7 @@ class ContentDB:
 
     def get_content(self, store_id: str, content_id: str) -> ContentSummary | None:
         """A content item's summary, or None."""
-        row = self._read.execute(
-            f"SELECT {_CONTENT_COLUMNS} FROM contents WHERE store_id = ? AND id = ?",
-            (store_id, content_id),
-        ).fetchone()
-        return _summary(row) if row else None
+        return self._content_where("id", store_id, content_id)
 
     def content_text(self, content_id: str) -> str:
         """The stored text of a content item ('' if it is gone)."""

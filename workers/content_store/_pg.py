@@ -37,7 +37,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from nativemcp.protocol import DatabaseUnavailable
 from nativemcp.workers._database import (
@@ -233,14 +233,21 @@ class PostgresContentDB:
 
     # -- contents --------------------------------------------------------------------
 
-    def find_duplicate(self, store_id: str, sha256: str) -> ContentSummary | None:
-        """The store's content with this text hash, or None."""
+    def _content_where(
+        self, column: Literal["id", "sha256"], store_id: str, value: str
+    ) -> ContentSummary | None:
+        """The summary of the store's content whose ``column`` is ``value``, or None."""
         with self.db.connection() as conn:
             row = conn.execute(
-                f"SELECT {_CONTENT_COLUMNS} FROM {_CONTENT_FROM} WHERE s.id = %s AND c.sha256 = %s",
-                (store_id, sha256),
+                f"SELECT {_CONTENT_COLUMNS} FROM {_CONTENT_FROM}"
+                f" WHERE s.id = %s AND c.{column} = %s",
+                (store_id, value),
             ).fetchone()
         return _summary(row) if row else None
+
+    def find_duplicate(self, store_id: str, sha256: str) -> ContentSummary | None:
+        """The store's content with this text hash, or None."""
+        return self._content_where("sha256", store_id, sha256)
 
     def add_content(
         self,
@@ -345,12 +352,7 @@ class PostgresContentDB:
 
     def get_content(self, store_id: str, content_id: str) -> ContentSummary | None:
         """A content item's summary, or None."""
-        with self.db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_CONTENT_COLUMNS} FROM {_CONTENT_FROM} WHERE s.id = %s AND c.id = %s",
-                (store_id, content_id),
-            ).fetchone()
-        return _summary(row) if row else None
+        return self._content_where("id", store_id, content_id)
 
     def content_text(self, content_id: str) -> str:
         """The stored text of a content item ('' if it is gone)."""

@@ -19,6 +19,7 @@ import msgspec
 from nativemcp.protocol import ToolError
 from nativemcp.workers import Server
 from nativemcp.workers._safe_open import UnsafeFile, open_regular
+from nativemcp.workers.telemetry import setup_span
 
 from ._chunking import (
     DEFAULT_MAX_CHARS,
@@ -153,7 +154,11 @@ class ContentState:
     @property
     def db(self) -> ContentStorage:
         with self._open_lock:
-            return self._open()
+            if self._db is not None:
+                return self._db
+            # The first call's trace shows the time (the schema made or checked).
+            with setup_span("content-store open storage"):
+                return self._open()
 
     def _open(self) -> ContentStorage:
         if self._db is None:

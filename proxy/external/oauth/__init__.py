@@ -4,11 +4,13 @@
 (`ServerAuthorization`, one server's grant on the SDK's ``mcp.client.auth``, and the
 ``needs_authorization`` tool a server lists while it waits), `_refresh_on_401` (the
 SDK's providers bound to one issuer: a refresh on a 401, token answers held to a size
-and a time), `_identity_assertion` (SEP-990's ID-JAG grant), `_loopback_callback` (the
-browser's way back to a local port), `_consent` (a user's consent, finished at
-serve's callback), `_token_exchange` (RFC 8693 for a caller's token), `_grant_users`
-(each user's grants, for operators), `_authorization_wait` (`GrantWait`, a server waiting for
-a grant, and its way back) and `_token_store` (the grants kept in the data folder, or in
+and a time), `_identity_assertion` (SEP-990's ID-JAG grant), `_dpop` (RFC 9449
+proofs, nonces and the key kept with the tokens), `_workload_identity` (SEP-1933's
+jwt-bearer grant of a workload's platform JWT), `_loopback_callback` (the browser's
+way back to a local port), `_consent` (a user's consent, finished at serve's
+callback), `_token_exchange` (RFC 8693 for a caller's token), `_grant_users` (each
+user's grants, for operators), `_authorization_wait` (`GrantWait`, a server waiting
+for a grant, and its way back) and `_token_store` (the grants kept in the data folder, or in
 PostgreSQL: `_token_table`). This room imports the public names of
 `nativemcp.protocol` and `nativemcp.workers`, the official SDK's auth client, and
 nothing of the pool; the rest of `external/` imports it by the names below.

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 __all__ = [
+    "DPOP_KEY",
     "GRANTS_DB",
     "GRANTS_FOLDER",
     "Grant",
@@ -56,6 +57,9 @@ FILE_MODE: Final = 0o600
 FOLDER_MODE: Final = 0o700
 BUSY_SECONDS: Final = 30.0
 """How long a write waits for another process's write to the same file."""
+DPOP_KEY: Final = "dpop_key"
+"""The field of a grant's ``extra`` that holds the private JWK its tokens are bound to
+(DPoP, RFC 9449; `GrantStore.dpop_key`), dropped with them."""
 NO_USER: Final = ""
 """How the pool's own grant (user None) is kept: a key column cannot be NULL."""
 
@@ -217,7 +221,10 @@ def old_grant_rows(data: Any) -> Iterator[Grant]:
     for resource, tokens in resources.items() if isinstance(resources, dict) else ():
         if issuer and isinstance(tokens, dict):
             key = GrantKey(None, issuer, client_id, str(resource))
-            yield Grant(key, client=dict(client), tokens=dict(tokens))
+            # A DPoP key was kept among its tokens; a row keeps it in extra.
+            kept = {k: v for k, v in tokens.items() if k != DPOP_KEY}
+            extra = {DPOP_KEY: tokens[DPOP_KEY]} if DPOP_KEY in tokens else {}
+            yield Grant(key, client=dict(client), tokens=kept, extra=extra)
 
 
 class GrantPlace:

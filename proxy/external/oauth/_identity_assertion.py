@@ -21,6 +21,8 @@ from ._token_store import GrantStore
 if TYPE_CHECKING:
     import httpx2
 
+    from ._dpop import DPoPBinding
+
 __all__ = ["NO_ASSERTION_HOOK", "AssertionHook", "identity_assertion_provider"]
 
 AssertionHook = Callable[[str, str], "Awaitable[str] | str"]
@@ -41,9 +43,11 @@ def identity_assertion_provider(
     store: GrantStore,
     hook: AssertionHook | None,
     give_up: Callable[[str], Exception],
+    dpop: DPoPBinding | None = None,
 ) -> httpx2.Auth:
     """The SDK's jwt-bearer provider for ``settings`` (grant ``identity_assertion``),
-    asking ``hook`` for each ID-JAG; ``give_up(reason)`` is raised when there is none."""
+    asking ``hook`` for each ID-JAG; ``give_up(reason)`` is raised when there is none.
+    With ``dpop``, its token is bound where the issuer takes proofs (`_dpop`)."""
     from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 
     from ._refresh_on_401 import bounded_flow
@@ -54,7 +58,7 @@ def identity_assertion_provider(
         def async_auth_flow(
             self, request: httpx2.Request
         ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-            return bounded_flow(request, super().async_auth_flow)
+            return bounded_flow(request, super().async_auth_flow, dpop=dpop)
 
     # Checked when the entry was read: a confidential client provisioned at one issuer.
     assert settings.client_id and settings.client_secret and settings.issuer

@@ -38,6 +38,7 @@ import anyio.abc
 
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
+from ..._sdk_seam import set_token_expiry
 from ._grant_rows import Grant, GrantPlace
 from ._identity_assertion import AssertionHook, identity_assertion_provider
 from ._loopback_callback import CALLBACK_PATH, LoopbackCallback
@@ -130,10 +131,8 @@ class ServerAuthorization:
         assertion: the pool's hook for an identity assertion (an ID-JAG), for the
             ``identity_assertion`` grant (None: such a server needs authorization).
         user: whom the grant acts for (None: the pool's own grant).
-        redirect_uri: where the browser comes back, when not to a loopback port:
-            serve's own callback, for a grant per user (read when the provider is made).
-        subject_token: the token a ``token_exchange`` grant exchanges (the caller's,
-            read at each exchange).
+        redirect_uri: serve's callback, for a grant per user (None: a loopback port).
+        subject_token: the caller's token, for a ``token_exchange`` grant.
     """
 
     def __init__(
@@ -160,6 +159,8 @@ class ServerAuthorization:
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | httpx2.Auth | None = None
+        if settings.grant == "workload_identity":
+            folder = None  # SEP-1933: its tokens are not persisted; a restart asks anew
         self.store = GrantStore(
             folder, url, user=user, client_id=settings.client_id, issuer=self._issuer
         )
@@ -222,8 +223,7 @@ class ServerAuthorization:
     # -- the provider -------------------------------------------------------------------
 
     def auth(self) -> httpx2.Auth:
-        """The SDK provider for this server (the same one for every connection, so a
-        token got once is reused and refreshed).
+        """The SDK provider for this server, one for every connection (a token is reused).
 
         Raises:
             ValueError: the settings cannot make a provider (a bad private key).
@@ -232,18 +232,24 @@ class ServerAuthorization:
             if self.settings.grant == "token_exchange":
                 from ._token_exchange import TokenExchange
 
-                assert self._subject_token is not None  # a per-user entry's, given one
                 self.store.fixed_client = configured_client(self.settings)
                 self._provider = TokenExchange(
-                    self.url, self.settings, self.store, self._subject_token, self._give_up
+                    self.url, self.settings, self.store, self._give_up, self._subject_token
                 )
                 return self._provider
             if self.settings.grant == "identity_assertion":
                 # A kept token that expired is refused (401): the SDK's provider then
                 # gets a new ID-JAG and exchanges it.
+                from ._dpop import DPoPBinding
+
                 self.store.fixed_client = configured_client(self.settings)
                 self._provider = identity_assertion_provider(
-                    self.url, self.settings, self.store, self._assertion, self._give_up
+                    self.url,
+                    self.settings,
+                    self.store,
+                    self._assertion,
+                    self._give_up,
+                    DPoPBinding(self.store),
                 )
                 return self._provider
             provider = self._provider = self._make_provider()
@@ -251,13 +257,14 @@ class ServerAuthorization:
             # token that expired while nothing ran is refreshed before it is sent.
             expires_at = self._kept.tokens.get("expires_at") if self._kept else None
             if isinstance(expires_at, int | float):
-                provider.context.token_expiry_time = float(expires_at)
+                set_token_expiry(provider, float(expires_at))
         return self._provider
 
     def _make_provider(self) -> IssuerBound:
+        from ._dpop import DPoPBinding
         from ._refresh_on_401 import EntryScopes, RefreshingProvider
 
-        provider = self._client_credentials_provider() or RefreshingProvider(
+        provider = self._machine_provider() or RefreshingProvider(
             server_url=self.url,
             client_metadata=self._client_metadata(),
             storage=self.store,
@@ -274,6 +281,7 @@ class ServerAuthorization:
         # A refresh goes to the kept grant's issuer only, never to the MCP server.
         provider.kept_issuer = self._refresh_issuer
         provider.give_up = self._give_up
+        provider.dpop = DPoPBinding(self.store)
         return provider
 
     async def _refresh_issuer(self) -> str | None:
@@ -283,6 +291,14 @@ class ServerAuthorization:
         if grant is None or not grant.tokens.get("refresh_token"):
             return None
         return grant.key.issuer or None
+
+    def _machine_provider(self) -> IssuerBound | None:
+        """The provider of an entry no person signs in for (None: authorization code)."""
+        if self.settings.grant != "workload_identity":
+            return self._client_credentials_provider()
+        from ._workload_identity import WorkloadIdentity
+
+        return WorkloadIdentity(self.url, self.settings, self.store, self._assertion, self._give_up)
 
     def _client_credentials_provider(self) -> IssuerBound | None:
         """The provider of a ``client_credentials`` entry (None: another grant)."""
@@ -379,11 +395,6 @@ class ServerAuthorization:
                 reason = f"cannot listen on {callback.uri}: {exc.strerror or exc}"
                 raise self._give_up(reason) from None
         self.person_done = anyio.Event()
-        await self._hand_over(authorization_url)
-
-    async def _hand_over(self, authorization_url: str) -> None:
-        """Give the person's way to the hook; note where the browser came back to."""
-        assert self._redirect is not None  # checked by the caller
         try:
             outcome = self._redirect(authorization_url)
             if inspect.isawaitable(outcome):
@@ -456,10 +467,9 @@ class ServerAuthorization:
         callback = self._callback
         try:
             target = self._redirected_to
-            if target is None and callback is None:
-                raise self._give_up("nobody came back from the browser in time")
             if target is None:
-                assert callback is not None  # made with the redirect URI
+                if callback is None:  # serve's callback: the hook waited for the browser
+                    raise self._give_up("nobody came back from the browser in time")
                 with anyio.move_on_after(CALLBACK_WAIT):
                     target = await callback.wait(self._state)
                 if target is None:

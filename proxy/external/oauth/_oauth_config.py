@@ -10,10 +10,14 @@ Two spellings are read, the first one present wins:
   ``"grantType": "identity_assertion"`` for SEP-990 enterprise-managed authorization
   (an ID-JAG from the enterprise identity provider, got by the pool's
   ``oauth_assertion`` hook, exchanged at ``"issuer"`` with ``"clientId"`` and
-  ``"clientSecret"``); and ``"grantType": "token_exchange"`` (RFC 8693, for an entry
-  with ``"grantScope": "user"`` behind ``serve --auth-issuer``: serve exchanges each
-  caller's access token at ``"issuer"`` for one whose audience is the server, or
-  ``"audience"`` where the upstream names itself otherwise);
+  ``"clientSecret"``); ``"grantType": "workload_identity"`` for SEP-1933 (the
+  workload's platform JWT as an RFC 7523 jwt-bearer grant at ``"issuer"``, read anew
+  from ``"assertionFile"`` or ``"assertionEnv"``, else from the ``oauth_assertion``
+  hook; ``"clientId"`` only where the authorization server wants one); and
+  ``"grantType": "token_exchange"`` (RFC 8693, for an entry with ``"grantScope":
+  "user"`` behind ``serve --auth-issuer``: serve exchanges each caller's access token
+  at ``"issuer"`` for one whose audience is the server, or ``"audience"`` where the
+  upstream names itself otherwise);
 - Cursor's ``"auth": {"CLIENT_ID", "CLIENT_SECRET", "scopes"}``.
 
 Every string takes ``${VAR}`` expansion, so a secret lives in the environment and never
@@ -23,6 +27,7 @@ set, and a mistake names the key, never the value.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
@@ -31,7 +36,11 @@ import msgspec
 __all__ = ["GrantType", "OAuthSettings", "TokenEndpointAuthMethod", "read_oauth_settings"]
 
 GrantType = Literal[
-    "authorization_code", "client_credentials", "identity_assertion", "token_exchange"
+    "authorization_code",
+    "client_credentials",
+    "identity_assertion",
+    "workload_identity",
+    "token_exchange",
 ]
 TokenEndpointAuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
 
@@ -39,6 +48,7 @@ _GRANTS: Final[tuple[GrantType, ...]] = (
     "authorization_code",
     "client_credentials",
     "identity_assertion",
+    "workload_identity",
     "token_exchange",
 )
 _METHODS: Final[tuple[TokenEndpointAuthMethod, ...]] = (
@@ -46,6 +56,7 @@ _METHODS: Final[tuple[TokenEndpointAuthMethod, ...]] = (
     "client_secret_post",
     "none",
 )
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ALGORITHMS: Final = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256")
 
 # The keys of each spelling, and the field each one fills.
@@ -60,6 +71,8 @@ _CLAUDE: Final[dict[str, str]] = {
     "signingAlgorithm": "signing_algorithm",
     "tokenEndpointAuthMethod": "token_endpoint_auth_method",
     "issuer": "issuer",
+    "assertionFile": "assertion_file",
+    "assertionEnv": "assertion_env",
     "audience": "audience",
 }
 _CURSOR: Final[dict[str, str]] = {
@@ -96,7 +109,13 @@ class OAuthSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The authorization server a client-credentials client's secret or key is sent to
     (None: whichever the server names); required for ``identity_assertion``, whose
     authorization server is configuration, never discovery; and for
+    ``workload_identity``, the only one its workload's JWT goes to; and for
     ``token_exchange``, where each caller's token is exchanged."""
+    assertion_file: str | None = None
+    """``workload_identity``: the file holding the workload's JWT (a Kubernetes
+    projected service-account token), read anew for each token request."""
+    assertion_env: str | None = None
+    """``workload_identity``: the environment variable holding the workload's JWT."""
     audience: str | None = None
     """The ``audience`` a ``token_exchange`` asks for (None: the server's URL)."""
 
@@ -192,15 +211,8 @@ def _settings(
         raise fail(f"'{key}.privateKey' is for 'grantType': 'client_credentials'")
     if grant == "identity_assertion":
         _check_identity_assertion(key, fields, fail)
-    if grant == "token_exchange":
-        for name, field in (("clientId", "client_id"), ("issuer", "issuer")):
-            if not fields.get(field):
-                raise fail(
-                    f"'{key}.grantType' token_exchange needs '{key}.{name}' (the client "
-                    "serve is at the upstream's issuer, and that issuer's URL)"
-                )
-    elif fields.get("audience"):
-        raise fail(f"'{key}.audience' is for 'grantType': 'token_exchange'")
+    _check_workload_identity(key, grant, fields, fail)
+    _check_token_exchange(key, grant, fields, fail)
     return OAuthSettings(**fields)
 
 
@@ -221,6 +233,49 @@ def _check_identity_assertion(
             f"'{key}.tokenEndpointAuthMethod' must be client_secret_basic or "
             "client_secret_post for identity_assertion"
         )
+
+
+def _check_workload_identity(
+    key: str, grant: str, fields: Mapping[str, Any], fail: Callable[[str], Exception]
+) -> None:
+    """SEP-1933: one source of the workload's JWT, and the one issuer it may go to."""
+    sources = [name for name in ("assertionFile", "assertionEnv") if _CLAUDE[name] in fields]
+    if grant != "workload_identity":
+        if sources:
+            raise fail(f"'{key}.{sources[0]}' is for 'grantType': 'workload_identity'")
+        return
+    if len(sources) > 1:
+        raise fail(f"'{key}.assertionFile' and '{key}.assertionEnv' are two sources: name one")
+    if not fields.get("issuer"):
+        raise fail(
+            f"'{key}.grantType' workload_identity needs '{key}.issuer': the authorization "
+            "server that trusts the workload's platform (its JWT goes there and nowhere else)"
+        )
+    if fields.get("client_secret") and not fields.get("client_id"):
+        raise fail(f"'{key}.clientSecret' needs '{key}.clientId'")
+    for field, name in (("assertion_file", "assertionFile"), ("assertion_env", "assertionEnv")):
+        if field in fields and not fields[field]:
+            raise fail(f"'{key}.{name}' is empty")
+    env = fields.get("assertion_env")
+    if env is not None and not _ENV_NAME.fullmatch(env):
+        raise fail(f"'{key}.assertionEnv' must be an environment variable's name (A-Z, 0-9, _)")
+
+
+def _check_token_exchange(
+    key: str, grant: str, fields: Mapping[str, Any], fail: Callable[[str], Exception]
+) -> None:
+    """Token exchange names the client serve is at the upstream's issuer, and that
+    issuer (configuration: the caller's token goes there and nowhere else)."""
+    if grant != "token_exchange":
+        if fields.get("audience"):
+            raise fail(f"'{key}.audience' is for 'grantType': 'token_exchange'")
+        return
+    for name, field in (("clientId", "client_id"), ("issuer", "issuer")):
+        if not fields.get(field):
+            raise fail(
+                f"'{key}.grantType' token_exchange needs '{key}.{name}' (the client "
+                "serve is at the upstream's issuer, and that issuer's URL)"
+            )
 
 
 def _scopes(

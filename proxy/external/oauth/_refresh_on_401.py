@@ -18,8 +18,9 @@ httpx auth, as the SDK's own `RedirectAwareAuth` does. Imported only when a pool
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 from urllib.parse import parse_qs
 
 import anyio
@@ -44,6 +45,8 @@ from mcp.client.auth.utils import (
 from mcp.shared.auth import OAuthClientMetadata
 from pydantic import PrivateAttr
 
+from ..._sdk_seam import is_the_request, set_token_expiry
+from ._dpop import DPoPBinding
 from ._token_store import GrantStore
 
 __all__ = [
@@ -59,6 +62,8 @@ __all__ = [
 
 _EXPIRED = 1.0
 """A token expiry long past (0 would read as "no expiry")."""
+Sender: TypeAlias = Callable[[httpx2.Request], Awaitable[httpx2.Response]]
+"""What sends one request of an auth flow and reads its answer (`send_bounded`)."""
 ANSWER_LIMIT: Final = 1024 * 1024
 """The most bytes of one authorization-server answer read (metadata, registration,
 token: a few KiB each), after decompression."""
@@ -124,24 +129,42 @@ async def bounded_flow(
     *,
     before: Callable[[], Awaitable[None]] | None = None,
     check: Callable[[httpx2.Request], None] | None = None,
-    send: Callable[[httpx2.Request], Awaitable[httpx2.Response]] = send_bounded,
+    send: Callable[[httpx2.Request, Sender], Awaitable[httpx2.Response]] | None = None,
+    dpop: DPoPBinding | None = None,
 ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
     """An SDK auth flow (``make_flow(request)``) as httpx drives it, but with every
-    request of its own (discovery, registration, token) sent here by ``send``
-    (`send_bounded`, or what wraps it), after ``check`` (which raises to stop it); only
-    ``request`` goes through the MCP client. ``before`` runs first."""
+    request of its own (discovery, registration, token) sent here by `send_bounded`,
+    after ``check`` (which raises to stop it); only ``request`` goes through the MCP
+    client. ``before`` runs first. With ``dpop``, token requests and the MCP requests
+    carry its proofs, and a ``use_dpop_nonce`` refusal is answered here, unseen by the
+    SDK's flow (which would take the 401 for a refused token). With ``send``, each of
+    the flow's own requests goes to ``send(outgoing, deliver)``, ``deliver`` sending it
+    as said (proved, a nonce answered): a hook around the whole exchange
+    (`IssuerBound._send`'s single-flight refresh)."""
     if before is not None:
         await before()
+    deliver: Sender = send_bounded
+    if dpop is not None:
+        deliver = functools.partial(dpop.send, send=send_bounded)
     flow = make_flow(request)
     try:
         outgoing = await flow.__anext__()
         while True:
-            if outgoing is request:
-                outgoing = await flow.asend((yield outgoing))
+            if is_the_request(outgoing, request):
+                if dpop is not None:
+                    dpop.prove(request)
+                response = yield outgoing
+                if dpop is not None and dpop.resend(response):
+                    dpop.prove(request)  # now with the nonce the refusal gave
+                    response = yield request
+                outgoing = await flow.asend(response)
                 continue
             if check is not None:
                 check(outgoing)
-            outgoing = await flow.asend(await send(outgoing))
+            if send is not None:
+                outgoing = await flow.asend(await send(outgoing, deliver))
+            else:
+                outgoing = await flow.asend(await deliver(outgoing))
     except StopAsyncIteration:
         return
     finally:
@@ -169,22 +192,31 @@ class IssuerBound(OAuthClientProvider):
     give_up: Callable[[str], Exception] = staticmethod(OAuthRegistrationError)
     """The error to raise, given why, when the flow cannot go on without a change to
     the entry (an issuer that offers no dynamic registration)."""
+    dpop: DPoPBinding | None = None
+    """The server's DPoP state (None: no proofs, bearer tokens only)."""
 
     def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         return bounded_flow(
-            request, self._flow, before=self._discover, check=self._check, send=self._send
+            request,
+            self._flow,
+            before=self._discover,
+            check=self._check,
+            send=self._send,
+            dpop=self.dpop,
         )
 
-    async def _send(self, outgoing: httpx2.Request) -> httpx2.Response:
-        """Send one of the flow's own requests; a refresh once per grant, across
-        replicas (`GrantStore.refresh_once`), where the storage is a `GrantStore`."""
+    async def _send(self, outgoing: httpx2.Request, deliver: Sender) -> httpx2.Response:
+        """Send one of the flow's own requests with ``deliver``; a refresh once per
+        grant, across replicas (`GrantStore.refresh_once`), where the storage is a
+        `GrantStore`: its DPoP proof (and nonce retry) inside the claim, so the answer
+        it keeps is the one the SDK reads."""
         storage = self.context.storage
         if refresh_target(outgoing) is not None and isinstance(storage, GrantStore):
             refused, self.token_refused = self.token_refused, False
-            return await storage.refresh_once(outgoing, send_bounded, refused=refused)
-        return await send_bounded(outgoing)
+            return await storage.refresh_once(outgoing, deliver, refused=refused)
+        return await deliver(outgoing)
 
     async def _discover(self) -> None:
         """Read the kept grant's issuer's metadata, if a refresh token is kept and
@@ -322,22 +354,22 @@ class RefreshingProvider(IssuerBound):
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
-                sent += outgoing is request
+                sent += is_the_request(outgoing, request)
                 if sent == 2 and response.status_code == 401:
                     raise await self.refused(_refusal(response))
                 step_up = (
-                    outgoing is request
+                    is_the_request(outgoing, request)
                     and response.status_code == 403
                     and extract_field_from_www_auth(response, "error") == "insufficient_scope"
                 )
-                if outgoing is request:
+                if is_the_request(outgoing, request):
                     self.stepping_up = step_up
                 if step_up and not self.can_ask():
                     self.scope_refused = extract_field_from_www_auth(response, "scope") or "?"
                     return  # the 403 stands: that one request needs a wider grant
                 if (
                     not refreshed
-                    and outgoing is request
+                    and is_the_request(outgoing, request)
                     and response.status_code == 401
                     and "authorization" in request.headers
                     and self.context.can_refresh_token()
@@ -345,7 +377,7 @@ class RefreshingProvider(IssuerBound):
                     refreshed, sent = True, 0
                     await flow.aclose()
                     del request.headers["authorization"]
-                    self.context.token_expiry_time = _EXPIRED
+                    set_token_expiry(self, _EXPIRED)
                     self.token_refused = True
                     flow = super()._flow(request)
                     outgoing = await flow.__anext__()

@@ -43,8 +43,8 @@ class TokenExchange(httpx2.Auth):
             entry names one).
         settings: the entry's OAuth settings (``issuer`` and ``clientId`` required).
         store: the user's grant store: the exchanged token is kept there.
-        subject_token: the caller's current token (None: there is none now).
         give_up: makes the error raised when no exchange can be made.
+        subject_token: the caller's current token (None, or answering None: none).
     """
 
     requires_response_body = False
@@ -54,14 +54,14 @@ class TokenExchange(httpx2.Auth):
         url: str,
         settings: OAuthSettings,
         store: GrantStore,
-        subject_token: Callable[[], str | None],
         give_up: Callable[[str], Exception],
+        subject_token: Callable[[], str | None] | None,
     ) -> None:
         assert settings.issuer and settings.client_id  # checked when the entry was read
         self._url = url
         self._settings = settings
         self._store = store
-        self._subject = subject_token
+        self._subject = subject_token or (lambda: None)
         self._give_up = give_up
         self._endpoint: str | None = None
 

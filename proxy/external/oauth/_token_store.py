@@ -37,7 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import anyio.to_thread
 
-from ._grant_rows import Grant, GrantDatabase, GrantKey, GrantPlace, StaleGrant
+from ._grant_rows import DPOP_KEY, Grant, GrantDatabase, GrantKey, GrantPlace, StaleGrant
 
 if TYPE_CHECKING:
     # The SDK loads only when a pool uses OAuth (nativemcp.proxy imports without it).
@@ -91,6 +91,19 @@ def _record(tokens: OAuthToken) -> dict[str, Any]:
     return record
 
 
+def _with_field(extra: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
+    """``extra`` with ``name`` set to ``value`` (None: without ``name``)."""
+    changed = {k: v for k, v in extra.items() if k != name}
+    if value is not None:
+        changed[name] = value
+    return changed
+
+
+def _jwk(value: Any) -> dict[str, Any] | None:
+    """A kept DPoP key, as `GrantStore.dpop_key` holds it (None: none kept)."""
+    return value if isinstance(value, dict) else None
+
+
 def _fresh(tokens: dict[str, Any]) -> bool:
     """Whether kept tokens hold an access token that does not expire within the margin."""
     expires_at = tokens.get("expires_at")
@@ -134,6 +147,11 @@ class GrantStore:
         self.id = secrets.token_hex(8)
         """Who this store is when it claims a refresh (one per provider and process)."""
         self._handed_out: str | None = None  # the access token this store last used
+        self.dpop_key: dict[str, Any] | None = None
+        """The private JWK the tokens last read or written here are bound to (DPoP,
+        RFC 9449; None: bearer tokens). It is kept in the grant's `extra` as
+        `DPOP_KEY`, written in the same compare-and-set as the tokens bound to it, and
+        dropped with them."""
 
     # -- blocking reads and writes (run in a thread) -------------------------------------
 
@@ -159,7 +177,7 @@ class GrantStore:
             issuer = f"{parts.scheme}://{parts.netloc}"
         return GrantKey(self.user, issuer, str(client.get("client_id") or ""), self.resource)
 
-    def _set_tokens(self, record: dict[str, Any]) -> None:
+    def _set_tokens(self, record: dict[str, Any], key: dict[str, Any] | None) -> None:
         grant = self.read()
         if grant is None:
             fixed = self.fixed_client
@@ -170,23 +188,25 @@ class GrantStore:
             )
             issuer = fixed.issuer if fixed is not None else None
             grant = Grant(self._new_key(client, issuer), client=client)
-        elif _same_tokens(grant.tokens, record) and grant.refreshing_by is None:
+        elif _same_tokens(grant.tokens, record) and _jwk(grant.extra.get(DPOP_KEY)) == key:
             return  # kept already (the tokens `refresh_once` wrote or took)
-        self.place.write(
-            dataclasses.replace(grant, tokens=record, refreshing_by=None, refreshing_until=0.0)
-        )
+        if grant.refreshing_by == self.id:
+            grant = dataclasses.replace(grant, refreshing_by=None, refreshing_until=0.0)
+        # Another's claim stays: its refresh is under way, and until it ends no other
+        # replica may send the refresh token it holds.
+        self.place.write(_bound(grant, record, key))
 
     def _set_client(self, client: dict[str, Any], issuer: str | None) -> None:
-        grant = self.read()
         key = self._new_key(client, issuer)
         same = self.place.read(key)
         if same is not None:
             self.place.write(dataclasses.replace(same, client=client))
         else:
             self.place.write(Grant(key, client=client))
-        if grant is not None and grant.key != key:
-            # Another client's (or an unknown issuer's) tokens are not this one's.
-            self.place.delete(grant.key, grant.version)
+        for other in self.place.find(self.user, self.resource, self._client_id):
+            if other.key != key:
+                # Another client's (or an unknown issuer's) tokens are not this one's.
+                self.place.delete(other.key)
 
     def _forget_tokens(self) -> bool:
         grant = self.read()
@@ -195,7 +215,8 @@ class GrantStore:
         kept = grant.tokens.get("access_token")
         if kept and self._handed_out is not None and kept != self._handed_out:
             return True  # newer than the ones refused here: the next use tries them
-        self.place.write(dataclasses.replace(grant, tokens={}))
+        self.place.write(_bound(grant, {}, None))  # the key goes with its tokens
+        self.dpop_key = None
         return True
 
     def _forget(self) -> bool:
@@ -215,15 +236,17 @@ class GrantStore:
         """The server's kept tokens, ``expires_in`` counted from now (None: none)."""
         grant = await anyio.to_thread.run_sync(self.read)
         stored = grant.tokens if grant is not None else {}
+        self.dpop_key = _jwk(grant.extra.get(DPOP_KEY)) if grant is not None else None
         if not stored.get("access_token"):
             return None
         self._handed_out = stored["access_token"]
         return _as_token(stored)
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        """Keep new tokens for the server (with their expiry as a time)."""
-        record = _record(tokens)
-        await self._off_loop(lambda: self._set_tokens(record))
+        """Keep new tokens for the server (with their expiry as a time), and with them
+        `dpop_key`, the key they are bound to (None: none, any kept one dropped)."""
+        record, key = _record(tokens), self.dpop_key
+        await self._off_loop(lambda: self._set_tokens(record, key))
         self._handed_out = tokens.access_token
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
@@ -265,6 +288,7 @@ class GrantStore:
     async def forget(self) -> bool:
         """Drop the server's grant for this user: tokens and registration (True: there
         was one)."""
+        self.dpop_key = None
         return await self._off_loop(self._forget)
 
     async def extra(self) -> dict[str, Any]:
@@ -281,9 +305,7 @@ class GrantStore:
             grant = self.read()
             if grant is None:
                 return False
-            extra = {k: v for k, v in grant.extra.items() if k != name}
-            if value is not None:
-                extra[name] = value
+            extra = _with_field(grant.extra, name, value)
             self.place.write(dataclasses.replace(grant, extra=extra))
             return True
 
@@ -315,6 +337,7 @@ class GrantStore:
             if kind == "theirs":
                 assert grant is not None
                 self._handed_out = grant.tokens.get("access_token")
+                self.dpop_key = _jwk(grant.extra.get(DPOP_KEY))  # what they are bound to
                 if _fresh(grant.tokens):
                     answer = _token_answer(grant.tokens)
                     return httpx2.Response(200, json=answer, request=request)
@@ -338,7 +361,8 @@ class GrantStore:
             if record is None:
                 await self._off_loop(self._release)
             else:
-                await self._off_loop(lambda: self._keep_refreshed(record))
+                key = self.dpop_key  # as the answer left it (`_dpop` reads each one)
+                await self._off_loop(lambda: self._keep_refreshed(record, key))
                 self._handed_out = record.get("access_token")
         return response
 
@@ -367,7 +391,7 @@ class GrantStore:
         if grant is not None and grant.refreshing_by == self.id:
             self.place.write(dataclasses.replace(grant, refreshing_by=None, refreshing_until=0))
 
-    def _keep_refreshed(self, record: dict[str, Any]) -> None:
+    def _keep_refreshed(self, record: dict[str, Any], key: dict[str, Any] | None) -> None:
         grant = self.read()
         if grant is None:
             return  # logged out meanwhile: not brought back
@@ -375,9 +399,13 @@ class GrantStore:
         for carried in ("refresh_token", "scope"):
             if carried not in record and carried in grant.tokens:
                 record[carried] = grant.tokens[carried]
-        self.place.write(
-            dataclasses.replace(grant, tokens=record, refreshing_by=None, refreshing_until=0)
-        )
+        bound = _bound(grant, record, key)
+        self.place.write(dataclasses.replace(bound, refreshing_by=None, refreshing_until=0))
+
+
+def _bound(grant: Grant, tokens: dict[str, Any], key: dict[str, Any] | None) -> Grant:
+    """``grant`` holding ``tokens``, bound to the DPoP ``key`` (None: bearer tokens)."""
+    return dataclasses.replace(grant, tokens=tokens, extra=_with_field(grant.extra, DPOP_KEY, key))
 
 
 def _same_tokens(kept: dict[str, Any], record: dict[str, Any]) -> bool:

@@ -45,7 +45,6 @@ __all__ = [
     "IssuerUnavailable",
     "TokenRefused",
     "access_token",
-    "json_object",
     "parsed_object",
 ]
 
@@ -130,15 +129,6 @@ async def _get_json(client: httpx2.AsyncClient, url: str) -> dict[str, Any] | No
 
 def _too_large(url: str) -> str:
     return f"{url} answered more than {MAX_METADATA_BYTES} bytes"
-
-
-def json_object(url: str, reply: httpx2.Response) -> dict[str, Any]:
-    """The JSON object an issuer's endpoint answered.
-
-    Raises:
-        IssuerUnavailable: the answer is too large, or not one JSON object.
-    """
-    return parsed_object(url, reply.content)
 
 
 def parsed_object(url: str, content: bytes) -> dict[str, Any]:

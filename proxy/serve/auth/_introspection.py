@@ -14,17 +14,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import anyio
 import httpx2
 from mcp.server.auth.provider import AccessToken
 
 from ._access_tokens import (
     CLOCK_LEEWAY,
     FETCH_TIMEOUT,
+    MAX_METADATA_BYTES,
     IssuerTokens,
     IssuerUnavailable,
     TokenRefused,
     access_token,
-    json_object,
+    parsed_object,
 )
 
 __all__ = ["IntrospectedTokens"]
@@ -86,22 +88,46 @@ class IntrospectedTokens:
                 f"{self.issuer.issuer} has no introspection_endpoint: it cannot check "
                 "tokens that are not JWTs"
             )
-        form = {"token": token, "token_type_hint": "access_token"}
-        try:
-            async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT) as client:
-                reply = await client.post(endpoint, data=form, auth=self._auth)
-        except httpx2.HTTPError as exc:
-            raise IssuerUnavailable(f"cannot reach {endpoint}: {exc}") from exc
-        if reply.status_code != 200:
-            raise IssuerUnavailable(
-                f"{endpoint} answered {reply.status_code} (are --auth-client-id and its "
-                "secret this server's credentials at the provider?)"
-            )
-        claims = json_object(endpoint, reply)
+        claims = await self._introspect(endpoint, token)
         check_claims(claims, self.issuer.issuer, self.issuer.audience, time.time())
         if "sub" not in claims:
             raise TokenRefused("the issuer's answer names no subject ('sub')")
         return access_token(token, claims, self.issuer.audience)
+
+    async def _introspect(self, endpoint: str, token: str) -> dict[str, Any]:
+        """The issuer's answer about ``token``, read as a stream of at most
+        `MAX_METADATA_BYTES` (a huge answer is cut off before the rest is read), the
+        whole exchange within `FETCH_TIMEOUT` (a trickle too), as the key set is read.
+
+        Raises:
+            IssuerUnavailable: no answer in time, a refusal, too large, not a JSON object.
+        """
+        form = {"token": token, "token_type_hint": "access_token"}
+        content = bytearray()
+        try:
+            with anyio.fail_after(FETCH_TIMEOUT):
+                async with (
+                    httpx2.AsyncClient(timeout=FETCH_TIMEOUT) as client,
+                    client.stream("POST", endpoint, data=form, auth=self._auth) as reply,
+                ):
+                    if reply.status_code != 200:
+                        raise IssuerUnavailable(
+                            f"{endpoint} answered {reply.status_code} (are --auth-client-id "
+                            "and its secret this server's credentials at the provider?)"
+                        )
+                    async for chunk in reply.aiter_bytes():
+                        content += chunk
+                        if len(content) > MAX_METADATA_BYTES:
+                            raise IssuerUnavailable(
+                                f"{endpoint} answered more than {MAX_METADATA_BYTES} bytes"
+                            )
+        except TimeoutError:
+            raise IssuerUnavailable(
+                f"{endpoint} did not answer in full within {FETCH_TIMEOUT:g} s"
+            ) from None
+        except httpx2.HTTPError as exc:
+            raise IssuerUnavailable(f"cannot reach {endpoint}: {exc}") from exc
+        return parsed_object(endpoint, bytes(content))
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The SDK's `TokenVerifier` protocol: the token, or None when it is refused.

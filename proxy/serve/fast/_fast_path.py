@@ -70,6 +70,7 @@ from ..auth import caller_from_scope
 from ..tasks import TASKS_PROTOCOL_VERSION, TaskCalls, TaskExtensionCalls
 from ._call_results import plain_dump
 from ._listing_checks import ListingChecks
+from ._own_checks import plain_call_result, routing_version
 from ._reply import Reply
 
 __all__ = ["FAST_METHODS", "FastPath"]
@@ -278,13 +279,9 @@ class FastPath:
             # A client that declares extensions (MCP Apps: UI metadata, tools only an
             # app calls) is answered per what it declared: the SDK path reads that.
             raise _Fallback
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-        if find_duplicated_routing_header(headers) is not None:
-            raise _Fallback
-        verdict = classify_inbound_request(decoded, headers=dict(headers))
-        if isinstance(verdict, InboundLadderRejection):
-            raise _Fallback
-        version = verdict.protocol_version
+        version = routing_version(decoded, scope["headers"], self._modern)
+        if version is None:  # refused, or ours cannot tell: the SDK's checks decide
+            version = _sdk_routing_version(decoded, scope["headers"])
         if not self._checks.request_valid(method, version, params):
             raise _Fallback
         if method == "tools/call":
@@ -360,6 +357,9 @@ class FastPath:
             return None
         if dumped is None:
             return None
+        checked = plain_call_result(version, dumped)
+        if checked is not None:
+            return checked  # what the SDK's check would give (`_own_checks`)
         try:
             return self._checks.result("tools/call", version, dumped)
         except ValidationError:
@@ -406,6 +406,18 @@ def _first_values(headers: Any) -> tuple[bytes | None, ...]:
             if found[index] is None:
                 found[index] = value
     return tuple(found)
+
+
+def _sdk_routing_version(decoded: dict[str, Any], raw: Any) -> str:
+    """The SDK's routing checks (each routing header once, the request ladder): the
+    version they pass the request at; `_Fallback` when they refuse it."""
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw]
+    if find_duplicated_routing_header(headers) is not None:
+        raise _Fallback
+    verdict = classify_inbound_request(decoded, headers=dict(headers))
+    if isinstance(verdict, InboundLadderRejection):
+        raise _Fallback
+    return verdict.protocol_version
 
 
 def _typed(model: type[Any], params: dict[str, Any]) -> Any:

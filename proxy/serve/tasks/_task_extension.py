@@ -32,7 +32,6 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Final, Self
 
 import anyio
@@ -57,7 +56,7 @@ from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
 from .._suspended import client_request
 from ..auth import request_caller
 from ._task_rows import ROW_SWEEP_INTERVAL, SYNC_INTERVAL, TaskRows
-from ._task_table import TaskTable
+from ._task_table import POLL_INTERVAL_MS, TaskState, TaskTable
 from ._tasks import DEFAULT_TASK_TTL_MS
 
 __all__ = [
@@ -72,15 +71,9 @@ _logger = logging.getLogger("nativemcp.serve")
 
 MISSING_CLIENT_CAPABILITY: Final = -32021
 """The JSON-RPC error of a request that needs a capability its client did not declare."""
-POLL_INTERVAL_MS: Final = 1000
-"""The ``pollIntervalMs`` suggested to clients."""
 
 Work = Callable[["ExtensionTask"], Awaitable[types.CallToolResult]]
 """A task's tool call, given its task (to ask the client through, and report to)."""
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass(eq=False)
@@ -93,28 +86,14 @@ class _Asked:
     response: dict[str, Any] | None = None
 
 
-@dataclass(eq=False)
-class ExtensionTask:
+@dataclass(eq=False, kw_only=True)
+class ExtensionTask(TaskState):
     """One task: what ``tasks/get`` says of it, and its requests waiting for answers."""
 
-    task_id: str
-    owner: str | None
-    ttl_ms: int
-    input_timeout: float
-    status: str = "working"
-    status_message: str | None = None
-    created_at: str = field(default_factory=_now)
-    last_updated_at: str = ""
-    expires: float = 0.0
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     asked: dict[str, _Asked] = field(default_factory=dict)
     _requests_made: int = 0
-
-    def __post_init__(self) -> None:
-        self.last_updated_at = self.created_at
-        self.expires = anyio.current_time() + self.ttl_ms / 1000
 
     def wire(self) -> dict[str, Any]:
         """The task as ``tasks/get`` answers it (a ``DetailedTask``)."""
@@ -135,19 +114,6 @@ class ExtensionTask:
         elif self.status == "failed" and self.error is not None:
             wire["error"] = self.error
         return wire
-
-    def set_status(self, status: str, message: str | None = None) -> None:
-        """Move the task to ``status`` (a task that ended stays as it ended)."""
-        if self.status in TERMINAL_TASK_STATUSES:
-            return
-        self.status = status
-        if message is not None:
-            self.status_message = message
-        self.last_updated_at = _now()
-
-    def report(self, message: str) -> None:
-        """The tool's progress message becomes the task's ``statusMessage``."""
-        self.set_status(self.status, message)
 
     def driver(self) -> ServerRequestContext[Any] | None:
         """No request carries a task's progress or logs (the extension sends neither)."""

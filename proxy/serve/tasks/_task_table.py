@@ -1,8 +1,10 @@
-"""What both eras' tasks share: a table of tasks, run in a task group of their own, each
-dropped (its tool call cancelled) when its ttl passes, asked about or not.
+"""What both eras' tasks share: a task's state and how it moves (`TaskState`), and a
+table of tasks, run in a task group of their own, each dropped (its tool call
+cancelled) when its ttl passes, asked about or not.
 
 `TaskTable` is the base of `ServedTasks` (2025-11-25 tasks) and `ExtensionTasks` (the
-2026-07-28 Tasks extension); each says what a task is and how it is asked about.
+2026-07-28 Tasks extension), `TaskState` of their tasks (`ServedTask`,
+`ExtensionTask`); each says what else its task holds and how it is asked about.
 """
 
 from __future__ import annotations
@@ -10,15 +12,59 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, Generic, Protocol, Self, TypeVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Generic, Protocol, Self, TypeVar
 
 import anyio
 import anyio.abc
 from mcp.shared.exceptions import MCPError
 
-from nativemcp.protocol import INTERNAL_ERROR, INVALID_REQUEST
+from nativemcp.protocol import INTERNAL_ERROR, INVALID_REQUEST, TERMINAL_TASK_STATUSES
 
-__all__ = ["Expiring", "TaskTable", "check_task_limits"]
+__all__ = ["POLL_INTERVAL_MS", "Expiring", "TaskState", "TaskTable", "check_task_limits"]
+
+POLL_INTERVAL_MS: Final = 1000
+"""How often a client is asked to poll a task, in ms (2025-11-25's ``pollInterval``,
+the extension's ``pollIntervalMs``)."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(eq=False, kw_only=True)
+class TaskState:
+    """A task as either era reports it: whose it is, its status and status message,
+    when it was made and last changed, when it expires, and the scope of its tool call."""
+
+    task_id: str
+    owner: str | None
+    ttl_ms: int
+    input_timeout: float
+    status: str = "working"
+    status_message: str | None = None
+    created_at: str = field(default_factory=_now)
+    last_updated_at: str = ""
+    expires: float = 0.0
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+    def __post_init__(self) -> None:
+        self.last_updated_at = self.created_at
+        self.expires = anyio.current_time() + self.ttl_ms / 1000
+
+    def set_status(self, status: str, message: str | None = None) -> None:
+        """Move the task to ``status`` (a task that ended stays as it ended)."""
+        if self.status in TERMINAL_TASK_STATUSES:
+            return
+        self.status = status
+        if message is not None:
+            self.status_message = message
+        self.last_updated_at = _now()
+
+    def report(self, message: str) -> None:
+        """The tool's progress message becomes the task's status message."""
+        self.set_status(self.status, message)
 
 
 class Expiring(Protocol):

@@ -35,7 +35,6 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -57,7 +56,7 @@ from nativemcp.protocol import (
 
 from ..._sdk_seam import client_connection
 from .._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
-from ._task_table import TaskTable
+from ._task_table import POLL_INTERVAL_MS, TaskState, TaskTable
 
 __all__ = [
     "DEFAULT_TASK_TTL_MS",
@@ -75,8 +74,6 @@ TASKS_PROTOCOL_VERSION: Final = "2025-11-25"
 DEFAULT_TASK_TTL_MS: Final = 3_600_000
 """How long a task is kept after its creation when the client asks for no ``ttl`` (ms),
 unless the longest ``ttl`` granted is shorter."""
-POLL_INTERVAL_MS: Final = 1000
-"""The ``pollInterval`` suggested to clients (ms)."""
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 """The ``_meta`` key that ties a result or a request to its task."""
 _CAPABILITY: Final[dict[str, Any]] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -100,36 +97,19 @@ def session_key(ctx: ServerRequestContext[Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-@dataclass(eq=False)
-class ServedTask:
+@dataclass(eq=False, kw_only=True)
+class ServedTask(TaskState):
     """One task: its state as the client reads it, and what its tool call needs to
     reach the client (a waiting ``tasks/result``)."""
 
-    task_id: str
-    owner: str | None
-    ttl: int
     send: Send
-    input_timeout: float
     status: types.TaskStatus = "working"
-    status_message: str | None = None
-    created_at: str = field(default_factory=_now)
-    last_updated_at: str = ""
-    expires: float = 0.0
     result: types.CallToolResult | None = None
     error: types.ErrorData | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     # The tasks/result requests waiting now: the client's open streams for this task.
     listeners: list[ServerRequestContext[Any]] = field(default_factory=list)
     _arrived: anyio.Event = field(default_factory=anyio.Event)
-
-    def __post_init__(self) -> None:
-        self.last_updated_at = self.created_at
-        self.expires = anyio.current_time() + self.ttl / 1000
 
     def wire(self, kind: type[_T]) -> _T:
         """The task as ``tasks/get``, ``tasks/cancel`` and ``tasks/list`` describe it."""
@@ -139,24 +119,15 @@ class ServedTask:
             status_message=self.status_message,
             created_at=self.created_at,
             last_updated_at=self.last_updated_at,
-            ttl=self.ttl,
+            ttl=self.ttl_ms,
             poll_interval=POLL_INTERVAL_MS,
         )
 
-    def set_status(self, status: types.TaskStatus, message: str | None = None) -> None:
-        """Move the task to ``status`` (a task that ended stays as it ended)."""
+    def set_status(self, status: str, message: str | None = None) -> None:
+        """`TaskState.set_status`; a task that ends wakes its waiting ``tasks/result``."""
+        super().set_status(status, message)
         if self.status in TERMINAL_TASK_STATUSES:
-            return
-        self.status = status
-        if message is not None:
-            self.status_message = message
-        self.last_updated_at = _now()
-        if status in TERMINAL_TASK_STATUSES:
             self.done.set()
-
-    def report(self, message: str) -> None:
-        """The tool's progress message becomes the task's ``statusMessage``."""
-        self.set_status(self.status, message)
 
     def driver(self) -> ServerRequestContext[Any] | None:
         """The request a log message can ride now: the newest waiting ``tasks/result``."""
@@ -243,7 +214,7 @@ class ServedTasks(TaskTable[ServedTask]):
         task = ServedTask(
             task_id=secrets.token_urlsafe(16),
             owner=owner,
-            ttl=min(asked or DEFAULT_TASK_TTL_MS, self.max_ttl_ms),
+            ttl_ms=min(asked or DEFAULT_TASK_TTL_MS, self.max_ttl_ms),
             send=self._send,
             input_timeout=self._input_timeout,
         )

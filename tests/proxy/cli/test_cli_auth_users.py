@@ -88,7 +88,11 @@ async def test_status_and_logout_for_a_user_touch_only_that_users_grants(
     # The pool's own grant is none of theirs: status without --user says so.
     with anyio.fail_after(30):
         assert await cli("auth", "status", *given) == 0
-    assert capsys.readouterr().out.startswith("remote: not authorized; run: ")
+    own, others = capsys.readouterr().out.strip().split("\n")
+    assert own.startswith("remote: not authorized; run: ")
+    assert others == (
+        "1 of serve's users keep grants of their own: see nativemcp auth status --user SUBJECT"
+    )
 
 
 async def test_an_unknown_user_or_server_is_a_usage_error_naming_what_is_known(

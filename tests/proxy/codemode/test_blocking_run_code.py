@@ -60,7 +60,7 @@ def test_a_blocking_pool_keeps_the_profile_and_the_limits(sync_pool: SyncWorkerP
         sync_pool.run_code("await testing__pid()", profile=profile)
     with pytest.raises(UnknownTool):
         sync_pool.describe_tools(["testing__pid"], profile=profile)
-    assert "async def testing__echo(*, text: str)" in sync_pool.describe_tools(["testing__echo"])
+    assert "async def testing__echo(text:str)" in sync_pool.describe_tools(["testing__echo"])
     limits = CodeLimits(duration=1.0, calls=3)
     for code, limit in [
         ("while True:\n    pass", "duration"),

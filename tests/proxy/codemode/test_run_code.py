@@ -17,7 +17,7 @@ from _telemetry import Recorded
 from opentelemetry.trace import SpanKind
 
 from nativemcp.protocol import CodeError, UnknownTool
-from nativemcp.proxy import WorkerPool
+from nativemcp.proxy import CallOptions, WorkerPool
 from nativemcp.proxy.codemode import CodeResult
 from nativemcp.proxy.tool_search import ToolProfile
 
@@ -151,15 +151,29 @@ async def test_describe_tools_gives_typed_stubs_by_full_name_or_identifier(
     pool: WorkerPool,
 ) -> None:
     stubs = await pool.describe_tools(["testing__listing", "testing__echo", "testing__items"])
+    # The item shape both listings give is written once, named after its key.
+    assert "Content={fileName:str,size:int,added:str,itemId:str}\n" in stubs
     assert (
-        "async def testing__listing(*, count: int = 20) -> {contents: list[{fileName: str, "
-        "size: int, added: str, itemId: str}], total: int, hasMore: bool}:\n"
-        '    """A page of items."""\n'
+        "async def testing__listing(count:int=20)->{contents:list[Content],total:int,"
+        'hasMore:bool}:"""A page of items."""\n'
     ) in stubs
     # No output schema: the stub returns Any, and the header says what that is.
-    assert 'async def testing__echo(*, text: str) -> Any:\n    """Echo text back."""\n' in stubs
+    assert 'async def testing__echo(text:str)->Any:"""Echo text back."""\n' in stubs
     assert "# Any: no output schema: the JSON in its text, else the text\n" in stubs
-    assert "-> Any" not in await pool.describe_tools(["testing__listing"])
+    assert "->Any" not in await pool.describe_tools(["testing__listing"])
     # A list the SDK wraps as {"result": [...]} arrives bare, and its stub says so.
-    assert "async def testing__items(*, count: int = 20) -> list[{fileName: str" in stubs
-    assert stubs.startswith("# await tool(k=v); asyncio.gather runs calls at once")
+    assert "async def testing__items(count:int=20)->list[Content]:" in stubs
+    assert stubs.startswith("# await tool(k=v), keywords only; asyncio.gather runs calls")
+
+
+async def test_each_inner_calls_progress_reaches_the_run_naming_the_call(pool: WorkerPool) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+    options = CallOptions(on_progress=lambda p, t, m: seen.append((p, t, m)))
+    program = (
+        "import asyncio\n"
+        "await testing__progress(steps=2)\n"
+        "await asyncio.gather(testing__progress(steps=1), testing__progress(steps=1))"
+    )
+    await pool.run_code(program, options=options)
+    assert seen[:2] == [(1, 2, "testing__progress: step 1"), (2, 2, "testing__progress: step 2")]
+    assert seen[2:] == [(1, 1, "testing__progress: step 1")] * 2

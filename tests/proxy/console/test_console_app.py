@@ -274,3 +274,33 @@ async def test_the_page_names_no_icon_so_the_browser_asks_for_nothing_outside_th
     # unless the page names an icon of its own.
     page = await client.get("")
     assert '<link rel="icon" href="data:,">' in page.text
+
+
+async def test_the_code_endpoint_runs_a_program_and_refuses_what_a_ui_frame_could_send(
+    client: httpx.AsyncClient,
+) -> None:
+    program = (
+        "listing = await builtin_workspace__list_directory(path='.')\n"
+        "print(sorted(e['name'] for e in listing['entries']))\n"
+        "await builtin_workspace__read_file(path='missing.txt')"
+    )
+    ran = await client.post("api/code", json={"code": program})
+    assert ran.status_code == 200
+    view = ran.json()
+    assert view["status"] == "error" and view["error"].startswith("CodeError: ")
+    assert "data" in view["output"] and "notes.txt" in view["output"]
+    assert [c["name"] for c in view["calls"]] == [
+        "builtin_workspace__list_directory",
+        "builtin_workspace__read_file",
+    ]
+    assert view["calls"][0]["error"] is None and view["calls"][1]["error"]
+    assert view["calls"][1]["tool"] == "builtin_workspace__read_file"
+    assert view["recording"] is False and view["spans"] == []  # no ConsoleSpans here
+
+    stubs = await client.get("api/code/stubs", params={"names": "builtin_workspace__read_file"})
+    assert stubs.json()["stubs"].startswith("# await tool(k=v)")
+    assert (await client.get("api/code/stubs", params={"names": "nope"})).status_code == 404
+    assert (await client.post("api/code", json={"code": " "})).status_code == 400
+    body = json.dumps({"code": "print(1)"})
+    null_origin = await client.post("api/code", content=body, headers={**JSON, "Origin": "null"})
+    assert null_origin.status_code == 403

@@ -24,6 +24,7 @@ from nativemcp.proxy import WorkerPool
 from nativemcp.proxy.console._app import create_console_app
 from nativemcp.proxy.console._catalog import ConsoleCatalog
 from nativemcp.proxy.console._spans import ConsoleSpans, waterfall
+from nativemcp.workers.telemetry import TRACING_SETUP
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -119,9 +120,11 @@ async def test_a_calls_spans_are_its_waterfall_from_the_console_to_the_tool(
             refused = await _spans_of(http, "traced__refuse", {"store_id": "s"})
         calls.cancel_scope.cancel()
     assert nested["recording"] is True
+    # The worker's first traced call: it set up its recorder first (a span of its own).
     assert [(r["name"], r["kind"], r["depth"]) for r in nested["spans"]] == [
         ("console call traced__nested", "internal", 0),
         ("tools/call nested", "client", 1),
+        (TRACING_SETUP, "internal", 2),
         ("tools/call nested", "server", 2),
         ("inner x", "internal", 3),
     ]

@@ -18,6 +18,8 @@ from typing import Any, Final
 import pytest
 from _process import stop
 
+from nativemcp.workers.telemetry import TRACING_SETUP
+
 pytestmark = pytest.mark.real_process
 
 CHROMIUM: Final = os.environ.get("NATIVEMCP_CHROMIUM", "/usr/bin/chromium")
@@ -90,14 +92,16 @@ def test_a_calls_result_opens_the_waterfall_of_its_spans(page: Any) -> None:
     page.click('button[data-tool="traced__nested"]')
     page.fill('[name="label"]', "deep")
     page.click("#call-button")
+    # The worker's first traced call: it set up its recorder first (a span of its own).
     assert _rows(page) == [
         ("console call traced__nested", "0"),
         ("tools/call nested", "1"),
+        (TRACING_SETUP, "2"),
         ("tools/call nested", "2"),
         ("inner deep", "3"),
     ]
     bars = page.locator(".waterfall-bar")
-    assert bars.count() == 4
+    assert bars.count() == 5
     # Each bar starts no earlier than the root's and ends within it.
     widths = [float(b.evaluate("e => parseFloat(e.style.width)")) for b in bars.all()]
     assert widths[0] == 100 and all(0 < w <= 100 for w in widths)
@@ -123,7 +127,9 @@ def test_a_failed_calls_spans_show_their_error_and_history_reopens_each_waterfal
     page.fill('[name="a"]', "1")
     page.fill('[name="b"]', "2")
     page.click("#call-button")
-    assert [name for name, _ in _rows(page)][1:] == ["tools/call add", "tools/call add"]
+    # (Its worker's recorder is set up by whichever call came first.)
+    names = [name for name, _ in _rows(page) if name != TRACING_SETUP]
+    assert names[1:] == ["tools/call add", "tools/call add"]
     page.click('button[data-tool="traced__refuse"]')
     page.fill('[name="store_id"]', "nowhere")
     page.click("#call-button")
@@ -141,3 +147,55 @@ def test_a_failed_calls_spans_show_their_error_and_history_reopens_each_waterfal
     page.locator('.history-item:has-text("traced__add") button').first.click()
     page.wait_for_selector('.waterfall[data-ready=true] .waterfall-row[data-name="tools/call add"]')
     assert page.locator(".waterfall-row.error").count() == 0
+
+
+def test_the_code_tab_runs_a_program_and_shows_its_output_inner_calls_and_trace(
+    page: Any,
+) -> None:
+    page.click("#tab-code")
+    assert page.is_hidden("#tools-view") and page.is_visible("#code-input")
+    program = (
+        "total = await traced__add(a=1, b=2)\n"
+        "print('sum', total)\n"
+        "try:\n"
+        "    await traced__refuse(store_id='nowhere')\n"
+        "except RuntimeError as error:\n"
+        "    print('refused:', error)\n"
+        "{'total': total}"
+    )
+    page.fill("#code-input", program)
+    page.click("#code-run")
+    page.wait_for_selector("#code-result[data-ready=true]")
+    assert page.text_content("#code-result .badge") == "ok"
+    assert page.text_content(".code-output") == (
+        "sum 3\nrefused: traced__refuse: store 'nowhere' not found\n"
+    )
+    assert '"total": 3' in (page.text_content(".code-value") or "")
+    calls = page.locator(".code-calls tr[data-name]")
+    assert [c.get_attribute("data-name") for c in calls.all()] == [
+        "traced__add",
+        "traced__refuse",
+    ]
+    assert calls.nth(0).locator("td").nth(4).text_content() == "ok"
+    assert "not found" in (calls.nth(1).locator("td").nth(4).text_content() or "")
+    # The trace: the run under the console's root, each inner call's spans under the run.
+    rows = _rows(page)
+    assert rows[:2] == [("console call run_code", "0"), ("run_code", "1")]
+    assert [name for name, _ in rows[2:]] == ["tools/call add"] * 2 + ["tools/call refuse"] * 2
+    assert all(int(depth) >= 2 for _, depth in rows[2:])
+
+    # The stubs of the tools a program calls, as the model reads them.
+    page.fill("#stub-names", "traced__add")
+    page.click("#stub-button")
+    page.wait_for_selector("#code-stubs:not([hidden])")
+    assert "async def traced__add(a:int,b:int)->int:" in (page.text_content("#code-stubs") or "")
+
+    # A program that does not parse says where, and nothing ran.
+    page.fill("#code-input", "print(")
+    page.click("#code-run")
+    page.wait_for_selector("#code-result[data-ready=true] .code-failure")
+    assert page.text_content("#code-result .badge") == "error"
+    assert "CodeSyntaxError" in (page.text_content(".code-failure") or "")
+    assert page.locator(".code-calls").count() == 0
+    page.click("#tab-tools")
+    assert page.is_visible("#tools-view") and page.is_hidden("#code-view")

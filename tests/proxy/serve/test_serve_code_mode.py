@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import httpx2
@@ -21,6 +22,7 @@ from _task_client import create_task
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from nativemcp.protocol import Tool
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.tool_search import ToolProfile
 
@@ -54,8 +56,8 @@ async def test_code_mode_lists_three_meta_tools_that_search_describe_and_run_a_p
                 assert "- shapes__move: Move a point right by dx." in found
                 stubs = _text(await client.call_tool("describe_tools", {"names": ["shapes__move"]}))
                 assert stubs == (
-                    "async def shapes__move(*, point: {x: int, y: int}, dx: int = 1) -> "
-                    '{x: int, y: int}:\n    """Move a point right by dx."""\n'
+                    "async def shapes__move(point:{x:int,y:int},dx:int=1)->{x:int,y:int}:"
+                    '"""Move a point right by dx."""\n'
                 )
                 ran = await client.call_tool("run_code", {"code": PROGRAM})
                 assert not ran.is_error
@@ -185,3 +187,67 @@ async def test_a_tools_request_from_inside_a_program_reaches_a_2025_11_25_client
             async with Client(f"{base}/mcp", sampling_callback=model_says_42) as client:
                 refused = await client.call_tool("run_code", {"code": program})
                 assert refused.is_error and "shapes__ask_model" in _text(refused)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_inner_calls_progress_reaches_the_run_code_caller_naming_the_call(
+    mode: Literal["legacy", "auto"],
+) -> None:
+    pool = WorkerPool(SERVERS, timeout=20)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    program = "await shapes__count(steps=2)\nawait shapes__count(steps=1)\nprint('counted')"
+    async with serving(http_app(pool, profile=ToolProfile(code_mode=True))) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", mode=mode) as client:
+                ran = await client.call_tool(
+                    "run_code", {"code": program}, progress_callback=on_progress
+                )
+                assert _text(ran) == "counted\n"
+                # Each call counts from zero; the run's values only grow.
+                assert seen == [
+                    (1, None, "shapes__count: step 1"),
+                    (2, None, "shapes__count: step 2"),
+                    (3, None, "shapes__count: step 1"),
+                ]
+                # Without a progress token nothing is sent, and the run is the same.
+                quiet = await client.call_tool("run_code", {"code": program})
+                assert _text(quiet) == "counted\n" and len(seen) == 3
+
+
+async def test_code_mode_reads_the_catalog_once_and_anew_when_a_servers_tools_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = {"command": sys.executable, "args": [str(TESTS / "_external_server.py"), str(tmp_path)]}
+    pool = WorkerPool(mcp_servers={"ext": entry}, builtins=[], search_embed=False, timeout=20)
+    async with serving(http_app(pool, profile=ToolProfile(code_mode=True))) as base:
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp") as client:
+                echo = {"code": "print(await ext__echo(text='hi'))"}
+                assert _text(await client.call_tool("run_code", echo)) == "hi\n"
+                reads: list[None] = []
+                list_tools = pool.list_tools
+
+                async def counted() -> list[Tool]:
+                    reads.append(None)
+                    return await list_tools()
+
+                monkeypatch.setattr(pool, "list_tools", counted)
+                for _ in range(3):
+                    assert _text(await client.call_tool("run_code", echo)) == "hi\n"
+                await client.call_tool("describe_tools", {"names": ["ext__echo"]})
+                await client.call_tool("search_tools", {"query": "echo"})
+                assert reads == []  # the catalog as last read, while no source changed
+
+                relisted = anyio.Event()
+                pool._handles["ext"].on_tools_changed = relisted.set  # type: ignore[attr-defined]
+                await client.call_tool("run_code", {"code": "await ext__add_forecast()"})
+                await relisted.wait()
+                forecast = {"code": "print(await ext__forecast(city='Oslo'))"}
+                assert _text(await client.call_tool("run_code", forecast)) == "sunny in Oslo\n"
+                assert reads  # read anew once the server's tools changed
+                found = _text(await client.call_tool("search_tools", {"query": "weather"}))
+                assert "ext__forecast" in found

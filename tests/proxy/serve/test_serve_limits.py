@@ -28,12 +28,14 @@ from _scripts import venv_script
 from _task_client import Rpc
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from nativemcp.proxy import WorkerPool, http_app
 from nativemcp.proxy.cli import main
 from nativemcp.proxy.cli._serve import allowed_hosts
 from nativemcp.proxy.serve import deadline_protocol
+from nativemcp.proxy.serve._defaults import HTTP_PROTOCOLS, HttpProtocol
 from nativemcp.proxy.serve._transports import Drain
 
 # uvicorn runs on asyncio only.
@@ -69,16 +71,23 @@ async def _read_to_close(stream: anyio.abc.ByteStream) -> bytes:
 
 
 @asynccontextmanager
-async def _deadlines(header_timeout: float, body_timeout: float) -> AsyncIterator[int]:
-    """`_echo_body` under uvicorn with these read deadlines; its port."""
-    protocol = deadline_protocol(header_timeout=header_timeout, body_timeout=body_timeout)
+async def _deadlines(
+    header_timeout: float, body_timeout: float, http: HttpProtocol
+) -> AsyncIterator[int]:
+    """`_echo_body` under uvicorn's ``http`` protocol with these read deadlines; its port."""
+    protocol = deadline_protocol(
+        header_timeout=header_timeout, body_timeout=body_timeout, http=http
+    )
     async with serving(_echo_body, lifespan="off", http=protocol) as base:
         yield int(base.rsplit(":", 1)[1])
 
 
 @pytest.mark.real_process
-async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_served() -> None:
-    async with _deadlines(header_timeout=0.5, body_timeout=0.5) as port:
+@pytest.mark.parametrize("http", HTTP_PROTOCOLS)
+async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_served(
+    http: HttpProtocol,
+) -> None:
+    async with _deadlines(header_timeout=0.5, body_timeout=0.5, http=http) as port:
         with anyio.fail_after(10):
             slow_headers = await anyio.connect_tcp("127.0.0.1", port)
             slow_body = await anyio.connect_tcp("127.0.0.1", port)
@@ -88,9 +97,9 @@ async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_
                     b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 100\r\n\r\n0123"
                 )
                 # Another client is served meanwhile, on a kept-alive connection, twice.
-                async with httpx2.AsyncClient() as http:
+                async with httpx2.AsyncClient() as client:
                     for _ in range(2):
-                        reply = await http.post(f"http://127.0.0.1:{port}/", content=b"x" * 1000)
+                        reply = await client.post(f"http://127.0.0.1:{port}/", content=b"x" * 1000)
                         assert reply.text == "1000"
                 answer = await _read_to_close(slow_headers)
                 assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
@@ -99,8 +108,11 @@ async def test_slow_headers_get_408_and_a_slow_body_is_cut_off_while_others_are_
 
 
 @pytest.mark.real_process
-async def test_a_kept_alive_connection_gets_a_new_header_deadline_for_each_request() -> None:
-    async with _deadlines(header_timeout=0.5, body_timeout=30) as port:
+@pytest.mark.parametrize("http", HTTP_PROTOCOLS)
+async def test_a_kept_alive_connection_gets_a_new_header_deadline_for_each_request(
+    http: HttpProtocol,
+) -> None:
+    async with _deadlines(header_timeout=0.5, body_timeout=30, http=http) as port:
         with anyio.fail_after(10):
             stream = await anyio.connect_tcp("127.0.0.1", port)
             async with stream:
@@ -141,7 +153,7 @@ async def test_the_uvicorn_internals_the_deadlines_use_are_there() -> None:
         assert hook in vars(H11Protocol), hook
     config = uvicorn.Config(_echo_body, lifespan="off")
     # Typed as any asyncio protocol: uvicorn's constructor is what is checked here.
-    factory: Any = deadline_protocol(header_timeout=5, body_timeout=5)
+    factory: Any = deadline_protocol(header_timeout=5, body_timeout=5, http="h11")
     protocol = factory(config=config, server_state=ServerState(), app_state={}, _loop=loop)
     assert issubclass(type(protocol), H11Protocol) and protocol.loop is loop
     assert isinstance(protocol.conn, h11.Connection) and protocol.conn.their_state is h11.IDLE
@@ -158,9 +170,46 @@ async def test_the_uvicorn_internals_the_deadlines_use_are_there() -> None:
             await anyio.wait_all_tasks_blocked()
 
 
-def test_the_deadlines_must_be_positive() -> None:
+async def test_the_uvicorn_httptools_internals_the_deadlines_use_are_there() -> None:
+    """The httptools protocol's deadlines (the default) rely on uvicorn's constructor and
+    the parser's callbacks: this fails when they change."""
+    loop = asyncio.get_running_loop()
+    assert list(inspect.signature(HttpToolsProtocol.__init__).parameters)[:5] == [
+        "self",
+        "config",
+        "server_state",
+        "app_state",
+        "_loop",
+    ]
+    hooks = ("connection_made", "connection_lost", "data_received")
+    for hook in (*hooks, "on_headers_complete", "on_message_complete"):
+        assert hook in vars(HttpToolsProtocol), hook
+    config = uvicorn.Config(_echo_body, lifespan="off")
+    factory: Any = deadline_protocol(header_timeout=5, body_timeout=5)  # httptools: default
+    protocol = factory(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    assert issubclass(type(protocol), HttpToolsProtocol) and protocol.loop is loop
+    ours, theirs = socket.socketpair()
+    with theirs:
+        transport, _ = await loop.connect_accepted_socket(lambda: protocol, ours)
+        try:
+            assert protocol.transport is transport
+            header_deadline = protocol._deadline
+            assert header_deadline is not None  # armed on connection_made
+            protocol.data_received(b"POST / HTTP/1.1\r\nHost: x\r\ncontent-length: 3\r\n\r\n")
+            # The headers are in: the body's deadline replaced theirs.
+            assert protocol._deadline is not None and protocol._deadline is not header_deadline
+            protocol.data_received(b"abc")
+            assert protocol._deadline is None  # read whole: nothing more to wait for
+        finally:
+            transport.close()
+            await anyio.wait_all_tasks_blocked()
+
+
+def test_the_deadlines_must_be_positive_and_on_a_known_protocol() -> None:
     with pytest.raises(ValueError, match="must be positive seconds"):
         deadline_protocol(header_timeout=0)
+    with pytest.raises(ValueError, match="http must be one of httptools, h11, not 'h2'"):
+        deadline_protocol(http="h2")  # type: ignore[arg-type]
 
 
 @pytest.mark.real_process

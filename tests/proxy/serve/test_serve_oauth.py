@@ -25,7 +25,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from nativemcp.proxy import WorkerPool, http_app
-from nativemcp.proxy.serve import Authorization, IssuerTokens, IssuerUnavailable
+from nativemcp.proxy.serve import (
+    Authorization,
+    IntrospectedTokens,
+    IssuerTokens,
+    IssuerUnavailable,
+)
+from nativemcp.proxy.serve.auth import _introspection
 from nativemcp.proxy.tool_search import ToolProfile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
@@ -438,6 +444,16 @@ async def test_a_made_up_kid_fetching_a_slow_key_set_holds_up_no_valid_token() -
     assert refused == [None] and issuer.jwks_fetches == 2
 
 
+def _cut_off(error: IssuerUnavailable, mode: str, issuer: Issuer) -> None:
+    """``error`` says the answer was cut off: in time (``trickle``, 1 s) or in bytes
+    (``huge``, read as a stream and left at the cap, far before its 300 MB)."""
+    if mode == "trickle":
+        assert "did not answer in full within 1 s" in str(error)
+    else:
+        assert "more than 1000000 bytes" in str(error)
+        assert issuer.jwks_sent < 100_000_000
+
+
 @pytest.mark.parametrize("mode", ["trickle", "huge"])
 async def test_a_key_set_that_trickles_or_never_ends_is_cut_off_and_answers_503(
     mode: Any,
@@ -458,12 +474,26 @@ async def test_a_key_set_that_trickles_or_never_ends_is_cut_off_and_answers_503(
                     token = _bearer(issuer.token())
                     reply = await http.post(f"{base}/mcp", json=INIT, headers=token)
                 assert reply.status_code == 503
-    said = str(unavailable.value)
-    if mode == "trickle":
-        assert "did not answer in full within 1 s" in said
-    else:
-        assert "more than 1000000 bytes" in said
-        assert issuer.jwks_sent < 100_000_000  # read as a stream, and left at the cap
+    _cut_off(unavailable.value, mode, issuer)
+
+
+@pytest.mark.parametrize("mode", ["trickle", "huge"])
+async def test_an_introspection_that_trickles_or_never_ends_is_cut_off_and_answers_503(
+    mode: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if mode == "trickle":  # the limit is on the whole answer, not on each read
+        monkeypatch.setattr(_introspection, "FETCH_TIMEOUT", 1.0)
+    async with _served(secret="rs-secret") as (issuer, base, http):
+        issuer.introspect_mode = mode
+        issuer_tokens = IssuerTokens(issuer.url, AUDIENCE)
+        tokens = IntrospectedTokens(issuer_tokens, "resource-server", "rs-secret")
+        with anyio.fail_after(30):
+            with pytest.raises(IssuerUnavailable) as unavailable:
+                await tokens.check(issuer.opaque())
+            if mode == "huge":  # through serve: 503, the server's trouble, not the token's
+                reply = await http.post(f"{base}/mcp", json=INIT, headers=_bearer(issuer.opaque()))
+                assert reply.status_code == 503
+    _cut_off(unavailable.value, mode, issuer)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "modern"])

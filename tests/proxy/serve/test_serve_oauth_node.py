@@ -19,6 +19,7 @@ import mcp_types as types
 import pytest
 from _mcp_http import HEADERS, INIT, serving, serving_made
 from _node import BIN, NODE_TOOLS, node_tool
+from _sdk_tokens import MemoryTokens
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -26,7 +27,6 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 from pydantic import AnyUrl
 
@@ -119,29 +119,16 @@ async def test_users_of_a_real_authorization_server_call_through_each_as_themsel
                 assert seen == ["ada/None", "bob/None"]
 
 
-class _Memory:
-    """The SDK client's token storage, in memory, with this client registered already."""
-
-    def __init__(self, redirect: str) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client = OAuthClientInformationFull(
+def _memory(redirect: str) -> MemoryTokens:
+    """The SDK client's token storage, with this client registered already."""
+    return MemoryTokens(
+        OAuthClientInformationFull(
             client_id="nativemcp-tests",
             client_secret="secret",
             redirect_uris=[AnyUrl(redirect)],
             token_endpoint_auth_method="client_secret_basic",
         )
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
+    )
 
 
 async def test_the_sdk_clients_oauth_provider_logs_in_through_the_resource_metadata(
@@ -171,7 +158,7 @@ async def test_the_sdk_clients_oauth_provider_logs_in_through_the_resource_metad
             provider = OAuthClientProvider(
                 f"{base}/mcp",
                 OAuthClientMetadata(redirect_uris=[AnyUrl(redirect)]),
-                _Memory(redirect),
+                _memory(redirect),
                 redirect_handler=follow,
                 callback_handler=callback,
             )

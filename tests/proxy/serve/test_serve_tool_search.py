@@ -225,3 +225,57 @@ async def test_serve_ranks_the_meta_tools_search_by_meaning_too_unless_search_bm
         async with Client(_stdio("--tool-search", "--search-bm25")) as client:
             found = await client.call_tool("search_tools", {"query": "zzzz qqqq", "limit": 3})
             assert (found.structured_content or {})["matches"] == []
+
+
+LEARN = "bake bread tonight"
+"""No word of it is in a served tool's text: BM25 alone finds nothing before learning."""
+
+
+async def _search(client: Client, query: str = LEARN) -> list[str]:
+    found = await client.call_tool("search_tools", {"query": query})
+    assert found.structured_content is not None
+    return [match["name"] for match in found.structured_content["matches"]]
+
+
+async def test_search_learn_keeps_a_session_s_query_for_the_tool_its_call_tool_names(
+    tmp_path: Path,
+) -> None:
+    pool = WorkerPool(
+        SERVERS, timeout=20, search_embed=False, data_dir=tmp_path, builtins=[], search_learn=True
+    )
+    app = http_app(pool, profile=ToolProfile(search=True))
+    corners = {"name": "shapes__corners", "arguments": {"size": 2}}
+    async with serving(app) as base:
+        with anyio.fail_after(60):
+            async with (
+                Client(f"{base}/mcp", mode="legacy") as alice,
+                Client(f"{base}/mcp", mode="legacy") as bob,
+            ):
+                assert await _search(alice) == []
+                # Bob's call is not the answer to Alice's search (another session).
+                assert not (await bob.call_tool("call_tool", corners)).is_error
+                assert await _search(bob) == []
+                assert not (await alice.call_tool("call_tool", corners)).is_error
+                # Learned: whoever words it so next finds the tool Alice called.
+                assert await _search(bob) == ["shapes__corners"]
+            # A 2026-07-28 request without sign-in is a session of its own: its search
+            # and call do not link (an authenticated caller's do).
+            async with Client(f"{base}/mcp") as modern:
+                assert await _search(modern, "ping the other server")
+                assert not (await modern.call_tool("call_tool", corners)).is_error
+                assert await _search(modern, "bake bread") == ["shapes__corners"]
+
+
+async def test_the_command_line_learns_over_stdio_and_keeps_it_in_the_data_folder(
+    tmp_path: Path,
+) -> None:
+    options = ("--tool-search", "--search-bm25", "--search-learn", "--data-dir", str(tmp_path))
+    with anyio.fail_after(60):
+        async with Client(_stdio(*options)) as client:
+            assert await _search(client) == []
+            called = await client.call_tool(
+                "call_tool", {"name": "shapes__corners", "arguments": {"size": 2}}
+            )
+            assert not called.is_error
+        async with Client(_stdio(*options)) as client:
+            assert await _search(client) == ["shapes__corners"]

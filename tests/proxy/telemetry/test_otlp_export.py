@@ -16,13 +16,16 @@ import pytest
 from _otlp_receiver import ReceivedSpan, receiving
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from nativemcp.workers.telemetry import TRACING_SETUP
+
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 TESTS = Path(__file__).parents[2]
 
-_EXPECTED = 7
-"""The spans of the agent's trace: agent; our client span, the worker's server span and
-the tool's own span for the worker call; our client span, the SDK client's span and the
+_EXPECTED = 8
+"""The spans of the agent's trace: agent; our client span, the worker's setting up of
+its recorder (its first traced call), the worker's server span and the tool's own span
+for the worker call; our client span, the SDK client's span and the
 SDK server's span for the external one. (Starting the external server's connection
 makes traces of its own: its discovery, listing and listening.)"""
 
@@ -77,6 +80,7 @@ async def test_one_call_through_a_worker_and_an_external_server_is_one_exported_
     worker = _one(spans, "tools/call nested", server, "nativemcp")
     tool = _one(spans, "inner deep", internal, "tests.tool")
     assert _under(ours, agent) and _under(worker, ours) and _under(tool, worker)
+    assert _under(_one(spans, TRACING_SETUP, internal, "nativemcp"), ours)
     assert {ours.service, worker.service, tool.service} == {"otlp-app"}
     # The external call: our client span, the SDK client's under it, the server's under that.
     ext = _one(spans, "tools/call echo", client, "nativemcp")

@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _servers import notes_server
 from _tool_calls import openai_tool_call
 
 from nativemcp.proxy import WorkerPool
@@ -20,19 +21,7 @@ pytestmark = [pytest.mark.anyio]
 
 
 def _notes() -> Server:
-    notes = Server("notes", description="Notes kept in memory")
-
-    @notes.tool
-    def add_note(title: str, body: str) -> str:
-        """Save a new note under a title."""
-        return f"saved {title}"
-
-    @notes.tool
-    def list_notes() -> list[str]:
-        """Every note's title."""
-        return []
-
-    return notes
+    return notes_server()
 
 
 async def test_search_ranks_every_source_worker_replicas_in_process_and_external() -> None:
@@ -286,7 +275,7 @@ async def test_the_index_is_built_in_a_worker_thread_for_the_pool_and_for_serve(
     from _mcp_http import serving
     from mcp import Client
 
-    import nativemcp.proxy._agent_loop as agent_loop
+    import nativemcp.proxy._loop_index as loop_index
     from nativemcp.proxy import http_app
     from nativemcp.proxy.tool_search import ToolIndex
 
@@ -297,7 +286,7 @@ async def test_the_index_is_built_in_a_worker_thread_for_the_pool_and_for_serve(
             built.append(threading.get_ident())
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(agent_loop, "ToolIndex", Noted)
+    monkeypatch.setattr(loop_index, "ToolIndex", Noted)
     loop = threading.get_ident()
     with anyio.fail_after(60):
         async with WorkerPool([_notes(), "_serve_servers:server"], in_process=["notes"]) as pool:
