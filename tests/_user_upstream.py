@@ -1,14 +1,15 @@
 """An upstream MCP server that knows its users, and its own authorization server, for
 the tests of serve acting for each user (``"grantScope": "user"``). No Node.
 
-`UpstreamIssuer` is a small authorization server (RFC 8414 metadata, dynamic
-registration, ``/authorize`` with PKCE S256, ``/token`` for the authorization-code,
-refresh-token and RFC 8693 token-exchange grants). Who signs in at ``/authorize`` is the
-``login`` query parameter the test's browser adds (the person at the upstream's sign-in
-page). A token exchange is answered for a subject token signed by serve's issuer (a
-`_issuer.Issuer` this one trusts): its ``sub`` becomes the upstream user. The MCP server
-beside it requires one of its tokens; its ``whoami`` tool says whose token came, and a
-`Recording` keeps every request it received, for the tests that read what went upstream.
+`UpstreamIssuer` is a small authorization server, its requests recorded (RFC 8414
+metadata, dynamic registration, ``/authorize`` with PKCE S256, ``/token`` for the
+authorization-code, refresh-token and RFC 8693 token-exchange grants). Who signs in
+at ``/authorize`` is the ``login`` query parameter the test's browser adds (the person
+at the upstream's sign-in page). A token exchange is answered for a subject token
+signed by serve's issuer (a `_issuer.Issuer` this one trusts): its ``sub`` becomes the
+upstream user. The MCP server beside it requires one of its tokens; its ``whoami``
+tool says whose token came, and a `Recording` keeps every request it received, for
+the tests that read what went upstream.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class UpstreamIssuer:
     authorizations: list[str] = field(default_factory=list)
     """The user of each authorization (a consent)."""
     lifetime: int = 3600
+    recording: Recording | None = None
+    """Every request the issuer received (set when it is served)."""
 
     def __post_init__(self) -> None:
         self.clients[EXCHANGER_ID] = {"client_id": EXCHANGER_ID, "secret": EXCHANGER_SECRET}
@@ -212,7 +215,8 @@ async def upstream(trusted: Issuer | None) -> AsyncIterator[tuple[str, UpstreamI
     """The upstream issuer and its MCP server, each on an origin of its own: yields the
     MCP URL, the issuer and the recording of what the MCP server received."""
     issuer = UpstreamIssuer(trusted)
-    async with serving_made(lambda base: Starlette(routes=issuer.routes())) as issuer_base:
+    issuer.recording = Recording(Starlette(routes=issuer.routes()))
+    async with serving_made(lambda base: issuer.recording) as issuer_base:
         issuer.base = issuer_base
         recording: Recording | None = None
 

@@ -136,6 +136,9 @@ async def test_two_users_each_call_the_upstream_with_their_own_grant(mode: Mode)
     assert up.authorizations == ["alice-upstream", "bob-upstream"]
     assert alice_browser.visits == bob_browser.visits == [200]
     _nothing_of(recording, alice_token, bob_token)
+    # The upstream's issuer got no token of serve's either (registration, code, tokens).
+    assert up.recording is not None and up.recording.received
+    assert not any(r.carries(alice_token) or r.carries(bob_token) for r in up.recording.received)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
