@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hmac
 import json
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -475,12 +474,25 @@ def check_users(pool: WorkerPool, auth: Authorization | None) -> None:
         )
 
 
-def consents_of(pool: WorkerPool) -> list[Consents]:
-    """The pending consents of the pool's per-user servers (one `Consents` each)."""
-    found = {
-        id(h.consents): h.consents for h in pool.handles.values() if isinstance(h, UserServers)
-    }
-    return list(found.values())
+class PoolConsents:
+    """The pending consents of ``pool``'s per-user servers (one `Consents` each), read
+    once the pool runs (its servers are fixed then): what serve's consent routes ask
+    on every request costs a look-up, not a walk of the pool's handles."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self._pool = pool
+        self._found: list[Consents] | None = None
+
+    def __call__(self) -> list[Consents]:
+        """The pool's `Consents` (none before it runs)."""
+        if self._found is not None:
+            return self._found
+        handles = self._pool.handles
+        per_user = [h for h in handles.values() if isinstance(h, UserServers)]
+        found = list({id(h.consents): h.consents for h in per_user}.values())
+        if self._pool.is_running and handles:  # started: its servers are all there
+            self._found = found
+        return found
 
 
 def _check_limits(
@@ -529,7 +541,7 @@ def _asgi_app(
     if token:
         app.add_middleware(_BearerToken, token=token)
     if auth is not None:
-        consents = functools.partial(consents_of, pool)
+        consents = PoolConsents(pool)
         app.add_middleware(ConsentOrigin, consents=consents, authorization=auth)
         # No request is handled before its token is checked, but a browser coming back
         # from an upstream's sign-in (it has no token: its consent's state is checked).
