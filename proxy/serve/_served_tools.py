@@ -69,6 +69,10 @@ class ServedTools:
         self._served: tuple[list[Tool], dict[str, Tool]] = ([], {})
         # The served sources' tool lists when `_served` was last checked against them.
         self._sources: list[list[Tool]] = []
+        # The last listing per (tasks, apps): of which served dict, with which reader.
+        self._listings: dict[
+            tuple[bool, bool], tuple[dict[str, Tool], list[types.Tool], types.ListToolsResult]
+        ] = {}
 
     async def catalog(self) -> dict[str, Tool]:
         """The served tools by the name a client sees, each as the catalog lists it
@@ -167,8 +171,17 @@ class ServedTools:
         if self._profile.code_mode:
             return types.ListToolsResult(tools=[*CodeMode.listing(), *reader])
         served = self.visible(caller, await self.catalog())
+        # The catalog hands out the same dict until a source's tools change: its listing
+        # for the same flags is the same too, so it is built once (not for a caller's
+        # share under OAuth, a dict of its own).
+        kept = self._listings.get((tasks, apps))
+        if kept is not None and kept[0] is served and kept[1] == reader:
+            return kept[2]
         listed = [self._tool(name, tool, tasks, apps) for name, tool in served.items()]
-        return types.ListToolsResult(tools=[tool for tool in listed if tool is not None] + reader)
+        result = types.ListToolsResult(tools=[tool for tool in listed if tool is not None] + reader)
+        if served is self._served[1]:
+            self._listings[tasks, apps] = (served, reader, result)
+        return result
 
     async def catalog_name(self, name: str) -> str | None:
         """The full catalog name of served tool ``name`` (None: not served here).

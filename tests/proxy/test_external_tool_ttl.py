@@ -114,3 +114,23 @@ async def test_serve_marks_its_lists_private_whatever_the_upstream_server_said(
     # OAuth), so a shared cache must never hand it to another client.
     assert [tool.name for tool in listed.tools] == ["first"]  # one server: its own names
     assert listed.cache_scope == "private" and listed.ttl_ms == 0
+
+
+@pytest.mark.parametrize("upstream", [60_000], indirect=True)
+@pytest.mark.parametrize("stateless", [False, True])  # the SDK's path, and the fast path
+async def test_a_served_listing_shows_a_tool_added_since_once_the_ttl_runs_out(
+    upstream: tuple[MCPServer, WorkerPool, int], clock: Clock, stateless: bool
+) -> None:
+    """A listing is built once per catalog and reused: a source's new list ends that."""
+    server, pool, _ = upstream
+    with anyio.fail_after(20):
+        served = http_app(pool, stateless=stateless)
+        async with serving(served) as base, Client(f"{base}/mcp") as client:
+            before = await client.list_tools(cache_mode="bypass")
+            again = await client.list_tools(cache_mode="bypass")
+            server.add_tool(second)
+            clock.ahead = 3600
+            after = await client.list_tools(cache_mode="bypass")
+    assert [tool.name for tool in before.tools] == [tool.name for tool in again.tools]
+    assert [tool.name for tool in before.tools] == ["first"]
+    assert sorted(tool.name for tool in after.tools) == ["first", "second"]

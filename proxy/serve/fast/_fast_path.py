@@ -8,10 +8,12 @@ answers the requests that need nothing but the pool
 (``tools/list``, ``resources/list`` and ``read``, ``prompts/list`` and ``get``,
 ``server/discover``, and on a stateless app (``--stateless``) ``tools/call``, which
 elsewhere may suspend for its client's input) straight from the bridge: the body is
-decoded with msgspec, the SDK's own checks accept or refuse it
-(`TransportSecurityMiddleware`, `classify_inbound_request`, the per-version surface of
-`mcp_types.methods`, ``Mcp-Param-*`` headers), the bridge's own methods run the call
-and build the result, and the result is shaped as the SDK shapes it
+decoded with msgspec, the SDK's checks accept or refuse it
+(`TransportSecurityMiddleware`, the per-version surface of `mcp_types.methods`,
+``Mcp-Param-*`` headers; the routing headers and a plain result by our own code,
+`_own_checks`, held equal to the SDK's `classify_inbound_request` and surface check),
+the bridge's own methods run the call and build the result, and the result is shaped
+as the SDK shapes it
 (`serialize_server_result`, ``resultType``, the ``serverInfo`` stamp).
 
 Whatever is not plainly such a request goes to the SDK path untouched, decided per
@@ -163,6 +165,7 @@ class FastPath:
         # The SDK copies its stamp for each answer so a handler cannot change it for the
         # next; here the answer is encoded at once and nothing writes to it.
         self._stamp = server.server_info_stamp
+        self._last_listing: tuple[object, str, dict[str, Any]] = (None, "", {})
         self.answered = 0
         """Requests answered here (not through the SDK path) so far."""
 
@@ -368,8 +371,13 @@ class FastPath:
     async def _answer(self, method: str, version: str, run: _Run, reply: Reply) -> dict[str, Any]:
         """The result as the SDK's runner shapes it for a client of ``version``."""
         result = await run(reply)
+        kept = self._last_listing
         if isinstance(result, dict):
             dumped = result  # a plain tool result, checked in `_plain`
+        elif kept[0] is result and kept[1] == version:
+            # The same listing object as last time (`ServedTools.tool_listing` keeps it
+            # while the catalog is unchanged): its checked dump, unchanged too.
+            dumped = dict(kept[2])
         else:
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             try:
@@ -379,6 +387,8 @@ class FastPath:
                 raise MCPError(
                     code=types.INTERNAL_ERROR, message="Handler returned an invalid result"
                 ) from None
+            if isinstance(result, types.ListToolsResult):
+                self._last_listing = (result, version, dict(dumped))
         if version not in self._modern:
             return dumped  # a handshake-era result: no resultType, no stamp
         if dumped.get("resultType") is None:
