@@ -30,6 +30,7 @@ from ._config import PoolOptions as PoolOptions
 from ._config import SyncPoolOptions as SyncPoolOptions
 from ._config import Timeouts as Timeouts
 from ._handle import DEFAULT as DEFAULT
+from ._handle import CallerToken as CallerToken
 from ._handle import CallOptions as CallOptions
 from ._handle import LogHandler as LogHandler
 from ._handle import ProgressCallback as ProgressCallback
@@ -56,6 +57,7 @@ __all__ = [
     "ArgumentsError",
     "CallOptions",
     "CallTimeout",
+    "CallerToken",
     "ClientHandler",
     "ExternalServerSpec",
     "FrameTooLarge",

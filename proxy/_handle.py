@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT",
     "CallOptions",
     "CallScope",
+    "CallerToken",
     "Expected",
     "LogHandler",
     "ProgressCallback",
@@ -98,6 +99,26 @@ def time_limit(timeout: float | _Default | None, default: float | None) -> float
     return float(timeout) if timeout > 0 else None
 
 
+class CallerToken:
+    """The access token a caller presented to serve, held for one use only.
+
+    That use is serve's RFC 8693 exchange for an upstream that trusts serve's issuer.
+    It is never sent to an upstream as it is, never printed (its repr hides it), and
+    never leaves the process (a worker's `Call` frame carries the `Caller`, not this)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The token itself (for the exchange's ``subject_token``)."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "CallerToken(<hidden>)"
+
+
 class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The options of one call, in one object rather than repeated keyword lists.
 
@@ -106,7 +127,8 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     progress and log notifications while the call runs; ``on_request`` answers the
     tool's requests to its client (sampling, elicitation); ``scope`` is the
     ``(session_id, thread_id)`` of this one call (None: the server's); ``caller`` the
-    authenticated principal making it (`Caller`; a tool reads it as ``ctx.caller``).
+    authenticated principal making it (`Caller`; a tool reads it as ``ctx.caller``);
+    ``caller_token`` the token it presented to serve (for a token exchange only).
     """
 
     timeout: float | _Default | None = DEFAULT
@@ -115,6 +137,7 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     on_request: ClientRequest | None = None
     scope: CallScope | None = None
     caller: Caller | None = None
+    caller_token: CallerToken | None = None
 
     def with_default(self, default: float | None) -> CallOptions:
         """These options with ``timeout`` resolved against ``default`` (see `time_limit`)."""

@@ -30,10 +30,13 @@ from ._worker import WorkerProcess
 from .external import (
     AssertionHook,
     ClientSide,
+    Consents,
     ExternalServer,
     ExternalServerSpec,
+    GrantPlace,
     RedirectHook,
     ServerAuthorization,
+    UserServers,
     grant_place,
 )
 
@@ -145,9 +148,11 @@ class ExternalSpec:
         client_side: ClientSide,
         max_frame: int,
         authorization: ServerAuthorization | None = None,
+        users: tuple[GrantPlace, Consents] | None = None,
     ) -> None:
         self.label = spec.name
         self._authorization = authorization
+        self._users = users
         self.required = spec.required
         self._spec = spec
         self._start_timeout = start_timeout
@@ -156,15 +161,21 @@ class ExternalSpec:
         self._max_frame = max_frame
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> ServerHandle:
-        server = ExternalServer(
+        if self._users is not None:
+            grants, consents = self._users
+            each = UserServers(self._spec, make=self._server, grants=grants, consents=consents)
+            return await supervised(task_group, each)
+        return await supervised(task_group, self._server(self._authorization))
+
+    def _server(self, authorization: ServerAuthorization | None) -> ExternalServer:
+        return ExternalServer(
             self._spec,
             start_timeout=self._start_timeout,
             restart=self._restart,
             client_side=self._client_side,
             max_frame=self._max_frame,
-            authorization=self._authorization,
+            authorization=authorization,
         )
-        return await supervised(task_group, server)
 
 
 def server_specs(
@@ -191,6 +202,7 @@ def server_specs(
                 )
             )
     grants = grant_place(config.data_dir, config.database_url)
+    consents = Consents()  # one serve's callback finishes every per-user server's
     specs.extend(
         ExternalSpec(
             spec,
@@ -206,8 +218,9 @@ def server_specs(
                 redirect,
                 assertion,
             )
-            if spec.oauth is not None and spec.url is not None
+            if spec.oauth is not None and spec.url is not None and spec.grant_scope == "pool"
             else None,
+            (grants, consents) if spec.grant_scope == "user" else None,
         )
         for spec in config.external
     )

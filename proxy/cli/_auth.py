@@ -10,13 +10,16 @@ Authorized 'github' (issuer https://github.com/login/oauth, scopes repo).
 
 ``login`` runs the authorization-code flow of the server's ``oauth`` entry: it prints
 the address (and opens a browser where there is one), listens on the loopback callback
-port, and exits once the tokens are kept in the data folder (``DATA/oauth``), where
-every later pool finds them (a running one at its next use of the server); with
+port, and exits once the tokens are kept in the data folder (``DATA/oauth/grants.db``),
+where every later pool finds them (a running one at its next use of the server); with
 ``--database-url`` (or ``NATIVEMCP_DATABASE_URL``) in that PostgreSQL database, where
 every replica finds them. ``logout`` revokes the tokens at the issuer where it offers
 that (RFC 7009) and deletes what is kept for the server. ``status`` lists each OAuth
-server of ``--mcp-config``: its issuer, scopes and expiry, or what to run. No token is
-ever printed.
+server of ``--mcp-config``: its issuer, scopes and expiry, or what to run.
+
+With ``--user SUBJECT`` (serve's callers' grants, kept per user), ``status`` lists the
+servers that user has granted and ``logout`` revokes and deletes every grant of that
+user (or only the one of ``SERVER``). No token is ever printed.
 """
 
 from __future__ import annotations
@@ -39,12 +42,16 @@ from nativemcp.proxy.external import (
     GrantStore,
     NeedsAuthorization,
     ServerAuthorization,
+    UnknownUser,
     configured_client,
+    describe_grant,
     expiry_text,
     grant_place,
     load_mcp_servers,
+    log_out_user,
     login_hint,
     revoke,
+    user_grants,
 )
 
 from ._content import Runner
@@ -76,12 +83,23 @@ def add_auth_parser(commands: Any) -> Runner:
     logout = actions.add_parser(
         "logout", parents=[pool_options_parser()], help="delete what is kept for a server"
     )
-    logout.add_argument("server", metavar="SERVER", help="a server of --mcp-config")
-    actions.add_parser(
+    logout.add_argument(
+        "server",
+        metavar="SERVER",
+        nargs="?",
+        help="a server of --mcp-config (with --user: only this one; default every one)",
+    )
+    status = actions.add_parser(
         "status",
         parents=[pool_options_parser()],
         help="each OAuth server: issuer, scopes, expiry, or what to run",
     )
+    for verb in (logout, status):
+        verb.add_argument(
+            "--user",
+            metavar="SUBJECT",
+            help="a user's own grants (serve's callers'), by subject or ISSUER#SUBJECT",
+        )
     return _run
 
 
@@ -107,7 +125,7 @@ def _server(options: PoolOptions, name: str) -> ExternalServerSpec:
     )
 
 
-def _place(options: PoolOptions) -> Path | GrantPlace | None:
+def _place(options: PoolOptions) -> GrantPlace:
     """Where the pool of these options keeps its grants (its database, else the data
     folder), so that what a verb does here, every pool of the same options sees."""
     return grant_place(options.data_dir, options.database_url)
@@ -151,7 +169,7 @@ async def log_in(
         print(f"Waiting for the browser on {authorization.auth_redirect_uri()} ...", file=out)
 
     authorization = ServerAuthorization(spec.name, spec.url, spec.oauth, folder, show)
-    authorization.store.forget_tokens()  # a login asks again, whatever is kept
+    await authorization.store.forget_tokens()  # a login asks again, whatever is kept
     server = ExternalServer(
         spec, start_timeout=None, restart=RestartPolicy(), authorization=authorization
     )
@@ -166,14 +184,18 @@ async def log_in(
 async def _run(args: argparse.Namespace, options: PoolOptions) -> int:
     action = args.auth_action
     check_database(options.database_url)  # a missing driver or a database away, said first
+    if action != "login" and args.user is not None:
+        return await _for_user(args, options)
     if action == "status":
-        return _status(options)
+        return await _status(options)
+    if args.server is None:
+        raise UsageError("name the server to log out of (or give --user SUBJECT)")
     spec = _server(options, args.server)
     if action == "logout":
         store = _store(options, spec)
         assert spec.url is not None
         revoked = await revoke(store, spec.url)
-        if store.forget():
+        if await store.forget():
             print(f"Logged out of {spec.name!r}: its tokens are deleted ({revoked}).")
         else:
             print(f"Nothing was kept for {spec.name!r}.")
@@ -188,7 +210,7 @@ async def _run(args: argparse.Namespace, options: PoolOptions) -> int:
     except NeedsAuthorization as exc:
         # The reason is the whole message here: "run: nativemcp auth login" is this.
         raise CallFailed(f"MCP server {spec.name!r} is not authorized: {exc.reason}") from None
-    shown = store.status() or {}
+    shown = await store.status() or {}
     print(
         f"Authorized {spec.name!r} (issuer {shown.get('issuer')}, "
         f"scopes {shown.get('scope') or '(none named)'})."
@@ -196,7 +218,7 @@ async def _run(args: argparse.Namespace, options: PoolOptions) -> int:
     return 0
 
 
-def _status(options: PoolOptions) -> int:
+async def _status(options: PoolOptions) -> int:
     servers = _oauth_servers(options)
     if not servers:
         print(f'no remote server with an "oauth" entry in {options.mcp_config}')
@@ -205,7 +227,7 @@ def _status(options: PoolOptions) -> int:
         if spec.oauth is not None and spec.oauth.grant == "workload_identity":
             print(f"{spec.name}: workload identity: a new token for each start, nothing kept")
             continue
-        shown = _store(options, spec).status()
+        shown = await _store(options, spec).status()
         if shown is None or not shown["authorized"]:
             print(f"{spec.name}: not authorized; {options.pasteable(login_hint(spec.name))}")
             continue
@@ -215,4 +237,57 @@ def _status(options: PoolOptions) -> int:
             f"{shown['scope'] or '(none named)'}, expires {expiry_text(shown['expires_at'])}"
             f"{refresh}"
         )
+    place = _place(options)
+    every = await anyio.to_thread.run_sync(lambda: place.find(None, every_user=True))
+    users = {grant.key.user for grant in every if grant.key.user is not None}
+    if users:
+        print(
+            f"{len(users)} of serve's users keep grants of their "
+            "own: see nativemcp auth status --user SUBJECT"
+        )
+    return 0
+
+
+def _server_names(options: PoolOptions) -> dict[str, str]:
+    """Each OAuth server's URL and its name in ``--mcp-config`` (none without one)."""
+    if options.mcp_config is None:
+        return {}
+    return {spec.url: spec.name for spec in _oauth_servers(options) if spec.url is not None}
+
+
+async def _for_user(args: argparse.Namespace, options: PoolOptions) -> int:
+    """``status --user`` and ``logout --user``: one user's own grants."""
+    place = _place(options)
+    names = _server_names(options)
+    try:
+        grants = await anyio.to_thread.run_sync(user_grants, place, args.user)
+    except UnknownUser as exc:
+        raise UsageError(str(exc)) from None
+    if args.auth_action == "status":
+        for grant in grants:
+            shown = describe_grant(grant)
+            where = names.get(grant.key.resource, grant.key.resource)
+            state = "authorized" if shown["authorized"] else "registered, not authorized"
+            refresh = ", refreshable" if shown["refreshable"] else ""
+            print(
+                f"{grant.key.user}: {where}: {state} by {grant.key.issuer}, scopes "
+                f"{shown['scope'] or '(none named)'}, expires "
+                f"{expiry_text(shown['expires_at'])}{refresh}"
+            )
+        return 0
+    clients: dict[str, Any] = {}
+    only: str | None = None
+    if args.server is not None:
+        spec = _server(options, args.server)
+        assert spec.url is not None and spec.oauth is not None
+        only = spec.url
+        if not any(grant.key.resource == only for grant in grants):
+            raise UsageError(f"user {args.user!r} has no grant kept for {args.server!r}")
+    for spec in _oauth_servers(options) if options.mcp_config is not None else []:
+        assert spec.oauth is not None
+        clients[str(spec.url)] = configured_client(spec.oauth)
+    done = await log_out_user(place, args.user, clients, only=only)
+    for grant, said in done:
+        where = names.get(grant.key.resource, grant.key.resource)
+        print(f"Logged {grant.key.user} out of {where}: its tokens are deleted ({said}).")
     return 0

@@ -179,6 +179,27 @@ class PoolOptions:
     """The servers of the pools built so far, as the user typed them
     (`ServerChoice.typed`): the command's error messages name them so."""
 
+    def check_no_users(self) -> None:
+        """Refuse, before anything starts, an ``--mcp-config`` entry that acts for each
+        user (``"grantScope": "user"``) where serve has no OAuth to know them.
+
+        Raises:
+            UsageError: such an entry (a file that does not read is the pool's to say).
+        """
+        from ..external import load_mcp_servers
+
+        try:
+            specs = load_mcp_servers(self.mcp_config) if self.mcp_config else []
+        except (OSError, ValueError):
+            return
+        for spec in specs:
+            if spec.grant_scope == "user":
+                raise UsageError(
+                    f'MCP server {spec.name!r} has "grantScope": "user": it acts for each '
+                    "user serve authenticates, so serve needs --auth-issuer URL and "
+                    '--auth-audience AUD; drop "grantScope" to use the pool\'s own grant'
+                )
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PoolOptions:
         """The options of a parsed command line.

@@ -341,17 +341,20 @@ def _network_token(args: argparse.Namespace, token_env: str, oauth: bool = False
     return token
 
 
-def _authorization(args: argparse.Namespace, token_env: str) -> Any:
-    """The OAuth settings of ``--auth-issuer`` and its flags (None without them).
+def _authorization(args: argparse.Namespace, token_env: str, options: Any = None) -> Any:
+    """The OAuth settings of ``--auth-issuer`` and its flags (None without them); with
+    ``options``, none of its servers may act for each user without them.
 
     Raises:
         UsageError: one of issuer and audience without the other, a static token beside
             them, a scope rule that does not parse, an issuer that is not https (or
-            http on loopback), or OAuth flags on stdio.
+            http on loopback), OAuth flags on stdio, or a per-user entry without OAuth.
     """
     from ..serve import Authorization, ScopeMap
 
     oauth = args.auth_issuer or args.auth_audience
+    if options is not None and not (oauth and args.transport == "http"):
+        options.check_no_users()
     if not oauth:
         if args.scope or args.auth_resource or args.auth_client_id:
             raise UsageError(
@@ -434,7 +437,7 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
             check_budget(args.result_budget, "--result-budget")
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
-    auth = _authorization(args, TOKEN_ENV)
+    auth = _authorization(args, TOKEN_ENV, options)
     if args.transport == "http":
         # Checked before anything starts: a refused start costs nothing.
         _network_token(args, TOKEN_ENV, oauth=auth is not None)

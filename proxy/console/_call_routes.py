@@ -45,6 +45,7 @@ class CallRoutes:
         catalog = self.catalog
         await catalog.reload()  # a server authorized since (auth login) lists its tools
         needs = catalog.needs_authorization
+        grants = await catalog.grants()
         servers = [
             {
                 "name": server.name,
@@ -52,6 +53,7 @@ class CallRoutes:
                 "description": server.description,
                 "tools": [msgspec.to_builtins(tool) for tool in server.tools],
                 "needsAuthorization": needs.get(server.name),
+                "grants": grants.get(server.name),
             }
             for server in catalog.servers
         ]

@@ -27,7 +27,7 @@ from .._catalog import UIAction
 from .._handle import ProgressCallback
 from .._pool import WorkerPool
 from ..codemode import CodeResult
-from ..external import RedirectHook
+from ..external import ExternalServer, RedirectHook, UserServers
 
 __all__ = [
     "HOST_ACTIONS",
@@ -111,6 +111,19 @@ class ConsoleCatalog:
     def needs_authorization(self) -> dict[str, str]:
         """The servers waiting for someone to authorize nativemcp, with the reason."""
         return self._pool.needs_authorization
+
+    async def grants(self) -> dict[str, dict[str, Any]]:
+        """Each OAuth server's grants as the console shows them, never a token: the
+        pool's own (``grantScope`` ``pool``), or each user's, for a server that acts
+        for each user (``grantScope`` ``user``); read off the event loop."""
+        shown: dict[str, dict[str, Any]] = {}
+        for name, handle in self._pool.handles.items():
+            if isinstance(handle, UserServers):
+                shown[name] = {"grantScope": "user", "users": await handle.granted()}
+            elif isinstance(handle, ExternalServer) and handle.authorization is not None:
+                pool = await handle.authorization.store.status()
+                shown[name] = {"grantScope": "pool", "pool": pool}
+        return shown
 
     async def authorize(self, server: str, redirect: RedirectHook) -> None:
         """Authorize ``server`` through ``redirect`` (`WorkerPool.authorize`), then list

@@ -118,9 +118,35 @@
       root.append(el("section", {class: "server", "data-server": server.name},
         el("h2", {}, el("span", {text: server.name}), el("span", {class: "backend", text: server.backend})),
         el("p", {class: "description", text: server.description}),
+        grantsLine(server.grants),
         list,
       ));
     }
+  }
+
+  // Who has granted an OAuth server (never a token): each user, or the pool itself.
+  function grantsLine(grants) {
+    if (!grants) return null;
+    const left = (at) => {
+      if (typeof at !== "number") return "no expiry";
+      const seconds = at - Date.now() / 1000;
+      return seconds <= 0 ? "expired" : "expires in " + Math.floor(seconds / 60) + " min";
+    };
+    if (grants.grantScope === "user") {
+      const users = grants.users.map((g) => {
+        const user = String(g.user || "");
+        const cut = user.indexOf("#");  // issuer#subject: the subject names the user
+        return (cut >= 0 ? user.slice(cut + 1) : user) + " (" + left(g.expires_at) + ")";
+      });
+      return el("p", {
+        class: "grants",
+        "data-grant-scope": "user",
+        text: "Acts for each user. Granted by: " + (users.length ? users.join(", ") : "nobody yet"),
+      });
+    }
+    const pool = grants.pool;
+    const text = pool && pool.authorized ? "The pool's grant (" + left(pool.expires_at) + ")" : "No grant kept";
+    return el("p", {class: "grants", "data-grant-scope": "pool", text: text});
   }
 
   function firstLine(text) {

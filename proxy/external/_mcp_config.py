@@ -34,7 +34,7 @@ import json
 import os
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -43,9 +43,16 @@ import msgspec
 from .._json_where import key_positions, line_column
 from .oauth import OAuthSettings, read_oauth_settings
 
-__all__ = ["ExternalServerSpec", "Transport", "expand_variables", "load_mcp_servers"]
+__all__ = [
+    "ExternalServerSpec",
+    "GrantScope",
+    "Transport",
+    "expand_variables",
+    "load_mcp_servers",
+]
 
 Transport = Literal["stdio", "http", "sse"]
+GrantScope = Literal["pool", "user"]
 
 
 class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,6 +74,10 @@ class ExternalServerSpec(msgspec.Struct, frozen=True, kw_only=True):
     required: bool = True
     oauth: OAuthSettings | None = None
     """How to authorize to a remote server (``"oauth"`` or Cursor's ``"auth"``)."""
+    grant_scope: GrantScope = "pool"
+    """Whose grant a call uses (``"grantScope"``): the pool's one (``auth login``).
+
+    With ``"user"``, the grant of the caller serve authenticated, kept per user."""
     as_written: ExternalServerSpec | None = None
     """The same entry before ``${VAR}`` expansion (None: nothing was expanded).
 
@@ -262,6 +273,7 @@ def _spec(name: str, raw: Any, environ: Mapping[str, str]) -> ExternalServerSpec
         if raw.get("headers") is not None:
             fields["headers"] = entry.str_map("headers")
         fields["oauth"] = read_oauth_settings(raw, entry.fail, entry.text)
+    fields["grant_scope"] = _grant_scope(raw, fields.get("oauth"), entry.fail)
     if raw.get("tools") is not None:
         fields["tools"] = entry.str_list("tools", expand=False)
     for key in ("disabled_tools", "disabledTools"):
@@ -292,6 +304,33 @@ def _spec(name: str, raw: Any, environ: Mapping[str, str]) -> ExternalServerSpec
     return ExternalServerSpec(**fields)
 
 
+def _grant_scope(
+    raw: Mapping[str, Any], oauth: OAuthSettings | None, fail: Callable[[str], Exception]
+) -> GrantScope:
+    """The entry's ``"grantScope"``: ``"user"`` needs OAuth a person (or serve's token
+    exchange) grants; token exchange needs a caller's token, so it is per user.
+
+    Raises:
+        Exception: ``fail(...)``: an unknown scope, ``"user"`` without ``"oauth"`` or
+            with a grant no user takes part in, token exchange for the pool.
+    """
+    scope = raw.get("grantScope", "pool")
+    if scope not in ("pool", "user"):
+        raise fail(f'\'grantScope\' must be "pool" or "user", not {scope!r}')
+    grant = oauth.grant if oauth is not None else None
+    if scope == "user" and grant not in ("authorization_code", "token_exchange"):
+        raise fail(
+            '\'grantScope\' "user" needs an "oauth" entry whose grant a user gives '
+            "(authorization_code, the default, or token_exchange)"
+        )
+    if scope == "pool" and grant == "token_exchange":
+        raise fail(
+            "'oauth.grantType' token_exchange exchanges each caller's token: it needs "
+            "'grantScope': \"user\""
+        )
+    return "user" if scope == "user" else "pool"
+
+
 _EXPANDED: Final = frozenset({"command", "args", "env", "cwd", "url", "headers"})
 """The fields in which ``${VAR}`` expands."""
 
@@ -299,6 +338,7 @@ _EXPANDED: Final = frozenset({"command", "args", "env", "cwd", "url", "headers"}
 _KEYS: Final = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "serverUrl", "headers", "tools"}
     | {"disabled_tools", "disabledTools", "timeout", "required", "disabled", "oauth", "auth"}
+    | {"grantScope"}
 )
 """The keys of a server entry read here; other keys (other clients' own) are ignored."""
 

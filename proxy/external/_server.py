@@ -162,6 +162,7 @@ class ExternalServer(UnwrappingHandle, Supervised):
         link = StdioLink(self.name) if stderr else None
         self._link = link
         self._tool_changes = ToolListChanges(self.name, self.spec.redact)
+        await self._transport.prepare()
         client, http = self._transport.client(
             stderr, link, on_log=self._on_log, on_message=self._tool_changes.on_message
         )

@@ -117,6 +117,12 @@ class ServerTransport:
         )
         return client, http
 
+    async def prepare(self) -> None:
+        """Read the server's kept grant (off the event loop) before `client` makes the
+        connection's OAuth provider from it."""
+        if self._authorization is not None:
+            await self._authorization.prepare()
+
     def _auth(self) -> Any:
         return self._authorization.auth() if self._authorization is not None else None
 

@@ -65,7 +65,7 @@ from ._served_results import ServedResults
 from ._served_tools import ServedTools
 from ._suspended import DEFAULT_INPUT_TIMEOUT, ClientAsk, SuspendedCalls, client_request
 from ._tool_calls import ToolCalls
-from .auth import ScopeMap, request_caller
+from .auth import ScopeMap, request_caller, request_token
 from .tasks import ExtensionTasks, ServedTasks, TaskRows, session_key
 
 if TYPE_CHECKING:
@@ -369,6 +369,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         options = self.calls.call_options(
             caller.subject if caller is not None else session_key(ctx),
             caller=caller,
+            caller_token=request_token(ctx),
             on_request=self._program_asks(ctx),
             on_progress=program_progress(ctx),
         )
@@ -491,6 +492,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         options = self.calls.call_options(
             caller.subject if caller is not None else session_key(ctx),
             caller=caller,
+            caller_token=request_token(ctx),
             on_request=on_request,
             on_progress=on_progress if reports else None,
             on_log=on_log,

@@ -28,7 +28,7 @@ from nativemcp.protocol import (
 )
 from nativemcp.protocol.wire import Caller
 
-from .._handle import CallOptions, LogHandler, ProgressCallback
+from .._handle import CallerToken, CallOptions, LogHandler, ProgressCallback
 from ._apps import ServedApps
 from ._suspended import ClientAsk
 
@@ -74,11 +74,13 @@ class ToolCalls:
         on_progress: ProgressCallback | None = None,
         on_log: LogHandler | None = None,
         caller: Caller | None = None,
+        caller_token: CallerToken | None = None,
     ) -> CallOptions:
         """The pool options of one served tool call.
 
         The bridge's time limit and the call's scope (the client's session, where it
-        has one, or the authenticated ``caller``'s subject), with the call's callbacks.
+        has one, or the authenticated ``caller``'s subject), with the call's callbacks
+        (and the token the caller presented, for an upstream's token exchange).
         Every path that runs a served call builds them here."""
         return CallOptions(
             timeout=self._limit,
@@ -87,6 +89,7 @@ class ToolCalls:
             on_request=on_request,
             scope=(session_id, None) if session_id is not None else None,
             caller=caller,
+            caller_token=caller_token,
         )
 
     async def run_tool(

@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
+from ..external import Consents, UserServers
 from ..http_edge import CanonicalHost, local_only
 from ..llm._budget import check_budget
 from ..tool_search import ToolProfile
@@ -51,7 +52,7 @@ from ._request_ids import RequestIds
 from ._search_mode import warn_unmatched
 from ._selection import gather_instructions, select_servers
 from ._suspended import DEFAULT_INPUT_TIMEOUT
-from .auth import Authorization, ResourceServer, ScopeGate
+from .auth import Authorization, ConsentCallback, ConsentOrigin, ResourceServer, ScopeGate
 from .fast import FastPath
 from .tasks import check_task_limits
 
@@ -87,9 +88,10 @@ async def serve_stdio(
     per tool result (None: no limit; see `McpBridge`).
 
     Raises:
-        ValueError: a named server is not running in the pool, or a limit is not
-            positive.
+        ValueError: a named server is not running in the pool, a limit is not
+            positive, or a server acts for each user (``"grantScope": "user"``).
     """
+    check_users(pool, None)  # stdio has no users: no server may act for each
     names = select_servers(pool, servers)
     await warn_unmatched(pool, profile)
     instructions = await gather_instructions(pool, names)
@@ -291,6 +293,7 @@ class _Routes:
         async with contextlib.AsyncExitStack() as stack:
             if not self._pool.is_running:
                 await stack.enter_async_context(self._pool)
+            check_users(self._pool, self._session.auth)
             servers = select_servers(self._pool, self._servers)
             await warn_unmatched(self._pool, self._session.profile)
             routes: list[tuple[str | None, list[str], str]] = [(None, servers, self._name)]
@@ -432,9 +435,9 @@ def http_app(
             kept for its caller, and ``read_result`` reads the rest (see `McpBridge`).
 
     Raises:
-        ValueError: a limit is out of range, or both ``token`` and ``auth`` are given.
+        ValueError: a limit out of range, both ``token`` and ``auth``, or a per-user server.
     """
-    _check_limits(max_tasks, max_task_ttl, result_budget, token, auth)
+    _check_limits(max_tasks, max_task_ttl, result_budget, token, auth, pool)
     session = _Session(
         timeout=timeout,
         stateless=stateless,
@@ -452,7 +455,44 @@ def http_app(
     routes = _Routes(
         pool, servers, name=name, session=session, sessions_per_client=sessions_per_client
     )
-    return _asgi_app(routes, token, auth)
+    return _asgi_app(routes, token, auth, pool)
+
+
+def check_users(pool: WorkerPool, auth: Authorization | None) -> None:
+    """Refuse to serve a server that acts for each user without knowing the users.
+
+    Raises:
+        ValueError: an entry says ``"grantScope": "user"`` and ``auth`` is None.
+    """
+    per_user = [name for name, h in pool.handles.items() if isinstance(h, UserServers)]
+    if per_user and auth is None:
+        raise ValueError(
+            f'MCP server {per_user[0]!r} has "grantScope": "user": it acts for each '
+            "user serve authenticates, so serve needs OAuth (serve --auth-issuer URL "
+            "--auth-audience AUD, or http_app(auth=...)); over stdio or a static token "
+            'there is no user: drop "grantScope" to use the pool\'s own grant'
+        )
+
+
+class PoolConsents:
+    """The pending consents of ``pool``'s per-user servers (one `Consents` each), read
+    once the pool runs (its servers are fixed then): what serve's consent routes ask
+    on every request costs a look-up, not a walk of the pool's handles."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self._pool = pool
+        self._found: list[Consents] | None = None
+
+    def __call__(self) -> list[Consents]:
+        """The pool's `Consents` (none before it runs)."""
+        if self._found is not None:
+            return self._found
+        handles = self._pool.handles
+        per_user = [h for h in handles.values() if isinstance(h, UserServers)]
+        found = list({id(h.consents): h.consents for h in per_user}.values())
+        if self._pool.is_running and handles:  # started: its servers are all there
+            self._found = found
+        return found
 
 
 def _check_limits(
@@ -461,8 +501,11 @@ def _check_limits(
     result_budget: int | None,
     token: str | None,
     auth: Authorization | None,
+    pool: WorkerPool,
 ) -> None:
-    """Refuse `http_app`'s settings now, not when the bridges are made (at start-up)."""
+    """Refuse `http_app`'s settings now, not when the bridges are made (at start-up);
+    a running pool's servers too (`check_users`; the lifespan checks one it starts)."""
+    check_users(pool, auth)
     check_task_limits(max_tasks, max_task_ttl)
     if result_budget is not None:
         check_budget(result_budget, "result_budget")
@@ -473,7 +516,9 @@ def _check_limits(
         )
 
 
-def _asgi_app(routes: _Routes, token: str | None, auth: Authorization | None) -> Starlette:
+def _asgi_app(
+    routes: _Routes, token: str | None, auth: Authorization | None, pool: WorkerPool
+) -> Starlette:
     """The Starlette app of ``routes``, behind the HTTP edge's checks: the canonical
     Host, then the static ``token`` or OAuth's ``auth`` (outermost)."""
     # Its POSTs (every call) reach `routes` before Starlette's routing (`McpApp`).
@@ -496,6 +541,10 @@ def _asgi_app(routes: _Routes, token: str | None, auth: Authorization | None) ->
     if token:
         app.add_middleware(_BearerToken, token=token)
     if auth is not None:
-        # Outermost: no request is handled before its token is checked.
+        consents = PoolConsents(pool)
+        app.add_middleware(ConsentOrigin, consents=consents, authorization=auth)
+        # No request is handled before its token is checked, but a browser coming back
+        # from an upstream's sign-in (it has no token: its consent's state is checked).
         app.add_middleware(ResourceServer, authorization=auth)
+        app.add_middleware(ConsentCallback, consents=consents)
     return app

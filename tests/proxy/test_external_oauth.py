@@ -5,11 +5,9 @@ the grant files on disk. No Node: the official client suite runs in ``.ci/confor
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import stat
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -17,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import httpx2
 import pytest
+from _grants import expire, stored
 from _mcp_http import serving
 from _oauth_server import (
     CLIENT_ID,
@@ -33,7 +32,13 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from nativemcp.protocol import ToolError, UnknownTool
 from nativemcp.proxy import ServerStartError, UnknownServer, WorkerPool, http_app
-from nativemcp.proxy.external import GrantStore, NeedsAuthorization, revoke
+from nativemcp.proxy.external import (
+    GRANTS_DB,
+    GRANTS_FOLDER,
+    GrantStore,
+    NeedsAuthorization,
+    revoke,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -48,24 +53,6 @@ def pool(url: str, data_dir: Path | None, **extra: Any) -> WorkerPool:
         mcp_servers={NAME: {"type": "http", "url": url, "oauth": oauth}},
         **extra,
     )
-
-
-def grant_files(data_dir: Path) -> list[Path]:
-    return sorted((data_dir / "oauth").glob("*.json"))
-
-
-def stored(data_dir: Path) -> dict[str, Any]:
-    (only,) = grant_files(data_dir)
-    data: dict[str, Any] = json.loads(only.read_text())
-    return data
-
-
-def expire(data_dir: Path, url: str) -> None:
-    """Time passes while no pool runs: the kept access token expires."""
-    (only,) = grant_files(data_dir)
-    data = json.loads(only.read_text())
-    data["resources"][url]["expires_at"] = time.time() - 60
-    only.write_text(json.dumps(data))
 
 
 async def authorize(url: str, data_dir: Path) -> None:
@@ -86,7 +73,7 @@ async def test_the_authorization_code_flow_with_pkce_reaches_the_server_and_keep
             assert first.needs_authorization == {}
     assert len(hook.seen) == 1 and "code_challenge_method=S256" in hook.seen[0]
     assert server.authorizations == 1 and server.grants == ["authorization_code"]
-    (path,) = grant_files(tmp_path)
+    path = tmp_path / GRANTS_FOLDER / GRANTS_DB
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     data = stored(tmp_path)
@@ -271,8 +258,8 @@ async def test_client_credentials_get_a_token_without_a_person_and_keep_it_not_t
         async with pool(url, tmp_path, oauth=oauth) as again:
             assert await whoami(again) == "authorized"
     assert server.grants == ["client_credentials"] and server.authorizations == 0
-    (path,) = grant_files(tmp_path)
-    assert CLIENT_SECRET not in path.read_text()  # it stays in the configuration
+    path = tmp_path / GRANTS_FOLDER / GRANTS_DB
+    assert CLIENT_SECRET.encode() not in path.read_bytes()  # it stays in the configuration
     assert stored(tmp_path)["client"]["client_id"] == CLIENT_ID
 
 

@@ -15,6 +15,7 @@ import pytest
 from _oauth_server import CLIENT_ID, CLIENT_SECRET, JWT_BEARER, Issuer, whoami
 
 from nativemcp.proxy import ServerStartError, WorkerPool
+from nativemcp.proxy.external import GRANTS_DB, GRANTS_FOLDER
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
 
@@ -63,8 +64,8 @@ async def test_the_hooks_id_jag_is_exchanged_at_the_configured_issuer_and_the_to
     # The ID-JAG names the issuer as its audience and the MCP server as its resource.
     assert idp.asked == [(server.base, url)]
     assert server.grants == [JWT_BEARER] and server.authorizations == 0
-    (kept,) = (tmp_path / "oauth").glob("*.json")
-    assert CLIENT_SECRET not in kept.read_text()
+    kept = tmp_path / GRANTS_FOLDER / GRANTS_DB
+    assert CLIENT_SECRET.encode() not in kept.read_bytes()
 
 
 async def test_without_an_assertion_hook_the_server_waits_for_authorization(

@@ -8,7 +8,7 @@ suite's ``auth/dpop`` and ``auth/dpop-nonce`` run in ``.ci/conformance``.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from _dpop_server import AS_NONCE, RS_NONCE, ProvingIssuer, proving_server, thum
 from _oauth_server import CLIENT_ID, CLIENT_SECRET, whoami
 
 from nativemcp.proxy import ServerStartError, WorkerPool
-from nativemcp.proxy.external.oauth import GRANTS_FOLDER
+from nativemcp.proxy.external.oauth import GrantStore, grant_place
 from nativemcp.proxy.external.oauth._dpop import DPoPKey, access_token_hash
 
 pytestmark = [pytest.mark.anyio, pytest.mark.anyio_backends("asyncio")]
@@ -52,13 +52,9 @@ async def call(url: str, data_dir: Path | None, times: int = 1) -> None:
 
 
 def kept_keys(data_dir: Path) -> list[dict[str, Any]]:
-    """The DPoP keys kept in the grant files."""
-    found = []
-    for path in (data_dir / GRANTS_FOLDER).glob("*.json"):
-        for tokens in json.loads(path.read_text())["resources"].values():
-            if "dpop_key" in tokens:
-                found.append(tokens["dpop_key"])
-    return found
+    """The DPoP keys kept in the grant rows (each in its grant's ``extra``)."""
+    grants = grant_place(data_dir, None).find(None, every_user=True)
+    return [grant.extra["dpop_key"] for grant in grants if "dpop_key" in grant.extra]
 
 
 def test_a_proof_names_the_method_and_the_url_without_query_and_is_signed_by_its_jwk() -> None:
@@ -118,11 +114,10 @@ async def test_a_kept_bound_token_that_expired_is_refreshed_with_a_proof_by_its_
 ) -> None:
     issuer, url = proving
     await call(url, tmp_path)
-    (grant,) = (tmp_path / GRANTS_FOLDER).glob("*.json")
-    kept = json.loads(grant.read_text())
-    for tokens in kept["resources"].values():
-        tokens["expires_at"] = 1.0  # it expired while no pool ran
-    grant.write_text(json.dumps(kept))
+    place = grant_place(tmp_path, None)
+    (grant,) = place.find(None, every_user=True)
+    expired = {**grant.tokens, "expires_at": 1.0}  # it expired while no pool ran
+    place.write(dataclasses.replace(grant, tokens=expired))
     await call(url, tmp_path)
     assert issuer.errors == []
     grants = [form["grant_type"] for form in issuer.token_forms]
@@ -132,6 +127,26 @@ async def test_a_kept_bound_token_that_expired_is_refreshed_with_a_proof_by_its_
     assert set(issuer.tokens.values()) == {first.jkt} and len(issuer.tokens) == 2
     (again,) = kept_keys(tmp_path)
     assert thumbprint(again) == first.jkt
+
+
+async def test_a_dpop_key_is_kept_in_its_grants_extra_with_its_tokens_and_dropped_with_them(
+    tmp_path: Path,
+) -> None:
+    from mcp.shared.auth import OAuthToken
+
+    resource = "https://mcp.example/mcp"
+    store = GrantStore(grant_place(tmp_path, None), resource)
+    key = store.dpop_key = DPoPKey.generate().private_jwk()
+    await store.set_tokens(OAuthToken(access_token="bound", refresh_token="r1"))
+    assert await store.set_extra("note", 1)
+    other = GrantStore(grant_place(tmp_path, None), resource)  # another replica
+    assert await other.get_tokens() is not None and other.dpop_key == key
+    assert await other.extra() == {"dpop_key": key, "note": 1}
+    await other.set_tokens(OAuthToken(access_token="bound-2", refresh_token="r2"))
+    assert (await store.extra())["dpop_key"] == key  # new tokens, bound to the same key
+    assert await other.forget_tokens()
+    assert other.dpop_key is None and await store.extra() == {"note": 1}
+    assert await store.get_tokens() is None and store.dpop_key is None
 
 
 @pytest.mark.parametrize(

@@ -43,20 +43,22 @@ async def test_a_grant_kept_by_one_store_is_read_by_another_of_the_same_place(
     other = store(tmp_path, database_url)
     tokens = await other.get_tokens()
     assert tokens is not None and (tokens.access_token, tokens.refresh_token) == ("a1", "r1")
-    assert other.status() == {
+    shown = await other.status()
+    assert shown is not None and shown.pop("expires_at") > 0
+    assert shown == {
+        "user": None,
         "issuer": "https://issuer.example",
         "client_id": "client-1",
+        "resource": RESOURCE,
         "scope": None,
-        "expires_at": other.expires_at(),
         "refreshable": True,
         "authorized": True,
     }
     # A new registration of another client drops the first client's tokens with it.
     await other.set_client_info(client("client-2"))
-    assert await one.get_tokens() is None and one.stored_client() == client("client-2")
-    assert one.forget() and one.status() is None and not other.forget()
-    files = list((tmp_path / GRANTS_FOLDER).glob("*.json"))
-    assert files == []
+    assert await one.get_tokens() is None and await one.stored_client() == client("client-2")
+    assert await one.forget() and await one.status() is None and not await other.forget()
+    assert grant_place(tmp_path, database_url).find(None, every_user=True) == []
 
 
 async def test_tokens_another_process_kept_since_are_not_dropped_with_the_refused_ones(
@@ -68,12 +70,12 @@ async def test_tokens_another_process_kept_since_are_not_dropped_with_the_refuse
     replica = store(tmp_path, database_url)
     await replica.set_tokens(OAuthToken(access_token="new"))  # refreshed elsewhere
     # This process's token was refused: the replica's newer one stays for the next use.
-    assert mine.forget_tokens()
+    assert await mine.forget_tokens()
     assert (await replica.get_tokens()) == OAuthToken(access_token="new")
     # The replica's own token refused: it goes.
-    assert replica.forget_tokens()
+    assert await replica.forget_tokens()
     assert await mine.get_tokens() is None
-    assert mine.stored_client() == client()  # the registration stays
+    assert await mine.stored_client() == client()  # the registration stays
 
 
 async def test_replicas_on_one_database_share_the_grant_and_keep_no_file(
@@ -98,8 +100,8 @@ async def test_replicas_on_one_database_share_the_grant_and_keep_no_file(
     assert server.authorizations == 1
     assert not (tmp_path / "a" / GRANTS_FOLDER).exists()
     assert not (tmp_path / "b" / GRANTS_FOLDER).exists()
-    (kept,) = GrantTable(postgres_url).grants()
-    assert kept.issuer == server.base and kept.resources()[url]["access_token"] in server.access
+    (kept,) = GrantTable(postgres_url).find(None, every_user=True)
+    assert kept.key.issuer == server.base and kept.tokens["access_token"] in server.access
 
 
 async def cli(*argv: str) -> int:
@@ -129,12 +131,12 @@ async def test_auth_login_status_and_logout_with_a_database_url_use_the_database
     hint = f"nativemcp auth login {NAME} {shlex.join(options)}"
     assert without == after == f"{NAME}: not authorized; run: {hint}"
     assert logout.startswith(f"Logged out of {NAME!r}") and "revoked at the issuer" in logout
-    assert GrantTable(postgres_url).grants() == []
+    assert GrantTable(postgres_url).find(None, every_user=True) == []
     assert server.revoked
 
 
 async def test_an_unreachable_database_is_named_without_its_password(tmp_path: Path) -> None:
     table = GrantTable("postgresql://user:s3cret@127.0.0.1:1/nowhere")
     with pytest.raises(DatabaseUnavailable, match=r"127\.0\.0\.1:1/nowhere") as caught:
-        table.grants()
+        table.find(None)
     assert "s3cret" not in str(caught.value)

@@ -5,14 +5,13 @@ records every request it receives (``_oauth_server.issuer_apart``)."""
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from _grants import expire, stored
 from _oauth_server import Issuer, Recording, follow, issuer_apart, whoami
 from _oauth_server import oauth_pool as pool
 from _process import free_port
@@ -33,17 +32,8 @@ async def apart() -> AsyncIterator[tuple[Issuer, str, Recording]]:
 
 
 def kept(data_dir: Path, url: str) -> dict[str, Any]:
-    (only,) = (data_dir / "oauth").glob("*.json")
-    tokens: dict[str, Any] = json.loads(only.read_text())["resources"][url]
+    tokens: dict[str, Any] = stored(data_dir)["resources"][url]
     return tokens
-
-
-def expire(data_dir: Path, url: str) -> None:
-    """Time passes while no pool runs: the kept access token expires."""
-    (only,) = (data_dir / "oauth").glob("*.json")
-    data = json.loads(only.read_text())
-    data["resources"][url]["expires_at"] = time.time() - 60
-    only.write_text(json.dumps(data))
 
 
 def pre_registered(issuer: Issuer) -> dict[str, Any]:

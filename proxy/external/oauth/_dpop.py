@@ -16,9 +16,10 @@ hash of the access token) with an ES256 key, and:
   MCP server) by resending once with the nonce the server gave in ``DPoP-Nonce``, and
   remembers each origin's latest nonce for the next proof.
 
-The key lives as long as the tokens bound to it: it is kept with them in the grant
-(`GrantStore.dpop_key`, a private JWK, in the same 0600 file or row as the refresh
-token), so a pool started later proves with the key its kept token is bound to. The
+The key lives as long as the tokens bound to it: it is kept with them in the grant's
+row (`GrantStore.dpop_key`, a private JWK, in the row's ``extra`` as `DPOP_KEY`, written
+in the same compare-and-set as the tokens and dropped with them), so a pool started
+later, or another replica, proves with the key its kept token is bound to. The
 SDK's token model knows only ``Bearer``: a ``DPoP`` answer reaches it as ``Bearer``,
 the binding being kept here. PyJWT (with ``cryptography``) signs; nothing of JOSE is
 written here.

@@ -39,10 +39,11 @@ import anyio.abc
 from nativemcp.protocol import NativeMCPResponse, Tool, tool_error_response
 
 from ..._sdk_seam import set_token_expiry
+from ._grant_rows import Grant, GrantPlace
 from ._identity_assertion import AssertionHook, identity_assertion_provider
 from ._loopback_callback import CALLBACK_PATH, LoopbackCallback
 from ._oauth_config import OAuthSettings
-from ._token_store import GrantPlace, GrantStore
+from ._token_store import GrantStore
 
 if TYPE_CHECKING:
     import httpx2
@@ -108,9 +109,9 @@ class _QuietNeedsAuthorization(logging.Filter):
 _QUIET: Final = _QuietNeedsAuthorization()
 
 
-def _stored_port(client: OAuthClientInformationFull | None) -> int | None:
+def _stored_port(client: dict[str, Any] | None) -> int | None:
     """The loopback port of a kept registration's redirect URI (it must not change)."""
-    for uri in (client.redirect_uris or []) if client is not None else []:
+    for uri in (client or {}).get("redirect_uris") or []:
         parts = urlsplit(str(uri))
         if parts.hostname in ("localhost", "127.0.0.1") and parts.port:
             return parts.port
@@ -124,11 +125,14 @@ class ServerAuthorization:
         server: the server's name (for messages).
         url: the MCP endpoint.
         settings: the entry's OAuth settings.
-        folder: the grant files' folder or another `GrantPlace` (None: kept in memory
-            for this pool's life).
+        folder: the grants' folder or another `GrantPlace` (None: kept in memory for
+            this pool's life).
         redirect: the pool's redirect hook (None: no person can be asked).
         assertion: the pool's hook for an identity assertion (an ID-JAG), for the
             ``identity_assertion`` grant (None: such a server needs authorization).
+        user: whom the grant acts for (None: the pool's own grant).
+        redirect_uri: serve's callback, for a grant per user (None: a loopback port).
+        subject_token: the caller's token, for a ``token_exchange`` grant.
     """
 
     def __init__(
@@ -139,6 +143,10 @@ class ServerAuthorization:
         folder: Path | GrantPlace | None,
         redirect: RedirectHook | None = None,
         assertion: AssertionHook | None = None,
+        *,
+        user: str | None = None,
+        redirect_uri: Callable[[], str] | None = None,
+        subject_token: Callable[[], str | None] | None = None,
     ) -> None:
         self.server = server
         self.url = url
@@ -146,12 +154,17 @@ class ServerAuthorization:
         logging.getLogger("mcp.client.auth.oauth2").addFilter(_QUIET)  # added once
         self._redirect = redirect
         self._assertion = assertion
+        self._served_redirect = redirect_uri
+        self._subject_token = subject_token
         self.needs_authorization: str | None = None
         """Why the server needs a person to authorize it (None: it does not, yet)."""
         self._provider: OAuthClientProvider | httpx2.Auth | None = None
         if settings.grant == "workload_identity":
             folder = None  # SEP-1933: its tokens are not persisted; a restart asks anew
-        self.store = GrantStore(folder, url, client_id=settings.client_id, issuer=self._issuer)
+        self.store = GrantStore(
+            folder, url, user=user, client_id=settings.client_id, issuer=self._issuer
+        )
+        self._kept: Grant | None = None  # read by `prepare`, for `auth`
         self._callback: LoopbackCallback | None = None
         self._state: str | None = None  # of the authorization request under way
         self._redirected_to: str | None = None
@@ -161,9 +174,16 @@ class ServerAuthorization:
 
     def has_grant(self) -> bool:
         """Whether tokens are kept for the server now, read anew (another process's
-        ``nativemcp auth login`` may have written them since the last look)."""
-        shown = self.store.status()
-        return bool(shown and shown["authorized"])
+        ``nativemcp auth login`` may have written them since the last look). Blocks:
+        call it in a thread."""
+        grant = self.store.read()
+        return bool(grant is not None and grant.tokens.get("access_token"))
+
+    async def prepare(self) -> None:
+        """Read the kept grant (off the event loop) before a connection's `auth` makes
+        the provider from it: its expiry, its loopback port."""
+        if self._provider is None:
+            self._kept = await anyio.to_thread.run_sync(self.store.read)
 
     def start_over(self) -> None:
         """Forget this process's provider and why it gave up: the next connection reads
@@ -203,13 +223,20 @@ class ServerAuthorization:
     # -- the provider -------------------------------------------------------------------
 
     def auth(self) -> httpx2.Auth:
-        """The SDK provider for this server (the same one for every connection, so a
-        token got once is reused and refreshed).
+        """The SDK provider for this server, one for every connection (a token is reused).
 
         Raises:
             ValueError: the settings cannot make a provider (a bad private key).
         """
         if self._provider is None:
+            if self.settings.grant == "token_exchange":
+                from ._token_exchange import TokenExchange
+
+                self.store.fixed_client = configured_client(self.settings)
+                self._provider = TokenExchange(
+                    self.url, self.settings, self.store, self._give_up, self._subject_token
+                )
+                return self._provider
             if self.settings.grant == "identity_assertion":
                 # A kept token that expired is refused (401): the SDK's provider then
                 # gets a new ID-JAG and exchanges it.
@@ -228,9 +255,9 @@ class ServerAuthorization:
             provider = self._provider = self._make_provider()
             # The SDK reads tokens from storage without their expiry: restore it, so a
             # token that expired while nothing ran is refreshed before it is sent.
-            expires_at = self.store.expires_at()
-            if expires_at is not None:
-                set_token_expiry(provider, expires_at)
+            expires_at = self._kept.tokens.get("expires_at") if self._kept else None
+            if isinstance(expires_at, int | float):
+                set_token_expiry(provider, float(expires_at))
         return self._provider
 
     def _make_provider(self) -> IssuerBound:
@@ -252,10 +279,18 @@ class ServerAuthorization:
             if isinstance(metadata, EntryScopes):
                 metadata.pin(self.settings.scope, lambda: provider.stepping_up)
         # A refresh goes to the kept grant's issuer only, never to the MCP server.
-        provider.kept_issuer = self.store.refresh_issuer
+        provider.kept_issuer = self._refresh_issuer
         provider.give_up = self._give_up
         provider.dpop = DPoPBinding(self.store)
         return provider
+
+    async def _refresh_issuer(self) -> str | None:
+        """The issuer of the kept grant when it holds a refresh token (None: none kept):
+        the only party a refresh may go to."""
+        grant = await anyio.to_thread.run_sync(self.store.read)
+        if grant is None or not grant.tokens.get("refresh_token"):
+            return None
+        return grant.key.issuer or None
 
     def _machine_provider(self) -> IssuerBound | None:
         """The provider of an entry no person signs in for (None: authorization code)."""
@@ -326,8 +361,11 @@ class ServerAuthorization:
         )
 
     def _redirect_uri(self) -> str:
+        if self._served_redirect is not None:
+            return self._served_redirect()  # serve's callback: no port of our own
         self.close()
-        port = self.settings.callback_port or _stored_port(self.store.stored_client())
+        kept = self._kept.client if self._kept is not None else None
+        port = self.settings.callback_port or _stored_port(kept)
         callback = self._callback = LoopbackCallback(port)  # None: a free port, bound now
         if self._redirect is None:
             # Nobody to send to a browser: the port is only named (a registration keeps
@@ -340,7 +378,7 @@ class ServerAuthorization:
     async def _on_redirect(self, authorization_url: str) -> None:
         """The provider needs a person: hand the URL to the hook, or give up cleanly."""
         if self._redirect is None:
-            had_grant = self.store.forget_tokens()
+            had_grant = await self.store.forget_tokens()
             raise self._give_up(
                 "the kept authorization was refused or has expired"
                 if had_grant
@@ -350,11 +388,12 @@ class ServerAuthorization:
         states = parse_qs(urlsplit(authorization_url).query).get("state")
         self._state = states[0] if states else None
         callback = self._callback
-        assert callback is not None  # made with the redirect URI
-        try:
-            callback.listen()  # before the person goes: a quick browser finds it
-        except OSError as exc:
-            raise self._give_up(f"cannot listen on {callback.uri}: {exc.strerror or exc}") from None
+        if callback is not None:  # else serve's callback: the hook waits for it there
+            try:
+                callback.listen()  # before the person goes: a quick browser finds it
+            except OSError as exc:
+                reason = f"cannot listen on {callback.uri}: {exc.strerror or exc}"
+                raise self._give_up(reason) from None
         self.person_done = anyio.Event()
         try:
             outcome = self._redirect(authorization_url)
@@ -380,7 +419,8 @@ class ServerAuthorization:
         if not isinstance(provider, RefreshingProvider) or provider.scope_refused is None:
             return None
         wanted, provider.scope_refused = provider.scope_refused, None
-        granted = str((self.store.status() or {}).get("scope") or "")
+        tokens = provider.context.current_tokens  # what was granted, held: no read
+        granted = (tokens.scope if tokens is not None else None) or ""
         missing = [s for s in wanted.split() if s not in granted.split()]
         said = (
             f"it asks for scope {wanted!r} to call {tool!r}; the grant has "
@@ -406,10 +446,10 @@ class ServerAuthorization:
         )
         return str(uris[0]) if uris else ""
 
-    def _refused(self, reason: str) -> NeedsAuthorization:
+    async def _refused(self, reason: str) -> NeedsAuthorization:
         """Stop: the server refused the tokens just granted (asking again would get the
         same ones). They are dropped; ``reason`` says what the server said."""
-        self.store.forget_tokens()
+        await self.store.forget_tokens()
         return self._give_up(reason)
 
     def _give_up(self, reason: str) -> NeedsAuthorization:
@@ -425,10 +465,11 @@ class ServerAuthorization:
         from mcp.shared.auth import AuthorizationCodeResult
 
         callback = self._callback
-        assert callback is not None  # made with the redirect URI
         try:
             target = self._redirected_to
             if target is None:
+                if callback is None:  # serve's callback: the hook waited for the browser
+                    raise self._give_up("nobody came back from the browser in time")
                 with anyio.move_on_after(CALLBACK_WAIT):
                     target = await callback.wait(self._state)
                 if target is None:
@@ -524,8 +565,8 @@ async def revoke(store: GrantStore, server_url: str) -> str:
 
     from ._refresh_on_401 import send_bounded
 
-    shown = store.status()
-    client = store.fixed_client or store.stored_client()
+    shown = await store.status()
+    client = store.fixed_client or await store.stored_client()
     tokens = await store.get_tokens()
     if shown is None or client is None or tokens is None:
         return "nothing to revoke"

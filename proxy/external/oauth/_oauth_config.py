@@ -10,10 +10,14 @@ Two spellings are read, the first one present wins:
   ``"grantType": "identity_assertion"`` for SEP-990 enterprise-managed authorization
   (an ID-JAG from the enterprise identity provider, got by the pool's
   ``oauth_assertion`` hook, exchanged at ``"issuer"`` with ``"clientId"`` and
-  ``"clientSecret"``); and ``"grantType": "workload_identity"`` for SEP-1933 (the
+  ``"clientSecret"``); ``"grantType": "workload_identity"`` for SEP-1933 (the
   workload's platform JWT as an RFC 7523 jwt-bearer grant at ``"issuer"``, read anew
   from ``"assertionFile"`` or ``"assertionEnv"``, else from the ``oauth_assertion``
-  hook; ``"clientId"`` only where the authorization server wants one);
+  hook; ``"clientId"`` only where the authorization server wants one); and
+  ``"grantType": "token_exchange"`` (RFC 8693, for an entry with ``"grantScope":
+  "user"`` behind ``serve --auth-issuer``: serve exchanges each caller's access token
+  at ``"issuer"`` for one whose audience is the server, or ``"audience"`` where the
+  upstream names itself otherwise);
 - Cursor's ``"auth": {"CLIENT_ID", "CLIENT_SECRET", "scopes"}``.
 
 Every string takes ``${VAR}`` expansion, so a secret lives in the environment and never
@@ -32,7 +36,11 @@ import msgspec
 __all__ = ["GrantType", "OAuthSettings", "TokenEndpointAuthMethod", "read_oauth_settings"]
 
 GrantType = Literal[
-    "authorization_code", "client_credentials", "identity_assertion", "workload_identity"
+    "authorization_code",
+    "client_credentials",
+    "identity_assertion",
+    "workload_identity",
+    "token_exchange",
 ]
 TokenEndpointAuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
 
@@ -41,6 +49,7 @@ _GRANTS: Final[tuple[GrantType, ...]] = (
     "client_credentials",
     "identity_assertion",
     "workload_identity",
+    "token_exchange",
 )
 _METHODS: Final[tuple[TokenEndpointAuthMethod, ...]] = (
     "client_secret_basic",
@@ -64,6 +73,7 @@ _CLAUDE: Final[dict[str, str]] = {
     "issuer": "issuer",
     "assertionFile": "assertion_file",
     "assertionEnv": "assertion_env",
+    "audience": "audience",
 }
 _CURSOR: Final[dict[str, str]] = {
     "CLIENT_ID": "client_id",
@@ -99,12 +109,15 @@ class OAuthSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The authorization server a client-credentials client's secret or key is sent to
     (None: whichever the server names); required for ``identity_assertion``, whose
     authorization server is configuration, never discovery; and for
-    ``workload_identity``, the only one its workload's JWT goes to."""
+    ``workload_identity``, the only one its workload's JWT goes to; and for
+    ``token_exchange``, where each caller's token is exchanged."""
     assertion_file: str | None = None
     """``workload_identity``: the file holding the workload's JWT (a Kubernetes
     projected service-account token), read anew for each token request."""
     assertion_env: str | None = None
     """``workload_identity``: the environment variable holding the workload's JWT."""
+    audience: str | None = None
+    """The ``audience`` a ``token_exchange`` asks for (None: the server's URL)."""
 
     def __repr__(self) -> str:
         secret = "set" if self.client_secret else None
@@ -199,6 +212,7 @@ def _settings(
     if grant == "identity_assertion":
         _check_identity_assertion(key, fields, fail)
     _check_workload_identity(key, grant, fields, fail)
+    _check_token_exchange(key, grant, fields, fail)
     return OAuthSettings(**fields)
 
 
@@ -245,6 +259,23 @@ def _check_workload_identity(
     env = fields.get("assertion_env")
     if env is not None and not _ENV_NAME.fullmatch(env):
         raise fail(f"'{key}.assertionEnv' must be an environment variable's name (A-Z, 0-9, _)")
+
+
+def _check_token_exchange(
+    key: str, grant: str, fields: Mapping[str, Any], fail: Callable[[str], Exception]
+) -> None:
+    """Token exchange names the client serve is at the upstream's issuer, and that
+    issuer (configuration: the caller's token goes there and nowhere else)."""
+    if grant != "token_exchange":
+        if fields.get("audience"):
+            raise fail(f"'{key}.audience' is for 'grantType': 'token_exchange'")
+        return
+    for name, field in (("clientId", "client_id"), ("issuer", "issuer")):
+        if not fields.get(field):
+            raise fail(
+                f"'{key}.grantType' token_exchange needs '{key}.{name}' (the client "
+                "serve is at the upstream's issuer, and that issuer's URL)"
+            )
 
 
 def _scopes(

@@ -18,8 +18,9 @@ httpx auth, as the SDK's own `RedirectAwareAuth` does. Imported only when a pool
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 from urllib.parse import parse_qs
 
 import anyio
@@ -46,6 +47,7 @@ from pydantic import PrivateAttr
 
 from ..._sdk_seam import is_the_request, set_token_expiry
 from ._dpop import DPoPBinding
+from ._token_store import GrantStore
 
 __all__ = [
     "BoundClientCredentials",
@@ -60,6 +62,8 @@ __all__ = [
 
 _EXPIRED = 1.0
 """A token expiry long past (0 would read as "no expiry")."""
+Sender: TypeAlias = Callable[[httpx2.Request], Awaitable[httpx2.Response]]
+"""What sends one request of an auth flow and reads its answer (`send_bounded`)."""
 ANSWER_LIMIT: Final = 1024 * 1024
 """The most bytes of one authorization-server answer read (metadata, registration,
 token: a few KiB each), after decompression."""
@@ -125,6 +129,7 @@ async def bounded_flow(
     *,
     before: Callable[[], Awaitable[None]] | None = None,
     check: Callable[[httpx2.Request], None] | None = None,
+    send: Callable[[httpx2.Request, Sender], Awaitable[httpx2.Response]] | None = None,
     dpop: DPoPBinding | None = None,
 ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
     """An SDK auth flow (``make_flow(request)``) as httpx drives it, but with every
@@ -132,9 +137,15 @@ async def bounded_flow(
     after ``check`` (which raises to stop it); only ``request`` goes through the MCP
     client. ``before`` runs first. With ``dpop``, token requests and the MCP requests
     carry its proofs, and a ``use_dpop_nonce`` refusal is answered here, unseen by the
-    SDK's flow (which would take the 401 for a refused token)."""
+    SDK's flow (which would take the 401 for a refused token). With ``send``, each of
+    the flow's own requests goes to ``send(outgoing, deliver)``, ``deliver`` sending it
+    as said (proved, a nonce answered): a hook around the whole exchange
+    (`IssuerBound._send`'s single-flight refresh)."""
     if before is not None:
         await before()
+    deliver: Sender = send_bounded
+    if dpop is not None:
+        deliver = functools.partial(dpop.send, send=send_bounded)
     flow = make_flow(request)
     try:
         outgoing = await flow.__anext__()
@@ -150,14 +161,18 @@ async def bounded_flow(
                 continue
             if check is not None:
                 check(outgoing)
-            if dpop is not None:
-                outgoing = await flow.asend(await dpop.send(outgoing, send_bounded))
+            if send is not None:
+                outgoing = await flow.asend(await send(outgoing, deliver))
             else:
-                outgoing = await flow.asend(await send_bounded(outgoing))
+                outgoing = await flow.asend(await deliver(outgoing))
     except StopAsyncIteration:
         return
     finally:
         await flow.aclose()
+
+
+async def _no_issuer() -> str | None:
+    return None
 
 
 class IssuerBound(OAuthClientProvider):
@@ -166,8 +181,14 @@ class IssuerBound(OAuthClientProvider):
     refresh token is kept and nothing is discovered yet), and it never sends a
     refresh request to any other URL (`OAuthTokenError`, the grant kept)."""
 
-    kept_issuer: Callable[[], str | None] = staticmethod(lambda: None)
-    """The issuer of the kept grant when it holds a refresh token (None: none kept)."""
+    kept_issuer: Callable[[], Awaitable[str | None]] = staticmethod(_no_issuer)
+    """The issuer of the kept grant when it holds a refresh token (None: none kept),
+    read anew (off the event loop)."""
+    granted_by: str | None = None
+    """What `kept_issuer` said when last asked."""
+    token_refused = False
+    """Whether the refresh under way is for a token the server refused (a 401), not
+    for one this process thinks has expired."""
     give_up: Callable[[str], Exception] = staticmethod(OAuthRegistrationError)
     """The error to raise, given why, when the flow cannot go on without a change to
     the entry (an issuer that offers no dynamic registration)."""
@@ -178,13 +199,31 @@ class IssuerBound(OAuthClientProvider):
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         return bounded_flow(
-            request, self._flow, before=self._discover, check=self._check, dpop=self.dpop
+            request,
+            self._flow,
+            before=self._discover,
+            check=self._check,
+            send=self._send,
+            dpop=self.dpop,
         )
+
+    async def _send(self, outgoing: httpx2.Request, deliver: Sender) -> httpx2.Response:
+        """Send one of the flow's own requests with ``deliver``; a refresh once per
+        grant, across replicas (`GrantStore.refresh_once`), where the storage is a
+        `GrantStore`: its DPoP proof (and nonce retry) inside the claim, so the answer
+        it keeps is the one the SDK reads."""
+        storage = self.context.storage
+        if refresh_target(outgoing) is not None and isinstance(storage, GrantStore):
+            refused, self.token_refused = self.token_refused, False
+            return await storage.refresh_once(outgoing, deliver, refused=refused)
+        return await deliver(outgoing)
 
     async def _discover(self) -> None:
         """Read the kept grant's issuer's metadata, if a refresh token is kept and
         nothing is discovered yet: a refresh then goes to its token endpoint."""
-        issuer = self.kept_issuer() if self.context.oauth_metadata is None else None
+        if self.context.oauth_metadata is not None:
+            return
+        issuer = self.granted_by = await self.kept_issuer()
         if issuer is None:
             return
         async with self.context.lock:
@@ -232,7 +271,7 @@ class IssuerBound(OAuthClientProvider):
         metadata = self.context.oauth_metadata
         if metadata is not None and str(metadata.token_endpoint) == target:
             return
-        granted = self.kept_issuer()
+        granted = self.granted_by
         origin = httpx2.URL(self.context.server_url).join("/")
         if (
             metadata is None
@@ -286,6 +325,10 @@ def _refusal(response: httpx2.Response) -> str:
     return f"the server refused the token the authorization server had just granted ({said})"
 
 
+async def _flow_error(reason: str) -> Exception:
+    return OAuthFlowError(reason)
+
+
 class RefreshingProvider(IssuerBound):
     """`OAuthClientProvider` that, on a 401 to a request that carried a token it can
     refresh, refreshes and resends once before a new authorization; and that leaves a
@@ -298,7 +341,7 @@ class RefreshingProvider(IssuerBound):
     """The scope the server asked for in the last 403 left standing (None: none)."""
     stepping_up = False
     """Whether the authorization under way is a step-up (a 403), not a first one (a 401)."""
-    refused: Callable[[str], Exception] = staticmethod(OAuthFlowError)
+    refused: Callable[[str], Awaitable[Exception]] = staticmethod(_flow_error)
     """The error to raise, given why, when the server refuses the token just granted."""
 
     async def _flow(
@@ -313,7 +356,7 @@ class RefreshingProvider(IssuerBound):
                 response = yield outgoing
                 sent += is_the_request(outgoing, request)
                 if sent == 2 and response.status_code == 401:
-                    raise self.refused(_refusal(response))
+                    raise await self.refused(_refusal(response))
                 step_up = (
                     is_the_request(outgoing, request)
                     and response.status_code == 403
@@ -335,6 +378,7 @@ class RefreshingProvider(IssuerBound):
                     await flow.aclose()
                     del request.headers["authorization"]
                     set_token_expiry(self, _EXPIRED)
+                    self.token_refused = True
                     flow = super()._flow(request)
                     outgoing = await flow.__anext__()
                     continue

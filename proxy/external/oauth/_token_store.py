@@ -1,188 +1,129 @@
-"""Where OAuth grants are kept: one file per issuer and client in the data folder, or
-one row per issuer and client in PostgreSQL (``_token_table``) when the pool has a
-``database_url``.
+"""One MCP server's grant, for one user: the SDK's ``TokenStorage`` over grant rows.
 
-A grant is what an authorization server gave one client: its registration (the client
-id, and a secret if it issued one) and, per MCP server (the resource), the tokens. The
-file is named for the issuer and the client id (a hash: both are URLs or opaque
-strings), holds them as JSON, and is written atomically (a new file of mode 0600,
-then renamed over the old one) in a folder of mode 0700. Nothing here logs a token.
+The grant rows (`_grant_rows`: one per user, issuer, client and server) are kept in the
+data folder's SQLite file, in PostgreSQL (`_token_table`) when the pool has a
+``database_url``, or in memory. `GrantStore` is one server's view of them for one user
+(None: the pool's own grant, ``nativemcp auth login``'s): the SDK's provider asks for a
+server's tokens before it knows the issuer, so a store finds its row by the server's URL
+(and the configured client id, if any), the most recently written first.
 
-The SDK's provider asks for a server's tokens before it knows the issuer, so a server
-finds its grant by its URL, which every grant lists among its resources. A pool without
-a data folder or a database keeps its grants in memory, for its own life. Where they
-are kept is a `GrantPlace`: the files (`GrantFiles`), a table, or memory.
+Every read and write runs in a worker thread (``anyio.to_thread``): a row may be a
+PostgreSQL round trip away, and the event loop serves every other call meanwhile.
+Every write is a compare-and-set on the row's version, retried on a fresh read when
+another replica wrote first (`StaleGrant`), so no write loses another's.
 
-An access token's expiry is kept as a time (``expires_at``), so a pool started later
-refreshes a token that expired meanwhile rather than sending it.
+A refresh is single-flight per grant, across replicas (`refresh_once`): the refresher
+first claims the row (a compare-and-set that marks it as being refreshed, for at most
+`REFRESH_CLAIM_SECONDS`); a replica that finds it claimed waits for the claim to end,
+and a replica that finds tokens newer than its own (another refreshed meanwhile) takes
+those instead of spending its refresh token, which an issuer that rotates them has
+already invalidated. The new tokens are written, and the claim ended, before the SDK
+sees them. An access token's expiry is kept as a time (``expires_at``), so a pool
+started later refreshes a token that expired meanwhile rather than sending it.
+Nothing here logs a token.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import os
+import dataclasses
+import functools
+import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import anyio.to_thread
+
+from ._grant_rows import DPOP_KEY, Grant, GrantDatabase, GrantKey, GrantPlace, StaleGrant
 
 if TYPE_CHECKING:
     # The SDK loads only when a pool uses OAuth (nativemcp.proxy imports without it).
+    import httpx2
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-__all__ = ["GRANTS_FOLDER", "GrantFiles", "GrantPlace", "GrantStore", "StoredGrant", "grant_files"]
+__all__ = ["REFRESH_CLAIM_SECONDS", "GrantStore", "describe", "place_of"]
 
-GRANTS_FOLDER: Final = "oauth"
-"""The folder of grant files under the data folder."""
-FILE_MODE: Final = 0o600
-"""Grant files are readable by their owner only."""
-FOLDER_MODE: Final = 0o700
+T = TypeVar("T")
 
-
-def _file_name(issuer: str, client_id: str) -> str:
-    digest = hashlib.sha256(f"{issuer}\n{client_id}".encode()).hexdigest()
-    return f"{digest[:32]}.json"
-
-
-class StoredGrant:
-    """One grant file's content: the issuer, the client, and each resource's tokens."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-
-    @property
-    def issuer(self) -> str:
-        """The authorization server's issuer identifier."""
-        return str(self.data.get("issuer", ""))
-
-    @property
-    def client_id(self) -> str:
-        """The client id the issuer knows this client by."""
-        return str(self.data.get("client", {}).get("client_id", ""))
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """What names the grant where it is kept: the issuer and the client id."""
-        return self.issuer, self.client_id
-
-    def resources(self) -> dict[str, dict[str, Any]]:
-        """Each MCP server URL's tokens (an empty mapping: registered, not authorized)."""
-        found = self.data.setdefault("resources", {})
-        assert isinstance(found, dict)
-        return found
-
-    def describe(self, resource: str) -> dict[str, Any]:
-        """What `nativemcp auth status` shows of a resource's grant: no token."""
-        tokens = self.resources().get(resource) or {}
-        return {
-            "issuer": self.issuer,
-            "client_id": self.client_id,
-            "scope": tokens.get("scope"),
-            "expires_at": tokens.get("expires_at"),
-            "refreshable": bool(tokens.get("refresh_token")),
-            "authorized": bool(tokens.get("access_token")),
-        }
+WRITE_TRIES: Final = 20
+"""Compare-and-set attempts before a write gives up (each after a fresh read)."""
+REFRESH_CLAIM_SECONDS: Final = 45.0
+"""How long a refresh holds its grant: longer than a token request may take (30 s,
+`_refresh_on_401.ANSWER_SECONDS`), so a replica that died mid-refresh blocks no other
+for longer."""
+CLAIM_POLL_SECONDS: Final = (0.02, 0.5)
+"""How often a replica looks whether a claimed refresh is over: first, and at most."""
+FRESH_MARGIN: Final = 5.0
+"""An access token expiring within this many seconds is not taken from another replica."""
 
 
-def grant_files(folder: Path) -> list[tuple[Path, StoredGrant]]:
-    """Every readable grant file in ``folder`` (a damaged one is skipped, not fatal)."""
-    found: list[tuple[Path, StoredGrant]] = []
-    if not folder.is_dir():
-        return found
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            found.append((path, StoredGrant(data)))
-    return found
+def place_of(folder: Path | GrantPlace | None) -> GrantPlace:
+    """The `GrantPlace` of a grant files' folder (its SQLite file), a place, or memory."""
+    if folder is None or isinstance(folder, Path):
+        return GrantDatabase(folder)
+    return folder
 
 
-def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    """Replace ``path`` with ``data`` as JSON: readers see the old file or the new one."""
-    path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=1, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        raise
+def describe(grant: Grant) -> dict[str, Any]:
+    """What `nativemcp auth status` shows of a grant: never a token."""
+    tokens = grant.tokens
+    return {
+        "user": grant.key.user,
+        "issuer": grant.key.issuer,
+        "client_id": grant.key.client_id,
+        "resource": grant.key.resource,
+        "scope": tokens.get("scope"),
+        "expires_at": tokens.get("expires_at"),
+        "refreshable": bool(tokens.get("refresh_token")),
+        "authorized": bool(tokens.get("access_token")),
+    }
 
 
-class GrantPlace(Protocol):
-    """Where grants are kept, each whole under its `StoredGrant.key`."""
-
-    def grants(self) -> list[StoredGrant]:
-        """Every grant kept, read now (a damaged one is skipped)."""
-        ...
-
-    def put(self, grant: StoredGrant) -> None:
-        """Keep ``grant`` in place of the one of the same key (readers see either)."""
-        ...
-
-    def delete(self, key: tuple[str, str]) -> None:
-        """Drop the grant of ``key`` (nothing if there is none)."""
-        ...
+def _record(tokens: OAuthToken) -> dict[str, Any]:
+    """The kept form of the SDK's tokens: ``expires_in`` as a time."""
+    record = tokens.model_dump(mode="json", exclude_none=True)
+    expires_in = record.pop("expires_in", None)
+    if expires_in is not None:
+        record["expires_at"] = time.time() + float(expires_in)
+    return record
 
 
-class GrantFiles:
-    """Grants as files in ``folder`` (`GRANTS_FOLDER` of the data folder)."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def grants(self) -> list[StoredGrant]:
-        """Every readable grant file."""
-        return [grant for _, grant in grant_files(self.folder)]
-
-    def put(self, grant: StoredGrant) -> None:
-        """Write the grant's file atomically (mode 0600)."""
-        _write_atomically(self.folder / _file_name(*grant.key), grant.data)
-
-    def delete(self, key: tuple[str, str]) -> None:
-        """Remove the grant's file."""
-        (self.folder / _file_name(*key)).unlink(missing_ok=True)
+def _with_field(extra: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
+    """``extra`` with ``name`` set to ``value`` (None: without ``name``)."""
+    changed = {k: v for k, v in extra.items() if k != name}
+    if value is not None:
+        changed[name] = value
+    return changed
 
 
-class _Memory:
-    """Grants kept for this process's life only."""
+def _jwk(value: Any) -> dict[str, Any] | None:
+    """A kept DPoP key, as `GrantStore.dpop_key` holds it (None: none kept)."""
+    return value if isinstance(value, dict) else None
 
-    def __init__(self) -> None:
-        self._kept: dict[tuple[str, str], StoredGrant] = {}
 
-    def grants(self) -> list[StoredGrant]:
-        kept = list(self._kept.values())  # a snapshot: `has_grant` reads from a thread
-        return [StoredGrant(json.loads(json.dumps(g.data))) for g in kept]
-
-    def put(self, grant: StoredGrant) -> None:
-        self._kept[grant.key] = StoredGrant(json.loads(json.dumps(grant.data)))
-
-    def delete(self, key: tuple[str, str]) -> None:
-        self._kept.pop(key, None)
+def _fresh(tokens: dict[str, Any]) -> bool:
+    """Whether kept tokens hold an access token that does not expire within the margin."""
+    expires_at = tokens.get("expires_at")
+    if not tokens.get("access_token"):
+        return False
+    return not isinstance(expires_at, int | float) or expires_at > time.time() + FRESH_MARGIN
 
 
 class GrantStore:
-    """The SDK's ``TokenStorage`` for one MCP server, over the grant files (or memory).
+    """The SDK's ``TokenStorage`` for one MCP server and one user, over grant rows.
 
     Args:
-        folder: the grant files' folder, or another `GrantPlace` (a PostgreSQL table);
-            None keeps the grant in memory.
+        folder: the grants' folder (its SQLite file), or a `GrantPlace` (a PostgreSQL
+            table); None keeps the grant in memory.
         resource: the MCP server's URL.
+        user: whom the grant acts for (None: the pool's own grant).
         client_id: the configured client id, if any: only a grant of that client is used.
         issuer: what the provider has discovered as the issuer (None: not yet); a grant
             whose issuer is not known yet is filed under the server's origin.
-        fixed_client: the client of the configuration, if any (see `fixed_client`).
+        fixed_client: the client of the configuration, if any.
     """
 
     def __init__(
@@ -190,105 +131,54 @@ class GrantStore:
         folder: Path | GrantPlace | None,
         resource: str,
         *,
+        user: str | None = None,
         client_id: str | None = None,
         issuer: Callable[[], str | None] = lambda: None,
         fixed_client: OAuthClientInformationFull | None = None,
     ) -> None:
-        if folder is None:
-            self.place: GrantPlace = _Memory()
-        elif isinstance(folder, Path):
-            self.place = GrantFiles(folder)
-        else:
-            self.place = folder
+        self.place = place_of(folder)
         self.resource = resource
+        self.user = user
         self._client_id = client_id
         self._issuer = issuer
         self.fixed_client = fixed_client
-        """The configured client, if any: it is the client, whatever a file says, and
+        """The configured client, if any: it is the client, whatever a row says, and
         its secret stays in the configuration (never written here)."""
-        self._handed_out: str | None = None  # the access token this process last used
+        self.id = secrets.token_hex(8)
+        """Who this store is when it claims a refresh (one per provider and process)."""
+        self._handed_out: str | None = None  # the access token this store last used
         self.dpop_key: dict[str, Any] | None = None
-        """The private JWK the tokens are bound to (DPoP, RFC 9449), kept beside them
-        (None: bearer tokens); read with them, and written with the next ones."""
+        """The private JWK the tokens last read or written here are bound to (DPoP,
+        RFC 9449; None: bearer tokens). It is kept in the grant's `extra` as
+        `DPOP_KEY`, written in the same compare-and-set as the tokens bound to it, and
+        dropped with them."""
 
-    # -- finding and writing the file ---------------------------------------------------
+    # -- blocking reads and writes (run in a thread) -------------------------------------
 
-    def _find(self) -> StoredGrant | None:
-        for grant in self.place.grants():
-            if self.resource not in grant.resources():
+    def read(self) -> Grant | None:
+        """The server's grant for this user, read now; blocks (call it in a thread)."""
+        found = self.place.find(self.user, self.resource, self._client_id)
+        return found[0] if found else None
+
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """``attempt()`` (a read and a compare-and-set) again while another wrote first."""
+        for _ in range(WRITE_TRIES - 1):
+            try:
+                return attempt()
+            except StaleGrant:
                 continue
-            if self._client_id is not None and grant.client_id != self._client_id:
-                continue
-            return grant
-        return None
+        return attempt()
 
-    def _save(self, grant: StoredGrant, old: tuple[str, str] | None) -> None:
-        self.place.put(grant)
-        if old is not None and old != grant.key:
-            # The grant moved (a new client, or its issuer became known): the resource
-            # leaves the old one, which goes when no server is left in it.
-            for other in self.place.grants():
-                if other.key == old:
-                    other.resources().pop(self.resource, None)
-                    self._rewrite(other)
+    def _new_key(self, client: dict[str, Any], issuer: str | None) -> GrantKey:
+        if not issuer:
+            issuer = self._issuer()
+        if not issuer:
+            parts = urlsplit(self.resource)
+            issuer = f"{parts.scheme}://{parts.netloc}"
+        return GrantKey(self.user, issuer, str(client.get("client_id") or ""), self.resource)
 
-    def _rewrite(self, grant: StoredGrant) -> None:
-        if grant.resources():
-            self.place.put(grant)
-        else:
-            self.place.delete(grant.key)
-
-    def _current_issuer(self, client: OAuthClientInformationFull | None) -> str:
-        if client is not None and client.issuer:
-            return client.issuer
-        found = self._issuer()
-        if found:
-            return found
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(self.resource)
-        return f"{parts.scheme}://{parts.netloc}"
-
-    # -- the SDK's TokenStorage ---------------------------------------------------------
-
-    async def get_tokens(self) -> OAuthToken | None:
-        """The server's stored tokens, ``expires_in`` counted from now (None: none)."""
-        grant = self._find()
-        if grant is None:
-            return None
-        stored = grant.resources().get(self.resource) or {}
-        if not stored.get("access_token"):
-            return None
-        self._handed_out = stored["access_token"]
-        key = stored.get("dpop_key")
-        self.dpop_key = key if isinstance(key, dict) else None
-        fields = {k: v for k, v in stored.items() if k not in ("expires_at", "dpop_key")}
-        expires_at = stored.get("expires_at")
-        if isinstance(expires_at, int | float):
-            fields["expires_in"] = int(expires_at - time.time())
-        from mcp.shared.auth import OAuthToken
-
-        return OAuthToken.model_validate(fields)
-
-    def refresh_issuer(self) -> str | None:
-        """The issuer of the kept grant when it holds a refresh token for the server
-        (None: none kept): the only party a refresh may go to."""
-        grant = self._find()
-        if grant is None or not (grant.resources().get(self.resource) or {}).get("refresh_token"):
-            return None
-        return grant.issuer or None
-
-    def expires_at(self) -> float | None:
-        """When the stored access token expires (None: no token, or no expiry)."""
-        grant = self._find()
-        stored = grant.resources().get(self.resource) if grant is not None else None
-        value = (stored or {}).get("expires_at")
-        return float(value) if isinstance(value, int | float) else None
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        """Keep new tokens for the server (with their expiry as a time)."""
-        grant = self._find()
-        old = grant.key if grant is not None else None
+    def _set_tokens(self, record: dict[str, Any], key: dict[str, Any] | None) -> None:
+        grant = self.read()
         if grant is None:
             fixed = self.fixed_client
             client = (
@@ -296,79 +186,276 @@ class GrantStore:
                 if fixed is not None
                 else {}
             )
-            grant = StoredGrant({"issuer": self._current_issuer(fixed), "client": client})
-        record = tokens.model_dump(mode="json", exclude_none=True)
-        expires_in = record.pop("expires_in", None)
-        if expires_in is not None:
-            record["expires_at"] = time.time() + float(expires_in)
-        if self.dpop_key is not None:
-            record["dpop_key"] = self.dpop_key
-        grant.resources()[self.resource] = record
-        self._save(grant, old)
+            issuer = fixed.issuer if fixed is not None else None
+            grant = Grant(self._new_key(client, issuer), client=client)
+        elif _same_tokens(grant.tokens, record) and _jwk(grant.extra.get(DPOP_KEY)) == key:
+            return  # kept already (the tokens `refresh_once` wrote or took)
+        if grant.refreshing_by == self.id:
+            grant = dataclasses.replace(grant, refreshing_by=None, refreshing_until=0.0)
+        # Another's claim stays: its refresh is under way, and until it ends no other
+        # replica may send the refresh token it holds.
+        self.place.write(_bound(grant, record, key))
+
+    def _set_client(self, client: dict[str, Any], issuer: str | None) -> None:
+        key = self._new_key(client, issuer)
+        same = self.place.read(key)
+        if same is not None:
+            self.place.write(dataclasses.replace(same, client=client))
+        else:
+            self.place.write(Grant(key, client=client))
+        for other in self.place.find(self.user, self.resource, self._client_id):
+            if other.key != key:
+                # Another client's (or an unknown issuer's) tokens are not this one's.
+                self.place.delete(other.key)
+
+    def _forget_tokens(self) -> bool:
+        grant = self.read()
+        if grant is None or not grant.tokens:
+            return False
+        kept = grant.tokens.get("access_token")
+        if kept and self._handed_out is not None and kept != self._handed_out:
+            return True  # newer than the ones refused here: the next use tries them
+        self.place.write(_bound(grant, {}, None))  # the key goes with its tokens
+        self.dpop_key = None
+        return True
+
+    def _forget(self) -> bool:
+        grant = self.read()
+        if grant is None:
+            return False
+        if not self.place.delete(grant.key, grant.version):
+            raise StaleGrant(grant.key)
+        return True
+
+    async def _off_loop(self, attempt: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(self._retrying, attempt)
+
+    # -- the SDK's TokenStorage ---------------------------------------------------------
+
+    async def get_tokens(self) -> OAuthToken | None:
+        """The server's kept tokens, ``expires_in`` counted from now (None: none)."""
+        grant = await anyio.to_thread.run_sync(self.read)
+        stored = grant.tokens if grant is not None else {}
+        self.dpop_key = _jwk(grant.extra.get(DPOP_KEY)) if grant is not None else None
+        if not stored.get("access_token"):
+            return None
+        self._handed_out = stored["access_token"]
+        return _as_token(stored)
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        """Keep new tokens for the server (with their expiry as a time), and with them
+        `dpop_key`, the key they are bound to (None: none, any kept one dropped)."""
+        record, key = _record(tokens), self.dpop_key
+        await self._off_loop(lambda: self._set_tokens(record, key))
         self._handed_out = tokens.access_token
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         """The client registration the server's grant was made with (None: none)."""
         if self.fixed_client is not None:
             return self.fixed_client
-        return self.stored_client()
-
-    def stored_client(self) -> OAuthClientInformationFull | None:
-        """The kept registration, read now (None: none kept)."""
-        grant = self._find()
-        client = grant.data.get("client") if grant is not None else None
-        if not client:
-            return None
-        from mcp.shared.auth import OAuthClientInformationFull
-
-        return OAuthClientInformationFull.model_validate(client)
+        return await self.stored_client()
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         """Keep a new registration: its issuer and client id name the grant."""
-        grant = self._find()
-        resources = dict(grant.resources()) if grant is not None else {}
-        if grant is not None and grant.client_id != client_info.client_id:
-            resources = {}  # another client's tokens are not this one's
-        resources.setdefault(self.resource, {})
-        new = StoredGrant(
-            {
-                "issuer": self._current_issuer(client_info),
-                "client": client_info.model_dump(mode="json", exclude_none=True),
-                "resources": resources,
-            }
-        )
-        self._save(new, grant.key if grant is not None else None)
+        client = client_info.model_dump(mode="json", exclude_none=True)
+        await self._off_loop(lambda: self._set_client(client, client_info.issuer))
 
-    def forget_tokens(self) -> bool:
+    # -- the rest, off the loop too -----------------------------------------------------
+
+    async def stored_client(self) -> OAuthClientInformationFull | None:
+        """The kept registration, read now (None: none kept)."""
+        grant = await anyio.to_thread.run_sync(self.read)
+        if grant is None or not grant.client:
+            return None
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        return OAuthClientInformationFull.model_validate(grant.client)
+
+    async def status(self) -> dict[str, Any] | None:
+        """The server's grant as `nativemcp auth status` shows it (None: none)."""
+        grant = await anyio.to_thread.run_sync(self.read)
+        return describe(grant) if grant is not None else None
+
+    async def forget_tokens(self) -> bool:
         """Drop the server's tokens, keeping the registration (True: there were some).
 
         Tokens another process kept since this one last read or wrote them (a replica's
         refresh, an ``auth login``) are newer than the ones refused here: they stay,
         and the next use of the server tries them.
         """
-        grant = self._find()
-        stored = grant.resources().get(self.resource) if grant is not None else None
-        if grant is None or not stored:
-            return False
-        kept = stored.get("access_token")
-        if kept and self._handed_out is not None and kept != self._handed_out:
-            return True
-        grant.resources()[self.resource] = {}
-        self._save(grant, grant.key)
+        return await self._off_loop(self._forget_tokens)
+
+    async def forget(self) -> bool:
+        """Drop the server's grant for this user: tokens and registration (True: there
+        was one)."""
         self.dpop_key = None
-        return True
+        return await self._off_loop(self._forget)
 
-    def forget(self) -> bool:
-        """Drop everything kept for the server: tokens, and the grant if no other server
-        uses it (True: there was something)."""
-        grant = self._find()
+    async def extra(self) -> dict[str, Any]:
+        """The grant's other fields (`Grant.extra`: DPoP key material, say), read now
+        (empty: none, or no grant kept)."""
+        grant = await anyio.to_thread.run_sync(self.read)
+        return dict(grant.extra) if grant is not None else {}
+
+    async def set_extra(self, name: str, value: Any) -> bool:
+        """Keep ``value`` (JSON) as the grant's field ``name`` (None drops it), beside
+        whatever another replica wrote meanwhile; False: no grant is kept to hold it."""
+
+        def attempt() -> bool:
+            grant = self.read()
+            if grant is None:
+                return False
+            extra = _with_field(grant.extra, name, value)
+            self.place.write(dataclasses.replace(grant, extra=extra))
+            return True
+
+        return await self._off_loop(attempt)
+
+    # -- a refresh, once per grant across replicas --------------------------------------
+
+    async def refresh_once(
+        self,
+        request: httpx2.Request,
+        send: Callable[[httpx2.Request], Awaitable[httpx2.Response]],
+        *,
+        refused: bool = False,
+    ) -> httpx2.Response:
+        """Send the refresh ``request`` with ``send``, unless another replica refreshed
+        the grant meanwhile: then its tokens are the answer (or its newer refresh token
+        is sent in place of this one). While another replica refreshes, this waits for
+        it; the new tokens are kept before they are returned (see the module's text).
+
+        Without ``refused`` (the server refused the access token: it must be replaced),
+        kept tokens that are not about to expire are the answer too: the provider's
+        idea of their expiry came from an older read."""
+        import httpx2
+
+        poll = CLAIM_POLL_SECONDS[0]
+        while True:
+            sent = _refresh_token_of(request)
+            kind, grant = await self._off_loop(functools.partial(self._claim, sent, refused))
+            if kind == "theirs":
+                assert grant is not None
+                self._handed_out = grant.tokens.get("access_token")
+                self.dpop_key = _jwk(grant.extra.get(DPOP_KEY))  # what they are bound to
+                if _fresh(grant.tokens):
+                    answer = _token_answer(grant.tokens)
+                    return httpx2.Response(200, json=answer, request=request)
+                request = _with_refresh_token(request, str(grant.tokens["refresh_token"]))
+                continue
+            if kind == "wait":
+                await anyio.sleep(poll)
+                poll = min(poll * 2, CLAIM_POLL_SECONDS[1])
+                continue
+            break
+        if kind == "none":
+            return await send(request)  # nothing kept to claim (dropped meanwhile)
+        try:
+            response = await send(request)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._off_loop(self._release)
+            raise
+        record = _refreshed(response)
+        with anyio.CancelScope(shield=True):  # a claim is never left behind
+            if record is None:
+                await self._off_loop(self._release)
+            else:
+                key = self.dpop_key  # as the answer left it (`_dpop` reads each one)
+                await self._off_loop(lambda: self._keep_refreshed(record, key))
+                self._handed_out = record.get("access_token")
+        return response
+
+    def _claim(self, sent: str | None, refused: bool) -> tuple[str, Grant | None]:
+        """``("claimed", grant)``: this store refreshes now; ``("theirs", grant)``:
+        newer tokens are kept; ``("wait", None)``: another is refreshing; ``("none",
+        None)``: no grant is kept."""
+        grant = self.read()
         if grant is None:
-            return False
-        grant.resources().pop(self.resource, None)
-        self._rewrite(grant)
-        return True
+            return "none", None
+        now = time.time()
+        stored = grant.tokens
+        newer_refresh = stored.get("refresh_token") and stored["refresh_token"] != sent
+        newer_access = stored.get("access_token") not in (None, self._handed_out)
+        if newer_refresh or ((newer_access or not refused) and _fresh(stored)):
+            return "theirs", grant
+        if grant.refreshing_by not in (None, self.id) and grant.refreshing_until > now:
+            return "wait", None
+        claim = dataclasses.replace(
+            grant, refreshing_by=self.id, refreshing_until=now + REFRESH_CLAIM_SECONDS
+        )
+        return "claimed", self.place.write(claim)
 
-    def status(self) -> dict[str, Any] | None:
-        """The server's grant as `nativemcp auth status` shows it (None: none)."""
-        grant = self._find()
-        return grant.describe(self.resource) if grant is not None else None
+    def _release(self) -> None:
+        grant = self.read()
+        if grant is not None and grant.refreshing_by == self.id:
+            self.place.write(dataclasses.replace(grant, refreshing_by=None, refreshing_until=0))
+
+    def _keep_refreshed(self, record: dict[str, Any], key: dict[str, Any] | None) -> None:
+        grant = self.read()
+        if grant is None:
+            return  # logged out meanwhile: not brought back
+        # RFC 6749 §6: an answer may leave out the scope and refresh token (unchanged).
+        for carried in ("refresh_token", "scope"):
+            if carried not in record and carried in grant.tokens:
+                record[carried] = grant.tokens[carried]
+        bound = _bound(grant, record, key)
+        self.place.write(dataclasses.replace(bound, refreshing_by=None, refreshing_until=0))
+
+
+def _bound(grant: Grant, tokens: dict[str, Any], key: dict[str, Any] | None) -> Grant:
+    """``grant`` holding ``tokens``, bound to the DPoP ``key`` (None: bearer tokens)."""
+    return dataclasses.replace(grant, tokens=tokens, extra=_with_field(grant.extra, DPOP_KEY, key))
+
+
+def _same_tokens(kept: dict[str, Any], record: dict[str, Any]) -> bool:
+    """Whether ``record`` holds the tokens kept (its expiry, counted anew, aside)."""
+    fields = ("access_token", "refresh_token")
+    return all(kept.get(name) == record.get(name) for name in fields)
+
+
+def _as_token(stored: dict[str, Any]) -> OAuthToken:
+    from mcp.shared.auth import OAuthToken
+
+    return OAuthToken.model_validate(_token_answer(stored))
+
+
+def _token_answer(stored: dict[str, Any]) -> dict[str, Any]:
+    """Kept tokens as a token endpoint answers them: ``expires_in`` counted from now."""
+    fields = {k: v for k, v in stored.items() if k != "expires_at"}
+    expires_at = stored.get("expires_at")
+    if isinstance(expires_at, int | float):
+        fields["expires_in"] = int(expires_at - time.time())
+    return fields
+
+
+def _form(request: httpx2.Request) -> dict[str, list[str]]:
+    return parse_qs(request.content.decode("latin-1"))
+
+
+def _refresh_token_of(request: httpx2.Request) -> str | None:
+    found = _form(request).get("refresh_token")
+    return found[0] if found else None
+
+
+def _with_refresh_token(request: httpx2.Request, refresh_token: str) -> httpx2.Request:
+    """``request`` with ``refresh_token`` in place of the one it carried."""
+    import httpx2
+
+    form = {name: values[0] for name, values in _form(request).items()}
+    form["refresh_token"] = refresh_token
+    headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+    return httpx2.Request(request.method, request.url, data=form, headers=headers)
+
+
+def _refreshed(response: httpx2.Response) -> dict[str, Any] | None:
+    """The kept form of a refresh's answer (None: it is no token answer)."""
+    from mcp.shared.auth import OAuthToken
+    from pydantic import ValidationError
+
+    if response.status_code != 200:
+        return None
+    try:
+        return _record(OAuthToken.model_validate_json(response.content))
+    except ValidationError:
+        return None

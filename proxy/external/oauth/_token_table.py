@@ -1,16 +1,19 @@
 """OAuth grants in PostgreSQL, for a pool with a ``database_url``: replicas share them.
 
-One row per issuer and client (`GRANTS_TABLE`), the grant as JSON, as the grant files
-hold it: a ``nativemcp auth login`` on one machine serves every replica, and a token
-one replica refreshes is the one the others read next (the store drops only a token
-this process used: see `GrantStore.forget_tokens`).
+One row per grant (`GRANTS_TABLE`: user, issuer, client id, resource, version, the
+grant as JSON), as `_grant_rows` describes: a ``nativemcp auth login`` on one machine
+serves every replica, a token one replica refreshes is the one the others read next,
+and a write is a compare-and-set on the row's version, so two replicas never overwrite
+each other's tokens.
 
 A grant is read when a server connects, refreshes or is authorized, a few times an
-hour: each read or write opens a connection of its own (no pool to keep open or
-close) and runs in one statement or transaction. These are short blocking calls, as
-the grant files' reads and writes are. The table is made once per process and URL,
-under an advisory lock, as the built-in servers' schemas are. psycopg loads only here,
-and only for a pool with a ``database_url``. A database that cannot be reached is a
+hour: each read or write opens a connection of its own (no pool to keep open or close)
+and runs in one statement. These are blocking calls, made in a worker thread by
+`GrantStore`. The table is made once per process and URL, under an advisory lock, as
+the built-in servers' schemas are; the same transaction moves the rows of the earlier
+table (`OLD_GRANTS_TABLE`, one row per issuer and client holding every server's
+tokens) into rows of their own, and drops it. psycopg loads only here, and only for a
+pool with a ``database_url``. A database that cannot be reached is a
 `DatabaseUnavailable` naming it without its password.
 """
 
@@ -27,15 +30,24 @@ from typing import TYPE_CHECKING, Any, Final
 from nativemcp.protocol import DatabaseUnavailable
 from nativemcp.workers import redact_url
 
-from ._token_store import GRANTS_FOLDER, GrantPlace, StoredGrant
+from ._grant_rows import (
+    GRANTS_FOLDER,
+    GrantDatabase,
+    GrantPlace,
+    old_grant_rows,
+    table_sql,
+    write_sql,
+)
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["GRANTS_TABLE", "GrantTable", "grant_place"]
+__all__ = ["GRANTS_TABLE", "OLD_GRANTS_TABLE", "GrantTable", "grant_place"]
 
-GRANTS_TABLE: Final = "nativemcp_oauth_grants"
-"""The table of OAuth grants (issuer, client id, the grant as JSON)."""
+GRANTS_TABLE: Final = "nativemcp_grants"
+"""The table of OAuth grants, one row per grant."""
+OLD_GRANTS_TABLE: Final = "nativemcp_oauth_grants"
+"""The earlier versions' table (one row per issuer and client), moved on first use."""
 CONNECT_TIMEOUT: Final = 5
 """Seconds to wait for the database to accept a connection."""
 
@@ -43,9 +55,11 @@ _MADE: set[str] = set()
 _MAKING: Final = threading.Lock()
 
 
-class GrantTable:
+class GrantTable(GrantPlace):
     """The `GrantPlace` of a pool with a ``database_url`` (each method raises
     `DatabaseUnavailable` when the database cannot be reached, or psycopg is missing)."""
+
+    TABLE = GRANTS_TABLE
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -60,7 +74,9 @@ class GrantTable:
         import psycopg
 
         try:
-            with psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT) as conn:
+            with psycopg.connect(
+                self.url, connect_timeout=CONNECT_TIMEOUT, autocommit=True
+            ) as conn:
                 self._make_table(conn)
                 yield conn
         except psycopg.OperationalError as exc:
@@ -77,50 +93,35 @@ class GrantTable:
             with conn.transaction():
                 # One maker at a time across every process sharing the database.
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (GRANTS_TABLE,))
-                conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {GRANTS_TABLE} ("
-                    " issuer TEXT NOT NULL, client_id TEXT NOT NULL, grant_json TEXT NOT NULL,"
-                    " updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),"
-                    " PRIMARY KEY (issuer, client_id))"
-                )
+                conn.execute(table_sql(GRANTS_TABLE))
+                self._move_old_table(conn)
             _MADE.add(self.url)
 
-    def grants(self) -> list[StoredGrant]:
-        """Every grant kept (a row that is not a JSON object is skipped)."""
-        with self._connection() as conn:
-            rows = conn.execute(
-                f"SELECT grant_json FROM {GRANTS_TABLE} ORDER BY issuer, client_id"
-            ).fetchall()
-        found: list[StoredGrant] = []
-        for (text,) in rows:
+    def _move_old_table(self, conn: psycopg.Connection[Any]) -> None:
+        """Move the earlier table's grants into rows of their own, and drop it."""
+        (found,) = conn.execute("SELECT to_regclass(%s)", (OLD_GRANTS_TABLE,)).fetchone() or (None,)
+        if found is None:
+            return
+        for (text,) in conn.execute(f"SELECT grant_json FROM {OLD_GRANTS_TABLE}").fetchall():
             try:
                 data = json.loads(text)
             except ValueError:
                 continue
-            if isinstance(data, dict):
-                found.append(StoredGrant(data))
-        return found
+            for grant in old_grant_rows(data):
+                conn.execute(*write_sql(GRANTS_TABLE, grant))
+        conn.execute(f"DROP TABLE {OLD_GRANTS_TABLE}")
 
-    def put(self, grant: StoredGrant) -> None:
-        """Keep ``grant`` in place of the row of its issuer and client."""
-        issuer, client_id = grant.key
-        with self._connection() as conn, conn.transaction():
-            conn.execute(
-                f"INSERT INTO {GRANTS_TABLE} (issuer, client_id, grant_json)"
-                " VALUES (%s, %s, %s) ON CONFLICT (issuer, client_id) DO UPDATE"
-                " SET grant_json = excluded.grant_json, updated_at = now()",
-                (issuer, client_id, json.dumps(grant.data, sort_keys=True)),
-            )
-
-    def delete(self, key: tuple[str, str]) -> None:
-        """Drop the row of ``key``."""
-        with self._connection() as conn, conn.transaction():
-            conn.execute(f"DELETE FROM {GRANTS_TABLE} WHERE issuer = %s AND client_id = %s", key)
+    def run(self, sql: str, params: list[Any]) -> tuple[list[tuple[Any, ...]], int]:
+        """Run one statement (its own transaction): its rows, and how many it changed."""
+        with self._connection() as conn:
+            cursor = conn.execute(sql, params)
+            rows = cursor.fetchall() if cursor.description is not None else []
+            return [tuple(row) for row in rows], cursor.rowcount
 
 
-def grant_place(data_dir: Path | None, database_url: str | None) -> Path | GrantPlace | None:
+def grant_place(data_dir: Path | None, database_url: str | None) -> GrantPlace:
     """Where a pool keeps its grants: the ``database_url``'s table, else the data
-    folder's `GRANTS_FOLDER`, else nowhere but memory (None)."""
+    folder's `GRANTS_FOLDER`, else memory (for this process's life)."""
     if database_url:
         return GrantTable(database_url)
-    return data_dir / GRANTS_FOLDER if data_dir is not None else None
+    return GrantDatabase(data_dir / GRANTS_FOLDER if data_dir is not None else None)

@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nativemcp.protocol.wire import Caller
 
+from ..._handle import CallerToken
 from ...http_edge import header_value
 from ._access_tokens import IssuerTokens, IssuerUnavailable, TokenRefused
 from ._introspection import IntrospectedTokens
@@ -49,6 +50,7 @@ __all__ = [
     "challenge",
     "metadata_url",
     "request_caller",
+    "request_token",
     "resource_url",
     "send_json",
 ]
@@ -79,6 +81,17 @@ def caller_from_scope(scope: Scope) -> Caller | None:
         issuer=issuer if isinstance(issuer, str) else None,
         scopes=frozenset(token.scopes),
     )
+
+
+def request_token(ctx: ServerRequestContext[Any]) -> CallerToken | None:
+    """The access token the caller of ``ctx`` presented (None: not under OAuth), held
+    as a `CallerToken`: for an upstream entry of ``"grantType": "token_exchange"``,
+    the subject token serve exchanges; never passed upstream as it is."""
+    scope = getattr(ctx.request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    if not isinstance(user, AuthenticatedUser):
+        return None
+    return CallerToken(user.access_token.token)
 
 
 def request_caller(ctx: ServerRequestContext[Any]) -> Caller | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
+from _grants import kept_grants, stored
 from _oauth_server import Issuer, protected_server
 
 from nativemcp.proxy.cli import main
@@ -69,8 +70,7 @@ async def test_login_prints_the_address_and_keeps_tokens_that_status_then_shows(
     status = capsys.readouterr().out
     assert f"remote: authorized by {issuer.base}, scopes mcp, expires in " in status
     assert "plain" not in status  # no "oauth" entry: not an OAuth server
-    (grant,) = (data / GRANTS_FOLDER).glob("*.json")
-    token = json.loads(grant.read_text())["resources"][f"{issuer.base}/mcp"]["access_token"]
+    token = stored(data)["resources"][f"{issuer.base}/mcp"]["access_token"]
     assert token not in status and token not in printed
 
 
@@ -80,13 +80,12 @@ async def test_logout_revokes_at_the_issuer_and_deletes_the_kept_tokens(
     issuer, config = remote
     data = tmp_path / "data"
     await login(config, data)
-    (grant,) = (data / GRANTS_FOLDER).glob("*.json")
-    kept = json.loads(grant.read_text())["resources"][f"{issuer.base}/mcp"]["refresh_token"]
+    kept = stored(data)["resources"][f"{issuer.base}/mcp"]["refresh_token"]
     options = ("--mcp-config", str(config), "--data-dir", str(data))
     assert await cli("auth", "logout", "remote", *options) == 0
     assert "Logged out of 'remote'" in capsys.readouterr().out
     assert issuer.revoked == [kept] and kept not in issuer.refresh
-    assert list((data / GRANTS_FOLDER).glob("*.json")) == []
+    assert kept_grants(data) == []
     assert await cli("auth", "status", *options) == 0
     assert "remote: not authorized; run: nativemcp auth login remote" in capsys.readouterr().out
     assert await cli("auth", "logout", "remote", *options) == 0

@@ -1,0 +1,442 @@
+"""serve acting for each user (``"grantScope": "user"``): every user's calls to an
+OAuth-protected upstream go with that user's own grant, never another user's nor the
+pool's, in both protocol eras; a user with no grant is sent to the upstream's sign-in
+through serve's own callback (a URL-mode elicitation), and an upstream that trusts
+serve's issuer takes an RFC 8693 exchange of the caller's token instead.
+
+Serve's issuer is `_issuer` (real JWTs, JWKS over HTTP); the upstream is an MCP server
+that requires its own issuer's tokens and says whose token came (`_user_upstream`);
+the callers are the official SDK client. The tests read what the upstream received:
+serve's tokens never reach it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from _issuer import Issuer, running_issuer
+from _mcp_http import serving
+from _oauth_server import Recording
+from _task_client import create_task, task_result
+from _user_upstream import EXCHANGER_ID, EXCHANGER_SECRET, UpstreamIssuer, upstream
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from nativemcp.proxy import WorkerPool, http_app
+from nativemcp.proxy.external import UserServers
+from nativemcp.proxy.external._per_user import IDLE_CLOSE
+from nativemcp.proxy.serve import Authorization
+from nativemcp.proxy.tool_search import ToolProfile
+
+pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
+
+AUDIENCE = "nativemcp-test"
+Mode = Literal["legacy", "auto"]
+
+
+@asynccontextmanager
+async def _served(
+    oauth: dict[str, Any] | None = None, profile: ToolProfile | None = None
+) -> AsyncIterator[tuple[Issuer, UpstreamIssuer, Recording, str]]:
+    """Serve's issuer, the upstream's issuer, what the upstream received, and serve's
+    base URL, serving one upstream ``up`` per user (under ``profile``)."""
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+        entry = {"url": url, "oauth": oauth or {}, "grantScope": "user"}
+        if oauth is not None and oauth.get("issuer") == "UPSTREAM":
+            entry["oauth"] = {**oauth, "issuer": up.base}
+        pool = WorkerPool(builtins=[], mcp_servers={"up": entry}, timeout=30)
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+        async with serving(http_app(pool, auth=auth, profile=profile)) as base:
+            yield issuer, up, recording, base
+
+
+class Browser:
+    """A user's browser: signs in at the upstream as ``login`` and comes back to serve."""
+
+    def __init__(self, login: str) -> None:
+        self.login = login
+        self.visits: list[int] = []
+        """The status serve's callback answered each visit with."""
+
+    async def visit(self, url: str) -> None:
+        async with httpx2.AsyncClient() as http:
+            signed_in = await http.get(f"{url}&login={self.login}")
+            assert signed_in.status_code == 302, signed_in.text
+            back = await http.get(signed_in.headers["location"])
+        self.visits.append(back.status_code)
+
+    async def elicit(self, context: Any, params: Any) -> types.ElicitResult:
+        """The client's elicitation callback: a URL request is opened in the browser."""
+        assert isinstance(params, types.ElicitRequestURLParams), params
+        await self.visit(params.url)
+        return types.ElicitResult(action="accept")
+
+
+@asynccontextmanager
+async def _user(
+    base: str, issuer: Issuer, subject: str, mode: Mode, browser: Browser | None
+) -> AsyncIterator[tuple[Client, str]]:
+    """An official SDK client signed in to serve as ``subject``, and its token."""
+    token = issuer.token(subject)
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}) as http:
+        transport = streamable_http_client(f"{base}/mcp", http_client=http)
+        callback = browser.elicit if browser is not None else None
+        async with Client(transport, mode=mode, elicitation_callback=callback) as client:
+            yield client, token
+
+
+def _text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def _nothing_of(recording: Recording, *secrets: str) -> None:
+    """The upstream received none of ``secrets``, and every MCP request it answered
+    came with one of its own issuer's tokens."""
+    for received in recording.received:
+        assert not any(received.carries(secret) for secret in secrets), received
+    bearers = [r.headers.get("authorization", "") for r in recording.received]
+    assert any(b.startswith("Bearer up-access-") for b in bearers)
+    assert all(not b or b.startswith("Bearer up-access-") for b in bearers)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_two_users_each_call_the_upstream_with_their_own_grant(mode: Mode) -> None:
+    alice_browser, bob_browser = Browser("alice-upstream"), Browser("bob-upstream")
+    async with _served() as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", mode, alice_browser) as (alice, alice_token),
+                _user(base, issuer, "bob", mode, bob_browser) as (bob, bob_token),
+            ):
+                # Nobody has connected yet: the one tool listed asks for consent.
+                listed = [tool.name for tool in (await alice.list_tools()).tools]
+                assert listed == ["needs_authorization"]
+                signed_in = await alice.call_tool("needs_authorization", {})
+                assert not signed_in.is_error, signed_in
+                assert "authorized for you" in _text(signed_in)
+                names = [tool.name for tool in (await bob.list_tools()).tools]
+                assert "whoami" in names
+                # Bob has no grant: he is asked, his call goes on after his consent.
+                bobs = await bob.call_tool("whoami", {})
+                alices = await alice.call_tool("whoami", {})
+                bobs_again = await bob.call_tool("whoami", {})
+    assert _text(alices) == "upstream user alice-upstream"
+    assert _text(bobs) == _text(bobs_again) == "upstream user bob-upstream"
+    # One consent each, through serve's callback, and no second one.
+    assert up.authorizations == ["alice-upstream", "bob-upstream"]
+    assert alice_browser.visits == bob_browser.visits == [200]
+    _nothing_of(recording, alice_token, bob_token)
+    # The upstream's issuer got no token of serve's either (registration, code, tokens).
+    assert up.recording is not None and up.recording.received
+    assert not any(r.carries(alice_token) or r.carries(bob_token) for r in up.recording.received)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_call_tool_meta_tool_calls_as_its_caller(mode: Mode) -> None:
+    browsers = Browser("alice-upstream"), Browser("bob-upstream")
+    async with _served(profile=ToolProfile(search=True)) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", mode, browsers[0]) as (alice, alice_token),
+                _user(base, issuer, "bob", mode, browsers[1]) as (bob, bob_token),
+            ):
+                signed_in = await alice.call_tool("call_tool", {"name": "up__needs_authorization"})
+                assert not signed_in.is_error, signed_in
+                alices = await alice.call_tool("call_tool", {"name": "up__whoami"})
+                bobs = await bob.call_tool("call_tool", {"name": "up__whoami"})
+    assert _text(alices) == "upstream user alice-upstream"
+    assert _text(bobs) == "upstream user bob-upstream"
+    assert up.authorizations == ["alice-upstream", "bob-upstream"]
+    _nothing_of(recording, alice_token, bob_token)
+
+
+async def test_a_task_calls_as_the_caller_who_started_it() -> None:
+    browsers = Browser("alice-upstream"), Browser("bob-upstream")
+    async with _served(profile=ToolProfile(search=True)) as (issuer, _up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", "legacy", browsers[0]) as (alice, alice_token),
+                _user(base, issuer, "bob", "legacy", browsers[1]) as (bob, bob_token),
+            ):
+                await alice.call_tool("call_tool", {"name": "up__needs_authorization"})
+                await bob.call_tool("call_tool", {"name": "up__whoami"})
+                results = []
+                for client in (alice, bob):
+                    created = await create_task(client, "call_tool", {"name": "up__whoami"})
+                    results.append(await task_result(client, created["task"]["taskId"]))
+    assert [_text(result) for result in results] == [
+        "upstream user alice-upstream",
+        "upstream user bob-upstream",
+    ]
+    _nothing_of(recording, alice_token, bob_token)
+
+
+async def test_run_code_calls_as_its_caller() -> None:
+    browsers = Browser("alice-upstream"), Browser("bob-upstream")
+    # A program's tools are those served when it starts: the first signs in, the
+    # next calls the tools listed since.
+    program = "print(await up__needs_authorization())"
+    async with _served(profile=ToolProfile(code_mode=True)) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", "legacy", browsers[0]) as (alice, alice_token),
+                _user(base, issuer, "bob", "legacy", browsers[1]) as (bob, bob_token),
+            ):
+                signed_in = await alice.call_tool("run_code", {"code": program})
+                alices = await alice.call_tool("run_code", {"code": "print(await up__whoami())"})
+                bobs = await bob.call_tool("run_code", {"code": "print(await up__whoami())"})
+    assert "authorized for you" in _text(signed_in)
+    assert _text(alices).strip() == "upstream user alice-upstream"
+    assert _text(bobs).strip() == "upstream user bob-upstream"
+    assert up.authorizations == ["alice-upstream", "bob-upstream"]
+    _nothing_of(recording, alice_token, bob_token)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_grant_revoked_mid_session_asks_the_user_again_during_the_call(
+    mode: Mode,
+) -> None:
+    browser = Browser("alice-upstream")
+    async with _served() as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "alice", mode, browser) as (alice, token):
+                await alice.call_tool("needs_authorization", {})
+                before = await alice.call_tool("whoami", {})
+                up.revoke("alice-upstream")  # the access and the refresh token
+                after = await alice.call_tool("whoami", {})
+    assert _text(before) == _text(after) == "upstream user alice-upstream"
+    assert up.authorizations == ["alice-upstream", "alice-upstream"]
+    assert browser.visits == [200, 200]
+    _nothing_of(recording, token)
+
+
+async def test_a_client_that_cannot_elicit_gets_the_address_and_its_retry_goes_on() -> None:
+    browser = Browser("carol-upstream")
+    async with _served() as (issuer, _up, recording, base):
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "carol", "legacy", None) as (carol, token):
+                refused = await carol.call_tool("needs_authorization", {})
+                assert refused.is_error
+                text = _text(refused)
+                address = text[text.index("http") :]
+                assert "Open this address in a browser" in text
+                # Called again before going there: the same address, at once.
+                again = await carol.call_tool("needs_authorization", {})
+                assert again.is_error and _text(again) == text
+                await browser.visit(address)
+                retried = await carol.call_tool("needs_authorization", {})
+                whoami = await carol.call_tool("whoami", {})
+                # The address is used once: a second visit is refused.
+                await browser.visit(address)
+    assert not retried.is_error, retried
+    assert _text(whoami) == "upstream user carol-upstream"
+    assert browser.visits == [200, 400]
+    _nothing_of(recording, token)
+
+
+async def test_a_forged_or_unknown_state_at_serves_callback_is_refused() -> None:
+    async with _served() as (_issuer, _up, _recording, base), httpx2.AsyncClient() as http:
+        with anyio.fail_after(30):
+            unknown = await http.get(f"{base}/oauth/callback?code=x&state=nope")
+            bare = await http.get(f"{base}/oauth/callback")
+            posted = await http.post(f"{base}/oauth/callback?code=x&state=nope")
+    assert unknown.status_code == bare.status_code == 400
+    assert posted.status_code == 405
+    assert "code" not in unknown.text.lower() or "used already" in unknown.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_token_exchange_gets_each_user_their_own_upstream_token_once(mode: Mode) -> None:
+    oauth = {
+        "grantType": "token_exchange",
+        "clientId": EXCHANGER_ID,
+        "clientSecret": EXCHANGER_SECRET,
+        "issuer": "UPSTREAM",
+    }
+    async with _served(oauth) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "dave", mode, None) as (dave, dave_token),
+                _user(base, issuer, "erin", mode, None) as (erin, erin_token),
+            ):
+                first = await dave.call_tool("needs_authorization", {})
+                assert not first.is_error, first
+                daves = [_text(await dave.call_tool("whoami", {})) for _ in range(2)]
+                erins = [_text(await erin.call_tool("whoami", {})) for _ in range(2)]
+    assert daves == ["upstream user dave"] * 2
+    assert erins == ["upstream user erin"] * 2
+    # One exchange per user (the token is kept until it expires), of that user's token.
+    assert [form["subject_token"] for form in up.exchanges] == [dave_token, erin_token]
+    url = str(recording.received[0].path)
+    for form in up.exchanges:
+        assert form["subject_token_type"] == "urn:ietf:params:oauth:token-type:access_token"
+        assert form["audience"] == form["resource"]
+        assert form["resource"].endswith("/mcp") and url.startswith("/mcp")
+    assert up.authorizations == []  # nobody was asked
+    _nothing_of(recording, dave_token, erin_token)
+
+
+async def test_a_per_user_server_is_refused_without_serves_oauth() -> None:
+    pool = WorkerPool(
+        builtins=[],
+        mcp_servers={"up": {"url": "http://127.0.0.1:9/mcp", "oauth": {}, "grantScope": "user"}},
+    )
+    async with pool:
+        with pytest.raises(ValueError, match="needs OAuth"):
+            http_app(pool)
+        with pytest.raises(ValueError, match="grantScope"):
+            http_app(pool, token="static-secret")
+
+
+async def test_a_call_with_no_authenticated_caller_says_the_server_acts_for_each_user() -> None:
+    pool = WorkerPool(
+        builtins=[],
+        mcp_servers={"up": {"url": "http://127.0.0.1:9/mcp", "oauth": {}, "grantScope": "user"}},
+    )
+    async with pool:
+        response = await pool.call_tool("up__needs_authorization", {})
+    assert response.result is not None and response.result.is_error
+    assert "acts for each user" in str(response.result.content[0])
+
+
+async def test_the_console_shows_which_users_granted_an_upstream_and_no_token() -> None:
+    from nativemcp.proxy.console._app import create_console_app
+    from nativemcp.proxy.console._catalog import ConsoleCatalog
+
+    token = "t0ken-for-the-tests-0123456789"
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, _recording):
+        entry = {"url": url, "oauth": {}, "grantScope": "user"}
+        pool = WorkerPool(builtins=[], mcp_servers={"up": entry}, timeout=30)
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+        async with serving(http_app(pool, auth=auth)) as base, anyio.create_task_group() as flows:
+            with anyio.fail_after(60):
+                for subject in ("alice", "bob"):
+                    browser = Browser(f"{subject}-upstream")
+                    # The first signs in; the second is asked at his first call.
+                    tool = "needs_authorization" if subject == "alice" else "whoami"
+                    async with _user(base, issuer, subject, "legacy", browser) as (client, _):
+                        await client.call_tool(tool, {})
+                app = create_console_app(await ConsoleCatalog.load(pool), token, flows)
+                transport = httpx2.ASGITransport(app=app)
+                console = f"http://127.0.0.1/{token}/"
+                async with httpx2.AsyncClient(transport=transport, base_url=console) as http:
+                    answer = await http.get("api/tools")
+            flows.cancel_scope.cancel()
+    (server,) = answer.json()["servers"]
+    grants = server["grants"]
+    assert grants["grantScope"] == "user"
+    assert sorted(g["user"] for g in grants["users"]) == [
+        f"{issuer.url}#alice",
+        f"{issuer.url}#bob",
+    ]
+    assert all(g["resource"] == url and g["authorized"] for g in grants["users"])
+    # Nothing of a grant but what it is: no upstream token reaches the page.
+    assert "up-access-" not in answer.text and "up-refresh-" not in answer.text
+    assert len(up.users) == 4  # each user's access and refresh token, none shown
+
+
+async def test_an_idle_users_connection_is_closed_and_their_next_call_reconnects_unasked() -> None:
+    browser = Browser("alice-upstream")
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+        entry = {"url": url, "oauth": {}, "grantScope": "user"}
+        pool = WorkerPool(builtins=[], mcp_servers={"up": entry}, timeout=30)
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+        async with serving(http_app(pool, auth=auth)) as base:
+            with anyio.fail_after(60):
+                async with _user(base, issuer, "alice", "legacy", browser) as (alice, token):
+                    await alice.call_tool("needs_authorization", {})
+                    handle = pool.handles["up"]
+                    assert isinstance(handle, UserServers)
+                    assert handle.users() == [(issuer.url, "alice")]
+                    # Not idle long enough: kept.
+                    assert handle.sweep(time.monotonic()) == []
+                    later = time.monotonic() + IDLE_CLOSE + 1
+                    assert handle.sweep(later) == [(issuer.url, "alice")]
+                    assert handle.users() == []
+                    again = await alice.call_tool("whoami", {})
+    assert _text(again) == "upstream user alice-upstream"
+    assert up.authorizations == ["alice-upstream"]  # the kept grant: not asked again
+    assert browser.visits == [200]
+    _nothing_of(recording, token)
+
+
+async def test_an_exchanged_token_past_its_expiry_is_exchanged_again() -> None:
+    oauth = {
+        "grantType": "token_exchange",
+        "clientId": EXCHANGER_ID,
+        "clientSecret": EXCHANGER_SECRET,
+        "issuer": "UPSTREAM",
+    }
+    async with _served(oauth) as (issuer, up, _recording, base):
+        up.lifetime = 10  # inside the 30 s kept back for clocks: never reused
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "dave", "legacy", None) as (dave, _token):
+                await dave.call_tool("needs_authorization", {})
+                before = len(up.exchanges)
+                answer = await dave.call_tool("whoami", {})
+    assert _text(answer) == "upstream user dave"
+    assert len(up.exchanges) > before  # the call's own request got a new token
+
+
+async def test_a_refused_token_exchange_is_a_tool_error_naming_the_issuers_answer() -> None:
+    oauth = {
+        "grantType": "token_exchange",
+        "clientId": EXCHANGER_ID,
+        "clientSecret": "not-the-secret",
+        "issuer": "UPSTREAM",
+    }
+    async with _served(oauth) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "dave", "legacy", None) as (dave, token):
+                refused = await dave.call_tool("needs_authorization", {})
+    assert refused.is_error
+    assert "the issuer refused the token exchange: invalid_client" in _text(refused)
+    assert "not-the-secret" not in _text(refused)
+    assert [form["subject_token"] for form in up.exchanges] == [token]
+    assert not any(received.carries(token) for received in recording.received)
+
+
+async def test_a_user_who_consented_through_one_replica_is_called_unasked_through_another(
+    database_url: str | None, tmp_path: Path
+) -> None:
+    browser = Browser("alice-upstream")
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+        entry = {"url": url, "oauth": {}, "grantScope": "user"}
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+
+        def replica() -> WorkerPool:
+            # One data folder for SQLite (one file both read), or one PostgreSQL.
+            return WorkerPool(
+                builtins=[],
+                mcp_servers={"up": entry},
+                timeout=30,
+                data_dir=tmp_path,
+                database_url=database_url,
+            )
+
+        async with (
+            serving(http_app(replica(), auth=auth)) as first,
+            serving(http_app(replica(), auth=auth)) as second,
+        ):
+            with anyio.fail_after(60):
+                async with _user(first, issuer, "alice", "legacy", browser) as (alice, token):
+                    await alice.call_tool("needs_authorization", {})
+                async with _user(second, issuer, "alice", "legacy", None) as (again, _):
+                    listed = [tool.name for tool in (await again.list_tools()).tools]
+                    assert listed == ["needs_authorization"]  # nobody connected here yet
+                    signed_in = await again.call_tool("needs_authorization", {})
+                    answer = await again.call_tool("whoami", {})
+    assert not signed_in.is_error, signed_in  # no client elicitation: none was needed
+    assert _text(answer) == "upstream user alice-upstream"
+    assert up.authorizations == ["alice-upstream"]
+    _nothing_of(recording, token)

@@ -1,0 +1,147 @@
+"""The parts of serve acting for each user that run without servers: the entry's
+``grantScope`` and ``token_exchange`` settings and their mistakes, the pending consents
+(one-time, expiring, bound to a user), each user's key, and the caller's token
+that never prints. The end-to-end tests are in ``serve/test_serve_per_user.py``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from nativemcp.proxy import CallerToken, CallOptions
+from nativemcp.proxy.cli import main
+from nativemcp.proxy.external import Consents, load_mcp_servers, user_key
+from nativemcp.proxy.external.oauth import OAuthSettings
+
+URL = "https://mcp.example.com/mcp"
+AUTHORIZE = "https://issuer.example.com/authorize?client_id=c&state="
+
+
+def entry(**fields: Any) -> dict[str, Any]:
+    return {"mcpServers": {"gh": {"url": URL, **fields}}}
+
+
+def test_grant_scope_user_is_read_and_the_pool_is_the_default() -> None:
+    (per_user,) = load_mcp_servers(entry(oauth={}, grantScope="user"))
+    (pooled,) = load_mcp_servers(entry(oauth={}))
+    assert per_user.grant_scope == "user" and pooled.grant_scope == "pool"
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"oauth": {}, "grantScope": "users"}, '\'grantScope\' must be "pool" or "user"'),
+        ({"grantScope": "user"}, 'needs an "oauth" entry'),
+        (
+            {"oauth": {"grantType": "client_credentials", "clientId": "a", "clientSecret": "b"}}
+            | {"grantScope": "user"},
+            "authorization_code, the default, or token_exchange",
+        ),
+        (
+            {"oauth": {"grantType": "token_exchange", "clientId": "a", "issuer": URL}},
+            "exchanges each caller's token",
+        ),
+        (
+            {"oauth": {"grantType": "token_exchange", "clientId": "a"}, "grantScope": "user"},
+            "needs 'oauth.issuer'",
+        ),
+        ({"oauth": {"audience": "api"}}, "'oauth.audience' is for 'grantType': 'token_exchange'"),
+    ],
+)
+def test_grant_scope_mistakes_are_named(fields: dict[str, Any], said: str) -> None:
+    with pytest.raises(ValueError, match="gh") as raised:
+        load_mcp_servers(entry(**fields))
+    assert said in str(raised.value)
+
+
+def test_a_stdio_server_cannot_act_for_each_user() -> None:
+    config = {"mcpServers": {"local": {"command": "true", "grantScope": "user"}}}
+    with pytest.raises(ValueError, match='needs an "oauth" entry'):
+        load_mcp_servers(config)
+
+
+def test_token_exchange_settings_are_read() -> None:
+    oauth = {
+        "grantType": "token_exchange",
+        "clientId": "serve",
+        "clientSecret": "${SECRET}",
+        "issuer": "https://issuer.example.com",
+        "audience": "api://upstream",
+    }
+    (spec,) = load_mcp_servers(entry(oauth=oauth, grantScope="user"), environ={"SECRET": "s"})
+    assert spec.oauth == OAuthSettings(
+        client_id="serve",
+        client_secret="s",
+        grant="token_exchange",
+        issuer="https://issuer.example.com",
+        audience="api://upstream",
+    )
+    assert "'s'" not in repr(spec.oauth)
+
+
+def test_a_consent_is_finished_once_by_its_own_state() -> None:
+    consents = Consents()
+    consent = consents.open(("iss", "alice"), "gh", AUTHORIZE + "abc123")
+    assert consents.pending(("iss", "alice")) == [consent]
+    assert consents.pending(("iss", "bob")) == []
+    # A prefix or a suffix of the state is not the state.
+    assert consents.finish("/oauth/callback?code=c&state=abc12") is None
+    assert consents.finish("/oauth/callback?code=c&state=abc1234") is None
+    assert consents.finish("/oauth/callback?code=c") is None
+    assert not consent.returned.is_set()
+    finished = consents.finish("/oauth/callback?code=c&state=abc123")
+    assert finished is consent and consent.target == "/oauth/callback?code=c&state=abc123"
+    assert consent.returned.is_set()
+    # Used once: the same return again finds nothing.
+    assert consents.finish("/oauth/callback?code=c&state=abc123") is None
+    assert consents.pending(("iss", "alice")) == []
+
+
+def test_an_expired_consent_is_refused_and_its_waiter_woken() -> None:
+    consents = Consents(ttl=0.0)
+    consent = consents.open(("iss", "alice"), "gh", AUTHORIZE + "s1")
+    assert consents.finish("/oauth/callback?code=c&state=s1") is None
+    assert consent.returned.is_set() and consent.target is None
+
+
+def test_an_authorization_request_without_a_state_is_not_kept() -> None:
+    with pytest.raises(ValueError, match="state"):
+        Consents().open(("iss", "alice"), "gh", "https://issuer.example.com/authorize?a=b")
+
+
+def test_serve_without_a_known_address_says_how_to_give_it() -> None:
+    with pytest.raises(RuntimeError, match="--auth-resource"):
+        Consents().redirect_uri()
+
+
+def test_the_same_subject_at_another_issuer_is_another_user() -> None:
+    assert user_key("https://idp", "alice") == user_key("https://idp", "alice")
+    assert user_key("https://idp", "alice") != user_key("https://other-idp", "alice")
+    assert user_key("https://idp", "alice") != user_key("https://idp", "bob")
+
+
+def test_the_callers_token_never_prints() -> None:
+    token = CallerToken("eyJ.secret.token")
+    options = CallOptions(caller_token=token)
+    assert "secret" not in repr(token) and "secret" not in repr(options)
+    assert token.reveal() == "eyJ.secret.token"
+    with pytest.raises(TypeError):
+        msgspec.json.encode(token)  # it cannot go into a frame by accident
+
+
+@pytest.mark.parametrize("transport", [["--transport", "stdio"], ["--transport", "http"]])
+def test_serve_refuses_a_per_user_entry_without_oauth_before_anything_starts(
+    transport: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps(entry(oauth={}, grantScope="user")))
+    argv = ["serve", *transport, "--mcp-config", str(config), "--data-dir", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert 'MCP server \'gh\' has "grantScope": "user"' in err
+    assert "--auth-issuer URL and --auth-audience AUD" in err
+    assert len(err.strip().splitlines()) == 1
