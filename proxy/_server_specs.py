@@ -202,7 +202,9 @@ def server_specs(
                 )
             )
     grants = grant_place(config.data_dir, config.database_url)
-    consents = Consents()  # one serve's callback finishes every per-user server's
+    # One serve's callback finishes every per-user server's consents, and any process's
+    # sharing the grants: the pending ones are rows beside them.
+    consents = Consents(grants)
     specs.extend(
         ExternalSpec(
             spec,

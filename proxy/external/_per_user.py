@@ -226,7 +226,7 @@ class UserServers(UnwrappingHandle):
 
         async def redirect(authorization_url: str) -> str | None:
             session = holder[0]
-            consent = self.consents.open(user, self.name, authorization_url)
+            consent = await self.consents.open(user, self.name, authorization_url)
             session.consent = consent
             opened, session.asked = session.asked, anyio.Event()
             opened.set()

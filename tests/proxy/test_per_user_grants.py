@@ -9,12 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 import pytest
 
 from nativemcp.proxy import CallerToken, CallOptions
 from nativemcp.proxy.cli import main
-from nativemcp.proxy.external import Consents, load_mcp_servers, user_key
+from nativemcp.proxy.external import Consents, grant_place, load_mcp_servers, user_key
 from nativemcp.proxy.external.oauth import OAuthSettings
 
 URL = "https://mcp.example.com/mcp"
@@ -83,34 +84,85 @@ def test_token_exchange_settings_are_read() -> None:
     assert "'s'" not in repr(spec.oauth)
 
 
-def test_a_consent_is_finished_once_by_its_own_state() -> None:
+@pytest.mark.anyio
+async def test_a_consent_is_finished_once_by_its_own_state() -> None:
     consents = Consents()
-    consent = consents.open(("iss", "alice"), "gh", AUTHORIZE + "abc123")
+    consent = await consents.open(("iss", "alice"), "gh", AUTHORIZE + "abc123")
     assert consents.pending(("iss", "alice")) == [consent]
     assert consents.pending(("iss", "bob")) == []
     # A prefix or a suffix of the state is not the state.
-    assert consents.finish("/oauth/callback?code=c&state=abc12") is None
-    assert consents.finish("/oauth/callback?code=c&state=abc1234") is None
-    assert consents.finish("/oauth/callback?code=c") is None
+    assert not await consents.finish("/oauth/callback?code=c&state=abc12")
+    assert not await consents.finish("/oauth/callback?code=c&state=abc1234")
+    assert not await consents.finish("/oauth/callback?code=c")
     assert not consent.returned.is_set()
-    finished = consents.finish("/oauth/callback?code=c&state=abc123")
-    assert finished is consent and consent.target == "/oauth/callback?code=c&state=abc123"
+    assert await consents.finish("/oauth/callback?code=c&state=abc123&iss=i")
+    with anyio.fail_after(10):
+        target = await consent.wait()
+    assert target == consent.target == "/oauth/callback?code=c&iss=i&state=abc123"
     assert consent.returned.is_set()
     # Used once: the same return again finds nothing.
-    assert consents.finish("/oauth/callback?code=c&state=abc123") is None
+    assert not await consents.finish("/oauth/callback?code=c&state=abc123")
     assert consents.pending(("iss", "alice")) == []
 
 
-def test_an_expired_consent_is_refused_and_its_waiter_woken() -> None:
+@pytest.mark.anyio
+async def test_an_expired_consent_is_refused_and_its_waiter_gets_nothing() -> None:
     consents = Consents(ttl=0.0)
-    consent = consents.open(("iss", "alice"), "gh", AUTHORIZE + "s1")
-    assert consents.finish("/oauth/callback?code=c&state=s1") is None
+    consent = await consents.open(("iss", "alice"), "gh", AUTHORIZE + "s1")
+    assert not await consents.finish("/oauth/callback?code=c&state=s1")
+    with anyio.fail_after(10):
+        assert await consent.wait() is None
     assert consent.returned.is_set() and consent.target is None
 
 
-def test_an_authorization_request_without_a_state_is_not_kept() -> None:
+@pytest.mark.anyio
+async def test_a_consent_asked_by_one_process_is_finished_at_another_sharing_the_grants(
+    database_url: str | None, tmp_path: Path
+) -> None:
+    # Two serve processes' consents over one grant place (one SQLite file, or one
+    # PostgreSQL): the callback lands on the second, the first's waiter goes on.
+    asking = Consents(grant_place(tmp_path, database_url))
+    elsewhere_place = grant_place(tmp_path, database_url)
+    elsewhere = Consents(elsewhere_place)
+    consent = await asking.open(("iss", "alice"), "gh", AUTHORIZE + "state-xyz")
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+            # Two callbacks with one state at once: only one is taken.
+            results: list[bool] = []
+
+            async def land(consents: Consents) -> None:
+                results.append(
+                    await consents.finish("/oauth/callback?code=the-code&state=state-xyz")
+                )
+
+            group.start_soon(land, elsewhere)
+            group.start_soon(land, Consents(grant_place(tmp_path, database_url)))
+        target = await consent.wait()
+    assert sorted(results) == [False, True]
+    assert target == "/oauth/callback?code=the-code&state=state-xyz"
+    # Taken once: neither process finishes it again, and no row is left.
+    assert not await elsewhere.finish("/oauth/callback?code=the-code&state=state-xyz")
+    assert not await asking.finish("/oauth/callback?code=the-code&state=state-xyz")
+    rows, _ = elsewhere_place.run(f"SELECT * FROM {elsewhere_place.CONSENTS}", [])
+    assert rows == []
+
+
+@pytest.mark.anyio
+async def test_a_pending_consents_row_holds_no_state_and_no_code_before_the_callback(
+    tmp_path: Path,
+) -> None:
+    place = grant_place(tmp_path, None)
+    await Consents(place).open(("iss", "alice"), "gh", AUTHORIZE + "secret-state")
+    rows, _ = place.run(f"SELECT * FROM {place.CONSENTS}", [])
+    assert len(rows) == 1
+    assert not any("secret-state" in str(value) or "alice" in str(value) for value in rows[0])
+    assert rows[0][2] is None  # nothing came back yet
+
+
+@pytest.mark.anyio
+async def test_an_authorization_request_without_a_state_is_not_kept() -> None:
     with pytest.raises(ValueError, match="state"):
-        Consents().open(("iss", "alice"), "gh", "https://issuer.example.com/authorize?a=b")
+        await Consents().open(("iss", "alice"), "gh", "https://issuer.example.com/authorize?a=b")
 
 
 def test_serve_without_a_known_address_says_how_to_give_it() -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "GrantKey",
     "GrantPlace",
     "StaleGrant",
+    "consent_table_sql",
     "old_grant_rows",
 ]
 
@@ -153,6 +154,16 @@ def table_sql(table: str) -> str:
     )
 
 
+def consent_table_sql(table: str) -> str:
+    """The table of pending consents beside the grants (`_consent.ConsentRows`): the
+    hash of each sign-in's ``state``, its expiry, and what the browser brought back to
+    serve's callback (NULL: not back yet)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} ("
+        " state_hash TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL, returned TEXT)"
+    )
+
+
 def find_sql(
     table: str,
     user: str | None,
@@ -232,6 +243,8 @@ class GrantPlace:
     which a place implements). Every method blocks (call it in a thread)."""
 
     TABLE: str
+    CONSENTS: str
+    """The table of pending consents (`consent_table_sql`), made with `TABLE`."""
 
     def run(self, sql: str, params: list[Any]) -> tuple[list[tuple[Any, ...]], int]:
         """Run one ``%s``-parameter statement: its rows, and how many it changed."""
@@ -281,6 +294,7 @@ class GrantDatabase(GrantPlace):
     file across processes (each waits up to `BUSY_SECONDS`)."""
 
     TABLE = "grants"
+    CONSENTS = "consents"
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
@@ -297,6 +311,7 @@ class GrantDatabase(GrantPlace):
                         ":memory:", isolation_level=None, check_same_thread=False
                     )
                     self._memory.execute(table_sql(self.TABLE))
+                    self._memory.execute(consent_table_sql(self.CONSENTS))
                 yield self._memory
             return
         path = self.folder / GRANTS_DB
@@ -307,6 +322,7 @@ class GrantDatabase(GrantPlace):
         try:
             if not self._ready:
                 conn.execute(table_sql(self.TABLE))
+                conn.execute(consent_table_sql(self.CONSENTS))
                 self._move_old_files(conn)
                 self._ready = True
             yield conn

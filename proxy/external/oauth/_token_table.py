@@ -34,6 +34,7 @@ from ._grant_rows import (
     GRANTS_FOLDER,
     GrantDatabase,
     GrantPlace,
+    consent_table_sql,
     old_grant_rows,
     table_sql,
     write_sql,
@@ -42,10 +43,12 @@ from ._grant_rows import (
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["GRANTS_TABLE", "OLD_GRANTS_TABLE", "GrantTable", "grant_place"]
+__all__ = ["CONSENTS_TABLE", "GRANTS_TABLE", "OLD_GRANTS_TABLE", "GrantTable", "grant_place"]
 
 GRANTS_TABLE: Final = "nativemcp_grants"
 """The table of OAuth grants, one row per grant."""
+CONSENTS_TABLE: Final = "nativemcp_consents"
+"""The table of pending consents (a user's sign-in not back yet), beside the grants."""
 OLD_GRANTS_TABLE: Final = "nativemcp_oauth_grants"
 """The earlier versions' table (one row per issuer and client), moved on first use."""
 CONNECT_TIMEOUT: Final = 5
@@ -60,6 +63,7 @@ class GrantTable(GrantPlace):
     `DatabaseUnavailable` when the database cannot be reached, or psycopg is missing)."""
 
     TABLE = GRANTS_TABLE
+    CONSENTS = CONSENTS_TABLE
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -94,6 +98,7 @@ class GrantTable(GrantPlace):
                 # One maker at a time across every process sharing the database.
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (GRANTS_TABLE,))
                 conn.execute(table_sql(GRANTS_TABLE))
+                conn.execute(consent_table_sql(CONSENTS_TABLE))
                 self._move_old_table(conn)
             _MADE.add(self.url)
 

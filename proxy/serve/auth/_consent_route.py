@@ -4,8 +4,10 @@ The upstream's authorization server sends the user's browser back to
 ``<serve's origin>/oauth/callback?code=…&state=…``. That request carries no bearer
 token (a browser follows a redirect), so `ConsentCallback` answers it before the
 resource server's check: the ``state`` finds the pending consent it was made for (bound
-to the user and the call that asked, used once, expiring), whose provider then trades
-the code, with its PKCE verifier, for the user's tokens. The browser gets a short page;
+to the user and the call that asked, used once, expiring), in this process or in
+another sharing the grants (``--workers N``, replicas: `Consents` keeps it in rows
+beside them), whose provider then trades the code, with its PKCE verifier, for the
+user's tokens. The browser gets a short page;
 nothing of the grant is in it.
 
 Serve's origin, for the redirect URI, is ``--auth-resource``'s where it is given, else
@@ -78,7 +80,7 @@ class ConsentCallback:
         query = scope.get("query_string", b"").decode("latin-1")
         returned_to = f"{CALLBACK_ROUTE}?{query}"
         for consents in self._consents():
-            if consents.finish(returned_to) is not None:
+            if await consents.finish(returned_to):
                 await _page(send, 200, _DONE)
                 return
         await _page(send, 400, _UNKNOWN)

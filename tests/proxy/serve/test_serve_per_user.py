@@ -61,21 +61,30 @@ async def _served(
 class Browser:
     """A user's browser: signs in at the upstream as ``login`` and comes back to serve."""
 
-    def __init__(self, login: str) -> None:
+    def __init__(self, login: str, lands_on: str | None = None) -> None:
         self.login = login
+        self.lands_on = lands_on
+        """The serve the way back lands on (a load balancer's pick), if not the one
+        the redirect names."""
         self.visits: list[int] = []
         """The status serve's callback answered each visit with."""
+        self.links: list[str] = []
+        """The sign-in links the client was sent to."""
 
     async def visit(self, url: str) -> None:
         async with httpx2.AsyncClient() as http:
             signed_in = await http.get(f"{url}&login={self.login}")
             assert signed_in.status_code == 302, signed_in.text
-            back = await http.get(signed_in.headers["location"])
+            location = signed_in.headers["location"]
+            if self.lands_on is not None:
+                location = self.lands_on + location[location.index("/oauth/callback") :]
+            back = await http.get(location)
         self.visits.append(back.status_code)
 
     async def elicit(self, context: Any, params: Any) -> types.ElicitResult:
         """The client's elicitation callback: a URL request is opened in the browser."""
         assert isinstance(params, types.ElicitRequestURLParams), params
+        self.links.append(params.url)
         await self.visit(params.url)
         return types.ElicitResult(action="accept")
 
@@ -439,4 +448,44 @@ async def test_a_user_who_consented_through_one_replica_is_called_unasked_throug
     assert not signed_in.is_error, signed_in  # no client elicitation: none was needed
     assert _text(answer) == "upstream user alice-upstream"
     assert up.authorizations == ["alice-upstream"]
+    _nothing_of(recording, token)
+
+
+async def test_a_consent_asked_through_one_replica_is_finished_by_a_callback_at_another(
+    database_url: str | None, tmp_path: Path
+) -> None:
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+        entry = {"url": url, "oauth": {}, "grantScope": "user"}
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+
+        def replica() -> WorkerPool:
+            # One data folder for SQLite (one file both read), or one PostgreSQL.
+            return WorkerPool(
+                builtins=[],
+                mcp_servers={"up": entry},
+                timeout=30,
+                data_dir=tmp_path,
+                database_url=database_url,
+            )
+
+        async with (
+            serving(http_app(replica(), auth=auth)) as first,
+            serving(http_app(replica(), auth=auth)) as second,
+        ):
+            # The call waits on the first; the browser's way back lands on the second.
+            browser = Browser("alice-upstream", lands_on=second)
+            with anyio.fail_after(60):
+                async with _user(first, issuer, "alice", "legacy", browser) as (alice, token):
+                    signed_in = await alice.call_tool("needs_authorization", {})
+                    answer = await alice.call_tool("whoami", {})
+                assert len(browser.links) == 1  # asked once
+                # The sign-in link is used once, whichever replica it comes back to.
+                for lands_on in (first, second):
+                    browser.lands_on = lands_on
+                    await browser.visit(browser.links[0])
+    assert not signed_in.is_error, signed_in
+    assert _text(answer) == "upstream user alice-upstream"
+    # Signed in at the upstream three times; serve took the first way back only.
+    assert up.authorizations == ["alice-upstream"] * 3
+    assert browser.visits == [200, 400, 400]
     _nothing_of(recording, token)
