@@ -13,7 +13,9 @@ and runs in one statement. These are blocking calls, made in a worker thread by
 the built-in servers' schemas are; the same transaction moves the rows of the earlier
 table (`OLD_GRANTS_TABLE`, one row per issuer and client holding every server's
 tokens) into rows of their own, and drops it. psycopg loads only here, and only for a
-pool with a ``database_url``. A database that cannot be reached is a
+pool with a ``database_url``. Beside it, `CONSENTS_TABLE` holds the pending
+consents (`_consent.ConsentRows`), made in the same transaction. A database that
+cannot be reached is a
 `DatabaseUnavailable` naming it without its password.
 """
 

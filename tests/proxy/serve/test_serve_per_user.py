@@ -415,16 +415,18 @@ async def test_a_refused_token_exchange_is_a_tool_error_naming_the_issuers_answe
     assert not any(received.carries(token) for received in recording.received)
 
 
-async def test_a_user_who_consented_through_one_replica_is_called_unasked_through_another(
+@asynccontextmanager
+async def _two_replicas(
     database_url: str | None, tmp_path: Path
-) -> None:
-    browser = Browser("alice-upstream")
+) -> AsyncIterator[tuple[Issuer, UpstreamIssuer, Recording, str, str]]:
+    """Serve's issuer, the upstream's issuer, what the upstream received, and two
+    serves' base URLs, each serving ``up`` per user over one grant place: one data
+    folder for SQLite (one file both read), or one PostgreSQL."""
     async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
         entry = {"url": url, "oauth": {}, "grantScope": "user"}
         auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
 
         def replica() -> WorkerPool:
-            # One data folder for SQLite (one file both read), or one PostgreSQL.
             return WorkerPool(
                 builtins=[],
                 mcp_servers={"up": entry},
@@ -437,14 +439,22 @@ async def test_a_user_who_consented_through_one_replica_is_called_unasked_throug
             serving(http_app(replica(), auth=auth)) as first,
             serving(http_app(replica(), auth=auth)) as second,
         ):
-            with anyio.fail_after(60):
-                async with _user(first, issuer, "alice", "legacy", browser) as (alice, token):
-                    await alice.call_tool("needs_authorization", {})
-                async with _user(second, issuer, "alice", "legacy", None) as (again, _):
-                    listed = [tool.name for tool in (await again.list_tools()).tools]
-                    assert listed == ["needs_authorization"]  # nobody connected here yet
-                    signed_in = await again.call_tool("needs_authorization", {})
-                    answer = await again.call_tool("whoami", {})
+            yield issuer, up, recording, first, second
+
+
+async def test_a_user_who_consented_through_one_replica_is_called_unasked_through_another(
+    database_url: str | None, tmp_path: Path
+) -> None:
+    browser = Browser("alice-upstream")
+    async with _two_replicas(database_url, tmp_path) as (issuer, up, recording, first, second):
+        with anyio.fail_after(60):
+            async with _user(first, issuer, "alice", "legacy", browser) as (alice, token):
+                await alice.call_tool("needs_authorization", {})
+            async with _user(second, issuer, "alice", "legacy", None) as (again, _):
+                listed = [tool.name for tool in (await again.list_tools()).tools]
+                assert listed == ["needs_authorization"]  # nobody connected here yet
+                signed_in = await again.call_tool("needs_authorization", {})
+                answer = await again.call_tool("whoami", {})
     assert not signed_in.is_error, signed_in  # no client elicitation: none was needed
     assert _text(answer) == "upstream user alice-upstream"
     assert up.authorizations == ["alice-upstream"]
@@ -454,35 +464,18 @@ async def test_a_user_who_consented_through_one_replica_is_called_unasked_throug
 async def test_a_consent_asked_through_one_replica_is_finished_by_a_callback_at_another(
     database_url: str | None, tmp_path: Path
 ) -> None:
-    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
-        entry = {"url": url, "oauth": {}, "grantScope": "user"}
-        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
-
-        def replica() -> WorkerPool:
-            # One data folder for SQLite (one file both read), or one PostgreSQL.
-            return WorkerPool(
-                builtins=[],
-                mcp_servers={"up": entry},
-                timeout=30,
-                data_dir=tmp_path,
-                database_url=database_url,
-            )
-
-        async with (
-            serving(http_app(replica(), auth=auth)) as first,
-            serving(http_app(replica(), auth=auth)) as second,
-        ):
-            # The call waits on the first; the browser's way back lands on the second.
-            browser = Browser("alice-upstream", lands_on=second)
-            with anyio.fail_after(60):
-                async with _user(first, issuer, "alice", "legacy", browser) as (alice, token):
-                    signed_in = await alice.call_tool("needs_authorization", {})
-                    answer = await alice.call_tool("whoami", {})
-                assert len(browser.links) == 1  # asked once
-                # The sign-in link is used once, whichever replica it comes back to.
-                for lands_on in (first, second):
-                    browser.lands_on = lands_on
-                    await browser.visit(browser.links[0])
+    async with _two_replicas(database_url, tmp_path) as (issuer, up, recording, first, second):
+        # The call waits on the first; the browser's way back lands on the second.
+        browser = Browser("alice-upstream", lands_on=second)
+        with anyio.fail_after(60):
+            async with _user(first, issuer, "alice", "legacy", browser) as (alice, token):
+                signed_in = await alice.call_tool("needs_authorization", {})
+                answer = await alice.call_tool("whoami", {})
+            assert len(browser.links) == 1  # asked once
+            # The sign-in link is used once, whichever replica it comes back to.
+            for lands_on in (first, second):
+                browser.lands_on = lands_on
+                await browser.visit(browser.links[0])
     assert not signed_in.is_error, signed_in
     assert _text(answer) == "upstream user alice-upstream"
     # Signed in at the upstream three times; serve took the first way back only.
