@@ -34,7 +34,7 @@ _DONE: Final = (
 )
 _UNKNOWN: Final = (
     "<!doctype html><title>Not authorized</title><p>This sign-in link was used already, "
-    "has expired or was not made here. Call the tool again for a new one."
+    "has expired or was not made by this server. Call the tool again for a new one."
 )
 
 
