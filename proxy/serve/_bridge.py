@@ -20,8 +20,9 @@ The bridge holds its parts, each given what it reads: ``tools`` (`ServedTools`, 
 served catalog), ``calls`` (`ToolCalls`, the pool call and its shaped result),
 ``features`` (`PassThroughFeatures`, resources, prompts, completions), ``results``
 (`ServedResults`, results cut to a budget and kept), ``apps``,
-``suspended``, ``tasks`` and ``task_extension``; what is per request (the MCP context,
-the client's declared capabilities and log level, the scope check) stays here.
+``suspended``, ``tasks``, ``task_extension`` and ``logs`` (`ClientLogs`, the clients'
+log levels); what is per request (the MCP context, the client's declared capabilities,
+the scope check) stays here.
 """
 
 from __future__ import annotations
