@@ -50,7 +50,7 @@ from .codemode import (
     code_response,
     code_search_response,
     code_tools,
-    named_progress,
+    named_handlers,
     read_code,
     read_describe,
     tool_stubs,
@@ -587,10 +587,9 @@ class AgentLoop:
         names = {tool.name: name for name, tool in tools.items()}
 
         async def call(full_name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
-            each = options
-            if options is not None and options.on_progress is not None:  # say whose
-                named = named_progress(options.on_progress, names[full_name])
-                each = msgspec.structs.replace(options, on_progress=named)
+            each = options  # its progress and log messages say whose they are
+            if options is not None and (named := named_handlers(names[full_name], options)):
+                each = msgspec.structs.replace(options, **named)
             return await self._pool.call_tool(full_name, arguments, options=each)
 
         limits = limits or self._pool.config.code_limits

@@ -19,6 +19,7 @@ through the pool and these public names.
 
 from ._calls import chosen_tools as chosen_tools
 from ._calls import code_tools as code_tools
+from ._calls import named_handlers as named_handlers
 from ._calls import named_progress as named_progress
 from ._calls import plain as plain
 from ._calls import python_names as python_names
@@ -60,6 +61,7 @@ __all__ = [
     "code_response",
     "code_search_response",
     "code_tools",
+    "named_handlers",
     "named_progress",
     "plain",
     "python_names",

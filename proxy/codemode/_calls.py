@@ -14,7 +14,7 @@ import keyword
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -34,9 +34,12 @@ from ._limits import CodeLimits
 from ._result import CodeResult, InnerCall
 
 __all__ = [
+    "Handlers",
     "RunState",
     "chosen_tools",
     "code_tools",
+    "named_handlers",
+    "named_log",
     "named_progress",
     "plain",
     "python_names",
@@ -75,6 +78,41 @@ def named_progress(
         said = message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}")
         return report(progress, total, f"{name}: {said}")
 
+    return named
+
+
+def named_log(
+    log: Callable[[str, Any, str | None], Any], name: str
+) -> Callable[[str, Any, str | None], Any]:
+    """``log`` for one inner call: its logger named by ``name``, the identifier the
+    program called (``shapes__count``; a tool's own logger after it,
+    ``shapes__count: db``), so whoever reads a run's log knows which call it is of."""
+
+    def named(level: str, data: Any, logger: str | None) -> Any:
+        return log(level, data, name if logger is None else f"{name}: {logger}")
+
+    return named
+
+
+class Handlers(Protocol):
+    """A call's handlers of what a tool tells while it runs (`CallOptions` has them)."""
+
+    @property
+    def on_progress(self) -> Callable[[float, float | None, str | None], Any] | None: ...
+    @property
+    def on_log(self) -> Callable[[str, Any, str | None], Any] | None: ...
+
+
+def named_handlers(name: str, handlers: Handlers) -> dict[str, Any]:
+    """The handlers of ``handlers`` for one inner call named ``name``, by keyword
+    (``on_progress``, ``on_log``; `named_progress`, `named_log`): empty when there are
+    none to name."""
+    on_progress, on_log = handlers.on_progress, handlers.on_log
+    named: dict[str, Any] = {}
+    if on_progress is not None:
+        named["on_progress"] = named_progress(on_progress, name)
+    if on_log is not None:
+        named["on_log"] = named_log(on_log, name)
     return named
 
 

@@ -20,16 +20,17 @@ The bridge holds its parts, each given what it reads: ``tools`` (`ServedTools`, 
 served catalog), ``calls`` (`ToolCalls`, the pool call and its shaped result),
 ``features`` (`PassThroughFeatures`, resources, prompts, completions), ``results``
 (`ServedResults`, results cut to a budget and kept), ``apps``,
-``suspended``, ``tasks`` and ``task_extension``; what is per request (the MCP context,
-the client's declared capabilities and log level, the scope check) stays here.
+``suspended``, ``tasks``, ``task_extension`` and ``logs`` (`ClientLogs`, the clients'
+log levels); what is per request (the MCP context, the client's declared capabilities,
+the scope check) stays here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import anyio
@@ -44,20 +45,19 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from nativemcp.protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
-    LOG_LEVELS,
     METHOD_NOT_FOUND,
     ClientRequestError,
     NativeMCPResponse,
     Tool,
 )
 
-from .._sdk_seam import client_connection
 from ..external import accepts_task
 from ..tool_search import CALL_TOOL, SEARCH_TOOLS, ToolProfile
 from ._apps import ServedApps
 from ._capabilities import client_capabilities, missing_capability, require_capability
 from ._code_mode import CODE_MODE_TOOLS, CodeMode, program_progress
 from ._defaults import DEFAULT_MAX_TASK_TTL, DEFAULT_MAX_TASKS
+from ._logs import ClientLogs
 from ._pass_through import PassThroughFeatures
 from ._search_mode import SearchMode, search_session
 from ._selection import select_servers
@@ -71,7 +71,7 @@ from .tasks import ExtensionTasks, ServedTasks, TaskRows, session_key
 if TYPE_CHECKING:
     from .._pool import WorkerPool
 
-__all__ = ["McpBridge", "logged", "request_log_floor"]
+__all__ = ["McpBridge"]
 
 
 class TaskSide(Protocol):
@@ -198,8 +198,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         self.features = PassThroughFeatures(
             self.handles, self.apps, self.results, self._limit, single=self._single
         )
-        # logging/setLevel is per client connection; the connection object is the key.
-        self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self.logs = ClientLogs()  # each connection's level, and the sending
 
     @contextlib.asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncIterator[Self]:
@@ -364,7 +363,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         """A code-mode meta-tool's answer. The program may call what its caller may: the
         served tools in its scopes (the catalog as last read, as a direct call reads
         it), each inner call under this caller's options (scope, identity, limit), its
-        progress told to the caller with the ``run_code`` request's token."""
+        progress told to the caller with the ``run_code`` request's token and its log
+        messages at the caller's level (`ClientLogs`), the logger naming the call."""
         caller = request_caller(ctx)
         options = self.calls.call_options(
             caller.subject if caller is not None else session_key(ctx),
@@ -372,6 +372,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
             caller_token=request_token(ctx),
             on_request=self._program_asks(ctx),
             on_progress=program_progress(ctx),
+            on_log=functools.partial(self.logs.send, ctx),
         )
         served = await self.tools.last_read()
         owner = options.scope[0] or "" if options.scope else ""
@@ -462,26 +463,8 @@ class McpBridge(anyio.AsyncContextManagerMixin):
 
         async def on_log(level: str, data: Any, logger: str | None) -> None:
             now = driver()
-            if now is None:  # suspended: nobody to tell
-                return
-            floor: int | None = 0
-            if now.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-                connection = client_connection(now.session)
-                floor = self._levels.get(connection, 0) if connection is not None else 0
-            else:
-                floor = request_log_floor(dict(now.meta or {}))
-            if not logged(level, floor):
-                return
-            await now.session.send_notification(
-                types.LoggingMessageNotification(
-                    params=types.LoggingMessageNotificationParams(
-                        level=level,  # type: ignore[arg-type]
-                        data=data,
-                        logger=logger,
-                    )
-                ),
-                related_request_id=now.request_id,
-            )
+            if now is not None:  # suspended: nobody to tell
+                await self.logs.send(now, level, data, logger)
 
         token = (ctx.meta or {}).get("progress_token")
         reports = token is not None or on_status is not None
@@ -505,9 +488,7 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         """Send this connection only log messages at ``level`` or above."""
-        connection = client_connection(ctx.session)
-        if connection is not None:
-            self._levels[connection] = LOG_LEVELS.index(params.level)
+        self.logs.set_level(ctx, params.level)
         return types.EmptyResult()
 
     def server(self) -> LowLevelServer[Any]:
@@ -539,19 +520,6 @@ class McpBridge(anyio.AsyncContextManagerMixin):
         security = RequestStateSecurity.ephemeral(ttl=self.suspended.timeout)
         server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
-
-
-def request_log_floor(meta: Mapping[str, Any] | None) -> int | None:
-    """The lowest log level (its index in `LOG_LEVELS`) a 2026-07-28 request gets: the
-    one its ``_meta`` names; None (no log messages) without one, as SEP-2575 says."""
-    asked = (meta or {}).get(types.LOG_LEVEL_META_KEY)
-    return LOG_LEVELS.index(asked) if asked in LOG_LEVELS else None
-
-
-def logged(level: str, floor: int | None) -> bool:
-    """Whether a log message at ``level`` goes to a client whose floor is ``floor``."""
-    rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 1
-    return floor is not None and rank >= floor
 
 
 def _text_of(result: types.CallToolResult) -> str:

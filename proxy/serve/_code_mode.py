@@ -9,7 +9,9 @@ limit, the caller's scope and identity, so a program reaches no tool its caller 
 not call directly. A tool's request to the client (sampling, elicitation) reaches a
 2025-11-25 client on the ``run_code`` request's stream; on 2026-07-28 it would suspend
 the call, which a program cannot, so it is refused there. An inner call's progress
-reaches the caller as the ``run_code`` request's (`program_progress`).
+reaches the caller as the ``run_code`` request's (`program_progress`), its log messages
+as a direct call's do (at the level the caller asked for), each logger naming the call
+(``shapes__count``).
 
 What a caller may call is worked out once per catalog and set of scopes (`allowed`), not
 on every meta-tool call: the served catalog as last read is one object until a served

@@ -66,7 +66,8 @@ from nativemcp.protocol import NativeMCPResponse, ProtocolError, spec_call_resul
 from ..._sdk_seam import default_server_middleware
 from ...http_edge import header_value
 from .._apps import AppsHandshake
-from .._bridge import McpBridge, logged, request_log_floor
+from .._bridge import McpBridge
+from .._logs import logged, request_log_floor
 from .._request_ids import decoded_request, read_body, read_request, replayed
 from ..auth import caller_from_scope
 from ..tasks import TASKS_PROTOCOL_VERSION, TaskCalls, TaskExtensionCalls

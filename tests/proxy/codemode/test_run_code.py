@@ -177,3 +177,16 @@ async def test_each_inner_calls_progress_reaches_the_run_naming_the_call(pool: W
     await pool.run_code(program, options=options)
     assert seen[:2] == [(1, 2, "testing__progress: step 1"), (2, 2, "testing__progress: step 2")]
     assert seen[2:] == [(1, 1, "testing__progress: step 1")] * 2
+
+
+async def test_each_inner_calls_log_messages_reach_the_run_with_a_logger_naming_the_call(
+    pool: WorkerPool,
+) -> None:
+    heard: list[tuple[str, object, str | None]] = []
+    options = CallOptions(on_log=lambda level, data, logger: heard.append((level, data, logger)))
+    program = "await testing__progress(steps=2)\nawait testing__echo(text='quiet')"
+    await pool.run_code(program, options=options)
+    assert heard == [
+        ("info", "did step 1", "testing__progress"),
+        ("info", "did step 2", "testing__progress"),
+    ]

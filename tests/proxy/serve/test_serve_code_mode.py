@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import httpx2
@@ -216,6 +216,35 @@ async def test_an_inner_calls_progress_reaches_the_run_code_caller_naming_the_ca
                 # Without a progress token nothing is sent, and the run is the same.
                 quiet = await client.call_tool("run_code", {"code": program})
                 assert _text(quiet) == "counted\n" and len(seen) == 3
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_an_inner_calls_log_messages_reach_the_run_code_caller_at_its_level() -> None:
+    pool = WorkerPool(SERVERS, timeout=20)
+    heard: list[tuple[str, Any, str | None]] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        heard.append((params.level, params.data, params.logger))
+
+    run = {"code": "await shapes__count(steps=2)\nprint('counted')"}
+    counted = [("info", f"counted {step}", "shapes__count") for step in (1, 2)]
+    async with serving(http_app(pool, profile=ToolProfile(code_mode=True))) as base:
+        with anyio.fail_after(60):
+            # 2025-11-25: every level until the connection's logging/setLevel.
+            async with Client(f"{base}/mcp", mode="legacy", logging_callback=on_log) as client:
+                assert _text(await client.call_tool("run_code", run)) == "counted\n"
+                assert heard == counted
+                await client.set_logging_level("warning")
+                assert _text(await client.call_tool("run_code", run)) == "counted\n"
+                assert heard == counted
+            heard.clear()
+            # 2026-07-28: the level the request names in _meta; none named, none sent.
+            async with Client(f"{base}/mcp", log_level="info", logging_callback=on_log) as client:
+                assert _text(await client.call_tool("run_code", run)) == "counted\n"
+                assert heard == counted
+            async with Client(f"{base}/mcp", logging_callback=on_log) as client:
+                assert _text(await client.call_tool("run_code", run)) == "counted\n"
+                assert heard == counted
 
 
 async def test_code_mode_reads_the_catalog_once_and_anew_when_a_servers_tools_change(
