@@ -60,6 +60,16 @@ async def _echo_body(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": str(size).encode()})
 
 
+async def _echo_header(scope: Scope, receive: Receive, send: Send) -> None:
+    """A plain ASGI app: answers the value of its request's ``x-echo`` header."""
+    if scope["type"] != "http":
+        return
+    value = dict(scope["headers"]).get(b"x-echo", b"(none)")
+    length = [(b"content-length", str(len(value)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": length})
+    await send({"type": "http.response.body", "body": value})
+
+
 async def _read_to_close(stream: anyio.abc.ByteStream) -> bytes:
     """Everything the server sends until it closes the connection."""
     received = b""
@@ -138,6 +148,26 @@ async def test_a_kept_alive_connection_gets_a_new_header_deadline_for_each_reque
                 assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
 
 
+@pytest.mark.real_process
+@pytest.mark.parametrize("http", HTTP_PROTOCOLS)
+async def test_either_protocol_gives_the_app_header_values_without_the_whitespace_around(
+    http: HttpProtocol,
+) -> None:
+    # RFC 9110 §5.5; the alpha conformance suite sends `Mcp-Name` with spaces around.
+    protocol = deadline_protocol(http=http)
+    async with serving(_echo_header, lifespan="off", http=protocol) as base:
+        with anyio.fail_after(10):
+            stream = await anyio.connect_tcp("127.0.0.1", int(base.rsplit(":", 1)[1]))
+            async with stream:
+                await stream.send(
+                    b"GET / HTTP/1.1\r\nHost: x\r\nx-echo: \t say  hello \t\r\n"
+                    b"connection: close\r\n\r\n"
+                )
+                answer = await _read_to_close(stream)
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert answer.endswith(b"\r\n\r\nsay  hello")
+
+
 async def test_the_uvicorn_internals_the_deadlines_use_are_there() -> None:
     """`_deadlines` subclasses uvicorn's h11 protocol (not its public API): this fails
     when what it relies on changes, before a slow client finds out."""
@@ -181,7 +211,7 @@ async def test_the_uvicorn_httptools_internals_the_deadlines_use_are_there() -> 
         "app_state",
         "_loop",
     ]
-    hooks = ("connection_made", "connection_lost", "data_received")
+    hooks = ("connection_made", "connection_lost", "data_received", "on_header")
     for hook in (*hooks, "on_headers_complete", "on_message_complete"):
         assert hook in vars(HttpToolsProtocol), hook
     config = uvicorn.Config(_echo_body, lifespan="off")
