@@ -2,11 +2,13 @@
 
 `_rebinding` checks Host and Origin against DNS rebinding with the official SDK's
 transport-security checks (a local-only default, the canonical form of a Host header);
-`_headers` reads one header of a request. It imports nothing of nativemcp; `serve/` and
-`console/` import it by the names below.
+`_headers` reads one header of a request, and drops the whitespace around header
+values. It imports nothing of nativemcp; `serve/` and `console/` import it by the
+names below.
 """
 
 from ._headers import header_value as header_value
+from ._headers import trimmed_headers as trimmed_headers
 from ._rebinding import LOCAL_HOSTS as LOCAL_HOSTS
 from ._rebinding import PLAIN_HOST as PLAIN_HOST
 from ._rebinding import CanonicalHost as CanonicalHost
@@ -22,4 +24,5 @@ __all__ = [
     "canonical_host",
     "header_value",
     "local_only",
+    "trimmed_headers",
 ]

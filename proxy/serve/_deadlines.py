@@ -21,8 +21,7 @@ app_state, _loop)``, its ``conn`` (an ``h11.Connection``), ``loop`` and ``transp
 and its ``connection_made``, ``connection_lost``, ``data_received`` and
 ``on_response_complete``; the httptools one on ``HttpToolsProtocol``'s same
 constructor, ``loop`` and ``transport``, its ``connection_made``, ``connection_lost``,
-``data_received`` and the parser's ``on_header`` (each value has the whitespace around
-it dropped, as h11 drops it), ``on_headers_complete`` and ``on_message_complete``
+``data_received`` and the parser's ``on_headers_complete`` and ``on_message_complete``
 callbacks. pyproject.toml pins the uvicorn versions checked, and
 tests/proxy/serve/test_serve_limits.py fails when one of these changes.
 """
@@ -152,12 +151,6 @@ class _HttpToolsDeadlines(_Deadlines, HttpToolsProtocol):
             self._reading = True
             self._arm(self.header_timeout, self._headers_too_slow)
         super().data_received(data)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        # RFC 9110 §5.5: a field's value excludes the whitespace around it. h11 strips
-        # it; llhttp keeps what follows the value, so `Mcp-Name: tool ` would no longer
-        # match the body's name (the conformance suite's SEP-2243 checks send it so).
-        super().on_header(name, value.strip(b" \t"))
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()

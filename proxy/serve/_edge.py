@@ -7,7 +7,9 @@ a request goes to the endpoint through the app's own middleware (the token, OAut
 canonical Host: the very classes and arguments Starlette stacks, in its order, so no
 check has a second implementation), with the path parameter Starlette's route would
 give it. Everything else (GET streams, DELETE, other paths, the lifespan, an app
-mounted under a prefix) is Starlette's, as before.
+mounted under a prefix) is Starlette's, as before. Every request's header values reach
+both without the whitespace around them, whichever HTTP server parsed them
+(`trimmed_headers`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..http_edge import trimmed_headers
 
 __all__ = ["McpApp"]
 
@@ -46,9 +50,14 @@ class McpApp(Starlette):
         return app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+        if scope["type"] == "http":
+            scope["headers"] = trimmed_headers(scope["headers"])
             path = scope["path"]
-            if path == _ENDPOINT or path.startswith(_NAMED):
+            if (
+                scope["method"] == "POST"
+                and not scope.get("root_path")
+                and (path == _ENDPOINT or path.startswith(_NAMED))
+            ):
                 edge = self._edge
                 if edge is None:  # built at the first request, as Starlette's stack is
                     edge = self._edge = self._built_edge()
