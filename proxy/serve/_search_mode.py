@@ -114,7 +114,7 @@ def search_session(ctx: ServerRequestContext[Any]) -> Hashable | None:
     HTTP request without sign-in, which belongs to no session."""
     caller = request_caller(ctx)
     if caller is not None:
-        return ("caller", caller.subject)
+        return ("caller", caller.issuer, caller.subject)  # a subject is unique per issuer
     key = session_key(ctx)
     if key is not None:
         return ("session", key)
