@@ -290,8 +290,9 @@ class UserServers(UnwrappingHandle):
                 await first_of(session.started, session.asked)
             consent = session.consent
             if not session.started.is_set() and consent is not None:
-                # Back from the browser already: the provider is trading the code.
-                if _pending(consent):
+                # Back from the browser already (here or at another process, though
+                # not yet taken): the provider is trading the code.
+                if not await consent.came_back():
                     refused = await self._ask(consent, tool, options)
                     if refused is not None:
                         return refused

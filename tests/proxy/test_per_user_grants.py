@@ -95,7 +95,10 @@ async def test_a_consent_is_finished_once_by_its_own_state() -> None:
     assert not await consents.finish("/oauth/callback?code=c&state=abc1234")
     assert not await consents.finish("/oauth/callback?code=c")
     assert not consent.returned.is_set()
+    assert not await consent.came_back()
     assert await consents.finish("/oauth/callback?code=c&state=abc123&iss=i")
+    # Back before its waiter took it: a call made now waits instead of asking again.
+    assert await consent.came_back()
     with anyio.fail_after(10):
         target = await consent.wait()
     assert target == consent.target == "/oauth/callback?code=c&iss=i&state=abc123"
@@ -137,6 +140,9 @@ async def test_a_consent_asked_by_one_process_is_finished_at_another_sharing_the
 
             group.start_soon(land, elsewhere)
             group.start_soon(land, Consents(grant_place(tmp_path, database_url)))
+        # Back at another process, before this one's waiter looked: a call made now
+        # here waits for it instead of sending the user to a used address.
+        assert not consent.redeemed and await consent.came_back()
         target = await consent.wait()
     assert sorted(results) == [False, True]
     assert target == "/oauth/callback?code=the-code&state=state-xyz"

@@ -92,6 +92,13 @@ class ConsentRows:
         rows, _ = self.place.run(sql, [_hash(state)])
         return str(rows[0][0]) if rows else None
 
+    def came_back(self, state: str) -> bool:
+        """Whether the browser came back for ``state`` (to any process) and the row waits
+        to be taken."""
+        sql = f"SELECT 1 FROM {self.table} WHERE state_hash = %s AND returned IS NOT NULL"
+        rows, _ = self.place.run(sql, [_hash(state)])
+        return bool(rows)
+
     def drop(self, state: str) -> None:
         """Forget the consent of ``state`` (it ended unused)."""
         self.place.run(f"DELETE FROM {self.table} WHERE state_hash = %s", [_hash(state)])
@@ -117,6 +124,19 @@ class Consent:
     """The URL the browser came back to, with ``code`` and ``state`` (None: not yet)."""
     nudge: anyio.Event = field(default_factory=anyio.Event)
     """Set when this process got the callback: look now, not at the next poll."""
+    redeemed: bool = False
+    """This process got the callback (its waiter may not have taken the row yet)."""
+
+    async def came_back(self) -> bool:
+        """Whether the browser came back, here or at another process, though the waiter
+        may not have taken it yet: a call made meanwhile waits for the connection
+        instead of sending the user to a page that now refuses a second visit."""
+        if self.returned.is_set() or self.redeemed:
+            return True
+        back = await anyio.to_thread.run_sync(self.rows.came_back, self.state)
+        # Taken meanwhile: the waiter's take finished before this look, so it has
+        # resumed (and set `returned`) before this coroutine does.
+        return back or self.returned.is_set()
 
     async def wait(self) -> str | None:
         """The URL the browser came back to, at this process or another (None: it did
@@ -199,6 +219,7 @@ class Consents:
             return False
         mine = self._pending.pop(state, None)
         if mine is not None:
+            mine.redeemed = True
             mine.nudge.set()  # its waiter takes it now
         return True
 
