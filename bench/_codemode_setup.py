@@ -1,6 +1,7 @@
 """bench.codemode's world: a workspace with notes and a git repository, content stores
-with documents, the external servers as users start them, FastMCP's CodeMode over the
-same servers, and the mechanical translation of a task's program to FastMCP's form."""
+with documents (made once as a template, copied for each contender), the external
+servers as users start them, FastMCP's CodeMode over the same servers, and the
+mechanical translation of a task's program to FastMCP's form."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -92,6 +94,25 @@ async def seed_stores(pool: WorkerPool) -> None:
                 "builtin_content-store__add_content",
                 {"store_id": store_id, "content": text, "filename": filename},
             )
+
+
+async def make_template(root: Path) -> Path:
+    """A world to copy (``root``): the workspace at ``workspace/`` (notes, the
+    repository at ``workspace/repo``) and the content stores in ``data/``, made once so
+    that every copy holds the same files, commits and store ids."""
+    workspace = root / "workspace"
+    workspace.mkdir(parents=True)
+    make_workspace(workspace)
+    async with WorkerPool(data_dir=root / "data", builtins=["content-store"]) as pool:
+        await seed_stores(pool)
+    return root
+
+
+def copy_world(template: Path, root: Path) -> Path:
+    """A fresh copy of the template world at ``root`` (its data closed: no process
+    holds the stores' database while it is copied)."""
+    shutil.copytree(template, root, symlinks=True)
+    return root
 
 
 def external_servers(root: Path) -> dict[str, Any]:

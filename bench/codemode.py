@@ -1,11 +1,17 @@
 """Code mode: what a model reads and how long it waits, three ways, on the same tasks.
 
-Ten multi-step tasks (``bench/data/codemode_tasks.json``, each with the program a model
-would write) over the built-in servers (content store, planning, workspace) and the
-official ``mcp-server-time`` and ``mcp-server-git`` (npm's ``server-memory`` too where
-``.ci/.node`` has it; its task is skipped otherwise), each started as a host's
-``mcpServers`` entry starts it. Each task is done three ways in one run, counted with
-one tokenizer (o200k_base, offline with quicktok):
+Two sets of multi-step tasks, each task with the program a model would write, over the
+built-in servers (content store, planning, workspace) and the official
+``mcp-server-time`` and ``mcp-server-git`` (npm's ``server-memory`` too where
+``.ci/.node`` has it; its tasks are skipped otherwise), each started as a host's
+``mcpServers`` entry starts it: the tuning set (``bench/data/codemode_tasks.json``, the
+ten tasks the stub format was tuned on) and the held-out set
+(``bench/data/codemode_tasks_heldout.json``, written after the format was frozen and
+never tuned on), reported apart, each with its own goal lines. Each set starts from a
+fresh world, one copy for nativemcp (and the direct calls, which are its run's calls)
+and one for FastMCP, so both run a set's tasks in order from the same state and ``same
+answer`` compares like with like, side effects included. Each task is done three ways
+in one run, counted with one tokenizer (o200k_base, offline with quicktok):
 
 - ``direct``: the model calls each tool itself: the JSON definitions of the tools it
   uses (what it reads to call them), every call's name and arguments and the rich text
@@ -22,32 +28,35 @@ one tokenizer (o200k_base, offline with quicktok):
 ``at best``: the cut were the stubs free (the program and its answer alone), the bound
 on what any stub format can reach. Also: the stubs against the JSON definitions of the
 same tools, wall time per task (the direct calls replayed one after another; each code
-mode's run), one inner call against a direct ``pool.call_tool`` of the same tool (and
+mode's run; each repeated on the state the earlier runs left, so a task with side
+effects may do less on a repeat, or fail at once: docs_branch's branch exists by then),
+one inner call against a direct ``pool.call_tool`` of the same tool (and
 the sandbox's own share, the same program with each call answered at once), and a warm
 run's start (``run_code("None")``; FastMCP's ``execute`` starts a Monty pool per run).
 
-Run: ``python -m bench.codemode [--quick] [--json]``
+Run: ``python -m bench.codemode [--quick] [--json] [--set tuning|held-out]``
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
 
 from bench._codemode_setup import (
+    copy_world,
     external_servers,
     fastmcp_code_mode,
-    make_workspace,
-    seed_stores,
+    make_template,
     to_fastmcp,
     tools_used,
 )
@@ -58,6 +67,14 @@ from nativemcp.proxy.codemode import CodeSandbox, code_response, code_tools
 from nativemcp.proxy.llm import count_tokens, exact_counts, token_note
 
 TASKS: Final = Path(__file__).with_name("data") / "codemode_tasks.json"
+"""The tuning set: the tasks the stub format was tuned on."""
+HELD_OUT: Final = TASKS.with_name("codemode_tasks_heldout.json")
+"""The held-out set: written after the stub format was frozen, never tuned on."""
+SETS: Final = {"tuning": TASKS, "held-out": HELD_OUT}
+SET_TITLES: Final = {
+    "tuning": "Tuning set (the stub format was tuned on these tasks)",
+    "held-out": "Held-out set (written after the stub format was frozen; never tuned on)",
+}
 INNER_TOOL: Final = "builtin_planning__get_current_state"
 """The tool the inner-call overhead is measured on (a worker process's)."""
 
@@ -76,13 +93,13 @@ def _text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
-async def _recorded_run(
+async def recorded_run(
     pool: WorkerPool, ctx: Mapping[str, Any], code: str, inputs: dict[str, Any]
-) -> tuple[str, list[tuple[str, dict[str, Any], str]]]:
-    """The run's answer to the model, and each inner call (name, arguments, the rich
-    text the model would have read calling it directly): the program run once more on
-    a sandbox of the bench's own, each call through ``pool.call_tool`` as in
-    ``run_code``, recorded."""
+) -> tuple[str, list[tuple[str, dict[str, Any], str]], bool]:
+    """The run's answer to the model, each inner call (name, arguments, the rich text
+    the model would have read calling it directly) and whether the program failed: the
+    program run on a sandbox of the bench's own, each call through ``pool.call_tool``
+    as in ``run_code``, recorded."""
     calls: list[tuple[str, dict[str, Any], str]] = []
 
     async def recording(name: str, arguments: dict[str, Any]) -> NativeMCPResponse[Any]:
@@ -93,10 +110,9 @@ async def _recorded_run(
     sandbox: CodeSandbox = ctx["sandbox"]
     try:
         result = await sandbox.run(code, tools=ctx["tools"], call=recording, inputs=inputs)
-        answer = code_response(result)
     except CodeError as exc:
-        answer = code_response(exc)
-    return result_text(answer), calls
+        return result_text(code_response(exc)), calls, True
+    return result_text(code_response(result)), calls, False
 
 
 Timer = Callable[[], Awaitable[None]]
@@ -114,7 +130,7 @@ async def _task(
     stubs = await pool.describe_tools(used, header=False)  # as the meta-tool answers
     full_names = {names[u] for u in used}
     definitions = [d for d in ctx["definitions"] if d["function"]["name"] in full_names]
-    answer, calls = await _recorded_run(pool, ctx, code, inputs)
+    answer, calls, failed = await recorded_run(pool, ctx, code, inputs)
     calls_only = sum(
         count_tokens(name) + count_tokens(json.dumps(a)) + count_tokens(text)
         for name, a, text in calls
@@ -123,7 +139,7 @@ async def _task(
     ours = count_tokens(stubs) + count_tokens(code) + count_tokens(answer)
 
     fm_code = to_fastmcp(code, names)
-    fm_run = f"REPO = {json.dumps(ctx['repo'])}\n{fm_code}"
+    fm_run = f"REPO = {json.dumps(ctx['fastmcp_repo'])}\n{fm_code}"
     schema = _text(await fastmcp.call_tool("get_schema", {"tools": [names[u] for u in used]}))
     fm_answer = _text(await fastmcp.call_tool("execute", {"code": fm_run}, raise_on_error=False))
     theirs = count_tokens(schema) + count_tokens(fm_code) + count_tokens(fm_answer)
@@ -151,7 +167,9 @@ async def _task(
         "stub_tokens": count_tokens(stubs),
         "json_definition_tokens": json_definitions,
         "fastmcp_schema_tokens": count_tokens(schema),
+        # Each contender ran the set's tasks in order on its own copy of one world.
         "same_answer": answer.strip() == fm_answer.strip(),
+        "failed": failed,
         "answer": answer,
     }
     return row, {"direct_ms": replay, "nativemcp_ms": ours_run, "fastmcp_ms": theirs_run}
@@ -237,71 +255,151 @@ async def _definitions(pool: WorkerPool, fastmcp: Any) -> dict[str, int]:
     }
 
 
-async def run(quick: bool) -> dict[str, Any]:
-    """Every measurement of this bench, as the JSON report."""
-    rounds = 1 if quick else 5
-    tasks = json.loads(TASKS.read_text())["tasks"]
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        workspace, data = root / "workspace", root / "data"
-        workspace.mkdir()
-        repo = make_workspace(workspace)
-        servers = external_servers(root)
-        async with WorkerPool(
-            data_dir=data, workspace_root=workspace, mcp_servers=servers, timeout=60
-        ) as pool:
-            await seed_stores(pool)
-            visible = [
-                (t.name, t) for t in await pool.list_tools() if "model" in ui_visibility(t.meta)
-            ]
-            tools = code_tools(visible)
-            names = {ident: tool.name for ident, tool in tools.items()}
-            sandbox = CodeSandbox()
-            ctx: dict[str, Any] = {
-                "names": names,
-                "tools": tools,
-                "sandbox": sandbox,
-                "repo": str(repo),
-                "definitions": await pool.tool_definitions("openai"),
-            }
-            ready = [t for t in tasks if all(s in pool.names for s in t["servers"])]
-            async with fastmcp_code_mode(data, workspace, servers) as fastmcp:
-                measured = [await _task(pool, fastmcp, t, ctx) for t in ready]
-                for row, timers in measured:
-                    for key, timer in timers.items():
-                        row[key] = await _median_s(timer, rounds) * 1e3
-                rows = [row for row, _ in measured]
-                inner = await _inner_call(pool, ctx, 50 if quick else 200, 5 if quick else 9)
-                warm = await _warm_start(pool, fastmcp, 10 if quick else 50)
-                definitions = await _definitions(pool, fastmcp)
-            await sandbox.aclose()
+@contextlib.asynccontextmanager
+async def code_context(pool: WorkerPool, world: Path) -> AsyncIterator[dict[str, Any]]:
+    """What a run of a task's program needs on ``pool`` over the world at ``world``:
+    the tools the model sees by identifier, a sandbox of the bench's own, the
+    repository's path, the JSON definitions."""
+    visible = [(t.name, t) for t in await pool.list_tools() if "model" in ui_visibility(t.meta)]
+    tools = code_tools(visible)
+    sandbox = CodeSandbox()
+    try:
+        yield {
+            "names": {ident: tool.name for ident, tool in tools.items()},
+            "tools": tools,
+            "sandbox": sandbox,
+            "repo": str(world / "workspace" / "repo"),
+            "definitions": await pool.tool_definitions("openai"),
+        }
+    finally:
+        await sandbox.aclose()
+
+
+@contextlib.asynccontextmanager
+async def world_pool(world: Path) -> AsyncIterator[WorkerPool]:
+    """A pool over the world at ``world``: its data, workspace and external servers."""
+    async with WorkerPool(
+        data_dir=world / "data",
+        workspace_root=world / "workspace",
+        mcp_servers=external_servers(world),
+        timeout=60,
+    ) as pool:
+        yield pool
+
+
+@contextlib.asynccontextmanager
+async def _contenders(template: Path, root: Path) -> AsyncIterator[tuple[WorkerPool, Any, Any]]:
+    """nativemcp's pool and FastMCP's CodeMode, each over its own fresh copy of the
+    template world (the same files, commits and stores), and the bench's context."""
+    ours = copy_world(template, root / "nativemcp")
+    theirs = copy_world(template, root / "fastmcp")
+    async with world_pool(ours) as pool, code_context(pool, ours) as ctx:
+        ctx["fastmcp_repo"] = str(theirs / "workspace" / "repo")
+        ctx["servers"] = [*sorted(external_servers(ours)), "content-store", "planning", "workspace"]
+        async with fastmcp_code_mode(
+            theirs / "data", theirs / "workspace", external_servers(theirs)
+        ) as fastmcp:
+            yield pool, fastmcp, ctx
+
+
+def load_tasks(name: str) -> list[dict[str, Any]]:
+    """The tasks of the set ``name`` (``tuning`` or ``held-out``), in their order."""
+    tasks: list[dict[str, Any]] = json.loads(SETS[name].read_text("utf-8"))["tasks"]
+    return tasks
+
+
+async def _measure_set(
+    pool: WorkerPool, fastmcp: Any, ctx: Mapping[str, Any], name: str, rounds: int
+) -> dict[str, Any]:
+    """One set's rows (its tasks in order, then each one's runs timed) and the tasks
+    skipped for a server not installed."""
+    tasks = load_tasks(name)
+    ready = [t for t in tasks if all(s in pool.names for s in t["servers"])]
+    measured = [await _task(pool, fastmcp, t, ctx) for t in ready]
+    for row, timers in measured:
+        for key, timer in timers.items():
+            row[key] = await _median_s(timer, rounds) * 1e3
+    rows = [row for row, _ in measured]
     return {
+        "file": f"bench/data/{SETS[name].name}",
         "tasks": rows,
         "skipped": [t["name"] for t in tasks if t not in ready],
-        "servers": [*sorted(servers), "content-store", "planning", "workspace"],
-        "inner_call": inner,
-        "warm_start": warm,
-        "definitions": definitions,
-        "exact_tokens": exact_counts(),
-        "quick": quick,
+        "summary": _summary(rows),
     }
 
 
-def _goals(report: Mapping[str, Any]) -> list[str]:
-    rows = report["tasks"]
+async def run(quick: bool, sets: Sequence[str] = tuple(SETS)) -> dict[str, Any]:
+    """Every measurement of this bench, as the JSON report: each set of ``sets`` on
+    fresh worlds of its own; the inner call, the warm start and the definitions once,
+    on the first set's."""
+    rounds = 1 if quick else 5
+    report: dict[str, Any] = {"sets": {}, "exact_tokens": exact_counts(), "quick": quick}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        template = await make_template(root / "template")
+        for name in sets:
+            async with _contenders(template, root / name) as (pool, fastmcp, ctx):
+                report["sets"][name] = await _measure_set(pool, fastmcp, ctx, name, rounds)
+                if "inner_call" in report:
+                    continue
+                report["servers"] = ctx["servers"]
+                report["inner_call"] = await _inner_call(
+                    pool, ctx, 50 if quick else 200, 5 if quick else 9
+                )
+                report["warm_start"] = await _warm_start(pool, fastmcp, 10 if quick else 50)
+                report["definitions"] = await _definitions(pool, fastmcp)
+    return report
+
+
+def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A set's numbers against the issue's token goals (≥ 80% fewer than direct on
+    tasks of 3+ steps; fewer than FastMCP's CodeMode on every task)."""
     long = [r for r in rows if r["steps"] >= 3]
     cut = [1 - r["nativemcp_tokens"] / r["direct_tokens"] for r in long]
-    fewer = [r["task"] for r in rows if r["nativemcp_tokens"] >= r["fastmcp_tokens"]]
-    inner, warm = report["inner_call"], report["warm_start"]
-    missed = sum(c < 0.8 for c in cut)
     # Out of reach of any stubs: the program and its printed answer alone pass 20%.
-    beyond = sum(1 - r["floor_tokens"] / r["direct_tokens"] < 0.8 for r in long)
+    floor = [1 - r["floor_tokens"] / r["direct_tokens"] for r in long]
+    vs_fastmcp = [ratio(r["nativemcp_tokens"], r["fastmcp_tokens"]) for r in rows]
+    return {
+        "tasks": len(rows),
+        "long_tasks": len(long),
+        "cut_min": min(cut, default=0.0),
+        "cut_max": max(cut, default=0.0),
+        "cut_met": sum(c >= 0.8 for c in cut),
+        "floor_min": min(floor, default=0.0),
+        "floor_max": max(floor, default=0.0),
+        "beyond_any_stubs": sum(f < 0.8 for f in floor),
+        "not_fewer_than_fastmcp": [
+            r["task"] for r in rows if r["nativemcp_tokens"] >= r["fastmcp_tokens"]
+        ],
+        "vs_fastmcp_min": min(vs_fastmcp, default=0.0),
+        "vs_fastmcp_max": max(vs_fastmcp, default=0.0),
+        "same_answer": sum(r["same_answer"] for r in rows),
+    }
+
+
+def _token_goals(summary: Mapping[str, Any]) -> list[str]:
+    if not summary["tasks"]:
+        return ["no task ran (a server missing?)"]
+    long, met = summary["long_tasks"], summary["cut_met"]
+    not_fewer = summary["not_fewer_than_fastmcp"]
     return [
-        f"tokens vs direct, tasks of 3+ steps: {min(cut):.0%} to {max(cut):.0%} fewer "
-        f"(goal ≥ 80%: {'met' if not missed else f'NOT met on {missed} of {len(cut)}'}; "
-        f"on {beyond} of them the program and its output alone are over 20% of direct)",
-        f"fewer tokens than FastMCP's CodeMode: {len(rows) - len(fewer)}/{len(rows)} tasks"
-        + (f" (not: {', '.join(fewer)})" if fewer else ""),
+        f"tokens vs direct, tasks of 3+ steps: {summary['cut_min']:.0%} to "
+        f"{summary['cut_max']:.0%} fewer (goal ≥ 80%: "
+        f"{'met' if met == long else f'met on {met} of {long}'}; at best, stubs free: "
+        f"{summary['floor_min']:.0%} to {summary['floor_max']:.0%}, so on "
+        f"{summary['beyond_any_stubs']} of them the program and its output alone are over "
+        "20% of direct)",
+        f"fewer tokens than FastMCP's CodeMode: {summary['tasks'] - len(not_fewer)}/"
+        f"{summary['tasks']} tasks ({summary['vs_fastmcp_min']:.2f}x to "
+        f"{summary['vs_fastmcp_max']:.2f}x its tokens"
+        + (f"; not: {', '.join(not_fewer)}" if not_fewer else "")
+        + f"); the same answer on {summary['same_answer']}/{summary['tasks']}",
+    ]
+
+
+def _speed_goals(report: Mapping[str, Any]) -> list[str]:
+    inner, warm = report["inner_call"], report["warm_start"]
+    return [
         f"inner call {inner['inner_us']:.0f} µs vs direct {inner['direct_us']:.0f} µs: "
         f"{inner['ratio']:.2f}x (goal ≤ 1.5x: {'met' if inner['ratio'] <= 1.5 else 'NOT met'}); "
         f"the sandbox's round trip alone {inner['sandbox_us']:.0f} µs, so at best "
@@ -312,10 +410,11 @@ def _goals(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _print(report: Mapping[str, Any]) -> None:
+def _print_set(name: str, report: Mapping[str, Any]) -> None:
     rows = report["tasks"]
+    print(f"== {SET_TITLES[name]}: {report['file']}\n")
     print_table(
-        "Tokens a model reads and writes per task (o200k_base)",
+        f"Tokens a model reads and writes per task, {name} set (o200k_base)",
         ["task", "steps", "direct", "nativemcp", "fastmcp", "vs direct", "at best", "vs fastmcp"],
         [
             [
@@ -333,7 +432,8 @@ def _print(report: Mapping[str, Any]) -> None:
     )
     print()
     print_table(
-        "The tools' descriptions: nativemcp stubs, JSON definitions, FastMCP get_schema",
+        "The tools' descriptions: nativemcp stubs, JSON definitions, FastMCP get_schema; "
+        "the same answer (each from the same fresh state)",
         ["task", "stubs", "json", "fastmcp", "stubs/json", "same answer"],
         [
             [
@@ -362,23 +462,46 @@ def _print(report: Mapping[str, Any]) -> None:
             for r in rows
         ],
     )
+    for line in _token_goals(report["summary"]):
+        print(f"- {name} set: {line}")
+    failed = [r["task"] for r in rows if r["failed"]]
+    if failed:
+        print(f"programs that FAILED (their numbers mean little): {', '.join(failed)}")
+    if report["skipped"]:
+        print(f"skipped (server not installed): {', '.join(report['skipped'])}")
+    print()
+
+
+def _print(report: Mapping[str, Any]) -> None:
+    for name, measured in report["sets"].items():
+        _print_set(name, measured)
     definitions = report["definitions"]
     print(
-        f"\nDefinitions every request carries (OpenAI tools): every tool "
+        f"Definitions every request carries (OpenAI tools): every tool "
         f"{definitions['every_tool']}, nativemcp code mode {definitions['nativemcp_code_mode']}, "
         f"FastMCP CodeMode {definitions['fastmcp_code_mode']}"
     )
-    for line in _goals(report):
+    for line in _speed_goals(report):
         print(f"- {line}")
-    if report["skipped"]:
-        print(f"skipped (server not installed): {', '.join(report['skipped'])}")
     print(token_note())
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--set",
+        choices=[*SETS, "both"],
+        default="both",
+        help="which task set to measure (default: both, each reported apart)",
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the bench and print its tables (``--json``: and one JSON line)."""
-    args = parse_args(__doc__.splitlines()[0] if __doc__ else "bench.codemode", argv)
-    report = anyio.run(run, args.quick)
+    args = parse_args(
+        __doc__.splitlines()[0] if __doc__ else "bench.codemode", argv, extra=_add_options
+    )
+    sets = tuple(SETS) if args.set == "both" else (args.set,)
+    report = anyio.run(run, args.quick, sets)
     _print(report)
     if args.json:
         emit_json(report)
