@@ -1,8 +1,9 @@
 """serve acting for each user (``"grantScope": "user"``): every user's calls to an
 OAuth-protected upstream go with that user's own grant, never another user's nor the
-pool's, in both protocol eras; a user with no grant is sent to the upstream's sign-in
-through serve's own callback (a URL-mode elicitation), and an upstream that trusts
-serve's issuer takes an RFC 8693 exchange of the caller's token instead.
+pool's, in both protocol eras, in either era's tasks too; a user with no grant is sent
+to the upstream's sign-in through serve's own callback (a URL-mode elicitation; in a
+2026-07-28 task, one of its input requests), and an upstream that trusts serve's
+issuer takes an RFC 8693 exchange of the caller's token instead.
 
 Serve's issuer is `_issuer` (real JWTs, JWKS over HTTP); the upstream is an MCP server
 that requires its own issuer's tokens and says whose token came (`_user_upstream`);
@@ -25,7 +26,7 @@ import pytest
 from _issuer import Issuer, running_issuer
 from _mcp_http import serving
 from _oauth_server import Recording
-from _task_client import create_task, task_result
+from _task_client import Rpc, create_task, task_result
 from _user_upstream import EXCHANGER_ID, EXCHANGER_SECRET, UpstreamIssuer, upstream
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -44,11 +45,18 @@ Mode = Literal["legacy", "auto"]
 
 @asynccontextmanager
 async def _served(
-    oauth: dict[str, Any] | None = None, profile: ToolProfile | None = None
+    oauth: dict[str, Any] | None = None,
+    profile: ToolProfile | None = None,
+    *,
+    handshake_only: bool = False,
 ) -> AsyncIterator[tuple[Issuer, UpstreamIssuer, Recording, str]]:
     """Serve's issuer, the upstream's issuer, what the upstream received, and serve's
-    base URL, serving one upstream ``up`` per user (under ``profile``)."""
-    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+    base URL, serving one upstream ``up`` per user (under ``profile``; a 2025-11-25
+    upstream when ``handshake_only``)."""
+    async with (
+        running_issuer() as issuer,
+        upstream(issuer, handshake_only=handshake_only) as (url, up, recording),
+    ):
         entry = {"url": url, "oauth": oauth or {}, "grantScope": "user"}
         if oauth is not None and oauth.get("issuer") == "UPSTREAM":
             entry["oauth"] = {**oauth, "issuer": up.base}
@@ -188,6 +196,112 @@ async def test_a_task_calls_as_the_caller_who_started_it() -> None:
         "upstream user bob-upstream",
     ]
     _nothing_of(recording, alice_token, bob_token)
+
+
+@asynccontextmanager
+async def _extension_client(
+    base: str, token: str, elicitation: dict[str, Any] | None = None
+) -> AsyncIterator[Rpc]:
+    """Raw 2026-07-28 requests declaring the Tasks extension (the official client does
+    not speak it), signed in to serve with ``token``, its ``elicitation`` capability
+    ``elicitation`` (form mode when None)."""
+    headers = {"authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+        yield Rpc(http, f"{base}/mcp", elicitation)
+
+
+async def _first_signs_in(base: str, issuer: Issuer) -> str:
+    """Alice signs in to the upstream, its tools are listed from then on; her token."""
+    browser = Browser("alice-upstream")
+    async with _user(base, issuer, "alice", "legacy", browser) as (alice, token):
+        await alice.call_tool("needs_authorization", {})
+    return token
+
+
+def _task_text(task: dict[str, Any]) -> str:
+    text: str = task["result"]["content"][0]["text"]
+    return text
+
+
+async def test_a_tasks_extension_task_calls_as_the_caller_who_started_it() -> None:
+    # On 2026-07-28 the call runs in serve's background, after the request that created
+    # the task was answered: it still goes out on its creator's own connection. (Serve
+    # makes a task of a tool that declares task support, which only a 2025-11-25
+    # upstream's listing can say: a 2026-07-28 tool has no ``execution``.)
+    browsers = Browser("alice-upstream"), Browser("bob-upstream")
+    async with _served(handshake_only=True) as (issuer, _up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", "legacy", browsers[0]) as (alice, alice_token),
+                _user(base, issuer, "bob", "legacy", browsers[1]) as (bob, bob_token),
+            ):
+                await alice.call_tool("needs_authorization", {})
+                await bob.call_tool("whoami", {})
+            async with (
+                _extension_client(base, alice_token) as alice_rpc,
+                _extension_client(base, bob_token) as bob_rpc,
+            ):
+                call = {"name": "whoami", "arguments": {}}
+                created = [await rpc.result("tools/call", call) for rpc in (alice_rpc, bob_rpc)]
+                done = [
+                    await rpc.until(task["taskId"], "completed")
+                    for rpc, task in zip((alice_rpc, bob_rpc), created, strict=True)
+                ]
+                # Each task is its creator's alone.
+                others = await bob_rpc("tasks/get", {"taskId": created[0]["taskId"]})
+    assert [task["resultType"] for task in created] == ["task", "task"], created
+    assert [_task_text(task) for task in done] == [
+        "upstream user alice-upstream",
+        "upstream user bob-upstream",
+    ]
+    assert "error" in others and "result" not in others
+    _nothing_of(recording, alice_token, bob_token)
+
+
+async def test_a_tasks_extension_task_asks_a_user_with_no_grant_in_its_input_requests() -> None:
+    async with _served(handshake_only=True) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            alice_token = await _first_signs_in(base, issuer)
+            carol_token = issuer.token("carol")
+            async with _extension_client(base, carol_token, {"url": {}}) as carol:
+                created = await carol.result("tools/call", {"name": "whoami", "arguments": {}})
+                task_id = created["taskId"]
+                waiting = await carol.until(task_id, "input_required")
+                ((key, request),) = waiting["inputRequests"].items()
+                browser = Browser("carol-upstream")
+                await browser.visit(request["params"]["url"])
+                answer = {key: {"action": "accept"}}
+                await carol.result("tasks/update", {"taskId": task_id, "inputResponses": answer})
+                done = await carol.until(task_id, "completed")
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["mode"] == "url"
+    assert request["params"]["url"].startswith(up.base + "/authorize?")
+    assert _task_text(done) == "upstream user carol-upstream"
+    assert up.authorizations == ["alice-upstream", "carol-upstream"]
+    assert browser.visits == [200]
+    _nothing_of(recording, alice_token, carol_token)
+
+
+async def test_a_tasks_extension_task_of_a_form_only_client_says_where_to_consent() -> None:
+    async with _served(handshake_only=True) as (issuer, _up, recording, base):
+        with anyio.fail_after(60):
+            alice_token = await _first_signs_in(base, issuer)
+            carol_token = issuer.token("carol")
+            async with _extension_client(base, carol_token) as carol:  # form mode only
+                call = {"name": "whoami", "arguments": {}}
+                created = await carol.result("tools/call", call)
+                refused = await carol.until(created["taskId"], "completed")
+                text = _task_text(refused)
+                browser = Browser("carol-upstream")
+                await browser.visit(text[text.index("http") :])
+                again = await carol.result("tools/call", call)
+                done = await carol.until(again["taskId"], "completed")
+    # The extension's rule: a tool error is a completed task, its result saying so.
+    assert refused["result"]["isError"] is True
+    assert "Open this address in a browser" in text
+    assert _task_text(done) == "upstream user carol-upstream"
+    assert browser.visits == [200]
+    _nothing_of(recording, alice_token, carol_token)
 
 
 async def test_run_code_calls_as_its_caller() -> None:
