@@ -531,12 +531,16 @@ async def test_a_refused_token_exchange_is_a_tool_error_naming_the_issuers_answe
 
 @asynccontextmanager
 async def _two_replicas(
-    database_url: str | None, tmp_path: Path
+    database_url: str | None, tmp_path: Path, *, handshake_only: bool = False
 ) -> AsyncIterator[tuple[Issuer, UpstreamIssuer, Recording, str, str]]:
     """Serve's issuer, the upstream's issuer, what the upstream received, and two
     serves' base URLs, each serving ``up`` per user over one grant place: one data
-    folder for SQLite (one file both read), or one PostgreSQL."""
-    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+    folder for SQLite (one file both read), or one PostgreSQL (the Tasks extension's
+    tasks in it too). A 2025-11-25 upstream when ``handshake_only``."""
+    async with (
+        running_issuer() as issuer,
+        upstream(issuer, handshake_only=handshake_only) as (url, up, recording),
+    ):
         entry = {"url": url, "oauth": {}, "grantScope": "user"}
         auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
 
@@ -596,3 +600,32 @@ async def test_a_consent_asked_through_one_replica_is_finished_by_a_callback_at_
     assert up.authorizations == ["alice-upstream"] * 3
     assert browser.visits == [200, 400, 400]
     _nothing_of(recording, token)
+
+
+async def test_in_postgresql_a_task_asking_consent_is_followed_and_answered_at_another_replica(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    replicas = _two_replicas(postgres_url, tmp_path, handshake_only=True)
+    async with replicas as (issuer, up, recording, first, second):
+        # The task runs on the first; the client's next requests and the browser's
+        # way back land on the second.
+        browser = Browser("carol-upstream", lands_on=second)
+        with anyio.fail_after(60):
+            alice_token = await _first_signs_in(first, issuer)  # the first knows the tools
+            carol_token = issuer.token("carol")
+            async with (
+                _extension_client(first, carol_token, {"url": {}}) as at_first,
+                _extension_client(second, carol_token, {"url": {}}) as at_second,
+            ):
+                created = await at_first.result("tools/call", {"name": "whoami", "arguments": {}})
+                task_id = created["taskId"]
+                waiting = await at_second.until(task_id, "input_required")
+                ((key, request),) = waiting["inputRequests"].items()
+                await browser.visit(request["params"]["url"])
+                answer = {"taskId": task_id, "inputResponses": {key: {"action": "accept"}}}
+                await at_second.result("tasks/update", answer)
+                done = await at_second.until(task_id, "completed")
+    assert _task_text(done) == "upstream user carol-upstream"
+    assert up.authorizations == ["alice-upstream", "carol-upstream"]
+    assert browser.visits == [200]
+    _nothing_of(recording, alice_token, carol_token)
