@@ -41,6 +41,13 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_bac
 
 AUDIENCE = "nativemcp-test"
 Mode = Literal["legacy", "auto"]
+EXCHANGE = {
+    "grantType": "token_exchange",
+    "clientId": EXCHANGER_ID,
+    "clientSecret": EXCHANGER_SECRET,
+    "issuer": "UPSTREAM",
+}
+"""The entry's ``oauth`` for an RFC 8693 exchange at the upstream's issuer."""
 
 
 @asynccontextmanager
@@ -258,6 +265,21 @@ async def test_a_tasks_extension_task_calls_as_the_caller_who_started_it() -> No
     _nothing_of(recording, alice_token, bob_token)
 
 
+async def test_a_tasks_extension_task_exchanges_its_callers_token() -> None:
+    async with _served(EXCHANGE, handshake_only=True) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "dave", "legacy", None) as (dave, _):
+                await dave.call_tool("needs_authorization", {})  # the tools are known
+            erin_token = issuer.token("erin")
+            async with _extension_client(base, erin_token) as erin:
+                created = await erin.result("tools/call", {"name": "whoami", "arguments": {}})
+                done = await erin.until(created["taskId"], "completed")
+    # Erin's first call is the task's: her token, exchanged in the background.
+    assert _task_text(done) == "upstream user erin"
+    assert [form["subject_token"] for form in up.exchanges][-1:] == [erin_token]
+    _nothing_of(recording, erin_token)
+
+
 async def test_a_tasks_extension_task_asks_a_user_with_no_grant_in_its_input_requests() -> None:
     async with _served(handshake_only=True) as (issuer, up, recording, base):
         with anyio.fail_after(60):
@@ -380,13 +402,7 @@ async def test_a_forged_or_unknown_state_at_serves_callback_is_refused() -> None
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_token_exchange_gets_each_user_their_own_upstream_token_once(mode: Mode) -> None:
-    oauth = {
-        "grantType": "token_exchange",
-        "clientId": EXCHANGER_ID,
-        "clientSecret": EXCHANGER_SECRET,
-        "issuer": "UPSTREAM",
-    }
-    async with _served(oauth) as (issuer, up, recording, base):
+    async with _served(EXCHANGE) as (issuer, up, recording, base):
         with anyio.fail_after(60):
             async with (
                 _user(base, issuer, "dave", mode, None) as (dave, dave_token),
@@ -494,13 +510,7 @@ async def test_an_idle_users_connection_is_closed_and_their_next_call_reconnects
 
 
 async def test_an_exchanged_token_past_its_expiry_is_exchanged_again() -> None:
-    oauth = {
-        "grantType": "token_exchange",
-        "clientId": EXCHANGER_ID,
-        "clientSecret": EXCHANGER_SECRET,
-        "issuer": "UPSTREAM",
-    }
-    async with _served(oauth) as (issuer, up, _recording, base):
+    async with _served(EXCHANGE) as (issuer, up, _recording, base):
         up.lifetime = 10  # inside the 30 s kept back for clocks: never reused
         with anyio.fail_after(60):
             async with _user(base, issuer, "dave", "legacy", None) as (dave, _token):
@@ -512,12 +522,7 @@ async def test_an_exchanged_token_past_its_expiry_is_exchanged_again() -> None:
 
 
 async def test_a_refused_token_exchange_is_a_tool_error_naming_the_issuers_answer() -> None:
-    oauth = {
-        "grantType": "token_exchange",
-        "clientId": EXCHANGER_ID,
-        "clientSecret": "not-the-secret",
-        "issuer": "UPSTREAM",
-    }
+    oauth = {**EXCHANGE, "clientSecret": "not-the-secret"}
     async with _served(oauth) as (issuer, up, recording, base):
         with anyio.fail_after(60):
             async with _user(base, issuer, "dave", "legacy", None) as (dave, token):
