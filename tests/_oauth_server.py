@@ -286,7 +286,7 @@ def _mcp_server(base: str, issuer: Issuer, *, issuer_url: str | None = None) -> 
     return server
 
 
-async def _read_body(receive: Any) -> bytes:
+async def read_body(receive: Any) -> bytes:
     """An ASGI request's whole body."""
     body, more = b"", True
     while more:
@@ -296,7 +296,7 @@ async def _read_body(receive: Any) -> bytes:
     return body
 
 
-def _replaying(body: bytes, receive: Any) -> Any:
+def replaying(body: bytes, receive: Any) -> Any:
     """An ASGI ``receive`` that gives ``body`` (read already) first, then ``receive``'s."""
     sent = False
 
@@ -350,7 +350,7 @@ class StepUp:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         try:
             request = json.loads(body)
         except ValueError:
@@ -377,7 +377,7 @@ class StepUp:
             )
             await _refuse(send, 403, challenge)
             return
-        await self.app(scope, _replaying(body, receive), send)
+        await self.app(scope, replaying(body, receive), send)
 
 
 @asynccontextmanager
@@ -423,12 +423,12 @@ class Recording:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         query = scope.get("query_string", b"").decode("latin-1")
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         path = scope["path"] + (f"?{query}" if query else "")
         self.received.append(Received(scope["method"], path, headers, body))
-        await self.app(scope, _replaying(body, receive), send)
+        await self.app(scope, replaying(body, receive), send)
 
 
 @asynccontextmanager

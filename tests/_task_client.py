@@ -98,9 +98,13 @@ def forever(cancelled: list[anyio.Event]) -> Callable[[Any], Awaitable[types.Cal
 class Rpc:
     """Raw 2026-07-28 requests to one server, as one user, declaring the extension or not."""
 
-    def __init__(self, http: httpx2.AsyncClient, url: str) -> None:
+    def __init__(
+        self, http: httpx2.AsyncClient, url: str, elicitation: dict[str, Any] | None = None
+    ) -> None:
         self.http = http
         self.url = url
+        self.elicitation = elicitation or {}
+        """The client's ``elicitation`` capability (``{}``: form mode)."""
 
     async def __call__(
         self,
@@ -115,7 +119,10 @@ class Rpc:
         extensions: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}} if declare else {}
         meta = {
             "io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, **extensions},
+            "io.modelcontextprotocol/clientCapabilities": {
+                "elicitation": self.elicitation,
+                **extensions,
+            },
             "io.modelcontextprotocol/clientInfo": {"name": "tasks-test", "version": "1"},
         }
         headers = {

@@ -8,14 +8,18 @@ at ``/authorize`` is the ``login`` query parameter the test's browser adds (the 
 at the upstream's sign-in page). A token exchange is answered for a subject token
 signed by serve's issuer (a `_issuer.Issuer` this one trusts): its ``sub`` becomes the
 upstream user. The MCP server beside it requires one of its tokens; its ``whoami``
-tool says whose token came, and a `Recording` keeps every request it received, for
-the tests that read what went upstream.
+tool says whose token came (it declares optional task support), and a `Recording`
+keeps every request it received, for the tests that read what went upstream. Served
+``handshake_only``, it speaks 2025-11-25 alone (it refuses ``server/discover``): the
+only era whose tool listing says which tools take tasks, which is what serve reads to
+run a 2026-07-28 client's call as a Tasks-extension task.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,9 +28,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 import jwt
+import mcp_types as types
 from _issuer import Issuer
 from _mcp_http import serving_made
-from _oauth_server import Recording
+from _oauth_server import Recording, read_body, replaying
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -188,8 +193,20 @@ class UpstreamIssuer:
         ]
 
 
+class _TaskCapable(MCPServer):
+    """An MCPServer whose tools declare ``execution.taskSupport: "optional"`` (its
+    decorator has no parameter for it): a client may call them as tasks or not; serve
+    calls them plainly and may run its own client's call as a task."""
+
+    async def list_tools(self) -> list[types.Tool]:
+        execution = types.ToolExecution(task_support="optional")
+        return [
+            tool.model_copy(update={"execution": execution}) for tool in await super().list_tools()
+        ]
+
+
 def _upstream(base: str, issuer: UpstreamIssuer) -> MCPServer:
-    server = MCPServer(
+    server = _TaskCapable(
         "upstream",
         auth=AuthSettings.model_validate(
             {
@@ -210,10 +227,36 @@ def _upstream(base: str, issuer: UpstreamIssuer) -> MCPServer:
     return server
 
 
+def _handshake_only(app: Any) -> Any:
+    """``app`` as a server of 2025-11-25 alone: ``server/discover`` is a method it does
+    not know, so a client in ``auto`` mode falls back to the ``initialize`` handshake."""
+
+    async def legacy(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        try:
+            message = json.loads(body)
+        except ValueError:
+            message = None
+        if isinstance(message, dict) and message.get("method") == "server/discover":
+            error = {"code": -32601, "message": "Method not found"}
+            refused = {"jsonrpc": "2.0", "id": message.get("id"), "error": error}
+            await JSONResponse(refused)(scope, receive, send)
+            return
+        await app(scope, replaying(body, receive), send)
+
+    return legacy
+
+
 @asynccontextmanager
-async def upstream(trusted: Issuer | None) -> AsyncIterator[tuple[str, UpstreamIssuer, Recording]]:
+async def upstream(
+    trusted: Issuer | None, *, handshake_only: bool = False
+) -> AsyncIterator[tuple[str, UpstreamIssuer, Recording]]:
     """The upstream issuer and its MCP server, each on an origin of its own: yields the
-    MCP URL, the issuer and the recording of what the MCP server received."""
+    MCP URL, the issuer and the recording of what the MCP server received
+    (``handshake_only``: a 2025-11-25 server)."""
     issuer = UpstreamIssuer(trusted)
     issuer.recording = Recording(Starlette(routes=issuer.routes()))
     async with serving_made(lambda base: issuer.recording) as issuer_base:
@@ -222,7 +265,8 @@ async def upstream(trusted: Issuer | None) -> AsyncIterator[tuple[str, UpstreamI
 
         def make(base: str) -> Any:
             nonlocal recording
-            recording = Recording(_upstream(base, issuer).streamable_http_app())
+            app = _upstream(base, issuer).streamable_http_app()
+            recording = Recording(_handshake_only(app) if handshake_only else app)
             return recording
 
         async with serving_made(make) as base:

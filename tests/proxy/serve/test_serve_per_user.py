@@ -1,8 +1,9 @@
 """serve acting for each user (``"grantScope": "user"``): every user's calls to an
 OAuth-protected upstream go with that user's own grant, never another user's nor the
-pool's, in both protocol eras; a user with no grant is sent to the upstream's sign-in
-through serve's own callback (a URL-mode elicitation), and an upstream that trusts
-serve's issuer takes an RFC 8693 exchange of the caller's token instead.
+pool's, in both protocol eras, in either era's tasks too; a user with no grant is sent
+to the upstream's sign-in through serve's own callback (a URL-mode elicitation; in a
+2026-07-28 task, one of its input requests), and an upstream that trusts serve's
+issuer takes an RFC 8693 exchange of the caller's token instead.
 
 Serve's issuer is `_issuer` (real JWTs, JWKS over HTTP); the upstream is an MCP server
 that requires its own issuer's tokens and says whose token came (`_user_upstream`);
@@ -25,7 +26,7 @@ import pytest
 from _issuer import Issuer, running_issuer
 from _mcp_http import serving
 from _oauth_server import Recording
-from _task_client import create_task, task_result
+from _task_client import Rpc, create_task, task_result
 from _user_upstream import EXCHANGER_ID, EXCHANGER_SECRET, UpstreamIssuer, upstream
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -40,15 +41,29 @@ pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_bac
 
 AUDIENCE = "nativemcp-test"
 Mode = Literal["legacy", "auto"]
+EXCHANGE = {
+    "grantType": "token_exchange",
+    "clientId": EXCHANGER_ID,
+    "clientSecret": EXCHANGER_SECRET,
+    "issuer": "UPSTREAM",
+}
+"""The entry's ``oauth`` for an RFC 8693 exchange at the upstream's issuer."""
 
 
 @asynccontextmanager
 async def _served(
-    oauth: dict[str, Any] | None = None, profile: ToolProfile | None = None
+    oauth: dict[str, Any] | None = None,
+    profile: ToolProfile | None = None,
+    *,
+    handshake_only: bool = False,
 ) -> AsyncIterator[tuple[Issuer, UpstreamIssuer, Recording, str]]:
     """Serve's issuer, the upstream's issuer, what the upstream received, and serve's
-    base URL, serving one upstream ``up`` per user (under ``profile``)."""
-    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+    base URL, serving one upstream ``up`` per user (under ``profile``; a 2025-11-25
+    upstream when ``handshake_only``)."""
+    async with (
+        running_issuer() as issuer,
+        upstream(issuer, handshake_only=handshake_only) as (url, up, recording),
+    ):
         entry = {"url": url, "oauth": oauth or {}, "grantScope": "user"}
         if oauth is not None and oauth.get("issuer") == "UPSTREAM":
             entry["oauth"] = {**oauth, "issuer": up.base}
@@ -190,6 +205,127 @@ async def test_a_task_calls_as_the_caller_who_started_it() -> None:
     _nothing_of(recording, alice_token, bob_token)
 
 
+@asynccontextmanager
+async def _extension_client(
+    base: str, token: str, elicitation: dict[str, Any] | None = None
+) -> AsyncIterator[Rpc]:
+    """Raw 2026-07-28 requests declaring the Tasks extension (the official client does
+    not speak it), signed in to serve with ``token``, its ``elicitation`` capability
+    ``elicitation`` (form mode when None)."""
+    headers = {"authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+        yield Rpc(http, f"{base}/mcp", elicitation)
+
+
+async def _first_signs_in(base: str, issuer: Issuer) -> str:
+    """Alice signs in to the upstream, its tools are listed from then on; her token."""
+    browser = Browser("alice-upstream")
+    async with _user(base, issuer, "alice", "legacy", browser) as (alice, token):
+        await alice.call_tool("needs_authorization", {})
+    return token
+
+
+def _task_text(task: dict[str, Any]) -> str:
+    text: str = task["result"]["content"][0]["text"]
+    return text
+
+
+async def test_a_tasks_extension_task_calls_as_the_caller_who_started_it() -> None:
+    # On 2026-07-28 the call runs in serve's background, after the request that created
+    # the task was answered: it still goes out on its creator's own connection. (Serve
+    # makes a task of a tool that declares task support, which only a 2025-11-25
+    # upstream's listing can say: a 2026-07-28 tool has no ``execution``.)
+    browsers = Browser("alice-upstream"), Browser("bob-upstream")
+    async with _served(handshake_only=True) as (issuer, _up, recording, base):
+        with anyio.fail_after(60):
+            async with (
+                _user(base, issuer, "alice", "legacy", browsers[0]) as (alice, alice_token),
+                _user(base, issuer, "bob", "legacy", browsers[1]) as (bob, bob_token),
+            ):
+                await alice.call_tool("needs_authorization", {})
+                await bob.call_tool("whoami", {})
+            async with (
+                _extension_client(base, alice_token) as alice_rpc,
+                _extension_client(base, bob_token) as bob_rpc,
+            ):
+                call = {"name": "whoami", "arguments": {}}
+                created = [await rpc.result("tools/call", call) for rpc in (alice_rpc, bob_rpc)]
+                done = [
+                    await rpc.until(task["taskId"], "completed")
+                    for rpc, task in zip((alice_rpc, bob_rpc), created, strict=True)
+                ]
+                # Each task is its creator's alone.
+                others = await bob_rpc("tasks/get", {"taskId": created[0]["taskId"]})
+    assert [task["resultType"] for task in created] == ["task", "task"], created
+    assert [_task_text(task) for task in done] == [
+        "upstream user alice-upstream",
+        "upstream user bob-upstream",
+    ]
+    assert "error" in others and "result" not in others
+    _nothing_of(recording, alice_token, bob_token)
+
+
+async def test_a_tasks_extension_task_exchanges_its_callers_token() -> None:
+    async with _served(EXCHANGE, handshake_only=True) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            async with _user(base, issuer, "dave", "legacy", None) as (dave, _):
+                await dave.call_tool("needs_authorization", {})  # the tools are known
+            erin_token = issuer.token("erin")
+            async with _extension_client(base, erin_token) as erin:
+                created = await erin.result("tools/call", {"name": "whoami", "arguments": {}})
+                done = await erin.until(created["taskId"], "completed")
+    # Erin's first call is the task's: her token, exchanged in the background.
+    assert _task_text(done) == "upstream user erin"
+    assert [form["subject_token"] for form in up.exchanges][-1:] == [erin_token]
+    _nothing_of(recording, erin_token)
+
+
+async def test_a_tasks_extension_task_asks_a_user_with_no_grant_in_its_input_requests() -> None:
+    async with _served(handshake_only=True) as (issuer, up, recording, base):
+        with anyio.fail_after(60):
+            alice_token = await _first_signs_in(base, issuer)
+            carol_token = issuer.token("carol")
+            async with _extension_client(base, carol_token, {"url": {}}) as carol:
+                created = await carol.result("tools/call", {"name": "whoami", "arguments": {}})
+                task_id = created["taskId"]
+                waiting = await carol.until(task_id, "input_required")
+                ((key, request),) = waiting["inputRequests"].items()
+                browser = Browser("carol-upstream")
+                await browser.visit(request["params"]["url"])
+                answer = {key: {"action": "accept"}}
+                await carol.result("tasks/update", {"taskId": task_id, "inputResponses": answer})
+                done = await carol.until(task_id, "completed")
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["mode"] == "url"
+    assert request["params"]["url"].startswith(up.base + "/authorize?")
+    assert _task_text(done) == "upstream user carol-upstream"
+    assert up.authorizations == ["alice-upstream", "carol-upstream"]
+    assert browser.visits == [200]
+    _nothing_of(recording, alice_token, carol_token)
+
+
+async def test_a_tasks_extension_task_of_a_form_only_client_says_where_to_consent() -> None:
+    async with _served(handshake_only=True) as (issuer, _up, recording, base):
+        with anyio.fail_after(60):
+            alice_token = await _first_signs_in(base, issuer)
+            carol_token = issuer.token("carol")
+            async with _extension_client(base, carol_token) as carol:  # form mode only
+                call = {"name": "whoami", "arguments": {}}
+                created = await carol.result("tools/call", call)
+                refused = await carol.until(created["taskId"], "completed")
+                text = _task_text(refused)
+                browser = Browser("carol-upstream")
+                await browser.visit(text[text.index("http") :])
+                again = await carol.result("tools/call", call)
+                done = await carol.until(again["taskId"], "completed")
+    # The extension's rule: a tool error is a completed task, its result saying so.
+    assert refused["result"]["isError"] is True
+    assert "Open this address in a browser" in text
+    assert _task_text(done) == "upstream user carol-upstream"
+    assert browser.visits == [200]
+    _nothing_of(recording, alice_token, carol_token)
+
+
 async def test_run_code_calls_as_its_caller() -> None:
     browsers = Browser("alice-upstream"), Browser("bob-upstream")
     # A program's tools are those served when it starts: the first signs in, the
@@ -266,13 +402,7 @@ async def test_a_forged_or_unknown_state_at_serves_callback_is_refused() -> None
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_token_exchange_gets_each_user_their_own_upstream_token_once(mode: Mode) -> None:
-    oauth = {
-        "grantType": "token_exchange",
-        "clientId": EXCHANGER_ID,
-        "clientSecret": EXCHANGER_SECRET,
-        "issuer": "UPSTREAM",
-    }
-    async with _served(oauth) as (issuer, up, recording, base):
+    async with _served(EXCHANGE) as (issuer, up, recording, base):
         with anyio.fail_after(60):
             async with (
                 _user(base, issuer, "dave", mode, None) as (dave, dave_token),
@@ -380,13 +510,7 @@ async def test_an_idle_users_connection_is_closed_and_their_next_call_reconnects
 
 
 async def test_an_exchanged_token_past_its_expiry_is_exchanged_again() -> None:
-    oauth = {
-        "grantType": "token_exchange",
-        "clientId": EXCHANGER_ID,
-        "clientSecret": EXCHANGER_SECRET,
-        "issuer": "UPSTREAM",
-    }
-    async with _served(oauth) as (issuer, up, _recording, base):
+    async with _served(EXCHANGE) as (issuer, up, _recording, base):
         up.lifetime = 10  # inside the 30 s kept back for clocks: never reused
         with anyio.fail_after(60):
             async with _user(base, issuer, "dave", "legacy", None) as (dave, _token):
@@ -398,12 +522,7 @@ async def test_an_exchanged_token_past_its_expiry_is_exchanged_again() -> None:
 
 
 async def test_a_refused_token_exchange_is_a_tool_error_naming_the_issuers_answer() -> None:
-    oauth = {
-        "grantType": "token_exchange",
-        "clientId": EXCHANGER_ID,
-        "clientSecret": "not-the-secret",
-        "issuer": "UPSTREAM",
-    }
+    oauth = {**EXCHANGE, "clientSecret": "not-the-secret"}
     async with _served(oauth) as (issuer, up, recording, base):
         with anyio.fail_after(60):
             async with _user(base, issuer, "dave", "legacy", None) as (dave, token):
@@ -417,12 +536,16 @@ async def test_a_refused_token_exchange_is_a_tool_error_naming_the_issuers_answe
 
 @asynccontextmanager
 async def _two_replicas(
-    database_url: str | None, tmp_path: Path
+    database_url: str | None, tmp_path: Path, *, handshake_only: bool = False
 ) -> AsyncIterator[tuple[Issuer, UpstreamIssuer, Recording, str, str]]:
     """Serve's issuer, the upstream's issuer, what the upstream received, and two
     serves' base URLs, each serving ``up`` per user over one grant place: one data
-    folder for SQLite (one file both read), or one PostgreSQL."""
-    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+    folder for SQLite (one file both read), or one PostgreSQL (the Tasks extension's
+    tasks in it too). A 2025-11-25 upstream when ``handshake_only``."""
+    async with (
+        running_issuer() as issuer,
+        upstream(issuer, handshake_only=handshake_only) as (url, up, recording),
+    ):
         entry = {"url": url, "oauth": {}, "grantScope": "user"}
         auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
 
@@ -482,3 +605,32 @@ async def test_a_consent_asked_through_one_replica_is_finished_by_a_callback_at_
     assert up.authorizations == ["alice-upstream"] * 3
     assert browser.visits == [200, 400, 400]
     _nothing_of(recording, token)
+
+
+async def test_in_postgresql_a_task_asking_consent_is_followed_and_answered_at_another_replica(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    replicas = _two_replicas(postgres_url, tmp_path, handshake_only=True)
+    async with replicas as (issuer, up, recording, first, second):
+        # The task runs on the first; the client's next requests and the browser's
+        # way back land on the second.
+        browser = Browser("carol-upstream", lands_on=second)
+        with anyio.fail_after(60):
+            alice_token = await _first_signs_in(first, issuer)  # the first knows the tools
+            carol_token = issuer.token("carol")
+            async with (
+                _extension_client(first, carol_token, {"url": {}}) as at_first,
+                _extension_client(second, carol_token, {"url": {}}) as at_second,
+            ):
+                created = await at_first.result("tools/call", {"name": "whoami", "arguments": {}})
+                task_id = created["taskId"]
+                waiting = await at_second.until(task_id, "input_required")
+                ((key, request),) = waiting["inputRequests"].items()
+                await browser.visit(request["params"]["url"])
+                answer = {"taskId": task_id, "inputResponses": {key: {"action": "accept"}}}
+                await at_second.result("tasks/update", answer)
+                done = await at_second.until(task_id, "completed")
+    assert _task_text(done) == "upstream user carol-upstream"
+    assert up.authorizations == ["alice-upstream", "carol-upstream"]
+    assert browser.visits == [200]
+    _nothing_of(recording, alice_token, carol_token)
