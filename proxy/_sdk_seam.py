@@ -1,10 +1,10 @@
-"""Every private part of the official `mcp` SDK that nativemcp touches, in one place.
+"""The SDK's and its dependencies' private parts that nativemcp touches, in one place.
 
-The SDK's public API does not offer these; each is read through one function or
-constant here, so an SDK release that changes one breaks one module, and
-``tests/project/test_sdk_seam.py`` checks each against the installed SDK (it fails on
-the release that changes it, before a user meets the change). Anything new that reaches
-into the SDK goes here too.
+The public APIs of the official `mcp` SDK (and of anyio, under it) do not offer these;
+each is read through one function or constant here, so a release that changes one
+breaks one module, and ``tests/project/test_sdk_seam.py`` checks each against the
+installed version (it fails on the release that changes it, before a user meets the
+change). Anything new that reaches into the SDK or a dependency goes here too.
 
 Besides the SDK's private names, the values serve's fast path copies because the SDK
 (or sse-starlette, under its 2025-11-25 transport) writes them inline are here: the
@@ -14,6 +14,7 @@ is checked against what the installed SDK sends.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ __all__ = [
     "LEGACY_SSE_HEADERS",
     "SSE_PING",
     "client_connection",
+    "close_subprocess_transport",
     "default_server_middleware",
     "is_the_request",
     "legacy_catch_all",
@@ -169,3 +171,21 @@ def legacy_catch_all(exc: Exception) -> ErrorData:
     from mcp_types import ErrorData
 
     return ErrorData(code=0, message=str(exc))
+
+
+# -- anyio's subprocess on asyncio ------------------------------------------------------
+
+
+def close_subprocess_transport(process: object) -> bool:
+    """Close the asyncio subprocess transport behind an anyio ``Process``, which stays
+    open (and warns when collected) while a process that escaped holds one of its pipes;
+    whether there was one to close (none on trio). Nothing public reaches it: anyio keeps
+    the asyncio process as ``Process._process``, asyncio its transport as
+    ``Process._transport`` (the SDK's stdio client walks the same attributes)."""
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if not callable(close):
+        return False
+    with contextlib.suppress(PermissionError):  # <=3.12 may re-kill a setuid child
+        close()
+    return True

@@ -33,7 +33,6 @@ import anyio.abc
 import anyio.to_thread
 
 from nativemcp.protocol import (
-    BackendType,
     NativeMCPResponse,
     Tool,
     text_response,
@@ -41,7 +40,8 @@ from nativemcp.protocol import (
 )
 from nativemcp.workers import ServerStartError
 
-from .._handle import CallOptions, UnwrappingHandle, answer_client_request, call_deadline
+from .._handle import CallOptions, answer_client_request, call_deadline
+from ._external_handle import ExternalHandle
 from ._mcp_config import ExternalServerSpec
 from ._server import ExternalServer
 from .oauth import (
@@ -108,7 +108,7 @@ class _Session:
         return self.server.needs_authorization
 
 
-class UserServers(UnwrappingHandle):
+class UserServers(ExternalHandle):
     """The handle of an entry with ``"grantScope": "user"``: a connection per user.
 
     Args:
@@ -118,9 +118,6 @@ class UserServers(UnwrappingHandle):
             (keyed by `user_key` of the caller's issuer and subject).
         consents: the pending consents of serve's callback (`Consents`).
     """
-
-    backend = BackendType.EXTERNAL_MCP
-    trusts_type_refs = False
 
     def __init__(
         self,
@@ -417,15 +414,6 @@ class UserServers(UnwrappingHandle):
                 "this caller yet: call one of its tools first"
             )
         return await session.server.feature(method, params, options)
-
-    async def get_service_context(self, options: CallOptions) -> str:
-        """The server's ``instructions``, as the first connection read them."""
-        return self.description
-
-    async def switch_context(
-        self, session_id: str | None, thread_id: str | None, options: CallOptions
-    ) -> None:
-        """External servers have no session scoping; nothing to do."""
 
     async def ping(self, options: CallOptions) -> None:
         """Nothing to reach without a user: the handle is there while the pool runs."""

@@ -28,7 +28,6 @@ import anyio.abc
 
 from nativemcp.protocol import (
     PYTHON_LOG_LEVELS,
-    BackendType,
     NativeMCPResponse,
     Tool,
     resolved,
@@ -43,13 +42,13 @@ from .._handle import (
     CallOptions,
     LogHandler,
     ResourceListener,
-    UnwrappingHandle,
     call_deadline,
     deliver_log,
 )
 from .._restart import RestartPolicy, Supervised
 from ..telemetry import current_call_span, log_ids
 from ._client_side import ClientSide, ServerRequests
+from ._external_handle import ExternalHandle
 from ._features import request_feature
 from ._log_redaction import secrets_kept_out_of_logs, shown_cause
 from ._mcp_config import ExternalServerSpec
@@ -85,13 +84,10 @@ PING_REMOVED_IN: Final = "2026-07-28"
 """The MCP revision without ``ping``; earlier ones (dates sort as text) answer it."""
 
 
-class ExternalServer(UnwrappingHandle, Supervised):
+class ExternalServer(ExternalHandle, Supervised):
     """An external MCP server behind the pool's handle, through the official client."""
 
     _logger = _logger
-
-    backend = BackendType.EXTERNAL_MCP
-    trusts_type_refs = False
 
     def __init__(
         self,
@@ -564,15 +560,6 @@ class ExternalServer(UnwrappingHandle, Supervised):
             # Roots are deprecated from 2026-07-28; servers of earlier versions use them.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await client.send_roots_list_changed()
-
-    async def get_service_context(self, options: CallOptions) -> str:
-        """The server's ``instructions``, if it sent any."""
-        return self.description
-
-    async def switch_context(
-        self, session_id: str | None, thread_id: str | None, options: CallOptions
-    ) -> None:
-        """External servers have no session scoping; nothing to do."""
 
     async def ping(self, options: CallOptions) -> None:
         """Round-trip a request that the SDK client's response cache cannot answer (a

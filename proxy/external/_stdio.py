@@ -43,6 +43,8 @@ from nativemcp.protocol import describe_exit
 from nativemcp.protocol.wire import DEFAULT_MAX_FRAME
 from nativemcp.workers.process_sweep import descendants, kill_pids, kill_until_gone, session_members
 
+from .._sdk_seam import close_subprocess_transport
+
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     from mcp.shared.message import SessionMessage
@@ -297,18 +299,7 @@ async def _stop(process: anyio.abc.Process, write_send: Any) -> None:
         if process.stdout is not None:
             with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdout.aclose()
-        _close_transport(process)
-
-
-def _close_transport(process: anyio.abc.Process) -> None:
-    """Close asyncio's subprocess transport, which stays open (and warns when collected)
-    while a process that escaped holds one of its pipes. Nothing public reaches it, so
-    this walks attributes, as the SDK's stdio client does; nothing to do on trio."""
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
-    close = getattr(transport, "close", None)
-    if callable(close):
-        with contextlib.suppress(PermissionError):  # <=3.12 may re-kill a setuid child
-            close()
+        close_subprocess_transport(process)
 
 
 def _left_session(pid: int) -> list[int]:

@@ -3,8 +3,8 @@
 `_rebinding` checks Host and Origin against DNS rebinding with the official SDK's
 transport-security checks (a local-only default, the canonical form of a Host header);
 `_headers` reads one header of a request, and drops the whitespace around header
-values. It imports nothing of nativemcp; `serve/` and `console/` import it by the
-names below.
+values; `_respond` writes a whole response at once. It imports nothing of nativemcp;
+`serve/` and `console/` import it by the names below.
 """
 
 from ._headers import header_value as header_value
@@ -15,6 +15,7 @@ from ._rebinding import CanonicalHost as CanonicalHost
 from ._rebinding import RebindingGuard as RebindingGuard
 from ._rebinding import canonical_host as canonical_host
 from ._rebinding import local_only as local_only
+from ._respond import respond as respond
 
 __all__ = [
     "LOCAL_HOSTS",
@@ -24,5 +25,6 @@ __all__ = [
     "canonical_host",
     "header_value",
     "local_only",
+    "respond",
     "trimmed_headers",
 ]

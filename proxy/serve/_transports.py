@@ -35,7 +35,7 @@ from nativemcp.protocol import safe_server_name
 
 from .._pool import WorkerPool
 from ..external import Consents, UserServers
-from ..http_edge import CanonicalHost, local_only
+from ..http_edge import CanonicalHost, local_only, respond
 from ..llm._budget import check_budget
 from ..tool_search import ToolProfile
 from ._bridge import McpBridge
@@ -134,18 +134,12 @@ class _BearerToken:
                         "error_description": "a valid bearer token is required",
                     }
                 ).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b'Bearer realm="nativemcp"'),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="nativemcp"'),
+                    (b"content-length", str(len(body)).encode()),
+                ]
+                await respond(send, 401, body, headers)
                 return
         await self.app(scope, receive, send)
 
@@ -174,14 +168,8 @@ class Drain:
             await self.app(scope, receive, send)
             return
         if self.draining:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 503,
-                    "headers": [(b"retry-after", b"1"), (b"connection", b"close")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b"shutting down"})
+            headers = [(b"retry-after", b"1"), (b"connection", b"close")]
+            await respond(send, 503, b"shutting down", headers)
             return
         self.in_flight += 1
         self._idle = anyio.Event() if self.in_flight == 1 else self._idle
@@ -336,14 +324,8 @@ class _Routes:
             body = (
                 f"no MCP server at this path; servers: {', '.join(k for k in self._managers if k)}"
             )
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 404,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8")],
-                }
-            )
-            await send({"type": "http.response.body", "body": body.encode()})
+            headers = [(b"content-type", b"text/plain; charset=utf-8")]
+            await respond(send, 404, body.encode(), headers)
             return
         await self._ids(handle, scope, receive, send)
 

@@ -8,6 +8,7 @@ import ast
 import contextlib
 import json
 import re
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ from nativemcp.proxy._sdk_seam import (
     LEGACY_SSE_HEADERS,
     SSE_PING,
     client_connection,
+    close_subprocess_transport,
     default_server_middleware,
     is_the_request,
     legacy_catch_all,
@@ -297,6 +299,25 @@ async def test_an_expiry_set_in_the_past_makes_the_flow_refresh_first() -> None:
     assert provider.context.is_token_valid()
     set_token_expiry(provider, None)  # no expiry: valid as long as it is kept
     assert provider.context.is_token_valid()
+
+
+# -- anyio's subprocess on asyncio ------------------------------------------------------
+
+
+async def test_an_asyncio_process_has_a_transport_the_seam_closes(anyio_backend: str) -> None:
+    # The stdio transport closes it after ending a server whose escaped child still
+    # holds a pipe; if anyio or asyncio renames the attributes, it would warn instead.
+    process = await anyio.open_process([sys.executable, "-c", "pass"])
+    async with process:
+        await process.wait()
+    closed = close_subprocess_transport(process)
+    assert closed is (anyio_backend == "asyncio")  # trio's process has no transport
+    if closed:
+        assert process._process._transport.is_closing()  # type: ignore[attr-defined]
+
+
+def test_an_object_without_a_process_has_no_transport_to_close() -> None:
+    assert close_subprocess_transport(SimpleNamespace()) is False
 
 
 # -- The seam is the only way in --------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, Final
 from nativemcp.workers._database import Database
 
 from ._models import MAX_OBSERVATIONS, PlanningState, Todo
-from ._store import Scope, UnknownTodoIds, todos_to_remove
+from ._store import Scope, UnknownTodoIds, dropped_oldest_first, todos_to_remove
 
 __all__ = ["COMPONENT", "MIGRATIONS", "PostgresPlanningStore"]
 
@@ -219,17 +219,14 @@ class PostgresPlanningStore:
                 " VALUES (%s, %s, %s)",
                 (*scope, text),
             )
-            dropped = [
-                dropped_text
-                for _, dropped_text in sorted(
-                    conn.execute(
-                        "DELETE FROM planning_observations WHERE seq IN ("
-                        f" SELECT seq FROM planning_observations {_WHERE}"
-                        " ORDER BY seq DESC OFFSET %s) RETURNING seq, text",
-                        (*scope, MAX_OBSERVATIONS),
-                    ).fetchall()
-                )
-            ]
+            dropped = dropped_oldest_first(
+                conn.execute(
+                    "DELETE FROM planning_observations WHERE seq IN ("
+                    f" SELECT seq FROM planning_observations {_WHERE}"
+                    " ORDER BY seq DESC OFFSET %s) RETURNING seq, text",
+                    (*scope, MAX_OBSERVATIONS),
+                ).fetchall()
+            )
             return _read(conn, scope), dropped
 
     def clear_session(self, scope: Scope) -> tuple[PlanningState, PlanningState]:

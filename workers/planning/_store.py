@@ -11,14 +11,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
 from ._models import MAX_OBSERVATIONS, PlanningState, Todo
 
-__all__ = ["PlanningStore", "Scope", "UnknownTodoIds", "todos_to_remove"]
+__all__ = ["PlanningStore", "Scope", "UnknownTodoIds", "dropped_oldest_first", "todos_to_remove"]
 
 Scope = tuple[str, str]
 """``(session_id, thread_id)``, both already defaulted."""
@@ -80,6 +80,12 @@ def todos_to_remove(before: PlanningState, ids: Sequence[int] | None) -> list[To
     if unknown:
         raise UnknownTodoIds(unknown, before)
     return [by_id[todo_id] for todo_id in wanted]
+
+
+def dropped_oldest_first(rows: Iterable[tuple[int, str]]) -> list[str]:
+    """The texts of the ``(seq, text)`` rows a ``DELETE … RETURNING`` gave, oldest
+    first (RETURNING rows come in no promised order)."""
+    return [text for _, text in sorted(rows)]
 
 
 class PlanningStore:
@@ -290,18 +296,14 @@ class PlanningStore:
                 "INSERT INTO observations (session_id, thread_id, text) VALUES (?, ?, ?)",
                 (*scope, text),
             )
-            # RETURNING rows come in no promised order: sort them oldest first.
-            dropped = [
-                dropped_text
-                for _, dropped_text in sorted(
-                    db.execute(
-                        "DELETE FROM observations WHERE seq IN ("
-                        " SELECT seq FROM observations WHERE session_id = ? AND thread_id = ?"
-                        " ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING seq, text",
-                        (*scope, MAX_OBSERVATIONS),
-                    ).fetchall()
-                )
-            ]
+            dropped = dropped_oldest_first(
+                db.execute(
+                    "DELETE FROM observations WHERE seq IN ("
+                    " SELECT seq FROM observations WHERE session_id = ? AND thread_id = ?"
+                    " ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING seq, text",
+                    (*scope, MAX_OBSERVATIONS),
+                ).fetchall()
+            )
             return self._read(scope), dropped
 
     def clear_session(self, scope: Scope) -> tuple[PlanningState, PlanningState]:

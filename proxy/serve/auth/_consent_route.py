@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...external import CALLBACK_ROUTE, Consents
+from ...http_edge import respond
 from ._resource_server import Authorization, caller_from_scope, resource_url
 
 __all__ = ["ConsentCallback", "ConsentOrigin", "callback_url"]
@@ -46,19 +47,13 @@ def callback_url(authorization: Authorization, scope: Scope) -> str:
 
 async def _page(send: Send, status: int, html: str) -> None:
     body = html.encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/html; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                (b"cache-control", b"no-store"),
-                (b"referrer-policy", b"no-referrer"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    headers = [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
+    await respond(send, status, body, headers)
 
 
 class ConsentCallback:

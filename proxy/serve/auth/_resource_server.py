@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nativemcp.protocol.wire import Caller
 
 from ..._handle import CallerToken
-from ...http_edge import header_value
+from ...http_edge import header_value, respond
 from ._access_tokens import IssuerTokens, IssuerUnavailable, TokenRefused
 from ._introspection import IntrospectedTokens
 from ._scopes import ScopeMap
@@ -169,18 +169,8 @@ async def send_json(
 ) -> None:
     """Answer with ``status`` and ``body`` as JSON (an auth error or the metadata)."""
     data = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(data)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
+    sized = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await respond(send, status, data, [*sized, *headers])
 
 
 def resource_url(authorization: Authorization, scope: Scope) -> str:
