@@ -49,7 +49,9 @@ class SearchMode:
     @staticmethod
     def listed(tool: Tool, tasks: bool) -> types.Tool:
         """A meta-tool as ``tools/list`` gives it; ``call_tool`` takes tasks when the
-        bridge offers them (the called tool runs in the task, whatever it declares)."""
+        bridge offers them. On 2025-11-25 the called tool runs in the task, whatever it
+        declares; under 2026-07-28's Tasks extension a ``call_tool`` becomes a task only
+        where the tool it names declares task support (else it answers as a plain call)."""
         data: dict[str, Any] = {
             "name": tool.name,
             "title": tool.title,
