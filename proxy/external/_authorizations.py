@@ -1,7 +1,8 @@
 """The pool's side of remote servers that need authorization: which ones, authorizing
 one from Python, and noticing a grant kept since (``nativemcp auth login`` in another
 process) when the pool lists or calls tools, so no restart is needed. The same look
-before a listing reads again a 2026-07-28 server's tool list past its ``ttlMs``.
+before a listing reads again a 2026-07-28 server's tool list past its ``ttlMs``, and
+learns a per-user server's tools that a connection at another serve process listed.
 
 `Authorizations` is a part `WorkerPool` holds over its handles; the waiting and the new
 connection are each server's (``external/oauth/_authorization_wait``).
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping
 from nativemcp.protocol import SEPARATOR, safe_server_name
 
 from .._handle import ServerHandle, find_server
+from ._per_user import UserServers
 from ._server import ExternalServer
 from .oauth import NeedsAuthorization, RedirectHook
 
@@ -64,10 +66,14 @@ class Authorizations:
     async def freshen(self) -> bool:
         """Freshen each external server (`ExternalServer.freshen`: one that needs
         authorization tries a grant kept now; a tool list past its ``ttlMs`` is read
-        again); whether the tools of one of them may have changed."""
+        again; `UserServers.freshen`: a per-user server's tools that another process
+        listed); whether the tools of one of them may have changed."""
         changed = False
         for _, handle in self._external():
             changed = await handle.freshen() or changed
+        for each in self._handles.values():
+            if isinstance(each, UserServers):  # tools another process's connection listed
+                changed = await each.freshen() or changed
         return changed
 
     def placeholders(self, full_name: str) -> list[str]:

@@ -16,7 +16,12 @@ exchanged (``oauth/_token_exchange``).
 
 Until a first user connects, the server's tools are not known: it lists one tool,
 ``needs_authorization``, whose call asks for the caller's consent and then lists the
-server's tools. Everyone's calls then see the tools the first connection listed.
+server's tools. A connection's tool list is kept beside the grants (`ToolRows`), so
+every serve process sharing them (``--workers N``, replicas) lists the server's tools
+once any process's connection listed them: read when the handle starts, before the
+pool lists or looks up tools (`freshen`), at a call while only the sign-in tool is
+known, and every `SWEEP_EVERY` seconds until then. A user's connection that lists
+other tools (the upstream changed) replaces the list here and in the row.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from .oauth import (
     Consents,
     GrantPlace,
     ServerAuthorization,
+    ToolRows,
     UserKey,
     describe_grant,
     first_of,
@@ -136,7 +142,9 @@ class UserServers(ExternalHandle):
         self.consents = consents
         self._make = make
         self._grants = grants
-        self._tools: list[Tool] = [sign_in_tool(spec.name)]
+        self._rows = ToolRows(grants)
+        self._signing_in: Final = [sign_in_tool(spec.name)]
+        self._tools: list[Tool] = self._signing_in
         self._sessions: dict[UserKey, _Session] = {}
         self._group: anyio.abc.TaskGroup | None = None
         self._stop = anyio.Event()
@@ -144,7 +152,8 @@ class UserServers(ExternalHandle):
 
     @property
     def tools(self) -> list[Tool]:
-        """The tools the first user's connection listed (the sign-in tool before)."""
+        """The tools a user's connection listed, here or at another process sharing
+        the grants (the sign-in tool before)."""
         return self._tools
 
     def users(self) -> list[UserKey]:
@@ -168,15 +177,54 @@ class UserServers(ExternalHandle):
         try:
             async with anyio.create_task_group() as group:
                 self._group = group
+                await self.freshen()
                 task_status.started()
                 while not self._stop.is_set():
                     with anyio.move_on_after(SWEEP_EVERY):
                         await self._stop.wait()
                     self.sweep(time.monotonic())
+                    if not self._stop.is_set():
+                        await self.freshen()
                 group.cancel_scope.cancel()
         finally:
             self._group = None
             self._finished.set()
+
+    async def freshen(self) -> bool:
+        """While only the sign-in tool is known: the tools another process's connection
+        listed, if it kept them (read in a thread); whether the tools changed. A row
+        that cannot be read or used is logged, and the sign-in tool stays."""
+        if self._tools is not self._signing_in:
+            return False
+        url = self.spec.url
+        assert url is not None
+        try:
+            known = await anyio.to_thread.run_sync(self._rows.read, self.name, url)
+        except Exception as exc:  # a look in passing: the database may be away a while
+            _logger.warning("MCP server %r: reading its kept tools failed: %s", self.name, exc)
+            return False
+        # Another process's entry may allow other tools: this one's filters decide here.
+        tools = [t for t in known.tools if self.spec.allows(t.name)] if known else []
+        if not tools or self._tools is not self._signing_in:
+            return False
+        assert known is not None
+        self._tools, self.description = tools, known.instructions
+        return True
+
+    async def _listed(self, session: _Session) -> None:
+        """A user's connection is ready: its tools, if they are other than known, are
+        the server's now, here and for every process sharing the grants."""
+        tools = list(session.server.tools)
+        if not tools or tools == self._tools:
+            return
+        self._tools, self.description = tools, session.server.description
+        url = self.spec.url
+        assert url is not None
+        write = functools.partial(self._rows.write, self.name, url, tools, self.description)
+        try:
+            await anyio.to_thread.run_sync(write)
+        except Exception as exc:  # this process lists them still; others learn later
+            _logger.warning("MCP server %r: keeping its tools failed: %s", self.name, exc)
 
     def sweep(self, now: float) -> list[UserKey]:
         """Close the connections unused for `IDLE_CLOSE` seconds before ``now`` (their
@@ -255,9 +303,8 @@ class UserServers(ExternalHandle):
             session.failure = f"{type(exc).__name__}: {exc}"
         finally:
             session.started.set()
-        if session.ready() and self._tools[0].name == UNAVAILABLE_TOOL:
-            self._tools = list(session.server.tools)
-            self.description = session.server.description
+        if session.ready():
+            await self._listed(session)
 
     def _drop(self, user: UserKey, session: _Session) -> None:
         self._sessions.pop(user, None)
@@ -344,6 +391,7 @@ class UserServers(ExternalHandle):
             CallTimeout: no answer (or no consent) within the time limit.
             ServerCrashed: the user's connection ended during the call.
         """
+        await self.freshen()  # the tools another process listed, while none are known
         session = await self._connected(tool, options)
         if not isinstance(session, _Session):
             return session

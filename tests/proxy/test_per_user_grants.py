@@ -1,11 +1,13 @@
 """The parts of serve acting for each user that run without servers: the entry's
 ``grantScope`` and ``token_exchange`` settings and their mistakes, the pending consents
-(one-time, expiring, bound to a user), each user's key, and the caller's token
-that never prints. The end-to-end tests are in ``serve/test_serve_per_user.py``."""
+(one-time, expiring, bound to a user), the server's tools kept for every process (and a
+damaged row of them), each user's key, and the caller's token that never prints. The
+end-to-end tests are in ``serve/test_serve_per_user.py``."""
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +15,17 @@ import anyio
 import msgspec
 import pytest
 
+from nativemcp.protocol import Tool
 from nativemcp.proxy import CallerToken, CallOptions
 from nativemcp.proxy.cli import main
-from nativemcp.proxy.external import Consents, grant_place, load_mcp_servers, user_key
-from nativemcp.proxy.external.oauth import OAuthSettings
+from nativemcp.proxy.external import (
+    Consents,
+    UserServers,
+    grant_place,
+    load_mcp_servers,
+    user_key,
+)
+from nativemcp.proxy.external.oauth import OAuthSettings, ToolRows
 
 URL = "https://mcp.example.com/mcp"
 AUTHORIZE = "https://issuer.example.com/authorize?client_id=c&state="
@@ -169,6 +178,67 @@ async def test_a_pending_consents_row_holds_no_state_and_no_code_before_the_call
 async def test_an_authorization_request_without_a_state_is_not_kept() -> None:
     with pytest.raises(ValueError, match="state"):
         await Consents().open(("iss", "alice"), "gh", "https://issuer.example.com/authorize?a=b")
+
+
+def _unused_server(authorization: Any) -> Any:
+    raise AssertionError("no user connects in this test")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "document",
+    [
+        "not json",
+        '{"name": "whoami"}',
+        '[{"description": "no name"}]',
+        '[{"name": "whoami", "inputSchema": "not an object"}]',
+        "[]",
+        b"\xff\xfe",
+        42,
+    ],
+)
+async def test_a_damaged_tool_row_is_logged_and_the_sign_in_tool_stays(
+    document: object, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (spec,) = load_mcp_servers(entry(oauth={}, grantScope="user"))
+    place = grant_place(tmp_path, None)
+    handle = UserServers(spec, make=_unused_server, grants=place, consents=Consents(place))
+    signing_in = handle.tools
+    # Another process's row, written by hand: anything a column can hold.
+    sql = f"INSERT INTO {place.TOOLS} VALUES (%s, %s, %s, %s, %s)"
+    place.run(sql, ["gh", URL, document, "instructions", 1.0])
+    with caplog.at_level(logging.WARNING, logger="nativemcp.external"):
+        assert not await handle.freshen()
+    assert handle.tools is signing_in
+    assert [tool.name for tool in handle.tools] == ["needs_authorization"]
+    assert handle.description == ""
+    if document != "[]":  # an empty list is no damage: nothing was listed
+        assert "the tool list kept for it is not a list of tools" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_the_tools_kept_by_another_process_are_listed_as_this_entry_allows(
+    tmp_path: Path,
+) -> None:
+    (spec,) = load_mcp_servers(entry(oauth={}, grantScope="user", disabledTools=["admin"]))
+    place = grant_place(tmp_path, None)
+    handle = UserServers(spec, make=_unused_server, grants=place, consents=Consents(place))
+    assert not await handle.freshen()  # nothing kept yet
+    # Another process (one SQLite file) kept what its connection listed.
+    tools = [Tool(name="whoami", description="who"), Tool(name="admin")]
+    elsewhere = ToolRows(grant_place(tmp_path, None))
+    await anyio.to_thread.run_sync(elsewhere.write, "gh", URL, tools, "be nice")
+    await anyio.to_thread.run_sync(elsewhere.write, "other", URL, [Tool(name="x")], "")
+    before = handle.tools
+    assert await handle.freshen()
+    assert handle.tools is not before  # a new list: the catalog notices by identity
+    assert handle.tools == [Tool(name="whoami", description="who")]
+    assert handle.description == "be nice"
+    # Known now: no more looks, and a later row does not replace a connection's list.
+    kept = handle.tools
+    await anyio.to_thread.run_sync(elsewhere.write, "gh", URL, [Tool(name="y")], "")
+    assert not await handle.freshen()
+    assert handle.tools is kept
 
 
 def test_serve_without_a_known_address_says_how_to_give_it() -> None:

@@ -10,7 +10,8 @@ jwt-bearer grant of a workload's platform JWT), `_loopback_callback` (the browse
 way back to a local port), `_consent` (a user's consent, finished at serve's
 callback), `_token_exchange` (RFC 8693 for a caller's token), `_grant_users` (each
 user's grants, for operators), `_authorization_wait` (`GrantWait`, a server waiting
-for a grant, and its way back) and `_token_store` (the grants kept in the data folder, or in
+for a grant, and its way back), `_tool_rows` (a per-user server's tools, shared by
+serve's processes) and `_token_store` (the grants kept in the data folder, or in
 PostgreSQL: `_token_table`). This room imports the public names of
 `nativemcp.protocol` and `nativemcp.workers`, the official SDK's auth client, and
 nothing of the pool; the rest of `external/` imports it by the names below.
@@ -50,6 +51,8 @@ from ._token_store import GrantStore as GrantStore
 from ._token_store import describe as describe_grant
 from ._token_table import GrantTable as GrantTable
 from ._token_table import grant_place as grant_place
+from ._tool_rows import KnownTools as KnownTools
+from ._tool_rows import ToolRows as ToolRows
 
 __all__ = [
     "CALLBACK_ROUTE",
@@ -66,11 +69,13 @@ __all__ = [
     "GrantStore",
     "GrantTable",
     "GrantWait",
+    "KnownTools",
     "NeedsAuthorization",
     "OAuthSettings",
     "RedirectHook",
     "ServerAuthorization",
     "StaleGrant",
+    "ToolRows",
     "UnknownUser",
     "UserKey",
     "configured_client",

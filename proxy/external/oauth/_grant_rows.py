@@ -47,6 +47,7 @@ __all__ = [
     "StaleGrant",
     "consent_table_sql",
     "old_grant_rows",
+    "tool_list_table_sql",
 ]
 
 GRANTS_FOLDER: Final = "oauth"
@@ -164,6 +165,18 @@ def consent_table_sql(table: str) -> str:
     )
 
 
+def tool_list_table_sql(table: str) -> str:
+    """The table of per-user servers' tools beside the grants (`_tool_rows.ToolRows`):
+    what a connection to each (entry name, URL) listed, as JSON, and its instructions,
+    so every process sharing the grants lists them before a user connects there."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} ("
+        " server TEXT NOT NULL, resource TEXT NOT NULL, tools_json TEXT NOT NULL,"
+        " instructions TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL,"
+        " PRIMARY KEY (server, resource))"
+    )
+
+
 def find_sql(
     table: str,
     user: str | None,
@@ -245,6 +258,8 @@ class GrantPlace:
     TABLE: str
     CONSENTS: str
     """The table of pending consents (`consent_table_sql`), made with `TABLE`."""
+    TOOLS: str
+    """The table of per-user servers' tools (`tool_list_table_sql`), made with `TABLE`."""
 
     def run(self, sql: str, params: list[Any]) -> tuple[list[tuple[Any, ...]], int]:
         """Run one ``%s``-parameter statement: its rows, and how many it changed."""
@@ -295,6 +310,7 @@ class GrantDatabase(GrantPlace):
 
     TABLE = "grants"
     CONSENTS = "consents"
+    TOOLS = "tool_lists"
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
@@ -312,6 +328,7 @@ class GrantDatabase(GrantPlace):
                     )
                     self._memory.execute(table_sql(self.TABLE))
                     self._memory.execute(consent_table_sql(self.CONSENTS))
+                    self._memory.execute(tool_list_table_sql(self.TOOLS))
                 yield self._memory
             return
         path = self.folder / GRANTS_DB
@@ -323,6 +340,7 @@ class GrantDatabase(GrantPlace):
             if not self._ready:
                 conn.execute(table_sql(self.TABLE))
                 conn.execute(consent_table_sql(self.CONSENTS))
+                conn.execute(tool_list_table_sql(self.TOOLS))
                 self._move_old_files(conn)
                 self._ready = True
             yield conn

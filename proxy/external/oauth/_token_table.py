@@ -14,9 +14,9 @@ the built-in servers' schemas are; the same transaction moves the rows of the ea
 table (`OLD_GRANTS_TABLE`, one row per issuer and client holding every server's
 tokens) into rows of their own, and drops it. psycopg loads only here, and only for a
 pool with a ``database_url``. Beside it, `CONSENTS_TABLE` holds the pending
-consents (`_consent.ConsentRows`), made in the same transaction. A database that
-cannot be reached is a
-`DatabaseUnavailable` naming it without its password.
+consents (`_consent.ConsentRows`) and `TOOL_LISTS_TABLE` the per-user servers' tools
+(`_tool_rows.ToolRows`), made in the same transaction. A database that cannot be
+reached is a `DatabaseUnavailable` naming it without its password.
 """
 
 from __future__ import annotations
@@ -39,18 +39,28 @@ from ._grant_rows import (
     consent_table_sql,
     old_grant_rows,
     table_sql,
+    tool_list_table_sql,
     write_sql,
 )
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["CONSENTS_TABLE", "GRANTS_TABLE", "OLD_GRANTS_TABLE", "GrantTable", "grant_place"]
+__all__ = [
+    "CONSENTS_TABLE",
+    "GRANTS_TABLE",
+    "OLD_GRANTS_TABLE",
+    "TOOL_LISTS_TABLE",
+    "GrantTable",
+    "grant_place",
+]
 
 GRANTS_TABLE: Final = "nativemcp_grants"
 """The table of OAuth grants, one row per grant."""
 CONSENTS_TABLE: Final = "nativemcp_consents"
 """The table of pending consents (a user's sign-in not back yet), beside the grants."""
+TOOL_LISTS_TABLE: Final = "nativemcp_tool_lists"
+"""The table of per-user servers' tools (what a connection listed), beside the grants."""
 OLD_GRANTS_TABLE: Final = "nativemcp_oauth_grants"
 """The earlier versions' table (one row per issuer and client), moved on first use."""
 CONNECT_TIMEOUT: Final = 5
@@ -66,6 +76,7 @@ class GrantTable(GrantPlace):
 
     TABLE = GRANTS_TABLE
     CONSENTS = CONSENTS_TABLE
+    TOOLS = TOOL_LISTS_TABLE
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -101,6 +112,7 @@ class GrantTable(GrantPlace):
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (GRANTS_TABLE,))
                 conn.execute(table_sql(GRANTS_TABLE))
                 conn.execute(consent_table_sql(CONSENTS_TABLE))
+                conn.execute(tool_list_table_sql(TOOL_LISTS_TABLE))
                 self._move_old_table(conn)
             _MADE.add(self.url)
 

@@ -571,14 +571,18 @@ async def test_a_user_who_consented_through_one_replica_is_called_unasked_throug
     browser = Browser("alice-upstream")
     async with _two_replicas(database_url, tmp_path) as (issuer, up, recording, first, second):
         with anyio.fail_after(60):
+            async with _user(second, issuer, "bob", "legacy", None) as (bob, _):
+                before = [tool.name for tool in (await bob.list_tools()).tools]
             async with _user(first, issuer, "alice", "legacy", browser) as (alice, token):
                 await alice.call_tool("needs_authorization", {})
+            # Both replicas started before the consent, and nobody connected to the
+            # upstream through the second: it learns the tools the first listed.
             async with _user(second, issuer, "alice", "legacy", None) as (again, _):
-                listed = [tool.name for tool in (await again.list_tools()).tools]
-                assert listed == ["needs_authorization"]  # nobody connected here yet
-                signed_in = await again.call_tool("needs_authorization", {})
+                after = [tool.name for tool in (await again.list_tools()).tools]
                 answer = await again.call_tool("whoami", {})
-    assert not signed_in.is_error, signed_in  # no client elicitation: none was needed
+    assert before == ["needs_authorization"]  # nobody had connected anywhere
+    assert after == ["whoami"]
+    assert not answer.is_error, answer  # no client elicitation: none was needed
     assert _text(answer) == "upstream user alice-upstream"
     assert up.authorizations == ["alice-upstream"]
     _nothing_of(recording, token)
