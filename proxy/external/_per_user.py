@@ -12,7 +12,9 @@ elicitation (on 2026-07-28, serve makes it an input request). Once the browser i
 at serve's callback the connection is made and the call goes on; a client that cannot
 elicit gets a tool error with the address, and its retry goes on once the user has been
 there. With ``"grantType": "token_exchange"`` nobody is asked: the caller's token is
-exchanged (``oauth/_token_exchange``).
+exchanged (``oauth/_token_exchange``). A user whose grant an operator deleted
+(``auth logout --user``, at any process) is asked again at their next call once
+`GRANT_LOOK_EVERY` passed, not served on the tokens their connection still holds.
 
 Until a first user connects, the server's tools are not known: it lists one tool,
 ``needs_authorization``, whose call asks for the caller's consent and then lists the
@@ -72,6 +74,10 @@ IDLE_CLOSE: Final = 900.0
 """Seconds a user's connection lives on unused; their grant stays kept, and their next
 call connects again without asking them (a gateway for a hundred people holds the
 connections of those at work, not of everyone who ever called)."""
+GRANT_LOOK_EVERY: Final = 5.0
+"""Seconds between looks, at a user's calls, whether their grant is still kept: a user
+``nativemcp auth logout --user`` logged out (the rows deleted, the tokens revoked) is
+asked again within that, not served on the tokens this process still holds."""
 SWEEP_EVERY: Final = 60.0
 """Seconds between looks for idle connections."""
 
@@ -106,6 +112,8 @@ class _Session:
     started: anyio.Event = field(default_factory=anyio.Event)
     """Set when the connection is ready, or its start failed or ended."""
     failure: str | None = None
+    grant_seen: float = field(default_factory=time.monotonic)
+    """When the user's grant was last seen kept (`GRANT_LOOK_EVERY`)."""
 
     def ready(self) -> bool:
         return self.started.is_set() and self.failure is None and self.waiting() is None
@@ -347,7 +355,33 @@ class UserServers(ExternalHandle):
                 f"MCP server {self.name!r} is not connected for you: "
                 f"{session.failure or session.waiting()}; call again to start over"
             )
+        if not await self._still_granted(user, session):
+            # Logged out by an operator: this connection's tokens are not to be used
+            # again; a new one asks the user, as a first call does.
+            _logger.info("MCP server %r: a user's grant is gone; asking again", self.name)
+            self._drop(user, session)
+            return await self._connected(tool, options)
         return session
+
+    async def _still_granted(self, user: UserKey, session: _Session) -> bool:
+        """Whether ``user``'s consented grant is still kept, looked at most every
+        `GRANT_LOOK_EVERY` seconds (read in a thread; a failed read keeps the
+        connection: the issuer still decides on its tokens)."""
+        now = time.monotonic()
+        assert self.spec.oauth is not None
+        if self.spec.oauth.grant != "authorization_code" or now - session.grant_seen < (
+            GRANT_LOOK_EVERY
+        ):
+            return True  # a token exchange's rows come and go with the caller's token
+        find = functools.partial(self._grants.find, user_key(*user), self.spec.url)
+        try:
+            kept = bool(await anyio.to_thread.run_sync(find))
+        except Exception as exc:  # the database away a while: the issuer still decides
+            _logger.warning("MCP server %r: reading a user's grant failed: %s", self.name, exc)
+            kept = True
+        if kept:
+            session.grant_seen = now
+        return kept
 
     async def _ask(
         self, consent: Consent, tool: str, options: CallOptions

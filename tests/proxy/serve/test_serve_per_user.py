@@ -13,6 +13,7 @@ serve's tokens never reach it.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,7 +33,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from nativemcp.proxy import WorkerPool, http_app
-from nativemcp.proxy.external import UserServers
+from nativemcp.proxy.cli import main
+from nativemcp.proxy.external import UserServers, _per_user
 from nativemcp.proxy.external._per_user import IDLE_CLOSE
 from nativemcp.proxy.serve import Authorization
 from nativemcp.proxy.tool_search import ToolProfile
@@ -506,6 +508,35 @@ async def test_an_idle_users_connection_is_closed_and_their_next_call_reconnects
     assert _text(again) == "upstream user alice-upstream"
     assert up.authorizations == ["alice-upstream"]  # the kept grant: not asked again
     assert browser.visits == [200]
+    _nothing_of(recording, token)
+
+
+async def test_a_user_logged_out_by_the_operator_is_asked_again_not_served_on_held_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_per_user, "GRANT_LOOK_EVERY", 0.0)  # a look at every call
+    browser = Browser("alice-upstream")
+    data = tmp_path / "data"
+    async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
+        entry = {"url": url, "oauth": {}, "grantScope": "user"}
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"up": entry}}))
+        pool = WorkerPool(data_dir=data, builtins=[], mcp_servers={"up": entry}, timeout=30)
+        auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
+        async with serving(http_app(pool, auth=auth)) as base:
+            with anyio.fail_after(60):
+                async with _user(base, issuer, "alice", "legacy", browser) as (alice, token):
+                    await alice.call_tool("needs_authorization", {})
+                    first = await alice.call_tool("whoami", {})
+                    # The operator, in another process's place: the rows are deleted.
+                    logout = ["auth", "logout", "--user", "alice", "--data-dir", str(data)]
+                    logout += ["--mcp-config", str(config)]
+                    assert await anyio.to_thread.run_sync(main, logout) == 0
+                    again = await alice.call_tool("whoami", {})
+    assert _text(first) == _text(again) == "upstream user alice-upstream"
+    # Asked again after the logout, not served on the tokens serve still held.
+    assert browser.visits == [200, 200]
+    assert up.authorizations == ["alice-upstream", "alice-upstream"]
     _nothing_of(recording, token)
 
 
