@@ -40,6 +40,7 @@ from ._profile import (
     search_learn,
     tool_profile,
 )
+from ._serve_stdio import run_stdio
 from ._servers import ServerChoice, resolve_servers
 
 __all__ = [
@@ -457,20 +458,18 @@ def run_serve(args: argparse.Namespace, options: PoolOptions) -> int:
             "served with every other server of --mcp-config, without naming it"
         )
     if args.transport == "stdio":
-
-        async def main() -> None:
-            async with options.pool(choice, **_serve_pool(args)) as pool:
-                await serve_stdio(
-                    pool,
-                    timeout=args.timeout,
-                    input_timeout=args.input_timeout,
-                    max_tasks=args.max_tasks,
-                    max_task_ttl=args.max_task_ttl,
-                    profile=profile,
-                    result_budget=args.result_budget,
-                )
-
-        anyio.run(main)
+        run_stdio(
+            lambda: options.pool(choice, **_serve_pool(args)),
+            functools.partial(
+                serve_stdio,
+                timeout=args.timeout,
+                input_timeout=args.input_timeout,
+                max_tasks=args.max_tasks,
+                max_task_ttl=args.max_task_ttl,
+                profile=profile,
+                result_budget=args.result_budget,
+            ),
+        )
         return 0
 
     try:

@@ -29,6 +29,7 @@ from ._mcp_config import expand_variables as expand_variables
 from ._mcp_config import load_mcp_servers as load_mcp_servers
 from ._per_user import UserServers as UserServers
 from ._server import ExternalServer as ExternalServer
+from ._stdio import hurry_stops as hurry_stops
 from ._tasks import accepts_task as accepts_task
 from .oauth import CALLBACK_ROUTE as CALLBACK_ROUTE
 from .oauth import GRANTS_DB as GRANTS_DB
@@ -87,6 +88,7 @@ __all__ = [
     "expand_variables",
     "expiry_text",
     "grant_place",
+    "hurry_stops",
     "load_mcp_servers",
     "log_out_user",
     "login_hint",

@@ -32,6 +32,7 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import IO, TYPE_CHECKING, Any, Final
@@ -54,7 +55,13 @@ if TYPE_CHECKING:
         MemoryObjectSendStream[SessionMessage],
     ]
 
-__all__ = ["JUNK_WARNING_INTERVAL", "LineTooLong", "StdioLink", "stdio_transport"]
+__all__ = [
+    "JUNK_WARNING_INTERVAL",
+    "LineTooLong",
+    "StdioLink",
+    "hurry_stops",
+    "stdio_transport",
+]
 
 _logger = logging.getLogger("nativemcp.external")
 
@@ -65,6 +72,21 @@ TERM_GRACE: Final = 2.0
 EXIT_DRAIN: Final = 1.0
 """Seconds the reader has, after the server exited, to read what it wrote before."""
 _POLL: Final = 0.01
+
+_hurry = threading.Event()
+"""Set once this process was told to end now (`hurry_stops`)."""
+
+
+def hurry_stops() -> None:
+    """End every stdio server of this process from now on without waiting out what is
+    left of its `GRACE`: SIGTERM to its group at once, SIGKILL after `TERM_GRACE`.
+
+    For a process whose own host gave it SIGTERM and a short while (the SDK's stdio
+    client waits 2 s after closing stdin, then 2 s after SIGTERM): a server that does not
+    exit on its closed stdin (npm's server-everything) is ended before this process is
+    killed, instead of outliving it in a session of its own."""
+    _hurry.set()
+
 
 JUNK_WARNING_INTERVAL: Final = 10.0
 """Seconds between two warnings about lines on a server's stdout that are not JSON-RPC."""
@@ -280,7 +302,7 @@ async def _stop(process: anyio.abc.Process, write_send: Any) -> None:
         if process.stdin is not None:
             with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdin.aclose()
-        if not await _exited(process, GRACE):
+        if not await _exited(process, GRACE, hurried=True):
             _signal_group(process.pid, signal.SIGTERM)
             if not await _exited(process, TERM_GRACE):
                 _signal_group(process.pid, signal.SIGKILL)
@@ -324,11 +346,14 @@ def _signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-async def _exited(process: anyio.abc.Process, timeout: float) -> bool:
+async def _exited(process: anyio.abc.Process, timeout: float, *, hurried: bool = False) -> bool:
     """Whether the server exited within ``timeout`` (polled: ``wait()`` on asyncio also
-    waits for the pipes, which a surviving child may hold open)."""
+    waits for the pipes, which a surviving child may hold open); ``hurried``: False as
+    soon as `hurry_stops` was called."""
     with anyio.move_on_after(timeout):
-        while process.returncode is None:  # noqa: ASYNC110 - a child's exit is no event
+        while process.returncode is None:
+            if hurried and _hurry.is_set():
+                return False
             await anyio.sleep(_POLL)
         return True
     return False
