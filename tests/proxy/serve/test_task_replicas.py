@@ -21,6 +21,8 @@ from _process import free_port, stop_all, wait_listening
 from _scripts import venv_script
 from _task_client import Rpc
 
+from nativemcp.workers.process_sweep import descendants, kill_pids
+
 pytestmark = [pytest.mark.anyio, pytest.mark.real_process, pytest.mark.anyio_backends("asyncio")]
 
 RESEARCH = "simulate-research-query"  # one server served: its own names
@@ -75,8 +77,12 @@ async def test_a_task_is_answered_through_another_replica_and_fails_clearly_when
 
             orphan = await one.result("tools/call", ambiguous)
             await two.until(orphan["taskId"], "input_required")
+            # SIGKILL leaves serve no way to end its stdio server (in a session of its
+            # own): the test ends it, as an operator's supervisor would.
+            left = descendants(first.pid)
             first.kill()
             first.wait()
+            kill_pids(left)
             lost = await two.until(orphan["taskId"], "failed")
     assert "Research Report: tea (historical)" in done["result"]["content"][0]["text"]
     assert cancelled["status"] == "cancelled"
