@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from nativemcp.protocol import SEPARATOR, safe_server_name
 
 from .._handle import ServerHandle, find_server
-from ._per_user import UserServers
+from ._external_handle import ExternalHandle
 from ._server import ExternalServer
 from .oauth import NeedsAuthorization, RedirectHook
 
@@ -69,11 +69,9 @@ class Authorizations:
         again; `UserServers.freshen`: a per-user server's tools that another process
         listed); whether the tools of one of them may have changed."""
         changed = False
-        for _, handle in self._external():
-            changed = await handle.freshen() or changed
-        for each in self._handles.values():
-            if isinstance(each, UserServers):  # tools another process's connection listed
-                changed = await each.freshen() or changed
+        for handle in self._handles.values():  # on every listing: one pass
+            if isinstance(handle, ExternalHandle):
+                changed = await handle.freshen() or changed
         return changed
 
     def placeholders(self, full_name: str) -> list[str]:

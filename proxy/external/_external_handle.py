@@ -22,6 +22,11 @@ class ExternalHandle(UnwrappingHandle):
     """The server's ``instructions`` ('' until a connection read them, or if it sent
     none)."""
 
+    async def freshen(self) -> bool:
+        """Before the pool reads the tools (`Authorizations.freshen`): catch up with
+        what changed elsewhere; whether the tools may have changed."""
+        raise NotImplementedError
+
     async def get_service_context(self, options: CallOptions) -> str:
         """The server's ``instructions``, as the (first) connection read them."""
         return self.description
