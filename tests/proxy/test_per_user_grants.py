@@ -241,6 +241,21 @@ async def test_the_tools_kept_by_another_process_are_listed_as_this_entry_allows
     assert handle.tools is kept
 
 
+@pytest.mark.anyio
+async def test_tools_kept_for_another_entry_or_a_near_address_are_not_this_servers(
+    tmp_path: Path,
+) -> None:
+    (spec,) = load_mcp_servers(entry(oauth={}, grantScope="user"))
+    place = grant_place(tmp_path, None)
+    handle = UserServers(spec, make=_unused_server, grants=place, consents=Consents(place))
+    rows = ToolRows(place)
+    # Another entry's name at this URL, and this name at a prefix or an extension of it.
+    for server, resource in (("gh2", URL), ("g", URL), ("gh", URL + "x"), ("gh", URL[:-1])):
+        await anyio.to_thread.run_sync(rows.write, server, resource, [Tool(name="x")], "")
+    assert not await handle.freshen()
+    assert [tool.name for tool in handle.tools] == ["needs_authorization"]
+
+
 def test_serve_without_a_known_address_says_how_to_give_it() -> None:
     with pytest.raises(RuntimeError, match="--auth-resource"):
         Consents().redirect_uri()

@@ -515,7 +515,7 @@ async def test_a_user_logged_out_by_the_operator_is_asked_again_not_served_on_he
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_per_user, "GRANT_LOOK_EVERY", 0.0)  # a look at every call
-    browser = Browser("alice-upstream")
+    browser, bobs = Browser("alice-upstream"), Browser("bob-upstream")
     data = tmp_path / "data"
     async with running_issuer() as issuer, upstream(issuer) as (url, up, recording):
         entry = {"url": url, "oauth": {}, "grantScope": "user"}
@@ -525,19 +525,28 @@ async def test_a_user_logged_out_by_the_operator_is_asked_again_not_served_on_he
         auth = Authorization(issuer=issuer.url, audience=AUDIENCE)
         async with serving(http_app(pool, auth=auth)) as base:
             with anyio.fail_after(60):
-                async with _user(base, issuer, "alice", "legacy", browser) as (alice, token):
+                async with (
+                    _user(base, issuer, "alice", "legacy", browser) as (alice, token),
+                    _user(base, issuer, "bob", "legacy", bobs) as (bob, bob_token),
+                ):
                     await alice.call_tool("needs_authorization", {})
                     first = await alice.call_tool("whoami", {})
+                    await bob.call_tool("whoami", {})  # asked, as a new user is
                     # The operator, in another process's place: the rows are deleted.
                     logout = ["auth", "logout", "--user", "alice", "--data-dir", str(data)]
                     logout += ["--mcp-config", str(config)]
                     assert await anyio.to_thread.run_sync(main, logout) == 0
                     again = await alice.call_tool("whoami", {})
+                    # Bob's grant, kept, is his alone: it does not keep alice served,
+                    # and hers gone does not end his.
+                    bobs_answer = await bob.call_tool("whoami", {})
     assert _text(first) == _text(again) == "upstream user alice-upstream"
+    assert _text(bobs_answer) == "upstream user bob-upstream"
     # Asked again after the logout, not served on the tokens serve still held.
     assert browser.visits == [200, 200]
-    assert up.authorizations == ["alice-upstream", "alice-upstream"]
-    _nothing_of(recording, token)
+    assert bobs.visits == [200]
+    assert up.authorizations == ["alice-upstream", "bob-upstream", "alice-upstream"]
+    _nothing_of(recording, token, bob_token)
 
 
 async def test_an_exchanged_token_past_its_expiry_is_exchanged_again() -> None:
